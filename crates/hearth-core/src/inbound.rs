@@ -1,0 +1,31 @@
+//! `Inbound`: what every surface turns a received message into.
+
+use serde::{Deserialize, Serialize};
+
+/// How a message relates to the thread's active run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryMode {
+    /// Queue behind the thread's active run.
+    #[default]
+    FollowUp,
+    /// Hand the message to the thread's active run before its next model call.
+    Steer,
+}
+
+/// One message received by a surface, ready for `Runtime::ingest`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    /// The surface it came from (`api`, `cli`, `telegram`, ...).
+    pub source: String,
+    /// `<channel>:<kind>:<id>`: one conversation history per thread.
+    pub thread_key: String,
+    /// `<channel>:user:<id>`.
+    pub user_key: String,
+    /// The message text; never empty.
+    pub text: String,
+    /// Follow-up or steer.
+    pub delivery_mode: DeliveryMode,
+    /// A key that makes a retried delivery return the same run.
+    pub idempotency_key: Option<String>,
+}

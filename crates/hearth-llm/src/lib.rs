@@ -1,0 +1,36 @@
+//! hearth-llm: talking to model providers.
+//!
+//! Owns the `Provider` trait (one required method, `stream`), the adapters
+//! (`echo`, `openai_compat`), SSE decoding, the `Accumulator` that turns a stream
+//! of `StreamEvent`s into an assistant message, and the error taxonomy.
+//! Wire types stay private to each adapter module.
+
+pub mod accumulator;
+pub mod echo;
+pub mod error;
+pub mod openai_compat;
+pub mod sse;
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use hearth_core::{ChatRequest, StreamEvent};
+
+pub use accumulator::{Accumulator, AssistantTurn};
+pub use echo::EchoProvider;
+pub use error::{ErrorKind, LlmError};
+pub use openai_compat::{OpenAiCompatConfig, OpenAiCompatProvider};
+
+/// A stream of events from one model call. It ends after `StreamEvent::Finish`
+/// or with an error item; an error item is always the last.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// A model provider. Adapters implement `stream`; callers that want the whole
+/// answer collect it with an `Accumulator`.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync + 'static {
+    /// Starts one streamed model call. Errors before the first byte (auth,
+    /// unknown model, rate limits, connection failures) come back here; errors
+    /// after it arrive as the stream's last item.
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError>;
+}

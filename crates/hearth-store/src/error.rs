@@ -1,0 +1,44 @@
+//! Store errors.
+
+/// A failed store operation.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or created.
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A migration failed.
+    #[error("database migration {version} failed: {source}")]
+    Migration {
+        /// The migration's version.
+        version: u32,
+        /// Why.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database has a schema version newer than this binary knows.
+    #[error("database schema version {found} is newer than this hearth supports ({supported}); upgrade hearth")]
+    TooNew {
+        /// Found.
+        found: u32,
+        /// Known.
+        supported: u32,
+    },
+    /// A query failed.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored JSON value did not decode.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// The store's worker thread is gone (the store was closed).
+    #[error("the store is closed")]
+    Closed,
+}
+
+/// Result of store operations.
+pub type Result<T> = std::result::Result<T, StoreError>;

@@ -1,0 +1,88 @@
+//! hearth-store: durable state behind the `Store` trait.
+//!
+//! Callers (runtime, engine, server, CLI) see only `Store` and the record types
+//! here; the SQLite implementation (`sqlite`) is one backend, and a PostgreSQL
+//! backend can be added beside it without touching callers. The trait speaks in
+//! domain operations (create a run, journal a step, finish a run atomically with
+//! its messages), not SQL, so each backend keeps its own queries and dialect.
+
+pub mod error;
+pub mod records;
+pub mod sqlite;
+
+pub use error::{Result, StoreError};
+pub use records::*;
+pub use sqlite::{Durability, SqliteStore};
+
+use hearth_core::{Message, Timestamp};
+
+/// Durable state of hearth. Every method that writes returns only after the
+/// write is committed (and, in strict durability, synced to disk).
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Checks that the store is reachable and migrated (for `/readyz`).
+    async fn ping(&self) -> Result<()>;
+
+    /// Stores a new queued run, or returns the existing run when `idempotency_key`
+    /// was already used on the same thread (never a second run, also when the
+    /// same key arrives concurrently).
+    async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome>;
+
+    /// One run by id.
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>>;
+
+    /// Runs matching `filter`, newest first.
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>>;
+
+    /// Runs not yet terminal (`queued`, `running`, `awaiting_confirmation`),
+    /// oldest first: what recovery must pick up again.
+    async fn unfinished_runs(&self) -> Result<Vec<RunRecord>>;
+
+    /// Marks a run `running` under `owner` until `lease_until`, with the model
+    /// that runs it. Returns false when the run is already terminal.
+    async fn start_run(&self, run_id: &str, owner: &str, lease_until: Timestamp, model: &str) -> Result<bool>;
+
+    /// Extends the leases of all running runs of `owner` (heartbeat).
+    async fn renew_leases(&self, owner: &str, lease_until: Timestamp) -> Result<u64>;
+
+    /// Appends or replaces (same run and index) one journal step.
+    async fn put_step(&self, step: StepRecord) -> Result<()>;
+
+    /// The journaled steps of a run, by index.
+    async fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>>;
+
+    /// Ends a run: sets its terminal status, output or error, and appends
+    /// `messages` to its thread's history, all in one transaction. Returns false
+    /// (and changes nothing) when the run was already terminal.
+    async fn finish_run(&self, finish: RunFinish) -> Result<bool>;
+
+    /// The last `limit` messages of a thread, oldest first.
+    async fn thread_history(&self, thread_key: &str, limit: u32) -> Result<Vec<Message>>;
+
+    /// A thread's runtime settings and message count (defaults when unknown).
+    async fn thread_state(&self, thread_key: &str) -> Result<ThreadState>;
+
+    /// Sets (or with `None` clears) a thread's model override.
+    async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()>;
+
+    /// Sets a thread's thinking level (`off`, `low`, `medium`, `high`).
+    async fn set_thread_thinking(&self, thread_key: &str, level: &str) -> Result<()>;
+
+    /// Deletes a thread's message history (its settings stay).
+    async fn clear_thread_history(&self, thread_key: &str) -> Result<()>;
+
+    /// Stores a new API token by the SHA-256 hex of its secret.
+    async fn create_token(&self, token: NewToken) -> Result<()>;
+
+    /// All tokens, revoked ones included, newest first.
+    async fn list_tokens(&self) -> Result<Vec<TokenRecord>>;
+
+    /// Revokes a token by id. Returns false when no active token has that id.
+    async fn revoke_token(&self, id: &str) -> Result<bool>;
+
+    /// True when an unrevoked token has this hash.
+    async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool>;
+
+    /// Number of unrevoked tokens.
+    async fn active_token_count(&self) -> Result<u64>;
+}

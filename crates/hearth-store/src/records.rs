@@ -1,0 +1,211 @@
+//! Records that cross the `Store` boundary. Times are unix milliseconds.
+
+use hearth_core::{Message, RunStatus, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// A run to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    /// `run_...`, from `hearth_core::new_run_id`.
+    pub run_id: String,
+    /// The thread.
+    pub thread_key: String,
+    /// The sender.
+    pub user_key: String,
+    /// The surface it came from.
+    pub source: String,
+    /// The message text.
+    pub input: String,
+    /// Idempotency key, unique per thread when given.
+    pub idempotency_key: Option<String>,
+    /// Acceptance time.
+    pub created_at: Timestamp,
+}
+
+/// What `create_run` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateRunOutcome {
+    /// The run was stored now.
+    Created(RunRecord),
+    /// The idempotency key was already used on the thread: this is that run.
+    Existing(RunRecord),
+}
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecord {
+    /// Id.
+    pub run_id: String,
+    /// Arrival order across the store (monotonic); the scheduler orders by it.
+    pub seq: i64,
+    /// Thread.
+    pub thread_key: String,
+    /// Sender.
+    pub user_key: String,
+    /// Surface.
+    pub source: String,
+    /// Message text.
+    pub input: String,
+    /// Idempotency key.
+    pub idempotency_key: Option<String>,
+    /// Status.
+    pub status: RunStatus,
+    /// Answer text once succeeded.
+    pub output: Option<String>,
+    /// Error code once failed.
+    pub error_code: Option<String>,
+    /// Error message once failed.
+    pub error_message: Option<String>,
+    /// `<provider>/<model>` once started.
+    pub model: Option<String>,
+    /// Lease holder while running.
+    pub lease_owner: Option<String>,
+    /// Lease expiry while running.
+    pub lease_until: Option<Timestamp>,
+    /// Created.
+    pub created_at: Timestamp,
+    /// Last changed.
+    pub updated_at: Timestamp,
+}
+
+/// Filter for `list_runs`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunFilter {
+    /// Only this thread.
+    pub thread_key: Option<String>,
+    /// Only this status.
+    pub status: Option<RunStatus>,
+    /// At most this many (the store caps it at 1000).
+    pub limit: u32,
+}
+
+/// Kind of a journal step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// A model call.
+    Llm,
+    /// A tool call.
+    Tool,
+}
+
+impl StepKind {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Llm => "llm",
+            Self::Tool => "tool",
+        }
+    }
+}
+
+/// Status of a journal step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Begun, no outcome recorded yet.
+    Started,
+    /// Finished normally.
+    Succeeded,
+    /// Finished with an error.
+    Failed,
+}
+
+impl StepStatus {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// One journaled step of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRecord {
+    /// The run.
+    pub run_id: String,
+    /// 0-based position in the run.
+    pub index: u32,
+    /// Model or tool call.
+    pub kind: StepKind,
+    /// Model reference or tool name.
+    pub name: String,
+    /// Outcome so far.
+    pub status: StepStatus,
+    /// Begun at.
+    pub started_at: Timestamp,
+    /// Ended at, once ended.
+    pub finished_at: Option<Timestamp>,
+    /// Token usage of a model call (JSON of `hearth_core::Usage`), if any.
+    pub tokens: Option<serde_json::Value>,
+    /// What recovery needs to resume: for a model call the assistant message it
+    /// produced, for a tool call its call id, arguments and output. Internal:
+    /// never shown in traces.
+    pub payload: serde_json::Value,
+}
+
+/// How a run ends, with the messages it adds to its thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFinish {
+    /// The run.
+    pub run_id: String,
+    /// `succeeded`, `failed` or `cancelled`.
+    pub status: RunStatus,
+    /// The answer.
+    pub output: Option<String>,
+    /// Error code.
+    pub error_code: Option<String>,
+    /// Error message.
+    pub error_message: Option<String>,
+    /// Messages appended to the thread, in order (user message, tool exchanges,
+    /// the answer).
+    pub messages: Vec<Message>,
+    /// Steps to journal in the same transaction (e.g. the last model call).
+    pub steps: Vec<StepRecord>,
+    /// When.
+    pub finished_at: Timestamp,
+}
+
+/// A thread's runtime settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ThreadState {
+    /// The thread.
+    pub thread_key: String,
+    /// Model override, `<provider>/<model>`.
+    pub model: Option<String>,
+    /// Thinking level; `off` by default.
+    pub thinking: String,
+    /// Incognito flag.
+    pub incognito: bool,
+    /// Messages in its history.
+    pub message_count: u64,
+}
+
+/// A token to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewToken {
+    /// Public id (`tok_...`).
+    pub id: String,
+    /// A label chosen by the operator.
+    pub name: String,
+    /// SHA-256 hex of the secret.
+    pub hash_hex: String,
+    /// Created.
+    pub created_at: Timestamp,
+}
+
+/// A stored token (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// Public id.
+    pub id: String,
+    /// Label.
+    pub name: String,
+    /// Created.
+    pub created_at: Timestamp,
+    /// Revoked, if so.
+    pub revoked_at: Option<Timestamp>,
+}
