@@ -1,1 +1,17 @@
-//! placeholder
+//! hearth-config: the typed `hearth.toml`, its layering and the home directory.
+//!
+//! Layering: built-in defaults, then the file, then `HEARTH_<SECTION>__<KEY>`
+//! environment overrides, merged on a `toml::Table` before one strict
+//! deserialisation (`deny_unknown_fields`). Errors name the file or variable,
+//! the key path and what is wrong. Nothing else in hearth reads the environment
+//! for configuration.
+
+pub mod error;
+pub mod home;
+pub mod layer;
+pub mod model;
+
+pub use error::ConfigError;
+pub use home::{HomeReport, prepare_home};
+pub use layer::{load, load_str};
+pub use model::*;

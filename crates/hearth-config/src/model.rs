@@ -1,0 +1,181 @@
+//! The configuration's shape, with defaults.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole `hearth.toml`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `[server]`
+    pub server: ServerConfig,
+    /// `[store]`
+    pub store: StoreConfig,
+    /// `[llm]`
+    pub llm: LlmConfig,
+    /// `[agent]`
+    pub agent: AgentConfig,
+    /// `[log]`
+    pub log: LogConfig,
+}
+
+/// `[server]`: the HTTP listener.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Listen address; loopback by default.
+    pub bind: String,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Seconds in-flight runs get to finish on SIGTERM before being parked for recovery.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:7777".into(),
+            max_body_bytes: 1024 * 1024,
+            shutdown_grace_secs: 10,
+        }
+    }
+}
+
+/// How hard the store works to keep a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Survives a killed process; a power cut may lose the last moments.
+    #[default]
+    Normal,
+    /// Synced to disk before a message is acknowledged or an answer delivered.
+    Strict,
+}
+
+/// `[store]`
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `normal` or `strict`.
+    pub durability: Durability,
+}
+
+/// The wire protocol of a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderType {
+    /// Any OpenAI-compatible Chat Completions server.
+    OpenaiCompat,
+    /// The deterministic offline echo provider.
+    Echo,
+}
+
+/// `[llm.providers.<name>]`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Wire protocol.
+    #[serde(rename = "type")]
+    pub kind: ProviderType,
+    /// Base URL, e.g. `http://127.0.0.1:11434/v1`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra request headers (e.g. OpenRouter's `HTTP-Referer`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Models offered; empty accepts any model name.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Capability overrides (`tools`, `parallel_tool_calls`, `streaming`, ...).
+    #[serde(default)]
+    pub capabilities: BTreeMap<String, bool>,
+    /// Seconds to wait for response headers.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_secs: u64,
+    /// Longest silence allowed inside a stream, in seconds.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout_secs: u64,
+}
+
+fn default_request_timeout() -> u64 {
+    120
+}
+
+fn default_idle_timeout() -> u64 {
+    90
+}
+
+/// `[llm]`
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// `<provider>/<model>` used when a thread has no override.
+    pub default_model: Option<String>,
+    /// Named providers.
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// `[agent]`: limits of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Model calls plus tool calls.
+    pub max_steps: u32,
+    /// Tool calls.
+    pub max_tool_calls: u32,
+    /// Model calls.
+    pub max_llm_calls: u32,
+    /// Wall time of a run, in seconds.
+    pub max_wall_secs: u64,
+    /// Time one tool call may take, in seconds.
+    pub tool_timeout_secs: u64,
+    /// How many past messages of the thread are sent to the model.
+    pub history_messages: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 24,
+            max_tool_calls: 16,
+            max_llm_calls: 12,
+            max_wall_secs: 300,
+            tool_timeout_secs: 30,
+            history_messages: 50,
+        }
+    }
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `[log]`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A tracing filter, e.g. `info` or `hearth_runtime=debug,info`.
+    pub level: String,
+    /// `human` or `json`.
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".into(),
+            format: LogFormat::Human,
+        }
+    }
+}
