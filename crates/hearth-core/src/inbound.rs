@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How a message relates to the thread's active run.
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryMode {

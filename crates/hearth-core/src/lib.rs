@@ -14,6 +14,6 @@ pub mod time;
 pub use ids::{ModelRef, ModelRefError, new_run_id};
 pub use inbound::{DeliveryMode, Inbound};
 pub use message::{ChatRequest, Content, Message, Role, ThinkingLevel, ToolSpec};
-pub use run::{Confirmation, RunEnvelope, RunOutput, RunError, RunEvent, RunEventKind, RunStatus};
+pub use run::{Confirmation, RunEnvelope, RunError, RunEvent, RunEventKind, RunOutput, RunStatus};
 pub use stream::{FinishReason, StreamEvent, Usage};
 pub use time::{Timestamp, now_ms, rfc3339};

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Where a run is in its life.
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -55,6 +56,7 @@ impl RunStatus {
 }
 
 /// Why a run failed: a machine code and a sentence for people.
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunError {
     /// snake_case code, e.g. `provider_error`, `limit_exceeded`.
@@ -64,6 +66,7 @@ pub struct RunError {
 }
 
 /// A pending confirmation as shown to clients.
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confirmation {
     /// The plaintext token; `None` after a restart (only its hash is stored).
@@ -77,6 +80,7 @@ pub struct Confirmation {
 }
 
 /// The text output of a finished run.
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunOutput {
     /// The answer.
@@ -84,6 +88,7 @@ pub struct RunOutput {
 }
 
 /// The run envelope of the HTTP API.
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunEnvelope {
     /// Opaque id.
@@ -194,6 +199,9 @@ mod tests {
     #[test]
     fn event_kind_serde_matches_wire_name() {
         let k = RunEventKind::ConfirmationRequired;
-        assert_eq!(serde_json::to_string(&k).unwrap(), "\"confirmation.required\"");
+        assert_eq!(
+            serde_json::to_string(&k).unwrap(),
+            "\"confirmation.required\""
+        );
     }
 }

@@ -21,6 +21,9 @@ mod tests {
     #[test]
     fn formats_utc_millis() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(super::rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            super::rfc3339(1_700_000_000_123),
+            "2023-11-14T22:13:20.123Z"
+        );
     }
 }

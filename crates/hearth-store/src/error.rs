@@ -22,7 +22,9 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// The database has a schema version newer than this binary knows.
-    #[error("database schema version {found} is newer than this hearth supports ({supported}); upgrade hearth")]
+    #[error(
+        "database schema version {found} is newer than this hearth supports ({supported}); upgrade hearth"
+    )]
     TooNew {
         /// Found.
         found: u32,
@@ -35,6 +37,13 @@ pub enum StoreError {
     /// A stored JSON value did not decode.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The write was rolled back with the rest of its batch: the shared
+    /// transaction could not begin or commit, or another write in it aborted it.
+    #[error("write rolled back: {0}")]
+    RolledBack(String),
+    /// A worker thread of the store could not be started.
+    #[error("cannot start the store's worker thread: {0}")]
+    Spawn(#[source] std::io::Error),
     /// The store's worker thread is gone (the store was closed).
     #[error("the store is closed")]
     Closed,

@@ -40,7 +40,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Marks a run `running` under `owner` until `lease_until`, with the model
     /// that runs it. Returns false when the run is already terminal.
-    async fn start_run(&self, run_id: &str, owner: &str, lease_until: Timestamp, model: &str) -> Result<bool>;
+    async fn start_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+    ) -> Result<bool>;
 
     /// Extends the leases of all running runs of `owner` (heartbeat).
     async fn renew_leases(&self, owner: &str, lease_until: Timestamp) -> Result<u64>;

@@ -1,1 +1,10 @@
-//! placeholder
+//! hearth-tools: what the model can call.
+//!
+//! The `Tool` trait, the `ToolRegistry` every surface shares, and the built-in
+//! tools. The registry contains failures: a tool that errors, panics or hangs
+//! yields a JSON `{"error": ...}` result for the model, never a failed run.
+
+pub mod builtin;
+pub mod registry;
+
+pub use registry::{Tool, ToolClass, ToolError, ToolOutput, ToolRegistry};

@@ -1,0 +1,134 @@
+//! Versioned schema migrations, tracked with `PRAGMA user_version`.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Result, StoreError};
+
+/// Every migration, in order: `(version, SQL)`. Versions start at 1 and grow by
+/// one; a released migration is never edited, only followed by a new one.
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1)];
+
+/// The schema version this build writes.
+pub(crate) const LATEST: u32 = 1;
+
+const V1: &str = "
+CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE,
+    thread_key TEXT NOT NULL,
+    user_key TEXT NOT NULL,
+    source TEXT NOT NULL,
+    input TEXT NOT NULL,
+    idempotency_key TEXT,
+    status TEXT NOT NULL,
+    output TEXT,
+    error_code TEXT,
+    error_message TEXT,
+    model TEXT,
+    lease_owner TEXT,
+    lease_until INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX runs_thread_idempotency ON runs (thread_key, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX runs_status ON runs (status);
+CREATE INDEX runs_thread_seq ON runs (thread_key, seq);
+-- Finished runs drop their lease, so this stays as small as the live set and
+-- keeps the lease heartbeat from scanning the whole history.
+CREATE INDEX runs_lease_owner ON runs (lease_owner) WHERE lease_owner IS NOT NULL;
+
+CREATE TABLE run_steps (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    idx INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    tokens TEXT,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE threads (
+    thread_key TEXT PRIMARY KEY NOT NULL,
+    model TEXT,
+    thinking TEXT NOT NULL DEFAULT 'off',
+    incognito INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL
+);
+
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_key TEXT NOT NULL,
+    run_id TEXT,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX messages_thread ON messages (thread_key, id);
+
+CREATE TABLE api_tokens (
+    id TEXT PRIMARY KEY NOT NULL,
+    name TEXT NOT NULL,
+    hash_hex TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+";
+
+/// Brings the database up to [`LATEST`], one transaction per migration, and
+/// refuses a database written by a newer hearth.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    check_not_too_new(
+        user_version(conn).map_err(|source| StoreError::Migration { version: 0, source })?,
+    )?;
+    for &(version, sql) in MIGRATIONS {
+        // IMMEDIATE takes the write lock before re-reading the version, so two
+        // processes opening the same fresh file cannot both apply a migration.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|source| StoreError::Migration { version, source })?;
+        let current =
+            user_version(&tx).map_err(|source| StoreError::Migration { version, source })?;
+        check_not_too_new(current)?;
+        if current >= version {
+            continue;
+        }
+        tx.execute_batch(sql)
+            .and_then(|()| tx.pragma_update(None, "user_version", version))
+            .and_then(|()| tx.commit())
+            .map_err(|source| StoreError::Migration { version, source })?;
+        tracing::debug!(version, "applied database migration");
+    }
+    Ok(())
+}
+
+/// The schema version stored in the database header.
+pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+fn check_not_too_new(found: u32) -> Result<()> {
+    if found > LATEST {
+        return Err(StoreError::TooNew {
+            found,
+            supported: LATEST,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_consecutive_and_end_at_latest() {
+        for (i, (version, _)) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(*version as usize, i + 1);
+        }
+        assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(LATEST));
+    }
+}

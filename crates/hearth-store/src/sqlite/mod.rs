@@ -1,0 +1,337 @@
+//! The SQLite backend: one writer thread that commits queued writes in shared
+//! transactions, and a couple of reader threads, all on one WAL database file.
+
+mod db;
+mod migrations;
+mod ops;
+mod reader;
+mod rows;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hearth_core::{Message, Timestamp, now_ms};
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::oneshot;
+
+use self::db::Db;
+use self::reader::ReadJob;
+use self::writer::Job;
+use crate::Store;
+use crate::error::{Result, StoreError};
+use crate::records::{
+    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, StepRecord, ThreadState,
+    TokenRecord,
+};
+
+/// Reader connections; reads are short, so two keep up with the writer.
+const READERS: usize = 2;
+/// Page cache per connection in KiB: small, to keep an idle server small.
+const WRITER_CACHE_KIB: i64 = 1024;
+const READER_CACHE_KIB: i64 = 512;
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// How hard a commit tries to reach the disk before the write call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// WAL with `synchronous=NORMAL`: a commit survives a killed process; a
+    /// power loss may drop the last commits but never corrupts the database.
+    #[default]
+    Normal,
+    /// WAL with `synchronous=FULL`: each commit is fsynced before the write
+    /// call returns (concurrent writes share the fsync).
+    Strict,
+}
+
+impl Durability {
+    fn synchronous(self) -> &'static str {
+        match self {
+            Self::Normal => "NORMAL",
+            Self::Strict => "FULL",
+        }
+    }
+}
+
+/// The SQLite `Store`. Cheap to clone (the state is shared); the worker
+/// threads stop, and the database is closed, when the last clone is dropped.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    commits: Arc<AtomicU64>,
+    // Field order matters: the senders drop first so the threads see their
+    // queues close, then `Workers` joins them.
+    writer: mpsc::Sender<Box<dyn Job>>,
+    readers: mpsc::Sender<ReadJob>,
+    _workers: Workers,
+}
+
+/// Joins the worker threads on drop, so that when the last store handle is
+/// gone the database file is closed (and its WAL checkpointed).
+struct Workers(Vec<JoinHandle<()>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for handle in self.0.drain(..) {
+            // A worker that panicked has nothing left to clean up.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, migrates it, and
+    /// starts the writer and reader threads. Synchronous and fast: it is called
+    /// at start-up, also outside any async runtime.
+    pub fn open(path: &Path, durability: Durability) -> Result<SqliteStore> {
+        let open_err = |source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        configure_writer(&conn, durability).map_err(open_err)?;
+        migrations::migrate(&mut conn)?;
+
+        let mut reader_conns = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let reader = Connection::open_with_flags(path, flags).map_err(open_err)?;
+            configure_reader(&reader).map_err(open_err)?;
+            reader_conns.push(reader);
+        }
+
+        // Declared before the channels so that, if a spawn fails, the senders
+        // (dropped first, in reverse order) let the started threads exit
+        // before `workers` joins them.
+        let mut workers = Workers(Vec::with_capacity(READERS + 1));
+        let commits = Arc::new(AtomicU64::new(0));
+        let (writer_tx, writer_rx) = mpsc::channel();
+        let (reader_tx, reader_rx) = mpsc::channel();
+        let reader_rx = Arc::new(Mutex::new(reader_rx));
+        let writer_commits = Arc::clone(&commits);
+        workers.0.push(spawn("hearth-store-writer", move || {
+            writer::run(conn, writer_rx, writer_commits)
+        })?);
+        for (i, reader) in reader_conns.into_iter().enumerate() {
+            let queue = Arc::clone(&reader_rx);
+            workers
+                .0
+                .push(spawn(&format!("hearth-store-reader-{i}"), move || {
+                    reader::run(reader, queue)
+                })?);
+        }
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                commits,
+                writer: writer_tx,
+                readers: reader_tx,
+                _workers: workers,
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Write transactions committed since the store was opened; with many
+    /// concurrent writers this grows slower than the number of writes.
+    pub fn committed_batches(&self) -> u64 {
+        self.inner.commits.load(Ordering::Relaxed)
+    }
+
+    /// Runs `op` on the writer thread inside the next batch transaction and
+    /// returns once that transaction is committed.
+    async fn write<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.inner
+            .writer
+            .send(writer::job(op, tx))
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs `op` on a reader thread.
+    async fn read<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: ReadJob = Box::new(move |db| {
+            let _ = tx.send(op(db));
+        });
+        self.inner
+            .readers
+            .send(job)
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(body)
+        .map_err(StoreError::Spawn)
+}
+
+fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(
+            mode,
+            "database does not support WAL; concurrent reads will wait on writes"
+        );
+    }
+    conn.pragma_update(None, "synchronous", durability.synchronous())?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+    Ok(())
+}
+
+fn configure_reader(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
+    // Readers never write; this turns a bug that tries into an error.
+    conn.pragma_update(None, "query_only", "ON")?;
+    Ok(())
+}
+
+#[async_trait::async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> Result<()> {
+        self.read(ops::ping).await
+    }
+
+    async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome> {
+        self.write(move |db| ops::create_run(db, run)).await
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
+        let run_id = run_id.to_owned();
+        self.read(move |db| ops::get_run(db, &run_id)).await
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        let filter = filter.clone();
+        self.read(move |db| ops::list_runs(db, &filter)).await
+    }
+
+    async fn unfinished_runs(&self) -> Result<Vec<RunRecord>> {
+        self.read(ops::unfinished_runs).await
+    }
+
+    async fn start_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+    ) -> Result<bool> {
+        let (run_id, owner, model) = (run_id.to_owned(), owner.to_owned(), model.to_owned());
+        let now = now_ms();
+        self.write(move |db| ops::start_run(db, &run_id, &owner, lease_until, &model, now))
+            .await
+    }
+
+    async fn renew_leases(&self, owner: &str, lease_until: Timestamp) -> Result<u64> {
+        let owner = owner.to_owned();
+        self.write(move |db| ops::renew_leases(db, &owner, lease_until))
+            .await
+    }
+
+    async fn put_step(&self, step: StepRecord) -> Result<()> {
+        self.write(move |db| ops::put_step(db, &step)).await
+    }
+
+    async fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>> {
+        let run_id = run_id.to_owned();
+        self.read(move |db| ops::steps(db, &run_id)).await
+    }
+
+    async fn finish_run(&self, finish: RunFinish) -> Result<bool> {
+        self.write(move |db| ops::finish_run(db, &finish)).await
+    }
+
+    async fn thread_history(&self, thread_key: &str, limit: u32) -> Result<Vec<Message>> {
+        let thread_key = thread_key.to_owned();
+        self.read(move |db| ops::thread_history(db, &thread_key, limit))
+            .await
+    }
+
+    async fn thread_state(&self, thread_key: &str) -> Result<ThreadState> {
+        let thread_key = thread_key.to_owned();
+        self.read(move |db| ops::thread_state(db, &thread_key))
+            .await
+    }
+
+    async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()> {
+        let (thread_key, model) = (thread_key.to_owned(), model.map(str::to_owned));
+        let now = now_ms();
+        self.write(move |db| ops::set_thread_model(db, &thread_key, model.as_deref(), now))
+            .await
+    }
+
+    async fn set_thread_thinking(&self, thread_key: &str, level: &str) -> Result<()> {
+        let (thread_key, level) = (thread_key.to_owned(), level.to_owned());
+        let now = now_ms();
+        self.write(move |db| ops::set_thread_thinking(db, &thread_key, &level, now))
+            .await
+    }
+
+    async fn clear_thread_history(&self, thread_key: &str) -> Result<()> {
+        let thread_key = thread_key.to_owned();
+        self.write(move |db| ops::clear_thread_history(db, &thread_key))
+            .await
+    }
+
+    async fn create_token(&self, token: NewToken) -> Result<()> {
+        self.write(move |db| ops::create_token(db, &token)).await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenRecord>> {
+        self.read(ops::list_tokens).await
+    }
+
+    async fn revoke_token(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        let now = now_ms();
+        self.write(move |db| ops::revoke_token(db, &id, now)).await
+    }
+
+    async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool> {
+        let hash_hex = hash_hex.to_owned();
+        self.read(move |db| ops::token_hash_valid(db, &hash_hex))
+            .await
+    }
+
+    async fn active_token_count(&self) -> Result<u64> {
+        self.read(ops::active_token_count).await
+    }
+}

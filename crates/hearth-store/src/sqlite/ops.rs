@@ -1,0 +1,416 @@
+//! The SQL behind each `Store` operation. Write functions run on the writer
+//! thread inside a savepoint of the batch transaction; read functions run on a
+//! reader thread.
+
+use hearth_core::{Message, RunStatus, Timestamp};
+use rusqlite::{OptionalExtension, Params, Statement, params};
+
+use super::db::Db;
+use super::migrations;
+use super::rows::{self, col, run_columns, to_json};
+use crate::error::{Result, StoreError};
+use crate::records::{
+    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, StepRecord, ThreadState,
+    TokenRecord,
+};
+
+/// The `list_runs` page size when the filter asks for 0.
+const DEFAULT_LIMIT: u32 = 50;
+/// The largest `list_runs` page.
+const MAX_LIMIT: u32 = 1000;
+
+/// The schema version must be the one this build writes.
+pub(crate) fn ping(db: &mut Db<'_>) -> Result<()> {
+    let found = migrations::user_version(db.conn())?;
+    if found == migrations::LATEST {
+        return Ok(());
+    }
+    if found > migrations::LATEST {
+        return Err(StoreError::TooNew {
+            found,
+            supported: migrations::LATEST,
+        });
+    }
+    Err(StoreError::Corrupt(format!(
+        "schema version {found}, expected {}",
+        migrations::LATEST
+    )))
+}
+
+pub(crate) fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
+    let inserted = db
+        .stmt(
+            "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
+             status, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7) \
+             ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
+        )?
+        .execute(params![
+            run.run_id,
+            run.thread_key,
+            run.user_key,
+            run.source,
+            run.input,
+            run.idempotency_key,
+            run.created_at
+        ])?;
+    if inserted == 1 {
+        let seq = db.conn().last_insert_rowid();
+        return Ok(CreateRunOutcome::Created(RunRecord {
+            run_id: run.run_id,
+            seq,
+            thread_key: run.thread_key,
+            user_key: run.user_key,
+            source: run.source,
+            input: run.input,
+            idempotency_key: run.idempotency_key,
+            status: RunStatus::Queued,
+            output: None,
+            error_code: None,
+            error_message: None,
+            model: None,
+            lease_owner: None,
+            lease_until: None,
+            created_at: run.created_at,
+            updated_at: run.created_at,
+        }));
+    }
+    let existing = db
+        .stmt(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM runs WHERE thread_key = ?1 AND idempotency_key = ?2"
+        ))?
+        .query_row(params![run.thread_key, run.idempotency_key], |row| {
+            Ok(rows::run(row))
+        })
+        .optional()?
+        .transpose()?;
+    existing
+        .map(CreateRunOutcome::Existing)
+        .ok_or_else(|| StoreError::Corrupt("run insert ignored without a conflicting run".into()))
+}
+
+pub(crate) fn start_run(
+    db: &mut Db<'_>,
+    run_id: &str,
+    owner: &str,
+    lease_until: Timestamp,
+    model: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let changed = db
+        .stmt(
+            "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, model = ?4, \
+             updated_at = ?5 WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+        )?
+        .execute(params![run_id, owner, lease_until, model, now])?;
+    Ok(changed == 1)
+}
+
+pub(crate) fn renew_leases(db: &mut Db<'_>, owner: &str, lease_until: Timestamp) -> Result<u64> {
+    let changed = db
+        .stmt("UPDATE runs SET lease_until = ?2 WHERE lease_owner = ?1 AND status = 'running'")?
+        .execute(params![owner, lease_until])?;
+    Ok(changed as u64)
+}
+
+pub(crate) fn put_step(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
+    let tokens = step
+        .tokens
+        .as_ref()
+        .map(|t| to_json(t, "step tokens"))
+        .transpose()?;
+    let payload = to_json(&step.payload, "step payload")?;
+    db.stmt(
+        "INSERT INTO run_steps (run_id, idx, kind, name, status, started_at, finished_at, tokens, \
+         payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (run_id, idx) DO UPDATE \
+         SET kind = excluded.kind, name = excluded.name, status = excluded.status, \
+         started_at = excluded.started_at, finished_at = excluded.finished_at, \
+         tokens = excluded.tokens, payload = excluded.payload",
+    )?
+    .execute(params![
+        step.run_id,
+        step.index,
+        step.kind.as_str(),
+        step.name,
+        step.status.as_str(),
+        step.started_at,
+        step.finished_at,
+        tokens,
+        payload
+    ])?;
+    Ok(())
+}
+
+pub(crate) fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
+    let thread_key: Option<String> = db
+        .stmt(
+            "UPDATE runs SET status = ?2, output = ?3, error_code = ?4, error_message = ?5, \
+             updated_at = ?6, lease_owner = NULL, lease_until = NULL \
+             WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled') \
+             RETURNING thread_key",
+        )?
+        .query_row(
+            params![
+                finish.run_id,
+                finish.status.as_str(),
+                finish.output,
+                finish.error_code,
+                finish.error_message,
+                finish.finished_at
+            ],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let Some(thread_key) = thread_key else {
+        return Ok(false);
+    };
+    for step in &finish.steps {
+        put_step(db, step)?;
+    }
+    for message in &finish.messages {
+        append_message(db, &thread_key, &finish.run_id, message, finish.finished_at)?;
+    }
+    Ok(true)
+}
+
+fn append_message(
+    db: &mut Db<'_>,
+    thread_key: &str,
+    run_id: &str,
+    message: &Message,
+    at: Timestamp,
+) -> Result<()> {
+    let content = to_json(&message.content, "message content")?;
+    db.stmt(
+        "INSERT INTO messages (thread_key, run_id, role, content, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        thread_key,
+        run_id,
+        rows::role_str(message.role),
+        content,
+        at
+    ])?;
+    Ok(())
+}
+
+pub(crate) fn set_thread_model(
+    db: &mut Db<'_>,
+    thread_key: &str,
+    model: Option<&str>,
+    now: Timestamp,
+) -> Result<()> {
+    db.stmt(
+        "INSERT INTO threads (thread_key, model, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (thread_key) DO UPDATE SET model = excluded.model, updated_at = excluded.updated_at",
+    )?
+    .execute(params![thread_key, model, now])?;
+    Ok(())
+}
+
+pub(crate) fn set_thread_thinking(
+    db: &mut Db<'_>,
+    thread_key: &str,
+    level: &str,
+    now: Timestamp,
+) -> Result<()> {
+    db.stmt(
+        "INSERT INTO threads (thread_key, thinking, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (thread_key) DO UPDATE SET thinking = excluded.thinking, \
+         updated_at = excluded.updated_at",
+    )?
+    .execute(params![thread_key, level, now])?;
+    Ok(())
+}
+
+pub(crate) fn clear_thread_history(db: &mut Db<'_>, thread_key: &str) -> Result<()> {
+    db.stmt("DELETE FROM messages WHERE thread_key = ?1")?
+        .execute(params![thread_key])?;
+    Ok(())
+}
+
+pub(crate) fn create_token(db: &mut Db<'_>, token: &NewToken) -> Result<()> {
+    db.stmt("INSERT INTO api_tokens (id, name, hash_hex, created_at) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![
+            token.id,
+            token.name,
+            token.hash_hex,
+            token.created_at
+        ])?;
+    Ok(())
+}
+
+pub(crate) fn revoke_token(db: &mut Db<'_>, id: &str, now: Timestamp) -> Result<bool> {
+    let changed = db
+        .stmt("UPDATE api_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL")?
+        .execute(params![id, now])?;
+    Ok(changed == 1)
+}
+
+pub(crate) fn get_run(db: &mut Db<'_>, run_id: &str) -> Result<Option<RunRecord>> {
+    db.stmt(concat!(
+        "SELECT ",
+        run_columns!(),
+        " FROM runs WHERE run_id = ?1"
+    ))?
+    .query_row(params![run_id], |row| Ok(rows::run(row)))
+    .optional()?
+    .transpose()
+}
+
+pub(crate) fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+    let limit = match filter.limit {
+        0 => DEFAULT_LIMIT,
+        n => n.min(MAX_LIMIT),
+    };
+    // One statement per filter shape, so each can use its own index.
+    match (
+        filter.thread_key.as_deref(),
+        filter.status.map(RunStatus::as_str),
+    ) {
+        (None, None) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs ORDER BY seq DESC LIMIT ?1"
+            ))?,
+            params![limit],
+        ),
+        (Some(thread), None) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE thread_key = ?1 ORDER BY seq DESC LIMIT ?2"
+            ))?,
+            params![thread, limit],
+        ),
+        (None, Some(status)) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE status = ?1 ORDER BY seq DESC LIMIT ?2"
+            ))?,
+            params![status, limit],
+        ),
+        (Some(thread), Some(status)) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE thread_key = ?1 AND status = ?2 ORDER BY seq DESC LIMIT ?3"
+            ))?,
+            params![thread, status, limit],
+        ),
+    }
+}
+
+pub(crate) fn unfinished_runs(db: &mut Db<'_>) -> Result<Vec<RunRecord>> {
+    collect_runs(
+        db.stmt(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM runs WHERE status IN ('queued', 'running', 'awaiting_confirmation') ORDER BY seq"
+        ))?,
+        [],
+    )
+}
+
+fn collect_runs(stmt: &mut Statement<'_>, params: impl Params) -> Result<Vec<RunRecord>> {
+    let mut out = Vec::new();
+    let mut found = stmt.query(params)?;
+    while let Some(row) = found.next()? {
+        out.push(rows::run(row)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn steps(db: &mut Db<'_>, run_id: &str) -> Result<Vec<StepRecord>> {
+    let stmt = db.stmt(concat!(
+        "SELECT run_id, idx, kind, name, status, started_at, finished_at, tokens, payload ",
+        "FROM run_steps WHERE run_id = ?1 ORDER BY idx"
+    ))?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params![run_id])?;
+    while let Some(row) = found.next()? {
+        out.push(rows::step(row)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn thread_history(
+    db: &mut Db<'_>,
+    thread_key: &str,
+    limit: u32,
+) -> Result<Vec<Message>> {
+    let stmt = db.stmt(
+        "SELECT role, content FROM (SELECT id, role, content FROM messages WHERE thread_key = ?1 \
+         ORDER BY id DESC LIMIT ?2) ORDER BY id",
+    )?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params![thread_key, limit])?;
+    while let Some(row) = found.next()? {
+        out.push(rows::message(row)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn thread_state(db: &mut Db<'_>, thread_key: &str) -> Result<ThreadState> {
+    // One statement, so the settings and the count come from one snapshot.
+    let stmt = db.stmt(
+        "SELECT t.model, t.thinking, t.incognito, \
+         (SELECT count(*) FROM messages WHERE thread_key = ?1) \
+         FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1",
+    )?;
+    let mut found = stmt.query(params![thread_key])?;
+    let Some(row) = found.next()? else {
+        return Err(StoreError::Corrupt(
+            "thread state query returned no row".into(),
+        ));
+    };
+    let thinking: Option<String> = col(row, 1)?;
+    let incognito: Option<i64> = col(row, 2)?;
+    Ok(ThreadState {
+        thread_key: thread_key.to_owned(),
+        model: col(row, 0)?,
+        thinking: thinking.unwrap_or_else(|| "off".to_owned()),
+        incognito: incognito.unwrap_or(0) != 0,
+        message_count: count(row, 3)?,
+    })
+}
+
+pub(crate) fn list_tokens(db: &mut Db<'_>) -> Result<Vec<TokenRecord>> {
+    let stmt = db.stmt(
+        "SELECT id, name, created_at, revoked_at FROM api_tokens ORDER BY created_at DESC, rowid DESC",
+    )?;
+    let mut out = Vec::new();
+    let mut found = stmt.query([])?;
+    while let Some(row) = found.next()? {
+        out.push(rows::token(row)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn token_hash_valid(db: &mut Db<'_>, hash_hex: &str) -> Result<bool> {
+    let valid = db
+        .stmt(
+            "SELECT EXISTS (SELECT 1 FROM api_tokens WHERE hash_hex = ?1 AND revoked_at IS NULL)",
+        )?
+        .query_row(params![hash_hex], |row| row.get(0))?;
+    Ok(valid)
+}
+
+/// A `count(*)` column; counts are never negative.
+fn count(row: &rusqlite::Row<'_>, idx: usize) -> Result<u64> {
+    let n: i64 = col(row, idx)?;
+    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("negative count {n}")))
+}
+
+pub(crate) fn active_token_count(db: &mut Db<'_>) -> Result<u64> {
+    let stmt = db.stmt("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL")?;
+    let mut found = stmt.query([])?;
+    match found.next()? {
+        Some(row) => count(row, 0),
+        None => Ok(0),
+    }
+}

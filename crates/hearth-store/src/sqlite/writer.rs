@@ -1,0 +1,157 @@
+//! The single writer: one thread owns the write connection and commits
+//! whatever writes are queued together, so concurrent runs share one commit
+//! (and, in strict durability, one fsync).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::db::Db;
+use crate::error::{Result, StoreError};
+
+/// Most writes committed by one transaction; bounds how long the first
+/// write of a burst waits for the last.
+const MAX_BATCH: usize = 512;
+
+/// One queued write: run inside the batch transaction, then answered once the
+/// batch's fate is known.
+pub(crate) trait Job: Send {
+    /// Runs the write; false when it failed (its savepoint is then rolled back).
+    fn run(&mut self, db: &mut Db<'_>) -> bool;
+    /// Marks the write as not committed, keeping its own error if it had one.
+    fn fail(&mut self, reason: &str);
+    /// Sends the outcome to the caller.
+    fn reply(self: Box<Self>);
+}
+
+struct Pending<T, F> {
+    op: Option<F>,
+    result: Option<Result<T>>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> Job for Pending<T, F>
+where
+    T: Send,
+    F: FnOnce(&mut Db<'_>) -> Result<T> + Send,
+{
+    fn run(&mut self, db: &mut Db<'_>) -> bool {
+        let Some(op) = self.op.take() else {
+            return false;
+        };
+        let result = op(db);
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn fail(&mut self, reason: &str) {
+        self.op = None;
+        if !matches!(self.result, Some(Err(_))) {
+            self.result = Some(Err(StoreError::RolledBack(reason.to_owned())));
+        }
+    }
+
+    fn reply(self: Box<Self>) {
+        let result = self.result.unwrap_or(Err(StoreError::Closed));
+        // The caller may have given up waiting; the write stands regardless.
+        let _ = self.reply.send(result);
+    }
+}
+
+/// Wraps a write operation and the channel its outcome goes to.
+pub(crate) fn job<T, F>(op: F, reply: oneshot::Sender<Result<T>>) -> Box<dyn Job>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
+{
+    Box::new(Pending {
+        op: Some(op),
+        result: None,
+        reply,
+    })
+}
+
+/// The writer thread's body: returns when every sender is gone.
+pub(crate) fn run(conn: Connection, jobs: Receiver<Box<dyn Job>>, commits: Arc<AtomicU64>) {
+    let mut db = Db::new(&conn);
+    let mut batch: Vec<Box<dyn Job>> = Vec::new();
+    while let Ok(first) = jobs.recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut done = 0;
+        while done < batch.len() {
+            done += run_transaction(&mut db, &mut batch[done..], &commits);
+        }
+        for job in batch.drain(..) {
+            job.reply();
+        }
+        // A burst can grow the buffer to MAX_BATCH; don't keep that while idle.
+        batch.shrink_to(16);
+    }
+}
+
+/// Runs `jobs` in one transaction, each in its own savepoint. Returns how many
+/// jobs it settled: all of them, unless one made SQLite abandon the whole
+/// transaction, in which case the jobs after it are left for a fresh one.
+fn run_transaction(db: &mut Db<'_>, jobs: &mut [Box<dyn Job>], commits: &AtomicU64) -> usize {
+    if !db.conn().is_autocommit() {
+        // Never expected; a leftover transaction would swallow this batch.
+        let _ = db.exec("ROLLBACK");
+    }
+    if let Err(e) = db.exec("BEGIN IMMEDIATE") {
+        return fail_all(jobs, &format!("cannot begin transaction: {e}"));
+    }
+    for i in 0..jobs.len() {
+        if let Err(e) = db.exec("SAVEPOINT op") {
+            return abort(db, jobs, &format!("cannot open savepoint: {e}"));
+        }
+        if jobs[i].run(db) {
+            if let Err(e) = db.exec("RELEASE op") {
+                return abort(db, jobs, &format!("cannot release savepoint: {e}"));
+            }
+        } else if db.conn().is_autocommit() {
+            // SQLite rolled the whole transaction back (disk full, I/O error):
+            // the writes before this one are lost with it.
+            let reason = "an earlier failure in the same transaction aborted it";
+            for job in &mut jobs[..i] {
+                job.fail(reason);
+            }
+            return i + 1;
+        } else if let Err(e) = db
+            .exec("ROLLBACK TO op")
+            .and_then(|()| db.exec("RELEASE op"))
+        {
+            return abort(db, jobs, &format!("cannot roll back savepoint: {e}"));
+        }
+    }
+    if let Err(e) = db.exec("COMMIT") {
+        tracing::warn!(error = %e, writes = jobs.len(), "write batch failed to commit");
+        return abort(db, jobs, &format!("cannot commit: {e}"));
+    }
+    commits.fetch_add(1, Ordering::Relaxed);
+    tracing::trace!(writes = jobs.len(), "committed write batch");
+    jobs.len()
+}
+
+fn abort(db: &mut Db<'_>, jobs: &mut [Box<dyn Job>], reason: &str) -> usize {
+    if !db.conn().is_autocommit() {
+        let _ = db.exec("ROLLBACK");
+    }
+    fail_all(jobs, reason)
+}
+
+fn fail_all(jobs: &mut [Box<dyn Job>], reason: &str) -> usize {
+    for job in jobs.iter_mut() {
+        job.fail(reason);
+    }
+    jobs.len()
+}

@@ -1,0 +1,522 @@
+//! Behaviour of `SqliteStore` against real database files.
+
+// clippy's allow-unwrap-in-tests covers only `#[test]` bodies, not helpers.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use hearth_core::{Content, Message, Role, RunStatus};
+use hearth_store::{
+    CreateRunOutcome, Durability, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SqliteStore,
+    StepKind, StepRecord, StepStatus, Store, StoreError,
+};
+use serde_json::json;
+
+fn open(dir: &Path) -> SqliteStore {
+    SqliteStore::open(&dir.join("hearth.db"), Durability::Normal).unwrap()
+}
+
+fn new_run(id: &str, thread: &str, key: Option<&str>) -> NewRun {
+    NewRun {
+        run_id: id.to_owned(),
+        thread_key: thread.to_owned(),
+        user_key: "user:1".to_owned(),
+        source: "http".to_owned(),
+        input: format!("input of {id}"),
+        idempotency_key: key.map(str::to_owned),
+        created_at: 1_700_000_000_000,
+    }
+}
+
+async fn created(store: &SqliteStore, id: &str, thread: &str) -> RunRecord {
+    match store.create_run(new_run(id, thread, None)).await.unwrap() {
+        CreateRunOutcome::Created(run) => run,
+        other => panic!("expected Created, got {other:?}"),
+    }
+}
+
+fn step(run_id: &str, index: u32, status: StepStatus) -> StepRecord {
+    StepRecord {
+        run_id: run_id.to_owned(),
+        index,
+        kind: StepKind::Llm,
+        name: "openai/gpt".to_owned(),
+        status,
+        started_at: 10,
+        finished_at: None,
+        tokens: Some(json!({"input": 3, "output": 4})),
+        payload: json!({"step": index}),
+    }
+}
+
+fn finish(run_id: &str, messages: Vec<Message>) -> RunFinish {
+    RunFinish {
+        run_id: run_id.to_owned(),
+        status: RunStatus::Succeeded,
+        output: Some("answer".to_owned()),
+        error_code: None,
+        error_message: None,
+        messages,
+        steps: vec![step(run_id, 0, StepStatus::Succeeded)],
+        finished_at: 1_700_000_001_000,
+    }
+}
+
+#[tokio::test]
+async fn create_then_get_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    store.ping().await.unwrap();
+    let run = created(&store, "run_1", "t1").await;
+    assert_eq!(run.status, RunStatus::Queued);
+    let got = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(got, run);
+    assert!(store.get_run("run_missing").await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_identical_requests_create_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move {
+            store
+                .create_run(new_run(&format!("run_{i}"), "t1", Some("k1")))
+                .await
+        });
+    }
+    let (mut fresh, mut existing, mut ids) = (0, 0, Vec::new());
+    while let Some(outcome) = tasks.join_next().await {
+        match outcome.unwrap().unwrap() {
+            CreateRunOutcome::Created(run) => {
+                fresh += 1;
+                ids.push(run.run_id);
+            }
+            CreateRunOutcome::Existing(run) => {
+                existing += 1;
+                ids.push(run.run_id);
+            }
+        }
+    }
+    assert_eq!((fresh, existing), (1, 19));
+    ids.dedup();
+    assert_eq!(ids.len(), 1);
+    let filter = RunFilter {
+        thread_key: Some("t1".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(store.list_runs(&filter).await.unwrap().len(), 1);
+
+    // The same key on another thread is another run.
+    let other = store
+        .create_run(new_run("run_other", "t2", Some("k1")))
+        .await
+        .unwrap();
+    assert!(matches!(other, CreateRunOutcome::Created(ref r) if r.run_id == "run_other"));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn concurrent_writes_all_succeed_and_share_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let before = store.committed_batches();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..200 {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let run = created(&store, &format!("run_{i}"), &format!("t{}", i % 7)).await;
+            store
+                .put_step(step(&run.run_id, 0, StepStatus::Started))
+                .await
+        });
+    }
+    while let Some(result) = tasks.join_next().await {
+        result.unwrap().unwrap();
+    }
+    let all = store
+        .list_runs(&RunFilter {
+            limit: 1000,
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 200);
+    let commits = store.committed_batches() - before;
+    assert!(commits < 200, "400 writes took {commits} commits");
+}
+
+#[tokio::test]
+async fn finish_run_is_atomic_and_happens_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    assert!(
+        store
+            .start_run("run_1", "node-a", 99, "openai/gpt")
+            .await
+            .unwrap()
+    );
+    let messages = vec![
+        Message::text(Role::User, "hi"),
+        Message::text(Role::Assistant, "hello"),
+    ];
+    assert!(
+        store
+            .finish_run(finish("run_1", messages.clone()))
+            .await
+            .unwrap()
+    );
+
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    assert_eq!(run.output.as_deref(), Some("answer"));
+    assert_eq!(run.model.as_deref(), Some("openai/gpt"));
+    assert_eq!((run.lease_owner, run.lease_until), (None, None));
+    assert_eq!(run.updated_at, 1_700_000_001_000);
+    assert_eq!(store.steps("run_1").await.unwrap().len(), 1);
+    assert_eq!(store.thread_history("t1", 10).await.unwrap(), messages);
+
+    let mut again = finish("run_1", vec![Message::text(Role::User, "dup")]);
+    again.status = RunStatus::Failed;
+    assert!(!store.finish_run(again).await.unwrap());
+    assert_eq!(store.thread_history("t1", 10).await.unwrap(), messages);
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    assert!(
+        !store
+            .finish_run(finish("run_missing", messages))
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test]
+async fn a_failing_write_rolls_back_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    // A step of a run that does not exist breaks the foreign key...
+    let bad = store.put_step(step("run_missing", 0, StepStatus::Started));
+    let good = store.put_step(step("run_1", 0, StepStatus::Started));
+    let (bad, good) = tokio::join!(bad, good);
+    assert!(matches!(bad, Err(StoreError::Sqlite(_))), "{bad:?}");
+    // ...without taking the other writes of its batch with it.
+    good.unwrap();
+    assert_eq!(store.steps("run_1").await.unwrap().len(), 1);
+    assert!(store.steps("run_missing").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn history_is_oldest_first_and_limited() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for i in 0..5 {
+        let id = format!("run_{i}");
+        created(&store, &id, "t1").await;
+        let content = vec![
+            Content::Text {
+                text: format!("m{i}"),
+            },
+            Content::ToolCall {
+                id: "c1".into(),
+                name: "clock".into(),
+                arguments: "{}".into(),
+            },
+        ];
+        let msg = Message {
+            role: Role::Assistant,
+            content,
+        };
+        assert!(store.finish_run(finish(&id, vec![msg])).await.unwrap());
+    }
+    let texts = |h: Vec<Message>| h.iter().map(Message::joined_text).collect::<Vec<_>>();
+    assert_eq!(
+        texts(store.thread_history("t1", 3).await.unwrap()),
+        ["m2", "m3", "m4"]
+    );
+    assert_eq!(
+        texts(store.thread_history("t1", 100).await.unwrap()).len(),
+        5
+    );
+    assert!(store.thread_history("t1", 0).await.unwrap().is_empty());
+    assert!(
+        store
+            .thread_history("t_other", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let full = store.thread_history("t1", 1).await.unwrap();
+    assert_eq!(full[0].content.len(), 2);
+}
+
+#[tokio::test]
+async fn unfinished_runs_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        for i in 0..4 {
+            created(&store, &format!("run_{i}"), "t1").await;
+        }
+        assert!(store.start_run("run_1", "node-a", 5, "m/x").await.unwrap());
+        assert!(store.finish_run(finish("run_2", vec![])).await.unwrap());
+    }
+    let store = open(dir.path());
+    let ids: Vec<_> = store
+        .unfinished_runs()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
+    assert_eq!(ids, ["run_0", "run_1", "run_3"]);
+    let run_1 = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run_1.status, RunStatus::Running);
+    assert_eq!(run_1.lease_owner.as_deref(), Some("node-a"));
+}
+
+#[tokio::test]
+async fn start_run_refuses_terminal_runs_and_leases_renew() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    created(&store, "run_2", "t1").await;
+    assert!(
+        store
+            .start_run("run_1", "node-a", 100, "m/x")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .start_run("run_2", "node-a", 100, "m/x")
+            .await
+            .unwrap()
+    );
+    assert!(store.finish_run(finish("run_2", vec![])).await.unwrap());
+    assert!(
+        !store
+            .start_run("run_2", "node-b", 100, "m/y")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .start_run("run_missing", "node-b", 100, "m/y")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.get_run("run_2").await.unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+
+    assert_eq!(store.renew_leases("node-a", 500).await.unwrap(), 1);
+    assert_eq!(store.renew_leases("node-b", 500).await.unwrap(), 0);
+    assert_eq!(
+        store.get_run("run_1").await.unwrap().unwrap().lease_until,
+        Some(500)
+    );
+}
+
+#[tokio::test]
+async fn steps_upsert_by_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    store
+        .put_step(step("run_1", 1, StepStatus::Started))
+        .await
+        .unwrap();
+    store
+        .put_step(step("run_1", 0, StepStatus::Started))
+        .await
+        .unwrap();
+    let mut done = step("run_1", 1, StepStatus::Succeeded);
+    done.finished_at = Some(20);
+    done.tokens = None;
+    done.kind = StepKind::Tool;
+    store.put_step(done.clone()).await.unwrap();
+    let steps = store.steps("run_1").await.unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0], step("run_1", 0, StepStatus::Started));
+    assert_eq!(steps[1], done);
+}
+
+#[tokio::test]
+async fn thread_state_defaults_updates_and_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let state = store.thread_state("t1").await.unwrap();
+    assert_eq!(
+        (
+            state.thread_key.as_str(),
+            state.model,
+            state.thinking.as_str()
+        ),
+        ("t1", None, "off")
+    );
+    assert!(!state.incognito);
+    assert_eq!(state.message_count, 0);
+
+    store
+        .set_thread_model("t1", Some("anthropic/claude"))
+        .await
+        .unwrap();
+    store.set_thread_thinking("t1", "high").await.unwrap();
+    created(&store, "run_1", "t1").await;
+    let msgs = vec![
+        Message::text(Role::User, "a"),
+        Message::text(Role::Assistant, "b"),
+    ];
+    assert!(store.finish_run(finish("run_1", msgs)).await.unwrap());
+    let state = store.thread_state("t1").await.unwrap();
+    assert_eq!(state.model.as_deref(), Some("anthropic/claude"));
+    assert_eq!(state.thinking, "high");
+    assert_eq!(state.message_count, 2);
+
+    store.set_thread_model("t1", None).await.unwrap();
+    store.clear_thread_history("t1").await.unwrap();
+    let state = store.thread_state("t1").await.unwrap();
+    assert_eq!(
+        (state.model, state.thinking.as_str(), state.message_count),
+        (None, "high", 0)
+    );
+    assert!(store.thread_history("t1", 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn tokens_lifecycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for (i, id) in ["tok_a", "tok_b"].into_iter().enumerate() {
+        let token = NewToken {
+            id: id.into(),
+            name: format!("label {id}"),
+            hash_hex: format!("hash_{id}"),
+            created_at: 1000 + i as i64,
+        };
+        store.create_token(token).await.unwrap();
+    }
+    assert_eq!(store.active_token_count().await.unwrap(), 2);
+    assert!(store.token_hash_valid("hash_tok_a").await.unwrap());
+    assert!(!store.token_hash_valid("hash_unknown").await.unwrap());
+
+    assert!(store.revoke_token("tok_a").await.unwrap());
+    assert!(!store.revoke_token("tok_a").await.unwrap());
+    assert!(!store.revoke_token("tok_missing").await.unwrap());
+    assert!(!store.token_hash_valid("hash_tok_a").await.unwrap());
+    assert_eq!(store.active_token_count().await.unwrap(), 1);
+
+    let list = store.list_tokens().await.unwrap();
+    let ids: Vec<_> = list.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["tok_b", "tok_a"]);
+    assert!(list[1].revoked_at.is_some() && list[0].revoked_at.is_none());
+    assert_eq!(list[0].name, "label tok_b");
+}
+
+#[tokio::test]
+async fn strict_durability_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strict.db");
+    let store = SqliteStore::open(&path, Durability::Strict).unwrap();
+    assert_eq!(store.path(), path);
+    created(&store, "run_1", "t1").await;
+    drop(store);
+    let store = SqliteStore::open(&path, Durability::Strict).unwrap();
+    assert!(store.get_run("run_1").await.unwrap().is_some());
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 999).unwrap();
+    drop(conn);
+    match SqliteStore::open(&path, Durability::Normal) {
+        Err(StoreError::TooNew {
+            found: 999,
+            supported,
+        }) => assert!(supported < 999),
+        other => panic!("expected TooNew, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn corrupt_rows_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    conn.execute("UPDATE runs SET status = 'exploded'", [])
+        .unwrap();
+    conn.execute(
+        "INSERT INTO messages (thread_key, role, content, created_at) VALUES ('t1', 'user', 'not json', 1)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    assert!(matches!(
+        store.get_run("run_1").await,
+        Err(StoreError::Corrupt(_))
+    ));
+    assert!(matches!(
+        store.thread_history("t1", 5).await,
+        Err(StoreError::Corrupt(_))
+    ));
+}
+
+#[tokio::test]
+async fn list_runs_filters_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for i in 0..6 {
+        created(
+            &store,
+            &format!("run_{i}"),
+            if i % 2 == 0 { "even" } else { "odd" },
+        )
+        .await;
+    }
+    assert!(store.finish_run(finish("run_4", vec![])).await.unwrap());
+    let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
+
+    let all = store.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(
+        ids(all),
+        ["run_5", "run_4", "run_3", "run_2", "run_1", "run_0"]
+    );
+    let even = RunFilter {
+        thread_key: Some("even".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(&even).await.unwrap()),
+        ["run_4", "run_2", "run_0"]
+    );
+    let queued_even = RunFilter {
+        status: Some(RunStatus::Queued),
+        ..even.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&queued_even).await.unwrap()),
+        ["run_2", "run_0"]
+    );
+    let done = RunFilter {
+        status: Some(RunStatus::Succeeded),
+        ..RunFilter::default()
+    };
+    assert_eq!(ids(store.list_runs(&done).await.unwrap()), ["run_4"]);
+    let two = RunFilter {
+        limit: 2,
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(&two).await.unwrap()),
+        ["run_5", "run_4"]
+    );
+}

@@ -1,0 +1,210 @@
+//! The `Tool` trait and the registry that runs tools safely.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_core::ToolSpec;
+use serde_json::{Value, json};
+
+/// Whether a tool only reads or also changes something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolClass {
+    /// No side effects: may be redone after a crash, may run concurrently.
+    Read,
+    /// Side effects: never re-executed blindly, runs one at a time.
+    Write,
+}
+
+impl ToolClass {
+    /// Wire name: `read` or `write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+        }
+    }
+}
+
+/// The JSON text the model sees for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// A JSON object as text.
+    pub json: String,
+    /// True when the object is `{"error": ...}`.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    fn ok(json: String) -> Self {
+        Self {
+            json,
+            is_error: false,
+        }
+    }
+}
+
+/// A tool's own failure, shown to the model as `{"error": message}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+/// Something the model can call.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// Name, description and JSON Schema of the arguments.
+    fn spec(&self) -> &ToolSpec;
+    /// Read or write.
+    fn class(&self) -> ToolClass;
+    /// Runs the tool with arguments already parsed as a JSON object.
+    async fn call(&self, args: Value) -> Result<Value, ToolError>;
+}
+
+/// The tools known to this process, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The registry with every built-in tool.
+    pub fn with_builtins() -> Self {
+        let mut r = Self::new();
+        r.register(Arc::new(crate::builtin::CurrentTime::new()));
+        r
+    }
+
+    /// Adds (or replaces) a tool under its spec name.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name.clone(), tool);
+    }
+
+    /// A tool by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Specs of every tool, by name.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.values().map(|t| t.spec().clone()).collect()
+    }
+
+    /// Runs `name` with the model's argument text and returns the JSON text the
+    /// model sees. Unknown tools, bad JSON, errors, panics and timeouts all
+    /// become `{"error": ...}` results.
+    pub async fn execute(&self, name: &str, arguments: &str, timeout: Duration) -> ToolOutput {
+        let Some(tool) = self.tools.get(name).cloned() else {
+            return error_json(format!("unknown tool {name:?}"));
+        };
+        let args: Value = match serde_json::from_str(if arguments.trim().is_empty() {
+            "{}"
+        } else {
+            arguments
+        }) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return error_json("arguments must be a JSON object".into()),
+            Err(e) => return error_json(format!("arguments are not valid JSON: {e}")),
+        };
+        // A separate task so a panicking tool is caught as a JoinError.
+        let task = tokio::spawn(async move { tool.call(args).await });
+        let abort = task.abort_handle();
+        match tokio::time::timeout(timeout, task).await {
+            Ok(Ok(Ok(Value::Object(map)))) => ToolOutput::ok(Value::Object(map).to_string()),
+            Ok(Ok(Ok(other))) => ToolOutput::ok(json!({ "result": other }).to_string()),
+            Ok(Ok(Err(e))) => error_json(e.0),
+            Ok(Err(join)) => error_json(if join.is_panic() {
+                format!("tool {name} crashed")
+            } else {
+                format!("tool {name} was cancelled")
+            }),
+            Err(_) => {
+                abort.abort();
+                error_json(format!(
+                    "tool {name} timed out after {} s",
+                    timeout.as_secs_f32()
+                ))
+            }
+        }
+    }
+}
+
+fn error_json(message: String) -> ToolOutput {
+    ToolOutput {
+        json: json!({ "error": message }).to_string(),
+        is_error: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Misbehaving {
+        spec: ToolSpec,
+        mode: &'static str,
+    }
+
+    #[async_trait::async_trait]
+    impl Tool for Misbehaving {
+        fn spec(&self) -> &ToolSpec {
+            &self.spec
+        }
+        fn class(&self) -> ToolClass {
+            ToolClass::Read
+        }
+        async fn call(&self, _args: Value) -> Result<Value, ToolError> {
+            match self.mode {
+                "panic" => panic!("boom"),
+                "hang" => {
+                    std::future::pending::<()>().await;
+                    Ok(json!({}))
+                }
+                _ => Err(ToolError("nope".into())),
+            }
+        }
+    }
+
+    fn registry(mode: &'static str) -> ToolRegistry {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Misbehaving {
+            spec: ToolSpec {
+                name: "bad".into(),
+                description: String::new(),
+                parameters: json!({"type": "object"}),
+            },
+            mode,
+        }));
+        r
+    }
+
+    fn error_of(out: &ToolOutput) -> String {
+        assert!(out.is_error);
+        let v: Value = serde_json::from_str(&out.json).unwrap();
+        v["error"].as_str().unwrap().to_owned()
+    }
+
+    #[tokio::test]
+    async fn panics_timeouts_and_errors_become_error_results() {
+        let t = Duration::from_millis(50);
+        assert!(error_of(&registry("panic").execute("bad", "{}", t).await).contains("crashed"));
+        assert!(error_of(&registry("hang").execute("bad", "{}", t).await).contains("timed out"));
+        assert_eq!(
+            error_of(&registry("err").execute("bad", "{}", t).await),
+            "nope"
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_and_bad_arguments() {
+        let r = registry("err");
+        let t = Duration::from_secs(1);
+        assert!(error_of(&r.execute("nope", "{}", t).await).contains("unknown tool"));
+        assert!(error_of(&r.execute("bad", "{not json", t).await).contains("not valid JSON"));
+        assert!(error_of(&r.execute("bad", "[1]", t).await).contains("JSON object"));
+    }
+}
