@@ -1,1 +1,16 @@
-//! placeholder
+//! hearth-agent: the engine that runs one run.
+//!
+//! `Engine::run` is the bounded agent loop: assemble context (system prompt,
+//! thread history, the run's own messages), call the model, run the tools it
+//! proposes, journal every step before the next starts, and stop at a limit with
+//! a clear error. It resumes from journaled steps after a crash: finished steps
+//! are not redone, and a write-class tool with no recorded outcome is reported
+//! as "outcome unknown" instead of being run again.
+//! It does not decide when a run starts or write its final status: the runtime does.
+
+pub mod context;
+pub mod engine;
+pub mod limits;
+
+pub use engine::{Engine, EventSink, Outcome, RunInput, RunResult};
+pub use limits::Limits;

@@ -1,1 +1,66 @@
-fn main() {}
+//! The `hearth` binary: `hearth serve` runs the gateway; every other command is
+//! a client of its HTTP API (or, for tokens, of the local store).
+//!
+//! This is the binary edge: errors are `anyhow` here, and the exit code says
+//! what kind of failure it was (1: the request or run failed, 2: bad usage or
+//! configuration).
+
+mod cli;
+mod client;
+mod logging;
+mod serve;
+mod tokens;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit code for bad usage or configuration.
+const EXIT_CONFIG: u8 = 2;
+
+/// An error that carries its exit code.
+#[derive(Debug)]
+pub struct Exit {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl Exit {
+    /// A configuration or usage error (exit 2).
+    pub fn config(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: EXIT_CONFIG,
+            error: error.into(),
+        }
+    }
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Exit {
+    fn from(e: E) -> Self {
+        Self {
+            code: 1,
+            error: e.into(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("hearth: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(cli::dispatch(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(exit) => {
+            eprintln!("hearth: {:#}", exit.error);
+            ExitCode::from(exit.code)
+        }
+    }
+}

@@ -34,10 +34,12 @@ pub fn load_str(
     origin: &str,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Config, ConfigError> {
-    let mut table: Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Syntax {
-        path: origin.to_owned(),
-        message: e.to_string().trim().to_owned(),
-    })?;
+    let mut table: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Syntax {
+            path: origin.to_owned(),
+            message: e.to_string().trim().to_owned(),
+        })?;
     // Check the file alone first, so an error in it is reported against the file.
     deserialize(table.clone(), origin)?;
     let mut overrides: Vec<(String, String)> = env
@@ -85,7 +87,9 @@ fn deserialize(table: Table, origin: &str) -> Result<Config, ConfigError> {
 fn parse_env_value(raw: &str) -> Value {
     let probe = format!("v = {raw}");
     match probe.parse::<Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| Value::String(raw.to_owned())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| Value::String(raw.to_owned())),
         Err(_) => Value::String(raw.to_owned()),
     }
 }

@@ -1,1 +1,20 @@
-//! placeholder
+//! hearth-runtime: the one API every surface calls.
+//!
+//! `Runtime` owns ingest (idempotent, acknowledged only once stored), the
+//! per-thread scheduler (one run at a time per thread, in arrival order; threads
+//! run concurrently), cancellation, recovery of runs left unfinished by a dead
+//! process, the event bus clients follow, and the model catalog. Surfaces never
+//! run the engine or touch the store's run tables themselves.
+
+pub mod bus;
+pub mod catalog;
+pub mod envelope;
+pub mod error;
+pub mod runtime;
+mod scheduler;
+
+pub use bus::{EventBus, RunLog};
+pub use catalog::{Catalog, CatalogEntry};
+pub use envelope::envelope;
+pub use error::{Result, RuntimeError};
+pub use runtime::{Runtime, RuntimeOptions, ThreadRuntime, WaitOutcome};

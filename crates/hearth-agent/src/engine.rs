@@ -1,0 +1,420 @@
+//! The bounded agent loop.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use hearth_core::{
+    ChatRequest, Content, Message, ModelRef, Role, RunError, RunEventKind, ThinkingLevel, now_ms,
+};
+use hearth_llm::{Accumulator, AssistantTurn, LlmError, Provider};
+use hearth_store::{StepKind, StepRecord, StepStatus, Store, StoreError};
+use hearth_tools::{ToolClass, ToolRegistry};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{trim_history, unanswered_calls};
+use crate::limits::Limits;
+
+/// Where the engine publishes progress (`text.delta`, `tool.started`, ...).
+pub trait EventSink: Send + Sync {
+    /// Publishes one event of the run.
+    fn emit(&self, kind: RunEventKind, data: Value);
+}
+
+/// What one run needs besides the engine's shared parts.
+pub struct RunInput {
+    /// The run.
+    pub run_id: String,
+    /// Its thread.
+    pub thread_key: String,
+    /// The user's message.
+    pub text: String,
+    /// The model that runs it.
+    pub model: ModelRef,
+    /// Its provider.
+    pub provider: Arc<dyn Provider>,
+    /// Requested reasoning.
+    pub thinking: ThinkingLevel,
+    /// Cancels the run.
+    pub cancel: CancellationToken,
+    /// Messages steered into the run; read before each model call.
+    pub steer: Option<mpsc::UnboundedReceiver<String>>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The answer.
+    Succeeded(String),
+    /// What went wrong.
+    Failed(RunError),
+    /// Cancelled.
+    Cancelled,
+}
+
+/// The end of a run, for the runtime to commit in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Messages to append to the thread (empty unless it succeeded).
+    pub messages: Vec<Message>,
+    /// Steps not yet journaled (the final model call).
+    pub steps: Vec<StepRecord>,
+}
+
+/// The engine: shared by every run of the process.
+pub struct Engine {
+    store: Arc<dyn Store>,
+    tools: ToolRegistry,
+    limits: Limits,
+    system_prompt: String,
+}
+
+/// An early end of the loop.
+enum Stop {
+    Failed(RunError),
+    Cancelled,
+}
+
+impl From<StoreError> for Stop {
+    fn from(e: StoreError) -> Self {
+        Stop::Failed(RunError {
+            code: "store_error".into(),
+            message: format!("could not journal the run: {e}"),
+        })
+    }
+}
+
+fn limit(message: String) -> Stop {
+    Stop::Failed(RunError {
+        code: "limit_exceeded".into(),
+        message,
+    })
+}
+
+fn llm_failure(e: &LlmError) -> Stop {
+    Stop::Failed(RunError {
+        code: format!("provider_{}", e.kind.as_str()),
+        message: e.to_string(),
+    })
+}
+
+/// The state of one run in progress.
+struct Progress {
+    history: Vec<Message>,
+    scratch: Vec<Message>,
+    next_index: u32,
+    llm_calls: u32,
+    tool_calls: u32,
+}
+
+impl Engine {
+    /// An engine over `store` and `tools`, with `system_prompt` sent first on every call.
+    pub fn new(
+        store: Arc<dyn Store>,
+        tools: ToolRegistry,
+        limits: Limits,
+        system_prompt: String,
+    ) -> Self {
+        Self {
+            store,
+            tools,
+            limits,
+            system_prompt,
+        }
+    }
+
+    /// The tool registry.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// Runs (or resumes) one run to its end. Never panics on provider or tool
+    /// output; every failure becomes `Outcome::Failed` with a code and message.
+    pub async fn run(&self, mut input: RunInput, sink: &dyn EventSink) -> RunResult {
+        let cancel = input.cancel.clone();
+        let max_wall = self.limits.max_wall;
+        let body = self.drive(&mut input, sink);
+        let result = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(Stop::Cancelled),
+            r = tokio::time::timeout(max_wall, body) => match r {
+                Ok(r) => r,
+                Err(_) => Err(limit(format!(
+                    "the run took longer than max_wall_secs = {} s and was stopped",
+                    max_wall.as_secs()
+                ))),
+            },
+        };
+        match result {
+            Ok((text, messages, steps)) => RunResult {
+                outcome: Outcome::Succeeded(text),
+                messages,
+                steps,
+            },
+            Err(Stop::Failed(e)) => RunResult {
+                outcome: Outcome::Failed(e),
+                messages: Vec::new(),
+                steps: Vec::new(),
+            },
+            Err(Stop::Cancelled) => RunResult {
+                outcome: Outcome::Cancelled,
+                messages: Vec::new(),
+                steps: Vec::new(),
+            },
+        }
+    }
+
+    async fn drive(
+        &self,
+        input: &mut RunInput,
+        sink: &dyn EventSink,
+    ) -> Result<(String, Vec<Message>, Vec<StepRecord>), Stop> {
+        let mut p = self.resume(input).await?;
+        loop {
+            // Tool calls of the last model turn that have no result yet run first
+            // (also after a crash between a model call and its tools).
+            if let Some(pending) = self.pending_calls(&p) {
+                self.run_tools(input, sink, &mut p, pending).await?;
+                continue;
+            }
+            if p.llm_calls >= self.limits.max_llm_calls {
+                return Err(limit(format!(
+                    "the run made max_llm_calls = {} model calls without finishing",
+                    self.limits.max_llm_calls
+                )));
+            }
+            if p.next_index >= self.limits.max_steps {
+                return Err(limit(format!(
+                    "the run reached max_steps = {} without finishing",
+                    self.limits.max_steps
+                )));
+            }
+            let mut steered = Vec::new();
+            if let Some(rx) = input.steer.as_mut() {
+                while let Ok(text) = rx.try_recv() {
+                    p.scratch.push(Message::text(Role::User, text.clone()));
+                    steered.push(text);
+                }
+            }
+            let step_started = now_ms();
+            let turn = self.call_model(input, sink, &p).await?;
+            p.llm_calls += 1;
+            let step = StepRecord {
+                run_id: input.run_id.clone(),
+                index: p.next_index,
+                kind: StepKind::Llm,
+                name: input.model.to_string(),
+                status: StepStatus::Succeeded,
+                started_at: step_started,
+                finished_at: Some(now_ms()),
+                tokens: serde_json::to_value(turn.usage).ok(),
+                payload: json!({ "message": turn.message, "steered": steered }),
+            };
+            p.next_index += 1;
+            let has_calls = turn.tool_calls().next().is_some();
+            p.scratch.push(turn.message.clone());
+            if !has_calls {
+                let text = turn.message.joined_text();
+                return Ok((text, p.scratch, vec![step]));
+            }
+            self.store.put_step(step).await?;
+        }
+    }
+
+    /// Loads history and rebuilds the run's own messages from its journal.
+    async fn resume(&self, input: &RunInput) -> Result<Progress, Stop> {
+        let history = self
+            .store
+            .thread_history(&input.thread_key, self.limits.history_messages)
+            .await?;
+        let steps = self.store.steps(&input.run_id).await?;
+        let mut p = Progress {
+            history: trim_history(history),
+            scratch: vec![Message::text(Role::User, input.text.clone())],
+            next_index: 0,
+            llm_calls: 0,
+            tool_calls: 0,
+        };
+        for step in steps {
+            p.next_index = p.next_index.max(step.index + 1);
+            match step.kind {
+                StepKind::Llm => {
+                    if step.status != StepStatus::Succeeded {
+                        continue;
+                    }
+                    if let Some(steered) = step.payload.get("steered").and_then(Value::as_array) {
+                        for t in steered.iter().filter_map(Value::as_str) {
+                            p.scratch.push(Message::text(Role::User, t));
+                        }
+                    }
+                    let msg: Message = serde_json::from_value(step.payload["message"].clone())
+                        .map_err(|e| {
+                            Stop::from(StoreError::Corrupt(format!(
+                                "journal step {} of {}: {e}",
+                                step.index, input.run_id
+                            )))
+                        })?;
+                    p.llm_calls += 1;
+                    p.scratch.push(msg);
+                }
+                StepKind::Tool => {
+                    let call_id = step.payload["call_id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let output = match (step.status, step.payload["output"].as_str()) {
+                        (StepStatus::Started, _) | (_, None) => json!({
+                            "error": "outcome unknown: hearth stopped while this action was running; \
+                                      it was not repeated. Tell the user it may or may not have happened."
+                        })
+                        .to_string(),
+                        (_, Some(out)) => out.to_owned(),
+                    };
+                    p.tool_calls += 1;
+                    push_tool_result(&mut p.scratch, call_id, output);
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    fn pending_calls(&self, p: &Progress) -> Option<Vec<(String, String, String)>> {
+        let (assistant, results) = match p.scratch.as_slice() {
+            [.., a, r] if a.role == Role::Assistant && r.role == Role::Tool => (a, Some(r)),
+            [.., a] if a.role == Role::Assistant => (a, None),
+            _ => return None,
+        };
+        let missing: Vec<_> = unanswered_calls(assistant, results)
+            .into_iter()
+            .map(|(i, n, a)| (i.to_owned(), n.to_owned(), a.to_owned()))
+            .collect();
+        (!missing.is_empty()).then_some(missing)
+    }
+
+    async fn call_model(
+        &self,
+        input: &RunInput,
+        sink: &dyn EventSink,
+        p: &Progress,
+    ) -> Result<AssistantTurn, Stop> {
+        let mut messages = Vec::with_capacity(p.history.len() + p.scratch.len());
+        messages.extend_from_slice(&p.history);
+        messages.extend_from_slice(&p.scratch);
+        let request = ChatRequest {
+            model: input.model.model.clone(),
+            system: self.system_prompt.clone(),
+            messages,
+            tools: self.tools.specs(),
+            thinking: input.thinking,
+        };
+        let t0 = Instant::now();
+        let provider = input.model.provider.clone();
+        let outcome = async {
+            let mut stream = input.provider.stream(&request).await?;
+            let mut acc = Accumulator::new();
+            while let Some(item) = stream.next().await {
+                let ev = item?;
+                match &ev {
+                    hearth_core::StreamEvent::TextDelta(t) if !t.is_empty() => {
+                        sink.emit(RunEventKind::TextDelta, json!({ "text": t }));
+                    }
+                    hearth_core::StreamEvent::ThinkingDelta { text, .. } if !text.is_empty() => {
+                        sink.emit(RunEventKind::ThinkingDelta, json!({ "text": text }));
+                    }
+                    _ => {}
+                }
+                acc.push(&ev);
+            }
+            acc.finish(&provider)
+        }
+        .await;
+        let status = if outcome.is_ok() { "ok" } else { "error" };
+        metrics::histogram!("hearth_llm_call_duration_seconds", "provider" => provider, "status" => status)
+            .record(t0.elapsed().as_secs_f64());
+        outcome.map_err(|e| llm_failure(&e))
+    }
+
+    async fn run_tools(
+        &self,
+        input: &RunInput,
+        sink: &dyn EventSink,
+        p: &mut Progress,
+        calls: Vec<(String, String, String)>,
+    ) -> Result<(), Stop> {
+        for (call_id, name, arguments) in calls {
+            if p.tool_calls >= self.limits.max_tool_calls {
+                return Err(limit(format!(
+                    "the model asked for more than max_tool_calls = {} tool calls",
+                    self.limits.max_tool_calls
+                )));
+            }
+            if p.next_index >= self.limits.max_steps {
+                return Err(limit(format!(
+                    "the run reached max_steps = {} without finishing",
+                    self.limits.max_steps
+                )));
+            }
+            p.tool_calls += 1;
+            let index = p.next_index;
+            p.next_index += 1;
+            let class = self.tools.get(&name).map(|t| t.class());
+            let started_at = now_ms();
+            let mut step = StepRecord {
+                run_id: input.run_id.clone(),
+                index,
+                kind: StepKind::Tool,
+                name: name.clone(),
+                status: StepStatus::Started,
+                started_at,
+                finished_at: None,
+                tokens: None,
+                payload: json!({ "call_id": call_id, "arguments": arguments }),
+            };
+            // A write-class call is journaled as started before it runs, so a
+            // crash mid-call is reported as "outcome unknown", never repeated.
+            if class == Some(ToolClass::Write) {
+                self.store.put_step(step.clone()).await?;
+            }
+            sink.emit(
+                RunEventKind::ToolStarted,
+                json!({ "call_id": call_id, "name": name }),
+            );
+            let output = self
+                .tools
+                .execute(&name, &arguments, self.limits.tool_timeout)
+                .await;
+            let ok = !output.is_error;
+            let output = output.json;
+            step.status = if ok {
+                StepStatus::Succeeded
+            } else {
+                StepStatus::Failed
+            };
+            step.finished_at = Some(now_ms());
+            step.payload["output"] = Value::String(output.clone());
+            self.store.put_step(step).await?;
+            sink.emit(
+                RunEventKind::ToolFinished,
+                json!({ "call_id": call_id, "name": name, "ok": ok }),
+            );
+            push_tool_result(&mut p.scratch, call_id, output);
+        }
+        Ok(())
+    }
+}
+
+/// Appends a tool result to the trailing tool message, starting one if needed.
+fn push_tool_result(scratch: &mut Vec<Message>, call_id: String, output: String) {
+    let part = Content::ToolResult { call_id, output };
+    match scratch.last_mut() {
+        Some(m) if m.role == Role::Tool => m.content.push(part),
+        _ => scratch.push(Message {
+            role: Role::Tool,
+            content: vec![part],
+        }),
+    }
+}

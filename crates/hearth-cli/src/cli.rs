@@ -1,0 +1,201 @@
+//! Command-line arguments and dispatch.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::Exit;
+
+/// hearth: a self-hosted AI agent gateway.
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, about)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// hearth's home directory (config, prompts, database).
+    #[arg(long, env = "HEARTH_HOME", global = true)]
+    pub home: Option<PathBuf>,
+    /// The config file (default: <home>/hearth.toml).
+    #[arg(long, env = "HEARTH_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// The server's URL, for client commands.
+    #[arg(
+        long,
+        env = "HEARTH_URL",
+        default_value = "http://127.0.0.1:7777",
+        global = true
+    )]
+    pub url: String,
+    /// API token, for client commands.
+    #[arg(long, env = "HEARTH_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print JSON instead of text for people.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Log format of `serve` (default: from config, else human).
+    #[arg(long, value_enum, global = true)]
+    pub log_format: Option<LogFormatArg>,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormatArg {
+    /// Human-readable lines.
+    Human,
+    /// JSON lines.
+    Json,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gateway.
+    Serve {
+        /// Listen address (overrides [server] bind).
+        #[arg(long, env = "HEARTH_BIND")]
+        bind: Option<String>,
+    },
+    /// Send a message.
+    Message {
+        /// The text.
+        text: String,
+        /// The thread (default cli:local).
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+        /// Who sends it.
+        #[arg(long, default_value = "cli:user:local")]
+        user: String,
+        /// Wait for the answer and print it.
+        #[arg(long)]
+        wait: bool,
+        /// Longest wait in seconds (at most 600).
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// Idempotency key: sending again with the same key returns the same run.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Look at runs.
+    Run {
+        #[command(subcommand)]
+        command: RunCommand,
+    },
+    /// Models: list, get or set.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+    /// Thinking level: get or set.
+    Thinking {
+        #[command(subcommand)]
+        command: ThinkingCommand,
+    },
+    /// Start a fresh session on a thread (cancels its run, clears its history).
+    New {
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+    /// Is the server up and ready?
+    Health,
+    /// API tokens (works on the local home, server running or not).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+/// `hearth run ...`
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    /// One run's envelope.
+    Get {
+        /// Run id.
+        run_id: String,
+    },
+    /// Wait until a run finishes and print its answer.
+    Wait {
+        /// Run id.
+        run_id: String,
+    },
+    /// Cancel a run.
+    Cancel {
+        /// Run id.
+        run_id: String,
+    },
+}
+
+/// `hearth model ...`
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Known models.
+    List,
+    /// The thread's model.
+    Get {
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+    /// Set the thread's model.
+    Set {
+        /// `<provider>/<model>`.
+        model: String,
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+}
+
+/// `hearth thinking ...`
+#[derive(Debug, Subcommand)]
+pub enum ThinkingCommand {
+    /// The thread's thinking level.
+    Get {
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+    /// Set it: off, low, medium or high.
+    Set {
+        /// The level.
+        level: String,
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+}
+
+/// `hearth token ...`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token; its secret is printed once.
+    Create {
+        /// A label for it.
+        #[arg(long, default_value = "default")]
+        name: String,
+    },
+    /// List tokens (never their secrets).
+    List,
+    /// Revoke a token by id.
+    Revoke {
+        /// Token id (tok_...).
+        id: String,
+    },
+}
+
+/// Runs the command.
+pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
+    let g = cli.global;
+    match cli.command {
+        Command::Serve { bind } => crate::serve::run(&g, bind).await,
+        Command::Token { command } => crate::tokens::run(&g, command).await,
+        other => crate::client::run(&g, other).await,
+    }
+}

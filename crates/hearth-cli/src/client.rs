@@ -1,0 +1,337 @@
+//! Client commands: talk to a running server over its HTTP API.
+
+use futures_util::StreamExt;
+use hearth_core::{RunEnvelope, RunStatus};
+use hearth_llm::sse::SseDecoder;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::Exit;
+use crate::cli::{Command, Global, ModelCommand, RunCommand, ThinkingCommand};
+
+/// A thin HTTP client of the API.
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl Api {
+    fn new(g: &Global) -> Result<Self, Exit> {
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| Exit::from(anyhow::anyhow!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            http,
+            base: g.url.trim_end_matches('/').to_owned(),
+            token: g.token.clone(),
+        })
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let mut rb = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            rb = rb.bearer_auth(t);
+        }
+        rb
+    }
+
+    async fn send(&self, rb: reqwest::RequestBuilder) -> Result<(StatusCode, Value), Exit> {
+        let resp = rb.send().await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot reach hearth at {}: {} (is `hearth serve` running? set --url or HEARTH_URL)",
+                self.base,
+                e.without_url()
+            )
+        })?;
+        let status = resp.status();
+        let body: Value = resp.json().await.map_err(|e| {
+            anyhow::anyhow!(
+                "hearth sent a response that is not JSON: {}",
+                e.without_url()
+            )
+        })?;
+        if !status.is_success() {
+            let code = body["error"]["code"].as_str().unwrap_or("error");
+            let message = body["error"]["message"]
+                .as_str()
+                .unwrap_or("request failed");
+            return Err(anyhow::anyhow!("{message} ({code}, HTTP {})", status.as_u16()).into());
+        }
+        Ok((status, body))
+    }
+
+    async fn get(&self, path: &str) -> Result<Value, Exit> {
+        Ok(self.send(self.request(Method::GET, path)).await?.1)
+    }
+
+    async fn put(&self, path: &str, body: Value) -> Result<Value, Exit> {
+        Ok(self
+            .send(self.request(Method::PUT, path).json(&body))
+            .await?
+            .1)
+    }
+
+    /// Follows a run's events until its terminal event.
+    async fn follow(&self, run_id: &str) -> Result<(), Exit> {
+        let resp = self
+            .request(Method::GET, &format!("/v1/runs/{}/events", enc(run_id)))
+            .send()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot follow run {run_id}: {}", e.without_url()))?;
+        if !resp.status().is_success() {
+            let (_, _) = self
+                .send(self.request(Method::GET, &format!("/v1/runs/{}", enc(run_id))))
+                .await?;
+            return Ok(());
+        }
+        let mut stream = resp.bytes_stream();
+        let mut dec = SseDecoder::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk =
+                chunk.map_err(|e| anyhow::anyhow!("event stream broke: {}", e.without_url()))?;
+            dec.push(&chunk);
+            while let Some(ev) = dec
+                .next_event()
+                .map_err(|e| anyhow::anyhow!("bad event stream: {e}"))?
+            {
+                if matches!(
+                    ev.event.as_deref(),
+                    Some(
+                        "run.succeeded" | "run.failed" | "run.cancelled" | "confirmation.required"
+                    )
+                ) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn enc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~:".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn print_json(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
+
+/// Prints a run for people (the answer, or the status) or as JSON; a failed
+/// or cancelled run is an error exit.
+fn print_run(v: &Value, json_out: bool) -> Result<(), Exit> {
+    if json_out {
+        print_json(v);
+    }
+    let env: RunEnvelope = serde_json::from_value(v.clone())
+        .map_err(|e| anyhow::anyhow!("unexpected run envelope from hearth: {e}"))?;
+    match env.status {
+        RunStatus::Succeeded => {
+            if !json_out {
+                println!("{}", env.output.map(|o| o.text).unwrap_or_default());
+            }
+            Ok(())
+        }
+        RunStatus::Failed => {
+            let e = env
+                .error
+                .map(|e| format!("{} ({})", e.message, e.code))
+                .unwrap_or_default();
+            Err(anyhow::anyhow!("run {} failed: {e}", env.run_id).into())
+        }
+        RunStatus::Cancelled => Err(anyhow::anyhow!("run {} was cancelled", env.run_id).into()),
+        RunStatus::AwaitingConfirmation => {
+            if !json_out {
+                let c = env.confirmation;
+                println!(
+                    "run {} awaits confirmation: {}",
+                    env.run_id,
+                    c.map(|c| c.summary).unwrap_or_default()
+                );
+            }
+            Ok(())
+        }
+        RunStatus::Queued | RunStatus::Running => {
+            if !json_out {
+                println!("{} {}", env.run_id, env.status.as_str());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Runs a client command.
+pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
+    let api = Api::new(g)?;
+    match command {
+        Command::Message {
+            text,
+            thread,
+            user,
+            wait,
+            timeout,
+            idempotency_key,
+        } => {
+            let mut body = json!({
+                "text": text, "thread_key": thread, "user_key": user, "source": "cli",
+                "wait": wait, "wait_timeout_secs": timeout.min(600),
+            });
+            if let Some(k) = idempotency_key {
+                body["idempotency_key"] = Value::String(k);
+            }
+            let (_, v) = api
+                .send(api.request(Method::POST, "/v1/messages").json(&body))
+                .await?;
+            print_run(&v, g.json)
+        }
+        Command::Run { command } => match command {
+            RunCommand::Get { run_id } => {
+                let v = api.get(&format!("/v1/runs/{}", enc(&run_id))).await?;
+                if g.json {
+                    print_json(&v);
+                    Ok(())
+                } else {
+                    print_run(&v, false)
+                }
+            }
+            RunCommand::Wait { run_id } => {
+                let v = api.get(&format!("/v1/runs/{}", enc(&run_id))).await?;
+                let done = v["status"]
+                    .as_str()
+                    .and_then(RunStatus::parse)
+                    .is_some_and(RunStatus::is_terminal);
+                let v = if done {
+                    v
+                } else {
+                    api.follow(&run_id).await?;
+                    api.get(&format!("/v1/runs/{}", enc(&run_id))).await?
+                };
+                print_run(&v, g.json)
+            }
+            RunCommand::Cancel { run_id } => {
+                let (_, v) = api
+                    .send(api.request(Method::POST, &format!("/v1/runs/{}/cancel", enc(&run_id))))
+                    .await?;
+                if g.json {
+                    print_json(&v);
+                } else {
+                    println!("{} {}", run_id, v["status"].as_str().unwrap_or("?"));
+                }
+                Ok(())
+            }
+        },
+        Command::Model { command } => match command {
+            ModelCommand::List => {
+                let v = api.get("/v1/models").await?;
+                if g.json {
+                    print_json(&v);
+                } else {
+                    let default = v["default"].as_str().unwrap_or_default();
+                    for m in v["models"].as_array().into_iter().flatten() {
+                        let id = m["id"].as_str().unwrap_or_default();
+                        let mark = if id == default { "*" } else { " " };
+                        println!("{mark} {id}");
+                    }
+                }
+                Ok(())
+            }
+            ModelCommand::Get { thread } => {
+                let v = api
+                    .get(&format!("/v1/threads/{}/runtime", enc(&thread)))
+                    .await?;
+                print_field(&v, "model", g.json);
+                Ok(())
+            }
+            ModelCommand::Set { model, thread } => {
+                let v = api
+                    .put(
+                        &format!("/v1/threads/{}/model", enc(&thread)),
+                        json!({ "model": model }),
+                    )
+                    .await?;
+                print_field(&v, "model", g.json);
+                Ok(())
+            }
+        },
+        Command::Thinking { command } => match command {
+            ThinkingCommand::Get { thread } => {
+                let v = api
+                    .get(&format!("/v1/threads/{}/runtime", enc(&thread)))
+                    .await?;
+                print_field(&v, "thinking", g.json);
+                Ok(())
+            }
+            ThinkingCommand::Set { level, thread } => {
+                let v = api
+                    .put(
+                        &format!("/v1/threads/{}/thinking", enc(&thread)),
+                        json!({ "level": level }),
+                    )
+                    .await?;
+                print_field(&v, "thinking", g.json);
+                Ok(())
+            }
+        },
+        Command::New { thread } => {
+            let (_, v) = api
+                .send(api.request(
+                    Method::DELETE,
+                    &format!("/v1/threads/{}/session", enc(&thread)),
+                ))
+                .await?;
+            if g.json {
+                print_json(&v);
+            } else {
+                println!("new session on {thread}");
+            }
+            Ok(())
+        }
+        Command::Health => {
+            let h = api.get("/healthz").await?;
+            let (status, r) = {
+                let resp = api
+                    .request(Method::GET, "/readyz")
+                    .send()
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot reach hearth: {}", e.without_url()))?;
+                let s = resp.status();
+                let v: Value = resp.json().await.unwrap_or(Value::Null);
+                (s, v)
+            };
+            if g.json {
+                print_json(&json!({ "health": h, "ready": r }));
+            } else {
+                println!(
+                    "hearth {} {}",
+                    h["version"].as_str().unwrap_or("?"),
+                    r["status"].as_str().unwrap_or("unknown")
+                );
+            }
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("hearth is not ready: {r}").into())
+            }
+        }
+        Command::Serve { .. } | Command::Token { .. } => Ok(()),
+    }
+}
+
+fn print_field(v: &Value, field: &str, json_out: bool) {
+    if json_out {
+        print_json(v);
+    } else {
+        println!("{}", v[field].as_str().unwrap_or_default());
+    }
+}

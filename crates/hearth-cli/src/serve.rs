@@ -1,0 +1,253 @@
+//! `hearth serve`: prepare the home, load config, open the store, recover
+//! unfinished runs, and serve the API until SIGTERM or SIGINT.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hearth_agent::{Engine, Limits};
+use hearth_config::{Config, LogFormat};
+use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
+use hearth_server::{AppState, Auth};
+use hearth_store::{Durability, SqliteStore, Store};
+use hearth_tools::ToolRegistry;
+use tracing::{info, warn};
+
+use crate::Exit;
+use crate::cli::{Global, LogFormatArg};
+
+/// The database file inside the home.
+const DB_FILE: &str = "hearth.db";
+
+/// The home directory: `--home`, `HEARTH_HOME`, else `~/.hearth`.
+pub fn home_dir(g: &Global) -> Result<PathBuf, Exit> {
+    if let Some(h) = &g.home {
+        return Ok(h.clone());
+    }
+    match std::env::var_os("HOME") {
+        Some(h) if !h.is_empty() => Ok(PathBuf::from(h).join(".hearth")),
+        _ => Err(Exit::config(anyhow::anyhow!(
+            "cannot find a home directory: set HEARTH_HOME or pass --home"
+        ))),
+    }
+}
+
+/// Loads the config named by `--config`/`HEARTH_CONFIG`, else `<home>/hearth.toml`.
+pub fn load_config(g: &Global, home: &Path) -> Result<Config, Exit> {
+    let path = g.config.clone().unwrap_or_else(|| home.join("hearth.toml"));
+    if g.config.is_some() && !path.exists() {
+        return Err(Exit::config(anyhow::anyhow!(
+            "config file {} does not exist",
+            path.display()
+        )));
+    }
+    hearth_config::load(&path, std::env::vars()).map_err(Exit::config)
+}
+
+/// Opens the home's store.
+pub fn open_store(home: &Path, config: &Config) -> Result<SqliteStore, Exit> {
+    let durability = match config.store.durability {
+        hearth_config::Durability::Normal => Durability::Normal,
+        hearth_config::Durability::Strict => Durability::Strict,
+    };
+    SqliteStore::open(&home.join(DB_FILE), durability)
+        .map_err(|e| Exit::from(anyhow::Error::new(e)))
+}
+
+fn system_prompt(home: &Path) -> String {
+    let read = |name: &str| std::fs::read_to_string(home.join(name)).unwrap_or_default();
+    let system = read("SYSTEM.md");
+    let agents = read("AGENTS.md");
+    match (system.trim().is_empty(), agents.trim().is_empty()) {
+        (false, false) => format!("{}\n\n{}", system.trim_end(), agents.trim_end()),
+        (false, true) => system.trim_end().to_owned(),
+        (true, false) => agents.trim_end().to_owned(),
+        (true, true) => String::new(),
+    }
+}
+
+fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Runs the gateway.
+pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
+    let t0 = Instant::now();
+    let home = home_dir(g)?;
+    let report = hearth_config::prepare_home(&home).map_err(Exit::config)?;
+    let config = load_config(g, &home)?;
+    let format = match g.log_format {
+        Some(LogFormatArg::Json) => LogFormat::Json,
+        Some(LogFormatArg::Human) => LogFormat::Human,
+        None => config.log.format,
+    };
+    crate::logging::init(&config.log.level, format);
+    if report.created_home {
+        info!(home = %home.display(), "created hearth home");
+    }
+    for f in &report.created_files {
+        info!(file = %f.display(), "wrote default file");
+    }
+    if report.readable_by_others {
+        warn!(home = %home.display(), "the hearth home is readable by other users; run chmod 700 on it");
+    }
+
+    let bind = bind.unwrap_or_else(|| config.server.bind.clone());
+    let addr: SocketAddr = bind.parse().map_err(|e| {
+        Exit::config(anyhow::anyhow!(
+            "bind address {bind:?} is not an IP:port such as 127.0.0.1:7777: {e}"
+        ))
+    })?;
+
+    let store = open_store(&home, &config)?;
+    let store: Arc<dyn Store> = Arc::new(store);
+    if !is_loopback(&addr)
+        && store
+            .active_token_count()
+            .await
+            .context("reading API tokens")?
+            == 0
+    {
+        return Err(Exit::config(anyhow::anyhow!(
+            "refusing to listen on non-loopback address {addr} without an API token: \
+             create one with `hearth token create`, or bind 127.0.0.1"
+        )));
+    }
+
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .context("building the HTTP client")?;
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let catalog = Catalog::from_config(&config, &env, client).map_err(Exit::config)?;
+    info!(
+        default_model = %catalog.default_model(),
+        origin = %catalog.origin,
+        "provider selected"
+    );
+
+    let limits = Limits {
+        max_steps: config.agent.max_steps,
+        max_tool_calls: config.agent.max_tool_calls,
+        max_llm_calls: config.agent.max_llm_calls,
+        max_wall: Duration::from_secs(config.agent.max_wall_secs),
+        tool_timeout: Duration::from_secs(config.agent.tool_timeout_secs),
+        history_messages: config.agent.history_messages,
+    };
+    let engine = Engine::new(
+        store.clone(),
+        ToolRegistry::with_builtins(),
+        limits,
+        system_prompt(&home),
+    );
+    let runtime = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+
+    let metrics = install_metrics();
+    let state = AppState {
+        runtime: runtime.clone(),
+        auth: Arc::new(Auth::new(store.clone(), is_loopback(&addr))),
+        metrics,
+    };
+    let app = hearth_server::router(state, config.server.max_body_bytes);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr().context("reading the bound address")?;
+
+    let recovered = runtime
+        .start()
+        .await
+        .context("recovering unfinished runs")?;
+    info!(
+        address = %local,
+        home = %home.display(),
+        durability = ?config.store.durability,
+        recovered,
+        startup_ms = t0.elapsed().as_millis() as u64,
+        "hearth is listening"
+    );
+    // Machine-readable for scripts and tests that bind port 0.
+    println!("hearth listening on http://{local}");
+
+    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let rt = runtime.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    shutdown_signal().await;
+    info!(
+        grace_secs = grace.as_secs(),
+        "shutting down: no new messages, waiting for runs in flight"
+    );
+    let left = rt.shutdown(grace).await;
+    if left > 0 {
+        info!(
+            runs = left,
+            "runs still in flight are left for recovery at next start"
+        );
+    }
+    let _ = stop_tx.send(());
+    // Followers of live event streams would hold graceful shutdown open; give
+    // them a moment, then exit anyway.
+    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    info!("stopped");
+    Ok(())
+}
+
+fn install_metrics() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    let buckets = [
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+        120.0, 300.0,
+    ];
+    let handle = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &buckets)
+        .and_then(|b| b.install_recorder());
+    match handle {
+        Ok(h) => {
+            let upkeep = h.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(5));
+                loop {
+                    tick.tick().await;
+                    upkeep.run_upkeep();
+                }
+            });
+            metrics::gauge!("hearth_runs_in_flight").set(0.0);
+            Some(h)
+        }
+        Err(e) => {
+            warn!(error = %e, "metrics are disabled");
+            None
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

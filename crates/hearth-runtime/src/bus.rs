@@ -1,0 +1,170 @@
+//! The event bus: each live run's numbered events, for SSE and `wait`.
+//!
+//! Logs live in memory: a run's log exists from ingest (or recovery) until a
+//! while after its terminal event. A finished run whose log is gone is served
+//! from the store instead.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use hearth_core::{RunEvent, RunEventKind, RunStatus};
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// How long a finished run's events stay replayable from memory.
+const FINISHED_RETENTION: Duration = Duration::from_secs(120);
+/// At most this many finished logs are kept, oldest evicted first.
+const FINISHED_MAX: usize = 512;
+
+/// The events of one run.
+pub struct RunLog {
+    events: Mutex<Vec<RunEvent>>,
+    /// (number of events, current status): changes wake followers.
+    state: watch::Sender<(u64, RunStatus)>,
+}
+
+impl RunLog {
+    fn new(status: RunStatus) -> Self {
+        Self {
+            events: Mutex::new(Vec::new()),
+            state: watch::Sender::new((0, status)),
+        }
+    }
+
+    fn events(&self) -> MutexGuard<'_, Vec<RunEvent>> {
+        self.events.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends an event, numbering it, and wakes followers.
+    pub fn push(&self, kind: RunEventKind, data: Value, status: Option<RunStatus>) {
+        let mut events = self.events();
+        let seq = events.len() as u64 + 1;
+        events.push(RunEvent { seq, kind, data });
+        drop(events);
+        self.state.send_modify(|(n, st)| {
+            *n = seq;
+            if let Some(s) = status {
+                *st = s;
+            }
+        });
+    }
+
+    /// Sets the status without an event (e.g. queued -> running before `run.started`).
+    pub fn set_status(&self, status: RunStatus) {
+        self.state.send_modify(|(_, st)| *st = status);
+    }
+
+    /// Events with `seq > after`.
+    pub fn since(&self, after: u64) -> Vec<RunEvent> {
+        let events = self.events();
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(events.len());
+        events[start..].to_vec()
+    }
+
+    /// A receiver that changes whenever an event is pushed or the status changes.
+    pub fn subscribe(&self) -> watch::Receiver<(u64, RunStatus)> {
+        self.state.subscribe()
+    }
+
+    /// The current status.
+    pub fn status(&self) -> RunStatus {
+        self.state.borrow().1
+    }
+}
+
+#[derive(Default)]
+struct Logs {
+    live: HashMap<String, Arc<RunLog>>,
+    finished: VecDeque<(Instant, String)>,
+}
+
+/// All live run logs.
+#[derive(Default)]
+pub struct EventBus {
+    logs: Mutex<Logs>,
+}
+
+impl EventBus {
+    fn logs(&self) -> MutexGuard<'_, Logs> {
+        self.logs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The log of `run_id`, created (with `status`) if missing.
+    pub fn open(&self, run_id: &str, status: RunStatus) -> Arc<RunLog> {
+        let mut logs = self.logs();
+        logs.live
+            .entry(run_id.to_owned())
+            .or_insert_with(|| Arc::new(RunLog::new(status)))
+            .clone()
+    }
+
+    /// The log of `run_id`, if it is still in memory.
+    pub fn get(&self, run_id: &str) -> Option<Arc<RunLog>> {
+        self.logs().live.get(run_id).cloned()
+    }
+
+    /// Marks a log finished; it is dropped after the retention period.
+    pub fn finished(&self, run_id: &str) {
+        let now = Instant::now();
+        let mut logs = self.logs();
+        logs.finished.push_back((now, run_id.to_owned()));
+        while let Some((at, _)) = logs.finished.front() {
+            let expired = now.duration_since(*at) > FINISHED_RETENTION;
+            if !expired && logs.finished.len() <= FINISHED_MAX {
+                break;
+            }
+            if let Some((_, id)) = logs.finished.pop_front() {
+                logs.live.remove(&id);
+            }
+        }
+    }
+
+    /// Number of logs in memory (for tests and metrics).
+    pub fn len(&self) -> usize {
+        self.logs().live.len()
+    }
+
+    /// True when no log is in memory.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_events_and_replays_after_cursor() {
+        let bus = EventBus::default();
+        let log = bus.open("r1", RunStatus::Queued);
+        log.push(RunEventKind::Queued, json!({}), None);
+        log.push(RunEventKind::Started, json!({}), Some(RunStatus::Running));
+        log.push(
+            RunEventKind::Succeeded,
+            json!({}),
+            Some(RunStatus::Succeeded),
+        );
+        let all = log.since(0);
+        assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(log.since(2).len(), 1);
+        assert!(log.since(99).is_empty());
+        assert_eq!(log.status(), RunStatus::Succeeded);
+    }
+
+    #[test]
+    fn evicts_finished_logs_beyond_cap() {
+        let bus = EventBus::default();
+        for i in 0..(FINISHED_MAX + 10) {
+            let id = format!("r{i}");
+            bus.open(&id, RunStatus::Queued);
+            bus.finished(&id);
+        }
+        assert_eq!(bus.len(), FINISHED_MAX);
+        assert!(bus.get("r0").is_none());
+    }
+}

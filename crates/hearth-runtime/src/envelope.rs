@@ -1,0 +1,26 @@
+//! Stored run records rendered as the API's run envelope.
+
+use hearth_core::{RunEnvelope, RunError, RunOutput, RunStatus, rfc3339};
+use hearth_store::RunRecord;
+
+/// The envelope of a stored run.
+pub fn envelope(r: &RunRecord) -> RunEnvelope {
+    RunEnvelope {
+        run_id: r.run_id.clone(),
+        thread_key: r.thread_key.clone(),
+        user_key: r.user_key.clone(),
+        status: r.status,
+        output: match (r.status, &r.output) {
+            (RunStatus::Succeeded, Some(text)) => Some(RunOutput { text: text.clone() }),
+            _ => None,
+        },
+        error: r.error_code.as_ref().map(|code| RunError {
+            code: code.clone(),
+            message: r.error_message.clone().unwrap_or_default(),
+        }),
+        confirmation: None,
+        model: r.model.clone(),
+        created_at: rfc3339(r.created_at),
+        updated_at: rfc3339(r.updated_at),
+    }
+}

@@ -1,0 +1,26 @@
+//! Runtime errors, one variant per thing a surface must tell apart.
+
+use hearth_store::StoreError;
+
+/// A failed runtime call.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The input was refused (empty text, bad key, ...).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// No such run.
+    #[error("no run with id {0:?}")]
+    RunNotFound(String),
+    /// The model reference names no configured provider or model.
+    #[error("{0}")]
+    UnknownModel(String),
+    /// The process is shutting down and takes no new work.
+    #[error("hearth is shutting down and accepts no new messages; retry shortly")]
+    ShuttingDown,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Result of runtime calls.
+pub type Result<T> = std::result::Result<T, RuntimeError>;

@@ -1,0 +1,565 @@
+//! `Runtime`: ingest, scheduling, cancellation, waiting, recovery, shutdown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hearth_agent::{Engine, EventSink, Outcome, RunInput};
+use hearth_core::{
+    DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus, ThinkingLevel, now_ms,
+};
+use hearth_store::{CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, StepRecord, Store};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::bus::{EventBus, RunLog};
+use crate::catalog::Catalog;
+use crate::envelope::envelope;
+use crate::error::{Result, RuntimeError};
+use crate::scheduler::{CancelFound, Enqueued, Scheduler};
+
+/// Longest accepted thread key, user key, source or idempotency key.
+const MAX_KEY_LEN: usize = 256;
+
+/// Settings of the runtime.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// This process's lease owner id.
+    pub owner: String,
+    /// How long a run's lease lasts without renewal.
+    pub lease: Duration,
+    /// How often leases are renewed and expired ones swept.
+    pub sweep_every: Duration,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            owner: format!("proc_{}", uuid::Uuid::now_v7().simple()),
+            lease: Duration::from_secs(60),
+            sweep_every: Duration::from_secs(20),
+        }
+    }
+}
+
+/// A thread's runtime settings as the API shows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadRuntime {
+    /// The thread.
+    pub thread_key: String,
+    /// Effective model, `<provider>/<model>`.
+    pub model: String,
+    /// Thinking level.
+    pub thinking: String,
+    /// Incognito flag.
+    pub incognito: bool,
+    /// Messages stored in its history.
+    pub message_count: u64,
+}
+
+/// The result of waiting for a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// Terminal.
+    Finished(RunEnvelope),
+    /// Not terminal yet (timed out, or awaiting confirmation).
+    Pending(RunEnvelope),
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    catalog: Catalog,
+    engine: Engine,
+    bus: EventBus,
+    scheduler: Scheduler,
+    options: RuntimeOptions,
+    shutting_down: AtomicBool,
+    in_flight: watch::Sender<usize>,
+}
+
+/// The runtime. Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+struct LogSink<'a>(&'a RunLog);
+
+impl EventSink for LogSink<'_> {
+    fn emit(&self, kind: RunEventKind, data: Value) {
+        self.0.push(kind, data, None);
+    }
+}
+
+fn check_key(name: &str, value: &str) -> Result<()> {
+    if value.is_empty() || value.len() > MAX_KEY_LEN || value.chars().any(char::is_control) {
+        return Err(RuntimeError::InvalidInput(format!(
+            "{name} must be 1 to {MAX_KEY_LEN} characters without control characters"
+        )));
+    }
+    Ok(())
+}
+
+impl Runtime {
+    /// A runtime over its parts. Call `start` to recover and begin sweeping.
+    pub fn new(
+        store: Arc<dyn Store>,
+        catalog: Catalog,
+        engine: Engine,
+        options: RuntimeOptions,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                catalog,
+                engine,
+                bus: EventBus::default(),
+                scheduler: Scheduler::default(),
+                options,
+                shutting_down: AtomicBool::new(false),
+                in_flight: watch::Sender::new(0),
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The model catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// The event bus.
+    pub fn bus(&self) -> &EventBus {
+        &self.inner.bus
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// Re-queues every run a previous process left unfinished, then starts the
+    /// lease heartbeat and the periodic sweep. Returns how many were recovered.
+    pub async fn start(&self) -> Result<usize> {
+        let recovered = self.sweep(true).await?;
+        if recovered > 0 {
+            info!(runs = recovered, "recovered unfinished runs");
+        }
+        let weak = Arc::downgrade(&self.inner);
+        let every = self.inner.options.sweep_every;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                let rt = Runtime { inner };
+                let until = now_ms() + lease_ms(&rt.inner.options);
+                if let Err(e) = rt
+                    .inner
+                    .store
+                    .renew_leases(&rt.inner.options.owner, until)
+                    .await
+                {
+                    warn!(error = %e, "could not renew run leases");
+                }
+                if let Err(e) = rt.sweep(false).await {
+                    warn!(error = %e, "recovery sweep failed");
+                }
+            }
+        });
+        Ok(recovered)
+    }
+
+    /// Queues unfinished runs this process does not hold: all of them at start,
+    /// later only those whose lease expired.
+    async fn sweep(&self, at_start: bool) -> Result<usize> {
+        let now = now_ms();
+        let mut n = 0;
+        for run in self.inner.store.unfinished_runs().await? {
+            if self.inner.bus.get(&run.run_id).is_some() {
+                continue;
+            }
+            let expired = run.lease_until.is_none_or(|t| t < now);
+            if !at_start && run.status == RunStatus::Running && !expired {
+                continue;
+            }
+            self.inner.bus.open(&run.run_id, run.status);
+            self.schedule(run);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn schedule(&self, run: RunRecord) {
+        let thread_key = run.thread_key.clone();
+        if let Enqueued::StartWorker = self.inner.scheduler.enqueue(run) {
+            let rt = self.clone();
+            tokio::spawn(async move { rt.worker(thread_key).await });
+        }
+    }
+
+    async fn worker(self, thread_key: String) {
+        while let Some((run, cancel, steer)) = self.inner.scheduler.next(&thread_key) {
+            self.execute(run, cancel, steer).await;
+        }
+    }
+
+    /// Accepts a message: stored before this returns; a duplicate idempotency
+    /// key returns the run it made before.
+    pub async fn ingest(&self, inbound: Inbound) -> Result<RunEnvelope> {
+        if self.inner.shutting_down.load(Ordering::Relaxed) {
+            return Err(RuntimeError::ShuttingDown);
+        }
+        if inbound.text.trim().is_empty() {
+            return Err(RuntimeError::InvalidInput("text must not be empty".into()));
+        }
+        check_key("thread_key", &inbound.thread_key)?;
+        check_key("user_key", &inbound.user_key)?;
+        check_key("source", &inbound.source)?;
+        if let Some(k) = &inbound.idempotency_key {
+            check_key("idempotency_key", k)?;
+        }
+        if inbound.delivery_mode == DeliveryMode::Steer
+            && let Some(run_id) = self
+                .inner
+                .scheduler
+                .steer(&inbound.thread_key, &inbound.text)
+        {
+            return self.get_run(&run_id).await;
+        }
+        let lock = self.inner.scheduler.ingest_lock(&inbound.thread_key);
+        let guard = lock.lock().await;
+        let outcome = self
+            .inner
+            .store
+            .create_run(NewRun {
+                run_id: hearth_core::new_run_id(),
+                thread_key: inbound.thread_key,
+                user_key: inbound.user_key,
+                source: inbound.source,
+                input: inbound.text,
+                idempotency_key: inbound.idempotency_key,
+                created_at: now_ms(),
+            })
+            .await;
+        let run = match outcome {
+            Ok(CreateRunOutcome::Existing(run)) => return Ok(envelope(&run)),
+            Ok(CreateRunOutcome::Created(run)) => run,
+            Err(e) => return Err(e.into()),
+        };
+        metrics::counter!("hearth_runs_accepted_total").increment(1);
+        let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
+        log.push(
+            RunEventKind::Queued,
+            json!({ "run_id": run.run_id, "thread_key": run.thread_key }),
+            None,
+        );
+        let env = envelope(&run);
+        self.schedule(run);
+        drop(guard);
+        drop(lock);
+        Ok(env)
+    }
+
+    async fn execute(
+        &self,
+        run: RunRecord,
+        cancel: tokio_util::sync::CancellationToken,
+        steer: tokio::sync::mpsc::UnboundedReceiver<String>,
+    ) {
+        let inner = &self.inner;
+        let log = inner.bus.open(&run.run_id, run.status);
+        let outcome = self.prepare(&run).await;
+        let (model, provider, thinking) = match outcome {
+            Ok(v) => v,
+            Err((code, message)) => {
+                self.finish(
+                    &run,
+                    &log,
+                    Outcome::Failed(hearth_core::RunError { code, message }),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .await;
+                return;
+            }
+        };
+        let until = now_ms() + lease_ms(&inner.options);
+        match inner
+            .store
+            .start_run(&run.run_id, &inner.options.owner, until, &model.to_string())
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                // Already terminal (cancelled while queued, or finished elsewhere).
+                inner.bus.finished(&run.run_id);
+                return;
+            }
+            Err(e) => {
+                warn!(run_id = %run.run_id, error = %e, "could not start run; it stays queued for recovery");
+                inner.bus.finished(&run.run_id);
+                return;
+            }
+        }
+        log.push(
+            RunEventKind::Started,
+            json!({ "run_id": run.run_id, "model": model.to_string() }),
+            Some(RunStatus::Running),
+        );
+        inner.in_flight.send_modify(|n| *n += 1);
+        metrics::gauge!("hearth_runs_in_flight").increment(1.0);
+        let input = RunInput {
+            run_id: run.run_id.clone(),
+            thread_key: run.thread_key.clone(),
+            text: run.input.clone(),
+            model,
+            provider,
+            thinking,
+            cancel,
+            steer: Some(steer),
+        };
+        let result = inner.engine.run(input, &LogSink(&log)).await;
+        self.finish(&run, &log, result.outcome, result.messages, result.steps)
+            .await;
+        metrics::gauge!("hearth_runs_in_flight").decrement(1.0);
+        inner.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// The model, provider and thinking level a run uses.
+    async fn prepare(
+        &self,
+        run: &RunRecord,
+    ) -> std::result::Result<
+        (
+            hearth_core::ModelRef,
+            Arc<dyn hearth_llm::Provider>,
+            ThinkingLevel,
+        ),
+        (String, String),
+    > {
+        let state = self
+            .inner
+            .store
+            .thread_state(&run.thread_key)
+            .await
+            .map_err(|e| ("store_error".to_owned(), e.to_string()))?;
+        let model = state
+            .model
+            .clone()
+            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
+        let (model, provider) = self
+            .inner
+            .catalog
+            .resolve(&model)
+            .map_err(|e| ("unknown_model".to_owned(), e.to_string()))?;
+        let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
+        Ok((model, provider, thinking))
+    }
+
+    async fn finish(
+        &self,
+        run: &RunRecord,
+        log: &RunLog,
+        outcome: Outcome,
+        messages: Vec<hearth_core::Message>,
+        steps: Vec<StepRecord>,
+    ) {
+        let (status, output, error) = match outcome {
+            Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
+            Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),
+            Outcome::Cancelled => (RunStatus::Cancelled, None, None),
+        };
+        let finish = RunFinish {
+            run_id: run.run_id.clone(),
+            status,
+            output: output.clone(),
+            error_code: error.as_ref().map(|e| e.code.clone()),
+            error_message: error.as_ref().map(|e| e.message.clone()),
+            messages,
+            steps,
+            finished_at: now_ms(),
+        };
+        if let Err(e) = self.inner.store.finish_run(finish).await {
+            // The run stays unfinished in the store and is recovered later;
+            // followers are told now rather than left hanging.
+            warn!(run_id = %run.run_id, error = %e, "could not store the end of a run");
+            log.push(
+                RunEventKind::Failed,
+                json!({ "run_id": run.run_id, "error": { "code": "store_error", "message": e.to_string() } }),
+                Some(RunStatus::Failed),
+            );
+            self.inner.bus.finished(&run.run_id);
+            return;
+        }
+        let (kind, data) = match status {
+            RunStatus::Succeeded => (
+                RunEventKind::Succeeded,
+                json!({ "run_id": run.run_id, "output": { "text": output.unwrap_or_default() } }),
+            ),
+            RunStatus::Failed => (
+                RunEventKind::Failed,
+                json!({ "run_id": run.run_id, "error": error }),
+            ),
+            _ => (RunEventKind::Cancelled, json!({ "run_id": run.run_id })),
+        };
+        log.push(kind, data, Some(status));
+        self.inner.bus.finished(&run.run_id);
+        metrics::counter!("hearth_runs_total", "status" => status.as_str()).increment(1);
+        let secs = (now_ms() - run.created_at).max(0) as f64 / 1000.0;
+        metrics::histogram!("hearth_run_duration_seconds").record(secs);
+    }
+
+    /// One run's envelope.
+    pub async fn get_run(&self, run_id: &str) -> Result<RunEnvelope> {
+        let run = self.run_record(run_id).await?;
+        Ok(envelope(&run))
+    }
+
+    async fn run_record(&self, run_id: &str) -> Result<RunRecord> {
+        self.inner
+            .store
+            .get_run(run_id)
+            .await?
+            .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))
+    }
+
+    /// Runs matching a filter, newest first.
+    pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunEnvelope>> {
+        Ok(self
+            .inner
+            .store
+            .list_runs(filter)
+            .await?
+            .iter()
+            .map(envelope)
+            .collect())
+    }
+
+    /// A run's journal.
+    pub async fn trace(&self, run_id: &str) -> Result<Vec<StepRecord>> {
+        self.run_record(run_id).await?;
+        Ok(self.inner.store.steps(run_id).await?)
+    }
+
+    /// Waits until the run is terminal or awaiting confirmation, at most `timeout`.
+    pub async fn wait(&self, run_id: &str, timeout: Duration) -> Result<WaitOutcome> {
+        if let Some(log) = self.inner.bus.get(run_id) {
+            let mut rx = log.subscribe();
+            let _ = tokio::time::timeout(
+                timeout,
+                rx.wait_for(|(_, st)| st.is_terminal() || *st == RunStatus::AwaitingConfirmation),
+            )
+            .await;
+        }
+        let env = self.get_run(run_id).await?;
+        Ok(if env.status.is_terminal() {
+            WaitOutcome::Finished(env)
+        } else {
+            WaitOutcome::Pending(env)
+        })
+    }
+
+    /// Cancels a run; returns its envelope (the terminal status it already had,
+    /// if it had one).
+    pub async fn cancel(&self, run_id: &str) -> Result<RunEnvelope> {
+        let run = self.run_record(run_id).await?;
+        if run.status.is_terminal() {
+            return Ok(envelope(&run));
+        }
+        match self.inner.scheduler.cancel(&run.thread_key, run_id) {
+            CancelFound::Active => {
+                if let Some(log) = self.inner.bus.get(run_id) {
+                    let mut rx = log.subscribe();
+                    let _ = rx.wait_for(|(_, st)| st.is_terminal()).await;
+                }
+            }
+            CancelFound::Queued(r) => {
+                let log = self.inner.bus.open(run_id, r.status);
+                self.finish(&r, &log, Outcome::Cancelled, Vec::new(), Vec::new())
+                    .await;
+            }
+            CancelFound::NotHere => {
+                let log = self.inner.bus.open(run_id, run.status);
+                self.finish(&run, &log, Outcome::Cancelled, Vec::new(), Vec::new())
+                    .await;
+            }
+        }
+        self.get_run(run_id).await
+    }
+
+    /// A thread's runtime settings.
+    pub async fn thread_runtime(&self, thread_key: &str) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        let st = self.inner.store.thread_state(thread_key).await?;
+        Ok(ThreadRuntime {
+            thread_key: thread_key.to_owned(),
+            model: st
+                .model
+                .unwrap_or_else(|| self.inner.catalog.default_model().to_string()),
+            thinking: st.thinking,
+            incognito: st.incognito,
+            message_count: st.message_count,
+        })
+    }
+
+    /// Sets a thread's model after checking it exists.
+    pub async fn set_model(&self, thread_key: &str, model: &str) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        let (m, _) = self.inner.catalog.resolve(model)?;
+        self.inner
+            .store
+            .set_thread_model(thread_key, Some(&m.to_string()))
+            .await?;
+        self.thread_runtime(thread_key).await
+    }
+
+    /// Sets a thread's thinking level.
+    pub async fn set_thinking(
+        &self,
+        thread_key: &str,
+        level: ThinkingLevel,
+    ) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        self.inner
+            .store
+            .set_thread_thinking(thread_key, level.as_str())
+            .await?;
+        self.thread_runtime(thread_key).await
+    }
+
+    /// Cancels the thread's runs and clears its history.
+    pub async fn new_session(&self, thread_key: &str) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        for run_id in self.inner.scheduler.runs_of(thread_key) {
+            self.cancel(&run_id).await?;
+        }
+        self.inner.store.clear_thread_history(thread_key).await?;
+        self.thread_runtime(thread_key).await
+    }
+
+    /// Stops taking messages and waits up to `grace` for runs in flight; runs
+    /// still going after it stay stored as running and are recovered at next start.
+    pub async fn shutdown(&self, grace: Duration) -> usize {
+        self.inner.shutting_down.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + grace;
+        let mut rx = self.inner.in_flight.subscribe();
+        let _ = tokio::time::timeout_at(deadline.into(), rx.wait_for(|n| *n == 0)).await;
+        *rx.borrow()
+    }
+
+    /// True once `shutdown` began.
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.shutting_down.load(Ordering::Relaxed)
+    }
+}
+
+fn lease_ms(o: &RuntimeOptions) -> i64 {
+    i64::try_from(o.lease.as_millis()).unwrap_or(i64::MAX)
+}

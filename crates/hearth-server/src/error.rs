@@ -1,0 +1,102 @@
+//! `ApiError`: the one mapping from failures to HTTP status and `code`.
+//!
+//! | variant | status | code |
+//! | --- | --- | --- |
+//! | `InvalidRequest` | 400 | `invalid_request` |
+//! | `IdempotencyMismatch` | 400 | `idempotency_mismatch` |
+//! | `UnknownModel` | 400 | `unknown_model` |
+//! | `Unauthorized` | 401 | `unauthorized` |
+//! | `NotFound` | 404 | `not_found` |
+//! | `PayloadTooLarge` | 413 | `payload_too_large` |
+//! | `NotImplemented` | 501 | `not_implemented` |
+//! | `Unavailable` | 503 | `unavailable` |
+//! | `Internal` | 500 | `internal` (the cause is logged, not sent) |
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use hearth_runtime::RuntimeError;
+use serde_json::json;
+
+/// An API failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Bad input.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// Header and body idempotency keys differ.
+    #[error(
+        "the Idempotency-Key header and the body's idempotency_key differ; send one, or the same in both"
+    )]
+    IdempotencyMismatch,
+    /// Unknown model reference.
+    #[error("{0}")]
+    UnknownModel(String),
+    /// Missing or bad token.
+    #[error(
+        "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
+    )]
+    Unauthorized,
+    /// No such thing.
+    #[error("{0}")]
+    NotFound(String),
+    /// Body over the limit.
+    #[error("the request body is larger than the limit of {0} bytes ([server] max_body_bytes)")]
+    PayloadTooLarge(usize),
+    /// A documented endpoint whose feature is not built yet.
+    #[error("{0}")]
+    NotImplemented(String),
+    /// Temporarily unable (shutting down).
+    #[error("{0}")]
+    Unavailable(String),
+    /// A failure of ours.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// Status and code of this error.
+    pub fn status_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            Self::IdempotencyMismatch => (StatusCode::BAD_REQUEST, "idempotency_mismatch"),
+            Self::UnknownModel(_) => (StatusCode::BAD_REQUEST, "unknown_model"),
+            Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::NotImplemented(_) => (StatusCode::NOT_IMPLEMENTED, "not_implemented"),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(e: RuntimeError) -> Self {
+        match e {
+            RuntimeError::InvalidInput(m) => Self::InvalidRequest(m),
+            RuntimeError::RunNotFound(id) => Self::NotFound(format!("no run with id {id:?}")),
+            RuntimeError::UnknownModel(m) => Self::UnknownModel(m),
+            RuntimeError::ShuttingDown => Self::Unavailable(e.to_string()),
+            RuntimeError::Store(s) => Self::Internal(s.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_code();
+        let message = match &self {
+            Self::Internal(cause) => {
+                tracing::error!(error = %cause, "request failed");
+                "hearth could not complete the request; see the server log".to_owned()
+            }
+            other => other.to_string(),
+        };
+        (
+            status,
+            Json(json!({ "error": { "code": code, "message": message } })),
+        )
+            .into_response()
+    }
+}

@@ -1,0 +1,55 @@
+//! The OpenAPI document, generated from the handlers' annotations.
+
+use std::sync::OnceLock;
+
+use utoipa::OpenApi;
+
+use crate::dto;
+use crate::routes::{messages, ops, threads};
+
+/// The API's OpenAPI description.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "hearth", description = "Self-hosted AI agent gateway: HTTP API v1"),
+    paths(
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+        messages::post_message, messages::list_runs, messages::get_run, messages::run_events,
+        messages::cancel_run, messages::run_trace,
+        threads::models, threads::runtime, threads::set_model, threads::set_thinking,
+        threads::new_session, threads::set_incognito,
+    ),
+    components(schemas(
+        hearth_core::RunEnvelope, hearth_core::RunStatus, hearth_core::RunError,
+        hearth_core::RunOutput, hearth_core::Confirmation, hearth_core::DeliveryMode,
+        dto::MessageRequest, dto::Health, dto::Ready, dto::RunList, dto::Trace, dto::TraceStep,
+        dto::Models, dto::ModelInfo, dto::Capabilities, dto::ThreadRuntime, dto::SetModel,
+        dto::SetThinking, dto::SetIncognito, dto::ErrorBody, dto::ErrorDetail,
+    )),
+    modifiers(&BearerAuth),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The document as JSON text, built once.
+pub fn document_json() -> String {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let mut doc = ApiDoc::openapi();
+        doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+        doc.to_json()
+            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    })
+    .clone()
+}

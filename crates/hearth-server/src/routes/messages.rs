@@ -1,0 +1,293 @@
+//! Messages and runs: ingest, read, wait, follow (SSE), cancel, trace.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunEventKind, RunStatus, rfc3339};
+use hearth_runtime::{RunLog, WaitOutcome};
+use hearth_store::RunFilter;
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::AppState;
+use crate::dto::{MessageRequest, RunList, RunQuery, Trace, TraceStep};
+use crate::error::ApiError;
+use crate::extract::ApiJson;
+
+const DEFAULT_WAIT_SECS: u64 = 60;
+const MAX_WAIT_SECS: u64 = 600;
+
+/// Accepts a message and returns its run.
+#[utoipa::path(post, path = "/v1/messages", tag = "runs", request_body = MessageRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Idempotency key")),
+    responses(
+        (status = 200, description = "Finished within the wait", body = RunEnvelope),
+        (status = 202, description = "Accepted, not finished", body = RunEnvelope),
+        (status = 400, description = "Bad input", body = crate::dto::ErrorBody),
+        (status = 413, description = "Body too large", body = crate::dto::ErrorBody)))]
+pub async fn post_message(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<MessageRequest>,
+) -> Result<(StatusCode, Json<RunEnvelope>), ApiError> {
+    let header_key = match headers.get("idempotency-key") {
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| ApiError::InvalidRequest("Idempotency-Key must be ASCII text".into()))?
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let idempotency_key = match (header_key, body.idempotency_key) {
+        (Some(h), Some(b)) if h != b => return Err(ApiError::IdempotencyMismatch),
+        (h, b) => h.or(b),
+    };
+    let wait_secs = body.wait_timeout_secs.unwrap_or(DEFAULT_WAIT_SECS);
+    if wait_secs > MAX_WAIT_SECS {
+        return Err(ApiError::InvalidRequest(format!(
+            "wait_timeout_secs must be at most {MAX_WAIT_SECS}"
+        )));
+    }
+    let env = st
+        .runtime
+        .ingest(Inbound {
+            source: body.source.unwrap_or_else(|| "api".into()),
+            thread_key: body.thread_key.unwrap_or_else(|| "api:default".into()),
+            user_key: body.user_key.unwrap_or_else(|| "api:user:anonymous".into()),
+            text: body.text,
+            delivery_mode: body.delivery_mode.unwrap_or(DeliveryMode::FollowUp),
+            idempotency_key,
+        })
+        .await?;
+    if !body.wait.unwrap_or(false) {
+        return Ok((StatusCode::ACCEPTED, Json(env)));
+    }
+    match st
+        .runtime
+        .wait(&env.run_id, Duration::from_secs(wait_secs))
+        .await?
+    {
+        WaitOutcome::Finished(env) => Ok((StatusCode::OK, Json(env))),
+        WaitOutcome::Pending(env) => Ok((StatusCode::ACCEPTED, Json(env))),
+    }
+}
+
+/// One run.
+#[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "runs",
+    params(("run_id" = String, Path, description = "Run id")),
+    responses((status = 200, body = RunEnvelope), (status = 404, body = crate::dto::ErrorBody)))]
+pub async fn get_run(
+    State(st): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Json<RunEnvelope>, ApiError> {
+    Ok(Json(st.runtime.get_run(&run_id).await?))
+}
+
+/// Runs, newest first.
+#[utoipa::path(get, path = "/v1/runs", tag = "runs", params(RunQuery),
+    responses((status = 200, body = RunList), (status = 400, body = crate::dto::ErrorBody)))]
+pub async fn list_runs(
+    State(st): State<AppState>,
+    query: Result<Query<RunQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<RunList>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::InvalidRequest(e.body_text()))?;
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+            ApiError::InvalidRequest(format!(
+                "unknown status {s:?}; one of queued, running, awaiting_confirmation, succeeded, failed, cancelled"
+            ))
+        })?),
+    };
+    let filter = RunFilter {
+        thread_key: q.thread_key.filter(|t| !t.is_empty()),
+        status,
+        limit: q.limit.unwrap_or(50).clamp(1, 1000),
+    };
+    Ok(Json(RunList {
+        runs: st.runtime.list_runs(&filter).await?,
+    }))
+}
+
+/// Cancels a run.
+#[utoipa::path(post, path = "/v1/runs/{run_id}/cancel", tag = "runs",
+    params(("run_id" = String, Path, description = "Run id")),
+    responses((status = 200, body = RunEnvelope), (status = 404, body = crate::dto::ErrorBody)))]
+pub async fn cancel_run(
+    State(st): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Json<RunEnvelope>, ApiError> {
+    Ok(Json(st.runtime.cancel(&run_id).await?))
+}
+
+/// A run's steps, without prompts, arguments or outputs.
+#[utoipa::path(get, path = "/v1/runs/{run_id}/trace", tag = "runs",
+    params(("run_id" = String, Path, description = "Run id")),
+    responses((status = 200, body = Trace), (status = 404, body = crate::dto::ErrorBody)))]
+pub async fn run_trace(
+    State(st): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Json<Trace>, ApiError> {
+    let steps = st.runtime.trace(&run_id).await?;
+    Ok(Json(Trace {
+        run_id,
+        steps: steps
+            .into_iter()
+            .map(|s| TraceStep {
+                index: s.index,
+                kind: s.kind.as_str().to_owned(),
+                name: s.name,
+                status: s.status.as_str().to_owned(),
+                started_at: rfc3339(s.started_at),
+                finished_at: s.finished_at.map(rfc3339),
+                tokens: s.tokens,
+            })
+            .collect(),
+    }))
+}
+
+/// The run's events as Server-Sent Events; past ones first, then live ones,
+/// ending after the terminal event. `Last-Event-ID` resumes after that id.
+#[utoipa::path(get, path = "/v1/runs/{run_id}/events", tag = "runs",
+    params(("run_id" = String, Path, description = "Run id"),
+           ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
+    responses((status = 200, description = "Event stream", content_type = "text/event-stream"),
+              (status = 404, body = crate::dto::ErrorBody)))]
+pub async fn run_events(
+    State(st): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ApiError::InvalidRequest("Last-Event-ID must be an event id (a number)".into())
+            })?,
+    };
+    let source = match st.runtime.bus().get(&run_id) {
+        Some(log) => Source::Live(log),
+        None => Source::Stored(stored_events(&st.runtime.get_run(&run_id).await?)),
+    };
+    let rx = match &source {
+        Source::Live(log) => Some(log.subscribe()),
+        Source::Stored(_) => None,
+    };
+    let state = Follow {
+        source,
+        rx,
+        cursor: after,
+        pending: VecDeque::new(),
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(state, |mut f| async move {
+        let ev = f.next().await?;
+        Some((Ok(to_sse(&ev)), f))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+enum Source {
+    Live(Arc<RunLog>),
+    Stored(Vec<RunEvent>),
+}
+
+struct Follow {
+    source: Source,
+    rx: Option<watch::Receiver<(u64, RunStatus)>>,
+    cursor: u64,
+    pending: VecDeque<RunEvent>,
+    done: bool,
+}
+
+impl Follow {
+    async fn next(&mut self) -> Option<RunEvent> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                self.cursor = ev.seq;
+                if ev.kind.is_terminal() {
+                    self.done = true;
+                    self.pending.clear();
+                }
+                return Some(ev);
+            }
+            if self.done {
+                return None;
+            }
+            let fresh = match &self.source {
+                Source::Live(log) => log.since(self.cursor),
+                Source::Stored(all) => {
+                    self.done = true;
+                    all.iter()
+                        .filter(|e| e.seq > self.cursor)
+                        .cloned()
+                        .collect()
+                }
+            };
+            if fresh.is_empty() {
+                if let Some(rx) = self.rx.as_mut() {
+                    if rx.changed().await.is_err() {
+                        return None;
+                    }
+                } else {
+                    return None;
+                }
+            }
+            self.pending.extend(fresh);
+        }
+    }
+}
+
+/// The events of a run whose live log is gone (finished a while ago, or before
+/// a restart): its lifecycle without deltas, numbered from 1.
+fn stored_events(env: &RunEnvelope) -> Vec<RunEvent> {
+    let mut out = vec![RunEvent {
+        seq: 1,
+        kind: RunEventKind::Queued,
+        data: json!({ "run_id": env.run_id, "thread_key": env.thread_key }),
+    }];
+    if env.model.is_some() {
+        out.push(RunEvent {
+            seq: 2,
+            kind: RunEventKind::Started,
+            data: json!({ "run_id": env.run_id, "model": env.model }),
+        });
+    }
+    let terminal = match env.status {
+        RunStatus::Succeeded => Some((
+            RunEventKind::Succeeded,
+            json!({ "run_id": env.run_id, "output": env.output }),
+        )),
+        RunStatus::Failed => Some((
+            RunEventKind::Failed,
+            json!({ "run_id": env.run_id, "error": env.error }),
+        )),
+        RunStatus::Cancelled => Some((RunEventKind::Cancelled, json!({ "run_id": env.run_id }))),
+        _ => None,
+    };
+    if let Some((kind, data)) = terminal {
+        out.push(RunEvent {
+            seq: out.len() as u64 + 1,
+            kind,
+            data,
+        });
+    }
+    out
+}
+
+fn to_sse(ev: &RunEvent) -> Event {
+    Event::default()
+        .id(ev.seq.to_string())
+        .event(ev.kind.as_str())
+        .data(ev.data.to_string())
+}

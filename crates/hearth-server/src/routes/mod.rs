@@ -1,0 +1,36 @@
+//! Route handlers, grouped by the sections of the API contract.
+
+pub mod messages;
+pub mod ops;
+pub mod threads;
+
+use axum::Router;
+use axum::routing::{delete, get, post, put};
+
+use crate::AppState;
+
+/// Everything under `/v1` (behind auth).
+pub fn v1() -> Router<AppState> {
+    Router::new()
+        .route("/v1/messages", post(messages::post_message))
+        .route("/v1/runs", get(messages::list_runs))
+        .route("/v1/runs/{run_id}", get(messages::get_run))
+        .route("/v1/runs/{run_id}/events", get(messages::run_events))
+        .route("/v1/runs/{run_id}/cancel", post(messages::cancel_run))
+        .route("/v1/runs/{run_id}/trace", get(messages::run_trace))
+        .route("/v1/models", get(threads::models))
+        .route("/v1/threads/{thread_key}/runtime", get(threads::runtime))
+        .route("/v1/threads/{thread_key}/model", put(threads::set_model))
+        .route(
+            "/v1/threads/{thread_key}/thinking",
+            put(threads::set_thinking),
+        )
+        .route(
+            "/v1/threads/{thread_key}/session",
+            delete(threads::new_session),
+        )
+        .route(
+            "/v1/threads/{thread_key}/incognito",
+            put(threads::set_incognito),
+        )
+}
