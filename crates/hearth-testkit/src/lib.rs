@@ -1,1 +1,12 @@
-//! placeholder
+//! hearth-testkit: scriptable fake provider servers for tests and benchmarks.
+//!
+//! `FakeOpenAi` is an OpenAI-compatible Chat Completions server on
+//! 127.0.0.1. Queue `Reply`s to script answers, errors, cut or hanging
+//! streams; with an empty queue it echoes the last user message at zero
+//! latency, which makes it the fixture for load benchmarks too.
+
+mod fake_openai;
+mod reply;
+
+pub use fake_openai::FakeOpenAi;
+pub use reply::{FakeUsage, Reply, ToolCallSpec};
