@@ -1,0 +1,105 @@
+//! Crash safety: SIGKILL mid-run loses nothing and answers exactly once.
+
+use std::time::Duration;
+
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use serde_json::json;
+
+use crate::harness::{Hearth, fake_config, user_texts};
+
+#[tokio::test]
+async fn a_run_in_flight_survives_sigkill_and_answers_once() {
+    let fake = FakeOpenAi::start().await;
+    // The first call hangs long enough for the kill; the retry after restart
+    // gets the default (echo) answer.
+    fake.push(Reply::text("never delivered").with_delay(Duration::from_secs(120)));
+    let dir = tempfile::tempdir().unwrap();
+    let config = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (s, first) = h
+        .post(json!({ "text": "first", "thread_key": "api:crash" }))
+        .await;
+    assert_eq!(s, 202);
+    fake.wait_for_requests(1).await;
+    // A second message accepted while the first is in flight is queued behind it.
+    let (s, second) = h
+        .post(json!({ "text": "second", "thread_key": "api:crash" }))
+        .await;
+    assert_eq!(s, 202);
+    assert_eq!(second["status"], "queued");
+    h.kill().await;
+
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let a = h.wait_run(first["run_id"].as_str().unwrap()).await;
+    let b = h.wait_run(second["run_id"].as_str().unwrap()).await;
+    assert_eq!(a["status"], "succeeded", "{a}");
+    assert_eq!(a["output"]["text"], "echo: first");
+    assert_eq!(b["output"]["text"], "echo: second");
+    let (_, rt) = h.get("/v1/threads/api:crash/runtime").await;
+    assert_eq!(
+        rt["message_count"], 4,
+        "one user message and one answer per run"
+    );
+    let (_, runs) = h.get("/v1/runs?thread_key=api:crash").await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 2);
+    // The second run saw the first exchange exactly once.
+    let last = fake.requests().pop().unwrap();
+    assert_eq!(user_texts(&last), ["first", "second"]);
+}
+
+#[tokio::test]
+async fn a_finished_tool_step_is_not_redone_after_a_crash() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c1",
+        "current_time",
+        "{}",
+    )]));
+    fake.push(Reply::text("never delivered").with_delay(Duration::from_secs(120)));
+    let dir = tempfile::tempdir().unwrap();
+    let config = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (_, v) = h
+        .post(json!({ "text": "time?", "thread_key": "api:resume" }))
+        .await;
+    let run_id = v["run_id"].as_str().unwrap().to_owned();
+    fake.wait_for_requests(2).await;
+    h.kill().await;
+
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let done = h.wait_run(&run_id).await;
+    assert_eq!(done["status"], "succeeded");
+    let reqs = fake.requests();
+    assert_eq!(
+        reqs.len(),
+        3,
+        "resumed with the second model call, not from scratch"
+    );
+    let msgs = reqs[2]["messages"].as_array().unwrap();
+    assert_eq!(msgs.iter().filter(|m| m["role"] == "tool").count(), 1);
+    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+    let (_, trace) = h.get(&format!("/v1/runs/{run_id}/trace")).await;
+    let steps = trace["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps.iter().filter(|s| s["kind"] == "tool").count(), 1);
+}
+
+#[tokio::test]
+async fn sigterm_exits_cleanly_and_strict_durability_works() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}\n[store]\ndurability = \"strict\"\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    assert_eq!(
+        h.ask("api:s", "kept?").await["output"]["text"],
+        "echo: kept?"
+    );
+    let status = h.terminate().await;
+    assert!(status.success(), "{status:?}");
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (_, rt) = h.get("/v1/threads/api:s/runtime").await;
+    assert_eq!(rt["message_count"], 2);
+}

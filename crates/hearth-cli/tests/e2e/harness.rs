@@ -1,0 +1,214 @@
+//! Starting and stopping the real binary on a temp home.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The binary under test (built once by cargo for all tests).
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_hearth")
+}
+
+/// A `hearth.toml` that points the default model at a fake provider.
+pub fn fake_config(base_url: &str) -> String {
+    format!(
+        "[llm]\ndefault_model = \"fake/fake-model\"\n\
+         [llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{base_url}\"\n\
+         models = [\"fake-model\", \"other-model\"]\nrequest_timeout_secs = 30\nidle_timeout_secs = 30\n"
+    )
+}
+
+/// A running `hearth serve`.
+pub struct Hearth {
+    pub url: String,
+    pub home: PathBuf,
+    pub http: reqwest::Client,
+    child: Child,
+}
+
+/// A command for the binary with a clean environment.
+pub fn command(home: &Path) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HEARTH_HOME", home)
+        .env("RUST_LOG", "info")
+        .kill_on_drop(true);
+    cmd
+}
+
+impl Hearth {
+    /// Starts on `home` (writing `config` as its hearth.toml when given).
+    pub async fn start(home: &Path, config: Option<&str>) -> Hearth {
+        Self::start_with(home, config, &[]).await
+    }
+
+    /// Starts with extra environment variables.
+    pub async fn start_with(home: &Path, config: Option<&str>, env: &[(&str, &str)]) -> Hearth {
+        std::fs::create_dir_all(home).unwrap();
+        if let Some(c) = config {
+            std::fs::write(home.join("hearth.toml"), c).unwrap();
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(home.join("serve.log"))
+            .unwrap();
+        let mut cmd = command(home);
+        cmd.args(["serve", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(u) = line.strip_prefix("hearth listening on ") {
+                    return u.to_owned();
+                }
+            }
+            let log = std::fs::read_to_string(home.join("serve.log")).unwrap_or_default();
+            panic!("hearth exited before listening; log:\n{log}");
+        })
+        .await
+        .expect("hearth did not start within 30 s");
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Hearth {
+            url,
+            home: home.to_owned(),
+            http: reqwest::Client::new(),
+            child,
+        }
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    pub async fn kill(mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+
+    /// SIGTERM and the exit status.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().unwrap();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("hearth did not exit within 30 s of SIGTERM")
+            .unwrap()
+    }
+
+    pub fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+
+    /// POST /v1/messages; returns status and body.
+    pub async fn post(&self, body: Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(self.at("/v1/messages"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let s = r.status().as_u16();
+        (s, r.json().await.unwrap())
+    }
+
+    /// Sends `text` on `thread` and waits for the answer (200 expected).
+    pub async fn ask(&self, thread: &str, text: &str) -> Value {
+        let (s, v) = self
+            .post(json!({ "text": text, "thread_key": thread, "wait": true }))
+            .await;
+        assert_eq!(s, 200, "{v}");
+        v
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.http.get(self.at(path)).send().await.unwrap();
+        let s = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        (
+            s,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Waits until the run is terminal (through the API's own wait).
+    pub async fn wait_run(&self, run_id: &str) -> Value {
+        for _ in 0..10 {
+            let (s, v) = self.get(&format!("/v1/runs/{run_id}")).await;
+            assert_eq!(s, 200, "{v}");
+            if matches!(
+                v["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            ) {
+                return v;
+            }
+            // Follow the event stream to its end instead of polling on a timer.
+            let _ = self.events(run_id, None).await;
+        }
+        panic!("run {run_id} did not finish");
+    }
+
+    /// The whole SSE stream of a run as (id, event, data) triples.
+    pub async fn events(
+        &self,
+        run_id: &str,
+        last_event_id: Option<u64>,
+    ) -> Vec<(u64, String, Value)> {
+        let mut rb = self.http.get(self.at(&format!("/v1/runs/{run_id}/events")));
+        if let Some(id) = last_event_id {
+            rb = rb.header("Last-Event-ID", id.to_string());
+        }
+        let r = tokio::time::timeout(Duration::from_secs(60), async {
+            rb.send().await.unwrap().text().await.unwrap()
+        })
+        .await
+        .expect("event stream did not end");
+        parse_sse(&r)
+    }
+}
+
+/// Parses an SSE body (the fields hearth sends).
+pub fn parse_sse(body: &str) -> Vec<(u64, String, Value)> {
+    let mut out = Vec::new();
+    for block in body.split("\n\n") {
+        let (mut id, mut ev, mut data) = (None, None, String::new());
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = v.trim().parse().ok();
+            } else if let Some(v) = line.strip_prefix("event:") {
+                ev = Some(v.trim().to_owned());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+        if let (Some(id), Some(ev)) = (id, ev) {
+            out.push((id, ev, serde_json::from_str(&data).unwrap_or(Value::Null)));
+        }
+    }
+    out
+}
+
+/// The user-message texts of a fake-provider request, in order.
+pub fn user_texts(req: &Value) -> Vec<String> {
+    req["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -1,0 +1,11 @@
+//! End-to-end tests: the real `hearth` binary against the fake provider.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod harness;
+
+mod api;
+mod bad_input;
+mod cli;
+mod durability;
+mod ordering;
