@@ -138,6 +138,10 @@ fn run_transaction(db: &mut Db<'_>, jobs: &mut [Box<dyn Job>], commits: &AtomicU
         return abort(db, jobs, &format!("cannot commit: {e}"));
     }
     commits.fetch_add(1, Ordering::Relaxed);
+    // One commit is one WAL sync in strict durability: writes per commit is
+    // how much the batching shares.
+    metrics::counter!("hearth_store_commits_total").increment(1);
+    metrics::counter!("hearth_store_writes_total").increment(jobs.len() as u64);
     tracing::trace!(writes = jobs.len(), "committed write batch");
     jobs.len()
 }
