@@ -63,6 +63,9 @@ pub struct RunResult {
     pub messages: Vec<Message>,
     /// Steps not yet journaled (the final model call).
     pub steps: Vec<StepRecord>,
+    /// Messages steered into the run that it did not get to see; the caller
+    /// must deliver them another way (as follow-ups).
+    pub unseen_steer: Vec<String>,
 }
 
 /// The engine: shared by every run of the process.
@@ -149,22 +152,25 @@ impl Engine {
                 ))),
             },
         };
-        match result {
-            Ok((text, messages, steps)) => RunResult {
-                outcome: Outcome::Succeeded(text),
-                messages,
-                steps,
-            },
-            Err(Stop::Failed(e)) => RunResult {
-                outcome: Outcome::Failed(e),
-                messages: Vec::new(),
-                steps: Vec::new(),
-            },
-            Err(Stop::Cancelled) => RunResult {
-                outcome: Outcome::Cancelled,
-                messages: Vec::new(),
-                steps: Vec::new(),
-            },
+        // Closing first makes later steer attempts fail (the runtime then
+        // queues them as follow-ups); draining returns the ones that got in.
+        let mut unseen_steer = Vec::new();
+        if let Some(rx) = input.steer.as_mut() {
+            rx.close();
+            while let Ok(t) = rx.try_recv() {
+                unseen_steer.push(t);
+            }
+        }
+        let (outcome, messages, steps) = match result {
+            Ok((text, messages, steps)) => (Outcome::Succeeded(text), messages, steps),
+            Err(Stop::Failed(e)) => (Outcome::Failed(e), Vec::new(), Vec::new()),
+            Err(Stop::Cancelled) => (Outcome::Cancelled, Vec::new(), Vec::new()),
+        };
+        RunResult {
+            outcome,
+            messages,
+            steps,
+            unseen_steer,
         }
     }
 
@@ -217,7 +223,10 @@ impl Engine {
             p.next_index += 1;
             let has_calls = turn.tool_calls().next().is_some();
             p.scratch.push(turn.message.clone());
-            if !has_calls {
+            // A message steered in during the last model call gets its own
+            // model call rather than being left unanswered.
+            let steer_waiting = input.steer.as_ref().is_some_and(|rx| !rx.is_empty());
+            if !has_calls && !steer_waiting {
                 let text = turn.message.joined_text();
                 return Ok((text, p.scratch, vec![step]));
             }

@@ -233,6 +233,11 @@ impl Runtime {
         {
             return self.get_run(&run_id).await;
         }
+        self.ingest_stored(inbound).await
+    }
+
+    /// Stores a validated message as a new run (or finds its idempotent twin) and queues it.
+    async fn ingest_stored(&self, inbound: Inbound) -> Result<RunEnvelope> {
         let lock = self.inner.scheduler.ingest_lock(&inbound.thread_key);
         let guard = lock.lock().await;
         let outcome = self
@@ -328,6 +333,19 @@ impl Runtime {
         let result = inner.engine.run(input, &LogSink(&log)).await;
         self.finish(&run, &log, result.outcome, result.messages, result.steps)
             .await;
+        for text in result.unseen_steer {
+            let follow_up = Inbound {
+                source: run.source.clone(),
+                thread_key: run.thread_key.clone(),
+                user_key: run.user_key.clone(),
+                text,
+                delivery_mode: DeliveryMode::FollowUp,
+                idempotency_key: None,
+            };
+            if let Err(e) = self.ingest_stored(follow_up).await {
+                warn!(run_id = %run.run_id, error = %e, "could not queue a steered message as a follow-up");
+            }
+        }
         metrics::gauge!("hearth_runs_in_flight").decrement(1.0);
         inner.in_flight.send_modify(|n| *n = n.saturating_sub(1));
     }

@@ -1,0 +1,286 @@
+//! The runtime in-process: real SQLite store, fake provider, real engine.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_agent::{Engine, Limits};
+use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
+use hearth_runtime::{Catalog, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_store::{Durability, NewRun, SqliteStore, Store};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use hearth_tools::ToolRegistry;
+use serde_json::Value;
+
+struct Setup {
+    rt: Runtime,
+    store: Arc<dyn Store>,
+    fake: FakeOpenAi,
+    _dir: tempfile::TempDir,
+}
+
+async fn setup_with(limits: Limits, before_start: impl FnOnce(&Arc<dyn Store>)) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
+    before_start(&store);
+    let toml = format!(
+        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n",
+        fake.base_url()
+    );
+    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
+    let catalog =
+        Catalog::from_config(&config, &Default::default(), reqwest::Client::new()).unwrap();
+    let engine = Engine::new(
+        store.clone(),
+        ToolRegistry::with_builtins(),
+        limits,
+        "be brief".into(),
+    );
+    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    rt.start().await.unwrap();
+    Setup {
+        rt,
+        store,
+        fake,
+        _dir: dir,
+    }
+}
+
+async fn setup() -> Setup {
+    setup_with(Limits::default(), |_| {}).await
+}
+
+fn msg(thread: &str, text: &str, mode: DeliveryMode) -> Inbound {
+    Inbound {
+        source: "test".into(),
+        thread_key: thread.into(),
+        user_key: "test:user:1".into(),
+        text: text.into(),
+        delivery_mode: mode,
+        idempotency_key: None,
+    }
+}
+
+async fn finished(rt: &Runtime, run_id: &str) -> hearth_core::RunEnvelope {
+    match rt.wait(run_id, Duration::from_secs(30)).await.unwrap() {
+        WaitOutcome::Finished(e) => e,
+        WaitOutcome::Pending(e) => panic!("run not finished: {e:?}"),
+    }
+}
+
+fn user_texts(req: &Value) -> Vec<String> {
+    req["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_steered_message_reaches_the_active_run_before_its_next_model_call() {
+    let s = setup().await;
+    s.fake
+        .push(Reply::text("working on it").with_delay(Duration::from_millis(300)));
+    let first =
+        s.rt.ingest(msg("t:steer", "start", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    s.fake.wait_for_requests(1).await;
+    let steered =
+        s.rt.ingest(msg("t:steer", "also this", DeliveryMode::Steer))
+            .await
+            .unwrap();
+    assert_eq!(
+        steered.run_id, first.run_id,
+        "steer joins the active run, no new run"
+    );
+    let done = finished(&s.rt, &first.run_id).await;
+    assert_eq!(done.status, RunStatus::Succeeded);
+    assert_eq!(done.output.unwrap().text, "echo: also this");
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(user_texts(&reqs[1]), ["start", "also this"]);
+    // With no active run, steer is an ordinary message.
+    let alone =
+        s.rt.ingest(msg("t:steer", "later", DeliveryMode::Steer))
+            .await
+            .unwrap();
+    assert_ne!(alone.run_id, first.run_id);
+    assert_eq!(
+        finished(&s.rt, &alone.run_id).await.status,
+        RunStatus::Succeeded
+    );
+}
+
+#[tokio::test]
+async fn hitting_a_limit_fails_the_run_with_a_clear_message() {
+    let limits = Limits {
+        max_llm_calls: 3,
+        ..Limits::default()
+    };
+    let s = setup_with(limits, |_| {}).await;
+    for i in 0..3 {
+        s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+            format!("c{i}"),
+            "current_time",
+            "{}",
+        )]));
+    }
+    let run =
+        s.rt.ingest(msg("t:limit", "loop forever", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    let done = finished(&s.rt, &run.run_id).await;
+    assert_eq!(done.status, RunStatus::Failed);
+    let err = done.error.unwrap();
+    assert_eq!(err.code, "limit_exceeded");
+    assert!(err.message.contains("max_llm_calls = 3"), "{}", err.message);
+    assert_eq!(s.fake.request_count(), 3);
+}
+
+#[tokio::test]
+async fn an_unknown_tool_becomes_an_error_result_for_the_model() {
+    let s = setup().await;
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c1",
+        "launch_rocket",
+        "{}",
+    )]));
+    s.fake.push(Reply::text("I cannot do that."));
+    let run =
+        s.rt.ingest(msg("t:unknown", "launch", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    let done = finished(&s.rt, &run.run_id).await;
+    assert_eq!(done.output.unwrap().text, "I cannot do that.");
+    let reqs = s.fake.requests();
+    let tool = reqs[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        tool["content"].as_str().unwrap().contains("unknown tool"),
+        "{tool}"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_queued_run_removes_it_and_the_thread_goes_on() {
+    let s = setup().await;
+    s.fake.push(Reply::hang());
+    let a =
+        s.rt.ingest(msg("t:cq", "a", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    s.fake.wait_for_requests(1).await;
+    let b =
+        s.rt.ingest(msg("t:cq", "b", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    assert_eq!(b.status, RunStatus::Queued);
+    assert_eq!(
+        s.rt.cancel(&b.run_id).await.unwrap().status,
+        RunStatus::Cancelled
+    );
+    assert_eq!(
+        s.rt.cancel(&a.run_id).await.unwrap().status,
+        RunStatus::Cancelled
+    );
+    let c =
+        s.rt.ingest(msg("t:cq", "c", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    assert_eq!(
+        finished(&s.rt, &c.run_id).await.output.unwrap().text,
+        "echo: c"
+    );
+    assert_eq!(s.fake.request_count(), 2, "b never reached the provider");
+}
+
+#[tokio::test]
+async fn a_new_session_cancels_and_clears_history() {
+    let s = setup().await;
+    let a =
+        s.rt.ingest(msg("t:new", "remember me", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    finished(&s.rt, &a.run_id).await;
+    assert_eq!(s.rt.thread_runtime("t:new").await.unwrap().message_count, 2);
+    s.fake.push(Reply::hang());
+    let b =
+        s.rt.ingest(msg("t:new", "hang", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    s.fake.wait_for_requests(2).await;
+    let rt = s.rt.new_session("t:new").await.unwrap();
+    assert_eq!(rt.message_count, 0);
+    assert_eq!(
+        s.rt.get_run(&b.run_id).await.unwrap().status,
+        RunStatus::Cancelled
+    );
+    let c =
+        s.rt.ingest(msg("t:new", "fresh", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    finished(&s.rt, &c.run_id).await;
+    assert_eq!(user_texts(&s.fake.requests()[2]), ["fresh"]);
+}
+
+#[tokio::test]
+async fn runs_left_queued_by_a_dead_process_are_recovered_at_start() {
+    let s = setup_with(Limits::default(), |store| {
+        let store = store.clone();
+        // Written as a crashed process would have left it: stored, never run.
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    store
+                        .create_run(NewRun {
+                            run_id: "run_left_behind".into(),
+                            thread_key: "t:rec".into(),
+                            user_key: "test:user:1".into(),
+                            source: "test".into(),
+                            input: "are you there?".into(),
+                            idempotency_key: None,
+                            created_at: now_ms(),
+                        })
+                        .await
+                        .unwrap();
+                })
+        })
+        .join()
+        .unwrap();
+    })
+    .await;
+    let done = finished(&s.rt, "run_left_behind").await;
+    assert_eq!(done.output.unwrap().text, "echo: are you there?");
+    assert!(s.store.unfinished_runs().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn ingest_refuses_bad_input_and_shutdown_stops_new_work() {
+    let s = setup().await;
+    for (t, thread) in [("", "t:x"), ("  ", "t:x"), ("ok", ""), ("ok", "a\nb")] {
+        assert!(
+            matches!(
+                s.rt.ingest(msg(thread, t, DeliveryMode::FollowUp)).await,
+                Err(hearth_runtime::RuntimeError::InvalidInput(_))
+            ),
+            "{t:?} {thread:?}"
+        );
+    }
+    assert_eq!(s.rt.shutdown(Duration::from_secs(1)).await, 0);
+    assert!(matches!(
+        s.rt.ingest(msg("t:x", "late", DeliveryMode::FollowUp))
+            .await,
+        Err(hearth_runtime::RuntimeError::ShuttingDown)
+    ));
+}
