@@ -295,24 +295,25 @@ impl Runtime {
                 return;
             }
         };
+        // Marking the run running is not awaited: only the acknowledgement and
+        // the answer must be durable before they are given, and in strict mode
+        // a third fsync wait per run would cost a third of the throughput. A
+        // crash before it commits leaves the run queued, which recovery treats
+        // the same; landing after the run's end it changes nothing, because
+        // `start_run` skips terminal runs. Runs reach here only from the queue,
+        // from which cancelling removes them, so none is terminal already.
         let until = now_ms() + lease_ms(&inner.options);
-        match inner
-            .store
-            .start_run(&run.run_id, &inner.options.owner, until, &model.to_string())
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => {
-                // Already terminal (cancelled while queued, or finished elsewhere).
-                inner.bus.finished(&run.run_id);
-                return;
+        let (store, run_id, owner, model_name) = (
+            inner.store.clone(),
+            run.run_id.clone(),
+            inner.options.owner.clone(),
+            model.to_string(),
+        );
+        tokio::spawn(async move {
+            if let Err(e) = store.start_run(&run_id, &owner, until, &model_name).await {
+                warn!(run_id = %run_id, error = %e, "could not mark a run running; recovery will retry it if the process stops");
             }
-            Err(e) => {
-                warn!(run_id = %run.run_id, error = %e, "could not start run; it stays queued for recovery");
-                inner.bus.finished(&run.run_id);
-                return;
-            }
-        }
+        });
         log.push(
             RunEventKind::Started,
             json!({ "run_id": run.run_id, "model": model.to_string() }),

@@ -1,6 +1,7 @@
 //! The SQLite backend: one writer thread that commits queued writes in shared
 //! transactions, and a couple of reader threads, all on one WAL database file.
 
+mod checkpoint;
 mod db;
 mod migrations;
 mod ops;
@@ -71,6 +72,7 @@ struct Inner {
     // queues close, then `Workers` joins them.
     writer: mpsc::Sender<Box<dyn Job>>,
     readers: mpsc::Sender<ReadJob>,
+    _checkpoint_stop: mpsc::Sender<()>,
     _workers: Workers,
 }
 
@@ -108,6 +110,10 @@ impl SqliteStore {
         configure_writer(&conn, durability).map_err(open_err)?;
         migrations::migrate(&mut conn)?;
 
+        let checkpoint_conn = Connection::open(path).map_err(open_err)?;
+        checkpoint_conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(open_err)?;
         let mut reader_conns = Vec::with_capacity(READERS);
         for _ in 0..READERS {
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -119,7 +125,7 @@ impl SqliteStore {
         // Declared before the channels so that, if a spawn fails, the senders
         // (dropped first, in reverse order) let the started threads exit
         // before `workers` joins them.
-        let mut workers = Workers(Vec::with_capacity(READERS + 1));
+        let mut workers = Workers(Vec::with_capacity(READERS + 2));
         let commits = Arc::new(AtomicU64::new(0));
         let (writer_tx, writer_rx) = mpsc::channel();
         let (reader_tx, reader_rx) = mpsc::channel();
@@ -136,12 +142,18 @@ impl SqliteStore {
                     reader::run(reader, queue)
                 })?);
         }
+        let (checkpoint_tx, checkpoint_rx) = mpsc::channel();
+        let checkpoint_commits = Arc::clone(&commits);
+        workers.0.push(spawn("hearth-store-checkpoint", move || {
+            checkpoint::run(checkpoint_conn, checkpoint_rx, checkpoint_commits)
+        })?);
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 commits,
                 writer: writer_tx,
                 readers: reader_tx,
+                _checkpoint_stop: checkpoint_tx,
                 _workers: workers,
             }),
         })
@@ -211,6 +223,8 @@ fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Resu
     conn.pragma_update(None, "synchronous", durability.synchronous())?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+    // Checkpoints run on their own thread (see `checkpoint`), not in commits.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     Ok(())
 }
 
