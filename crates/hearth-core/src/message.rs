@@ -30,6 +30,10 @@ pub enum Content {
         /// An opaque signature the provider wants back in history.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
+        /// The configured provider that produced it: a signature goes back only
+        /// to that provider, never to another one after a model switch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
     },
     /// A tool call proposed by the model.
     ToolCall {

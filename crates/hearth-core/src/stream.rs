@@ -13,6 +13,9 @@ pub struct Usage {
     pub cached_tokens: Option<u64>,
     /// Reasoning tokens, when reported separately.
     pub reasoning_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache (Anthropic reports these).
+    #[serde(default)]
+    pub cache_write_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -22,6 +25,7 @@ impl Usage {
             && self.output_tokens.is_none()
             && self.cached_tokens.is_none()
             && self.reasoning_tokens.is_none()
+            && self.cache_write_tokens.is_none()
     }
 }
 

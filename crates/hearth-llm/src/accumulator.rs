@@ -106,6 +106,7 @@ impl Accumulator {
                 merge(&mut self.usage.output_tokens, u.output_tokens);
                 merge(&mut self.usage.cached_tokens, u.cached_tokens);
                 merge(&mut self.usage.reasoning_tokens, u.reasoning_tokens);
+                merge(&mut self.usage.cache_write_tokens, u.cache_write_tokens);
             }
             StreamEvent::Finish(reason) => self.finish_reason = Some(reason.clone()),
         }
@@ -119,6 +120,7 @@ impl Accumulator {
             content.push(Content::Thinking {
                 text: self.thinking,
                 signature: self.signature,
+                provider: Some(provider.to_owned()),
             });
         }
         if !self.text.is_empty() {
@@ -199,7 +201,8 @@ mod tests {
             vec![
                 Content::Thinking {
                     text: "hmm".into(),
-                    signature: Some("sig".into())
+                    signature: Some("sig".into()),
+                    provider: Some("p".into()),
                 },
                 Content::Text {
                     text: "hello".into()
@@ -261,6 +264,7 @@ mod tests {
                 output_tokens: Some(5),
                 cached_tokens: Some(3),
                 reasoning_tokens: None,
+                cache_write_tokens: None,
             }
         );
         assert!(turn.message.content.is_empty());

@@ -12,8 +12,14 @@ pub enum ErrorKind {
     NotFound,
     /// 429.
     RateLimited,
-    /// 5xx (and 529 overloaded).
+    /// 5xx.
     Server,
+    /// The provider is overloaded (Anthropic 529, `overloaded_error`; 503 with that meaning).
+    Overloaded,
+    /// The prompt does not fit the model's context window.
+    ContextLength,
+    /// The provider refused or filtered the content.
+    ContentFilter,
     /// Other 4xx: the request itself was refused.
     InvalidRequest,
     /// No answer, or no chunk, in time.
@@ -32,6 +38,9 @@ impl ErrorKind {
             Self::NotFound => "not_found",
             Self::RateLimited => "rate_limited",
             Self::Server => "server",
+            Self::Overloaded => "overloaded",
+            Self::ContextLength => "context_length",
+            Self::ContentFilter => "content_filter",
             Self::InvalidRequest => "invalid_request",
             Self::Timeout => "timeout",
             Self::Network => "network",
@@ -70,7 +79,11 @@ impl LlmError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.kind,
-            ErrorKind::RateLimited | ErrorKind::Server | ErrorKind::Timeout | ErrorKind::Network
+            ErrorKind::RateLimited
+                | ErrorKind::Overloaded
+                | ErrorKind::Server
+                | ErrorKind::Timeout
+                | ErrorKind::Network
         )
     }
 }

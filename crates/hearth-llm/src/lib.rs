@@ -6,8 +6,10 @@
 //! Wire types stay private to each adapter module.
 
 pub mod accumulator;
+pub mod anthropic;
 pub mod echo;
 pub mod error;
+pub mod gemini;
 pub mod openai_compat;
 pub mod sse;
 

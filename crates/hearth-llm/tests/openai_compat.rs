@@ -84,6 +84,7 @@ fn default_usage() -> Usage {
         output_tokens: Some(u.completion_tokens),
         cached_tokens: Some(u.cached_tokens),
         reasoning_tokens: Some(u.reasoning_tokens),
+        cache_write_tokens: None,
     }
 }
 
@@ -237,6 +238,7 @@ async fn usage_present_and_missing() {
             output_tokens: Some(20),
             cached_tokens: Some(64),
             reasoning_tokens: Some(0),
+            cache_write_tokens: None,
         }
     );
     let evs = events(&p, &request("x")).await.unwrap();
@@ -275,7 +277,8 @@ async fn thinking_via_reasoning_content_and_reasoning() {
         vec![
             Content::Thinking {
                 text: "Let me think about it.".into(),
-                signature: None
+                signature: None,
+                provider: Some("fake".into()),
             },
             Content::Text { text: "42".into() },
         ]
@@ -553,6 +556,7 @@ async fn history_with_tool_calls_and_results_is_converted() {
                     Content::Thinking {
                         text: "I should look".into(),
                         signature: Some("sig".into()),
+                        provider: Some("fake".into()),
                     },
                     Content::Text {
                         text: "Let me check.".into(),

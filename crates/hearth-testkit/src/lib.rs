@@ -5,6 +5,8 @@
 //! streams; with an empty queue it echoes the last user message at zero
 //! latency, which makes it the fixture for load benchmarks too.
 
+pub mod fake_anthropic;
+pub mod fake_gemini;
 mod fake_openai;
 mod reply;
 

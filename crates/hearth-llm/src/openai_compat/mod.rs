@@ -374,6 +374,7 @@ impl StreamState {
                 output_tokens: u.completion_tokens,
                 cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
                 reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+                cache_write_tokens: None,
             }));
         }
         Ok(())

@@ -1,0 +1,1 @@
+//! Anthropic Messages API adapter (being built; not wired into the catalog yet).

@@ -1,0 +1,1 @@
+//! Gemini generateContent adapter (being built; not wired into the catalog yet).

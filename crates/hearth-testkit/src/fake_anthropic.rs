@@ -1,0 +1,1 @@
+//! A fake Anthropic Messages API server (being built).

@@ -1,0 +1,1 @@
+//! A fake Gemini API server (being built).
