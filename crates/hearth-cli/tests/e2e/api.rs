@@ -395,3 +395,76 @@ async fn models_threads_openapi_and_metrics() {
     let (s, rz) = h.get("/readyz").await;
     assert_eq!((s, rz["status"].as_str()), (200, Some("ready")));
 }
+
+#[tokio::test]
+async fn every_documented_operation_is_routed() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), None).await;
+    let (_, doc) = h.get("/openapi.json").await;
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 16, "{}", paths.len());
+    for (path, ops) in paths {
+        let concrete = path
+            .replace("{run_id}", "run_none")
+            .replace("{thread_key}", "api:doc");
+        for method in ops.as_object().unwrap().keys() {
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let r = h
+                .http
+                .request(m, h.at(&concrete))
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let body = r.text().await.unwrap();
+            assert_ne!(status, 405, "{method} {path}: not routed for this method");
+            assert!(
+                !body.contains("no such endpoint"),
+                "{method} {path}: documented but not routed"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn responses_carry_request_ids_and_json_logs_hold_no_message_text() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}\n[log]\nformat = \"json\"\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let r = h
+        .http
+        .get(h.at("/healthz"))
+        .header("x-request-id", "abc-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "abc-123");
+    let r = h.http.get(h.at("/healthz")).send().await.unwrap();
+    assert!(
+        r.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .starts_with("req-")
+    );
+    h.ask("api:log", "my secret diary entry").await;
+    let status = h.terminate().await;
+    assert!(status.success());
+    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() >= 3, "{log}");
+    for line in &lines {
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(v["level"].is_string() && v["fields"].is_object(), "{line}");
+    }
+    assert!(
+        !log.contains("secret diary"),
+        "message text leaked into the log"
+    );
+    assert!(!log.contains("echo: my"), "answer text leaked into the log");
+}
