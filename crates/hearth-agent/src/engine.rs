@@ -39,8 +39,9 @@ pub struct RunInput {
     pub thinking: ThinkingLevel,
     /// Cancels the run.
     pub cancel: CancellationToken,
-    /// Messages steered into the run; read before each model call.
-    pub steer: Option<mpsc::UnboundedReceiver<String>>,
+    /// Messages steered into the run (`(id, text)`, already stored); read
+    /// before each model call.
+    pub steer: Option<mpsc::UnboundedReceiver<(i64, String)>>,
 }
 
 /// How a run ended.
@@ -107,6 +108,10 @@ fn llm_failure(e: &LlmError) -> Stop {
 
 /// The state of one run in progress.
 struct Progress {
+    /// Stored steers not shown to the model yet (after a crash), by id.
+    pending_steer: Vec<(i64, String)>,
+    /// Steer ids already shown to the model.
+    seen_steer: std::collections::HashSet<i64>,
     history: Vec<Message>,
     scratch: Vec<Message>,
     next_index: u32,
@@ -154,10 +159,13 @@ impl Engine {
         };
         // Closing first makes later steer attempts fail (the runtime then
         // queues them as follow-ups); draining returns the ones that got in.
-        let mut unseen_steer = Vec::new();
+        let (result, mut unseen_steer) = match result {
+            Ok((text, messages, steps, unseen)) => (Ok((text, messages, steps)), unseen),
+            Err(e) => (Err(e), Vec::new()),
+        };
         if let Some(rx) = input.steer.as_mut() {
             rx.close();
-            while let Ok(t) = rx.try_recv() {
+            while let Ok((_, t)) = rx.try_recv() {
                 unseen_steer.push(t);
             }
         }
@@ -178,7 +186,7 @@ impl Engine {
         &self,
         input: &mut RunInput,
         sink: &dyn EventSink,
-    ) -> Result<(String, Vec<Message>, Vec<StepRecord>), Stop> {
+    ) -> Result<(String, Vec<Message>, Vec<StepRecord>, Vec<String>), Stop> {
         let mut p = self.resume(input).await?;
         loop {
             // Tool calls of the last model turn that have no result yet run first
@@ -199,11 +207,17 @@ impl Engine {
                     self.limits.max_steps
                 )));
             }
-            let mut steered = Vec::new();
+            let mut incoming = std::mem::take(&mut p.pending_steer);
             if let Some(rx) = input.steer.as_mut() {
-                while let Ok(text) = rx.try_recv() {
+                while let Ok(s) = rx.try_recv() {
+                    incoming.push(s);
+                }
+            }
+            let mut steered = Vec::new();
+            for (id, text) in incoming {
+                if p.seen_steer.insert(id) {
                     p.scratch.push(Message::text(Role::User, text.clone()));
-                    steered.push(text);
+                    steered.push(json!({ "id": id, "text": text }));
                 }
             }
             let step_started = now_ms();
@@ -228,7 +242,8 @@ impl Engine {
             let steer_waiting = input.steer.as_ref().is_some_and(|rx| !rx.is_empty());
             if !has_calls && !steer_waiting {
                 let text = turn.message.joined_text();
-                return Ok((text, p.scratch, vec![step]));
+                let unseen = p.pending_steer.into_iter().map(|(_, t)| t).collect();
+                return Ok((text, p.scratch, vec![step], unseen));
             }
             self.store.put_step(step).await?;
         }
@@ -241,7 +256,10 @@ impl Engine {
             .thread_history(&input.thread_key, self.limits.history_messages)
             .await?;
         let steps = self.store.steps(&input.run_id).await?;
+        let stored_steers = self.store.steers(&input.run_id).await?;
         let mut p = Progress {
+            pending_steer: Vec::new(),
+            seen_steer: std::collections::HashSet::new(),
             history: trim_history(history),
             scratch: vec![Message::text(Role::User, input.text.clone())],
             next_index: 0,
@@ -256,8 +274,13 @@ impl Engine {
                         continue;
                     }
                     if let Some(steered) = step.payload.get("steered").and_then(Value::as_array) {
-                        for t in steered.iter().filter_map(Value::as_str) {
-                            p.scratch.push(Message::text(Role::User, t));
+                        for s in steered {
+                            if let Some(id) = s["id"].as_i64() {
+                                p.seen_steer.insert(id);
+                            }
+                            if let Some(t) = s["text"].as_str() {
+                                p.scratch.push(Message::text(Role::User, t));
+                            }
                         }
                     }
                     let msg: Message = serde_json::from_value(step.payload["message"].clone())
@@ -288,6 +311,12 @@ impl Engine {
                 }
             }
         }
+        // Steers stored before a crash that no model call showed yet.
+        p.pending_steer = stored_steers
+            .into_iter()
+            .filter(|s| !p.seen_steer.contains(&s.id))
+            .map(|s| (s.id, s.text))
+            .collect();
         Ok(p)
     }
 

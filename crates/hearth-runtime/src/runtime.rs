@@ -226,12 +226,23 @@ impl Runtime {
             check_key("idempotency_key", k)?;
         }
         if inbound.delivery_mode == DeliveryMode::Steer
-            && let Some(run_id) = self
-                .inner
-                .scheduler
-                .steer(&inbound.thread_key, &inbound.text)
+            && let Some(run_id) = self.inner.scheduler.active_run(&inbound.thread_key)
         {
-            return self.get_run(&run_id).await;
+            // Stored before it is acknowledged, like any message; if the run
+            // ends before it can take it, it becomes an ordinary follow-up.
+            let steer = self
+                .inner
+                .store
+                .add_steer(&run_id, &inbound.text, now_ms())
+                .await?;
+            if self.inner.scheduler.send_steer(
+                &inbound.thread_key,
+                &run_id,
+                steer.id,
+                &inbound.text,
+            ) {
+                return self.get_run(&run_id).await;
+            }
         }
         self.ingest_stored(inbound).await
     }
@@ -276,7 +287,7 @@ impl Runtime {
         &self,
         run: RunRecord,
         cancel: tokio_util::sync::CancellationToken,
-        steer: tokio::sync::mpsc::UnboundedReceiver<String>,
+        steer: tokio::sync::mpsc::UnboundedReceiver<(i64, String)>,
     ) {
         let inner = &self.inner;
         let log = inner.bus.open(&run.run_id, run.status);
@@ -288,6 +299,7 @@ impl Runtime {
                     &run,
                     &log,
                     Outcome::Failed(hearth_core::RunError { code, message }),
+                    Vec::new(),
                     Vec::new(),
                     Vec::new(),
                 )
@@ -332,21 +344,28 @@ impl Runtime {
             steer: Some(steer),
         };
         let result = inner.engine.run(input, &LogSink(&log)).await;
-        self.finish(&run, &log, result.outcome, result.messages, result.steps)
-            .await;
-        for text in result.unseen_steer {
-            let follow_up = Inbound {
-                source: run.source.clone(),
+        let follow_ups = result
+            .unseen_steer
+            .into_iter()
+            .map(|text| NewRun {
+                run_id: hearth_core::new_run_id(),
                 thread_key: run.thread_key.clone(),
                 user_key: run.user_key.clone(),
-                text,
-                delivery_mode: DeliveryMode::FollowUp,
+                source: run.source.clone(),
+                input: text,
                 idempotency_key: None,
-            };
-            if let Err(e) = self.ingest_stored(follow_up).await {
-                warn!(run_id = %run.run_id, error = %e, "could not queue a steered message as a follow-up");
-            }
-        }
+                created_at: now_ms(),
+            })
+            .collect();
+        self.finish(
+            &run,
+            &log,
+            result.outcome,
+            result.messages,
+            result.steps,
+            follow_ups,
+        )
+        .await;
         metrics::gauge!("hearth_runs_in_flight").decrement(1.0);
         inner.in_flight.send_modify(|n| *n = n.saturating_sub(1));
     }
@@ -389,6 +408,7 @@ impl Runtime {
         outcome: Outcome,
         messages: Vec<hearth_core::Message>,
         steps: Vec<StepRecord>,
+        follow_ups: Vec<NewRun>,
     ) {
         let (status, output, error) = match outcome {
             Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
@@ -403,9 +423,14 @@ impl Runtime {
             error_message: error.as_ref().map(|e| e.message.clone()),
             messages,
             steps,
+            follow_ups: follow_ups.clone(),
             finished_at: now_ms(),
         };
-        if let Err(e) = self.inner.store.finish_run(finish).await {
+        let stored = self.inner.store.finish_run(finish).await;
+        if let Ok(true) = stored {
+            self.schedule_follow_ups(&run.thread_key, follow_ups).await;
+        }
+        if let Err(e) = stored {
             // The run stays unfinished in the store and is recovered later;
             // followers are told now rather than left hanging.
             warn!(run_id = %run.run_id, error = %e, "could not store the end of a run");
@@ -433,6 +458,33 @@ impl Runtime {
         metrics::counter!("hearth_runs_total", "status" => status.as_str()).increment(1);
         let secs = (now_ms() - run.created_at).max(0) as f64 / 1000.0;
         metrics::histogram!("hearth_run_duration_seconds").record(secs);
+    }
+
+    /// Queues runs that `finish_run` created, in their commit order, holding
+    /// the thread's ingest lock as ingest does.
+    async fn schedule_follow_ups(&self, thread_key: &str, follow_ups: Vec<NewRun>) {
+        if follow_ups.is_empty() {
+            return;
+        }
+        let lock = self.inner.scheduler.ingest_lock(thread_key);
+        let _guard = lock.lock().await;
+        for new in follow_ups {
+            match self.inner.store.get_run(&new.run_id).await {
+                Ok(Some(run)) => {
+                    let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
+                    log.push(
+                        RunEventKind::Queued,
+                        json!({ "run_id": run.run_id, "thread_key": run.thread_key }),
+                        None,
+                    );
+                    self.schedule(run);
+                }
+                // Stored but not readable now: the recovery sweep picks it up.
+                Ok(None) | Err(_) => {
+                    warn!(run_id = %new.run_id, "a follow-up run could not be queued now; recovery will");
+                }
+            }
+        }
     }
 
     /// One run's envelope.
@@ -501,13 +553,27 @@ impl Runtime {
             }
             CancelFound::Queued(r) => {
                 let log = self.inner.bus.open(run_id, r.status);
-                self.finish(&r, &log, Outcome::Cancelled, Vec::new(), Vec::new())
-                    .await;
+                self.finish(
+                    &r,
+                    &log,
+                    Outcome::Cancelled,
+                    Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .await;
             }
             CancelFound::NotHere => {
                 let log = self.inner.bus.open(run_id, run.status);
-                self.finish(&run, &log, Outcome::Cancelled, Vec::new(), Vec::new())
-                    .await;
+                self.finish(
+                    &run,
+                    &log,
+                    Outcome::Cancelled,
+                    Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .await;
             }
         }
         self.get_run(run_id).await

@@ -11,11 +11,18 @@ use hearth_store::RunRecord;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// The next run of a thread: its record, its cancel token and its steer inbox.
+pub(crate) type NextRun = (
+    RunRecord,
+    CancellationToken,
+    mpsc::UnboundedReceiver<(i64, String)>,
+);
+
 /// The run a thread is working on.
 pub(crate) struct ActiveRun {
     pub run_id: String,
     pub cancel: CancellationToken,
-    pub steer: mpsc::UnboundedSender<String>,
+    pub steer: mpsc::UnboundedSender<(i64, String)>,
 }
 
 #[derive(Default)]
@@ -70,14 +77,7 @@ impl Scheduler {
 
     /// The thread's next run, marked active; `None` ends the worker (and drops
     /// the slot when nobody is ingesting on it).
-    pub fn next(
-        &self,
-        thread_key: &str,
-    ) -> Option<(
-        RunRecord,
-        CancellationToken,
-        mpsc::UnboundedReceiver<String>,
-    )> {
+    pub fn next(&self, thread_key: &str) -> Option<NextRun> {
         let mut threads = self.lock();
         let slot = threads.get_mut(thread_key)?;
         slot.active = None;
@@ -102,12 +102,21 @@ impl Scheduler {
         }
     }
 
-    /// Hands `text` to the thread's active run; false when it has none.
-    pub fn steer(&self, thread_key: &str, text: &str) -> Option<String> {
+    /// The run the thread is working on, if any.
+    pub fn active_run(&self, thread_key: &str) -> Option<String> {
         let threads = self.lock();
-        let active = threads.get(thread_key)?.active.as_ref()?;
-        active.steer.send(text.to_owned()).ok()?;
-        Some(active.run_id.clone())
+        Some(threads.get(thread_key)?.active.as_ref()?.run_id.clone())
+    }
+
+    /// Hands a stored steer to `run_id` if it is still the thread's active run
+    /// and still listening; false otherwise.
+    pub fn send_steer(&self, thread_key: &str, run_id: &str, id: i64, text: &str) -> bool {
+        let threads = self.lock();
+        threads
+            .get(thread_key)
+            .and_then(|s| s.active.as_ref())
+            .filter(|a| a.run_id == run_id)
+            .is_some_and(|a| a.steer.send((id, text.to_owned())).is_ok())
     }
 
     /// Cancels `run_id` if this process has it: the active run's token is

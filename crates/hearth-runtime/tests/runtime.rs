@@ -284,3 +284,51 @@ async fn ingest_refuses_bad_input_and_shutdown_stops_new_work() {
         Err(hearth_runtime::RuntimeError::ShuttingDown)
     ));
 }
+
+#[tokio::test]
+async fn a_steer_stored_before_a_crash_reaches_the_recovered_run() {
+    let s = setup_with(Limits::default(), |store| {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    store
+                        .create_run(NewRun {
+                            run_id: "run_steered".into(),
+                            thread_key: "t:srec".into(),
+                            user_key: "test:user:1".into(),
+                            source: "test".into(),
+                            input: "first".into(),
+                            idempotency_key: None,
+                            created_at: now_ms(),
+                        })
+                        .await
+                        .unwrap();
+                    store
+                        .add_steer("run_steered", "and this", now_ms())
+                        .await
+                        .unwrap();
+                })
+        })
+        .join()
+        .unwrap();
+    })
+    .await;
+    let done = finished(&s.rt, "run_steered").await;
+    assert_eq!(done.output.unwrap().text, "echo: and this");
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(user_texts(&reqs[0]), ["first", "and this"]);
+    // The next run's history holds both messages, once.
+    let next =
+        s.rt.ingest(msg("t:srec", "next", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    finished(&s.rt, &next.run_id).await;
+    assert_eq!(
+        user_texts(&s.fake.requests()[1]),
+        ["first", "and this", "next"]
+    );
+}

@@ -57,8 +57,16 @@ pub trait Store: Send + Sync + 'static {
     /// The journaled steps of a run, by index.
     async fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>>;
 
+    /// Stores a message steered into a run (not yet terminal) and returns it
+    /// with its id.
+    async fn add_steer(&self, run_id: &str, text: &str, at: Timestamp) -> Result<SteerRecord>;
+
+    /// The messages steered into a run, oldest first.
+    async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>>;
+
     /// Ends a run: sets its terminal status, output or error, and appends
-    /// `messages` to its thread's history, all in one transaction. Returns false
+    /// `messages` to its thread's history and creates `follow_ups`, all in one
+    /// transaction. Returns false
     /// (and changes nothing) when the run was already terminal.
     async fn finish_run(&self, finish: RunFinish) -> Result<bool>;
 

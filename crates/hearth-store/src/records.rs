@@ -165,8 +165,24 @@ pub struct RunFinish {
     pub messages: Vec<Message>,
     /// Steps to journal in the same transaction (e.g. the last model call).
     pub steps: Vec<StepRecord>,
+    /// Runs to create in the same transaction: messages steered into this run
+    /// that it never showed the model, queued as follow-ups so none is lost.
+    pub follow_ups: Vec<NewRun>,
     /// When.
     pub finished_at: Timestamp,
+}
+
+/// A message steered into a run, stored before it was acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SteerRecord {
+    /// Increasing id; the engine records which ids it has shown the model.
+    pub id: i64,
+    /// The run it was steered into.
+    pub run_id: String,
+    /// The message.
+    pub text: String,
+    /// When it was accepted.
+    pub created_at: Timestamp,
 }
 
 /// A thread's runtime settings.

@@ -59,6 +59,7 @@ fn finish(run_id: &str, messages: Vec<Message>) -> RunFinish {
         error_message: None,
         messages,
         steps: vec![step(run_id, 0, StepStatus::Succeeded)],
+        follow_ups: Vec::new(),
         finished_at: 1_700_000_001_000,
     }
 }
@@ -519,4 +520,32 @@ async fn list_runs_filters_newest_first() {
         ids(store.list_runs(&two).await.unwrap()),
         ["run_5", "run_4"]
     );
+}
+
+#[tokio::test]
+async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_s", "t:s").await;
+    let a = store.add_steer("run_s", "first", 10).await.unwrap();
+    let b = store.add_steer("run_s", "second", 11).await.unwrap();
+    assert!(b.id > a.id);
+    let all = store.steers("run_s").await.unwrap();
+    assert_eq!(
+        all.iter().map(|s| s.text.as_str()).collect::<Vec<_>>(),
+        ["first", "second"]
+    );
+    assert!(store.steers("run_other").await.unwrap().is_empty());
+    // A steer for a run that does not exist breaks the foreign key.
+    assert!(store.add_steer("run_missing", "x", 12).await.is_err());
+
+    let mut fin = finish("run_s", Vec::new());
+    fin.follow_ups = vec![new_run("run_follow", "t:s", None)];
+    assert!(store.finish_run(fin.clone()).await.unwrap());
+    let follow = store.get_run("run_follow").await.unwrap().unwrap();
+    assert_eq!(follow.status, RunStatus::Queued);
+    // A second finish changes nothing and creates nothing.
+    fin.follow_ups = vec![new_run("run_follow_2", "t:s", None)];
+    assert!(!store.finish_run(fin).await.unwrap());
+    assert!(store.get_run("run_follow_2").await.unwrap().is_none());
 }

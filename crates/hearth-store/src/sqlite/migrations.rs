@@ -6,10 +6,21 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. Versions start at 1 and grow by
 /// one; a released migration is never edited, only followed by a new one.
-pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1)];
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2)];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 1;
+pub(crate) const LATEST: u32 = 2;
+
+/// Messages steered into a running run, stored before they are acknowledged.
+const V2: &str = "
+CREATE TABLE run_steers (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX run_steers_run ON run_steers (run_id, id);
+";
 
 const V1: &str = "
 CREATE TABLE runs (

@@ -26,8 +26,8 @@ use self::writer::Job;
 use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, StepRecord, ThreadState,
-    TokenRecord,
+    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord, StepRecord,
+    ThreadState, TokenRecord,
 };
 
 /// Reader connections; reads are short, so two keep up with the writer.
@@ -287,6 +287,17 @@ impl Store for SqliteStore {
     async fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>> {
         let run_id = run_id.to_owned();
         self.read(move |db| ops::steps(db, &run_id)).await
+    }
+
+    async fn add_steer(&self, run_id: &str, text: &str, at: Timestamp) -> Result<SteerRecord> {
+        let (run_id, text) = (run_id.to_owned(), text.to_owned());
+        self.write(move |db| ops::add_steer(db, &run_id, &text, at))
+            .await
+    }
+
+    async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>> {
+        let run_id = run_id.to_owned();
+        self.read(move |db| ops::steers(db, &run_id)).await
     }
 
     async fn finish_run(&self, finish: RunFinish) -> Result<bool> {

@@ -10,8 +10,8 @@ use super::migrations;
 use super::rows::{self, col, run_columns, to_json};
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, StepRecord, ThreadState,
-    TokenRecord,
+    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord, StepRecord,
+    ThreadState, TokenRecord,
 };
 
 /// The `list_runs` page size when the filter asks for 0.
@@ -171,7 +171,44 @@ pub(crate) fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
     for message in &finish.messages {
         append_message(db, &thread_key, &finish.run_id, message, finish.finished_at)?;
     }
+    for run in &finish.follow_ups {
+        create_run(db, run.clone())?;
+    }
     Ok(true)
+}
+
+pub(crate) fn add_steer(
+    db: &mut Db<'_>,
+    run_id: &str,
+    text: &str,
+    at: Timestamp,
+) -> Result<SteerRecord> {
+    let id: i64 = db
+        .stmt("INSERT INTO run_steers (run_id, text, created_at) VALUES (?1, ?2, ?3) RETURNING id")?
+        .query_row(params![run_id, text, at], |row| row.get(0))?;
+    Ok(SteerRecord {
+        id,
+        run_id: run_id.to_owned(),
+        text: text.to_owned(),
+        created_at: at,
+    })
+}
+
+pub(crate) fn steers(db: &mut Db<'_>, run_id: &str) -> Result<Vec<SteerRecord>> {
+    let stmt = db.stmt(
+        "SELECT id, run_id, text, created_at FROM run_steers WHERE run_id = ?1 ORDER BY id",
+    )?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params![run_id])?;
+    while let Some(row) = found.next()? {
+        out.push(SteerRecord {
+            id: row.get(0)?,
+            run_id: row.get(1)?,
+            text: row.get(2)?,
+            created_at: row.get(3)?,
+        });
+    }
+    Ok(out)
 }
 
 fn append_message(
