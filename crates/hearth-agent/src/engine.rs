@@ -1,13 +1,13 @@
 //! The bounded agent loop.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use hearth_core::{
     ChatRequest, Content, Message, ModelRef, Role, RunError, RunEventKind, ThinkingLevel, now_ms,
 };
-use hearth_llm::{Accumulator, AssistantTurn, LlmError, Provider};
+use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_store::{StepKind, StepRecord, StepStatus, Store, StoreError};
 use hearth_tools::{ToolClass, ToolRegistry};
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::{trim_history, unanswered_calls};
 use crate::limits::Limits;
+use crate::retry::{RetryPolicy, jitter};
 
 /// Where the engine publishes progress (`text.delta`, `tool.started`, ...).
 pub trait EventSink: Send + Sync {
@@ -39,6 +40,8 @@ pub struct RunInput {
     pub thinking: ThinkingLevel,
     /// Cancels the run.
     pub cancel: CancellationToken,
+    /// Models to fail over to, in order, after the run's model gives up.
+    pub fallbacks: Vec<(ModelRef, Arc<dyn Provider>)>,
     /// Messages steered into the run (`(id, text)`, already stored); read
     /// before each model call.
     pub steer: Option<mpsc::UnboundedReceiver<(i64, String)>>,
@@ -74,6 +77,7 @@ pub struct Engine {
     store: Arc<dyn Store>,
     tools: ToolRegistry,
     limits: Limits,
+    retry: RetryPolicy,
     system_prompt: String,
 }
 
@@ -131,8 +135,15 @@ impl Engine {
             store,
             tools,
             limits,
+            retry: RetryPolicy::default(),
             system_prompt,
         }
+    }
+
+    /// Uses `retry` for failed model calls instead of the default policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
     }
 
     /// The tool registry.
@@ -221,13 +232,13 @@ impl Engine {
                 }
             }
             let step_started = now_ms();
-            let turn = self.call_model(input, sink, &p).await?;
+            let (turn, answered_by) = self.call_model(input, sink, &mut p).await?;
             p.llm_calls += 1;
             let step = StepRecord {
                 run_id: input.run_id.clone(),
                 index: p.next_index,
                 kind: StepKind::Llm,
-                name: input.model.to_string(),
+                name: answered_by.to_string(),
                 status: StepStatus::Succeeded,
                 started_at: step_started,
                 finished_at: Some(now_ms()),
@@ -333,47 +344,140 @@ impl Engine {
         (!missing.is_empty()).then_some(missing)
     }
 
+    /// One model turn: the run's model with bounded retries, then each
+    /// fallback in order. Every failed attempt is journaled as a failed step.
     async fn call_model(
         &self,
         input: &RunInput,
         sink: &dyn EventSink,
-        p: &Progress,
-    ) -> Result<AssistantTurn, Stop> {
+        p: &mut Progress,
+    ) -> Result<(AssistantTurn, ModelRef), Stop> {
         let mut messages = Vec::with_capacity(p.history.len() + p.scratch.len());
         messages.extend_from_slice(&p.history);
         messages.extend_from_slice(&p.scratch);
-        let request = ChatRequest {
-            model: input.model.model.clone(),
+        let mut request = ChatRequest {
+            model: String::new(),
             system: self.system_prompt.clone(),
             messages,
             tools: self.tools.specs(),
             thinking: input.thinking,
         };
+        let candidates = std::iter::once((&input.model, &input.provider))
+            .chain(input.fallbacks.iter().map(|(m, pr)| (m, pr)));
+        let mut last = None;
+        for (model, provider) in candidates {
+            request.model.clone_from(&model.model);
+            let mut attempt = 0;
+            let mut waited = Duration::ZERO;
+            loop {
+                attempt += 1;
+                let started = now_ms();
+                let (outcome, emitted) =
+                    self.attempt(model, provider.as_ref(), &request, sink).await;
+                let err = match outcome {
+                    Ok(turn) => return Ok((turn, model.clone())),
+                    Err(e) => e,
+                };
+                self.journal_failed_attempt(input, p, model, started, &err)
+                    .await?;
+                if emitted {
+                    // Text already went out to followers; a retry would repeat it.
+                    return Err(llm_failure(&err));
+                }
+                if err.is_retryable()
+                    && let Some(delay) =
+                        self.retry
+                            .next_delay(attempt, err.retry_after, waited, jitter())
+                {
+                    tokio::time::sleep(delay).await;
+                    waited += delay;
+                    continue;
+                }
+                let fail_over = err.is_retryable()
+                    || matches!(
+                        err.kind,
+                        ErrorKind::Auth | ErrorKind::NotFound | ErrorKind::MalformedResponse
+                    );
+                if !fail_over {
+                    return Err(llm_failure(&err));
+                }
+                last = Some(err);
+                break;
+            }
+        }
+        match last {
+            Some(err) => Err(llm_failure(&err)),
+            None => Err(llm_failure(&LlmError::new(
+                input.model.provider.clone(),
+                ErrorKind::InvalidRequest,
+                "no model to call",
+            ))),
+        }
+    }
+
+    /// One streamed call; also says whether any delta reached followers.
+    async fn attempt(
+        &self,
+        model: &ModelRef,
+        provider: &dyn Provider,
+        request: &ChatRequest,
+        sink: &dyn EventSink,
+    ) -> (Result<AssistantTurn, LlmError>, bool) {
         let t0 = Instant::now();
-        let provider = input.model.provider.clone();
+        let mut emitted = false;
         let outcome = async {
-            let mut stream = input.provider.stream(&request).await?;
+            let mut stream = provider.stream(request).await?;
             let mut acc = Accumulator::new();
             while let Some(item) = stream.next().await {
                 let ev = item?;
                 match &ev {
                     hearth_core::StreamEvent::TextDelta(t) if !t.is_empty() => {
+                        emitted = true;
                         sink.emit(RunEventKind::TextDelta, json!({ "text": t }));
                     }
                     hearth_core::StreamEvent::ThinkingDelta { text, .. } if !text.is_empty() => {
+                        emitted = true;
                         sink.emit(RunEventKind::ThinkingDelta, json!({ "text": text }));
                     }
                     _ => {}
                 }
                 acc.push(&ev);
             }
-            acc.finish(&provider)
+            acc.finish(&model.provider)
         }
         .await;
-        let status = if outcome.is_ok() { "ok" } else { "error" };
-        metrics::histogram!("hearth_llm_call_duration_seconds", "provider" => provider, "status" => status)
-            .record(t0.elapsed().as_secs_f64());
-        outcome.map_err(|e| llm_failure(&e))
+        let status = match &outcome {
+            Ok(_) => "ok",
+            Err(e) => e.kind.as_str(),
+        };
+        metrics::histogram!("hearth_llm_call_duration_seconds",
+            "provider" => model.provider.clone(), "status" => status)
+        .record(t0.elapsed().as_secs_f64());
+        (outcome, emitted)
+    }
+
+    async fn journal_failed_attempt(
+        &self,
+        input: &RunInput,
+        p: &mut Progress,
+        model: &ModelRef,
+        started_at: hearth_core::Timestamp,
+        err: &LlmError,
+    ) -> Result<(), Stop> {
+        let step = StepRecord {
+            run_id: input.run_id.clone(),
+            index: p.next_index,
+            kind: StepKind::Llm,
+            name: model.to_string(),
+            status: StepStatus::Failed,
+            started_at,
+            finished_at: Some(now_ms()),
+            tokens: None,
+            payload: json!({ "error": { "kind": err.kind.as_str(), "message": err.message } }),
+        };
+        p.next_index += 1;
+        self.store.put_step(step).await?;
+        Ok(())
     }
 
     async fn run_tools(

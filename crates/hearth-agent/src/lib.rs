@@ -11,6 +11,8 @@
 pub mod context;
 pub mod engine;
 pub mod limits;
+pub mod retry;
 
 pub use engine::{Engine, EventSink, Outcome, RunInput, RunResult};
 pub use limits::Limits;
+pub use retry::RetryPolicy;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use hearth_agent::{Engine, Limits};
+use hearth_agent::{Engine, Limits, RetryPolicy};
 use hearth_config::{Config, LogFormat};
 use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
 use hearth_server::{AppState, Auth};
@@ -137,12 +137,19 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         tool_timeout: Duration::from_secs(config.agent.tool_timeout_secs),
         history_messages: config.agent.history_messages,
     };
+    let retry = &config.llm.retry;
     let engine = Engine::new(
         store.clone(),
         ToolRegistry::with_builtins(),
         limits,
         system_prompt(&home),
-    );
+    )
+    .with_retry(RetryPolicy {
+        max_attempts: retry.max_attempts.max(1),
+        initial_backoff: Duration::from_millis(retry.initial_backoff_ms),
+        max_backoff: Duration::from_millis(retry.max_backoff_ms),
+        max_total_wait: Duration::from_secs(retry.max_total_wait_secs),
+    });
     let runtime = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
 
     let metrics = install_metrics();

@@ -117,6 +117,35 @@ pub struct LlmConfig {
     pub default_model: Option<String>,
     /// Named providers.
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// Models to fail over to, in order, when a thread's model keeps failing.
+    pub fallback: Vec<String>,
+    /// Retries of a failing model call before failing over.
+    pub retry: RetryConfig,
+}
+
+/// `[llm.retry]`: capped exponential backoff with jitter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Attempts per model, the first included (1 = no retry).
+    pub max_attempts: u32,
+    /// Delay before the second attempt, in milliseconds.
+    pub initial_backoff_ms: u64,
+    /// Largest delay between attempts (also caps `retry-after`), in milliseconds.
+    pub max_backoff_ms: u64,
+    /// Most time spent waiting between attempts of one call, in seconds.
+    pub max_total_wait_secs: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial_backoff_ms: 500,
+            max_backoff_ms: 8000,
+            max_total_wait_secs: 30,
+        }
+    }
 }
 
 /// `[agent]`: limits of one run.

@@ -26,6 +26,7 @@ pub struct CatalogEntry {
 pub struct Catalog {
     providers: BTreeMap<String, CatalogEntry>,
     default: ModelRef,
+    fallback: Vec<String>,
     /// How the default was chosen, for the start-up line.
     pub origin: String,
 }
@@ -150,8 +151,14 @@ impl Catalog {
         let catalog = Self {
             providers,
             default,
+            fallback: config.llm.fallback.clone(),
             origin,
         };
+        for f in &catalog.fallback {
+            catalog
+                .resolve(f)
+                .map_err(|e| RuntimeError::UnknownModel(format!("llm.fallback: {e}")))?;
+        }
         catalog
             .resolve(&catalog.default.to_string())
             .map_err(|e| RuntimeError::UnknownModel(format!("llm.default_model: {e}")))?;
@@ -161,6 +168,16 @@ impl Catalog {
     /// The default model.
     pub fn default_model(&self) -> &ModelRef {
         &self.default
+    }
+
+    /// The fallback models for a run on `primary`, resolved, in order
+    /// (`primary` itself left out).
+    pub fn fallbacks_for(&self, primary: &ModelRef) -> Vec<(ModelRef, Arc<dyn Provider>)> {
+        self.fallback
+            .iter()
+            .filter_map(|f| self.resolve(f).ok())
+            .filter(|(m, _)| m != primary)
+            .collect()
     }
 
     /// Providers by name.

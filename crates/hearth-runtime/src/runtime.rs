@@ -333,6 +333,7 @@ impl Runtime {
         );
         inner.in_flight.send_modify(|n| *n += 1);
         metrics::gauge!("hearth_runs_in_flight").increment(1.0);
+        let fallbacks = inner.catalog.fallbacks_for(&model);
         let input = RunInput {
             run_id: run.run_id.clone(),
             thread_key: run.thread_key.clone(),
@@ -341,6 +342,7 @@ impl Runtime {
             provider,
             thinking,
             cancel,
+            fallbacks,
             steer: Some(steer),
         };
         let result = inner.engine.run(input, &LogSink(&log)).await;

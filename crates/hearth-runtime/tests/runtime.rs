@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
+use hearth_agent::{Engine, Limits, RetryPolicy};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
 use hearth_runtime::{Catalog, Runtime, RuntimeOptions, WaitOutcome};
 use hearth_store::{Durability, NewRun, SqliteStore, Store};
@@ -20,24 +20,40 @@ struct Setup {
 }
 
 async fn setup_with(limits: Limits, before_start: impl FnOnce(&Arc<dyn Store>)) -> Setup {
+    setup_full(limits, "", before_start).await
+}
+
+/// `extra` is appended to the generated hearth.toml (after the fake provider).
+async fn setup_full(
+    limits: Limits,
+    extra: &str,
+    before_start: impl FnOnce(&Arc<dyn Store>),
+) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
     before_start(&store);
     let toml = format!(
-        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n",
+        "[llm]\ndefault_model = \"fake/m\"\n{extra}\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n",
         fake.base_url()
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
     let catalog =
         Catalog::from_config(&config, &Default::default(), reqwest::Client::new()).unwrap();
+    let retry = RetryPolicy {
+        max_attempts: 3,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+        max_total_wait: Duration::from_secs(5),
+    };
     let engine = Engine::new(
         store.clone(),
         ToolRegistry::with_builtins(),
         limits,
         "be brief".into(),
-    );
+    )
+    .with_retry(retry);
     let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
     rt.start().await.unwrap();
     Setup {
@@ -331,4 +347,109 @@ async fn a_steer_stored_before_a_crash_reaches_the_recovered_run() {
         user_texts(&s.fake.requests()[1]),
         ["first", "and this", "next"]
     );
+}
+
+fn trace(steps: &[hearth_store::StepRecord]) -> Vec<(String, &'static str)> {
+    steps
+        .iter()
+        .map(|s| (s.name.clone(), s.status.as_str()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_rate_limited_call_is_retried_and_the_trace_shows_each_attempt() {
+    let s = setup().await;
+    s.fake.push(
+        Reply::http_error(429, serde_json::json!({"error": {"message": "slow down"}}))
+            .with_header("retry-after", "0"),
+    );
+    let run =
+        s.rt.ingest(msg("t:retry", "hi", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    let done = finished(&s.rt, &run.run_id).await;
+    assert_eq!(done.output.unwrap().text, "echo: hi");
+    assert_eq!(s.fake.request_count(), 2);
+    let steps = s.rt.trace(&run.run_id).await.unwrap();
+    assert_eq!(
+        trace(&steps),
+        [
+            ("fake/m".to_owned(), "failed"),
+            ("fake/m".to_owned(), "succeeded")
+        ]
+    );
+    assert_eq!(steps[0].payload["error"]["kind"], "rate_limited");
+}
+
+#[tokio::test]
+async fn a_model_that_keeps_failing_fails_over_to_the_fallback() {
+    let backup = FakeOpenAi::start().await;
+    let extra = format!(
+        "fallback = [\"backup/b\"]\n[llm.providers.backup]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"b\"]\n",
+        backup.base_url()
+    );
+    let s = setup_full(Limits::default(), &extra, |_| {}).await;
+    for _ in 0..3 {
+        s.fake.push(Reply::http_error(
+            500,
+            serde_json::json!({"error": {"message": "boom"}}),
+        ));
+    }
+    let run =
+        s.rt.ingest(msg("t:fo", "rescue me", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    let done = finished(&s.rt, &run.run_id).await;
+    assert_eq!(done.status, RunStatus::Succeeded);
+    assert_eq!(done.output.unwrap().text, "echo: rescue me");
+    assert_eq!(s.fake.request_count(), 3, "three attempts on the primary");
+    assert_eq!(backup.request_count(), 1);
+    assert_eq!(backup.requests()[0]["model"], "b");
+    let steps = s.rt.trace(&run.run_id).await.unwrap();
+    assert_eq!(
+        trace(&steps),
+        [
+            ("fake/m".to_owned(), "failed"),
+            ("fake/m".to_owned(), "failed"),
+            ("fake/m".to_owned(), "failed"),
+            ("backup/b".to_owned(), "succeeded"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn request_errors_and_broken_streams_are_not_retried() {
+    let s = setup().await;
+    s.fake.push(Reply::http_error(
+        400,
+        serde_json::json!({"error": {"message": "bad field"}}),
+    ));
+    let run =
+        s.rt.ingest(msg("t:nr", "a", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    let done = finished(&s.rt, &run.run_id).await;
+    assert_eq!(done.error.unwrap().code, "provider_invalid_request");
+    assert_eq!(s.fake.request_count(), 1);
+    // Text already streamed to followers is not streamed twice.
+    s.fake.push(Reply::raw_sse(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial\"}}]}\n\ndata: {\"error\":{\"message\":\"died\"}}\n\n",
+    ));
+    let run =
+        s.rt.ingest(msg("t:nr", "b", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    let done = finished(&s.rt, &run.run_id).await;
+    assert_eq!(done.status, RunStatus::Failed);
+    assert_eq!(s.fake.request_count(), 2);
+}
+
+#[tokio::test]
+async fn an_unknown_fallback_is_a_configuration_error() {
+    let toml = "[llm]\nfallback = [\"nope/x\"]\n";
+    let config = hearth_config::load_str(toml, "test", Vec::new()).unwrap();
+    let err = Catalog::from_config(&config, &Default::default(), reqwest::Client::new())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("llm.fallback"), "{err}");
 }
