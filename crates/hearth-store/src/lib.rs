@@ -85,6 +85,9 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes a thread's message history (its settings stay).
     async fn clear_thread_history(&self, thread_key: &str) -> Result<()>;
 
+    /// Model calls grouped for usage and cost.
+    async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>>;
+
     /// Stores a new API token by the SHA-256 hex of its secret.
     async fn create_token(&self, token: NewToken) -> Result<()>;
 

@@ -172,6 +172,48 @@ pub struct RunFinish {
     pub finished_at: Timestamp,
 }
 
+/// How `usage` groups its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageGroup {
+    /// By provider name.
+    Provider,
+    /// By `<provider>/<model>`.
+    Model,
+    /// By UTC day, `YYYY-MM-DD`.
+    Day,
+}
+
+/// A usage query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageQuery {
+    /// From (inclusive), unix ms.
+    pub since: Option<Timestamp>,
+    /// Until (exclusive), unix ms.
+    pub until: Option<Timestamp>,
+    /// Grouping.
+    pub group_by: UsageGroup,
+}
+
+/// One group of model calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRow {
+    /// The group: provider, `<provider>/<model>` or `YYYY-MM-DD`.
+    pub key: String,
+    /// Calls, failed ones included.
+    pub calls: u64,
+    /// Sum of reported prompt tokens.
+    pub input_tokens: u64,
+    /// Sum of reported completion tokens.
+    pub output_tokens: u64,
+    /// Sum of reported cached prompt tokens.
+    pub cached_tokens: u64,
+    /// Calls whose provider reported no usage at all.
+    pub untracked_calls: u64,
+    /// Per model in this group: (`<provider>/<model>`, input, output, cached)
+    /// token sums, so callers can price a group that mixes models.
+    pub by_model: Vec<(String, u64, u64, u64)>,
+}
+
 /// A message steered into a run, stored before it was acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SteerRecord {

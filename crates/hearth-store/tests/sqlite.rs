@@ -549,3 +549,93 @@ async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish() {
     assert!(!store.finish_run(fin).await.unwrap());
     assert!(store.get_run("run_follow_2").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn model_calls_are_recorded_for_usage_without_text() {
+    use hearth_store::{StepKind, UsageGroup, UsageQuery};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_u", "t:u").await;
+    let llm = |idx: u32, name: &str, status: StepStatus, tokens: Option<serde_json::Value>| {
+        StepRecord {
+            run_id: "run_u".into(),
+            index: idx,
+            kind: StepKind::Llm,
+            name: name.into(),
+            status,
+            started_at: 1_700_000_000_000 + i64::from(idx),
+            finished_at: Some(1_700_000_000_250 + i64::from(idx)),
+            tokens,
+            payload: json!({ "message": { "role": "assistant", "content": [{ "type": "text", "text": "SECRET ANSWER" }] },
+                         "error": { "kind": "rate_limited" } }),
+        }
+    };
+    let t = |i: u64, o: u64, c: u64| {
+        Some(json!({ "input_tokens": i, "output_tokens": o, "cached_tokens": c }))
+    };
+    store
+        .put_step(llm(0, "a/m1", StepStatus::Failed, None))
+        .await
+        .unwrap();
+    store
+        .put_step(llm(1, "a/m1", StepStatus::Succeeded, t(100, 10, 40)))
+        .await
+        .unwrap();
+    store
+        .put_step(llm(2, "b/m2", StepStatus::Succeeded, t(5, 1, 0)))
+        .await
+        .unwrap();
+    // Re-journaling the same step does not count it twice; a tool step is no model call.
+    store
+        .put_step(llm(2, "b/m2", StepStatus::Succeeded, t(5, 1, 0)))
+        .await
+        .unwrap();
+    let mut tool = step("run_u", 3, StepStatus::Succeeded);
+    tool.kind = StepKind::Tool;
+    store.put_step(tool).await.unwrap();
+
+    let q = |g| UsageQuery {
+        since: None,
+        until: None,
+        group_by: g,
+    };
+    let rows = store.usage(&q(UsageGroup::Provider)).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (
+            rows[0].key.as_str(),
+            rows[0].calls,
+            rows[0].input_tokens,
+            rows[0].output_tokens,
+            rows[0].cached_tokens,
+            rows[0].untracked_calls
+        ),
+        ("a", 2, 100, 10, 40, 1)
+    );
+    assert_eq!(
+        (rows[1].key.as_str(), rows[1].calls, rows[1].input_tokens),
+        ("b", 1, 5)
+    );
+    let by_model = store.usage(&q(UsageGroup::Model)).await.unwrap();
+    assert_eq!(
+        by_model.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+        ["a/m1", "b/m2"]
+    );
+    let by_day = store.usage(&q(UsageGroup::Day)).await.unwrap();
+    assert_eq!(by_day.len(), 1);
+    assert_eq!(by_day[0].key, "2023-11-14");
+    assert_eq!(by_day[0].calls, 3);
+    let later = UsageQuery {
+        since: Some(1_800_000_000_000),
+        until: None,
+        group_by: UsageGroup::Day,
+    };
+    assert!(store.usage(&later).await.unwrap().is_empty());
+    // The usage table never holds text.
+    let conn = rusqlite::Connection::open(dir.path().join("hearth.db")).unwrap();
+    let dump: String = conn
+        .query_row("SELECT group_concat(provider || model || purpose || status || COALESCE(error_kind, '') || thread_key || user_key) FROM llm_calls", [], |r| r.get(0))
+        .unwrap();
+    assert!(!dump.contains("SECRET"), "{dump}");
+    assert!(dump.contains("rate_limited"));
+}

@@ -6,10 +6,35 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. Versions start at 1 and grow by
 /// one; a released migration is never edited, only followed by a new one.
-pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2)];
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3)];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 2;
+pub(crate) const LATEST: u32 = 3;
+
+/// One row per model call, for usage and cost: ids, counts and timings only,
+/// never prompt or output text. Written with the call's journal step.
+const V3: &str = "
+CREATE TABLE llm_calls (
+    run_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cached_tokens INTEGER,
+    reasoning_tokens INTEGER,
+    cache_write_tokens INTEGER,
+    latency_ms INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error_kind TEXT,
+    thread_key TEXT,
+    user_key TEXT,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE INDEX llm_calls_at ON llm_calls (at);
+";
 
 /// Messages steered into a running run, stored before they are acknowledged.
 const V2: &str = "

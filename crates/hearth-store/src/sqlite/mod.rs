@@ -27,7 +27,7 @@ use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::records::{
     CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord, StepRecord,
-    ThreadState, TokenRecord,
+    ThreadState, TokenRecord, UsageQuery, UsageRow,
 };
 
 /// Reader connections; reads are short, so two keep up with the writer.
@@ -298,6 +298,11 @@ impl Store for SqliteStore {
     async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>> {
         let run_id = run_id.to_owned();
         self.read(move |db| ops::steers(db, &run_id)).await
+    }
+
+    async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>> {
+        let query = query.clone();
+        self.read(move |db| ops::usage(db, &query)).await
     }
 
     async fn finish_run(&self, finish: RunFinish) -> Result<bool> {

@@ -10,8 +10,8 @@ use super::migrations;
 use super::rows::{self, col, run_columns, to_json};
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord, StepRecord,
-    ThreadState, TokenRecord,
+    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord, StepKind,
+    StepRecord, StepStatus, ThreadState, TokenRecord, UsageGroup, UsageQuery, UsageRow,
 };
 
 /// The `list_runs` page size when the filter asks for 0.
@@ -139,6 +139,9 @@ pub(crate) fn put_step(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
         tokens,
         payload
     ])?;
+    if step.kind == StepKind::Llm && step.status != StepStatus::Started {
+        record_llm_call(db, step)?;
+    }
     Ok(())
 }
 
@@ -176,6 +179,114 @@ pub(crate) fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
     }
     Ok(true)
 }
+
+/// The usage row of a finished model-call step (ids and counts only).
+fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
+    let (provider, model) = step
+        .name
+        .split_once('/')
+        .unwrap_or((step.name.as_str(), ""));
+    let tok = |k: &str| {
+        step.tokens
+            .as_ref()
+            .and_then(|t| t.get(k))
+            .and_then(serde_json::Value::as_i64)
+    };
+    let status = if step.status == StepStatus::Succeeded {
+        "ok"
+    } else {
+        "error"
+    };
+    let error_kind = step
+        .payload
+        .get("error")
+        .and_then(|e| e.get("kind"))
+        .and_then(|k| k.as_str());
+    let latency = step.finished_at.map_or(0, |f| (f - step.started_at).max(0));
+    db.stmt(
+        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
+         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
+         error_kind, thread_key, user_key) \
+         SELECT ?1, ?2, ?3, ?4, ?5, 'chat', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, thread_key, user_key \
+         FROM runs WHERE run_id = ?1 ON CONFLICT (run_id, idx) DO NOTHING",
+    )?
+    .execute(params![
+        step.run_id,
+        step.index,
+        step.started_at,
+        provider,
+        model,
+        tok("input_tokens"),
+        tok("output_tokens"),
+        tok("cached_tokens"),
+        tok("reasoning_tokens"),
+        tok("cache_write_tokens"),
+        latency,
+        status,
+        error_kind
+    ])?;
+    Ok(())
+}
+
+pub(crate) fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
+    let sql = match q.group_by {
+        UsageGroup::Provider => USAGE_BY_PROVIDER,
+        UsageGroup::Model => USAGE_BY_MODEL,
+        UsageGroup::Day => USAGE_BY_DAY,
+    };
+    let stmt = db.stmt(sql)?;
+    let mut found = stmt.query(params![
+        q.since.unwrap_or(i64::MIN),
+        q.until.unwrap_or(i64::MAX)
+    ])?;
+    let mut out: Vec<UsageRow> = Vec::new();
+    while let Some(row) = found.next()? {
+        let key: String = row.get(0)?;
+        let model: String = row.get(1)?;
+        let n = |i: usize| -> rusqlite::Result<u64> {
+            Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
+        };
+        let (calls, input, output, cached, untracked) = (n(2)?, n(3)?, n(4)?, n(5)?, n(6)?);
+        if out.last().is_none_or(|r| r.key != key) {
+            out.push(UsageRow {
+                key,
+                calls: 0,
+                input_tokens: 0,
+                output_tokens: 0,
+                cached_tokens: 0,
+                untracked_calls: 0,
+                by_model: Vec::new(),
+            });
+        }
+        if let Some(r) = out.last_mut() {
+            r.calls += calls;
+            r.input_tokens += input;
+            r.output_tokens += output;
+            r.cached_tokens += cached;
+            r.untracked_calls += untracked;
+            r.by_model.push((model, input, output, cached));
+        }
+    }
+    Ok(out)
+}
+
+macro_rules! usage_sql {
+    ($key:literal) => {
+        concat!(
+            "SELECT ",
+            $key,
+            ", provider || '/' || model, COUNT(*), \
+             COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
+             COALESCE(SUM(cached_tokens), 0), \
+             SUM(CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN 1 ELSE 0 END) \
+             FROM llm_calls WHERE at >= ?1 AND at < ?2 GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+    };
+}
+
+const USAGE_BY_PROVIDER: &str = usage_sql!("provider");
+const USAGE_BY_MODEL: &str = usage_sql!("provider || '/' || model");
+const USAGE_BY_DAY: &str = usage_sql!("strftime('%Y-%m-%d', at / 1000, 'unixepoch')");
 
 pub(crate) fn add_steer(
     db: &mut Db<'_>,

@@ -1,1 +1,0 @@
-//! Anthropic Messages API adapter (being built; not wired into the catalog yet).

@@ -1,0 +1,716 @@
+//! `AnthropicProvider`: the native streaming adapter for Anthropic's Messages
+//! API (`POST {base_url}/v1/messages`), with prompt caching, extended thinking
+//! and signed thinking blocks sent back to the provider that made them.
+
+mod wire;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
+use reqwest::Url;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+
+use crate::sse::SseDecoder;
+use crate::{ErrorKind, EventStream, LlmError, Provider};
+
+/// How much of an error response body is read to find the provider's message.
+const ERROR_BODY_CAP: usize = 64 * 1024;
+/// Longest provider-supplied text copied into an error message.
+const MESSAGE_CAP: usize = 500;
+
+/// Settings of one Anthropic endpoint.
+#[derive(Clone)]
+pub struct AnthropicConfig {
+    /// The provider's configured name, used in errors and to recognise its
+    /// own signed thinking blocks in history.
+    pub name: String,
+    /// Base URL such as `https://api.anthropic.com`; requests go to
+    /// `{base_url}/v1/messages` (a trailing slash is tolerated).
+    pub base_url: String,
+    /// Sent as `x-api-key` when set.
+    pub api_key: Option<String>,
+    /// The `anthropic-version` header.
+    pub version: String,
+    /// Extra headers sent with every request (e.g. `anthropic-beta`).
+    pub headers: Vec<(String, String)>,
+    /// `max_tokens` of every request; raised above the thinking budget when
+    /// thinking is on.
+    pub max_tokens: u32,
+    /// Longest wait from sending the request to the response headers.
+    pub request_timeout: Duration,
+    /// Longest gap between two chunks of a streamed answer.
+    pub idle_timeout: Duration,
+}
+
+impl AnthropicConfig {
+    /// The default base URL.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
+    /// The default `anthropic-version`.
+    pub const DEFAULT_VERSION: &'static str = "2023-06-01";
+    /// The default `max_tokens`.
+    pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+    /// A config without key or extra headers: version `2023-06-01`,
+    /// `max_tokens` 8192, 60 s request and idle timeouts. An empty `base_url`
+    /// means `https://api.anthropic.com`.
+    pub fn new(name: impl Into<String>, base_url: impl Into<String>) -> Self {
+        let mut base_url = base_url.into();
+        if base_url.is_empty() {
+            base_url = Self::DEFAULT_BASE_URL.to_owned();
+        }
+        Self {
+            name: name.into(),
+            base_url,
+            api_key: None,
+            version: Self::DEFAULT_VERSION.to_owned(),
+            headers: Vec::new(),
+            max_tokens: Self::DEFAULT_MAX_TOKENS,
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+// Hand-written so the key and header values (often secrets too) never reach logs.
+impl fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("AnthropicConfig")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("version", &self.version)
+            .field("headers", &header_names)
+            .field("max_tokens", &self.max_tokens)
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+/// A `Provider` speaking Anthropic's streaming Messages API.
+#[derive(Clone)]
+pub struct AnthropicProvider {
+    name: Arc<str>,
+    url: Url,
+    headers: HeaderMap,
+    client: reqwest::Client,
+    max_tokens: u32,
+    request_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl fmt::Debug for AnthropicProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicProvider")
+            .field("name", &self.name)
+            .field("url", &self.url.as_str())
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicProvider {
+    /// Validates `config` (an http(s) base URL, a non-zero `max_tokens`,
+    /// well-formed header names and values) and builds the provider on `client`.
+    pub fn new(config: AnthropicConfig, client: reqwest::Client) -> Result<Self, LlmError> {
+        let name = config.name;
+        let invalid = |msg: String| LlmError::new(name.as_str(), ErrorKind::InvalidRequest, msg);
+        let endpoint = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
+        let url = Url::parse(&endpoint)
+            .map_err(|e| invalid(format!("base_url {:?} is not a URL: {e}", config.base_url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid(format!(
+                "base_url {:?} must use http or https",
+                config.base_url
+            )));
+        }
+        if config.max_tokens == 0 {
+            return Err(invalid("max_tokens must be at least 1".into()));
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(key)
+                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static("x-api-key"), value);
+        }
+        let version = HeaderValue::from_str(&config.version)
+            .map_err(|_| invalid(format!("invalid anthropic-version {:?}", config.version)))?;
+        headers.insert(HeaderName::from_static("anthropic-version"), version);
+        for (k, v) in &config.headers {
+            let hname = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
+            // The value is not echoed: it may be a credential.
+            let mut value = HeaderValue::from_str(v)
+                .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
+            value.set_sensitive(true);
+            headers.append(hname, value);
+        }
+        Ok(Self {
+            name: Arc::from(name),
+            url,
+            headers,
+            client,
+            max_tokens: config.max_tokens,
+            request_timeout: config.request_timeout,
+            idle_timeout: config.idle_timeout,
+        })
+    }
+
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.name, kind, message)
+    }
+
+    /// Turns a non-2xx response into an error, reading at most 64 KiB of body
+    /// for Anthropic's own error type and message.
+    async fn status_error(&self, resp: reqwest::Response) -> LlmError {
+        let status = resp.status();
+        let retry_after = resp.headers().get(RETRY_AFTER).and_then(parse_retry_after);
+        let mut body = Vec::new();
+        let mut chunks = resp.bytes_stream();
+        // One deadline for the whole body, so a server dribbling bytes cannot
+        // stretch the read to 64 KiB times the idle timeout.
+        let read = async {
+            while body.len() < ERROR_BODY_CAP {
+                match chunks.next().await {
+                    Some(Ok(b)) => {
+                        let take = b.len().min(ERROR_BODY_CAP - body.len());
+                        body.extend_from_slice(&b[..take]);
+                    }
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.idle_timeout, read).await;
+        let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
+        let (err_type, err_msg) = parsed.as_ref().map_or((None, None), wire::error_parts);
+        let kind = status_kind(status.as_u16(), err_type, err_msg);
+        let mut message = format!("HTTP {status}");
+        if let Some(t) = err_type {
+            message.push_str(": ");
+            message.push_str(&cap(t, 100));
+        }
+        if let Some(m) = err_msg {
+            message.push_str(": ");
+            message.push_str(&cap(m, MESSAGE_CAP));
+        }
+        tracing::debug!(provider = %self.name, status = status.as_u16(), body_bytes = body.len(), "provider returned an error status");
+        let mut err = self.error(kind, message);
+        err.retry_after = retry_after;
+        err
+    }
+}
+
+/// The kind of an HTTP error from its status and Anthropic's error type/message.
+fn status_kind(status: u16, err_type: Option<&str>, err_msg: Option<&str>) -> ErrorKind {
+    if status == 529 || err_type == Some("overloaded_error") {
+        return ErrorKind::Overloaded;
+    }
+    match status {
+        401 | 403 => ErrorKind::Auth,
+        404 => ErrorKind::NotFound,
+        429 => ErrorKind::RateLimited,
+        // A server that gave up waiting for us is a timeout, worth a retry.
+        408 => ErrorKind::Timeout,
+        400 if err_msg.is_some_and(is_context_length_message) => ErrorKind::ContextLength,
+        400..=499 => ErrorKind::InvalidRequest,
+        500..=599 => ErrorKind::Server,
+        _ => ErrorKind::MalformedResponse,
+    }
+}
+
+/// Anthropic's wording for a prompt that does not fit: "prompt is too long:
+/// N tokens > M maximum", or "input length and `max_tokens` exceed context limit".
+fn is_context_length_message(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains("prompt is too long")
+        || m.contains("context window")
+        || m.contains("context limit")
+        || m.contains("context length")
+}
+
+/// The kind of a mid-stream `error` event's `error.type`.
+fn stream_error_kind(err_type: &str) -> ErrorKind {
+    match err_type {
+        "overloaded_error" => ErrorKind::Overloaded,
+        "rate_limit_error" => ErrorKind::RateLimited,
+        "invalid_request_error" => ErrorKind::InvalidRequest,
+        "authentication_error" => ErrorKind::Auth,
+        _ => ErrorKind::Server,
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for AnthropicProvider {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let wire = wire::WireRequest::from_request(request, &self.name, self.max_tokens);
+        let body = serde_json::to_vec(&wire).map_err(|e| {
+            self.error(
+                ErrorKind::InvalidRequest,
+                format!("cannot encode request: {e}"),
+            )
+        })?;
+        let request_bytes = body.len();
+        let started = Instant::now();
+        let send = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body)
+            .send();
+        let resp = match tokio::time::timeout(self.request_timeout, send).await {
+            Err(_) => {
+                return Err(self.error(
+                    ErrorKind::Timeout,
+                    format!("no response within {:?}", self.request_timeout),
+                ));
+            }
+            Ok(Err(e)) => return Err(from_reqwest(&self.name, e)),
+            Ok(Ok(resp)) => resp,
+        };
+        let status = resp.status();
+        tracing::debug!(
+            provider = %self.name,
+            status = status.as_u16(),
+            request_bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "response headers received"
+        );
+        if !status.is_success() {
+            return Err(self.status_error(resp).await);
+        }
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type
+            .get(..17)
+            .is_some_and(|p| p.eq_ignore_ascii_case("text/event-stream"))
+        {
+            return Err(self.error(
+                ErrorKind::MalformedResponse,
+                format!(
+                    "expected a text/event-stream response, got content type {:?}",
+                    cap(content_type, 100)
+                ),
+            ));
+        }
+        let state = StreamState {
+            provider: Arc::clone(&self.name),
+            body: Box::pin(resp.bytes_stream()),
+            decoder: SseDecoder::new(),
+            pending: VecDeque::new(),
+            blocks: Vec::new(),
+            next_tool: 0,
+            finish: None,
+            done: false,
+            idle_timeout: self.idle_timeout,
+            bytes: 0,
+            started,
+        };
+        Ok(Box::pin(futures_util::stream::unfold(state, next_item)))
+    }
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// What a content block of the answer is, by its stream index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Text,
+    /// A `tool_use` block and its call number among the answer's tool calls.
+    Tool(u32),
+    Thinking,
+    /// `redacted_thinking`, server tools and anything newer: not surfaced.
+    Other,
+}
+
+/// Everything one streamed answer needs between two polls.
+struct StreamState {
+    provider: Arc<str>,
+    body: ByteStream,
+    decoder: SseDecoder,
+    /// Events parsed from a chunk but not yet handed out.
+    pending: VecDeque<StreamEvent>,
+    /// Content blocks started so far as `(index, kind)`; an answer has few.
+    blocks: Vec<(u64, BlockKind)>,
+    /// The call number the next `tool_use` block gets.
+    next_tool: u32,
+    /// From `message_delta`, held back until `message_stop`.
+    finish: Option<FinishReason>,
+    done: bool,
+    idle_timeout: Duration,
+    bytes: u64,
+    started: Instant,
+}
+
+impl StreamState {
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.provider, kind, message)
+    }
+
+    fn malformed(&self, message: impl Into<String>) -> LlmError {
+        self.error(ErrorKind::MalformedResponse, message)
+    }
+
+    fn end(&mut self, outcome: &str) {
+        self.done = true;
+        tracing::debug!(
+            provider = %self.provider,
+            bytes = self.bytes,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            outcome,
+            "stream ended"
+        );
+    }
+
+    fn block(&self, index: Option<u64>) -> Option<BlockKind> {
+        let index = index?;
+        self.blocks
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == index)
+            .map(|(_, k)| *k)
+    }
+
+    /// Parses one SSE `data` payload into pending events.
+    fn handle(&mut self, data: &str) -> Result<(), LlmError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        let ev: wire::WireEvent<'_> = serde_json::from_str(data).map_err(|e| {
+            // serde_json's own message can quote the payload, i.e. model output.
+            self.malformed(format!(
+                "stream event is not valid JSON ({:?} error at line {} column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            ))
+        })?;
+        match &*ev.kind {
+            "message_start" => {
+                if let Some(u) = ev.message.and_then(|m| m.usage) {
+                    self.pending.push_back(StreamEvent::Usage(usage(&u)));
+                }
+            }
+            "content_block_start" => {
+                let (Some(index), Some(block)) = (ev.index, ev.content_block) else {
+                    return Err(self.malformed("content_block_start without index or block"));
+                };
+                let kind = match &*block.kind {
+                    "text" => {
+                        if let Some(text) = block.text.filter(|t| !t.is_empty()) {
+                            self.pending.push_back(StreamEvent::TextDelta(text));
+                        }
+                        BlockKind::Text
+                    }
+                    "tool_use" => {
+                        let call = self.next_tool;
+                        self.next_tool = self.next_tool.saturating_add(1);
+                        self.pending.push_back(StreamEvent::ToolCallDelta {
+                            index: call,
+                            id: block.id.filter(|s| !s.is_empty()),
+                            name: block.name.filter(|s| !s.is_empty()),
+                            arguments: String::new(),
+                        });
+                        BlockKind::Tool(call)
+                    }
+                    "thinking" => {
+                        let text = block.thinking.unwrap_or_default();
+                        let signature = block.signature.filter(|s| !s.is_empty());
+                        if !text.is_empty() || signature.is_some() {
+                            self.pending
+                                .push_back(StreamEvent::ThinkingDelta { text, signature });
+                        }
+                        BlockKind::Thinking
+                    }
+                    _ => BlockKind::Other,
+                };
+                self.blocks.push((index, kind));
+            }
+            "content_block_delta" => {
+                let Some(delta) = ev.delta else {
+                    return Err(self.malformed("content_block_delta without delta"));
+                };
+                let block = self.block(ev.index);
+                match delta.kind.as_deref() {
+                    Some("text_delta") => {
+                        if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
+                            self.pending.push_back(StreamEvent::TextDelta(text));
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        // Server tools (web search) stream input too: not ours to run.
+                        if let Some(BlockKind::Tool(call)) = block
+                            && let Some(part) = delta.partial_json.filter(|p| !p.is_empty())
+                        {
+                            self.pending.push_back(StreamEvent::ToolCallDelta {
+                                index: call,
+                                id: None,
+                                name: None,
+                                arguments: part,
+                            });
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
+                            self.pending.push_back(StreamEvent::ThinkingDelta {
+                                text,
+                                signature: None,
+                            });
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let Some(sig) = delta.signature.filter(|s| !s.is_empty()) {
+                            self.pending.push_back(StreamEvent::ThinkingDelta {
+                                text: String::new(),
+                                signature: Some(sig),
+                            });
+                        }
+                    }
+                    // citations_delta and anything newer.
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = ev
+                    .delta
+                    .and_then(|d| d.stop_reason)
+                    .filter(|r| !r.is_empty())
+                {
+                    self.finish = Some(match reason.as_str() {
+                        "end_turn" | "stop_sequence" => FinishReason::Stop,
+                        "tool_use" => FinishReason::ToolCalls,
+                        "max_tokens" => FinishReason::Length,
+                        "refusal" => FinishReason::ContentFilter,
+                        _ => FinishReason::Other(reason),
+                    });
+                }
+                if let Some(u) = ev.usage {
+                    self.pending.push_back(StreamEvent::Usage(usage(&u)));
+                }
+            }
+            "message_stop" => {
+                // No stop_reason at all: tool calls mean the model wants them run.
+                let reason = self.finish.take().unwrap_or(if self.next_tool > 0 {
+                    FinishReason::ToolCalls
+                } else {
+                    FinishReason::Stop
+                });
+                self.pending.push_back(StreamEvent::Finish(reason));
+                self.end("done");
+            }
+            "error" => {
+                let (kind, msg) = match &ev.error {
+                    Some(e) => (e.kind.as_deref(), e.message.as_deref()),
+                    None => (None, None),
+                };
+                let mut message = String::from("provider error mid-stream");
+                for part in [kind, msg].into_iter().flatten() {
+                    message.push_str(": ");
+                    message.push_str(&cap(part, MESSAGE_CAP));
+                }
+                return Err(self.error(stream_error_kind(kind.unwrap_or("")), message));
+            }
+            // `content_block_stop`, `ping`, and event types added later.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn usage(u: &wire::WireUsage) -> Usage {
+    Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cached_tokens: u.cache_read_input_tokens,
+        reasoning_tokens: None,
+        cache_write_tokens: u.cache_creation_input_tokens,
+    }
+}
+
+/// One step of the event stream: the next event, a final error, or the end.
+async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
+    loop {
+        if let Some(ev) = st.pending.pop_front() {
+            return Some((Ok(ev), st));
+        }
+        if st.done {
+            return None;
+        }
+        match st.decoder.next_event() {
+            Ok(Some(ev)) => {
+                if let Err(e) = st.handle(&ev.data) {
+                    st.pending.clear();
+                    st.end("error");
+                    return Some((Err(e), st));
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let err = st.malformed(format!("bad event stream: {e}"));
+                st.end("error");
+                return Some((Err(err), st));
+            }
+        }
+        match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
+            Ok(Some(Ok(bytes))) => {
+                st.bytes += bytes.len() as u64;
+                st.decoder.push(&bytes);
+            }
+            Ok(Some(Err(e))) => {
+                let err = from_reqwest(&st.provider, e);
+                st.end("error");
+                return Some((Err(err), st));
+            }
+            Ok(None) => {
+                st.end("eof");
+                let err = st.malformed("stream ended without message_stop");
+                return Some((Err(err), st));
+            }
+            Err(_) => {
+                let err = st.error(
+                    ErrorKind::Timeout,
+                    format!("no stream data for {:?}", st.idle_timeout),
+                );
+                st.end("idle timeout");
+                return Some((Err(err), st));
+            }
+        }
+    }
+}
+
+/// Classifies a transport error; the URL is stripped and the cause chain kept.
+fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
+    let e = e.without_url();
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_builder() {
+        ErrorKind::InvalidRequest
+    } else if e.is_decode() {
+        ErrorKind::MalformedResponse
+    } else {
+        ErrorKind::Network
+    };
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    LlmError::new(provider, kind, message)
+}
+
+/// `retry-after` as delta-seconds (integer or decimal); HTTP dates are ignored.
+fn parse_retry_after(value: &HeaderValue) -> Option<Duration> {
+    let s = value.to_str().ok()?.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let secs = s.parse::<f64>().ok()?;
+    if secs < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+/// At most `max` bytes of `s`, cut at a char boundary.
+fn cap(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_config() {
+        let client = reqwest::Client::new();
+        let mut cfg = AnthropicConfig::new("p", "ftp://x");
+        assert_eq!(
+            AnthropicProvider::new(cfg.clone(), client.clone())
+                .unwrap_err()
+                .kind,
+            ErrorKind::InvalidRequest
+        );
+        cfg.base_url = "not a url".into();
+        assert!(AnthropicProvider::new(cfg.clone(), client.clone()).is_err());
+        cfg.base_url = "http://127.0.0.1:1/".into();
+        let p = AnthropicProvider::new(cfg.clone(), client.clone()).unwrap();
+        assert_eq!(p.url.as_str(), "http://127.0.0.1:1/v1/messages");
+        cfg.max_tokens = 0;
+        assert!(AnthropicProvider::new(cfg.clone(), client.clone()).is_err());
+        cfg.max_tokens = 10;
+        cfg.headers = vec![("bad name".into(), "v".into())];
+        assert!(AnthropicProvider::new(cfg.clone(), client.clone()).is_err());
+        cfg.headers = vec![("x-ok".into(), "line\nbreak".into())];
+        let err = AnthropicProvider::new(cfg.clone(), client.clone()).unwrap_err();
+        assert!(!err.message.contains("break"));
+        cfg.headers.clear();
+        cfg.api_key = Some("sk-ant-secret\n".into());
+        let err = AnthropicProvider::new(cfg.clone(), client).unwrap_err();
+        assert!(!err.message.contains("sk-ant-secret"));
+        assert!(!format!("{cfg:?}").contains("sk-ant-secret"));
+    }
+
+    #[test]
+    fn defaults() {
+        let cfg = AnthropicConfig::new("a", "");
+        assert_eq!(cfg.base_url, "https://api.anthropic.com");
+        assert_eq!(cfg.version, "2023-06-01");
+        assert_eq!(cfg.max_tokens, 8192);
+    }
+
+    #[test]
+    fn status_kinds() {
+        assert_eq!(status_kind(529, None, None), ErrorKind::Overloaded);
+        assert_eq!(
+            status_kind(503, Some("overloaded_error"), None),
+            ErrorKind::Overloaded
+        );
+        assert_eq!(
+            status_kind(
+                400,
+                Some("invalid_request_error"),
+                Some("prompt is too long: 210000 tokens > 200000 maximum")
+            ),
+            ErrorKind::ContextLength
+        );
+        assert_eq!(
+            status_kind(400, None, Some("max_tokens: must be positive")),
+            ErrorKind::InvalidRequest
+        );
+        assert_eq!(status_kind(413, None, None), ErrorKind::InvalidRequest);
+        assert_eq!(status_kind(403, None, None), ErrorKind::Auth);
+        assert_eq!(status_kind(500, Some("api_error"), None), ErrorKind::Server);
+    }
+
+    #[test]
+    fn parses_retry_after_and_caps() {
+        let p = |s: &str| parse_retry_after(&HeaderValue::from_str(s).unwrap());
+        assert_eq!(p("7"), Some(Duration::from_secs(7)));
+        assert_eq!(p("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(p("-1"), None);
+        assert_eq!(cap("héllo", 2), "h…");
+    }
+}

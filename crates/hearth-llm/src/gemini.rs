@@ -1,1 +1,0 @@
-//! Gemini generateContent adapter (being built; not wired into the catalog yet).

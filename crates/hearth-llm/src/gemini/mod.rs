@@ -1,0 +1,744 @@
+//! `GeminiProvider`: the native Gemini API adapter. Requests go to
+//! `POST {base_url}/models/{model}:streamGenerateContent?alt=sse` with the key
+//! in the `x-goog-api-key` header; the answer is an SSE stream of
+//! `GenerateContentResponse` objects, one per `data:` line.
+//!
+//! Gemini sends whole function calls (never argument fragments) and no call
+//! ids, so calls get ids `call_<n>` in the order they arrive in one answer.
+//! Thought signatures are reported as signature-only `ThinkingDelta`s and go
+//! back, on the next turn, only to the provider that produced them.
+
+mod wire;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
+use reqwest::Url;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+
+use crate::sse::SseDecoder;
+use crate::{ErrorKind, EventStream, LlmError, Provider};
+
+/// The public Gemini API base URL.
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// How much of an error response body is read to find the provider's message.
+const ERROR_BODY_CAP: usize = 64 * 1024;
+/// Longest provider-supplied text copied into an error message.
+const MESSAGE_CAP: usize = 500;
+/// The API key header.
+const API_KEY_HEADER: &str = "x-goog-api-key";
+
+/// Settings of one Gemini API endpoint.
+#[derive(Clone)]
+pub struct GeminiConfig {
+    /// The provider's configured name, used in errors and to decide whose
+    /// thought signatures may be sent back.
+    pub name: String,
+    /// Base URL such as [`DEFAULT_BASE_URL`]; requests go to
+    /// `{base_url}/models/{model}:streamGenerateContent?alt=sse` (a trailing
+    /// slash is tolerated).
+    pub base_url: String,
+    /// Sent as the `x-goog-api-key` header when set, never in the URL.
+    pub api_key: Option<String>,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// Longest wait from sending the request to the response headers.
+    pub request_timeout: Duration,
+    /// Longest gap between two chunks of a streamed answer.
+    pub idle_timeout: Duration,
+}
+
+impl GeminiConfig {
+    /// A config without key or headers, with 60 s request and idle timeouts.
+    pub fn new(name: impl Into<String>, base_url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            base_url: base_url.into(),
+            api_key: None,
+            headers: Vec::new(),
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+// Hand-written so the key and header values (often secrets too) never reach logs.
+impl fmt::Debug for GeminiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("GeminiConfig")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("headers", &header_names)
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+/// A `Provider` speaking the Gemini API's `streamGenerateContent`.
+#[derive(Clone)]
+pub struct GeminiProvider {
+    name: Arc<str>,
+    /// The validated base URL without trailing slash.
+    base: String,
+    headers: HeaderMap,
+    client: reqwest::Client,
+    request_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl fmt::Debug for GeminiProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GeminiProvider")
+            .field("name", &self.name)
+            .field("base_url", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GeminiProvider {
+    /// Validates `config` (an http(s) base URL without query, well-formed
+    /// header names and values) and builds the provider on `client`.
+    pub fn new(config: GeminiConfig, client: reqwest::Client) -> Result<Self, LlmError> {
+        let name = config.name;
+        let invalid = |msg: String| LlmError::new(name.as_str(), ErrorKind::InvalidRequest, msg);
+        let url = Url::parse(config.base_url.trim_end_matches('/'))
+            .map_err(|e| invalid(format!("base_url {:?} is not a URL: {e}", config.base_url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid(format!(
+                "base_url {:?} must use http or https",
+                config.base_url
+            )));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            // A `?key=` here would put the key in the URL, and the method is appended.
+            return Err(invalid(
+                "base_url must not have a query or fragment".to_owned(),
+            ));
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(key)
+                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static(API_KEY_HEADER), value);
+        }
+        for (k, v) in &config.headers {
+            let hname = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
+            // The value is not echoed: it may be a credential.
+            let mut value = HeaderValue::from_str(v)
+                .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
+            value.set_sensitive(true);
+            headers.append(hname, value);
+        }
+        Ok(Self {
+            name: Arc::from(name),
+            base: url.as_str().trim_end_matches('/').to_owned(),
+            headers,
+            client,
+            request_timeout: config.request_timeout,
+            idle_timeout: config.idle_timeout,
+        })
+    }
+
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.name, kind, message)
+    }
+
+    /// The streaming endpoint for `model`. A leading `models/` is accepted;
+    /// names with characters outside `[A-Za-z0-9._-/]` or empty, `.` or `..`
+    /// segments are refused rather than turned into a surprising URL.
+    fn endpoint(&self, model: &str) -> Result<Url, LlmError> {
+        let model = model.strip_prefix("models/").unwrap_or(model);
+        let bad_char = model
+            .bytes()
+            .any(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/')));
+        let bad_segment = model.split('/').any(|s| matches!(s, "" | "." | ".."));
+        if bad_char || bad_segment {
+            return Err(self.error(
+                ErrorKind::InvalidRequest,
+                format!(
+                    "model name {:?} is not a valid Gemini model name",
+                    cap(model, 100)
+                ),
+            ));
+        }
+        let endpoint = format!("{}/models/{model}:streamGenerateContent?alt=sse", self.base);
+        Url::parse(&endpoint).map_err(|e| {
+            self.error(
+                ErrorKind::InvalidRequest,
+                format!("cannot build the request URL: {e}"),
+            )
+        })
+    }
+
+    /// Turns a non-2xx response into an error, reading at most 64 KiB of body
+    /// for the provider's own message.
+    async fn status_error(&self, resp: reqwest::Response) -> LlmError {
+        let status = resp.status();
+        let header_retry = resp.headers().get(RETRY_AFTER).and_then(parse_retry_after);
+        let mut body = Vec::new();
+        let mut chunks = resp.bytes_stream();
+        // One deadline for the whole body, so a server dribbling bytes cannot
+        // stretch the read to 64 KiB times the idle timeout.
+        let read = async {
+            while body.len() < ERROR_BODY_CAP {
+                match chunks.next().await {
+                    Some(Ok(b)) => {
+                        let take = b.len().min(ERROR_BODY_CAP - body.len());
+                        body.extend_from_slice(&b[..take]);
+                    }
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.idle_timeout, read).await;
+        let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
+        let api = parsed.as_ref().map(wire::api_error).unwrap_or_default();
+        let kind = match status.as_u16() {
+            _ if api.key_invalid => ErrorKind::Auth,
+            401 | 403 => ErrorKind::Auth,
+            404 => ErrorKind::NotFound,
+            429 => ErrorKind::RateLimited,
+            // A server that gave up waiting for us is a timeout, worth a retry.
+            408 => ErrorKind::Timeout,
+            400 if api.message.is_some_and(is_context_length) => ErrorKind::ContextLength,
+            400..=499 => ErrorKind::InvalidRequest,
+            503 => ErrorKind::Overloaded,
+            500..=599 => ErrorKind::Server,
+            _ => ErrorKind::MalformedResponse,
+        };
+        let mut message = format!("HTTP {status}");
+        append_api_message(&mut message, &api);
+        tracing::debug!(provider = %self.name, status = status.as_u16(), body_bytes = body.len(), "provider returned an error status");
+        let mut err = self.error(kind, message);
+        err.retry_after = header_retry.or_else(|| api.retry_delay.and_then(parse_retry_delay));
+        err
+    }
+}
+
+/// True when a 400's message says the prompt does not fit the context window,
+/// as in "The input token count (1200000) exceeds the maximum number of tokens
+/// allowed (1048576)."
+fn is_context_length(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    (m.contains("token count") && m.contains("exceeds"))
+        || m.contains("exceeds the maximum number of tokens")
+        || m.contains("too long")
+        || m.contains("context window")
+}
+
+/// Appends `: STATUS: message` from a Google error object, capped.
+fn append_api_message(out: &mut String, api: &wire::ApiError<'_>) {
+    if let Some(s) = api.status.filter(|s| !s.is_empty()) {
+        out.push_str(": ");
+        out.push_str(&cap(s, 64));
+    }
+    if let Some(m) = api.message.filter(|m| !m.is_empty()) {
+        out.push_str(": ");
+        out.push_str(&cap(m, MESSAGE_CAP));
+    }
+}
+
+/// The kind of an error object sent inside the stream, from its code or status.
+fn stream_error_kind(api: &wire::ApiError<'_>) -> ErrorKind {
+    match api.status.unwrap_or("") {
+        _ if api.key_invalid => return ErrorKind::Auth,
+        "RESOURCE_EXHAUSTED" => return ErrorKind::RateLimited,
+        "UNAVAILABLE" => return ErrorKind::Overloaded,
+        "DEADLINE_EXCEEDED" => return ErrorKind::Timeout,
+        "PERMISSION_DENIED" | "UNAUTHENTICATED" => return ErrorKind::Auth,
+        "NOT_FOUND" => return ErrorKind::NotFound,
+        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => {
+            return if api.message.is_some_and(is_context_length) {
+                ErrorKind::ContextLength
+            } else {
+                ErrorKind::InvalidRequest
+            };
+        }
+        _ => {}
+    }
+    match api.code.unwrap_or(0) {
+        401 | 403 => ErrorKind::Auth,
+        404 => ErrorKind::NotFound,
+        429 => ErrorKind::RateLimited,
+        503 => ErrorKind::Overloaded,
+        400..=499 => ErrorKind::InvalidRequest,
+        _ => ErrorKind::Server,
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for GeminiProvider {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let url = self.endpoint(&request.model)?;
+        let wire_request = wire::WireRequest::from_request(request, &self.name)
+            .map_err(|m| self.error(ErrorKind::InvalidRequest, m))?;
+        let body = serde_json::to_vec(&wire_request).map_err(|e| {
+            self.error(
+                ErrorKind::InvalidRequest,
+                format!("cannot encode request: {e}"),
+            )
+        })?;
+        drop(wire_request);
+        let request_bytes = body.len();
+        let started = Instant::now();
+        let send = self
+            .client
+            .post(url)
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body)
+            .send();
+        let resp = match tokio::time::timeout(self.request_timeout, send).await {
+            Err(_) => {
+                return Err(self.error(
+                    ErrorKind::Timeout,
+                    format!("no response within {:?}", self.request_timeout),
+                ));
+            }
+            Ok(Err(e)) => return Err(from_reqwest(&self.name, e)),
+            Ok(Ok(resp)) => resp,
+        };
+        let status = resp.status();
+        tracing::debug!(
+            provider = %self.name,
+            status = status.as_u16(),
+            request_bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "response headers received"
+        );
+        if !status.is_success() {
+            return Err(self.status_error(resp).await);
+        }
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type
+            .get(..17)
+            .is_some_and(|p| p.eq_ignore_ascii_case("text/event-stream"))
+        {
+            return Err(self.error(
+                ErrorKind::MalformedResponse,
+                format!(
+                    "expected a text/event-stream response, got content type {:?}",
+                    cap(content_type, 100)
+                ),
+            ));
+        }
+        let state = StreamState {
+            provider: Arc::clone(&self.name),
+            body: Box::pin(resp.bytes_stream()),
+            decoder: SseDecoder::new(),
+            pending: VecDeque::new(),
+            finish: None,
+            usage: None,
+            calls: 0,
+            call_prefix: call_prefix(),
+            eof: false,
+            done: false,
+            idle_timeout: self.idle_timeout,
+            bytes: 0,
+            started,
+        };
+        Ok(Box::pin(futures_util::stream::unfold(state, next_item)))
+    }
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// A call-id prefix unique across streams and restarts: time plus a counter.
+fn call_prefix() -> String {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("call_{ms:x}{n:x}")
+}
+
+/// Everything one streamed answer needs between two polls.
+struct StreamState {
+    provider: Arc<str>,
+    body: ByteStream,
+    decoder: SseDecoder,
+    /// Events parsed from a chunk but not yet handed out.
+    pending: VecDeque<StreamEvent>,
+    /// The last `finishReason` seen, as sent; mapped at the end, when it is
+    /// known whether the answer called tools.
+    finish: Option<String>,
+    /// Usage merged field by field over all chunks, sent once before `Finish`.
+    usage: Option<Usage>,
+    /// Function calls seen so far: the next call's index.
+    calls: u32,
+    /// Gemini sends no call ids; ours must stay unique across a thread's
+    /// history, since other providers pair results to calls by id after a
+    /// model switch.
+    call_prefix: String,
+    /// The body has ended; only buffered events remain.
+    eof: bool,
+    done: bool,
+    idle_timeout: Duration,
+    bytes: u64,
+    started: Instant,
+}
+
+impl StreamState {
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.provider, kind, message)
+    }
+
+    fn end(&mut self, outcome: &str) {
+        self.done = true;
+        tracing::debug!(
+            provider = %self.provider,
+            bytes = self.bytes,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            outcome,
+            "stream ended"
+        );
+    }
+
+    /// Parses one SSE `data` payload into pending events.
+    fn handle(&mut self, data: &str) -> Result<(), LlmError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: wire::Chunk = serde_json::from_str(data).map_err(|e| {
+            // serde_json's own message can quote the payload, i.e. model output.
+            self.error(
+                ErrorKind::MalformedResponse,
+                format!(
+                    "stream chunk is not valid JSON ({:?} error at line {} column {})",
+                    e.classify(),
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        if let Some(err) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            let api = wire::api_error(err);
+            let mut msg = String::from("provider error mid-stream");
+            append_api_message(&mut msg, &api);
+            let mut e = self.error(stream_error_kind(&api), msg);
+            e.retry_after = api.retry_delay.and_then(parse_retry_delay);
+            return Err(e);
+        }
+        if let Some(reason) = chunk
+            .prompt_feedback
+            .and_then(|f| f.block_reason)
+            .filter(|r| !r.is_empty())
+        {
+            return Err(self.error(
+                ErrorKind::ContentFilter,
+                format!("prompt blocked by the provider: {}", cap(&reason, 64)),
+            ));
+        }
+        if let Some(candidate) = chunk.candidates.and_then(|c| c.into_iter().next()) {
+            let parts = candidate.content.and_then(|c| c.parts).unwrap_or_default();
+            for part in parts {
+                self.handle_part(part);
+            }
+            if let Some(reason) = candidate.finish_reason.filter(|r| !r.is_empty()) {
+                self.finish = Some(reason);
+            }
+        }
+        if let Some(u) = chunk.usage_metadata {
+            let usage = self.usage.get_or_insert_with(Usage::default);
+            let merge = |old: &mut Option<u64>, new: Option<u64>| {
+                if new.is_some() {
+                    *old = new;
+                }
+            };
+            merge(&mut usage.input_tokens, u.prompt_token_count);
+            merge(&mut usage.output_tokens, u.candidates_token_count);
+            merge(&mut usage.cached_tokens, u.cached_content_token_count);
+            merge(&mut usage.reasoning_tokens, u.thoughts_token_count);
+        }
+        Ok(())
+    }
+
+    fn handle_part(&mut self, part: wire::Part) {
+        let signature = part.thought_signature.filter(|s| !s.is_empty());
+        if part.thought == Some(true) {
+            let text = part.text.unwrap_or_default();
+            if !text.is_empty() || signature.is_some() {
+                self.pending
+                    .push_back(StreamEvent::ThinkingDelta { text, signature });
+            }
+            return;
+        }
+        if let Some(text) = part.text.filter(|t| !t.is_empty()) {
+            self.pending.push_back(StreamEvent::TextDelta(text));
+        }
+        if let Some(call) = part.function_call {
+            let index = self.calls;
+            self.calls = self.calls.saturating_add(1);
+            let arguments = match call.args {
+                Some(args @ serde_json::Value::Object(_)) => args.to_string(),
+                _ => String::from("{}"),
+            };
+            self.pending.push_back(StreamEvent::ToolCallDelta {
+                index,
+                id: Some(format!("{}_{index}", self.call_prefix)),
+                name: call.name.filter(|n| !n.is_empty()),
+                arguments,
+            });
+        }
+        if let Some(sig) = signature {
+            self.pending.push_back(StreamEvent::ThinkingDelta {
+                text: String::new(),
+                signature: Some(sig),
+            });
+        }
+    }
+
+    /// The events closing a complete answer: usage, then `Finish`.
+    fn close(&mut self, reason: &str) {
+        if let Some(u) = self.usage.take() {
+            self.pending.push_back(StreamEvent::Usage(u));
+        }
+        let reason = match reason {
+            "STOP" if self.calls > 0 => FinishReason::ToolCalls,
+            "STOP" => FinishReason::Stop,
+            "MAX_TOKENS" => FinishReason::Length,
+            "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
+            | "IMAGE_SAFETY" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_ascii_lowercase()),
+        };
+        self.pending.push_back(StreamEvent::Finish(reason));
+    }
+}
+
+/// One step of the event stream: the next event, a final error, or the end.
+async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
+    loop {
+        if let Some(ev) = st.pending.pop_front() {
+            return Some((Ok(ev), st));
+        }
+        if st.done {
+            return None;
+        }
+        match st.decoder.next_event() {
+            Ok(Some(ev)) => {
+                if let Err(e) = st.handle(&ev.data) {
+                    st.pending.clear();
+                    st.end("error");
+                    return Some((Err(e), st));
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let err = st.error(
+                    ErrorKind::MalformedResponse,
+                    format!("bad event stream: {e}"),
+                );
+                st.end("error");
+                return Some((Err(err), st));
+            }
+        }
+        if st.eof {
+            // Gemini has no end sentinel: a finishReason followed by the end
+            // of the body is a complete answer; no finishReason means a cut.
+            if let Some(reason) = st.finish.take() {
+                st.close(&reason);
+                st.end("eof");
+                continue;
+            }
+            let err = st.error(
+                ErrorKind::MalformedResponse,
+                "stream ended without a finishReason",
+            );
+            st.end("cut");
+            return Some((Err(err), st));
+        }
+        match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
+            Ok(Some(Ok(bytes))) => {
+                st.bytes += bytes.len() as u64;
+                st.decoder.push(&bytes);
+            }
+            Ok(Some(Err(e))) => {
+                let err = from_reqwest(&st.provider, e);
+                st.end("error");
+                return Some((Err(err), st));
+            }
+            Ok(None) => {
+                st.eof = true;
+                if st.decoder.has_pending() {
+                    // A last event without its blank line still counts.
+                    st.decoder.push(b"\n\n");
+                }
+            }
+            Err(_) => {
+                let err = st.error(
+                    ErrorKind::Timeout,
+                    format!("no stream data for {:?}", st.idle_timeout),
+                );
+                st.end("idle timeout");
+                return Some((Err(err), st));
+            }
+        }
+    }
+}
+
+/// Classifies a transport error; the URL is stripped and the cause chain kept.
+fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
+    let e = e.without_url();
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_builder() {
+        ErrorKind::InvalidRequest
+    } else if e.is_decode() {
+        ErrorKind::MalformedResponse
+    } else {
+        ErrorKind::Network
+    };
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    LlmError::new(provider, kind, message)
+}
+
+/// `retry-after` as delta-seconds (integer or decimal); HTTP dates are ignored.
+fn parse_retry_after(value: &HeaderValue) -> Option<Duration> {
+    parse_seconds(value.to_str().ok()?)
+}
+
+/// A `google.rpc.RetryInfo` `retryDelay` such as `"37s"` or `"1.5s"`.
+fn parse_retry_delay(delay: &str) -> Option<Duration> {
+    parse_seconds(delay.trim().strip_suffix('s')?)
+}
+
+fn parse_seconds(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let secs = s.parse::<f64>().ok()?;
+    if secs < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+/// At most `max` bytes of `s`, cut at a char boundary.
+fn cap(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider(base: &str) -> Result<GeminiProvider, LlmError> {
+        GeminiProvider::new(GeminiConfig::new("g", base), reqwest::Client::new())
+    }
+
+    #[test]
+    fn rejects_bad_config() {
+        assert!(provider("ftp://x/v1beta").is_err());
+        assert!(provider("not a url").is_err());
+        assert!(provider("http://h/v1beta?key=abc").is_err());
+        let p = provider("http://127.0.0.1:1/v1beta/").unwrap();
+        assert_eq!(p.base, "http://127.0.0.1:1/v1beta");
+        let mut cfg = GeminiConfig::new("g", DEFAULT_BASE_URL);
+        cfg.api_key = Some("AIza-secret\n".into());
+        let err = GeminiProvider::new(cfg.clone(), reqwest::Client::new()).unwrap_err();
+        assert!(!err.message.contains("AIza-secret"));
+        assert!(!format!("{cfg:?}").contains("AIza-secret"));
+        cfg.api_key = Some("AIza-secret".into());
+        cfg.headers = vec![("x-ok".into(), "line\nbreak".into())];
+        let err = GeminiProvider::new(cfg, reqwest::Client::new()).unwrap_err();
+        assert!(!err.message.contains("break"));
+    }
+
+    #[test]
+    fn builds_endpoints_and_rejects_odd_model_names() {
+        let p = provider("http://127.0.0.1:1/v1beta").unwrap();
+        assert_eq!(
+            p.endpoint("gemini-2.5-flash").unwrap().as_str(),
+            "http://127.0.0.1:1/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            p.endpoint("models/gemini-2.5-pro").unwrap().as_str(),
+            "http://127.0.0.1:1/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+        );
+        assert!(p.endpoint("tuned/my_model.v1").is_ok());
+        for bad in [
+            "",
+            "a b",
+            "x:generateContent",
+            "x?key=1",
+            "../../etc",
+            "a//b",
+            "a/",
+            "ü",
+            "x#y",
+            "x%2e",
+        ] {
+            let err = p.endpoint(bad).unwrap_err();
+            assert_eq!(err.kind, ErrorKind::InvalidRequest, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn parses_retry_delays() {
+        assert_eq!(parse_retry_delay("37s"), Some(Duration::from_secs(37)));
+        assert_eq!(parse_retry_delay("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_retry_delay("37"), None);
+        let h = |s: &str| parse_retry_after(&HeaderValue::from_str(s).unwrap());
+        assert_eq!(h("7"), Some(Duration::from_secs(7)));
+        assert_eq!(h("-1"), None);
+    }
+
+    #[test]
+    fn recognises_context_length_messages() {
+        assert!(is_context_length(
+            "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
+        ));
+        assert!(!is_context_length("Invalid JSON payload received."));
+    }
+
+    #[test]
+    fn classifies_stream_errors() {
+        let kind = |v: serde_json::Value| stream_error_kind(&wire::api_error(&v));
+        use serde_json::json;
+        assert_eq!(
+            kind(json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}})),
+            ErrorKind::RateLimited
+        );
+        assert_eq!(kind(json!({"error": {"code": 503}})), ErrorKind::Overloaded);
+        assert_eq!(
+            kind(json!({"error": {"code": 500, "status": "INTERNAL"}})),
+            ErrorKind::Server
+        );
+        assert_eq!(kind(json!({"error": "boom"})), ErrorKind::Server);
+    }
+}

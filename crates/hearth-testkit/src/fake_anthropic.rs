@@ -1,1 +1,0 @@
-//! A fake Anthropic Messages API server (being built).

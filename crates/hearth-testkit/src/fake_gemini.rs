@@ -1,1 +1,0 @@
-//! A fake Gemini API server (being built).
