@@ -67,6 +67,10 @@ pub struct StoreConfig {
 pub enum ProviderType {
     /// Any OpenAI-compatible Chat Completions server.
     OpenaiCompat,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// Google's Gemini API (generateContent).
+    Gemini,
     /// The deterministic offline echo provider.
     Echo,
 }
@@ -78,7 +82,8 @@ pub struct ProviderConfig {
     /// Wire protocol.
     #[serde(rename = "type")]
     pub kind: ProviderType,
-    /// Base URL, e.g. `http://127.0.0.1:11434/v1`.
+    /// Base URL, e.g. `http://127.0.0.1:11434/v1`; required for
+    /// `openai_compat`, the provider's own default for `anthropic` and `gemini`.
     #[serde(default)]
     pub base_url: Option<String>,
     /// Name of the environment variable holding the API key.

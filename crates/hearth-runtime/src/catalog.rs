@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use hearth_config::{Config, ProviderType};
 use hearth_core::ModelRef;
+use hearth_llm::anthropic::{AnthropicConfig, AnthropicProvider};
+use hearth_llm::gemini::{DEFAULT_BASE_URL as GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
 use hearth_llm::{EchoProvider, OpenAiCompatConfig, OpenAiCompatProvider, Provider};
 
 use crate::error::RuntimeError;
@@ -31,6 +33,92 @@ pub struct Catalog {
     pub origin: String,
 }
 
+/// Providers set up from well-known key variables when none is configured:
+/// (name, type, key variable, base URL, default model). The default models are
+/// the providers' moving aliases; set `llm.default_model` to pin one.
+const DETECTED: [(&str, ProviderType, &str, Option<&str>, &str); 3] = [
+    (
+        "anthropic",
+        ProviderType::Anthropic,
+        "ANTHROPIC_API_KEY",
+        None,
+        "claude-sonnet-4-5",
+    ),
+    (
+        "openai",
+        ProviderType::OpenaiCompat,
+        "OPENAI_API_KEY",
+        Some("https://api.openai.com/v1"),
+        "gpt-4.1-mini",
+    ),
+    (
+        "gemini",
+        ProviderType::Gemini,
+        "GEMINI_API_KEY",
+        None,
+        "gemini-flash-latest",
+    ),
+];
+
+/// The providers whose key variable is set, in `DETECTED` order.
+fn detect_providers(
+    env: &BTreeMap<String, String>,
+) -> Vec<(&'static str, hearth_config::ProviderConfig, &'static str)> {
+    DETECTED
+        .iter()
+        .filter(|d| env.get(d.2).is_some_and(|k| !k.is_empty()))
+        .map(|&(name, kind, var, base_url, _)| {
+            let pc = hearth_config::ProviderConfig {
+                kind,
+                base_url: base_url.map(str::to_owned),
+                api_key_env: Some(var.to_owned()),
+                headers: BTreeMap::new(),
+                models: Vec::new(),
+                capabilities: BTreeMap::new(),
+                request_timeout_secs: 120,
+                idle_timeout_secs: 90,
+            };
+            (name, pc, var)
+        })
+        .collect()
+}
+
+/// The default model of an auto-detected provider.
+fn detected_default_model(name: &str, pc: &hearth_config::ProviderConfig) -> Option<&'static str> {
+    DETECTED
+        .iter()
+        .find(|d| d.0 == name && pc.api_key_env.as_deref() == Some(d.2))
+        .map(|d| d.4)
+}
+
+fn api_key(
+    name: &str,
+    pc: &hearth_config::ProviderConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<Option<String>, RuntimeError> {
+    match &pc.api_key_env {
+        Some(var) => env.get(var).cloned().map(Some).ok_or_else(|| {
+            RuntimeError::InvalidInput(format!(
+                "provider {name}: environment variable {var} (api_key_env) is not set"
+            ))
+        }),
+        None => Ok(None),
+    }
+}
+
+fn entry(
+    provider: Arc<dyn Provider>,
+    kind: &'static str,
+    pc: &hearth_config::ProviderConfig,
+) -> CatalogEntry {
+    CatalogEntry {
+        provider,
+        kind,
+        models: pc.models.clone(),
+        capabilities: pc.capabilities.clone(),
+    }
+}
+
 /// The provider used when none is configured and no key is found.
 const ECHO: &str = "echo";
 
@@ -45,33 +133,21 @@ impl Catalog {
         let mut providers = BTreeMap::new();
         let mut origin = String::from("configured in hearth.toml");
         let mut configured = config.llm.providers.clone();
-        if configured.is_empty()
-            && let Some(key) = env.get("OPENAI_API_KEY").filter(|k| !k.is_empty())
-        {
-            let _ = key;
-            configured.insert(
-                "openai".into(),
-                hearth_config::ProviderConfig {
-                    kind: ProviderType::OpenaiCompat,
-                    base_url: Some("https://api.openai.com/v1".into()),
-                    api_key_env: Some("OPENAI_API_KEY".into()),
-                    headers: BTreeMap::new(),
-                    models: Vec::new(),
-                    capabilities: BTreeMap::new(),
-                    request_timeout_secs: 120,
-                    idle_timeout_secs: 90,
-                },
-            );
-            origin = "found OPENAI_API_KEY in the environment".into();
+        if configured.is_empty() {
+            let detected = detect_providers(env);
+            if !detected.is_empty() {
+                origin = format!(
+                    "found {} in the environment",
+                    detected.iter().map(|d| d.2).collect::<Vec<_>>().join(", ")
+                );
+            }
+            for (name, pc, _) in detected {
+                configured.insert(name.to_owned(), pc);
+            }
         }
         for (name, pc) in &configured {
             let entry = match pc.kind {
-                ProviderType::Echo => CatalogEntry {
-                    provider: Arc::new(EchoProvider::new()),
-                    kind: "echo",
-                    models: pc.models.clone(),
-                    capabilities: pc.capabilities.clone(),
-                },
+                ProviderType::Echo => entry(Arc::new(EchoProvider::new()), "echo", pc),
                 ProviderType::OpenaiCompat => {
                     let base_url = pc.base_url.clone().ok_or_else(|| {
                         RuntimeError::InvalidInput(format!(
@@ -79,30 +155,43 @@ impl Catalog {
                              (e.g. http://127.0.0.1:11434/v1)"
                         ))
                     })?;
-                    let api_key = match &pc.api_key_env {
-                        Some(var) => Some(env.get(var).cloned().ok_or_else(|| {
-                            RuntimeError::InvalidInput(format!(
-                                "provider {name}: environment variable {var} (api_key_env) is not set"
-                            ))
-                        })?),
-                        None => None,
-                    };
                     let cfg = OpenAiCompatConfig {
                         name: name.clone(),
                         base_url,
-                        api_key,
+                        api_key: api_key(name, pc, env)?,
                         headers: pc.headers.clone().into_iter().collect(),
                         request_timeout: Duration::from_secs(pc.request_timeout_secs),
                         idle_timeout: Duration::from_secs(pc.idle_timeout_secs),
                     };
                     let p = OpenAiCompatProvider::new(cfg, client.clone())
                         .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
-                    CatalogEntry {
-                        provider: Arc::new(p),
-                        kind: "openai_compat",
-                        models: pc.models.clone(),
-                        capabilities: pc.capabilities.clone(),
-                    }
+                    entry(Arc::new(p), "openai_compat", pc)
+                }
+                ProviderType::Anthropic => {
+                    let mut cfg =
+                        AnthropicConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
+                    cfg.api_key = api_key(name, pc, env)?;
+                    cfg.headers = pc.headers.clone().into_iter().collect();
+                    cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
+                    cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
+                    let p = AnthropicProvider::new(cfg, client.clone())
+                        .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
+                    entry(Arc::new(p), "anthropic", pc)
+                }
+                ProviderType::Gemini => {
+                    let mut cfg = GeminiConfig::new(
+                        name.clone(),
+                        pc.base_url
+                            .clone()
+                            .unwrap_or_else(|| GEMINI_BASE_URL.to_owned()),
+                    );
+                    cfg.api_key = api_key(name, pc, env)?;
+                    cfg.headers = pc.headers.clone().into_iter().collect();
+                    cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
+                    cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
+                    let p = GeminiProvider::new(cfg, client.clone())
+                        .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
+                    entry(Arc::new(p), "gemini", pc)
                 }
             };
             providers.insert(name.clone(), entry);
@@ -125,14 +214,10 @@ impl Catalog {
                         provider: name.clone(),
                         model: m.clone(),
                     },
-                    None if name == "openai"
-                        && pc.api_key_env.as_deref() == Some("OPENAI_API_KEY") =>
-                    {
-                        ModelRef {
-                            provider: name.clone(),
-                            model: "gpt-4.1-mini".into(),
-                        }
-                    }
+                    None if let Some(m) = detected_default_model(name, pc) => ModelRef {
+                        provider: name.clone(),
+                        model: m.to_owned(),
+                    },
                     None => {
                         return Err(RuntimeError::UnknownModel(format!(
                             "provider {name} lists no models: set llm.default_model = \"{name}/<model>\""
@@ -232,9 +317,21 @@ mod tests {
     }
 
     #[test]
-    fn detects_openai_key() {
+    fn detects_provider_keys() {
         let c = catalog("", &[("OPENAI_API_KEY", "sk-test")]).unwrap();
-        assert_eq!(c.default_model().provider, "openai");
+        assert_eq!(c.default_model().to_string(), "openai/gpt-4.1-mini");
+        assert!(c.origin.contains("OPENAI_API_KEY"));
+        let c = catalog("", &[("GEMINI_API_KEY", "g"), ("ANTHROPIC_API_KEY", "a")]).unwrap();
+        assert_eq!(c.default_model().to_string(), "anthropic/claude-sonnet-4-5");
+        assert!(c.resolve("gemini/gemini-2.5-pro").is_ok());
+        assert_eq!(c.providers()["gemini"].kind, "gemini");
+        // A configured provider turns detection off.
+        let c = catalog(
+            "[llm.providers.x]\ntype = \"echo\"\nmodels = [\"e\"]\n",
+            &[("ANTHROPIC_API_KEY", "a")],
+        )
+        .unwrap();
+        assert!(!c.providers().contains_key("anthropic"));
     }
 
     #[test]

@@ -9,3 +9,4 @@ mod bad_input;
 mod cli;
 mod durability;
 mod ordering;
+mod providers;

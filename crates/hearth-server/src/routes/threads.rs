@@ -13,15 +13,20 @@ use crate::extract::ApiJson;
 
 /// Built-in capabilities of an adapter kind; config overrides win.
 fn capabilities(kind: &str, overrides: &std::collections::BTreeMap<String, bool>) -> Capabilities {
-    let base = kind == "openai_compat";
+    // (tools, parallel_tool_calls, usage_metrics, thinking) per adapter.
+    let (tools, parallel, usage, thinking) = match kind {
+        "anthropic" | "gemini" => (true, true, true, true),
+        "openai_compat" => (true, true, true, false),
+        _ => (false, false, false, false),
+    };
     let get = |k: &str, d: bool| overrides.get(k).copied().unwrap_or(d);
     Capabilities {
-        tools: get("tools", base),
-        parallel_tool_calls: get("parallel_tool_calls", base),
+        tools: get("tools", tools),
+        parallel_tool_calls: get("parallel_tool_calls", parallel),
         streaming: get("streaming", true),
-        usage_metrics: get("usage_metrics", base),
+        usage_metrics: get("usage_metrics", usage),
         json_mode: get("json_mode", false),
-        thinking: get("thinking", false),
+        thinking: get("thinking", thinking),
     }
 }
 
