@@ -1,0 +1,2 @@
+//! Decoding benchmarks (being written).
+fn main() {}
