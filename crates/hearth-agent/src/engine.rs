@@ -32,20 +32,44 @@ pub struct RunInput {
     pub thread_key: String,
     /// The user's message.
     pub text: String,
-    /// The model that runs it.
-    pub model: ModelRef,
-    /// Its provider.
-    pub provider: Arc<dyn Provider>,
-    /// Requested reasoning.
+    /// The run's model first, then the models to fail over to, in order.
+    pub candidates: Vec<Candidate>,
+    /// Requested reasoning (clamped per candidate).
     pub thinking: ThinkingLevel,
     /// Cancels the run.
     pub cancel: CancellationToken,
-    /// Models to fail over to, in order, after the run's model gives up.
-    pub fallbacks: Vec<(ModelRef, Arc<dyn Provider>)>,
     /// Messages steered into the run (`(id, text)`, already stored); read
     /// before each model call.
     pub steer: Option<mpsc::UnboundedReceiver<(i64, String)>>,
 }
+
+/// A model the run may call, with what it can take.
+#[derive(Clone)]
+pub struct Candidate {
+    /// `<provider>/<model>`.
+    pub model: ModelRef,
+    /// Its provider.
+    pub provider: Arc<dyn Provider>,
+    /// Whether tool definitions are sent.
+    pub tools: ToolMode,
+    /// Whether the model takes a reasoning level (else `off` is sent).
+    pub thinking: bool,
+}
+
+/// Whether a model gets the tool definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolMode {
+    /// Always.
+    Send,
+    /// Never: prompt-only mode, said in the system prompt.
+    Omit,
+    /// Sent until the server rejects them for this model; then omitted.
+    TryThenOmit,
+}
+
+/// Added to the system prompt when a model gets no tools.
+const PROMPT_ONLY_NOTE: &str = "\n\nNo tools are available with this model: answer from what you \
+know, and say so when something would need checking.";
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +103,8 @@ pub struct Engine {
     limits: Limits,
     retry: RetryPolicy,
     system_prompt: String,
+    /// Models whose server rejected tool definitions (model-dependent tools).
+    no_tools: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// An early end of the loop.
@@ -137,6 +163,7 @@ impl Engine {
             limits,
             retry: RetryPolicy::default(),
             system_prompt,
+            no_tools: std::sync::Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -357,23 +384,34 @@ impl Engine {
         messages.extend_from_slice(&p.scratch);
         let mut request = ChatRequest {
             model: String::new(),
-            system: self.system_prompt.clone(),
+            system: String::new(),
             messages,
-            tools: self.tools.specs(),
-            thinking: input.thinking,
+            tools: Vec::new(),
+            thinking: ThinkingLevel::Off,
         };
-        let candidates = std::iter::once((&input.model, &input.provider))
-            .chain(input.fallbacks.iter().map(|(m, pr)| (m, pr)));
         let mut last = None;
-        for (model, provider) in candidates {
+        for c in &input.candidates {
+            let model = &c.model;
             request.model.clone_from(&model.model);
+            request.thinking = if c.thinking {
+                input.thinking
+            } else {
+                ThinkingLevel::Off
+            };
+            let mut with_tools = match c.tools {
+                ToolMode::Send => true,
+                ToolMode::Omit => false,
+                ToolMode::TryThenOmit => !self.rejected_tools(model),
+            };
             let mut attempt = 0;
             let mut waited = Duration::ZERO;
             loop {
+                self.shape_request(&mut request, with_tools);
                 attempt += 1;
                 let started = now_ms();
-                let (outcome, emitted) =
-                    self.attempt(model, provider.as_ref(), &request, sink).await;
+                let (outcome, emitted) = self
+                    .attempt(model, c.provider.as_ref(), &request, sink)
+                    .await;
                 let err = match outcome {
                     Ok(turn) => return Ok((turn, model.clone())),
                     Err(e) => e,
@@ -383,6 +421,12 @@ impl Engine {
                 if emitted {
                     // Text already went out to followers; a retry would repeat it.
                     return Err(llm_failure(&err));
+                }
+                if with_tools && c.tools == ToolMode::TryThenOmit && rejects_tools(&err) {
+                    // This model takes no tools: remember it and go prompt-only.
+                    self.remember_rejected_tools(model);
+                    with_tools = false;
+                    continue;
                 }
                 if err.is_retryable()
                     && let Some(delay) =
@@ -408,11 +452,38 @@ impl Engine {
         match last {
             Some(err) => Err(llm_failure(&err)),
             None => Err(llm_failure(&LlmError::new(
-                input.model.provider.clone(),
+                "hearth",
                 ErrorKind::InvalidRequest,
                 "no model to call",
             ))),
         }
+    }
+
+    /// Tools and the system prompt for a call with or without tools.
+    fn shape_request(&self, request: &mut ChatRequest, with_tools: bool) {
+        request.system.clear();
+        request.system.push_str(&self.system_prompt);
+        if with_tools {
+            request.tools = self.tools.specs();
+        } else {
+            request.tools.clear();
+            request.system.push_str(PROMPT_ONLY_NOTE);
+        }
+    }
+
+    fn rejected_tools(&self, model: &ModelRef) -> bool {
+        self.no_tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&model.to_string())
+    }
+
+    fn remember_rejected_tools(&self, model: &ModelRef) {
+        tracing::info!(model = %model, "model rejected tool definitions; using it prompt-only");
+        self.no_tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(model.to_string());
     }
 
     /// One streamed call; also says whether any delta reached followers.
@@ -547,6 +618,18 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// A request error that says the model does not take tools (servers word it
+/// differently; all name tools or functions).
+fn rejects_tools(err: &LlmError) -> bool {
+    let m = err.message.to_ascii_lowercase();
+    err.kind == ErrorKind::InvalidRequest
+        && (m.contains("tool") || m.contains("function"))
+        && (m.contains("support")
+            || m.contains("not allowed")
+            || m.contains("unknown")
+            || m.contains("invalid"))
 }
 
 /// Appends a tool result to the trailing tool message, starting one if needed.

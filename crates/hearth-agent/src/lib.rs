@@ -13,6 +13,6 @@ pub mod engine;
 pub mod limits;
 pub mod retry;
 
-pub use engine::{Engine, EventSink, Outcome, RunInput, RunResult};
+pub use engine::{Candidate, Engine, EventSink, Outcome, RunInput, RunResult, ToolMode};
 pub use limits::Limits;
 pub use retry::RetryPolicy;

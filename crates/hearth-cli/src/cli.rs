@@ -105,6 +105,18 @@ pub enum Command {
     },
     /// Is the server up and ready?
     Health,
+    /// Model calls, tokens and estimated cost.
+    Usage {
+        /// From: an age such as 7d, 24h, 30m, `today`, or an RFC 3339 time.
+        #[arg(long, default_value = "7d")]
+        since: String,
+        /// Until (exclusive), same forms.
+        #[arg(long)]
+        until: Option<String>,
+        /// Group by provider, model or day.
+        #[arg(long = "by", default_value = "provider")]
+        by: String,
+    },
     /// API tokens (works on the local home, server running or not).
     Token {
         #[command(subcommand)]
@@ -139,6 +151,12 @@ pub enum ModelCommand {
     List,
     /// The thread's model.
     Get {
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+    /// The thread's model, its capabilities, and today's tokens and cost.
+    Status {
         /// The thread.
         #[arg(long, default_value = "cli:local")]
         thread: String,

@@ -253,6 +253,65 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
                 print_field(&v, "model", g.json);
                 Ok(())
             }
+            ModelCommand::Status { thread } => {
+                let rt = api
+                    .get(&format!("/v1/threads/{}/runtime", enc(&thread)))
+                    .await?;
+                let models = api.get("/v1/models").await?;
+                let usage = api.get("/v1/usage?group_by=model&since=today").await?;
+                let model = rt["model"].as_str().unwrap_or_default().to_owned();
+                let caps = models["models"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|m| m["id"] == model.as_str())
+                    .map(|m| m["capabilities"].clone())
+                    .unwrap_or(Value::Null);
+                let today = usage["rows"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|r| r["key"] == model.as_str())
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                if g.json {
+                    print_json(
+                        &json!({ "thread_key": thread, "model": model, "thinking": rt["thinking"],
+                                        "capabilities": caps, "today": today }),
+                    );
+                    return Ok(());
+                }
+                println!("thread        {thread}");
+                println!("model         {model}");
+                println!("thinking      {}", rt["thinking"].as_str().unwrap_or("off"));
+                let on: Vec<&str> = caps
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, v)| v.as_bool() == Some(true))
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+                println!(
+                    "capabilities  {}",
+                    if on.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        on.join(", ")
+                    }
+                );
+                if today.is_null() {
+                    println!("today         no calls");
+                } else {
+                    println!(
+                        "today         {} calls, {} in / {} out tokens, cost {}",
+                        today["calls"],
+                        today["input_tokens"],
+                        today["output_tokens"],
+                        cost_text(&today)
+                    );
+                }
+                Ok(())
+            }
             ModelCommand::Set { model, thread } => {
                 let v = api
                     .put(
@@ -324,7 +383,48 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
                 Err(anyhow::anyhow!("hearth is not ready: {r}").into())
             }
         }
+        Command::Usage { since, until, by } => {
+            let mut path = format!("/v1/usage?group_by={}&since={}", enc(&by), enc(&since));
+            if let Some(u) = until {
+                path.push_str(&format!("&until={}", enc(&u)));
+            }
+            let v = api.get(&path).await?;
+            if g.json {
+                print_json(&v);
+                return Ok(());
+            }
+            let rows = v["rows"].as_array().cloned().unwrap_or_default();
+            if rows.is_empty() {
+                println!("no model calls since {since}");
+                return Ok(());
+            }
+            println!(
+                "{:<36} {:>7} {:>12} {:>12} {:>12} {:>10}",
+                by, "calls", "input", "output", "cached", "cost"
+            );
+            for r in rows {
+                println!(
+                    "{:<36} {:>7} {:>12} {:>12} {:>12} {:>10}",
+                    r["key"].as_str().unwrap_or_default(),
+                    r["calls"],
+                    r["input_tokens"],
+                    r["output_tokens"],
+                    r["cached_tokens"],
+                    cost_text(&r)
+                );
+            }
+            Ok(())
+        }
         Command::Serve { .. } | Command::Token { .. } => Ok(()),
+    }
+}
+
+/// A usage row's cost for people: dollars, or why there is none.
+fn cost_text(row: &Value) -> String {
+    match row["cost_usd"].as_f64() {
+        Some(c) => format!("${c:.4}"),
+        None if row["calls"] == row["untracked_calls"] => "not tracked".to_owned(),
+        None => "not priced".to_owned(),
     }
 }
 

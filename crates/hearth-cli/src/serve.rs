@@ -150,7 +150,11 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         max_backoff: Duration::from_millis(retry.max_backoff_ms),
         max_total_wait: Duration::from_secs(retry.max_total_wait_secs),
     });
-    let runtime = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let options = RuntimeOptions {
+        daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
+        ..RuntimeOptions::default()
+    };
+    let runtime = Runtime::new(store.clone(), catalog, engine, options);
 
     let metrics = install_metrics();
     let state = AppState {

@@ -69,6 +69,8 @@ pub enum ProviderType {
     OpenaiCompat,
     /// Anthropic's Messages API.
     Anthropic,
+    /// OpenAI's Responses API.
+    Openai,
     /// Google's Gemini API (generateContent).
     Gemini,
     /// The deterministic offline echo provider.
@@ -95,9 +97,14 @@ pub struct ProviderConfig {
     /// Models offered; empty accepts any model name.
     #[serde(default)]
     pub models: Vec<String>,
-    /// Capability overrides (`tools`, `parallel_tool_calls`, `streaming`, ...).
+    /// Capability overrides for every model of the provider (`tools`,
+    /// `parallel_tool_calls`, `streaming`, `usage_metrics`, `json_mode`, `thinking`).
     #[serde(default)]
     pub capabilities: BTreeMap<String, bool>,
+    /// Capability overrides for single models, e.g.
+    /// `model_capabilities."llama3.2" = { tools = false }`.
+    #[serde(default)]
+    pub model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
     /// Seconds to wait for response headers.
     #[serde(default = "default_request_timeout")]
     pub request_timeout_secs: u64,
@@ -126,6 +133,30 @@ pub struct LlmConfig {
     pub fallback: Vec<String>,
     /// Retries of a failing model call before failing over.
     pub retry: RetryConfig,
+    /// Price overrides and additions, by `<model>` or `<provider>/<model>`.
+    pub prices: BTreeMap<String, PriceConfig>,
+    /// A warning is logged (once per UTC day) when the day's estimated spend
+    /// reaches this many US dollars.
+    pub daily_spend_alert_usd: Option<f64>,
+}
+
+/// `[llm.prices."<model>"]`: USD per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    /// Uncached prompt tokens.
+    pub input: f64,
+    /// Completion tokens.
+    pub output: f64,
+    /// Cached prompt tokens; the input price when absent.
+    #[serde(default)]
+    pub cached: Option<f64>,
+    /// Prompt tokens written to a cache; the input price when absent.
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+    /// Reasoning tokens are reported apart from output and billed as output.
+    #[serde(default)]
+    pub reasoning_apart: bool,
 }
 
 /// `[llm.retry]`: capped exponential backoff with jitter.

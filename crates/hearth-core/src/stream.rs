@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Token counts of one model call; `None` where the provider did not report them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens, cached ones included (adapters normalise to this).
     pub input_tokens: Option<u64>,
     /// Completion tokens.
     pub output_tokens: Option<u64>,

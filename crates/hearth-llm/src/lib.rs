@@ -10,7 +10,9 @@ pub mod anthropic;
 pub mod echo;
 pub mod error;
 pub mod gemini;
+pub mod openai;
 pub mod openai_compat;
+pub mod prices;
 pub mod sse;
 
 use std::pin::Pin;

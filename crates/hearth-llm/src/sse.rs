@@ -3,13 +3,18 @@
 //! Owned rather than borrowed from a crate because it sits on the hot path of
 //! every streamed answer: it copies each line at most once (into the event's
 //! `data`), allocates nothing per event beyond that data (and `event`/`id`
-//! when the server sends them), and bounds the memory a hostile server can
-//! make it hold.
+//! when the server sends them), nothing at all once warm when the caller hands
+//! events back with `recycle`, and bounds the memory a hostile server can make
+//! it hold.
 
 use std::str;
 
 /// The default bound on one line and on one event's accumulated data: 16 MiB.
 pub const DEFAULT_MAX_SIZE: usize = 16 * 1024 * 1024;
+
+/// Largest buffer `recycle` keeps for reuse, so one huge event does not pin
+/// its memory for the rest of the stream.
+const RECYCLE_MAX: usize = 64 * 1024;
 
 /// The UTF-8 byte order mark, which the SSE spec says to skip once at the start.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -64,6 +69,9 @@ pub struct SseDecoder {
     has_data: bool,
     event: Option<String>,
     id: Option<String>,
+    /// Buffers handed back by `recycle`, reused for the next `event`/`id`.
+    spare_event: String,
+    spare_id: String,
 }
 
 impl Default for SseDecoder {
@@ -92,6 +100,8 @@ impl SseDecoder {
             has_data: false,
             event: None,
             id: None,
+            spare_event: String::new(),
+            spare_id: String::new(),
         }
     }
 
@@ -209,10 +219,35 @@ impl SseDecoder {
                     self.data.push_str(value);
                     self.has_data = true;
                 }
-                "event" => self.event = Some(value.to_owned()),
+                "event" => self.event = Some(reuse(&mut self.spare_event, value)),
                 // The spec ignores ids holding NUL.
-                "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
+                "id" if !value.contains('\0') => {
+                    self.id = Some(reuse(&mut self.spare_id, value));
+                }
                 _ => {}
+            }
+        }
+    }
+
+    /// Hands a dispatched event's buffers back for the next events to reuse.
+    /// Optional: a caller that recycles every event makes decoding allocate
+    /// nothing per event once the buffers have grown to the stream's events.
+    pub fn recycle(&mut self, event: SseEvent) {
+        // Capacity 0 means no data has been collected since the dispatch.
+        if self.data.capacity() == 0 && event.data.capacity() <= RECYCLE_MAX {
+            let mut data = event.data;
+            data.clear();
+            self.data = data;
+        }
+        for (spare, old) in [
+            (&mut self.spare_event, event.event),
+            (&mut self.spare_id, event.id),
+        ] {
+            if let Some(old) = old
+                && old.capacity() > spare.capacity()
+                && old.capacity() <= RECYCLE_MAX
+            {
+                *spare = old;
             }
         }
     }
@@ -238,6 +273,14 @@ impl SseDecoder {
         self.event = None;
         self.id = None;
     }
+}
+
+/// `value` in `spare`'s buffer (taken), allocating only when it is too small.
+fn reuse(spare: &mut String, value: &str) -> String {
+    let mut s = std::mem::take(spare);
+    s.clear();
+    s.push_str(value);
+    s
 }
 
 /// Position of the first `\r` or `\n`, eight bytes at a time.
@@ -401,6 +444,31 @@ mod tests {
         dec.push(b"data: 12345\ndata: 67890\ndata: abcde\n\n");
         assert_eq!(dec.next_event(), Err(SseError::TooLarge { limit: 12 }));
         assert_eq!(dec.next_event().unwrap(), None);
+    }
+
+    #[test]
+    fn recycled_buffers_are_reused_and_events_unchanged() {
+        let mut dec = SseDecoder::new();
+        let mut plain = SseDecoder::new();
+        dec.push(SAMPLE.as_bytes());
+        plain.push(SAMPLE.as_bytes());
+        let mut got = Vec::new();
+        while let Some(ev) = dec.next_event().unwrap() {
+            got.push(ev.clone());
+            dec.recycle(ev);
+        }
+        assert_eq!(got, sample_events());
+        assert_eq!(got, decode_all(&mut plain));
+        dec.push(b"event: e\nid: 1\ndata: abc\n\n");
+        let ev = dec.next_event().unwrap().unwrap();
+        let (data, event) = (ev.data.as_ptr(), ev.event.as_ref().unwrap().as_ptr());
+        dec.recycle(ev);
+        dec.push(b"event: f\nid: 2\ndata: xyz\n\n");
+        let ev = dec.next_event().unwrap().unwrap();
+        assert_eq!((ev.data.as_str(), ev.event.as_deref()), ("xyz", Some("f")));
+        assert_eq!(ev.id.as_deref(), Some("2"));
+        assert_eq!(ev.data.as_ptr(), data);
+        assert_eq!(ev.event.as_ref().unwrap().as_ptr(), event);
     }
 
     #[test]

@@ -371,13 +371,14 @@ async fn cache_usage_fields_are_mapped() {
         })
         .collect();
     // message_start reports the input side, message_delta the output count.
+    // input_tokens is every prompt token: 1200 uncached + 1024 read + 150 written.
     assert_eq!(usages.len(), 2, "{evs:?}");
-    assert_eq!(usages[0].input_tokens, Some(1200));
+    assert_eq!(usages[0].input_tokens, Some(2374));
     assert_eq!(usages[1].output_tokens, Some(40));
     assert_eq!(
         accumulate(&evs).usage,
         Usage {
-            input_tokens: Some(1200),
+            input_tokens: Some(2374),
             output_tokens: Some(40),
             cached_tokens: Some(1024),
             reasoning_tokens: None,

@@ -8,6 +8,8 @@ use hearth_config::{Config, ProviderType};
 use hearth_core::ModelRef;
 use hearth_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use hearth_llm::gemini::{DEFAULT_BASE_URL as GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
+use hearth_llm::openai::{OpenAiConfig, OpenAiProvider};
+use hearth_llm::prices::{Price, PriceTable};
 use hearth_llm::{EchoProvider, OpenAiCompatConfig, OpenAiCompatProvider, Provider};
 
 use crate::error::RuntimeError;
@@ -20,12 +22,45 @@ pub struct CatalogEntry {
     pub kind: &'static str,
     /// Models offered; empty accepts any name.
     pub models: Vec<String>,
-    /// Capability overrides from config.
+    /// Capability overrides from config, for every model.
     pub capabilities: BTreeMap<String, bool>,
+    /// Capability overrides from config, per model.
+    pub model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
+}
+
+/// Whether a model takes tool definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolSupport {
+    /// Always.
+    Yes,
+    /// Never: prompt-only mode.
+    No,
+    /// Depends on the model behind a compatible server: tried, and dropped
+    /// for that model when the server rejects them.
+    ModelDependent,
+}
+
+/// What a model can do, as the engine and `/v1/models` see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Tool calling.
+    pub tools: ToolSupport,
+    /// Several tool calls in one answer.
+    pub parallel_tool_calls: bool,
+    /// Streamed answers.
+    pub streaming: bool,
+    /// Reports token usage.
+    pub usage_metrics: bool,
+    /// JSON output mode.
+    pub json_mode: bool,
+    /// Reasoning control.
+    pub thinking: bool,
 }
 
 /// Providers by name, and the default model.
 pub struct Catalog {
+    /// Prices for cost estimates.
+    pub prices: PriceTable,
     providers: BTreeMap<String, CatalogEntry>,
     default: ModelRef,
     fallback: Vec<String>,
@@ -46,9 +81,9 @@ const DETECTED: [(&str, ProviderType, &str, Option<&str>, &str); 3] = [
     ),
     (
         "openai",
-        ProviderType::OpenaiCompat,
+        ProviderType::Openai,
         "OPENAI_API_KEY",
-        Some("https://api.openai.com/v1"),
+        None,
         "gpt-4.1-mini",
     ),
     (
@@ -75,6 +110,7 @@ fn detect_providers(
                 headers: BTreeMap::new(),
                 models: Vec::new(),
                 capabilities: BTreeMap::new(),
+                model_capabilities: BTreeMap::new(),
                 request_timeout_secs: 120,
                 idle_timeout_secs: 90,
             };
@@ -116,8 +152,37 @@ fn entry(
         kind,
         models: pc.models.clone(),
         capabilities: pc.capabilities.clone(),
+        model_capabilities: pc.model_capabilities.clone(),
     }
 }
+
+/// Built-in capabilities of each adapter.
+fn adapter_defaults(kind: &str) -> Capabilities {
+    let (tools, parallel, usage, thinking) = match kind {
+        "anthropic" | "gemini" | "openai" => (ToolSupport::Yes, true, true, true),
+        // Behind a compatible server, tool support depends on the model.
+        "openai_compat" => (ToolSupport::ModelDependent, true, true, true),
+        _ => (ToolSupport::No, false, false, false),
+    };
+    Capabilities {
+        tools,
+        parallel_tool_calls: parallel,
+        streaming: true,
+        usage_metrics: usage,
+        json_mode: false,
+        thinking,
+    }
+}
+
+/// Capability keys config may set.
+pub const CAPABILITY_KEYS: [&str; 6] = [
+    "tools",
+    "parallel_tool_calls",
+    "streaming",
+    "usage_metrics",
+    "json_mode",
+    "thinking",
+];
 
 /// The provider used when none is configured and no key is found.
 const ECHO: &str = "echo";
@@ -146,6 +211,18 @@ impl Catalog {
             }
         }
         for (name, pc) in &configured {
+            let keys = pc
+                .capabilities
+                .keys()
+                .chain(pc.model_capabilities.values().flat_map(|m| m.keys()));
+            for k in keys {
+                if !CAPABILITY_KEYS.contains(&k.as_str()) {
+                    return Err(RuntimeError::InvalidInput(format!(
+                        "provider {name}: unknown capability {k:?}; known: {}",
+                        CAPABILITY_KEYS.join(", ")
+                    )));
+                }
+            }
             let entry = match pc.kind {
                 ProviderType::Echo => entry(Arc::new(EchoProvider::new()), "echo", pc),
                 ProviderType::OpenaiCompat => {
@@ -178,6 +255,17 @@ impl Catalog {
                         .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
                     entry(Arc::new(p), "anthropic", pc)
                 }
+                ProviderType::Openai => {
+                    let mut cfg =
+                        OpenAiConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
+                    cfg.api_key = api_key(name, pc, env)?;
+                    cfg.headers = pc.headers.clone().into_iter().collect();
+                    cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
+                    cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
+                    let p = OpenAiProvider::new(cfg, client.clone())
+                        .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
+                    entry(Arc::new(p), "openai", pc)
+                }
                 ProviderType::Gemini => {
                     let mut cfg = GeminiConfig::new(
                         name.clone(),
@@ -204,6 +292,7 @@ impl Catalog {
                 kind: "echo",
                 models: vec![ECHO.into()],
                 capabilities: BTreeMap::new(),
+                model_capabilities: BTreeMap::new(),
             });
         let default = match &config.llm.default_model {
             Some(s) => ModelRef::parse(s)
@@ -233,7 +322,23 @@ impl Catalog {
                 }
             },
         };
+        let prices = config
+            .llm
+            .prices
+            .iter()
+            .map(|(k, v)| {
+                let price = Price {
+                    input: v.input,
+                    output: v.output,
+                    cached: v.cached,
+                    cache_write: v.cache_write,
+                    reasoning_apart: v.reasoning_apart,
+                };
+                (k.clone(), price)
+            })
+            .collect();
         let catalog = Self {
+            prices: PriceTable::new(prices),
             providers,
             default,
             fallback: config.llm.fallback.clone(),
@@ -263,6 +368,36 @@ impl Catalog {
             .filter_map(|f| self.resolve(f).ok())
             .filter(|(m, _)| m != primary)
             .collect()
+    }
+
+    /// The capabilities of a model: the adapter's defaults, then the
+    /// provider's overrides, then the model's.
+    pub fn capabilities(&self, model: &ModelRef) -> Capabilities {
+        let Some(entry) = self.providers.get(&model.provider) else {
+            return adapter_defaults("echo");
+        };
+        let mut caps = adapter_defaults(entry.kind);
+        let per_model = entry.model_capabilities.get(&model.model);
+        for overrides in std::iter::once(&entry.capabilities).chain(per_model) {
+            for (k, v) in overrides {
+                match k.as_str() {
+                    "tools" => {
+                        caps.tools = if *v {
+                            ToolSupport::Yes
+                        } else {
+                            ToolSupport::No
+                        }
+                    }
+                    "parallel_tool_calls" => caps.parallel_tool_calls = *v,
+                    "streaming" => caps.streaming = *v,
+                    "usage_metrics" => caps.usage_metrics = *v,
+                    "json_mode" => caps.json_mode = *v,
+                    "thinking" => caps.thinking = *v,
+                    _ => {}
+                }
+            }
+        }
+        caps
     }
 
     /// Providers by name.
@@ -321,6 +456,11 @@ mod tests {
         let c = catalog("", &[("OPENAI_API_KEY", "sk-test")]).unwrap();
         assert_eq!(c.default_model().to_string(), "openai/gpt-4.1-mini");
         assert!(c.origin.contains("OPENAI_API_KEY"));
+        assert_eq!(
+            c.providers()["openai"].kind,
+            "openai",
+            "the native Responses adapter"
+        );
         let c = catalog("", &[("GEMINI_API_KEY", "g"), ("ANTHROPIC_API_KEY", "a")]).unwrap();
         assert_eq!(c.default_model().to_string(), "anthropic/claude-sonnet-4-5");
         assert!(c.resolve("gemini/gemini-2.5-pro").is_ok());

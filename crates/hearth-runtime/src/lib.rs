@@ -12,9 +12,11 @@ pub mod envelope;
 pub mod error;
 pub mod runtime;
 mod scheduler;
+pub mod usage;
 
 pub use bus::{EventBus, RunLog};
-pub use catalog::{Catalog, CatalogEntry};
+pub use catalog::{Capabilities, Catalog, CatalogEntry, ToolSupport};
 pub use envelope::envelope;
 pub use error::{Result, RuntimeError};
 pub use runtime::{Runtime, RuntimeOptions, ThreadRuntime, WaitOutcome};
+pub use usage::UsageReport;

@@ -4,20 +4,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use hearth_agent::{Engine, EventSink, Outcome, RunInput};
+use hearth_agent::{Candidate, Engine, EventSink, Outcome, RunInput, ToolMode};
 use hearth_core::{
-    DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus, ThinkingLevel, now_ms,
+    DeliveryMode, Inbound, ModelRef, RunEnvelope, RunEventKind, RunStatus, ThinkingLevel, now_ms,
 };
-use hearth_store::{CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, StepRecord, Store};
+use hearth_store::{
+    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, StepRecord, Store, UsageQuery,
+};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::bus::{EventBus, RunLog};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, ToolSupport};
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::scheduler::{CancelFound, Enqueued, Scheduler};
+use crate::usage::{self, SpendAlert, UsageReport};
 
 /// Longest accepted thread key, user key, source or idempotency key.
 const MAX_KEY_LEN: usize = 256;
@@ -31,6 +34,8 @@ pub struct RuntimeOptions {
     pub lease: Duration,
     /// How often leases are renewed and expired ones swept.
     pub sweep_every: Duration,
+    /// Log a warning once per UTC day when the day's estimated spend reaches this (USD).
+    pub daily_spend_alert_usd: Option<f64>,
 }
 
 impl Default for RuntimeOptions {
@@ -39,6 +44,7 @@ impl Default for RuntimeOptions {
             owner: format!("proc_{}", uuid::Uuid::now_v7().simple()),
             lease: Duration::from_secs(60),
             sweep_every: Duration::from_secs(20),
+            daily_spend_alert_usd: None,
         }
     }
 }
@@ -76,6 +82,7 @@ struct Inner {
     options: RuntimeOptions,
     shutting_down: AtomicBool,
     in_flight: watch::Sender<usize>,
+    spend_alert: SpendAlert,
 }
 
 /// The runtime. Cheap to clone.
@@ -119,6 +126,7 @@ impl Runtime {
                 options,
                 shutting_down: AtomicBool::new(false),
                 in_flight: watch::Sender::new(0),
+                spend_alert: SpendAlert::default(),
             }),
         }
     }
@@ -334,15 +342,17 @@ impl Runtime {
         inner.in_flight.send_modify(|n| *n += 1);
         metrics::gauge!("hearth_runs_in_flight").increment(1.0);
         let fallbacks = inner.catalog.fallbacks_for(&model);
+        let candidates = std::iter::once((model, provider))
+            .chain(fallbacks)
+            .map(|(m, p)| candidate(&inner.catalog, m, p))
+            .collect();
         let input = RunInput {
             run_id: run.run_id.clone(),
             thread_key: run.thread_key.clone(),
             text: run.input.clone(),
-            model,
-            provider,
+            candidates,
             thinking,
             cancel,
-            fallbacks,
             steer: Some(steer),
         };
         let result = inner.engine.run(input, &LogSink(&log)).await;
@@ -458,6 +468,7 @@ impl Runtime {
         log.push(kind, data, Some(status));
         self.inner.bus.finished(&run.run_id);
         metrics::counter!("hearth_runs_total", "status" => status.as_str()).increment(1);
+        self.check_spend().await;
         let secs = (now_ms() - run.created_at).max(0) as f64 / 1000.0;
         metrics::histogram!("hearth_run_duration_seconds").record(secs);
     }
@@ -486,6 +497,43 @@ impl Runtime {
                     warn!(run_id = %new.run_id, "a follow-up run could not be queued now; recovery will");
                 }
             }
+        }
+    }
+
+    /// Model calls grouped, with estimated cost.
+    pub async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageReport>> {
+        let rows = self.inner.store.usage(query).await?;
+        Ok(rows
+            .iter()
+            .map(|r| usage::report(r, &self.inner.catalog.prices))
+            .collect())
+    }
+
+    /// Warns once per UTC day when today's estimated spend crosses the
+    /// configured threshold (checked at most every 30 s).
+    async fn check_spend(&self) {
+        let Some(threshold) = self.inner.options.daily_spend_alert_usd else {
+            return;
+        };
+        if !self.inner.spend_alert.due() {
+            return;
+        }
+        let now = now_ms();
+        let Ok(today) = self.usage(&usage::today(now)).await else {
+            return;
+        };
+        let spent: f64 = today.iter().filter_map(|r| r.cost_usd).sum();
+        if self
+            .inner
+            .spend_alert
+            .crossed(now / 86_400_000, spent, threshold)
+        {
+            metrics::counter!("hearth_spend_alerts_total").increment(1);
+            warn!(
+                spent_usd = spent,
+                threshold_usd = threshold,
+                "daily spend threshold crossed (estimated from list prices)"
+            );
         }
     }
 
@@ -585,12 +633,22 @@ impl Runtime {
     pub async fn thread_runtime(&self, thread_key: &str) -> Result<ThreadRuntime> {
         check_key("thread_key", thread_key)?;
         let st = self.inner.store.thread_state(thread_key).await?;
+        let model = st
+            .model
+            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
+        // The effective level: a model without reasoning control runs `off`
+        // (the requested level is kept for when the thread switches back).
+        let thinks = ModelRef::parse(&model)
+            .map(|m| self.inner.catalog.capabilities(&m).thinking)
+            .unwrap_or(false);
         Ok(ThreadRuntime {
             thread_key: thread_key.to_owned(),
-            model: st
-                .model
-                .unwrap_or_else(|| self.inner.catalog.default_model().to_string()),
-            thinking: st.thinking,
+            model,
+            thinking: if thinks {
+                st.thinking
+            } else {
+                "off".to_owned()
+            },
             incognito: st.incognito,
             message_count: st.message_count,
         })
@@ -644,6 +702,26 @@ impl Runtime {
     /// True once `shutdown` began.
     pub fn is_shutting_down(&self) -> bool {
         self.inner.shutting_down.load(Ordering::Relaxed)
+    }
+}
+
+/// A model the engine may call, with the tool mode and thinking support its
+/// capabilities give it.
+fn candidate(
+    catalog: &Catalog,
+    model: ModelRef,
+    provider: Arc<dyn hearth_llm::Provider>,
+) -> Candidate {
+    let caps = catalog.capabilities(&model);
+    Candidate {
+        tools: match caps.tools {
+            ToolSupport::Yes => ToolMode::Send,
+            ToolSupport::No => ToolMode::Omit,
+            ToolSupport::ModelDependent => ToolMode::TryThenOmit,
+        },
+        thinking: caps.thinking,
+        model,
+        provider,
     }
 }
 

@@ -453,3 +453,105 @@ async fn an_unknown_fallback_is_a_configuration_error() {
         .unwrap();
     assert!(err.to_string().contains("llm.fallback"), "{err}");
 }
+
+fn tool_names(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|x| x["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn system_text(req: &Value) -> String {
+    req["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_provider_without_tools_gets_none_and_is_told_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
+    let toml = format!(
+        "[llm]\ndefault_model = \"plain/m\"\n[llm.providers.plain]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = false, thinking = false }}\n",
+        fake.base_url()
+    );
+    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
+    let catalog =
+        Catalog::from_config(&config, &Default::default(), reqwest::Client::new()).unwrap();
+    let engine = Engine::new(
+        store.clone(),
+        ToolRegistry::with_builtins(),
+        Limits::default(),
+        "be brief".into(),
+    );
+    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    rt.start().await.unwrap();
+    let th = rt
+        .set_thinking("t:plain", hearth_core::ThinkingLevel::High)
+        .await
+        .unwrap();
+    assert_eq!(
+        th.thinking, "off",
+        "clamped: this model has no reasoning control"
+    );
+    let run = rt
+        .ingest(msg("t:plain", "hi", DeliveryMode::FollowUp))
+        .await
+        .unwrap();
+    finished(&rt, &run.run_id).await;
+    let req = &fake.requests()[0];
+    assert!(tool_names(req).is_empty(), "{req}");
+    assert!(system_text(req).contains("No tools are available"), "{req}");
+    assert!(
+        req.get("reasoning_effort").is_none(),
+        "thinking clamped to off: {req}"
+    );
+}
+
+#[tokio::test]
+async fn model_dependent_tools_are_dropped_once_the_server_rejects_them() {
+    let s = setup().await;
+    s.fake.push(Reply::http_error(
+        400,
+        serde_json::json!({"error": {"message": "this model does not support tools"}}),
+    ));
+    let a =
+        s.rt.ingest(msg("t:md", "first", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    assert_eq!(
+        finished(&s.rt, &a.run_id).await.status,
+        RunStatus::Succeeded
+    );
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(tool_names(&reqs[0]).contains(&"current_time".to_owned()));
+    assert!(tool_names(&reqs[1]).is_empty(), "retried without tools");
+    assert!(system_text(&reqs[1]).contains("No tools are available"));
+    // The next run goes prompt-only from the start.
+    let b =
+        s.rt.ingest(msg("t:md", "second", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    finished(&s.rt, &b.run_id).await;
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(tool_names(&reqs[2]).is_empty());
+    // An ordinary bad request is not mistaken for a tools rejection.
+    s.fake.push(Reply::http_error(
+        400,
+        serde_json::json!({"error": {"message": "max_tokens too large"}}),
+    ));
+    let c =
+        s.rt.ingest(msg("t:md2", "x", DeliveryMode::FollowUp))
+            .await
+            .unwrap();
+    assert_eq!(finished(&s.rt, &c.run_id).await.status, RunStatus::Failed);
+}

@@ -181,6 +181,43 @@ pub struct SetIncognito {
     pub enabled: bool,
 }
 
+/// Query of `GET /v1/usage`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct UsageParams {
+    /// From: RFC 3339, `today`, or an age such as `7d`.
+    pub since: Option<String>,
+    /// Until (exclusive), same forms.
+    pub until: Option<String>,
+    /// `provider` (default), `model` or `day`.
+    pub group_by: Option<String>,
+}
+
+/// One group of `GET /v1/usage`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsageRow {
+    /// Provider, `<provider>/<model>` or `YYYY-MM-DD`.
+    pub key: String,
+    /// Model calls, failed ones included.
+    pub calls: u64,
+    /// Prompt tokens, cached included.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Cached prompt tokens.
+    pub cached_tokens: u64,
+    /// Estimated USD from list prices; null when a model is not priced.
+    pub cost_usd: Option<f64>,
+    /// Calls whose provider reported no usage.
+    pub untracked_calls: u64,
+}
+
+/// `GET /v1/usage`
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsageRows {
+    /// Groups, by key.
+    pub rows: Vec<UsageRow>,
+}
+
 /// The error body.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 
 use crate::dto;
-use crate::routes::{messages, ops, threads};
+use crate::routes::{messages, ops, threads, usage};
 
 /// The API's OpenAPI description.
 #[derive(OpenApi)]
@@ -16,14 +16,15 @@ use crate::routes::{messages, ops, threads};
         messages::post_message, messages::list_runs, messages::get_run, messages::run_events,
         messages::cancel_run, messages::run_trace,
         threads::models, threads::runtime, threads::set_model, threads::set_thinking,
-        threads::new_session, threads::set_incognito,
+        threads::new_session, threads::set_incognito, usage::usage,
     ),
     components(schemas(
         hearth_core::RunEnvelope, hearth_core::RunStatus, hearth_core::RunError,
         hearth_core::RunOutput, hearth_core::Confirmation, hearth_core::DeliveryMode,
         dto::MessageRequest, dto::Health, dto::Ready, dto::RunList, dto::Trace, dto::TraceStep,
         dto::Models, dto::ModelInfo, dto::Capabilities, dto::ThreadRuntime, dto::SetModel,
-        dto::SetThinking, dto::SetIncognito, dto::ErrorBody, dto::ErrorDetail,
+        dto::SetThinking, dto::SetIncognito, dto::ErrorBody, dto::ErrorDetail, dto::UsageRow,
+        dto::UsageRows,
     )),
     modifiers(&BearerAuth),
 )]

@@ -209,9 +209,29 @@ pub struct UsageRow {
     pub cached_tokens: u64,
     /// Calls whose provider reported no usage at all.
     pub untracked_calls: u64,
-    /// Per model in this group: (`<provider>/<model>`, input, output, cached)
-    /// token sums, so callers can price a group that mixes models.
-    pub by_model: Vec<(String, u64, u64, u64)>,
+    /// The same per model, so callers can price a group that mixes models.
+    pub by_model: Vec<ModelUsage>,
+}
+
+/// Token sums of one model within a usage group.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ModelUsage {
+    /// `<provider>/<model>`.
+    pub model: String,
+    /// Calls.
+    pub calls: u64,
+    /// Calls with no usage reported.
+    pub untracked_calls: u64,
+    /// Prompt tokens, cached included.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Cached prompt tokens.
+    pub cached_tokens: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_write_tokens: u64,
+    /// Reasoning tokens as reported.
+    pub reasoning_tokens: u64,
 }
 
 /// A message steered into a run, stored before it was acknowledged.

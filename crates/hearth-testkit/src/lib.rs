@@ -8,6 +8,7 @@
 pub mod fake_anthropic;
 pub mod fake_gemini;
 mod fake_openai;
+pub mod fake_responses;
 mod reply;
 
 pub use fake_openai::FakeOpenAi;

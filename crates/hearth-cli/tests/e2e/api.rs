@@ -354,6 +354,16 @@ async fn models_threads_openapi_and_metrics() {
         .send()
         .await
         .unwrap();
+    // The echo model has no reasoning control: the effective level is off...
+    assert_eq!(r.json::<Value>().await.unwrap()["thinking"], "off");
+    // ...and the requested level returns with a model that has one.
+    let r = h
+        .http
+        .put(h.at("/v1/threads/api:m/model"))
+        .json(&json!({ "model": "fake/fake-model" }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["thinking"], "high");
     let r = h
         .http

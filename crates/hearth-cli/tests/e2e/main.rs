@@ -10,3 +10,4 @@ mod cli;
 mod durability;
 mod ordering;
 mod providers;
+mod usage;

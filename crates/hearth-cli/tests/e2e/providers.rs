@@ -2,6 +2,7 @@
 
 use hearth_testkit::fake_anthropic::{AnthropicReply, FakeAnthropic};
 use hearth_testkit::fake_gemini::{FakeGemini, GeminiReply};
+use hearth_testkit::fake_responses::{FakeResponses, ResponsesReply};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use serde_json::json;
 
@@ -12,12 +13,15 @@ async fn a_conversation_with_tools_continues_across_providers() {
     let openai = FakeOpenAi::start().await;
     let anthropic = FakeAnthropic::start().await;
     let gemini = FakeGemini::start().await;
+    let responses = FakeResponses::start().await;
     let config = format!(
         "{}\n[llm.providers.claude]\ntype = \"anthropic\"\nbase_url = \"{}\"\napi_key_env = \"TEST_ANTHROPIC_KEY\"\nmodels = [\"claude-test\"]\n\
-         [llm.providers.gem]\ntype = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"TEST_GEMINI_KEY\"\nmodels = [\"gemini-test\"]\n",
+         [llm.providers.gem]\ntype = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"TEST_GEMINI_KEY\"\nmodels = [\"gemini-test\"]\n\
+         [llm.providers.oai]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"TEST_GEMINI_KEY\"\nmodels = [\"gpt-test\"]\n",
         fake_config(&openai.base_url()),
         anthropic.base_url(),
-        gemini.base_url()
+        gemini.base_url(),
+        responses.base_url()
     );
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start_with(
@@ -110,7 +114,31 @@ async fn a_conversation_with_tools_continues_across_providers() {
     );
     assert!(gemini.request_paths()[0].contains("gemini-test:streamGenerateContent"));
 
-    // 4. Back to the first provider: still one coherent history.
+    // 4. OpenAI's Responses API: tool calls become function_call items.
+    h.http
+        .put(h.at(&format!("/v1/threads/{thread}/model")))
+        .json(&json!({ "model": "oai/gpt-test" }))
+        .send()
+        .await
+        .unwrap();
+    responses.push(ResponsesReply::text("Noted in Responses."));
+    assert_eq!(
+        h.ask(thread, "one more").await["output"]["text"],
+        "Noted in Responses."
+    );
+    assert!(
+        responses.violations().is_empty(),
+        "{:?}",
+        responses.violations()
+    );
+    let body = responses.requests().pop().unwrap().to_string();
+    assert!(
+        body.contains("function_call_output") && body.contains("call_a"),
+        "{body}"
+    );
+    assert!(!body.contains("sig-anthropic"));
+
+    // 5. Back to the first provider: still one coherent history.
     h.http
         .put(h.at(&format!("/v1/threads/{thread}/model")))
         .json(&json!({ "model": "fake/fake-model" }))

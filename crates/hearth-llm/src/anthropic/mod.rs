@@ -306,14 +306,10 @@ impl Provider for AnthropicProvider {
             ));
         }
         let state = StreamState {
-            provider: Arc::clone(&self.name),
+            decoder: AnthropicDecoder::new(Arc::clone(&self.name)),
             body: Box::pin(resp.bytes_stream()),
-            decoder: SseDecoder::new(),
-            pending: VecDeque::new(),
-            blocks: Vec::new(),
-            next_tool: 0,
-            finish: None,
-            done: false,
+            ended: false,
+            failed: false,
             idle_timeout: self.idle_timeout,
             bytes: 0,
             started,
@@ -337,8 +333,41 @@ enum BlockKind {
 
 /// Everything one streamed answer needs between two polls.
 struct StreamState {
-    provider: Arc<str>,
+    decoder: AnthropicDecoder,
     body: ByteStream,
+    /// The end of the answer was logged; only events already decoded remain.
+    ended: bool,
+    /// The transport failed and its error was handed out: nothing follows.
+    failed: bool,
+    idle_timeout: Duration,
+    bytes: u64,
+    started: Instant,
+}
+
+impl StreamState {
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.decoder.provider, kind, message)
+    }
+
+    fn end(&mut self, outcome: &str) {
+        self.ended = true;
+        tracing::debug!(
+            provider = %self.decoder.provider,
+            bytes = self.bytes,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            outcome,
+            "stream ended"
+        );
+    }
+}
+
+/// The stream parser of this adapter, without I/O: `push` body bytes as they
+/// arrive, take events with `next_event` until it returns `Ok(None)`, and call
+/// `end_of_body` when the body ends. `AnthropicProvider::stream` runs on it;
+/// it is public so benchmarks and tests can feed it bytes directly.
+#[derive(Debug)]
+pub struct AnthropicDecoder {
+    provider: Arc<str>,
     decoder: SseDecoder,
     /// Events parsed from a chunk but not yet handed out.
     pending: VecDeque<StreamEvent>,
@@ -348,30 +377,84 @@ struct StreamState {
     next_tool: u32,
     /// From `message_delta`, held back until `message_stop`.
     finish: Option<FinishReason>,
-    done: bool,
-    idle_timeout: Duration,
-    bytes: u64,
-    started: Instant,
+    /// The body has ended.
+    eof: bool,
+    /// Why the answer is over (`done`, `eof` or `error`), once it is; only
+    /// pending events follow.
+    outcome: Option<&'static str>,
 }
 
-impl StreamState {
+impl AnthropicDecoder {
+    /// A decoder whose errors name `provider`.
+    pub fn new(provider: impl Into<Arc<str>>) -> Self {
+        Self {
+            provider: provider.into(),
+            decoder: SseDecoder::new(),
+            pending: VecDeque::new(),
+            blocks: Vec::new(),
+            next_tool: 0,
+            finish: None,
+            eof: false,
+            outcome: None,
+        }
+    }
+
+    /// Appends received body bytes; they may split events anywhere.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.decoder.push(bytes);
+    }
+
+    /// Marks the end of the body: without `message_stop` first, the answer
+    /// was cut and ends with an error.
+    pub fn end_of_body(&mut self) {
+        self.eof = true;
+    }
+
+    /// True once the answer is over, completely or by an error, and all its
+    /// events have been taken.
+    pub fn is_done(&self) -> bool {
+        self.outcome.is_some() && self.pending.is_empty()
+    }
+
+    /// The next event; `Ok(None)` when more bytes are needed or the answer is
+    /// over. An error ends the answer: nothing follows it.
+    pub fn next_event(&mut self) -> Result<Option<StreamEvent>, LlmError> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.outcome.is_some() {
+                return Ok(None);
+            }
+            match self.decoder.next_event() {
+                Ok(Some(ev)) => {
+                    let handled = self.handle(&ev.data);
+                    self.decoder.recycle(ev);
+                    if let Err(e) = handled {
+                        self.pending.clear();
+                        self.outcome = Some("error");
+                        return Err(e);
+                    }
+                }
+                Ok(None) if self.eof => {
+                    self.outcome = Some("eof");
+                    return Err(self.malformed("stream ended without message_stop"));
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    self.outcome = Some("error");
+                    return Err(self.malformed(format!("bad event stream: {e}")));
+                }
+            }
+        }
+    }
+
     fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
         LlmError::new(&*self.provider, kind, message)
     }
 
     fn malformed(&self, message: impl Into<String>) -> LlmError {
         self.error(ErrorKind::MalformedResponse, message)
-    }
-
-    fn end(&mut self, outcome: &str) {
-        self.done = true;
-        tracing::debug!(
-            provider = %self.provider,
-            bytes = self.bytes,
-            elapsed_ms = self.started.elapsed().as_millis() as u64,
-            outcome,
-            "stream ended"
-        );
     }
 
     fn block(&self, index: Option<u64>) -> Option<BlockKind> {
@@ -444,7 +527,7 @@ impl StreamState {
                     return Err(self.malformed("content_block_delta without delta"));
                 };
                 let block = self.block(ev.index);
-                match delta.kind.as_deref() {
+                match delta.kind.as_ref().map(|k| &*k.0) {
                     Some("text_delta") => {
                         if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
                             self.pending.push_back(StreamEvent::TextDelta(text));
@@ -509,7 +592,7 @@ impl StreamState {
                     FinishReason::Stop
                 });
                 self.pending.push_back(StreamEvent::Finish(reason));
-                self.end("done");
+                self.outcome = Some("done");
             }
             "error" => {
                 let (kind, msg) = match &ev.error {
@@ -530,9 +613,14 @@ impl StreamState {
     }
 }
 
+/// Anthropic counts cache reads and writes apart from `input_tokens`; hearth's
+/// `input_tokens` is every prompt token (as OpenAI and Gemini report it), so
+/// cost and usage read the same for every provider.
 fn usage(u: &wire::WireUsage) -> Usage {
     Usage {
-        input_tokens: u.input_tokens,
+        input_tokens: u.input_tokens.map(|i| {
+            i + u.cache_read_input_tokens.unwrap_or(0) + u.cache_creation_input_tokens.unwrap_or(0)
+        }),
         output_tokens: u.output_tokens,
         cached_tokens: u.cache_read_input_tokens,
         reasoning_tokens: None,
@@ -542,28 +630,21 @@ fn usage(u: &wire::WireUsage) -> Usage {
 
 /// One step of the event stream: the next event, a final error, or the end.
 async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
+    if st.failed {
+        return None;
+    }
     loop {
-        if let Some(ev) = st.pending.pop_front() {
-            return Some((Ok(ev), st));
+        let item = st.decoder.next_event();
+        if !st.ended
+            && let Some(outcome) = st.decoder.outcome
+        {
+            st.end(outcome);
         }
-        if st.done {
-            return None;
-        }
-        match st.decoder.next_event() {
-            Ok(Some(ev)) => {
-                if let Err(e) = st.handle(&ev.data) {
-                    st.pending.clear();
-                    st.end("error");
-                    return Some((Err(e), st));
-                }
-                continue;
-            }
+        match item {
+            Ok(Some(ev)) => return Some((Ok(ev), st)),
+            Err(e) => return Some((Err(e), st)),
+            Ok(None) if st.decoder.is_done() => return None,
             Ok(None) => {}
-            Err(e) => {
-                let err = st.malformed(format!("bad event stream: {e}"));
-                st.end("error");
-                return Some((Err(err), st));
-            }
         }
         match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
             Ok(Some(Ok(bytes))) => {
@@ -571,20 +652,18 @@ async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>
                 st.decoder.push(&bytes);
             }
             Ok(Some(Err(e))) => {
-                let err = from_reqwest(&st.provider, e);
+                let err = from_reqwest(&st.decoder.provider, e);
+                st.failed = true;
                 st.end("error");
                 return Some((Err(err), st));
             }
-            Ok(None) => {
-                st.end("eof");
-                let err = st.malformed("stream ended without message_stop");
-                return Some((Err(err), st));
-            }
+            Ok(None) => st.decoder.end_of_body(),
             Err(_) => {
                 let err = st.error(
                     ErrorKind::Timeout,
                     format!("no stream data for {:?}", st.idle_timeout),
                 );
+                st.failed = true;
                 st.end("idle timeout");
                 return Some((Err(err), st));
             }

@@ -315,7 +315,7 @@ pub(crate) struct BlockStart<'a> {
 #[derive(Debug, Deserialize)]
 pub(crate) struct Delta<'a> {
     #[serde(rename = "type", borrow, default)]
-    pub(crate) kind: Option<Cow<'a, str>>,
+    pub(crate) kind: Option<Borrowed<'a>>,
     #[serde(default)]
     pub(crate) text: Option<String>,
     #[serde(default)]
@@ -327,6 +327,12 @@ pub(crate) struct Delta<'a> {
     #[serde(default)]
     pub(crate) stop_reason: Option<String>,
 }
+
+/// A string borrowed from the payload when it has no escapes. serde borrows
+/// a `Cow` field but never one inside an `Option`, hence this newtype: it
+/// saves an allocation per delta for the delta's `type`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Borrowed<'a>(#[serde(borrow)] pub(crate) Cow<'a, str>);
 
 /// The `usage` object of `message_start.message` and `message_delta`.
 #[derive(Debug, Deserialize)]

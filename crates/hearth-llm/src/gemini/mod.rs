@@ -340,16 +340,10 @@ impl Provider for GeminiProvider {
             ));
         }
         let state = StreamState {
-            provider: Arc::clone(&self.name),
+            decoder: GeminiDecoder::new(Arc::clone(&self.name)),
             body: Box::pin(resp.bytes_stream()),
-            decoder: SseDecoder::new(),
-            pending: VecDeque::new(),
-            finish: None,
-            usage: None,
-            calls: 0,
-            call_prefix: call_prefix(),
-            eof: false,
-            done: false,
+            ended: false,
+            failed: false,
             idle_timeout: self.idle_timeout,
             bytes: 0,
             started,
@@ -373,8 +367,41 @@ fn call_prefix() -> String {
 
 /// Everything one streamed answer needs between two polls.
 struct StreamState {
-    provider: Arc<str>,
+    decoder: GeminiDecoder,
     body: ByteStream,
+    /// The end of the answer was logged; only events already decoded remain.
+    ended: bool,
+    /// The transport failed and its error was handed out: nothing follows.
+    failed: bool,
+    idle_timeout: Duration,
+    bytes: u64,
+    started: Instant,
+}
+
+impl StreamState {
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.decoder.provider, kind, message)
+    }
+
+    fn end(&mut self, outcome: &str) {
+        self.ended = true;
+        tracing::debug!(
+            provider = %self.decoder.provider,
+            bytes = self.bytes,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            outcome,
+            "stream ended"
+        );
+    }
+}
+
+/// The stream parser of this adapter, without I/O: `push` body bytes as they
+/// arrive, take events with `next_event` until it returns `Ok(None)`, and call
+/// `end_of_body` when the body ends. `GeminiProvider::stream` runs on it; it
+/// is public so benchmarks and tests can feed it bytes directly.
+#[derive(Debug)]
+pub struct GeminiDecoder {
+    provider: Arc<str>,
     decoder: SseDecoder,
     /// Events parsed from a chunk but not yet handed out.
     pending: VecDeque<StreamEvent>,
@@ -391,28 +418,100 @@ struct StreamState {
     call_prefix: String,
     /// The body has ended; only buffered events remain.
     eof: bool,
-    done: bool,
-    idle_timeout: Duration,
-    bytes: u64,
-    started: Instant,
+    /// Why the answer is over (`eof`, `cut` or `error`), once it is; only
+    /// pending events follow.
+    outcome: Option<&'static str>,
 }
 
-impl StreamState {
+impl GeminiDecoder {
+    /// A decoder whose errors name `provider`, with a fresh call-id prefix.
+    pub fn new(provider: impl Into<Arc<str>>) -> Self {
+        Self {
+            provider: provider.into(),
+            decoder: SseDecoder::new(),
+            pending: VecDeque::new(),
+            finish: None,
+            usage: None,
+            calls: 0,
+            call_prefix: call_prefix(),
+            eof: false,
+            outcome: None,
+        }
+    }
+
+    /// Appends received body bytes; they may split events anywhere.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.decoder.push(bytes);
+    }
+
+    /// Marks the end of the body. Gemini has no end sentinel: a last event
+    /// without its blank line still counts, and the answer is complete when a
+    /// `finishReason` came, cut (an error) when none did.
+    pub fn end_of_body(&mut self) {
+        if self.eof {
+            return;
+        }
+        self.eof = true;
+        if self.decoder.has_pending() {
+            self.decoder.push(b"\n\n");
+        }
+    }
+
+    /// True once the answer is over, completely or by an error, and all its
+    /// events have been taken.
+    pub fn is_done(&self) -> bool {
+        self.outcome.is_some() && self.pending.is_empty()
+    }
+
+    /// The next event; `Ok(None)` when more bytes are needed or the answer is
+    /// over. An error ends the answer: nothing follows it.
+    pub fn next_event(&mut self) -> Result<Option<StreamEvent>, LlmError> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.outcome.is_some() {
+                return Ok(None);
+            }
+            match self.decoder.next_event() {
+                Ok(Some(ev)) => {
+                    let handled = self.handle(&ev.data);
+                    self.decoder.recycle(ev);
+                    if let Err(e) = handled {
+                        self.pending.clear();
+                        self.outcome = Some("error");
+                        return Err(e);
+                    }
+                }
+                Ok(None) if self.eof => {
+                    // A finishReason followed by the end of the body is a
+                    // complete answer; no finishReason means a cut.
+                    if let Some(reason) = self.finish.take() {
+                        self.close(&reason);
+                        self.outcome = Some("eof");
+                        continue;
+                    }
+                    self.outcome = Some("cut");
+                    return Err(self.error(
+                        ErrorKind::MalformedResponse,
+                        "stream ended without a finishReason",
+                    ));
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    self.outcome = Some("error");
+                    return Err(self.error(
+                        ErrorKind::MalformedResponse,
+                        format!("bad event stream: {e}"),
+                    ));
+                }
+            }
+        }
+    }
+
     fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
         LlmError::new(&*self.provider, kind, message)
     }
-
-    fn end(&mut self, outcome: &str) {
-        self.done = true;
-        tracing::debug!(
-            provider = %self.provider,
-            bytes = self.bytes,
-            elapsed_ms = self.started.elapsed().as_millis() as u64,
-            outcome,
-            "stream ended"
-        );
-    }
-
     /// Parses one SSE `data` payload into pending events.
     fn handle(&mut self, data: &str) -> Result<(), LlmError> {
         let data = data.trim();
@@ -527,46 +626,21 @@ impl StreamState {
 
 /// One step of the event stream: the next event, a final error, or the end.
 async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
+    if st.failed {
+        return None;
+    }
     loop {
-        if let Some(ev) = st.pending.pop_front() {
-            return Some((Ok(ev), st));
+        let item = st.decoder.next_event();
+        if !st.ended
+            && let Some(outcome) = st.decoder.outcome
+        {
+            st.end(outcome);
         }
-        if st.done {
-            return None;
-        }
-        match st.decoder.next_event() {
-            Ok(Some(ev)) => {
-                if let Err(e) = st.handle(&ev.data) {
-                    st.pending.clear();
-                    st.end("error");
-                    return Some((Err(e), st));
-                }
-                continue;
-            }
+        match item {
+            Ok(Some(ev)) => return Some((Ok(ev), st)),
+            Err(e) => return Some((Err(e), st)),
+            Ok(None) if st.decoder.is_done() => return None,
             Ok(None) => {}
-            Err(e) => {
-                let err = st.error(
-                    ErrorKind::MalformedResponse,
-                    format!("bad event stream: {e}"),
-                );
-                st.end("error");
-                return Some((Err(err), st));
-            }
-        }
-        if st.eof {
-            // Gemini has no end sentinel: a finishReason followed by the end
-            // of the body is a complete answer; no finishReason means a cut.
-            if let Some(reason) = st.finish.take() {
-                st.close(&reason);
-                st.end("eof");
-                continue;
-            }
-            let err = st.error(
-                ErrorKind::MalformedResponse,
-                "stream ended without a finishReason",
-            );
-            st.end("cut");
-            return Some((Err(err), st));
         }
         match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
             Ok(Some(Ok(bytes))) => {
@@ -574,22 +648,18 @@ async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>
                 st.decoder.push(&bytes);
             }
             Ok(Some(Err(e))) => {
-                let err = from_reqwest(&st.provider, e);
+                let err = from_reqwest(&st.decoder.provider, e);
+                st.failed = true;
                 st.end("error");
                 return Some((Err(err), st));
             }
-            Ok(None) => {
-                st.eof = true;
-                if st.decoder.has_pending() {
-                    // A last event without its blank line still counts.
-                    st.decoder.push(b"\n\n");
-                }
-            }
+            Ok(None) => st.decoder.end_of_body(),
             Err(_) => {
                 let err = st.error(
                     ErrorKind::Timeout,
                     format!("no stream data for {:?}", st.idle_timeout),
                 );
+                st.failed = true;
                 st.end("idle timeout");
                 return Some((Err(err), st));
             }

@@ -8,8 +8,12 @@
 
 use std::collections::HashMap;
 
+use std::fmt;
+use std::marker::PhantomData;
+
 use hearth_core::{ChatRequest, Content, Role, ThinkingLevel};
-use serde::{Deserialize, Serialize};
+use serde::de::{SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// The body of `POST models/{model}:streamGenerateContent`.
@@ -390,7 +394,7 @@ impl<'a> WireRequest<'a> {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Chunk {
     #[serde(default)]
-    pub(crate) candidates: Option<Vec<Candidate>>,
+    pub(crate) candidates: Option<Items<Candidate>>,
     #[serde(default)]
     pub(crate) usage_metadata: Option<UsageMetadata>,
     #[serde(default)]
@@ -413,7 +417,7 @@ pub(crate) struct Candidate {
 #[derive(Debug, Deserialize)]
 pub(crate) struct CandidateContent {
     #[serde(default)]
-    pub(crate) parts: Option<Vec<Part>>,
+    pub(crate) parts: Option<Items<Part>>,
 }
 
 /// One part of the answer: text, a thought, or a function call.
@@ -459,6 +463,61 @@ pub(crate) struct UsageMetadata {
     pub(crate) cached_content_token_count: Option<u64>,
     #[serde(default)]
     pub(crate) thoughts_token_count: Option<u64>,
+}
+
+/// A JSON array read like a `Vec`, except that its first element is held
+/// inline: the usual one-element array (one candidate, one part per chunk)
+/// costs no allocation of its own, which keeps decoding at one allocation per
+/// text delta, the text's.
+#[derive(Debug)]
+pub(crate) struct Items<T> {
+    first: Option<T>,
+    rest: Vec<T>,
+}
+
+impl<T> Default for Items<T> {
+    fn default() -> Self {
+        Self {
+            first: None,
+            rest: Vec::new(),
+        }
+    }
+}
+
+impl<T> IntoIterator for Items<T> {
+    type Item = T;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ItemsVisitor<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ItemsVisitor<T> {
+            type Value = Items<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items<T>, A::Error> {
+                let first = seq.next_element()?;
+                let mut rest = Vec::new();
+                if first.is_some() {
+                    while let Some(item) = seq.next_element()? {
+                        rest.push(item);
+                    }
+                }
+                Ok(Items { first, rest })
+            }
+        }
+
+        deserializer.deserialize_seq(ItemsVisitor(PhantomData))
+    }
 }
 
 /// The parts of a Google API error object `{"error": {code, message, status, details}}`.

@@ -241,13 +241,10 @@ impl Provider for OpenAiCompatProvider {
             ));
         }
         let state = StreamState {
-            provider: Arc::clone(&self.name),
+            decoder: OpenAiCompatDecoder::new(Arc::clone(&self.name)),
             body: Box::pin(resp.bytes_stream()),
-            decoder: SseDecoder::new(),
-            pending: VecDeque::new(),
-            finish: None,
-            saw_tool_calls: false,
-            done: false,
+            ended: false,
+            failed: false,
             idle_timeout: self.idle_timeout,
             bytes: 0,
             started,
@@ -260,16 +257,12 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// Everything one streamed answer needs between two polls.
 struct StreamState {
-    provider: Arc<str>,
+    decoder: OpenAiCompatDecoder,
     body: ByteStream,
-    decoder: SseDecoder,
-    /// Events parsed from a chunk but not yet handed out.
-    pending: VecDeque<StreamEvent>,
-    /// Held back until `[DONE]` so `Finish` stays the last event even though
-    /// the usage chunk comes after the one carrying `finish_reason`.
-    finish: Option<FinishReason>,
-    saw_tool_calls: bool,
-    done: bool,
+    /// The end of the answer was logged; only events already decoded remain.
+    ended: bool,
+    /// The transport failed and its error was handed out: nothing follows.
+    failed: bool,
     idle_timeout: Duration,
     bytes: u64,
     started: Instant,
@@ -277,20 +270,120 @@ struct StreamState {
 
 impl StreamState {
     fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
-        LlmError::new(&*self.provider, kind, message)
+        LlmError::new(&*self.decoder.provider, kind, message)
     }
 
     fn end(&mut self, outcome: &str) {
-        self.done = true;
+        self.ended = true;
         tracing::debug!(
-            provider = %self.provider,
+            provider = %self.decoder.provider,
             bytes = self.bytes,
             elapsed_ms = self.started.elapsed().as_millis() as u64,
             outcome,
             "stream ended"
         );
     }
+}
 
+/// The stream parser of this adapter, without I/O: `push` body bytes as they
+/// arrive, take events with `next_event` until it returns `Ok(None)`, and call
+/// `end_of_body` when the body ends. `OpenAiCompatProvider::stream` runs on
+/// it; it is public so benchmarks and tests can feed it bytes directly.
+#[derive(Debug)]
+pub struct OpenAiCompatDecoder {
+    provider: Arc<str>,
+    decoder: SseDecoder,
+    /// Events parsed from a chunk but not yet handed out.
+    pending: VecDeque<StreamEvent>,
+    /// Held back until `[DONE]` so `Finish` stays the last event even though
+    /// the usage chunk comes after the one carrying `finish_reason`.
+    finish: Option<FinishReason>,
+    saw_tool_calls: bool,
+    /// The body has ended.
+    eof: bool,
+    /// Why the answer is over (`done`, `eof` or `error`), once it is; only
+    /// pending events follow.
+    outcome: Option<&'static str>,
+}
+
+impl OpenAiCompatDecoder {
+    /// A decoder whose errors name `provider`.
+    pub fn new(provider: impl Into<Arc<str>>) -> Self {
+        Self {
+            provider: provider.into(),
+            decoder: SseDecoder::new(),
+            pending: VecDeque::new(),
+            finish: None,
+            saw_tool_calls: false,
+            eof: false,
+            outcome: None,
+        }
+    }
+
+    /// Appends received body bytes; they may split events anywhere.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.decoder.push(bytes);
+    }
+
+    /// Marks the end of the body: a finish_reason seen without `[DONE]` then
+    /// completes the answer; having neither is an error (the stream was cut).
+    pub fn end_of_body(&mut self) {
+        self.eof = true;
+    }
+
+    /// True once the answer is over, completely or by an error, and all its
+    /// events have been taken.
+    pub fn is_done(&self) -> bool {
+        self.outcome.is_some() && self.pending.is_empty()
+    }
+
+    /// The next event; `Ok(None)` when more bytes are needed or the answer is
+    /// over. An error ends the answer: nothing follows it.
+    pub fn next_event(&mut self) -> Result<Option<StreamEvent>, LlmError> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.outcome.is_some() {
+                return Ok(None);
+            }
+            match self.decoder.next_event() {
+                Ok(Some(ev)) => {
+                    let handled = self.handle(&ev.data);
+                    self.decoder.recycle(ev);
+                    if let Err(e) = handled {
+                        self.pending.clear();
+                        self.outcome = Some("error");
+                        return Err(e);
+                    }
+                }
+                Ok(None) if self.eof => {
+                    self.outcome = Some("eof");
+                    // A finish_reason without [DONE] is a complete answer from a
+                    // lax server; neither means the stream was cut.
+                    return match self.finish.take() {
+                        Some(reason) => Ok(Some(StreamEvent::Finish(reason))),
+                        None => Err(self.error(
+                            ErrorKind::MalformedResponse,
+                            "stream ended without [DONE] or a finish_reason",
+                        )),
+                    };
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    self.outcome = Some("error");
+                    return Err(self.error(
+                        ErrorKind::MalformedResponse,
+                        format!("bad event stream: {e}"),
+                    ));
+                }
+            }
+        }
+    }
+
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.provider, kind, message)
+    }
     /// Parses one SSE `data` payload into pending events.
     fn handle(&mut self, data: &str) -> Result<(), LlmError> {
         let data = data.trim();
@@ -305,7 +398,7 @@ impl StreamState {
                 FinishReason::Stop
             });
             self.pending.push_back(StreamEvent::Finish(reason));
-            self.end("done");
+            self.outcome = Some("done");
             return Ok(());
         }
         let chunk: wire::Chunk = serde_json::from_str(data).map_err(|e| {
@@ -383,31 +476,21 @@ impl StreamState {
 
 /// One step of the event stream: the next event, a final error, or the end.
 async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
+    if st.failed {
+        return None;
+    }
     loop {
-        if let Some(ev) = st.pending.pop_front() {
-            return Some((Ok(ev), st));
+        let item = st.decoder.next_event();
+        if !st.ended
+            && let Some(outcome) = st.decoder.outcome
+        {
+            st.end(outcome);
         }
-        if st.done {
-            return None;
-        }
-        match st.decoder.next_event() {
-            Ok(Some(ev)) => {
-                if let Err(e) = st.handle(&ev.data) {
-                    st.pending.clear();
-                    st.end("error");
-                    return Some((Err(e), st));
-                }
-                continue;
-            }
+        match item {
+            Ok(Some(ev)) => return Some((Ok(ev), st)),
+            Err(e) => return Some((Err(e), st)),
+            Ok(None) if st.decoder.is_done() => return None,
             Ok(None) => {}
-            Err(e) => {
-                let err = st.error(
-                    ErrorKind::MalformedResponse,
-                    format!("bad event stream: {e}"),
-                );
-                st.end("error");
-                return Some((Err(err), st));
-            }
         }
         match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
             Ok(Some(Ok(bytes))) => {
@@ -415,30 +498,18 @@ async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>
                 st.decoder.push(&bytes);
             }
             Ok(Some(Err(e))) => {
-                let err = from_reqwest(&st.provider, e);
+                let err = from_reqwest(&st.decoder.provider, e);
+                st.failed = true;
                 st.end("error");
                 return Some((Err(err), st));
             }
-            Ok(None) => {
-                st.end("eof");
-                // A finish_reason without [DONE] is a complete answer from a
-                // lax server; neither means the stream was cut.
-                return match st.finish.take() {
-                    Some(reason) => Some((Ok(StreamEvent::Finish(reason)), st)),
-                    None => {
-                        let err = st.error(
-                            ErrorKind::MalformedResponse,
-                            "stream ended without [DONE] or a finish_reason",
-                        );
-                        Some((Err(err), st))
-                    }
-                };
-            }
+            Ok(None) => st.decoder.end_of_body(),
             Err(_) => {
                 let err = st.error(
                     ErrorKind::Timeout,
                     format!("no stream data for {:?}", st.idle_timeout),
                 );
+                st.failed = true;
                 st.end("idle timeout");
                 return Some((Err(err), st));
             }

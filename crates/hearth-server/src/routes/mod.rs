@@ -3,6 +3,7 @@
 pub mod messages;
 pub mod ops;
 pub mod threads;
+pub mod usage;
 
 use axum::Router;
 use axum::routing::{delete, get, post, put};
@@ -19,6 +20,7 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/runs/{run_id}/cancel", post(messages::cancel_run))
         .route("/v1/runs/{run_id}/trace", get(messages::run_trace))
         .route("/v1/models", get(threads::models))
+        .route("/v1/usage", get(usage::usage))
         .route("/v1/threads/{thread_key}/runtime", get(threads::runtime))
         .route("/v1/threads/{thread_key}/model", put(threads::set_model))
         .route(

@@ -11,22 +11,15 @@ use crate::dto::{
 use crate::error::ApiError;
 use crate::extract::ApiJson;
 
-/// Built-in capabilities of an adapter kind; config overrides win.
-fn capabilities(kind: &str, overrides: &std::collections::BTreeMap<String, bool>) -> Capabilities {
-    // (tools, parallel_tool_calls, usage_metrics, thinking) per adapter.
-    let (tools, parallel, usage, thinking) = match kind {
-        "anthropic" | "gemini" => (true, true, true, true),
-        "openai_compat" => (true, true, true, false),
-        _ => (false, false, false, false),
-    };
-    let get = |k: &str, d: bool| overrides.get(k).copied().unwrap_or(d);
+fn capabilities(c: hearth_runtime::Capabilities) -> Capabilities {
     Capabilities {
-        tools: get("tools", tools),
-        parallel_tool_calls: get("parallel_tool_calls", parallel),
-        streaming: get("streaming", true),
-        usage_metrics: get("usage_metrics", usage),
-        json_mode: get("json_mode", false),
-        thinking: get("thinking", thinking),
+        // Model-dependent tools are offered (and dropped if the server refuses).
+        tools: c.tools != hearth_runtime::ToolSupport::No,
+        parallel_tool_calls: c.parallel_tool_calls,
+        streaming: c.streaming,
+        usage_metrics: c.usage_metrics,
+        json_mode: c.json_mode,
+        thinking: c.thinking,
     }
 }
 
@@ -42,10 +35,14 @@ pub async fn models(State(st): State<AppState>) -> Json<Models> {
             names.push(default.model.clone());
         }
         for m in names {
-            models.push(ModelInfo {
-                id: format!("{name}/{m}"),
+            let model = hearth_core::ModelRef {
                 provider: name.clone(),
-                capabilities: capabilities(entry.kind, &entry.capabilities),
+                model: m,
+            };
+            models.push(ModelInfo {
+                id: model.to_string(),
+                provider: name.clone(),
+                capabilities: capabilities(catalog.capabilities(&model)),
             });
         }
     }

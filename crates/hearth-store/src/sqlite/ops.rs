@@ -10,8 +10,8 @@ use super::migrations;
 use super::rows::{self, col, run_columns, to_json};
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord, StepKind,
-    StepRecord, StepStatus, ThreadState, TokenRecord, UsageGroup, UsageQuery, UsageRow,
+    CreateRunOutcome, ModelUsage, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord,
+    StepKind, StepRecord, StepStatus, ThreadState, TokenRecord, UsageGroup, UsageQuery, UsageRow,
 };
 
 /// The `list_runs` page size when the filter asks for 0.
@@ -242,11 +242,19 @@ pub(crate) fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
     let mut out: Vec<UsageRow> = Vec::new();
     while let Some(row) = found.next()? {
         let key: String = row.get(0)?;
-        let model: String = row.get(1)?;
         let n = |i: usize| -> rusqlite::Result<u64> {
             Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
         };
-        let (calls, input, output, cached, untracked) = (n(2)?, n(3)?, n(4)?, n(5)?, n(6)?);
+        let m = ModelUsage {
+            model: row.get(1)?,
+            calls: n(2)?,
+            input_tokens: n(3)?,
+            output_tokens: n(4)?,
+            cached_tokens: n(5)?,
+            untracked_calls: n(6)?,
+            cache_write_tokens: n(7)?,
+            reasoning_tokens: n(8)?,
+        };
         if out.last().is_none_or(|r| r.key != key) {
             out.push(UsageRow {
                 key,
@@ -259,12 +267,12 @@ pub(crate) fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
             });
         }
         if let Some(r) = out.last_mut() {
-            r.calls += calls;
-            r.input_tokens += input;
-            r.output_tokens += output;
-            r.cached_tokens += cached;
-            r.untracked_calls += untracked;
-            r.by_model.push((model, input, output, cached));
+            r.calls += m.calls;
+            r.input_tokens += m.input_tokens;
+            r.output_tokens += m.output_tokens;
+            r.cached_tokens += m.cached_tokens;
+            r.untracked_calls += m.untracked_calls;
+            r.by_model.push(m);
         }
     }
     Ok(out)
@@ -278,7 +286,8 @@ macro_rules! usage_sql {
             ", provider || '/' || model, COUNT(*), \
              COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
              COALESCE(SUM(cached_tokens), 0), \
-             SUM(CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN 1 ELSE 0 END) \
+             SUM(CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN 1 ELSE 0 END), \
+             COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0) \
              FROM llm_calls WHERE at >= ?1 AND at < ?2 GROUP BY 1, 2 ORDER BY 1, 2"
         )
     };

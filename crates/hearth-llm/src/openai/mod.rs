@@ -1,0 +1,890 @@
+//! `OpenAiProvider`: the native streaming adapter for OpenAI's Responses API
+//! (`POST {base_url}/responses`), stateless (`store: false`), with function
+//! tools, reasoning summaries, and encrypted reasoning items carried across
+//! turns back to the provider that produced them.
+//!
+//! The stream is a sequence of named SSE events (`event: <type>` plus JSON
+//! `data` with the same `type`) that ends with `response.completed`,
+//! `response.incomplete` or `response.failed`; there is no `[DONE]` sentinel.
+
+mod wire;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
+use reqwest::Url;
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
+};
+
+use crate::sse::SseDecoder;
+use crate::{ErrorKind, EventStream, LlmError, Provider};
+
+/// How much of an error response body is read to find the provider's message.
+const ERROR_BODY_CAP: usize = 64 * 1024;
+/// Longest provider-supplied text copied into an error message.
+const MESSAGE_CAP: usize = 500;
+
+/// Settings of one OpenAI Responses API endpoint.
+#[derive(Clone)]
+pub struct OpenAiConfig {
+    /// The provider's configured name, used in errors and to recognise its
+    /// own reasoning items in history.
+    pub name: String,
+    /// Base URL such as `https://api.openai.com/v1`; requests go to
+    /// `{base_url}/responses` (a trailing slash is tolerated).
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer <key>` when set.
+    pub api_key: Option<String>,
+    /// Sent as `OpenAI-Organization` when set.
+    pub organization: Option<String>,
+    /// Extra headers sent with every request (e.g. `OpenAI-Project`).
+    pub headers: Vec<(String, String)>,
+    /// Longest wait from sending the request to the response headers.
+    pub request_timeout: Duration,
+    /// Longest gap between two chunks of a streamed answer.
+    pub idle_timeout: Duration,
+}
+
+impl OpenAiConfig {
+    /// The default base URL.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+
+    /// A config without key, organization or extra headers, with 60 s request
+    /// and idle timeouts. An empty `base_url` means `https://api.openai.com/v1`.
+    pub fn new(name: impl Into<String>, base_url: impl Into<String>) -> Self {
+        let mut base_url = base_url.into();
+        if base_url.is_empty() {
+            base_url = Self::DEFAULT_BASE_URL.to_owned();
+        }
+        Self {
+            name: name.into(),
+            base_url,
+            api_key: None,
+            organization: None,
+            headers: Vec::new(),
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+// Hand-written so the key and header values (often secrets too) never reach logs.
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("OpenAiConfig")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("organization", &self.organization)
+            .field("headers", &header_names)
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+/// A `Provider` speaking OpenAI's streaming Responses API.
+#[derive(Clone)]
+pub struct OpenAiProvider {
+    name: Arc<str>,
+    url: Url,
+    headers: HeaderMap,
+    client: reqwest::Client,
+    request_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("name", &self.name)
+            .field("url", &self.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiProvider {
+    /// Validates `config` (an http(s) base URL, well-formed header names and
+    /// values) and builds the provider on `client`.
+    pub fn new(config: OpenAiConfig, client: reqwest::Client) -> Result<Self, LlmError> {
+        let name = config.name;
+        let invalid = |msg: String| LlmError::new(name.as_str(), ErrorKind::InvalidRequest, msg);
+        let endpoint = format!("{}/responses", config.base_url.trim_end_matches('/'));
+        let url = Url::parse(&endpoint)
+            .map_err(|e| invalid(format!("base_url {:?} is not a URL: {e}", config.base_url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid(format!(
+                "base_url {:?} must use http or https",
+                config.base_url
+            )));
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        if let Some(org) = &config.organization {
+            let value = HeaderValue::from_str(org).map_err(|_| {
+                invalid("organization holds characters not allowed in a header".into())
+            })?;
+            headers.insert(HeaderName::from_static("openai-organization"), value);
+        }
+        for (k, v) in &config.headers {
+            let hname = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
+            // The value is not echoed: it may be a credential.
+            let mut value = HeaderValue::from_str(v)
+                .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
+            value.set_sensitive(true);
+            headers.append(hname, value);
+        }
+        Ok(Self {
+            name: Arc::from(name),
+            url,
+            headers,
+            client,
+            request_timeout: config.request_timeout,
+            idle_timeout: config.idle_timeout,
+        })
+    }
+
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.name, kind, message)
+    }
+
+    /// Turns a non-2xx response into an error, reading at most 64 KiB of body
+    /// for OpenAI's own error code and message.
+    async fn status_error(&self, resp: reqwest::Response) -> LlmError {
+        let status = resp.status();
+        let retry_after = resp.headers().get(RETRY_AFTER).and_then(parse_retry_after);
+        let mut body = Vec::new();
+        let mut chunks = resp.bytes_stream();
+        // One deadline for the whole body, so a server dribbling bytes cannot
+        // stretch the read to 64 KiB times the idle timeout.
+        let read = async {
+            while body.len() < ERROR_BODY_CAP {
+                match chunks.next().await {
+                    Some(Ok(b)) => {
+                        let take = b.len().min(ERROR_BODY_CAP - body.len());
+                        body.extend_from_slice(&b[..take]);
+                    }
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.idle_timeout, read).await;
+        let parsed = serde_json::from_slice::<serde_json::Value>(&body).ok();
+        let (code, msg) = parsed.as_ref().map_or((None, None), wire::error_parts);
+        let kind = status_kind(status.as_u16(), code, msg);
+        let mut message = format!("HTTP {status}");
+        if let Some(c) = code {
+            message.push_str(": ");
+            message.push_str(&cap(c, 100));
+        }
+        if let Some(m) = msg {
+            message.push_str(": ");
+            message.push_str(&cap(m, MESSAGE_CAP));
+        }
+        tracing::debug!(provider = %self.name, status = status.as_u16(), body_bytes = body.len(), "provider returned an error status");
+        let mut err = self.error(kind, message);
+        err.retry_after = retry_after;
+        err
+    }
+}
+
+/// The kind of an HTTP error from its status and OpenAI's error code/message.
+fn status_kind(status: u16, code: Option<&str>, msg: Option<&str>) -> ErrorKind {
+    match status {
+        401 | 403 => ErrorKind::Auth,
+        404 => ErrorKind::NotFound,
+        429 => ErrorKind::RateLimited,
+        // A server that gave up waiting for us is a timeout, worth a retry.
+        408 => ErrorKind::Timeout,
+        400 if code == Some("context_length_exceeded")
+            || msg.is_some_and(is_context_length_message) =>
+        {
+            ErrorKind::ContextLength
+        }
+        400..=499 => ErrorKind::InvalidRequest,
+        503 => ErrorKind::Overloaded,
+        500..=599 => ErrorKind::Server,
+        _ => ErrorKind::MalformedResponse,
+    }
+}
+
+/// OpenAI's wording for a prompt that does not fit: "This model's maximum
+/// context length is N tokens", "Your input exceeds the context window".
+fn is_context_length_message(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains("context length") || m.contains("context window")
+}
+
+/// The kind of a `response.failed` or `error` event's code.
+fn stream_error_kind(code: &str) -> ErrorKind {
+    match code {
+        "rate_limit_exceeded" => ErrorKind::RateLimited,
+        "context_length_exceeded" => ErrorKind::ContextLength,
+        "server_is_overloaded" | "slow_down" => ErrorKind::Overloaded,
+        // `server_error` and anything else: the provider failed, worth a retry.
+        _ => ErrorKind::Server,
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiProvider {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let wire = wire::WireRequest::from_request(request, &self.name);
+        let body = serde_json::to_vec(&wire).map_err(|e| {
+            self.error(
+                ErrorKind::InvalidRequest,
+                format!("cannot encode request: {e}"),
+            )
+        })?;
+        let request_bytes = body.len();
+        let started = Instant::now();
+        let send = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body)
+            .send();
+        let resp = match tokio::time::timeout(self.request_timeout, send).await {
+            Err(_) => {
+                return Err(self.error(
+                    ErrorKind::Timeout,
+                    format!("no response within {:?}", self.request_timeout),
+                ));
+            }
+            Ok(Err(e)) => return Err(from_reqwest(&self.name, e)),
+            Ok(Ok(resp)) => resp,
+        };
+        let status = resp.status();
+        tracing::debug!(
+            provider = %self.name,
+            status = status.as_u16(),
+            request_bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "response headers received"
+        );
+        if !status.is_success() {
+            return Err(self.status_error(resp).await);
+        }
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type
+            .get(..17)
+            .is_some_and(|p| p.eq_ignore_ascii_case("text/event-stream"))
+        {
+            return Err(self.error(
+                ErrorKind::MalformedResponse,
+                format!(
+                    "expected a text/event-stream response, got content type {:?}",
+                    cap(content_type, 100)
+                ),
+            ));
+        }
+        let state = StreamState {
+            provider: Arc::clone(&self.name),
+            body: Box::pin(resp.bytes_stream()),
+            decoder: SseDecoder::new(),
+            pending: VecDeque::new(),
+            items: Vec::new(),
+            next_call: 0,
+            reasoning: Vec::new(),
+            thinking_at: None,
+            refused: false,
+            done: false,
+            idle_timeout: self.idle_timeout,
+            bytes: 0,
+            started,
+        };
+        Ok(Box::pin(futures_util::stream::unfold(state, next_item)))
+    }
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// What an output item of the answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemKind {
+    /// A `function_call` and its number among the answer's calls.
+    Call(u32),
+    Reasoning,
+    /// Messages, built-in tool calls and anything newer.
+    Other,
+}
+
+/// One output item seen in `response.output_item.added`.
+#[derive(Debug)]
+struct ItemState {
+    output_index: Option<u64>,
+    id: Option<String>,
+    kind: ItemKind,
+    /// Argument or summary text was streamed for it, so the full copy in its
+    /// `.done` event must not be emitted again.
+    streamed: bool,
+}
+
+/// Everything one streamed answer needs between two polls.
+struct StreamState {
+    provider: Arc<str>,
+    body: ByteStream,
+    decoder: SseDecoder,
+    /// Events parsed from a chunk but not yet handed out.
+    pending: VecDeque<StreamEvent>,
+    /// Output items started so far; an answer has few.
+    items: Vec<ItemState>,
+    /// The call number the next `function_call` item gets.
+    next_call: u32,
+    /// Finished reasoning items with encrypted content, in order.
+    reasoning: Vec<wire::SignedReasoning>,
+    /// Where the last reasoning text came from (item id, summary index), to
+    /// separate summary parts with a blank line.
+    thinking_at: Option<(String, u64)>,
+    /// The model refused (a `refusal` content part).
+    refused: bool,
+    done: bool,
+    idle_timeout: Duration,
+    bytes: u64,
+    started: Instant,
+}
+
+/// Event types the adapter understands; a payload of one of these that does
+/// not parse is malformed, while unknown types are skipped whatever their shape.
+const KNOWN_EVENTS: &[&str] = &[
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+];
+
+impl StreamState {
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.provider, kind, message)
+    }
+
+    fn malformed(&self, message: impl Into<String>) -> LlmError {
+        self.error(ErrorKind::MalformedResponse, message)
+    }
+
+    fn end(&mut self, outcome: &str) {
+        self.done = true;
+        tracing::debug!(
+            provider = %self.provider,
+            bytes = self.bytes,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            outcome,
+            "stream ended"
+        );
+    }
+
+    /// The item an event refers to: by `item_id`, else by `output_index`.
+    fn item_mut(&mut self, id: Option<&str>, index: Option<u64>) -> Option<&mut ItemState> {
+        if let Some(id) = id
+            && let Some(pos) = self.items.iter().rposition(|i| i.id.as_deref() == Some(id))
+        {
+            return self.items.get_mut(pos);
+        }
+        let index = index?;
+        self.items
+            .iter_mut()
+            .rev()
+            .find(|i| i.output_index == Some(index))
+    }
+
+    /// Queues reasoning text, a blank line first when it starts a new summary
+    /// part or reasoning item after earlier text.
+    fn thinking(&mut self, item: Option<&str>, part: u64, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        let at = (item.unwrap_or("").to_owned(), part);
+        let text = match &self.thinking_at {
+            Some(prev) if *prev != at => format!("\n\n{text}"),
+            _ => text,
+        };
+        self.thinking_at = Some(at);
+        self.pending.push_back(StreamEvent::ThinkingDelta {
+            text,
+            signature: None,
+        });
+    }
+
+    /// Parses one SSE `data` payload into pending events; `event` is the
+    /// SSE event name, used when the payload has no `type`.
+    fn handle(&mut self, event: Option<&str>, data: &str) -> Result<(), LlmError> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        let ev: wire::WireEvent<'_> = match serde_json::from_str(data) {
+            Ok(ev) => ev,
+            Err(e) => {
+                let known = serde_json::from_str::<wire::EventType<'_>>(data).is_ok_and(|t| {
+                    let kind = if t.kind.is_empty() {
+                        event.unwrap_or("")
+                    } else {
+                        &*t.kind
+                    };
+                    KNOWN_EVENTS.contains(&kind)
+                });
+                if serde_json::from_str::<serde::de::IgnoredAny>(data).is_ok() && !known {
+                    // Valid JSON of an event type we do not read.
+                    return Ok(());
+                }
+                // serde_json's own message can quote the payload, i.e. model output.
+                return Err(self.malformed(format!(
+                    "stream event is not valid JSON ({:?} error at line {} column {})",
+                    e.classify(),
+                    e.line(),
+                    e.column()
+                )));
+            }
+        };
+        let kind: &str = if ev.kind.is_empty() {
+            event.unwrap_or("")
+        } else {
+            &ev.kind
+        };
+        match kind {
+            "response.output_item.added" => {
+                let Some(item) = ev.item else {
+                    return Err(self.malformed("response.output_item.added without item"));
+                };
+                let kind = match item.kind.as_str() {
+                    "function_call" => {
+                        let call = self.next_call;
+                        self.next_call = self.next_call.saturating_add(1);
+                        let arguments = item.arguments.unwrap_or_default();
+                        self.pending.push_back(StreamEvent::ToolCallDelta {
+                            index: call,
+                            id: item.call_id.filter(|s| !s.is_empty()),
+                            name: item.name.filter(|s| !s.is_empty()),
+                            arguments,
+                        });
+                        ItemKind::Call(call)
+                    }
+                    "reasoning" => ItemKind::Reasoning,
+                    _ => ItemKind::Other,
+                };
+                self.items.push(ItemState {
+                    output_index: ev.output_index,
+                    id: item.id,
+                    kind,
+                    streamed: false,
+                });
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                if kind == "response.refusal.delta" {
+                    self.refused = true;
+                }
+                if let Some(text) = ev.delta.filter(|t| !t.is_empty()) {
+                    self.pending.push_back(StreamEvent::TextDelta(text));
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let Some(delta) = ev.delta else {
+                    return Err(self.malformed("function_call_arguments.delta without delta"));
+                };
+                let call = match self.item_mut(ev.item_id.as_deref(), ev.output_index) {
+                    Some(item) => match item.kind {
+                        ItemKind::Call(call) => {
+                            item.streamed = true;
+                            call
+                        }
+                        _ => return Err(self.malformed("arguments delta for a non-call item")),
+                    },
+                    None => return Err(self.malformed("arguments delta for an unknown item")),
+                };
+                if !delta.is_empty() {
+                    self.pending.push_back(StreamEvent::ToolCallDelta {
+                        index: call,
+                        id: None,
+                        name: None,
+                        arguments: delta,
+                    });
+                }
+            }
+            "response.function_call_arguments.done" => {
+                // Servers that send only the whole arguments still get them through.
+                let args = ev.arguments.filter(|a| !a.is_empty());
+                if let Some(item) = self.item_mut(ev.item_id.as_deref(), ev.output_index)
+                    && let ItemKind::Call(call) = item.kind
+                    && !item.streamed
+                    && let Some(arguments) = args
+                {
+                    item.streamed = true;
+                    self.pending.push_back(StreamEvent::ToolCallDelta {
+                        index: call,
+                        id: None,
+                        name: None,
+                        arguments,
+                    });
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let part = ev.summary_index.unwrap_or(0);
+                if let Some(item) = self.item_mut(ev.item_id.as_deref(), ev.output_index) {
+                    item.streamed = true;
+                }
+                self.thinking(ev.item_id.as_deref(), part, ev.delta.unwrap_or_default());
+            }
+            "response.output_item.done" => {
+                let Some(item) = ev.item else {
+                    return Err(self.malformed("response.output_item.done without item"));
+                };
+                let known = self.item_mut(item.id.as_deref(), ev.output_index);
+                let streamed = known.as_ref().is_some_and(|k| k.streamed);
+                let call = known.and_then(|k| match k.kind {
+                    ItemKind::Call(c) => Some(c),
+                    _ => None,
+                });
+                match item.kind.as_str() {
+                    "function_call" => {
+                        let arguments = item.arguments.filter(|a| !a.is_empty() && !streamed);
+                        let (call, id, name) = match call {
+                            Some(call) => (call, None, None),
+                            None => {
+                                // Never announced: the finished item is the whole call.
+                                let call = self.next_call;
+                                self.next_call = self.next_call.saturating_add(1);
+                                self.items.push(ItemState {
+                                    output_index: ev.output_index,
+                                    id: item.id,
+                                    kind: ItemKind::Call(call),
+                                    streamed: true,
+                                });
+                                (call, item.call_id, item.name)
+                            }
+                        };
+                        if arguments.is_some() || id.is_some() || name.is_some() {
+                            self.pending.push_back(StreamEvent::ToolCallDelta {
+                                index: call,
+                                id: id.filter(|s| !s.is_empty()),
+                                name: name.filter(|s| !s.is_empty()),
+                                arguments: arguments.unwrap_or_default(),
+                            });
+                        }
+                    }
+                    "reasoning" => {
+                        if !streamed {
+                            // A summary that was not streamed part by part.
+                            let parts = item.summary.unwrap_or_default();
+                            for (i, part) in parts.into_iter().enumerate() {
+                                self.thinking(
+                                    item.id.as_deref(),
+                                    i as u64,
+                                    part.text.unwrap_or_default(),
+                                );
+                            }
+                        }
+                        if let Some(enc) = item.encrypted_content.filter(|e| !e.is_empty()) {
+                            self.reasoning.push(wire::SignedReasoning {
+                                id: item.id.unwrap_or_default(),
+                                encrypted_content: enc,
+                            });
+                            // Cumulative, since only the last signature of an
+                            // answer is kept.
+                            self.pending.push_back(StreamEvent::ThinkingDelta {
+                                text: String::new(),
+                                signature: Some(wire::encode_signature(&self.reasoning)),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "response.completed" => {
+                if let Some(u) = ev.response.as_ref().and_then(|r| r.usage.as_ref()) {
+                    self.pending.push_back(StreamEvent::Usage(usage(u)));
+                }
+                let reason = if self.next_call > 0 {
+                    FinishReason::ToolCalls
+                } else if self.refused {
+                    FinishReason::ContentFilter
+                } else {
+                    FinishReason::Stop
+                };
+                self.pending.push_back(StreamEvent::Finish(reason));
+                self.end("done");
+            }
+            "response.incomplete" => {
+                let response = ev.response;
+                if let Some(u) = response.as_ref().and_then(|r| r.usage.as_ref()) {
+                    self.pending.push_back(StreamEvent::Usage(usage(u)));
+                }
+                let reason = response
+                    .and_then(|r| r.incomplete_details)
+                    .and_then(|d| d.reason)
+                    .unwrap_or_default();
+                let reason = match reason.as_str() {
+                    "max_output_tokens" => FinishReason::Length,
+                    "content_filter" => FinishReason::ContentFilter,
+                    "" => FinishReason::Other("incomplete".into()),
+                    _ => FinishReason::Other(reason),
+                };
+                self.pending.push_back(StreamEvent::Finish(reason));
+                self.end("incomplete");
+            }
+            "response.failed" => {
+                let err = ev.response.and_then(|r| r.error);
+                let (code, msg) = match &err {
+                    Some(e) => (e.code.as_deref(), e.message.as_deref()),
+                    None => (None, None),
+                };
+                return Err(self.stream_error("response failed", code, msg));
+            }
+            "error" => {
+                let nested = ev.error.as_ref();
+                let code = ev
+                    .code
+                    .as_deref()
+                    .or_else(|| nested.and_then(|e| e.code.as_deref()));
+                let msg = ev
+                    .message
+                    .as_deref()
+                    .or_else(|| nested.and_then(|e| e.message.as_deref()));
+                return Err(self.stream_error("provider error mid-stream", code, msg));
+            }
+            // response.created / in_progress / queued, content_part.*, *.done
+            // echoes of streamed text, and event types added later.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn stream_error(&self, what: &str, code: Option<&str>, msg: Option<&str>) -> LlmError {
+        let mut message = String::from(what);
+        for part in [code, msg].into_iter().flatten() {
+            message.push_str(": ");
+            message.push_str(&cap(part, MESSAGE_CAP));
+        }
+        self.error(stream_error_kind(code.unwrap_or("")), message)
+    }
+}
+
+fn usage(u: &wire::WireUsage) -> Usage {
+    Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cached_tokens: u
+            .input_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens),
+        reasoning_tokens: u
+            .output_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens),
+        cache_write_tokens: None,
+    }
+}
+
+/// One step of the event stream: the next event, a final error, or the end.
+async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
+    loop {
+        if let Some(ev) = st.pending.pop_front() {
+            return Some((Ok(ev), st));
+        }
+        if st.done {
+            return None;
+        }
+        match st.decoder.next_event() {
+            Ok(Some(ev)) => {
+                if let Err(e) = st.handle(ev.event.as_deref(), &ev.data) {
+                    st.pending.clear();
+                    st.end("error");
+                    return Some((Err(e), st));
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let err = st.malformed(format!("bad event stream: {e}"));
+                st.end("error");
+                return Some((Err(err), st));
+            }
+        }
+        match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
+            Ok(Some(Ok(bytes))) => {
+                st.bytes += bytes.len() as u64;
+                st.decoder.push(&bytes);
+            }
+            Ok(Some(Err(e))) => {
+                let err = from_reqwest(&st.provider, e);
+                st.end("error");
+                return Some((Err(err), st));
+            }
+            Ok(None) => {
+                st.end("eof");
+                let err = st.malformed(
+                    "stream ended without response.completed, response.incomplete or response.failed",
+                );
+                return Some((Err(err), st));
+            }
+            Err(_) => {
+                let err = st.error(
+                    ErrorKind::Timeout,
+                    format!("no stream data for {:?}", st.idle_timeout),
+                );
+                st.end("idle timeout");
+                return Some((Err(err), st));
+            }
+        }
+    }
+}
+
+/// Classifies a transport error; the URL is stripped and the cause chain kept.
+fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
+    let e = e.without_url();
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_builder() {
+        ErrorKind::InvalidRequest
+    } else if e.is_decode() {
+        ErrorKind::MalformedResponse
+    } else {
+        ErrorKind::Network
+    };
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    LlmError::new(provider, kind, message)
+}
+
+/// `retry-after` as delta-seconds (integer or decimal); HTTP dates are ignored.
+fn parse_retry_after(value: &HeaderValue) -> Option<Duration> {
+    let s = value.to_str().ok()?.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let secs = s.parse::<f64>().ok()?;
+    if secs < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+/// At most `max` bytes of `s`, cut at a char boundary.
+fn cap(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_config() {
+        let client = reqwest::Client::new();
+        let mut cfg = OpenAiConfig::new("p", "ftp://x");
+        assert_eq!(
+            OpenAiProvider::new(cfg.clone(), client.clone())
+                .unwrap_err()
+                .kind,
+            ErrorKind::InvalidRequest
+        );
+        cfg.base_url = "not a url".into();
+        assert!(OpenAiProvider::new(cfg.clone(), client.clone()).is_err());
+        cfg.base_url = "http://127.0.0.1:1/v1/".into();
+        let p = OpenAiProvider::new(cfg.clone(), client.clone()).unwrap();
+        assert_eq!(p.url.as_str(), "http://127.0.0.1:1/v1/responses");
+        cfg.headers = vec![("bad name".into(), "v".into())];
+        assert!(OpenAiProvider::new(cfg.clone(), client.clone()).is_err());
+        cfg.headers = vec![("x-ok".into(), "line\nbreak".into())];
+        let err = OpenAiProvider::new(cfg.clone(), client.clone()).unwrap_err();
+        assert!(!err.message.contains("break"));
+        cfg.headers.clear();
+        cfg.organization = Some("org\n".into());
+        assert!(OpenAiProvider::new(cfg.clone(), client.clone()).is_err());
+        cfg.organization = None;
+        cfg.api_key = Some("sk-secret\n".into());
+        let err = OpenAiProvider::new(cfg.clone(), client).unwrap_err();
+        assert!(!err.message.contains("sk-secret"));
+        assert!(!format!("{cfg:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn defaults() {
+        let cfg = OpenAiConfig::new("o", "");
+        assert_eq!(cfg.base_url, "https://api.openai.com/v1");
+        let p = OpenAiProvider::new(cfg, reqwest::Client::new()).unwrap();
+        assert_eq!(p.url.as_str(), "https://api.openai.com/v1/responses");
+    }
+
+    #[test]
+    fn status_and_stream_error_kinds() {
+        assert_eq!(
+            status_kind(400, Some("context_length_exceeded"), None),
+            ErrorKind::ContextLength
+        );
+        assert_eq!(
+            status_kind(
+                400,
+                Some("invalid_request_error"),
+                Some("This model's maximum context length is 128000 tokens.")
+            ),
+            ErrorKind::ContextLength
+        );
+        assert_eq!(
+            status_kind(400, Some("invalid_value"), Some("bad")),
+            ErrorKind::InvalidRequest
+        );
+        assert_eq!(status_kind(403, None, None), ErrorKind::Auth);
+        assert_eq!(status_kind(503, None, None), ErrorKind::Overloaded);
+        assert_eq!(status_kind(502, None, None), ErrorKind::Server);
+        assert_eq!(status_kind(408, None, None), ErrorKind::Timeout);
+        assert_eq!(
+            stream_error_kind("rate_limit_exceeded"),
+            ErrorKind::RateLimited
+        );
+        assert_eq!(stream_error_kind("server_error"), ErrorKind::Server);
+        assert_eq!(
+            stream_error_kind("context_length_exceeded"),
+            ErrorKind::ContextLength
+        );
+        assert_eq!(stream_error_kind("new_code"), ErrorKind::Server);
+    }
+
+    #[test]
+    fn parses_retry_after_and_caps() {
+        let p = |s: &str| parse_retry_after(&HeaderValue::from_str(s).unwrap());
+        assert_eq!(p("7"), Some(Duration::from_secs(7)));
+        assert_eq!(p("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(p("-1"), None);
+        assert_eq!(cap("héllo", 2), "h…");
+    }
+}
