@@ -10,6 +10,7 @@
 
 pub mod context;
 pub mod engine;
+pub mod firewall;
 pub mod limits;
 pub mod retry;
 

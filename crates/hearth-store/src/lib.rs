@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod records;
+pub mod secrets;
 pub mod sqlite;
 
 pub use error::{Result, StoreError};

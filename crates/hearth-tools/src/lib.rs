@@ -6,5 +6,6 @@
 
 pub mod builtin;
 pub mod registry;
+pub mod web;
 
 pub use registry::{Tool, ToolClass, ToolError, ToolOutput, ToolRegistry};

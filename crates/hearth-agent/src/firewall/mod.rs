@@ -1,0 +1,1 @@
+//! The firewall (being built): secret scanning of everything sent to providers.

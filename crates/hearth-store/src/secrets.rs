@@ -1,0 +1,1 @@
+//! Sealed credentials at rest (being built).

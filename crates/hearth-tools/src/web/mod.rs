@@ -1,0 +1,1 @@
+//! Safe web access for tools (being built): SSRF-guarded fetch.
