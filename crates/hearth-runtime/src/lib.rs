@@ -12,11 +12,13 @@ pub mod envelope;
 pub mod error;
 pub mod runtime;
 mod scheduler;
+mod threads;
 pub mod usage;
 
 pub use bus::{EventBus, RunLog};
 pub use catalog::{Capabilities, Catalog, CatalogEntry, ToolSupport};
 pub use envelope::envelope;
 pub use error::{Result, RuntimeError};
-pub use runtime::{Runtime, RuntimeOptions, ThreadRuntime, WaitOutcome};
+pub use runtime::{Runtime, RuntimeOptions, WaitOutcome};
+pub use threads::ThreadRuntime;
 pub use usage::UsageReport;

@@ -8,9 +8,7 @@ use hearth_agent::{Candidate, Engine, EventSink, Outcome, RunInput, ToolMode};
 use hearth_core::{
     DeliveryMode, Inbound, ModelRef, RunEnvelope, RunEventKind, RunStatus, ThinkingLevel, now_ms,
 };
-use hearth_store::{
-    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, StepRecord, Store, UsageQuery,
-};
+use hearth_store::{CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, StepRecord, Store};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -20,7 +18,7 @@ use crate::catalog::{Catalog, ToolSupport};
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::scheduler::{CancelFound, Enqueued, Scheduler};
-use crate::usage::{self, SpendAlert, UsageReport};
+use crate::usage::SpendAlert;
 
 /// Longest accepted thread key, user key, source or idempotency key.
 const MAX_KEY_LEN: usize = 256;
@@ -49,21 +47,6 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// A thread's runtime settings as the API shows them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadRuntime {
-    /// The thread.
-    pub thread_key: String,
-    /// Effective model, `<provider>/<model>`.
-    pub model: String,
-    /// Thinking level.
-    pub thinking: String,
-    /// Incognito flag.
-    pub incognito: bool,
-    /// Messages stored in its history.
-    pub message_count: u64,
-}
-
 /// The result of waiting for a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitOutcome {
@@ -73,22 +56,22 @@ pub enum WaitOutcome {
     Pending(RunEnvelope),
 }
 
-struct Inner {
-    store: Arc<dyn Store>,
-    catalog: Catalog,
-    engine: Engine,
-    bus: EventBus,
-    scheduler: Scheduler,
-    options: RuntimeOptions,
-    shutting_down: AtomicBool,
-    in_flight: watch::Sender<usize>,
-    spend_alert: SpendAlert,
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) catalog: Catalog,
+    pub(crate) engine: Engine,
+    pub(crate) bus: EventBus,
+    pub(crate) scheduler: Scheduler,
+    pub(crate) options: RuntimeOptions,
+    pub(crate) shutting_down: AtomicBool,
+    pub(crate) in_flight: watch::Sender<usize>,
+    pub(crate) spend_alert: SpendAlert,
 }
 
 /// The runtime. Cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 struct LogSink<'a>(&'a RunLog);
@@ -99,7 +82,7 @@ impl EventSink for LogSink<'_> {
     }
 }
 
-fn check_key(name: &str, value: &str) -> Result<()> {
+pub(crate) fn check_key(name: &str, value: &str) -> Result<()> {
     if value.is_empty() || value.len() > MAX_KEY_LEN || value.chars().any(char::is_control) {
         return Err(RuntimeError::InvalidInput(format!(
             "{name} must be 1 to {MAX_KEY_LEN} characters without control characters"
@@ -500,43 +483,6 @@ impl Runtime {
         }
     }
 
-    /// Model calls grouped, with estimated cost.
-    pub async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageReport>> {
-        let rows = self.inner.store.usage(query).await?;
-        Ok(rows
-            .iter()
-            .map(|r| usage::report(r, &self.inner.catalog.prices))
-            .collect())
-    }
-
-    /// Warns once per UTC day when today's estimated spend crosses the
-    /// configured threshold (checked at most every 30 s).
-    async fn check_spend(&self) {
-        let Some(threshold) = self.inner.options.daily_spend_alert_usd else {
-            return;
-        };
-        if !self.inner.spend_alert.due() {
-            return;
-        }
-        let now = now_ms();
-        let Ok(today) = self.usage(&usage::today(now)).await else {
-            return;
-        };
-        let spent: f64 = today.iter().filter_map(|r| r.cost_usd).sum();
-        if self
-            .inner
-            .spend_alert
-            .crossed(now / 86_400_000, spent, threshold)
-        {
-            metrics::counter!("hearth_spend_alerts_total").increment(1);
-            warn!(
-                spent_usd = spent,
-                threshold_usd = threshold,
-                "daily spend threshold crossed (estimated from list prices)"
-            );
-        }
-    }
-
     /// One run's envelope.
     pub async fn get_run(&self, run_id: &str) -> Result<RunEnvelope> {
         let run = self.run_record(run_id).await?;
@@ -627,66 +573,6 @@ impl Runtime {
             }
         }
         self.get_run(run_id).await
-    }
-
-    /// A thread's runtime settings.
-    pub async fn thread_runtime(&self, thread_key: &str) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
-        let st = self.inner.store.thread_state(thread_key).await?;
-        let model = st
-            .model
-            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
-        // The effective level: a model without reasoning control runs `off`
-        // (the requested level is kept for when the thread switches back).
-        let thinks = ModelRef::parse(&model)
-            .map(|m| self.inner.catalog.capabilities(&m).thinking)
-            .unwrap_or(false);
-        Ok(ThreadRuntime {
-            thread_key: thread_key.to_owned(),
-            model,
-            thinking: if thinks {
-                st.thinking
-            } else {
-                "off".to_owned()
-            },
-            incognito: st.incognito,
-            message_count: st.message_count,
-        })
-    }
-
-    /// Sets a thread's model after checking it exists.
-    pub async fn set_model(&self, thread_key: &str, model: &str) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
-        let (m, _) = self.inner.catalog.resolve(model)?;
-        self.inner
-            .store
-            .set_thread_model(thread_key, Some(&m.to_string()))
-            .await?;
-        self.thread_runtime(thread_key).await
-    }
-
-    /// Sets a thread's thinking level.
-    pub async fn set_thinking(
-        &self,
-        thread_key: &str,
-        level: ThinkingLevel,
-    ) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
-        self.inner
-            .store
-            .set_thread_thinking(thread_key, level.as_str())
-            .await?;
-        self.thread_runtime(thread_key).await
-    }
-
-    /// Cancels the thread's runs and clears its history.
-    pub async fn new_session(&self, thread_key: &str) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
-        for run_id in self.inner.scheduler.runs_of(thread_key) {
-            self.cancel(&run_id).await?;
-        }
-        self.inner.store.clear_thread_history(thread_key).await?;
-        self.thread_runtime(thread_key).await
     }
 
     /// Stops taking messages and waits up to `grace` for runs in flight; runs

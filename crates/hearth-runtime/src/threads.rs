@@ -1,0 +1,124 @@
+//! Per-thread settings (model, thinking, sessions) and usage reports: the
+//! parts of `Runtime` that are not the life of a run.
+
+use hearth_core::{ModelRef, ThinkingLevel, now_ms};
+use hearth_store::UsageQuery;
+use tracing::warn;
+
+use crate::error::Result;
+use crate::runtime::{Runtime, check_key};
+use crate::usage::{self, UsageReport};
+
+/// A thread's runtime settings as the API shows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadRuntime {
+    /// The thread.
+    pub thread_key: String,
+    /// Effective model, `<provider>/<model>`.
+    pub model: String,
+    /// Thinking level.
+    pub thinking: String,
+    /// Incognito flag.
+    pub incognito: bool,
+    /// Messages stored in its history.
+    pub message_count: u64,
+}
+
+impl Runtime {
+    /// A thread's runtime settings.
+    pub async fn thread_runtime(&self, thread_key: &str) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        let st = self.inner.store.thread_state(thread_key).await?;
+        let model = st
+            .model
+            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
+        // The effective level: a model without reasoning control runs `off`
+        // (the requested level is kept for when the thread switches back).
+        let thinks = ModelRef::parse(&model)
+            .map(|m| self.inner.catalog.capabilities(&m).thinking)
+            .unwrap_or(false);
+        Ok(ThreadRuntime {
+            thread_key: thread_key.to_owned(),
+            model,
+            thinking: if thinks {
+                st.thinking
+            } else {
+                "off".to_owned()
+            },
+            incognito: st.incognito,
+            message_count: st.message_count,
+        })
+    }
+
+    /// Sets a thread's model after checking it exists.
+    pub async fn set_model(&self, thread_key: &str, model: &str) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        let (m, _) = self.inner.catalog.resolve(model)?;
+        self.inner
+            .store
+            .set_thread_model(thread_key, Some(&m.to_string()))
+            .await?;
+        self.thread_runtime(thread_key).await
+    }
+
+    /// Sets a thread's thinking level.
+    pub async fn set_thinking(
+        &self,
+        thread_key: &str,
+        level: ThinkingLevel,
+    ) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        self.inner
+            .store
+            .set_thread_thinking(thread_key, level.as_str())
+            .await?;
+        self.thread_runtime(thread_key).await
+    }
+
+    /// Cancels the thread's runs and clears its history.
+    pub async fn new_session(&self, thread_key: &str) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        for run_id in self.inner.scheduler.runs_of(thread_key) {
+            self.cancel(&run_id).await?;
+        }
+        self.inner.store.clear_thread_history(thread_key).await?;
+        self.thread_runtime(thread_key).await
+    }
+
+    /// Model calls grouped, with estimated cost.
+    pub async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageReport>> {
+        let rows = self.inner.store.usage(query).await?;
+        Ok(rows
+            .iter()
+            .map(|r| usage::report(r, &self.inner.catalog.prices))
+            .collect())
+    }
+
+    /// Warns once per UTC day when today's estimated spend crosses the
+    /// configured threshold (checked at most every 30 s).
+    pub(crate) async fn check_spend(&self) {
+        let Some(threshold) = self.inner.options.daily_spend_alert_usd else {
+            return;
+        };
+        if !self.inner.spend_alert.due() {
+            return;
+        }
+        let now = now_ms();
+        let Ok(today) = self.usage(&usage::today(now)).await else {
+            return;
+        };
+        let spent: f64 = today.iter().filter_map(|r| r.cost_usd).sum();
+        if self
+            .inner
+            .spend_alert
+            .crossed(now / 86_400_000, spent, threshold)
+        {
+            metrics::counter!("hearth_spend_alerts_total").increment(1);
+            warn!(
+                spent_usd = spent,
+                threshold_usd = threshold,
+                "daily spend threshold crossed (estimated from list prices)"
+            );
+        }
+    }
+}
