@@ -1,8 +1,10 @@
 //! Stream decoding benchmarks: bytes of a streamed answer in, events out.
 //!
 //! Each adapter gets synthetic bodies shaped byte for byte like its
-//! provider's (Chat Completions chunks, Anthropic's `event:`/`data:` pairs,
-//! Gemini's CRLF `data:` lines), about 2 MB each: many short text deltas
+//! provider's (Chat Completions chunks, Responses API named events with the
+//! whole output echoed by the `.done` events and `response.completed`,
+//! Anthropic's `event:`/`data:` pairs, Gemini's CRLF `data:` lines), about
+//! 2 MB each: many short text deltas
 //! (3-20 bytes, the usual case), fewer long ones (~300 bytes), and tool-call
 //! arguments. They are fed in reads of 1-4 KiB as a socket hands them over,
 //! through
@@ -25,6 +27,7 @@ use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterio
 use hearth_core::StreamEvent;
 use hearth_llm::anthropic::AnthropicDecoder;
 use hearth_llm::gemini::GeminiDecoder;
+use hearth_llm::openai::OpenAiDecoder;
 use hearth_llm::openai_compat::OpenAiCompatDecoder;
 use hearth_llm::sse::SseDecoder;
 use hearth_llm::{Accumulator, LlmError};
@@ -162,6 +165,134 @@ fn openai_body(kind: Kind, mut next: impl FnMut() -> String) -> Vec<u8> {
     b
 }
 
+const RESPONSES_HEAD: &str = r#""id":"resp_68af4d3c9b5c8190a1b2c3d4e5f60718","object":"response","created_at":1756318012,"model":"gpt-5-mini-2025-08-07","parallel_tool_calls":true,"store":false,"temperature":1.0,"tool_choice":"auto","top_p":1.0,"truncation":"disabled""#;
+const RESPONSES_MSG_ID: &str = "msg_68af4d3d1e8c8190b7c6d5e4f3a2b1c0";
+const RESPONSES_CALL_ID: &str = "fc_68af4d3d1e8c8190c4d3e2f1a0b9c8d7";
+
+/// A Responses API stream: every event named, numbered and typed; deltas
+/// padded with `obfuscation`; the whole output echoed three (arguments) or
+/// four (text) times at the end, which counts towards the body's size.
+fn responses_body(kind: Kind, mut next: impl FnMut() -> String) -> Vec<u8> {
+    let mut b = Vec::with_capacity(TARGET + 4096);
+    let mut seq = 0u64;
+    let mut event = |b: &mut Vec<u8>, name: &str, rest: &str| {
+        b.extend_from_slice(
+            format!(
+                "event: {name}\ndata: {{\"type\":\"{name}\",\"sequence_number\":{seq},{rest}}}\n\n"
+            )
+            .as_bytes(),
+        );
+        seq += 1;
+    };
+    let response = |status: &str, output: &str, usage: &str| {
+        format!(
+            r#""response":{{{RESPONSES_HEAD},"status":"{status}","output":[{output}],"usage":{usage}}}"#
+        )
+    };
+    event(
+        &mut b,
+        "response.created",
+        &response("in_progress", "", "null"),
+    );
+    event(
+        &mut b,
+        "response.in_progress",
+        &response("in_progress", "", "null"),
+    );
+    let item = |status: &str, full: &str| match kind {
+        Kind::Text => format!(
+            r#"{{"id":"{RESPONSES_MSG_ID}","type":"message","status":"{status}","content":[{full}],"role":"assistant"}}"#
+        ),
+        Kind::Tool => format!(
+            r#"{{"id":"{RESPONSES_CALL_ID}","type":"function_call","status":"{status}","arguments":{full},"call_id":"call_Qx3b7hJd9kLmN0pR","name":"write_file"}}"#
+        ),
+    };
+    let empty = match kind {
+        Kind::Text => "",
+        Kind::Tool => r#""""#,
+    };
+    event(
+        &mut b,
+        "response.output_item.added",
+        &format!(r#""output_index":0,"item":{}"#, item("in_progress", empty)),
+    );
+    let text_at = format!(r#""item_id":"{RESPONSES_MSG_ID}","output_index":0,"content_index":0"#);
+    let call_at = format!(r#""item_id":"{RESPONSES_CALL_ID}","output_index":0"#);
+    if let Kind::Text = kind {
+        event(
+            &mut b,
+            "response.content_part.added",
+            &format!(
+                r#"{text_at},"part":{{"type":"output_text","annotations":[],"logprobs":[],"text":""}}"#
+            ),
+        );
+    }
+    let (name, at, copies) = match kind {
+        Kind::Text => ("response.output_text.delta", &text_at, 4),
+        Kind::Tool => ("response.function_call_arguments.delta", &call_at, 3),
+    };
+    let mut full = String::new();
+    let mut escaped = 2;
+    let mut pad = Rng(5);
+    while b.len() + copies * escaped < TARGET {
+        let d = next();
+        let j = json(&d);
+        escaped += j.len() - 2;
+        full.push_str(&d);
+        let obfuscation = &"Xq3vT9kLm2Pz7wYb"[..pad.below(16)];
+        let logprobs = match kind {
+            Kind::Text => r#","logprobs":[]"#,
+            Kind::Tool => "",
+        };
+        event(
+            &mut b,
+            name,
+            &format!(r#"{at},"delta":{j}{logprobs},"obfuscation":"{obfuscation}""#),
+        );
+    }
+    let full = json(&full);
+    let done = match kind {
+        Kind::Text => {
+            event(
+                &mut b,
+                "response.output_text.done",
+                &format!(r#"{text_at},"text":{full},"logprobs":[]"#),
+            );
+            let part =
+                format!(r#"{{"type":"output_text","annotations":[],"logprobs":[],"text":{full}}}"#);
+            event(
+                &mut b,
+                "response.content_part.done",
+                &format!(r#"{text_at},"part":{part}"#),
+            );
+            item("completed", &part)
+        }
+        Kind::Tool => {
+            event(
+                &mut b,
+                "response.function_call_arguments.done",
+                &format!(r#"{call_at},"arguments":{full}"#),
+            );
+            item("completed", &full)
+        }
+    };
+    event(
+        &mut b,
+        "response.output_item.done",
+        &format!(r#""output_index":0,"item":{done}"#),
+    );
+    event(
+        &mut b,
+        "response.completed",
+        &response(
+            "completed",
+            &done,
+            r#"{"input_tokens":1021,"input_tokens_details":{"cached_tokens":0},"output_tokens":20480,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":21501}"#,
+        ),
+    );
+    b
+}
+
 fn anthropic_body(kind: Kind, mut next: impl FnMut() -> String) -> Vec<u8> {
     let mut b = Vec::with_capacity(TARGET + 4096);
     let event = |b: &mut Vec<u8>, name: &str, data: &str| {
@@ -293,7 +424,12 @@ macro_rules! impl_decode {
         }
     )*};
 }
-impl_decode!(OpenAiCompatDecoder, AnthropicDecoder, GeminiDecoder);
+impl_decode!(
+    OpenAiCompatDecoder,
+    OpenAiDecoder,
+    AnthropicDecoder,
+    GeminiDecoder
+);
 
 /// SSE only: events are counted and recycled.
 fn sse(reads: &[&[u8]]) -> usize {
@@ -397,6 +533,21 @@ fn cases() -> Vec<Case> {
             "openai_compat",
             "tool_args",
             openai_body(Kind::Tool, arg_fragments(3)),
+        ),
+        Case::new::<OpenAiDecoder>(
+            "openai_responses",
+            "short_text",
+            responses_body(Kind::Text, short()),
+        ),
+        Case::new::<OpenAiDecoder>(
+            "openai_responses",
+            "long_text",
+            responses_body(Kind::Text, long()),
+        ),
+        Case::new::<OpenAiDecoder>(
+            "openai_responses",
+            "tool_args",
+            responses_body(Kind::Tool, arg_fragments(3)),
         ),
         Case::new::<AnthropicDecoder>(
             "anthropic",

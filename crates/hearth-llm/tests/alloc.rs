@@ -12,6 +12,7 @@ use std::cell::Cell;
 use hearth_core::StreamEvent;
 use hearth_llm::anthropic::AnthropicDecoder;
 use hearth_llm::gemini::GeminiDecoder;
+use hearth_llm::openai::OpenAiDecoder;
 use hearth_llm::openai_compat::OpenAiCompatDecoder;
 use hearth_llm::{Accumulator, LlmError};
 
@@ -56,7 +57,7 @@ fn allocs() -> u64 {
     ALLOCS.with(Cell::get)
 }
 
-/// The three adapters' decoders behind one face.
+/// The adapters' decoders behind one face.
 trait Decode {
     fn push(&mut self, bytes: &[u8]);
     fn end_of_body(&mut self);
@@ -78,7 +79,12 @@ macro_rules! impl_decode {
         }
     )*};
 }
-impl_decode!(OpenAiCompatDecoder, AnthropicDecoder, GeminiDecoder);
+impl_decode!(
+    OpenAiCompatDecoder,
+    OpenAiDecoder,
+    AnthropicDecoder,
+    GeminiDecoder
+);
 
 /// A text delta of 3 to 20 bytes, plain (no JSON escapes), sometimes non-ASCII.
 fn plain_delta(i: usize) -> String {
@@ -177,6 +183,88 @@ fn gemini_body(deltas: &[String]) -> Vec<u8> {
     b
 }
 
+/// A Responses API stream as OpenAI sends it: named events, a
+/// `sequence_number` on each, and the whole text echoed by the `.done` events
+/// and `response.completed`.
+fn responses_body(deltas: &[String]) -> Vec<u8> {
+    let mut b = Vec::new();
+    let mut seq = 0u64;
+    let mut event = |name: &str, data: &str| {
+        let data = data.replacen(
+            '{',
+            &format!(r#"{{"type":"{name}","sequence_number":{seq},"#),
+            1,
+        );
+        seq += 1;
+        b.extend_from_slice(format!("event: {name}\ndata: {data}\n\n").as_bytes());
+    };
+    let response = r#""id":"resp_68af4d3c9b5c8190a1b2c3d4e5f60718","object":"response","created_at":1756318012,"model":"gpt-5-mini-2025-08-07","store":false"#;
+    let item =
+        r#""item_id":"msg_68af4d3d1e8c8190b7c6d5e4f3a2b1c0","output_index":0,"content_index":0"#;
+    event(
+        "response.created",
+        &format!(
+            r#"{{"response":{{{response},"status":"in_progress","output":[],"usage":null}}}}"#
+        ),
+    );
+    event(
+        "response.in_progress",
+        &format!(
+            r#"{{"response":{{{response},"status":"in_progress","output":[],"usage":null}}}}"#
+        ),
+    );
+    let message = |status: &str, content: &str| {
+        format!(
+            r#"{{"id":"msg_68af4d3d1e8c8190b7c6d5e4f3a2b1c0","type":"message","status":"{status}","content":[{content}],"role":"assistant"}}"#
+        )
+    };
+    event(
+        "response.output_item.added",
+        &format!(
+            r#"{{"output_index":0,"item":{}}}"#,
+            message("in_progress", "")
+        ),
+    );
+    event(
+        "response.content_part.added",
+        &format!(
+            r#"{{{item},"part":{{"type":"output_text","annotations":[],"logprobs":[],"text":""}}}}"#
+        ),
+    );
+    for (i, d) in deltas.iter().enumerate() {
+        let text = serde_json::to_string(d).unwrap();
+        event(
+            "response.output_text.delta",
+            &format!(
+                r#"{{{item},"delta":{text},"logprobs":[],"obfuscation":"{}"}}"#,
+                &"Xq3vT9kLm2Pz"[..i % 12]
+            ),
+        );
+    }
+    let full = serde_json::to_string(&deltas.concat()).unwrap();
+    let part = format!(r#"{{"type":"output_text","annotations":[],"logprobs":[],"text":{full}}}"#);
+    event(
+        "response.output_text.done",
+        &format!(r#"{{{item},"text":{full},"logprobs":[]}}"#),
+    );
+    event(
+        "response.content_part.done",
+        &format!(r#"{{{item},"part":{part}}}"#),
+    );
+    let done = message("completed", &part);
+    event(
+        "response.output_item.done",
+        &format!(r#"{{"output_index":0,"item":{done}}}"#),
+    );
+    event(
+        "response.completed",
+        &format!(
+            r#"{{"response":{{{response},"status":"completed","output":[{done}],"usage":{{"input_tokens":12,"input_tokens_details":{{"cached_tokens":0}},"output_tokens":40,"output_tokens_details":{{"reasoning_tokens":0}},"total_tokens":52}}}}}}"#
+        ),
+    );
+    b
+}
+
 /// Decodes `body` in 2 KiB reads into an `Accumulator`, and returns the
 /// allocations made doing so and the text decoded.
 fn measure(mut dec: impl Decode, body: &[u8]) -> (u64, String) {
@@ -272,6 +360,18 @@ fn gemini_allocates_only_the_text_per_delta() {
     assert!(per >= 0.99, "each delta's text is its own String: {per}");
 }
 
+#[test]
+fn openai_responses_allocates_only_the_text_per_delta() {
+    let per = check(
+        "openai_responses",
+        || OpenAiDecoder::new("p"),
+        responses_body,
+        plain_delta,
+        1,
+    );
+    assert!(per >= 0.99, "each delta's text is its own String: {per}");
+}
+
 /// Text with JSON escapes is unescaped by serde_json through a scratch buffer
 /// of its own per parse: one more allocation (two while the buffer grows past
 /// its first size), and no more than that.
@@ -295,6 +395,13 @@ fn escaped_text_costs_at_most_the_scratch_buffer_more() {
         "gemini escaped",
         || GeminiDecoder::new("p"),
         gemini_body,
+        escaped_delta,
+        3,
+    );
+    check(
+        "openai_responses escaped",
+        || OpenAiDecoder::new("p"),
+        responses_body,
         escaped_delta,
         3,
     );

@@ -299,16 +299,10 @@ impl Provider for OpenAiProvider {
             ));
         }
         let state = StreamState {
-            provider: Arc::clone(&self.name),
+            decoder: OpenAiDecoder::new(Arc::clone(&self.name)),
             body: Box::pin(resp.bytes_stream()),
-            decoder: SseDecoder::new(),
-            pending: VecDeque::new(),
-            items: Vec::new(),
-            next_call: 0,
-            reasoning: Vec::new(),
-            thinking_at: None,
-            refused: false,
-            done: false,
+            ended: false,
+            failed: false,
             idle_timeout: self.idle_timeout,
             bytes: 0,
             started,
@@ -342,26 +336,32 @@ struct ItemState {
 
 /// Everything one streamed answer needs between two polls.
 struct StreamState {
-    provider: Arc<str>,
+    decoder: OpenAiDecoder,
     body: ByteStream,
-    decoder: SseDecoder,
-    /// Events parsed from a chunk but not yet handed out.
-    pending: VecDeque<StreamEvent>,
-    /// Output items started so far; an answer has few.
-    items: Vec<ItemState>,
-    /// The call number the next `function_call` item gets.
-    next_call: u32,
-    /// Finished reasoning items with encrypted content, in order.
-    reasoning: Vec<wire::SignedReasoning>,
-    /// Where the last reasoning text came from (item id, summary index), to
-    /// separate summary parts with a blank line.
-    thinking_at: Option<(String, u64)>,
-    /// The model refused (a `refusal` content part).
-    refused: bool,
-    done: bool,
+    /// The end of the answer was logged; only events already decoded remain.
+    ended: bool,
+    /// The transport failed and its error was handed out: nothing follows.
+    failed: bool,
     idle_timeout: Duration,
     bytes: u64,
     started: Instant,
+}
+
+impl StreamState {
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&*self.decoder.provider, kind, message)
+    }
+
+    fn end(&mut self, outcome: &str) {
+        self.ended = true;
+        tracing::debug!(
+            provider = %self.decoder.provider,
+            bytes = self.bytes,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            outcome,
+            "stream ended"
+        );
+    }
 }
 
 /// Event types the adapter understands; a payload of one of these that does
@@ -381,24 +381,110 @@ const KNOWN_EVENTS: &[&str] = &[
     "error",
 ];
 
-impl StreamState {
+/// The stream parser of this adapter, without I/O: `push` body bytes as they
+/// arrive, take events with `next_event` until it returns `Ok(None)`, and call
+/// `end_of_body` when the body ends. `OpenAiProvider::stream` runs on it; it
+/// is public so benchmarks and tests can feed it bytes directly.
+#[derive(Debug)]
+pub struct OpenAiDecoder {
+    provider: Arc<str>,
+    decoder: SseDecoder,
+    /// Events parsed from a chunk but not yet handed out.
+    pending: VecDeque<StreamEvent>,
+    /// Output items started so far; an answer has few.
+    items: Vec<ItemState>,
+    /// The call number the next `function_call` item gets.
+    next_call: u32,
+    /// Finished reasoning items with encrypted content, in order.
+    reasoning: Vec<wire::SignedReasoning>,
+    /// Where the last reasoning text came from (item id, summary index), to
+    /// separate summary parts with a blank line.
+    thinking_at: Option<(String, u64)>,
+    /// The model refused (a `refusal` content part).
+    refused: bool,
+    /// The body has ended.
+    eof: bool,
+    /// Why the answer is over (`done`, `incomplete`, `eof` or `error`), once
+    /// it is; only pending events follow.
+    outcome: Option<&'static str>,
+}
+
+impl OpenAiDecoder {
+    /// A decoder whose errors name `provider`.
+    pub fn new(provider: impl Into<Arc<str>>) -> Self {
+        Self {
+            provider: provider.into(),
+            decoder: SseDecoder::new(),
+            pending: VecDeque::new(),
+            items: Vec::new(),
+            next_call: 0,
+            reasoning: Vec::new(),
+            thinking_at: None,
+            refused: false,
+            eof: false,
+            outcome: None,
+        }
+    }
+
+    /// Appends received body bytes; they may split events anywhere.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.decoder.push(bytes);
+    }
+
+    /// Marks the end of the body: without `response.completed`,
+    /// `response.incomplete` or `response.failed` first, the answer was cut
+    /// and ends with an error.
+    pub fn end_of_body(&mut self) {
+        self.eof = true;
+    }
+
+    /// True once the answer is over, completely or by an error, and all its
+    /// events have been taken.
+    pub fn is_done(&self) -> bool {
+        self.outcome.is_some() && self.pending.is_empty()
+    }
+
+    /// The next event; `Ok(None)` when more bytes are needed or the answer is
+    /// over. An error ends the answer: nothing follows it.
+    pub fn next_event(&mut self) -> Result<Option<StreamEvent>, LlmError> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.outcome.is_some() {
+                return Ok(None);
+            }
+            match self.decoder.next_event() {
+                Ok(Some(ev)) => {
+                    let handled = self.handle(ev.event.as_deref(), &ev.data);
+                    self.decoder.recycle(ev);
+                    if let Err(e) = handled {
+                        self.pending.clear();
+                        self.outcome = Some("error");
+                        return Err(e);
+                    }
+                }
+                Ok(None) if self.eof => {
+                    self.outcome = Some("eof");
+                    return Err(self.malformed(
+                        "stream ended without response.completed, response.incomplete or response.failed",
+                    ));
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    self.outcome = Some("error");
+                    return Err(self.malformed(format!("bad event stream: {e}")));
+                }
+            }
+        }
+    }
+
     fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
         LlmError::new(&*self.provider, kind, message)
     }
 
     fn malformed(&self, message: impl Into<String>) -> LlmError {
         self.error(ErrorKind::MalformedResponse, message)
-    }
-
-    fn end(&mut self, outcome: &str) {
-        self.done = true;
-        tracing::debug!(
-            provider = %self.provider,
-            bytes = self.bytes,
-            elapsed_ms = self.started.elapsed().as_millis() as u64,
-            outcome,
-            "stream ended"
-        );
     }
 
     /// The item an event refers to: by `item_id`, else by `output_index`.
@@ -421,12 +507,19 @@ impl StreamState {
         if text.is_empty() {
             return;
         }
-        let at = (item.unwrap_or("").to_owned(), part);
-        let text = match &self.thinking_at {
-            Some(prev) if *prev != at => format!("\n\n{text}"),
-            _ => text,
+        let item = item.unwrap_or("");
+        let text = match &mut self.thinking_at {
+            // The same part goes on: nothing to separate, nothing to record.
+            Some((id, p)) if id == item && *p == part => text,
+            Some(_) => {
+                self.thinking_at = Some((item.to_owned(), part));
+                format!("\n\n{text}")
+            }
+            None => {
+                self.thinking_at = Some((item.to_owned(), part));
+                text
+            }
         };
-        self.thinking_at = Some(at);
         self.pending.push_back(StreamEvent::ThinkingDelta {
             text,
             signature: None,
@@ -474,7 +567,7 @@ impl StreamState {
                 let Some(item) = ev.item else {
                     return Err(self.malformed("response.output_item.added without item"));
                 };
-                let kind = match item.kind.as_str() {
+                let kind = match &*item.kind {
                     "function_call" => {
                         let call = self.next_call;
                         self.next_call = self.next_call.saturating_add(1);
@@ -509,7 +602,10 @@ impl StreamState {
                 let Some(delta) = ev.delta else {
                     return Err(self.malformed("function_call_arguments.delta without delta"));
                 };
-                let call = match self.item_mut(ev.item_id.as_deref(), ev.output_index) {
+                let call = match self.item_mut(
+                    ev.item_id.as_ref().map(wire::Borrowed::as_str),
+                    ev.output_index,
+                ) {
                     Some(item) => match item.kind {
                         ItemKind::Call(call) => {
                             item.streamed = true;
@@ -531,8 +627,10 @@ impl StreamState {
             "response.function_call_arguments.done" => {
                 // Servers that send only the whole arguments still get them through.
                 let args = ev.arguments.filter(|a| !a.is_empty());
-                if let Some(item) = self.item_mut(ev.item_id.as_deref(), ev.output_index)
-                    && let ItemKind::Call(call) = item.kind
+                if let Some(item) = self.item_mut(
+                    ev.item_id.as_ref().map(wire::Borrowed::as_str),
+                    ev.output_index,
+                ) && let ItemKind::Call(call) = item.kind
                     && !item.streamed
                     && let Some(arguments) = args
                 {
@@ -547,10 +645,17 @@ impl StreamState {
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 let part = ev.summary_index.unwrap_or(0);
-                if let Some(item) = self.item_mut(ev.item_id.as_deref(), ev.output_index) {
+                if let Some(item) = self.item_mut(
+                    ev.item_id.as_ref().map(wire::Borrowed::as_str),
+                    ev.output_index,
+                ) {
                     item.streamed = true;
                 }
-                self.thinking(ev.item_id.as_deref(), part, ev.delta.unwrap_or_default());
+                self.thinking(
+                    ev.item_id.as_ref().map(wire::Borrowed::as_str),
+                    part,
+                    ev.delta.unwrap_or_default(),
+                );
             }
             "response.output_item.done" => {
                 let Some(item) = ev.item else {
@@ -562,7 +667,7 @@ impl StreamState {
                     ItemKind::Call(c) => Some(c),
                     _ => None,
                 });
-                match item.kind.as_str() {
+                match &*item.kind {
                     "function_call" => {
                         let arguments = item.arguments.filter(|a| !a.is_empty() && !streamed);
                         let (call, id, name) = match call {
@@ -629,7 +734,7 @@ impl StreamState {
                     FinishReason::Stop
                 };
                 self.pending.push_back(StreamEvent::Finish(reason));
-                self.end("done");
+                self.outcome = Some("done");
             }
             "response.incomplete" => {
                 let response = ev.response;
@@ -647,7 +752,7 @@ impl StreamState {
                     _ => FinishReason::Other(reason),
                 };
                 self.pending.push_back(StreamEvent::Finish(reason));
-                self.end("incomplete");
+                self.outcome = Some("incomplete");
             }
             "response.failed" => {
                 let err = ev.response.and_then(|r| r.error);
@@ -704,28 +809,21 @@ fn usage(u: &wire::WireUsage) -> Usage {
 
 /// One step of the event stream: the next event, a final error, or the end.
 async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
+    if st.failed {
+        return None;
+    }
     loop {
-        if let Some(ev) = st.pending.pop_front() {
-            return Some((Ok(ev), st));
+        let item = st.decoder.next_event();
+        if !st.ended
+            && let Some(outcome) = st.decoder.outcome
+        {
+            st.end(outcome);
         }
-        if st.done {
-            return None;
-        }
-        match st.decoder.next_event() {
-            Ok(Some(ev)) => {
-                if let Err(e) = st.handle(ev.event.as_deref(), &ev.data) {
-                    st.pending.clear();
-                    st.end("error");
-                    return Some((Err(e), st));
-                }
-                continue;
-            }
+        match item {
+            Ok(Some(ev)) => return Some((Ok(ev), st)),
+            Err(e) => return Some((Err(e), st)),
+            Ok(None) if st.decoder.is_done() => return None,
             Ok(None) => {}
-            Err(e) => {
-                let err = st.malformed(format!("bad event stream: {e}"));
-                st.end("error");
-                return Some((Err(err), st));
-            }
         }
         match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
             Ok(Some(Ok(bytes))) => {
@@ -733,22 +831,18 @@ async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>
                 st.decoder.push(&bytes);
             }
             Ok(Some(Err(e))) => {
-                let err = from_reqwest(&st.provider, e);
+                let err = from_reqwest(&st.decoder.provider, e);
+                st.failed = true;
                 st.end("error");
                 return Some((Err(err), st));
             }
-            Ok(None) => {
-                st.end("eof");
-                let err = st.malformed(
-                    "stream ended without response.completed, response.incomplete or response.failed",
-                );
-                return Some((Err(err), st));
-            }
+            Ok(None) => st.decoder.end_of_body(),
             Err(_) => {
                 let err = st.error(
                     ErrorKind::Timeout,
                     format!("no stream data for {:?}", st.idle_timeout),
                 );
+                st.failed = true;
                 st.end("idle timeout");
                 return Some((Err(err), st));
             }

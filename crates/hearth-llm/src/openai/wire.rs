@@ -243,18 +243,23 @@ impl<'a> WireRequest<'a> {
 }
 
 /// One `data:` payload of the stream, whatever its `type`.
+///
+/// A plain `response.output_text.delta` allocates only its `delta`: the
+/// `type` and `item_id` are borrowed from the payload (unless escaped), and
+/// `sequence_number`, `content_index`, `logprobs` and `obfuscation` are
+/// skipped unread.
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireEvent<'a> {
     #[serde(rename = "type", borrow, default)]
     pub(crate) kind: Cow<'a, str>,
     #[serde(default)]
     pub(crate) output_index: Option<u64>,
-    #[serde(default)]
-    pub(crate) item_id: Option<String>,
+    #[serde(default, borrow)]
+    pub(crate) item_id: Option<Borrowed<'a>>,
     #[serde(default)]
     pub(crate) summary_index: Option<u64>,
-    #[serde(default)]
-    pub(crate) item: Option<OutputItem>,
+    #[serde(default, borrow)]
+    pub(crate) item: Option<OutputItem<'a>>,
     #[serde(default)]
     pub(crate) delta: Option<String>,
     #[serde(default)]
@@ -272,6 +277,18 @@ pub(crate) struct WireEvent<'a> {
     pub(crate) error: Option<WireError>,
 }
 
+/// A string borrowed from the payload when it has no escapes. serde borrows
+/// a `Cow` field but never one inside an `Option`, hence this newtype: it
+/// saves an allocation per delta for the delta's `item_id`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Borrowed<'a>(#[serde(borrow)] pub(crate) Cow<'a, str>);
+
+impl Borrowed<'_> {
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Just the `type` of a payload, for telling unknown events (ignored) from
 /// known ones with an unexpected shape (malformed).
 #[derive(Debug, Deserialize)]
@@ -282,9 +299,9 @@ pub(crate) struct EventType<'a> {
 
 /// An output item of `response.output_item.added` / `.done`.
 #[derive(Debug, Deserialize)]
-pub(crate) struct OutputItem {
-    #[serde(rename = "type", default)]
-    pub(crate) kind: String,
+pub(crate) struct OutputItem<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub(crate) kind: Cow<'a, str>,
     #[serde(default)]
     pub(crate) id: Option<String>,
     #[serde(default)]
