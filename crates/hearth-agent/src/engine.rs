@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{trim_history, unanswered_calls};
+use crate::firewall::SecretScanner;
 use crate::limits::Limits;
 use crate::retry::{RetryPolicy, jitter};
 
@@ -103,6 +104,8 @@ pub struct Engine {
     limits: Limits,
     retry: RetryPolicy,
     system_prompt: String,
+    /// Redacts secrets from everything that enters a request.
+    scanner: SecretScanner,
     /// Models whose server rejected tool definitions (model-dependent tools).
     no_tools: std::sync::Mutex<std::collections::HashSet<String>>,
 }
@@ -157,12 +160,16 @@ impl Engine {
         limits: Limits,
         system_prompt: String,
     ) -> Self {
+        let scanner = SecretScanner::new();
         Self {
             store,
             tools,
             limits,
             retry: RetryPolicy::default(),
-            system_prompt,
+            // SYSTEM.md and AGENTS.md are the user's files; a key pasted into
+            // them must not be sent either.
+            system_prompt: scanner.redact(&system_prompt).text.into_owned(),
+            scanner,
             no_tools: std::sync::Mutex::new(std::collections::HashSet::new()),
         }
     }
@@ -459,6 +466,20 @@ impl Engine {
         }
     }
 
+    fn redact_tool_output(&self, json: String) -> String {
+        match serde_json::from_str::<Value>(&json) {
+            Ok(mut v) => {
+                if self.scanner.redact_json(&mut v) > 0 {
+                    tracing::info!("redacted secrets from a tool result");
+                    v.to_string()
+                } else {
+                    json
+                }
+            }
+            Err(_) => self.scanner.redact(&json).text.into_owned(),
+        }
+    }
+
     /// Tools and the system prompt for a call with or without tools.
     fn shape_request(&self, request: &mut ChatRequest, with_tools: bool) {
         request.system.clear();
@@ -601,7 +622,9 @@ impl Engine {
                 .execute(&name, &arguments, self.limits.tool_timeout)
                 .await;
             let ok = !output.is_error;
-            let output = output.json;
+            // Tool output is outside content: secrets in it never reach the
+            // model, the journal or the history.
+            let output = self.redact_tool_output(output.json);
             step.status = if ok {
                 StepStatus::Succeeded
             } else {

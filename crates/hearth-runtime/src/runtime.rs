@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use hearth_agent::firewall::SecretScanner;
 use hearth_agent::{Candidate, Engine, EventSink, Outcome, RunInput, ToolMode};
 use hearth_core::{
     DeliveryMode, Inbound, ModelRef, RunEnvelope, RunEventKind, RunStatus, ThinkingLevel, now_ms,
@@ -203,7 +204,7 @@ impl Runtime {
 
     /// Accepts a message: stored before this returns; a duplicate idempotency
     /// key returns the run it made before.
-    pub async fn ingest(&self, inbound: Inbound) -> Result<RunEnvelope> {
+    pub async fn ingest(&self, mut inbound: Inbound) -> Result<RunEnvelope> {
         if self.inner.shutting_down.load(Ordering::Relaxed) {
             return Err(RuntimeError::ShuttingDown);
         }
@@ -215,6 +216,17 @@ impl Runtime {
         check_key("source", &inbound.source)?;
         if let Some(k) = &inbound.idempotency_key {
             check_key("idempotency_key", k)?;
+        }
+        // Secrets are redacted before the message is stored or sent anywhere:
+        // nothing of them reaches disk, a provider or the history.
+        let redacted = SecretScanner::new().redact(&inbound.text);
+        if !redacted.findings.is_empty() {
+            info!(
+                thread_key = %inbound.thread_key,
+                secrets = redacted.findings.len(),
+                "redacted secrets from a message"
+            );
+            inbound.text = redacted.text.into_owned();
         }
         if inbound.delivery_mode == DeliveryMode::Steer
             && let Some(run_id) = self.inner.scheduler.active_run(&inbound.thread_key)

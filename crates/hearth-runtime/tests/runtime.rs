@@ -555,3 +555,99 @@ async fn model_dependent_tools_are_dropped_once_the_server_rejects_them() {
             .unwrap();
     assert_eq!(finished(&s.rt, &c.run_id).await.status, RunStatus::Failed);
 }
+
+/// A tool that leaks a credential in its output, to check the firewall.
+struct Leaky {
+    spec: hearth_core::ToolSpec,
+}
+
+#[async_trait::async_trait]
+impl hearth_tools::Tool for Leaky {
+    fn spec(&self) -> &hearth_core::ToolSpec {
+        &self.spec
+    }
+    fn class(&self) -> hearth_tools::ToolClass {
+        hearth_tools::ToolClass::Read
+    }
+    async fn call(&self, _args: Value) -> Result<Value, hearth_tools::ToolError> {
+        Ok(
+            serde_json::json!({ "config": format!("token={}", concat!("ghp_", "R8fQ2mZkL0pXv9TnB4cW7yHs1dJ6aE3uGiKo")) }),
+        )
+    }
+}
+
+fn db_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for f in ["h.db", "h.db-wal"] {
+        if let Ok(b) = std::fs::read(dir.join(f)) {
+            all.extend(b);
+        }
+    }
+    all
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test]
+async fn secrets_are_redacted_before_storage_and_before_any_provider_sees_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
+    let toml = format!(
+        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = true }}\n",
+        fake.base_url()
+    );
+    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
+    let catalog =
+        Catalog::from_config(&config, &Default::default(), reqwest::Client::new()).unwrap();
+    let mut tools = ToolRegistry::with_builtins();
+    tools.register(Arc::new(Leaky {
+        spec: hearth_core::ToolSpec {
+            name: "read_config".into(),
+            description: "reads the config".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        },
+    }));
+    let engine = Engine::new(store.clone(), tools, Limits::default(), "be brief".into());
+    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    rt.start().await.unwrap();
+
+    let aws = concat!("AKIA", "Z7QXKJ3M9PLW2RTY");
+    let ghp = concat!("ghp_", "R8fQ2mZkL0pXv9TnB4cW7yHs1dJ6aE3uGiKo");
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c1",
+        "read_config",
+        "{}",
+    )]));
+    fake.push(Reply::text("done"));
+    let run = rt
+        .ingest(msg(
+            "t:fw",
+            &format!("my key is {aws}, please check the config"),
+            DeliveryMode::FollowUp,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        finished(&rt, &run.run_id).await.status,
+        RunStatus::Succeeded
+    );
+    let reqs = fake.requests();
+    let all = serde_json::to_string(&reqs).unwrap();
+    assert!(!all.contains(aws), "the message's key reached the provider");
+    assert!(!all.contains(ghp), "the tool's token reached the provider");
+    assert!(all.contains("[REDACTED:aws_access_key:"), "{all}");
+    assert!(all.contains("[REDACTED:github_token:"), "{all}");
+    assert!(user_texts(&reqs[0])[0].starts_with("my key is [REDACTED:"));
+    // Nothing of either secret is on disk: run input, journal, history.
+    drop(rt);
+    let bytes = db_bytes(dir.path());
+    assert!(!bytes.is_empty());
+    assert!(
+        !contains(&bytes, aws) && !contains(&bytes, ghp),
+        "a secret reached the database file"
+    );
+}
