@@ -6,6 +6,7 @@
 
 pub mod builtin;
 pub mod registry;
+pub mod untrusted;
 pub mod web;
 
 pub use registry::{Tool, ToolClass, ToolError, ToolOutput, ToolRegistry};

@@ -135,6 +135,10 @@ impl Tool for WebFetch {
         ToolClass::Read
     }
 
+    fn untrusted(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value) -> Result<Value, ToolError> {
         if let Some(obj) = args.as_object()
             && let Some(k) = obj
