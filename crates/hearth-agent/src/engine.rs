@@ -572,6 +572,9 @@ impl Engine {
         Ok(())
     }
 
+    /// Runs the calls of one model turn. Consecutive read-class calls run
+    /// concurrently; a write-class call runs alone, in order. Results are
+    /// journaled and handed to the model in the order the model asked.
     async fn run_tools(
         &self,
         input: &RunInput,
@@ -579,68 +582,124 @@ impl Engine {
         p: &mut Progress,
         calls: Vec<(String, String, String)>,
     ) -> Result<(), Stop> {
-        for (call_id, name, arguments) in calls {
-            if p.tool_calls >= self.limits.max_tool_calls {
-                return Err(limit(format!(
-                    "the model asked for more than max_tool_calls = {} tool calls",
-                    self.limits.max_tool_calls
-                )));
+        let mut rest = calls.into_iter().peekable();
+        while let Some(first) = rest.next() {
+            let mut batch = vec![self.begin_call(input, sink, p, first).await?];
+            if batch[0].class != Some(ToolClass::Write) {
+                while let Some(next) =
+                    rest.next_if(|c| self.class_of(&c.1) != Some(ToolClass::Write))
+                {
+                    batch.push(self.begin_call(input, sink, p, next).await?);
+                }
             }
-            if p.next_index >= self.limits.max_steps {
-                return Err(limit(format!(
-                    "the run reached max_steps = {} without finishing",
-                    self.limits.max_steps
-                )));
+            let timeout = self.limits.tool_timeout;
+            let outputs = futures_util::future::join_all(
+                batch
+                    .iter()
+                    .map(|c| self.tools.execute(&c.name, &c.arguments, timeout)),
+            )
+            .await;
+            for (call, output) in batch.into_iter().zip(outputs) {
+                self.end_call(sink, p, call, output).await?;
             }
-            p.tool_calls += 1;
-            let index = p.next_index;
-            p.next_index += 1;
-            let class = self.tools.get(&name).map(|t| t.class());
-            let started_at = now_ms();
-            let mut step = StepRecord {
-                run_id: input.run_id.clone(),
-                index,
-                kind: StepKind::Tool,
-                name: name.clone(),
-                status: StepStatus::Started,
-                started_at,
-                finished_at: None,
-                tokens: None,
-                payload: json!({ "call_id": call_id, "arguments": arguments }),
-            };
-            // A write-class call is journaled as started before it runs, so a
-            // crash mid-call is reported as "outcome unknown", never repeated.
-            if class == Some(ToolClass::Write) {
-                self.store.put_step(step.clone()).await?;
-            }
-            sink.emit(
-                RunEventKind::ToolStarted,
-                json!({ "call_id": call_id, "name": name }),
-            );
-            let output = self
-                .tools
-                .execute(&name, &arguments, self.limits.tool_timeout)
-                .await;
-            let ok = !output.is_error;
-            // Tool output is outside content: secrets in it never reach the
-            // model, the journal or the history.
-            let output = self.redact_tool_output(output.json);
-            step.status = if ok {
-                StepStatus::Succeeded
-            } else {
-                StepStatus::Failed
-            };
-            step.finished_at = Some(now_ms());
-            step.payload["output"] = Value::String(output.clone());
-            self.store.put_step(step).await?;
-            sink.emit(
-                RunEventKind::ToolFinished,
-                json!({ "call_id": call_id, "name": name, "ok": ok }),
-            );
-            push_tool_result(&mut p.scratch, call_id, output);
         }
         Ok(())
     }
+
+    fn class_of(&self, name: &str) -> Option<ToolClass> {
+        self.tools.get(name).map(|t| t.class())
+    }
+
+    /// Checks the limits, journals a write-class call as started (so a crash
+    /// mid-call is reported as "outcome unknown", never repeated) and
+    /// announces the call.
+    async fn begin_call(
+        &self,
+        input: &RunInput,
+        sink: &dyn EventSink,
+        p: &mut Progress,
+        (call_id, name, arguments): (String, String, String),
+    ) -> Result<PendingCall, Stop> {
+        if p.tool_calls >= self.limits.max_tool_calls {
+            return Err(limit(format!(
+                "the model asked for more than max_tool_calls = {} tool calls",
+                self.limits.max_tool_calls
+            )));
+        }
+        if p.next_index >= self.limits.max_steps {
+            return Err(limit(format!(
+                "the run reached max_steps = {} without finishing",
+                self.limits.max_steps
+            )));
+        }
+        p.tool_calls += 1;
+        let index = p.next_index;
+        p.next_index += 1;
+        let class = self.class_of(&name);
+        let step = StepRecord {
+            run_id: input.run_id.clone(),
+            index,
+            kind: StepKind::Tool,
+            name: name.clone(),
+            status: StepStatus::Started,
+            started_at: now_ms(),
+            finished_at: None,
+            tokens: None,
+            payload: json!({ "call_id": call_id, "arguments": arguments }),
+        };
+        if class == Some(ToolClass::Write) {
+            self.store.put_step(step.clone()).await?;
+        }
+        sink.emit(
+            RunEventKind::ToolStarted,
+            json!({ "call_id": call_id, "name": name }),
+        );
+        Ok(PendingCall {
+            call_id,
+            name,
+            arguments,
+            class,
+            step,
+        })
+    }
+
+    /// Redacts, journals and announces a finished call, and adds its result.
+    async fn end_call(
+        &self,
+        sink: &dyn EventSink,
+        p: &mut Progress,
+        call: PendingCall,
+        output: hearth_tools::ToolOutput,
+    ) -> Result<(), Stop> {
+        let ok = !output.is_error;
+        // Tool output is outside content: secrets in it never reach the
+        // model, the journal or the history.
+        let output = self.redact_tool_output(output.json);
+        let mut step = call.step;
+        step.status = if ok {
+            StepStatus::Succeeded
+        } else {
+            StepStatus::Failed
+        };
+        step.finished_at = Some(now_ms());
+        step.payload["output"] = Value::String(output.clone());
+        self.store.put_step(step).await?;
+        sink.emit(
+            RunEventKind::ToolFinished,
+            json!({ "call_id": call.call_id, "name": call.name, "ok": ok }),
+        );
+        push_tool_result(&mut p.scratch, call.call_id, output);
+        Ok(())
+    }
+}
+
+/// A tool call announced and journaled, not yet finished.
+struct PendingCall {
+    call_id: String,
+    name: String,
+    arguments: String,
+    class: Option<ToolClass>,
+    step: StepRecord,
 }
 
 /// A request error that says the model does not take tools (servers word it

@@ -6,6 +6,7 @@
 
 pub mod builtin;
 pub mod registry;
+pub mod schema;
 pub mod untrusted;
 pub mod web;
 

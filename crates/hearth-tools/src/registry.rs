@@ -120,6 +120,10 @@ impl ToolRegistry {
             Ok(_) => return error_json("arguments must be a JSON object".into()),
             Err(e) => return error_json(format!("arguments are not valid JSON: {e}")),
         };
+        // A bad call is the model's mistake: it reads why and can try again.
+        if let Err(problem) = crate::schema::validate(&tool.spec().parameters, &args) {
+            return error_json(format!("invalid arguments for {name}: {problem}"));
+        }
         let untrusted = tool.untrusted();
         // A separate task so a panicking tool is caught as a JoinError.
         let task = tokio::spawn(async move { tool.call(args).await });

@@ -1,0 +1,219 @@
+//! The engine with a real store and the fake provider: how tool calls run.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hearth_agent::{Candidate, Engine, EventSink, Limits, Outcome, RunInput, ToolMode};
+use hearth_core::{ModelRef, RunEventKind, ThinkingLevel, ToolSpec};
+use hearth_llm::{OpenAiCompatConfig, OpenAiCompatProvider};
+use hearth_store::{Durability, SqliteStore, Store};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use hearth_tools::{Tool, ToolClass, ToolError, ToolRegistry};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Sink;
+impl EventSink for Sink {
+    fn emit(&self, _kind: RunEventKind, _data: Value) {}
+}
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        parameters: json!({"type": "object"}),
+    }
+}
+
+/// Read tools that only finish once both are running at the same time.
+struct Meet {
+    spec: ToolSpec,
+    barrier: Arc<tokio::sync::Barrier>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Meet {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn class(&self) -> ToolClass {
+        ToolClass::Read
+    }
+    async fn call(&self, _args: Value) -> Result<Value, ToolError> {
+        self.barrier.wait().await;
+        Ok(json!({ "met": self.spec.name }))
+    }
+}
+
+/// Write tools that record their order and whether two ever overlapped.
+struct Write {
+    spec: ToolSpec,
+    busy: Arc<AtomicBool>,
+    overlaps: Arc<AtomicUsize>,
+    order: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Write {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn class(&self) -> ToolClass {
+        ToolClass::Write
+    }
+    async fn call(&self, _args: Value) -> Result<Value, ToolError> {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            self.overlaps.fetch_add(1, Ordering::SeqCst);
+        }
+        // Give a concurrent call the chance to show itself.
+        tokio::task::yield_now().await;
+        self.order.lock().unwrap().push(self.spec.name.clone());
+        self.busy.store(false, Ordering::SeqCst);
+        Ok(json!({ "wrote": self.spec.name }))
+    }
+}
+
+async fn engine_with(tools: ToolRegistry, dir: &std::path::Path) -> (Engine, Arc<dyn Store>) {
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.join("e.db"), Durability::Normal).unwrap());
+    let limits = Limits {
+        tool_timeout: Duration::from_secs(10),
+        ..Limits::default()
+    };
+    (
+        Engine::new(store.clone(), tools, limits, "sys".into()),
+        store,
+    )
+}
+
+async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &str) -> Outcome {
+    let run_id = hearth_core::new_run_id();
+    store
+        .create_run(hearth_store::NewRun {
+            run_id: run_id.clone(),
+            thread_key: "t".into(),
+            user_key: "u".into(),
+            source: "test".into(),
+            input: text.into(),
+            idempotency_key: None,
+            created_at: hearth_core::now_ms(),
+        })
+        .await
+        .unwrap();
+    let provider = OpenAiCompatProvider::new(
+        OpenAiCompatConfig::new("fake", fake.base_url()),
+        reqwest::Client::new(),
+    )
+    .unwrap();
+    let input = RunInput {
+        run_id,
+        thread_key: "t".into(),
+        text: text.into(),
+        candidates: vec![Candidate {
+            model: ModelRef::parse("fake/m").unwrap(),
+            provider: Arc::new(provider),
+            tools: ToolMode::Send,
+            thinking: false,
+        }],
+        thinking: ThinkingLevel::Off,
+        cancel: CancellationToken::new(),
+        steer: None,
+    };
+    engine.run(input, &Sink).await.outcome
+}
+
+#[tokio::test]
+async fn read_calls_proposed_together_run_concurrently() {
+    let dir = tempfile::tempdir().unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let mut tools = ToolRegistry::new();
+    for n in ["left", "right"] {
+        tools.register(Arc::new(Meet {
+            spec: spec(n),
+            barrier: barrier.clone(),
+        }));
+    }
+    let (engine, store) = engine_with(tools, dir.path()).await;
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![
+        ToolCallSpec::new("a", "left", "{}"),
+        ToolCallSpec::new("b", "right", "{}"),
+    ]));
+    fake.push(Reply::text("both met"));
+    // Run one at a time, the first call would wait for the second until the
+    // tool timeout and come back as an error.
+    assert_eq!(
+        run(&engine, &store, &fake, "go").await,
+        Outcome::Succeeded("both met".into())
+    );
+    let msgs = fake.requests()[1]["messages"].to_string();
+    assert!(
+        msgs.contains("met") && !msgs.contains("timed out"),
+        "{msgs}"
+    );
+    // Results come back in the order the model asked.
+    let tool_ids: Vec<String> = fake.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tool_ids, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn write_calls_run_one_at_a_time_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let busy = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tools = ToolRegistry::new();
+    for n in ["w1", "w2", "w3"] {
+        tools.register(Arc::new(Write {
+            spec: spec(n),
+            busy: busy.clone(),
+            overlaps: overlaps.clone(),
+            order: order.clone(),
+        }));
+    }
+    let (engine, store) = engine_with(tools, dir.path()).await;
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![
+        ToolCallSpec::new("1", "w2", "{}"),
+        ToolCallSpec::new("2", "w1", "{}"),
+        ToolCallSpec::new("3", "w3", "{}"),
+    ]));
+    fake.push(Reply::text("written"));
+    assert_eq!(
+        run(&engine, &store, &fake, "write").await,
+        Outcome::Succeeded("written".into())
+    );
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+    assert_eq!(*order.lock().unwrap(), ["w2", "w1", "w3"]);
+}
+
+#[tokio::test]
+async fn a_call_with_bad_arguments_gets_a_readable_error_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, store) = engine_with(ToolRegistry::with_builtins(), dir.path()).await;
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c",
+        "current_time",
+        r#"{"timezone": 5}"#,
+    )]));
+    fake.push(Reply::text("sorry"));
+    assert_eq!(
+        run(&engine, &store, &fake, "time?").await,
+        Outcome::Succeeded("sorry".into())
+    );
+    let msgs = fake.requests()[1]["messages"].to_string();
+    assert!(
+        msgs.contains("invalid arguments for current_time: arguments.timezone must be string"),
+        "{msgs}"
+    );
+}
