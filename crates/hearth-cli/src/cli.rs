@@ -122,6 +122,12 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Sealed secrets such as provider API keys (works on the local home;
+    /// sealing needs the master key in HEARTH_SECRET_KEY).
+    Secrets {
+        #[command(subcommand)]
+        command: SecretsCommand,
+    },
 }
 
 /// `hearth run ...`
@@ -208,12 +214,32 @@ pub enum TokenCommand {
     },
 }
 
+/// `hearth secrets ...`
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Print a new random master key for HEARTH_SECRET_KEY.
+    Keygen,
+    /// Store a secret, reading its value from stdin (never from arguments).
+    Set {
+        /// The secret's name: 1-64 characters of A-Z a-z 0-9 _ . -
+        name: String,
+    },
+    /// List stored secrets: names and dates, never values.
+    List,
+    /// Delete a secret.
+    Delete {
+        /// The secret's name.
+        name: String,
+    },
+}
+
 /// Runs the command.
 pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
     let g = cli.global;
     match cli.command {
         Command::Serve { bind } => crate::serve::run(&g, bind).await,
         Command::Token { command } => crate::tokens::run(&g, command).await,
+        Command::Secrets { command } => crate::secrets::run(&g, command).await,
         other => crate::client::run(&g, other).await,
     }
 }

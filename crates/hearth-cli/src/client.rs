@@ -415,7 +415,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
             }
             Ok(())
         }
-        Command::Serve { .. } | Command::Token { .. } => Ok(()),
+        Command::Serve { .. } | Command::Token { .. } | Command::Secrets { .. } => Ok(()),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `hearth` binary: `hearth serve` runs the gateway; every other command is
-//! a client of its HTTP API (or, for tokens, of the local store).
+//! a client of its HTTP API (or, for tokens and secrets, of the local store).
 //!
 //! This is the binary edge: errors are `anyhow` here, and the exit code says
 //! what kind of failure it was (1: the request or run failed, 2: bad usage or
@@ -8,6 +8,7 @@
 mod cli;
 mod client;
 mod logging;
+mod secrets;
 mod serve;
 mod tokens;
 

@@ -122,7 +122,15 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         .build()
         .context("building the HTTP client")?;
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let catalog = Catalog::from_config(&config, &env, client).map_err(Exit::config)?;
+    let secrets = crate::secrets::provider_secrets(
+        &config,
+        env.get(crate::secrets::KEY_VAR).map(String::as_str),
+        store.as_ref(),
+    )
+    .await?;
+    let catalog = Catalog::from_config(&config, &env, &secrets, client).map_err(Exit::config)?;
+    // The opened keys now live only inside the providers.
+    drop(secrets);
     info!(
         default_model = %catalog.default_model(),
         origin = %catalog.origin,

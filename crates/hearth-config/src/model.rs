@@ -78,39 +78,119 @@ pub enum ProviderType {
 }
 
 /// `[llm.providers.<name>]`
+///
+/// The API key comes from at most one place: an environment variable
+/// (`api_key_env`) or a sealed secret in hearth's store (`api_key_secret`);
+/// setting both is a config error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawProviderConfig")]
 pub struct ProviderConfig {
     /// Wire protocol.
     #[serde(rename = "type")]
     pub kind: ProviderType,
     /// Base URL, e.g. `http://127.0.0.1:11434/v1`; required for
     /// `openai_compat`, the provider's own default for `anthropic` and `gemini`.
-    #[serde(default)]
     pub base_url: Option<String>,
     /// Name of the environment variable holding the API key.
-    #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Name of the sealed secret holding the API key (stored with
+    /// `hearth secrets set <name>`, opened with `HEARTH_SECRET_KEY`).
+    pub api_key_secret: Option<String>,
     /// Extra request headers (e.g. OpenRouter's `HTTP-Referer`).
-    #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// Models offered; empty accepts any model name.
-    #[serde(default)]
     pub models: Vec<String>,
     /// Capability overrides for every model of the provider (`tools`,
     /// `parallel_tool_calls`, `streaming`, `usage_metrics`, `json_mode`, `thinking`).
-    #[serde(default)]
     pub capabilities: BTreeMap<String, bool>,
     /// Capability overrides for single models, e.g.
     /// `model_capabilities."llama3.2" = { tools = false }`.
-    #[serde(default)]
     pub model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
     /// Seconds to wait for response headers.
-    #[serde(default = "default_request_timeout")]
     pub request_timeout_secs: u64,
     /// Longest silence allowed inside a stream, in seconds.
-    #[serde(default = "default_idle_timeout")]
     pub idle_timeout_secs: u64,
+}
+
+/// `ProviderConfig` as written in the file, before the checks that span
+/// fields (the key source).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProviderConfig {
+    #[serde(rename = "type")]
+    kind: ProviderType,
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    api_key_secret: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    models: Vec<String>,
+    #[serde(default)]
+    capabilities: BTreeMap<String, bool>,
+    #[serde(default)]
+    model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
+    #[serde(default = "default_request_timeout")]
+    request_timeout_secs: u64,
+    #[serde(default = "default_idle_timeout")]
+    idle_timeout_secs: u64,
+}
+
+impl TryFrom<RawProviderConfig> for ProviderConfig {
+    type Error = String;
+
+    fn try_from(raw: RawProviderConfig) -> Result<Self, String> {
+        if raw.api_key_env.is_some() && raw.api_key_secret.is_some() {
+            return Err(
+                "set either `api_key_env` or `api_key_secret`, not both: the key must come from one place"
+                    .into(),
+            );
+        }
+        if let Some(name) = &raw.api_key_secret {
+            validate_secret_name(name).map_err(|e| format!("`api_key_secret`: {e}"))?;
+        }
+        Ok(Self {
+            kind: raw.kind,
+            base_url: raw.base_url,
+            api_key_env: raw.api_key_env,
+            api_key_secret: raw.api_key_secret,
+            headers: raw.headers,
+            models: raw.models,
+            capabilities: raw.capabilities,
+            model_capabilities: raw.model_capabilities,
+            request_timeout_secs: raw.request_timeout_secs,
+            idle_timeout_secs: raw.idle_timeout_secs,
+        })
+    }
+}
+
+/// Longest secret name.
+pub const SECRET_NAME_MAX: usize = 64;
+
+/// Checks a sealed secret's name: 1 to 64 characters of `A-Z a-z 0-9 _ . -`.
+/// The error says what is wrong (it quotes the name, never a value).
+pub fn validate_secret_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("secret name is empty; use 1 to 64 characters of A-Z a-z 0-9 _ . -".into());
+    }
+    if name.chars().count() > SECRET_NAME_MAX {
+        return Err(format!(
+            "secret name is {} characters long; the most is {SECRET_NAME_MAX}",
+            name.chars().count()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(format!(
+            "secret name {name:?} contains {c:?}; use only A-Z a-z 0-9 _ . -"
+        ));
+    }
+    Ok(())
 }
 
 fn default_request_timeout() -> u64 {
@@ -241,6 +321,77 @@ impl Default for LogConfig {
         Self {
             level: "info".into(),
             format: LogFormat::Human,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(toml: &str) -> Result<Config, crate::ConfigError> {
+        crate::load_str(toml, "f.toml", Vec::new())
+    }
+
+    #[test]
+    fn provider_key_from_a_secret() {
+        let c = load(
+            "[llm.providers.cloud]\ntype = \"openai\"\napi_key_secret = \"openai.key\"\nmodels = [\"m\"]\n",
+        )
+        .unwrap();
+        let p = &c.llm.providers["cloud"];
+        assert_eq!(p.api_key_secret.as_deref(), Some("openai.key"));
+        assert_eq!(p.api_key_env, None);
+        assert_eq!(p.request_timeout_secs, 120);
+        assert_eq!(p.idle_timeout_secs, 90);
+    }
+
+    #[test]
+    fn both_key_sources_is_an_error_naming_the_provider() {
+        let err = load(
+            "[llm.providers.cloud]\ntype = \"openai\"\napi_key_env = \"K\"\napi_key_secret = \"k\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("llm.providers.cloud"), "{err}");
+        assert!(
+            err.contains("api_key_env") && err.contains("api_key_secret"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_secret_name_is_an_error() {
+        let err = load("[llm.providers.cloud]\ntype = \"openai\"\napi_key_secret = \"a b\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("llm.providers.cloud"), "{err}");
+        assert!(err.contains("api_key_secret"), "{err}");
+    }
+
+    #[test]
+    fn provider_fields_are_still_strict_and_named() {
+        let err = load("[llm.providers.cloud]\ntype = \"openai\"\napi_key = \"sk\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("llm.providers.cloud"), "{err}");
+        assert!(err.contains("api_key"), "{err}");
+        let err = load("[llm.providers.cloud]\ntype = \"openai\"\nrequest_timeout_secs = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("llm.providers.cloud.request_timeout_secs"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn secret_names() {
+        for ok in ["a", "openai.key", "A_b-9", &"x".repeat(64)] {
+            assert!(validate_secret_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a b", "a/b", "ключ", "a=b", &"x".repeat(65)] {
+            assert!(validate_secret_name(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -11,6 +11,7 @@ use hearth_llm::gemini::{DEFAULT_BASE_URL as GEMINI_BASE_URL, GeminiConfig, Gemi
 use hearth_llm::openai::{OpenAiConfig, OpenAiProvider};
 use hearth_llm::prices::{Price, PriceTable};
 use hearth_llm::{EchoProvider, OpenAiCompatConfig, OpenAiCompatProvider, Provider};
+use hearth_store::secrets::SecretString;
 
 use crate::error::RuntimeError;
 
@@ -107,6 +108,7 @@ fn detect_providers(
                 kind,
                 base_url: base_url.map(str::to_owned),
                 api_key_env: Some(var.to_owned()),
+                api_key_secret: None,
                 headers: BTreeMap::new(),
                 models: Vec::new(),
                 capabilities: BTreeMap::new(),
@@ -127,18 +129,34 @@ fn detected_default_model(name: &str, pc: &hearth_config::ProviderConfig) -> Opt
         .map(|d| d.4)
 }
 
+/// The API key of provider `name`: from the environment variable named by
+/// `api_key_env`, or from the opened sealed secret named by `api_key_secret`.
+/// Errors name the provider and the variable or secret, never a value.
 fn api_key(
     name: &str,
     pc: &hearth_config::ProviderConfig,
     env: &BTreeMap<String, String>,
+    secrets: &BTreeMap<String, SecretString>,
 ) -> Result<Option<String>, RuntimeError> {
-    match &pc.api_key_env {
-        Some(var) => env.get(var).cloned().map(Some).ok_or_else(|| {
+    match (&pc.api_key_env, &pc.api_key_secret) {
+        (Some(_), Some(_)) => Err(RuntimeError::InvalidInput(format!(
+            "provider {name}: set either api_key_env or api_key_secret, not both"
+        ))),
+        (Some(var), None) => env.get(var).cloned().map(Some).ok_or_else(|| {
             RuntimeError::InvalidInput(format!(
                 "provider {name}: environment variable {var} (api_key_env) is not set"
             ))
         }),
-        None => Ok(None),
+        (None, Some(secret)) => secrets
+            .get(secret)
+            .map(|s| Some(s.expose().to_owned()))
+            .ok_or_else(|| {
+                RuntimeError::InvalidInput(format!(
+                    "provider {name}: secret `{secret}` (api_key_secret) is not available; \
+                     store it with `hearth secrets set {secret}`"
+                ))
+            }),
+        (None, None) => Ok(None),
     }
 }
 
@@ -189,10 +207,14 @@ const ECHO: &str = "echo";
 
 impl Catalog {
     /// Builds the catalog from config. `env` is the process environment (read
-    /// only for the provider keys named by `api_key_env` and for auto-detection).
+    /// only for the provider keys named by `api_key_env` and for auto-detection);
+    /// `secrets` holds the opened sealed secrets by name, at least those named
+    /// by a provider's `api_key_secret` (the caller reads and opens them, so
+    /// the catalog needs neither the store nor the master key).
     pub fn from_config(
         config: &Config,
         env: &BTreeMap<String, String>,
+        secrets: &BTreeMap<String, SecretString>,
         client: reqwest::Client,
     ) -> Result<Self, RuntimeError> {
         let mut providers = BTreeMap::new();
@@ -235,7 +257,7 @@ impl Catalog {
                     let cfg = OpenAiCompatConfig {
                         name: name.clone(),
                         base_url,
-                        api_key: api_key(name, pc, env)?,
+                        api_key: api_key(name, pc, env, secrets)?,
                         headers: pc.headers.clone().into_iter().collect(),
                         request_timeout: Duration::from_secs(pc.request_timeout_secs),
                         idle_timeout: Duration::from_secs(pc.idle_timeout_secs),
@@ -247,7 +269,7 @@ impl Catalog {
                 ProviderType::Anthropic => {
                     let mut cfg =
                         AnthropicConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
-                    cfg.api_key = api_key(name, pc, env)?;
+                    cfg.api_key = api_key(name, pc, env, secrets)?;
                     cfg.headers = pc.headers.clone().into_iter().collect();
                     cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
                     cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
@@ -258,7 +280,7 @@ impl Catalog {
                 ProviderType::Openai => {
                     let mut cfg =
                         OpenAiConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
-                    cfg.api_key = api_key(name, pc, env)?;
+                    cfg.api_key = api_key(name, pc, env, secrets)?;
                     cfg.headers = pc.headers.clone().into_iter().collect();
                     cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
                     cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
@@ -273,7 +295,7 @@ impl Catalog {
                             .clone()
                             .unwrap_or_else(|| GEMINI_BASE_URL.to_owned()),
                     );
-                    cfg.api_key = api_key(name, pc, env)?;
+                    cfg.api_key = api_key(name, pc, env, secrets)?;
                     cfg.headers = pc.headers.clone().into_iter().collect();
                     cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
                     cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
@@ -441,7 +463,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Catalog::from_config(&config, &env, reqwest::Client::new())
+        Catalog::from_config(&config, &env, &BTreeMap::new(), reqwest::Client::new())
     }
 
     #[test]
@@ -504,5 +526,19 @@ mod tests {
             &[],
         );
         assert!(e.err().unwrap().to_string().contains("NOPE_KEY"));
+    }
+
+    #[test]
+    fn key_from_a_sealed_secret() {
+        let toml = "[llm.providers.x]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_secret = \"x.key\"\nmodels = [\"m\"]\n";
+        let config = hearth_config::load_str(toml, "t", Vec::new()).unwrap();
+        let mut secrets = BTreeMap::new();
+        secrets.insert("x.key".to_owned(), SecretString::new("sk-x".to_owned()));
+        let c = Catalog::from_config(&config, &BTreeMap::new(), &secrets, reqwest::Client::new())
+            .unwrap();
+        assert!(c.resolve("x/m").is_ok());
+        let e = catalog(toml, &[]).err().unwrap().to_string();
+        assert!(e.contains("provider x") && e.contains("x.key"), "{e}");
+        assert!(e.contains("hearth secrets set x.key"), "{e}");
     }
 }

@@ -665,7 +665,8 @@ async fn setup<A: Adapter>(fallback: bool) -> Setup<A> {
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
     let env: BTreeMap<String, String> = [("K".to_owned(), "test-key".to_owned())].into();
-    let catalog = Catalog::from_config(&config, &env, reqwest::Client::new()).unwrap();
+    let catalog =
+        Catalog::from_config(&config, &env, &Default::default(), reqwest::Client::new()).unwrap();
     let retry = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),

@@ -39,8 +39,13 @@ async fn setup_full(
         fake.base_url()
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog =
-        Catalog::from_config(&config, &Default::default(), reqwest::Client::new()).unwrap();
+    let catalog = Catalog::from_config(
+        &config,
+        &Default::default(),
+        &Default::default(),
+        reqwest::Client::new(),
+    )
+    .unwrap();
     let retry = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
@@ -448,9 +453,14 @@ async fn request_errors_and_broken_streams_are_not_retried() {
 async fn an_unknown_fallback_is_a_configuration_error() {
     let toml = "[llm]\nfallback = [\"nope/x\"]\n";
     let config = hearth_config::load_str(toml, "test", Vec::new()).unwrap();
-    let err = Catalog::from_config(&config, &Default::default(), reqwest::Client::new())
-        .err()
-        .unwrap();
+    let err = Catalog::from_config(
+        &config,
+        &Default::default(),
+        &Default::default(),
+        reqwest::Client::new(),
+    )
+    .err()
+    .unwrap();
     assert!(err.to_string().contains("llm.fallback"), "{err}");
 }
 
@@ -483,8 +493,13 @@ async fn a_provider_without_tools_gets_none_and_is_told_so() {
         fake.base_url()
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog =
-        Catalog::from_config(&config, &Default::default(), reqwest::Client::new()).unwrap();
+    let catalog = Catalog::from_config(
+        &config,
+        &Default::default(),
+        &Default::default(),
+        reqwest::Client::new(),
+    )
+    .unwrap();
     let engine = Engine::new(
         store.clone(),
         ToolRegistry::with_builtins(),
@@ -601,8 +616,13 @@ async fn secrets_are_redacted_before_storage_and_before_any_provider_sees_them()
         fake.base_url()
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog =
-        Catalog::from_config(&config, &Default::default(), reqwest::Client::new()).unwrap();
+    let catalog = Catalog::from_config(
+        &config,
+        &Default::default(),
+        &Default::default(),
+        reqwest::Client::new(),
+    )
+    .unwrap();
     let mut tools = ToolRegistry::with_builtins();
     tools.register(Arc::new(Leaky {
         spec: hearth_core::ToolSpec {

@@ -287,3 +287,14 @@ pub struct TokenRecord {
     /// Revoked, if so.
     pub revoked_at: Option<Timestamp>,
 }
+
+/// A stored secret's metadata (never its value, sealed or not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretInfo {
+    /// The secret's name.
+    pub name: String,
+    /// First stored.
+    pub created_at: Timestamp,
+    /// Last replaced.
+    pub updated_at: Timestamp,
+}

@@ -639,3 +639,100 @@ async fn model_calls_are_recorded_for_usage_without_text() {
     assert!(!dump.contains("SECRET"), "{dump}");
     assert!(dump.contains("rate_limited"));
 }
+
+#[tokio::test]
+async fn secrets_are_upserted_listed_without_values_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    assert!(store.list_secrets().await.unwrap().is_empty());
+    assert_eq!(store.get_secret("openai").await.unwrap(), None);
+
+    store
+        .put_secret("openai", vec![1, 2, 3], 1_000)
+        .await
+        .unwrap();
+    store.put_secret("anthropic", vec![9], 2_000).await.unwrap();
+    assert_eq!(
+        store.get_secret("openai").await.unwrap(),
+        Some(vec![1, 2, 3])
+    );
+
+    // Replacing keeps the creation time and moves the update time.
+    store.put_secret("openai", vec![4, 5], 3_000).await.unwrap();
+    assert_eq!(store.get_secret("openai").await.unwrap(), Some(vec![4, 5]));
+    let listed = store.list_secrets().await.unwrap();
+    assert_eq!(
+        listed,
+        vec![
+            hearth_store::SecretInfo {
+                name: "anthropic".into(),
+                created_at: 2_000,
+                updated_at: 2_000,
+            },
+            hearth_store::SecretInfo {
+                name: "openai".into(),
+                created_at: 1_000,
+                updated_at: 3_000,
+            },
+        ]
+    );
+
+    assert!(store.delete_secret("openai").await.unwrap());
+    assert!(!store.delete_secret("openai").await.unwrap());
+    assert_eq!(store.get_secret("openai").await.unwrap(), None);
+    assert_eq!(store.list_secrets().await.unwrap().len(), 1);
+
+    // Durable across a reopen.
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!(store.get_secret("anthropic").await.unwrap(), Some(vec![9]));
+}
+
+#[tokio::test]
+async fn sealed_secrets_round_trip_and_the_file_holds_no_plaintext() {
+    use hearth_store::secrets::{Sealer, generate_key_base64};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let sealer = Sealer::from_base64(&generate_key_base64().unwrap()).unwrap();
+    let value = "sk-PLAINTEXT-never-on-disk-0123456789";
+    let sealed = sealer.seal("provider.key", value.as_bytes()).unwrap();
+    store
+        .put_secret("provider.key", sealed, 1_000)
+        .await
+        .unwrap();
+    let stored = store.get_secret("provider.key").await.unwrap().unwrap();
+    assert_eq!(
+        sealer.open("provider.key", &stored).unwrap().expose(),
+        value
+    );
+    // Another key cannot open it.
+    let other = Sealer::from_base64(&generate_key_base64().unwrap()).unwrap();
+    assert!(other.open("provider.key", &stored).is_err());
+
+    drop(store);
+    let mut bytes = std::fs::read(dir.path().join("hearth.db")).unwrap();
+    if let Ok(wal) = std::fs::read(dir.path().join("hearth.db-wal")) {
+        bytes.extend(wal);
+    }
+    assert!(
+        !bytes.windows(value.len()).any(|w| w == value.as_bytes()),
+        "plaintext found in the database file"
+    );
+}
+
+#[tokio::test]
+async fn a_version_3_database_gains_the_secrets_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    drop(open(dir.path()));
+    // Roll the file back to schema 3, as an older hearth left it.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE secrets; PRAGMA user_version = 3;")
+        .unwrap();
+    drop(conn);
+    let store = open(dir.path());
+    store.ping().await.unwrap();
+    store.put_secret("s", vec![1], 1).await.unwrap();
+    assert_eq!(store.get_secret("s").await.unwrap(), Some(vec![1]));
+}

@@ -10,4 +10,5 @@ mod cli;
 mod durability;
 mod ordering;
 mod providers;
+mod secrets;
 mod usage;

@@ -6,10 +6,21 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. Versions start at 1 and grow by
 /// one; a released migration is never edited, only followed by a new one.
-pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3)];
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3), (4, V4)];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 3;
+pub(crate) const LATEST: u32 = 4;
+
+/// Sealed secrets (see `crate::secrets`): only ciphertext is stored; the
+/// master key that opens it never touches the database.
+const V4: &str = "
+CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    sealed BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+";
 
 /// One row per model call, for usage and cost: ids, counts and timings only,
 /// never prompt or output text. Written with the call's journal step.

@@ -26,8 +26,8 @@ use self::writer::Job;
 use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord, StepRecord,
-    ThreadState, TokenRecord, UsageQuery, UsageRow,
+    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SecretInfo, SteerRecord,
+    StepRecord, ThreadState, TokenRecord, UsageQuery, UsageRow,
 };
 
 /// Reader connections; reads are short, so two keep up with the writer.
@@ -363,5 +363,25 @@ impl Store for SqliteStore {
 
     async fn active_token_count(&self) -> Result<u64> {
         self.read(ops::active_token_count).await
+    }
+
+    async fn put_secret(&self, name: &str, sealed: Vec<u8>, at: Timestamp) -> Result<()> {
+        let name = name.to_owned();
+        self.write(move |db| ops::put_secret(db, &name, &sealed, at))
+            .await
+    }
+
+    async fn get_secret(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let name = name.to_owned();
+        self.read(move |db| ops::get_secret(db, &name)).await
+    }
+
+    async fn list_secrets(&self) -> Result<Vec<SecretInfo>> {
+        self.read(ops::list_secrets).await
+    }
+
+    async fn delete_secret(&self, name: &str) -> Result<bool> {
+        let name = name.to_owned();
+        self.write(move |db| ops::delete_secret(db, &name)).await
     }
 }

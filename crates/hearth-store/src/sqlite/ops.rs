@@ -10,8 +10,9 @@ use super::migrations;
 use super::rows::{self, col, run_columns, to_json};
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, ModelUsage, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SteerRecord,
-    StepKind, StepRecord, StepStatus, ThreadState, TokenRecord, UsageGroup, UsageQuery, UsageRow,
+    CreateRunOutcome, ModelUsage, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SecretInfo,
+    SteerRecord, StepKind, StepRecord, StepStatus, ThreadState, TokenRecord, UsageGroup,
+    UsageQuery, UsageRow,
 };
 
 /// The `list_runs` page size when the filter asks for 0.
@@ -570,4 +571,42 @@ pub(crate) fn active_token_count(db: &mut Db<'_>) -> Result<u64> {
         Some(row) => count(row, 0),
         None => Ok(0),
     }
+}
+
+pub(crate) fn put_secret(db: &mut Db<'_>, name: &str, sealed: &[u8], at: Timestamp) -> Result<()> {
+    db.stmt(
+        "INSERT INTO secrets (name, sealed, created_at, updated_at) VALUES (?1, ?2, ?3, ?3) \
+         ON CONFLICT (name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
+    )?
+    .execute(params![name, sealed, at])?;
+    Ok(())
+}
+
+pub(crate) fn get_secret(db: &mut Db<'_>, name: &str) -> Result<Option<Vec<u8>>> {
+    let sealed = db
+        .stmt("SELECT sealed FROM secrets WHERE name = ?1")?
+        .query_row(params![name], |row| row.get(0))
+        .optional()?;
+    Ok(sealed)
+}
+
+pub(crate) fn list_secrets(db: &mut Db<'_>) -> Result<Vec<SecretInfo>> {
+    let stmt = db.stmt("SELECT name, created_at, updated_at FROM secrets ORDER BY name")?;
+    let mut out = Vec::new();
+    let mut found = stmt.query([])?;
+    while let Some(row) = found.next()? {
+        out.push(SecretInfo {
+            name: col(row, 0)?,
+            created_at: col(row, 1)?,
+            updated_at: col(row, 2)?,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn delete_secret(db: &mut Db<'_>, name: &str) -> Result<bool> {
+    let changed = db
+        .stmt("DELETE FROM secrets WHERE name = ?1")?
+        .execute(params![name])?;
+    Ok(changed == 1)
 }
