@@ -12,6 +12,7 @@ pub mod context;
 pub mod engine;
 pub mod firewall;
 pub mod limits;
+pub mod policy;
 pub mod retry;
 
 pub use engine::{Candidate, Engine, EventSink, Outcome, RunInput, RunResult, ToolMode};

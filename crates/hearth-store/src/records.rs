@@ -298,3 +298,37 @@ pub struct SecretInfo {
     /// Last replaced.
     pub updated_at: Timestamp,
 }
+
+/// A permission grant: `subject` holds `capability` in `scope`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// `user:<user_key>` or `role:<id>`.
+    pub subject: String,
+    /// A capability name or `preset:<name>`.
+    pub capability: String,
+    /// `global` or a channel's space (`discord:guild:<id>`, ...).
+    pub scope: String,
+    /// When it was granted.
+    pub granted_at: Timestamp,
+    /// Who granted it (an actor id, never a secret).
+    pub granted_by: String,
+}
+
+/// One audit log entry: ids only, never message text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEvent {
+    /// When it happened.
+    pub at: Timestamp,
+    /// Who acted (`operator`, a user key, ...).
+    pub actor: String,
+    /// What was attempted (`grant.add`, `tool.call`, ...).
+    pub action: String,
+    /// What it was attempted on (a subject, a tool name, ...).
+    pub target: String,
+    /// How it ended (`ok`, `denied`, ...).
+    pub outcome: String,
+    /// The capability involved, if any.
+    pub capability: Option<String>,
+    /// The scope involved, if any.
+    pub scope: Option<String>,
+}

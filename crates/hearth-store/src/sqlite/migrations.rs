@@ -6,10 +6,37 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. Versions start at 1 and grow by
 /// one; a released migration is never edited, only followed by a new one.
-pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3), (4, V4)];
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3), (4, V4), (5, V5)];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 4;
+pub(crate) const LATEST: u32 = 5;
+
+/// Permission grants and the audit log (ids only, never message text).
+/// `IF NOT EXISTS` so a file rolled back to an older version number with its
+/// tables kept (as tests and manual downgrades do) still migrates.
+const V5: &str = "
+CREATE TABLE IF NOT EXISTS grants (
+    subject TEXT NOT NULL,
+    capability TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    granted_at INTEGER NOT NULL,
+    granted_by TEXT NOT NULL,
+    PRIMARY KEY (subject, capability, scope)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS grants_scope ON grants (scope);
+
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    capability TEXT,
+    scope TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_at ON audit (at);
+";
 
 /// Sealed secrets (see `crate::secrets`): only ciphertext is stored; the
 /// master key that opens it never touches the database.

@@ -26,8 +26,8 @@ use self::writer::Job;
 use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SecretInfo, SteerRecord,
-    StepRecord, ThreadState, TokenRecord, UsageQuery, UsageRow,
+    AuditEvent, CreateRunOutcome, Grant, NewRun, NewToken, RunFilter, RunFinish, RunRecord,
+    SecretInfo, SteerRecord, StepRecord, ThreadState, TokenRecord, UsageQuery, UsageRow,
 };
 
 /// Reader connections; reads are short, so two keep up with the writer.
@@ -383,5 +383,54 @@ impl Store for SqliteStore {
     async fn delete_secret(&self, name: &str) -> Result<bool> {
         let name = name.to_owned();
         self.write(move |db| ops::delete_secret(db, &name)).await
+    }
+
+    async fn add_grant(&self, grant: Grant) -> Result<bool> {
+        self.write(move |db| ops::add_grant(db, &grant)).await
+    }
+
+    async fn add_grant_audited(&self, grant: Grant, event: AuditEvent) -> Result<bool> {
+        self.write(move |db| ops::add_grant_audited(db, &grant, &event))
+            .await
+    }
+
+    async fn remove_grant(&self, subject: &str, capability: &str, scope: &str) -> Result<bool> {
+        let (subject, capability, scope) =
+            (subject.to_owned(), capability.to_owned(), scope.to_owned());
+        self.write(move |db| ops::remove_grant(db, &subject, &capability, &scope))
+            .await
+    }
+
+    async fn remove_grant_audited(
+        &self,
+        subject: &str,
+        capability: &str,
+        scope: &str,
+        event: AuditEvent,
+    ) -> Result<bool> {
+        let (subject, capability, scope) =
+            (subject.to_owned(), capability.to_owned(), scope.to_owned());
+        self.write(move |db| ops::remove_grant_audited(db, &subject, &capability, &scope, &event))
+            .await
+    }
+
+    async fn list_grants(&self, scope: Option<&str>) -> Result<Vec<Grant>> {
+        let scope = scope.map(str::to_owned);
+        self.read(move |db| ops::list_grants(db, scope.as_deref()))
+            .await
+    }
+
+    async fn grants_for(&self, subjects: &[String], scopes: &[String]) -> Result<Vec<Grant>> {
+        let (subjects, scopes) = (subjects.to_vec(), scopes.to_vec());
+        self.read(move |db| ops::grants_for(db, &subjects, &scopes))
+            .await
+    }
+
+    async fn append_audit(&self, event: AuditEvent) -> Result<()> {
+        self.write(move |db| ops::append_audit(db, &event)).await
+    }
+
+    async fn list_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
+        self.read(move |db| ops::list_audit(db, limit)).await
     }
 }
