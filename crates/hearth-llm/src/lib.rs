@@ -14,6 +14,7 @@ pub mod openai;
 pub mod openai_compat;
 pub mod prices;
 pub mod sse;
+mod transport;
 
 use std::pin::Pin;
 

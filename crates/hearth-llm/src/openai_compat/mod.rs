@@ -5,25 +5,18 @@ mod wire;
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
 use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
 use reqwest::Url;
-use reqwest::header::{
-    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
-};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
 use crate::sse::SseDecoder;
+#[cfg(test)]
+use crate::transport::parse_retry_after;
+use crate::transport::{self, ErrorBody, MESSAGE_CAP, cap, impl_stream_decoder};
 use crate::{ErrorKind, EventStream, LlmError, Provider};
-
-/// How much of an error response body is read to find the provider's message.
-const ERROR_BODY_CAP: usize = 64 * 1024;
-/// Longest provider-supplied text copied into an error message.
-const MESSAGE_CAP: usize = 500;
 
 /// Settings of one OpenAI-compatible endpoint.
 #[derive(Clone)]
@@ -99,14 +92,7 @@ impl OpenAiCompatProvider {
         let name = config.name;
         let invalid = |msg: String| LlmError::new(name.as_str(), ErrorKind::InvalidRequest, msg);
         let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        let url = Url::parse(&endpoint)
-            .map_err(|e| invalid(format!("base_url {:?} is not a URL: {e}", config.base_url)))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(invalid(format!(
-                "base_url {:?} must use http or https",
-                config.base_url
-            )));
-        }
+        let url = transport::parse_endpoint(&endpoint, &config.base_url, invalid)?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
             let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
@@ -114,15 +100,7 @@ impl OpenAiCompatProvider {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        for (k, v) in &config.headers {
-            let hname = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
-            // The value is not echoed: it may be a credential.
-            let mut value = HeaderValue::from_str(v)
-                .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
-            value.set_sensitive(true);
-            headers.append(hname, value);
-        }
+        transport::append_headers(&mut headers, &config.headers, invalid)?;
         Ok(Self {
             name: Arc::from(name),
             url,
@@ -140,24 +118,8 @@ impl OpenAiCompatProvider {
     /// Turns a non-2xx response into an error, reading at most 64 KiB of body
     /// for the provider's own message.
     async fn status_error(&self, resp: reqwest::Response) -> LlmError {
-        let status = resp.status();
-        let retry_after = resp.headers().get(RETRY_AFTER).and_then(parse_retry_after);
-        let mut body = Vec::new();
-        let mut chunks = resp.bytes_stream();
-        // One deadline for the whole body, so a server dribbling bytes cannot
-        // stretch the read to 64 KiB times the idle timeout.
-        let read = async {
-            while body.len() < ERROR_BODY_CAP {
-                match chunks.next().await {
-                    Some(Ok(b)) => {
-                        let take = b.len().min(ERROR_BODY_CAP - body.len());
-                        body.extend_from_slice(&b[..take]);
-                    }
-                    _ => break,
-                }
-            }
-        };
-        let _ = tokio::time::timeout(self.idle_timeout, read).await;
+        let body = ErrorBody::read(resp, self.idle_timeout).await;
+        let status = body.status;
         let kind = match status.as_u16() {
             401 | 403 => ErrorKind::Auth,
             404 => ErrorKind::NotFound,
@@ -169,17 +131,14 @@ impl OpenAiCompatProvider {
             _ => ErrorKind::MalformedResponse,
         };
         let mut message = format!("HTTP {status}");
-        let provider_msg = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
+        let provider_msg = body
+            .json()
             .and_then(|v| wire::error_message(&v).map(|m| cap(m, MESSAGE_CAP)));
         if let Some(m) = provider_msg {
             message.push_str(": ");
             message.push_str(&m);
         }
-        tracing::debug!(provider = %self.name, status = status.as_u16(), body_bytes = body.len(), "provider returned an error status");
-        let mut err = self.error(kind, message);
-        err.retry_after = retry_after;
-        err
+        body.error(&self.name, kind, message)
     }
 }
 
@@ -192,96 +151,27 @@ impl Provider for OpenAiCompatProvider {
                 format!("cannot encode request: {e}"),
             )
         })?;
-        let request_bytes = body.len();
         let started = Instant::now();
-        let send = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .body(body)
-            .send();
-        let resp = match tokio::time::timeout(self.request_timeout, send).await {
-            Err(_) => {
-                return Err(self.error(
-                    ErrorKind::Timeout,
-                    format!("no response within {:?}", self.request_timeout),
-                ));
-            }
-            Ok(Err(e)) => return Err(from_reqwest(&self.name, e)),
-            Ok(Ok(resp)) => resp,
-        };
-        let status = resp.status();
-        tracing::debug!(
-            provider = %self.name,
-            status = status.as_u16(),
-            request_bytes,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "response headers received"
-        );
-        if !status.is_success() {
+        let resp = transport::send(
+            &self.name,
+            &self.client,
+            self.url.clone(),
+            &self.headers,
+            body,
+            self.request_timeout,
+            started,
+        )
+        .await?;
+        if !resp.status().is_success() {
             return Err(self.status_error(resp).await);
         }
-        let content_type = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !content_type
-            .get(..17)
-            .is_some_and(|p| p.eq_ignore_ascii_case("text/event-stream"))
-        {
-            return Err(self.error(
-                ErrorKind::MalformedResponse,
-                format!(
-                    "expected a text/event-stream response, got content type {:?}",
-                    cap(content_type, 100)
-                ),
-            ));
-        }
-        let state = StreamState {
-            decoder: OpenAiCompatDecoder::new(Arc::clone(&self.name)),
-            body: Box::pin(resp.bytes_stream()),
-            ended: false,
-            failed: false,
-            idle_timeout: self.idle_timeout,
-            bytes: 0,
+        transport::check_event_stream(&self.name, &resp)?;
+        Ok(transport::event_stream(
+            OpenAiCompatDecoder::new(Arc::clone(&self.name)),
+            resp.bytes_stream(),
+            self.idle_timeout,
             started,
-        };
-        Ok(Box::pin(futures_util::stream::unfold(state, next_item)))
-    }
-}
-
-type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
-
-/// Everything one streamed answer needs between two polls.
-struct StreamState {
-    decoder: OpenAiCompatDecoder,
-    body: ByteStream,
-    /// The end of the answer was logged; only events already decoded remain.
-    ended: bool,
-    /// The transport failed and its error was handed out: nothing follows.
-    failed: bool,
-    idle_timeout: Duration,
-    bytes: u64,
-    started: Instant,
-}
-
-impl StreamState {
-    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
-        LlmError::new(&*self.decoder.provider, kind, message)
-    }
-
-    fn end(&mut self, outcome: &str) {
-        self.ended = true;
-        tracing::debug!(
-            provider = %self.decoder.provider,
-            bytes = self.bytes,
-            elapsed_ms = self.started.elapsed().as_millis() as u64,
-            outcome,
-            "stream ended"
-        );
+        ))
     }
 }
 
@@ -305,6 +195,8 @@ pub struct OpenAiCompatDecoder {
     /// pending events follow.
     outcome: Option<&'static str>,
 }
+
+impl_stream_decoder!(OpenAiCompatDecoder);
 
 impl OpenAiCompatDecoder {
     /// A decoder whose errors name `provider`.
@@ -472,96 +364,6 @@ impl OpenAiCompatDecoder {
         }
         Ok(())
     }
-}
-
-/// One step of the event stream: the next event, a final error, or the end.
-async fn next_item(mut st: StreamState) -> Option<(Result<StreamEvent, LlmError>, StreamState)> {
-    if st.failed {
-        return None;
-    }
-    loop {
-        let item = st.decoder.next_event();
-        if !st.ended
-            && let Some(outcome) = st.decoder.outcome
-        {
-            st.end(outcome);
-        }
-        match item {
-            Ok(Some(ev)) => return Some((Ok(ev), st)),
-            Err(e) => return Some((Err(e), st)),
-            Ok(None) if st.decoder.is_done() => return None,
-            Ok(None) => {}
-        }
-        match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
-            Ok(Some(Ok(bytes))) => {
-                st.bytes += bytes.len() as u64;
-                st.decoder.push(&bytes);
-            }
-            Ok(Some(Err(e))) => {
-                let err = from_reqwest(&st.decoder.provider, e);
-                st.failed = true;
-                st.end("error");
-                return Some((Err(err), st));
-            }
-            Ok(None) => st.decoder.end_of_body(),
-            Err(_) => {
-                let err = st.error(
-                    ErrorKind::Timeout,
-                    format!("no stream data for {:?}", st.idle_timeout),
-                );
-                st.failed = true;
-                st.end("idle timeout");
-                return Some((Err(err), st));
-            }
-        }
-    }
-}
-
-/// Classifies a transport error; the URL is stripped and the cause chain kept.
-fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
-    let e = e.without_url();
-    let kind = if e.is_timeout() {
-        ErrorKind::Timeout
-    } else if e.is_builder() {
-        ErrorKind::InvalidRequest
-    } else if e.is_decode() {
-        ErrorKind::MalformedResponse
-    } else {
-        ErrorKind::Network
-    };
-    let mut message = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    LlmError::new(provider, kind, message)
-}
-
-/// `retry-after` as delta-seconds (integer or decimal); HTTP dates are ignored.
-fn parse_retry_after(value: &HeaderValue) -> Option<Duration> {
-    let s = value.to_str().ok()?.trim();
-    if let Ok(secs) = s.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let secs = s.parse::<f64>().ok()?;
-    if secs < 0.0 {
-        return None;
-    }
-    Duration::try_from_secs_f64(secs).ok()
-}
-
-/// At most `max` bytes of `s`, cut at a char boundary.
-fn cap(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }
 
 #[cfg(test)]

@@ -1,0 +1,359 @@
+//! The HTTP plumbing the streaming adapters share: building the header map,
+//! sending the request, reading an error body, checking the content type,
+//! and driving an adapter's decoder from the response body with an idle
+//! timeout. What differs per adapter (wire format, error classification)
+//! stays in the adapter.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use hearth_core::StreamEvent;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::{StatusCode, Url};
+
+use crate::{ErrorKind, EventStream, LlmError};
+
+/// How much of an error response body is read to find the provider's message.
+pub(crate) const ERROR_BODY_CAP: usize = 64 * 1024;
+/// Longest provider-supplied text copied into an error message.
+pub(crate) const MESSAGE_CAP: usize = 500;
+
+/// An adapter's stream parser as the driver sees it: bytes in, events out.
+pub(crate) trait StreamDecoder: Send + 'static {
+    /// The provider name errors and logs carry.
+    fn provider(&self) -> &Arc<str>;
+    /// Why the answer is over, once it is.
+    fn outcome(&self) -> Option<&'static str>;
+    fn push(&mut self, bytes: &[u8]);
+    fn end_of_body(&mut self);
+    fn next_event(&mut self) -> Result<Option<StreamEvent>, LlmError>;
+    fn is_done(&self) -> bool;
+}
+
+/// Implements [`StreamDecoder`] for a decoder with `provider: Arc<str>` and
+/// `outcome: Option<&'static str>` fields and the inherent `push`,
+/// `end_of_body`, `next_event` and `is_done` methods.
+macro_rules! impl_stream_decoder {
+    ($ty:ty) => {
+        impl $crate::transport::StreamDecoder for $ty {
+            fn provider(&self) -> &std::sync::Arc<str> {
+                &self.provider
+            }
+            fn outcome(&self) -> Option<&'static str> {
+                self.outcome
+            }
+            fn push(&mut self, bytes: &[u8]) {
+                <$ty>::push(self, bytes)
+            }
+            fn end_of_body(&mut self) {
+                <$ty>::end_of_body(self)
+            }
+            fn next_event(&mut self) -> Result<Option<hearth_core::StreamEvent>, $crate::LlmError> {
+                <$ty>::next_event(self)
+            }
+            fn is_done(&self) -> bool {
+                <$ty>::is_done(self)
+            }
+        }
+    };
+}
+pub(crate) use impl_stream_decoder;
+
+/// Parses `endpoint` (built from `base_url`) and requires http or https.
+pub(crate) fn parse_endpoint(
+    endpoint: &str,
+    base_url: &str,
+    invalid: impl Fn(String) -> LlmError,
+) -> Result<Url, LlmError> {
+    let url = Url::parse(endpoint)
+        .map_err(|e| invalid(format!("base_url {base_url:?} is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!(
+            "base_url {base_url:?} must use http or https"
+        )));
+    }
+    Ok(url)
+}
+
+/// Appends the configured extra headers, all marked sensitive.
+pub(crate) fn append_headers(
+    headers: &mut HeaderMap,
+    extra: &[(String, String)],
+    invalid: impl Fn(String) -> LlmError,
+) -> Result<(), LlmError> {
+    for (k, v) in extra {
+        let hname = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
+        // The value is not echoed: it may be a credential.
+        let mut value = HeaderValue::from_str(v)
+            .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
+        value.set_sensitive(true);
+        headers.append(hname, value);
+    }
+    Ok(())
+}
+
+/// Posts a JSON `body` asking for an event stream, waiting at most
+/// `request_timeout` for the response headers; the status is not checked.
+pub(crate) async fn send(
+    provider: &str,
+    client: &reqwest::Client,
+    url: Url,
+    headers: &HeaderMap,
+    body: Vec<u8>,
+    request_timeout: Duration,
+    started: Instant,
+) -> Result<reqwest::Response, LlmError> {
+    let request_bytes = body.len();
+    let send = client
+        .post(url)
+        .headers(headers.clone())
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "text/event-stream")
+        .body(body)
+        .send();
+    let resp = match tokio::time::timeout(request_timeout, send).await {
+        Err(_) => {
+            return Err(LlmError::new(
+                provider,
+                ErrorKind::Timeout,
+                format!("no response within {request_timeout:?}"),
+            ));
+        }
+        Ok(Err(e)) => return Err(from_reqwest(provider, e)),
+        Ok(Ok(resp)) => resp,
+    };
+    tracing::debug!(
+        provider = %provider,
+        status = resp.status().as_u16(),
+        request_bytes,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "response headers received"
+    );
+    Ok(resp)
+}
+
+/// Refuses a successful response that is not `text/event-stream`.
+pub(crate) fn check_event_stream(provider: &str, resp: &reqwest::Response) -> Result<(), LlmError> {
+    let content_type = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type
+        .get(..17)
+        .is_some_and(|p| p.eq_ignore_ascii_case("text/event-stream"))
+    {
+        return Err(LlmError::new(
+            provider,
+            ErrorKind::MalformedResponse,
+            format!(
+                "expected a text/event-stream response, got content type {:?}",
+                cap(content_type, 100)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a non-2xx response said: its status, `retry-after`, and at most
+/// 64 KiB of body.
+pub(crate) struct ErrorBody {
+    pub(crate) status: StatusCode,
+    pub(crate) retry_after: Option<Duration>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl ErrorBody {
+    /// Reads the error response, giving the whole body one `deadline`.
+    pub(crate) async fn read(resp: reqwest::Response, deadline: Duration) -> Self {
+        let status = resp.status();
+        let retry_after = resp.headers().get(RETRY_AFTER).and_then(parse_retry_after);
+        let mut body = Vec::new();
+        let mut chunks = resp.bytes_stream();
+        // One deadline for the whole body, so a server dribbling bytes cannot
+        // stretch the read to 64 KiB times the idle timeout.
+        let read = async {
+            while body.len() < ERROR_BODY_CAP {
+                match chunks.next().await {
+                    Some(Ok(b)) => {
+                        let take = b.len().min(ERROR_BODY_CAP - body.len());
+                        body.extend_from_slice(&b[..take]);
+                    }
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(deadline, read).await;
+        Self {
+            status,
+            retry_after,
+            body,
+        }
+    }
+
+    /// The body as JSON, if it is.
+    pub(crate) fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice::<serde_json::Value>(&self.body).ok()
+    }
+
+    /// Logs the error status and builds the error, with `retry-after`.
+    pub(crate) fn error(&self, provider: &str, kind: ErrorKind, message: String) -> LlmError {
+        tracing::debug!(provider = %provider, status = self.status.as_u16(), body_bytes = self.body.len(), "provider returned an error status");
+        let mut err = LlmError::new(provider, kind, message);
+        err.retry_after = self.retry_after;
+        err
+    }
+}
+
+/// Drives `decoder` from `body`: the stream of its events, ending after the
+/// answer or with an error item (a transport failure, an idle gap longer
+/// than `idle_timeout`, or the decoder's own error).
+pub(crate) fn event_stream<D: StreamDecoder>(
+    decoder: D,
+    body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
+    idle_timeout: Duration,
+    started: Instant,
+) -> EventStream {
+    let state = StreamState {
+        decoder,
+        body: Box::pin(body),
+        ended: false,
+        failed: false,
+        idle_timeout,
+        bytes: 0,
+        started,
+    };
+    Box::pin(futures_util::stream::unfold(state, next_item))
+}
+
+type ByteStream = std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// Everything one streamed answer needs between two polls.
+struct StreamState<D> {
+    decoder: D,
+    body: ByteStream,
+    /// The end of the answer was logged; only events already decoded remain.
+    ended: bool,
+    /// The transport failed and its error was handed out: nothing follows.
+    failed: bool,
+    idle_timeout: Duration,
+    bytes: u64,
+    started: Instant,
+}
+
+impl<D: StreamDecoder> StreamState<D> {
+    fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError::new(&**self.decoder.provider(), kind, message)
+    }
+
+    fn end(&mut self, outcome: &str) {
+        self.ended = true;
+        tracing::debug!(
+            provider = %self.decoder.provider(),
+            bytes = self.bytes,
+            elapsed_ms = self.started.elapsed().as_millis() as u64,
+            outcome,
+            "stream ended"
+        );
+    }
+}
+
+/// One step of the event stream: the next event, a final error, or the end.
+async fn next_item<D: StreamDecoder>(
+    mut st: StreamState<D>,
+) -> Option<(Result<StreamEvent, LlmError>, StreamState<D>)> {
+    if st.failed {
+        return None;
+    }
+    loop {
+        let item = st.decoder.next_event();
+        if !st.ended
+            && let Some(outcome) = st.decoder.outcome()
+        {
+            st.end(outcome);
+        }
+        match item {
+            Ok(Some(ev)) => return Some((Ok(ev), st)),
+            Err(e) => return Some((Err(e), st)),
+            Ok(None) if st.decoder.is_done() => return None,
+            Ok(None) => {}
+        }
+        match tokio::time::timeout(st.idle_timeout, st.body.next()).await {
+            Ok(Some(Ok(bytes))) => {
+                st.bytes += bytes.len() as u64;
+                st.decoder.push(&bytes);
+            }
+            Ok(Some(Err(e))) => {
+                let err = from_reqwest(st.decoder.provider(), e);
+                st.failed = true;
+                st.end("error");
+                return Some((Err(err), st));
+            }
+            Ok(None) => st.decoder.end_of_body(),
+            Err(_) => {
+                let err = st.error(
+                    ErrorKind::Timeout,
+                    format!("no stream data for {:?}", st.idle_timeout),
+                );
+                st.failed = true;
+                st.end("idle timeout");
+                return Some((Err(err), st));
+            }
+        }
+    }
+}
+
+/// Classifies a transport error; the URL is stripped and the cause chain kept.
+pub(crate) fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
+    let e = e.without_url();
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_builder() {
+        ErrorKind::InvalidRequest
+    } else if e.is_decode() {
+        ErrorKind::MalformedResponse
+    } else {
+        ErrorKind::Network
+    };
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    LlmError::new(provider, kind, message)
+}
+
+/// `retry-after` as delta-seconds (integer or decimal); HTTP dates are ignored.
+pub(crate) fn parse_retry_after(value: &HeaderValue) -> Option<Duration> {
+    parse_seconds(value.to_str().ok()?)
+}
+
+/// Seconds, integer or decimal, surrounding whitespace allowed; not negative.
+pub(crate) fn parse_seconds(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let secs = s.parse::<f64>().ok()?;
+    if secs < 0.0 {
+        return None;
+    }
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+/// At most `max` bytes of `s`, cut at a char boundary.
+pub(crate) fn cap(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
