@@ -8,7 +8,7 @@ use hearth_core::{
     ChatRequest, Content, Message, ModelRef, Role, RunError, RunEventKind, ThinkingLevel, now_ms,
 };
 use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
-use hearth_store::{StepKind, StepRecord, StepStatus, Store, StoreError};
+use hearth_store::{AuditEvent, StepKind, StepRecord, StepStatus, Store, StoreError};
 use hearth_tools::{ToolClass, ToolRegistry};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{trim_history, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
+use crate::policy::{PolicyConfig, decide, scope_chain, subjects};
 use crate::retry::{RetryPolicy, jitter};
 
 /// Where the engine publishes progress (`text.delta`, `tool.started`, ...).
@@ -33,6 +34,10 @@ pub struct RunInput {
     pub thread_key: String,
     /// The user's message.
     pub text: String,
+    /// Who sent it: tool permissions are theirs.
+    pub user_key: String,
+    /// Where permissions are looked up: `global` or a channel's space.
+    pub scope: String,
     /// The run's model first, then the models to fail over to, in order.
     pub candidates: Vec<Candidate>,
     /// Requested reasoning (clamped per candidate).
@@ -106,6 +111,8 @@ pub struct Engine {
     system_prompt: String,
     /// Redacts secrets from everything that enters a request.
     scanner: SecretScanner,
+    /// Who may use which tools.
+    policy: PolicyConfig,
     /// Models whose server rejected tool definitions (model-dependent tools).
     no_tools: std::sync::Mutex<std::collections::HashSet<String>>,
 }
@@ -141,6 +148,8 @@ fn llm_failure(e: &LlmError) -> Stop {
 
 /// The state of one run in progress.
 struct Progress {
+    /// Tools the run's user may use, offered to the model.
+    offered: Vec<hearth_core::ToolSpec>,
     /// Stored steers not shown to the model yet (after a crash), by id.
     pending_steer: Vec<(i64, String)>,
     /// Steer ids already shown to the model.
@@ -170,8 +179,16 @@ impl Engine {
             // them must not be sent either.
             system_prompt: scanner.redact(&system_prompt).text.into_owned(),
             scanner,
+            policy: PolicyConfig::default(),
             no_tools: std::sync::Mutex::new(std::collections::HashSet::new()),
         }
+    }
+
+    /// Decides tool permissions with `policy` instead of the default
+    /// (`member` for everyone, no admins).
+    pub fn with_policy(mut self, policy: PolicyConfig) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// Uses `retry` for failed model calls instead of the default policy.
@@ -302,7 +319,9 @@ impl Engine {
             .await?;
         let steps = self.store.steps(&input.run_id).await?;
         let stored_steers = self.store.steers(&input.run_id).await?;
+        let offered = self.offered_tools(input).await?;
         let mut p = Progress {
+            offered,
             pending_steer: Vec::new(),
             seen_steer: std::collections::HashSet::new(),
             history: trim_history(history),
@@ -413,7 +432,7 @@ impl Engine {
             let mut attempt = 0;
             let mut waited = Duration::ZERO;
             loop {
-                self.shape_request(&mut request, with_tools);
+                self.shape_request(&mut request, with_tools, &p.offered);
                 attempt += 1;
                 let started = now_ms();
                 let (outcome, emitted) = self
@@ -481,11 +500,16 @@ impl Engine {
     }
 
     /// Tools and the system prompt for a call with or without tools.
-    fn shape_request(&self, request: &mut ChatRequest, with_tools: bool) {
+    fn shape_request(
+        &self,
+        request: &mut ChatRequest,
+        with_tools: bool,
+        offered: &[hearth_core::ToolSpec],
+    ) {
         request.system.clear();
         request.system.push_str(&self.system_prompt);
         if with_tools {
-            request.tools = self.tools.specs();
+            request.tools = offered.to_vec();
         } else {
             request.tools.clear();
             request.system.push_str(PROMPT_ONLY_NOTE);
@@ -593,17 +617,76 @@ impl Engine {
                 }
             }
             let timeout = self.limits.tool_timeout;
-            let outputs = futures_util::future::join_all(
-                batch
-                    .iter()
-                    .map(|c| self.tools.execute(&c.name, &c.arguments, timeout)),
-            )
+            let outputs = futures_util::future::join_all(batch.iter().map(|c| async move {
+                match c.denied {
+                    Some(cap) => self.deny(input, &c.name, cap).await,
+                    None => self.tools.execute(&c.name, &c.arguments, timeout).await,
+                }
+            }))
             .await;
             for (call, output) in batch.into_iter().zip(outputs) {
                 self.end_call(sink, p, call, output).await?;
             }
         }
         Ok(())
+    }
+
+    /// The tools `input`'s user may use. Grants only add to the default
+    /// preset, so they are read only when some tool needs more than it holds.
+    async fn offered_tools(&self, input: &RunInput) -> Result<Vec<hearth_core::ToolSpec>, Stop> {
+        let needs_grants = self.tools.iter().any(|t| {
+            t.capability().is_some_and(|cap| {
+                !self.policy.is_admin(&input.user_key) && !self.policy.default_preset.contains(cap)
+            })
+        });
+        let grants = if needs_grants {
+            let scopes = scope_chain(&input.scope).unwrap_or_else(|_| vec!["global".to_owned()]);
+            self.store
+                .grants_for(&subjects(&input.user_key, &[]), &scopes)
+                .await?
+        } else {
+            Vec::new()
+        };
+        Ok(self
+            .tools
+            .iter()
+            .filter(|t| {
+                t.capability().is_none_or(|cap| {
+                    decide(&self.policy, &input.user_key, &[], cap, &grants).allowed
+                })
+            })
+            .map(|t| t.spec().clone())
+            .collect())
+    }
+
+    /// A refused call: an error the model can read, and an audit record.
+    async fn deny(
+        &self,
+        input: &RunInput,
+        tool: &str,
+        cap: &'static str,
+    ) -> hearth_tools::ToolOutput {
+        let event = AuditEvent {
+            at: now_ms(),
+            actor: input.user_key.clone(),
+            action: "tool.call".into(),
+            target: tool.to_owned(),
+            outcome: "denied".into(),
+            capability: Some(cap.to_owned()),
+            scope: Some(input.scope.clone()),
+        };
+        if let Err(e) = self.store.append_audit(event).await {
+            tracing::warn!(error = %e, tool, "could not write a denial to the audit log");
+        }
+        hearth_tools::ToolOutput {
+            json: json!({
+                "error": format!(
+                    "permission denied: calling {tool} needs capability {cap}, and this user does not have it (missing capability {cap}); an operator can grant it"
+                )
+            })
+            .to_string(),
+            is_error: true,
+        }
     }
 
     fn class_of(&self, name: &str) -> Option<ToolClass> {
@@ -636,6 +719,12 @@ impl Engine {
         let index = p.next_index;
         p.next_index += 1;
         let class = self.class_of(&name);
+        // The capability is checked before the arguments, also for a tool the
+        // run was not offered; an unknown tool stays an "unknown tool" error.
+        let denied = match self.tools.get(&name).and_then(|t| t.capability()) {
+            Some(cap) if !p.offered.iter().any(|t| t.name == name) => Some(cap),
+            _ => None,
+        };
         let step = StepRecord {
             run_id: input.run_id.clone(),
             index,
@@ -659,6 +748,7 @@ impl Engine {
             name,
             arguments,
             class,
+            denied,
             step,
         })
     }
@@ -699,6 +789,8 @@ struct PendingCall {
     name: String,
     arguments: String,
     class: Option<ToolClass>,
+    /// The capability the user lacks, when the call is refused.
+    denied: Option<&'static str>,
     step: StepRecord,
 }
 

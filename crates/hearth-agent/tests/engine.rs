@@ -112,6 +112,8 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         run_id,
         thread_key: "t".into(),
         text: text.into(),
+        user_key: "test:user:1".into(),
+        scope: "global".into(),
         candidates: vec![Candidate {
             model: ModelRef::parse("fake/m").unwrap(),
             provider: Arc::new(provider),
@@ -215,5 +217,142 @@ async fn a_call_with_bad_arguments_gets_a_readable_error_and_the_run_goes_on() {
     assert!(
         msgs.contains("invalid arguments for current_time: arguments.timezone must be string"),
         "{msgs}"
+    );
+}
+
+/// A tool that needs `memory.write`.
+struct Remember;
+
+#[async_trait::async_trait]
+impl Tool for Remember {
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: std::sync::OnceLock<ToolSpec> = std::sync::OnceLock::new();
+        SPEC.get_or_init(|| spec("remember"))
+    }
+    fn class(&self) -> ToolClass {
+        ToolClass::Read
+    }
+    fn capability(&self) -> Option<&'static str> {
+        Some("memory.write")
+    }
+    async fn call(&self, _args: Value) -> Result<Value, ToolError> {
+        Ok(json!({ "remembered": true }))
+    }
+}
+
+fn offered(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|x| x["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn policy_engine(
+    dir: &std::path::Path,
+    preset: hearth_agent::policy::Preset,
+    admins: Vec<String>,
+) -> (Engine, Arc<dyn Store>) {
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Remember));
+    let (engine, store) = engine_with(tools, dir).await;
+    let engine = engine.with_policy(hearth_agent::policy::PolicyConfig {
+        default_preset: preset,
+        admins,
+    });
+    (engine, store)
+}
+
+#[tokio::test]
+async fn a_tool_the_user_may_not_use_is_not_offered_and_a_call_is_refused_and_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, store) =
+        policy_engine(dir.path(), hearth_agent::policy::Preset::None, vec![]).await;
+    let fake = FakeOpenAi::start().await;
+    // The model calls it anyway (as if from an earlier tool list).
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c",
+        "remember",
+        "{not even json",
+    )]));
+    fake.push(Reply::text("ok"));
+    assert_eq!(
+        run(&engine, &store, &fake, "remember this").await,
+        Outcome::Succeeded("ok".into())
+    );
+    let reqs = fake.requests();
+    assert!(offered(&reqs[0]).is_empty(), "{}", reqs[0]);
+    let msgs = reqs[1]["messages"].to_string();
+    assert!(
+        msgs.contains("missing capability memory.write"),
+        "checked before the (bad) arguments: {msgs}"
+    );
+    let audit = store.list_audit(10).await.unwrap();
+    assert_eq!(audit.len(), 1);
+    let a = &audit[0];
+    assert_eq!(
+        (
+            a.actor.as_str(),
+            a.action.as_str(),
+            a.target.as_str(),
+            a.outcome.as_str()
+        ),
+        ("test:user:1", "tool.call", "remember", "denied")
+    );
+    assert_eq!(a.capability.as_deref(), Some("memory.write"));
+    assert!(
+        !format!("{audit:?}").contains("remember this"),
+        "no message text in the audit log"
+    );
+}
+
+#[tokio::test]
+async fn a_grant_or_admin_status_makes_the_tool_available() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, store) =
+        policy_engine(dir.path(), hearth_agent::policy::Preset::None, vec![]).await;
+    store
+        .add_grant(hearth_store::Grant {
+            subject: "user:test:user:1".into(),
+            capability: "memory.write".into(),
+            scope: "global".into(),
+            granted_at: 1,
+            granted_by: "operator".into(),
+        })
+        .await
+        .unwrap();
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c", "remember", "{}",
+    )]));
+    fake.push(Reply::text("done"));
+    assert_eq!(
+        run(&engine, &store, &fake, "remember").await,
+        Outcome::Succeeded("done".into())
+    );
+    assert_eq!(offered(&fake.requests()[0]), ["remember"]);
+    assert!(
+        fake.requests()[1]["messages"]
+            .to_string()
+            .contains("remembered")
+    );
+    assert!(store.list_audit(10).await.unwrap().is_empty());
+
+    let dir2 = tempfile::tempdir().unwrap();
+    let (engine, store) = policy_engine(
+        dir2.path(),
+        hearth_agent::policy::Preset::None,
+        vec!["test:user:1".into()],
+    )
+    .await;
+    let fake = FakeOpenAi::start().await;
+    run(&engine, &store, &fake, "hi").await;
+    assert_eq!(
+        offered(&fake.requests()[0]),
+        ["remember"],
+        "admins hold every capability"
     );
 }

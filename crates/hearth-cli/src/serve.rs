@@ -69,6 +69,22 @@ fn system_prompt(home: &Path) -> String {
     }
 }
 
+/// `[permissions]` as the engine's policy.
+fn policy_config(config: &Config) -> hearth_agent::policy::PolicyConfig {
+    use hearth_agent::policy::Preset;
+    use hearth_config::PresetName;
+    let p = &config.permissions;
+    hearth_agent::policy::PolicyConfig {
+        default_preset: match p.default_preset {
+            PresetName::None => Preset::None,
+            PresetName::Member => Preset::Member,
+            PresetName::Trusted => Preset::Trusted,
+            PresetName::Admin => Preset::Admin,
+        },
+        admins: p.admins.clone(),
+    }
+}
+
 fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
@@ -152,6 +168,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         limits,
         system_prompt(&home),
     )
+    .with_policy(policy_config(&config))
     .with_retry(RetryPolicy {
         max_attempts: retry.max_attempts.max(1),
         initial_backoff: Duration::from_millis(retry.initial_backoff_ms),

@@ -345,6 +345,9 @@ impl Runtime {
             run_id: run.run_id.clone(),
             thread_key: run.thread_key.clone(),
             text: run.input.clone(),
+            user_key: run.user_key.clone(),
+            // Channels with their own spaces (guilds, workspaces) come later.
+            scope: "global".into(),
             candidates,
             thinking,
             cancel,

@@ -59,6 +59,12 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs the tool with arguments already parsed as a JSON object.
     async fn call(&self, args: Value) -> Result<Value, ToolError>;
 
+    /// The capability a user needs to call this tool (`web.fetch`, ...);
+    /// `None` for tools anyone may use.
+    fn capability(&self) -> Option<&'static str> {
+        None
+    }
+
     /// True when the output comes from outside (the web, MCP servers, skills):
     /// the registry then hands it to the model inside untrusted-content
     /// delimiters.
@@ -97,6 +103,11 @@ impl ToolRegistry {
     /// A tool by name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)
+    }
+
+    /// Every tool, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values()
     }
 
     /// Specs of every tool, by name.

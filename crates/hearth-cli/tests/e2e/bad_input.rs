@@ -154,6 +154,10 @@ async fn an_invalid_config_file_exits_2_naming_file_and_key() {
             "llm.providers",
         ),
         ("[server\n", "hearth.toml"),
+        (
+            "[permissions]\ndefault_preset = \"superuser\"\n",
+            "permissions.default_preset",
+        ),
     ];
     for (toml, key) in cases {
         std::fs::write(dir.path().join("hearth.toml"), toml).unwrap();

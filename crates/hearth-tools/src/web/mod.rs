@@ -139,6 +139,10 @@ impl Tool for WebFetch {
         true
     }
 
+    fn capability(&self) -> Option<&'static str> {
+        Some("web.fetch")
+    }
+
     async fn call(&self, args: Value) -> Result<Value, ToolError> {
         if let Some(obj) = args.as_object()
             && let Some(k) = obj
