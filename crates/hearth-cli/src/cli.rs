@@ -117,6 +117,17 @@ pub enum Command {
         #[arg(long = "by", default_value = "provider")]
         by: String,
     },
+    /// Permissions: grant, revoke, list and check capabilities.
+    Permissions {
+        #[command(subcommand)]
+        command: PermissionsCommand,
+    },
+    /// The audit log, newest first.
+    Audit {
+        /// At most this many events (1-1000).
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
     /// API tokens (works on the local home, server running or not).
     Token {
         #[command(subcommand)]
@@ -193,6 +204,47 @@ pub enum ThinkingCommand {
         /// The thread.
         #[arg(long, default_value = "cli:local")]
         thread: String,
+    },
+}
+
+/// `hearth permissions ...`
+#[derive(Debug, Subcommand)]
+pub enum PermissionsCommand {
+    /// Grant a capability (or `preset:<name>`) to `user:<user_key>` or `role:<id>`.
+    Grant {
+        /// `user:<user_key>` or `role:<id>`.
+        subject: String,
+        /// A capability such as web.fetch, or preset:<name>.
+        capability: String,
+        /// `global` or a channel's space (discord:guild:<id>, ...).
+        #[arg(long, default_value = "global")]
+        scope: String,
+    },
+    /// Revoke a grant.
+    Revoke {
+        /// `user:<user_key>` or `role:<id>`.
+        subject: String,
+        /// A capability such as web.fetch, or preset:<name>.
+        capability: String,
+        /// `global` or a channel's space.
+        #[arg(long, default_value = "global")]
+        scope: String,
+    },
+    /// The default preset and the grants in a scope.
+    List {
+        /// `global` or a channel's space.
+        #[arg(long, default_value = "global")]
+        scope: String,
+    },
+    /// Whether a user holds a capability, and why (exits 0 either way).
+    Check {
+        /// The user's key.
+        user_key: String,
+        /// A capability such as web.fetch.
+        capability: String,
+        /// `global` or a channel's space.
+        #[arg(long, default_value = "global")]
+        scope: String,
     },
 }
 

@@ -7,7 +7,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::Exit;
-use crate::cli::{Command, Global, ModelCommand, RunCommand, ThinkingCommand};
+use crate::cli::{Command, Global, ModelCommand, PermissionsCommand, RunCommand, ThinkingCommand};
 
 /// A thin HTTP client of the API.
 struct Api {
@@ -415,8 +415,124 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
             }
             Ok(())
         }
+        Command::Permissions { command } => permissions(&api, command, g.json).await,
+        Command::Audit { limit } => {
+            let v = api.get(&format!("/v1/audit?limit={limit}")).await?;
+            if g.json {
+                print_json(&v);
+                return Ok(());
+            }
+            let events = v["events"].as_array().cloned().unwrap_or_default();
+            if events.is_empty() {
+                println!("no audit events");
+            }
+            for e in events {
+                let s = |k: &str| e[k].as_str().unwrap_or("-").to_owned();
+                println!(
+                    "{}  {}  {}  {}  {}  {}  {}",
+                    s("at"),
+                    s("actor"),
+                    s("action"),
+                    s("target"),
+                    s("outcome"),
+                    s("capability"),
+                    s("scope")
+                );
+            }
+            Ok(())
+        }
         Command::Serve { .. } | Command::Token { .. } | Command::Secrets { .. } => Ok(()),
     }
+}
+
+/// `hearth permissions ...`
+async fn permissions(api: &Api, command: PermissionsCommand, json_out: bool) -> Result<(), Exit> {
+    match command {
+        PermissionsCommand::Grant {
+            subject,
+            capability,
+            scope,
+        } => {
+            let body = json!({ "subject": subject, "capability": capability, "scope": scope });
+            let (_, v) = api
+                .send(
+                    api.request(Method::POST, "/v1/permissions/grants")
+                        .json(&body),
+                )
+                .await?;
+            if json_out {
+                print_json(&v);
+            } else {
+                println!("granted {capability} to {subject} in {scope}");
+            }
+        }
+        PermissionsCommand::Revoke {
+            subject,
+            capability,
+            scope,
+        } => {
+            let body = json!({ "subject": subject, "capability": capability, "scope": scope });
+            let (_, v) = api
+                .send(
+                    api.request(Method::DELETE, "/v1/permissions/grants")
+                        .json(&body),
+                )
+                .await?;
+            if json_out {
+                print_json(&v);
+            } else {
+                println!("revoked {capability} from {subject} in {scope}");
+            }
+        }
+        PermissionsCommand::List { scope } => {
+            let v = api
+                .get(&format!("/v1/permissions?scope={}", enc(&scope)))
+                .await?;
+            if json_out {
+                print_json(&v);
+                return Ok(());
+            }
+            println!(
+                "scope {}, default preset {}",
+                v["scope"].as_str().unwrap_or_default(),
+                v["default_preset"].as_str().unwrap_or_default()
+            );
+            let grants = v["grants"].as_array().cloned().unwrap_or_default();
+            if grants.is_empty() {
+                println!("no grants");
+            }
+            for g in grants {
+                println!(
+                    "{:<40} {:<28} {}",
+                    g["subject"].as_str().unwrap_or_default(),
+                    g["capability"].as_str().unwrap_or_default(),
+                    g["granted_at"].as_str().unwrap_or_default()
+                );
+            }
+        }
+        PermissionsCommand::Check {
+            user_key,
+            capability,
+            scope,
+        } => {
+            let v = api
+                .get(&format!(
+                    "/v1/permissions/check?user_key={}&capability={}&scope={}",
+                    enc(&user_key),
+                    enc(&capability),
+                    enc(&scope)
+                ))
+                .await?;
+            if json_out {
+                print_json(&v);
+            } else if v["allowed"].as_bool() == Some(true) {
+                println!("allowed (via {})", v["via"].as_str().unwrap_or("?"));
+            } else {
+                println!("denied");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A usage row's cost for people: dollars, or why there is none.

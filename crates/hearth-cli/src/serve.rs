@@ -186,6 +186,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         runtime: runtime.clone(),
         auth: Arc::new(Auth::new(store.clone(), is_loopback(&addr))),
         metrics,
+        policy: policy_config(&config),
     };
     let app = hearth_server::router(state, config.server.max_body_bytes);
     let listener = tokio::net::TcpListener::bind(addr)

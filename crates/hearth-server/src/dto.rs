@@ -233,3 +233,131 @@ pub struct ErrorDetail {
     /// A sentence for people.
     pub message: String,
 }
+
+/// Body of `POST` and `DELETE /v1/permissions/grants`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantRequest {
+    /// `user:<user_key>` or `role:<id>`.
+    pub subject: String,
+    /// A capability (`web.fetch`, ...) or `preset:<name>`.
+    pub capability: String,
+    /// `global` (the default) or a channel's space (`discord:guild:<id>`, ...).
+    pub scope: Option<String>,
+}
+
+/// One grant.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantView {
+    /// `user:<user_key>` or `role:<id>`.
+    pub subject: String,
+    /// A capability or `preset:<name>`.
+    pub capability: String,
+    /// `global` or a channel's space.
+    pub scope: String,
+    /// RFC 3339.
+    pub granted_at: String,
+}
+
+impl From<hearth_store::Grant> for GrantView {
+    fn from(g: hearth_store::Grant) -> Self {
+        Self {
+            subject: g.subject,
+            capability: g.capability,
+            scope: g.scope,
+            granted_at: hearth_core::rfc3339(g.granted_at),
+        }
+    }
+}
+
+/// `DELETE /v1/permissions/grants`
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RemovedGrant {
+    /// The grant that was removed.
+    pub removed: GrantView,
+}
+
+/// Query of `GET /v1/permissions`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct PermissionsParams {
+    /// `global` (the default) or a channel's space.
+    pub scope: Option<String>,
+}
+
+/// `GET /v1/permissions`
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Permissions {
+    /// The scope listed.
+    pub scope: String,
+    /// What every user holds: `none`, `member`, `trusted` or `admin`.
+    pub default_preset: String,
+    /// The grants in the scope, by subject then capability.
+    pub grants: Vec<GrantView>,
+}
+
+/// Query of `GET /v1/permissions/check`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct CheckParams {
+    /// The user (required).
+    pub user_key: Option<String>,
+    /// A capability (required; not a preset).
+    pub capability: Option<String>,
+    /// `global` (the default) or a channel's space.
+    pub scope: Option<String>,
+}
+
+/// `GET /v1/permissions/check`
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CheckResult {
+    /// Whether the user holds the capability.
+    pub allowed: bool,
+    /// `admin`, `preset` or `grant`; null when not allowed.
+    pub via: Option<String>,
+}
+
+/// Query of `GET /v1/audit`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct AuditParams {
+    /// At most this many (default 100, at most 1000).
+    pub limit: Option<i64>,
+}
+
+/// One audit log entry: ids only, never message text.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEventView {
+    /// RFC 3339.
+    pub at: String,
+    /// Who acted (`operator`, a user key, ...).
+    pub actor: String,
+    /// What was attempted (`grant.add`, `grant.remove`, `tool.call`, ...).
+    pub action: String,
+    /// What it was attempted on (a subject, a tool name, ...).
+    pub target: String,
+    /// How it ended (`ok`, `denied`, ...).
+    pub outcome: String,
+    /// The capability involved.
+    pub capability: Option<String>,
+    /// The scope involved.
+    pub scope: Option<String>,
+}
+
+impl From<hearth_store::AuditEvent> for AuditEventView {
+    fn from(e: hearth_store::AuditEvent) -> Self {
+        Self {
+            at: hearth_core::rfc3339(e.at),
+            actor: e.actor,
+            action: e.action,
+            target: e.target,
+            outcome: e.outcome,
+            capability: e.capability,
+            scope: e.scope,
+        }
+    }
+}
+
+/// `GET /v1/audit`
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEvents {
+    /// Newest first.
+    pub events: Vec<AuditEventView>,
+}

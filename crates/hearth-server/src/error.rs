@@ -5,6 +5,7 @@
 //! | `InvalidRequest` | 400 | `invalid_request` |
 //! | `IdempotencyMismatch` | 400 | `idempotency_mismatch` |
 //! | `UnknownModel` | 400 | `unknown_model` |
+//! | `UnknownCapability` | 400 | `unknown_capability` |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `NotFound` | 404 | `not_found` |
 //! | `PayloadTooLarge` | 413 | `payload_too_large` |
@@ -15,7 +16,9 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use hearth_agent::policy::PolicyError;
 use hearth_runtime::RuntimeError;
+use hearth_store::StoreError;
 use serde_json::json;
 
 /// An API failure.
@@ -32,6 +35,10 @@ pub enum ApiError {
     /// Unknown model reference.
     #[error("{0}")]
     UnknownModel(String),
+    /// A capability name that is neither a capability nor `preset:<name>`
+    /// (or, where only capabilities are accepted, a preset).
+    #[error("{0}")]
+    UnknownCapability(String),
     /// Missing or bad token.
     #[error(
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
@@ -61,6 +68,7 @@ impl ApiError {
             Self::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
             Self::IdempotencyMismatch => (StatusCode::BAD_REQUEST, "idempotency_mismatch"),
             Self::UnknownModel(_) => (StatusCode::BAD_REQUEST, "unknown_model"),
+            Self::UnknownCapability(_) => (StatusCode::BAD_REQUEST, "unknown_capability"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
@@ -80,6 +88,23 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::ShuttingDown => Self::Unavailable(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
         }
+    }
+}
+
+impl From<PolicyError> for ApiError {
+    fn from(e: PolicyError) -> Self {
+        match e {
+            PolicyError::UnknownCapability(_) => Self::UnknownCapability(e.to_string()),
+            PolicyError::BadSubject { .. } | PolicyError::BadScope { .. } => {
+                Self::InvalidRequest(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        Self::Internal(e.to_string())
     }
 }
 

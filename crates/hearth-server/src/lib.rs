@@ -3,7 +3,8 @@
 //! Owns routing, request validation (bodies are parsed strictly and every
 //! rejection becomes `{"error":{"code","message"}}`), bearer-token auth, SSE,
 //! `/openapi.json` and `/metrics`. It calls only `Runtime`; it never runs the
-//! engine or writes run state itself.
+//! engine or writes run state itself. Permissions and the audit log go to the
+//! runtime's store, with decisions made by `hearth_agent::policy`.
 
 pub mod auth;
 pub mod dto;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use hearth_agent::policy::PolicyConfig;
 use hearth_runtime::Runtime;
 use metrics_exporter_prometheus::PrometheusHandle;
 
@@ -31,6 +33,9 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// Renders `/metrics`; `None` when no recorder is installed (tests).
     pub metrics: Option<PrometheusHandle>,
+    /// The `[permissions]` configuration: the default preset and the admins
+    /// (for `GET /v1/permissions` and `/v1/permissions/check`).
+    pub policy: PolicyConfig,
 }
 
 /// The whole API.

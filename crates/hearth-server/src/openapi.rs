@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 
 use crate::dto;
-use crate::routes::{messages, ops, threads, usage};
+use crate::routes::{messages, ops, permissions, threads, usage};
 
 /// The API's OpenAPI description.
 #[derive(OpenApi)]
@@ -17,6 +17,8 @@ use crate::routes::{messages, ops, threads, usage};
         messages::cancel_run, messages::run_trace,
         threads::models, threads::runtime, threads::set_model, threads::set_thinking,
         threads::new_session, threads::set_incognito, usage::usage,
+        permissions::list, permissions::add_grant, permissions::remove_grant,
+        permissions::check, permissions::audit,
     ),
     components(schemas(
         hearth_core::RunEnvelope, hearth_core::RunStatus, hearth_core::RunError,
@@ -24,7 +26,8 @@ use crate::routes::{messages, ops, threads, usage};
         dto::MessageRequest, dto::Health, dto::Ready, dto::RunList, dto::Trace, dto::TraceStep,
         dto::Models, dto::ModelInfo, dto::Capabilities, dto::ThreadRuntime, dto::SetModel,
         dto::SetThinking, dto::SetIncognito, dto::ErrorBody, dto::ErrorDetail, dto::UsageRow,
-        dto::UsageRows,
+        dto::UsageRows, dto::GrantRequest, dto::GrantView, dto::RemovedGrant, dto::Permissions,
+        dto::CheckResult, dto::AuditEventView, dto::AuditEvents,
     )),
     modifiers(&BearerAuth),
 )]

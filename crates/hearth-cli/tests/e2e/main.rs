@@ -9,6 +9,7 @@ mod bad_input;
 mod cli;
 mod durability;
 mod ordering;
+mod permissions;
 mod providers;
 mod secrets;
 mod usage;

@@ -2,6 +2,7 @@
 
 pub mod messages;
 pub mod ops;
+pub mod permissions;
 pub mod threads;
 pub mod usage;
 
@@ -21,6 +22,13 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/runs/{run_id}/trace", get(messages::run_trace))
         .route("/v1/models", get(threads::models))
         .route("/v1/usage", get(usage::usage))
+        .route("/v1/permissions", get(permissions::list))
+        .route(
+            "/v1/permissions/grants",
+            post(permissions::add_grant).delete(permissions::remove_grant),
+        )
+        .route("/v1/permissions/check", get(permissions::check))
+        .route("/v1/audit", get(permissions::audit))
         .route("/v1/threads/{thread_key}/runtime", get(threads::runtime))
         .route("/v1/threads/{thread_key}/model", put(threads::set_model))
         .route(

@@ -1,0 +1,208 @@
+//! Permissions (grants, checks) and the audit log. The API token holder acts
+//! as the operator: grant changes are audited with actor `operator`.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use hearth_agent::policy::{
+    CapabilityName, GLOBAL_SCOPE, decide, parse_capability, parse_subject, scope_chain, subjects,
+    validate_scope,
+};
+use hearth_store::{AuditEvent, Grant};
+
+use crate::AppState;
+use crate::dto::{
+    AuditEvents, AuditParams, CheckParams, CheckResult, GrantRequest, GrantView, Permissions,
+    PermissionsParams, RemovedGrant,
+};
+use crate::error::ApiError;
+use crate::extract::ApiJson;
+
+/// The actor of changes made through the API.
+const OPERATOR: &str = "operator";
+
+/// Default and largest `limit` of `GET /v1/audit`.
+const AUDIT_DEFAULT_LIMIT: i64 = 100;
+const AUDIT_MAX_LIMIT: i64 = 1000;
+
+fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    q.map(|Query(t)| t)
+        .map_err(|e| ApiError::InvalidRequest(e.body_text()))
+}
+
+/// A validated scope: `global` when absent.
+fn scope_of(scope: Option<String>) -> Result<String, ApiError> {
+    let scope = scope.unwrap_or_else(|| GLOBAL_SCOPE.to_owned());
+    validate_scope(&scope)?;
+    Ok(scope)
+}
+
+/// The canonical (subject, capability, scope) of a grant request.
+fn parse_grant(req: GrantRequest) -> Result<(String, String, String), ApiError> {
+    let subject = parse_subject(&req.subject)?.to_string();
+    let capability = parse_capability(&req.capability)?.to_string();
+    let scope = scope_of(req.scope)?;
+    Ok((subject, capability, scope))
+}
+
+async fn find_grant(
+    st: &AppState,
+    subject: &str,
+    capability: &str,
+    scope: &str,
+) -> Result<Option<Grant>, ApiError> {
+    Ok(st
+        .runtime
+        .store()
+        .list_grants(Some(scope))
+        .await?
+        .into_iter()
+        .find(|g| g.subject == subject && g.capability == capability && g.scope == scope))
+}
+
+fn grant_event(action: &str, subject: &str, capability: &str, scope: &str) -> AuditEvent {
+    AuditEvent {
+        at: hearth_core::now_ms(),
+        actor: OPERATOR.to_owned(),
+        action: action.to_owned(),
+        target: subject.to_owned(),
+        outcome: "ok".to_owned(),
+        capability: Some(capability.to_owned()),
+        scope: Some(scope.to_owned()),
+    }
+}
+
+/// The default preset and the grants in a scope.
+#[utoipa::path(get, path = "/v1/permissions", tag = "permissions", params(PermissionsParams),
+    responses((status = 200, body = Permissions), (status = 400, body = crate::dto::ErrorBody)))]
+pub async fn list(
+    State(st): State<AppState>,
+    q: Result<Query<PermissionsParams>, QueryRejection>,
+) -> Result<Json<Permissions>, ApiError> {
+    let scope = scope_of(query(q)?.scope)?;
+    let grants = st.runtime.store().list_grants(Some(&scope)).await?;
+    Ok(Json(Permissions {
+        scope,
+        default_preset: st.policy.default_preset.as_str().to_owned(),
+        grants: grants.into_iter().map(GrantView::from).collect(),
+    }))
+}
+
+/// Grants a capability or a preset to a user or role in a scope. Granting
+/// what is already granted changes nothing and answers the existing grant.
+#[utoipa::path(post, path = "/v1/permissions/grants", tag = "permissions",
+    request_body = GrantRequest,
+    responses((status = 201, body = GrantView), (status = 400, body = crate::dto::ErrorBody)))]
+pub async fn add_grant(
+    State(st): State<AppState>,
+    ApiJson(req): ApiJson<GrantRequest>,
+) -> Result<(StatusCode, Json<GrantView>), ApiError> {
+    let (subject, capability, scope) = parse_grant(req)?;
+    let grant = Grant {
+        subject: subject.clone(),
+        capability: capability.clone(),
+        scope: scope.clone(),
+        granted_at: hearth_core::now_ms(),
+        granted_by: OPERATOR.to_owned(),
+    };
+    let event = grant_event("grant.add", &subject, &capability, &scope);
+    let added = st
+        .runtime
+        .store()
+        .add_grant_audited(grant.clone(), event)
+        .await?;
+    let grant = if added {
+        grant
+    } else {
+        // Already granted: answer the stored grant (with its original date).
+        find_grant(&st, &subject, &capability, &scope)
+            .await?
+            .unwrap_or(grant)
+    };
+    Ok((StatusCode::CREATED, Json(grant.into())))
+}
+
+/// Revokes a grant.
+#[utoipa::path(delete, path = "/v1/permissions/grants", tag = "permissions",
+    request_body = GrantRequest,
+    responses((status = 200, body = RemovedGrant), (status = 400, body = crate::dto::ErrorBody),
+        (status = 404, body = crate::dto::ErrorBody)))]
+pub async fn remove_grant(
+    State(st): State<AppState>,
+    ApiJson(req): ApiJson<GrantRequest>,
+) -> Result<Json<RemovedGrant>, ApiError> {
+    let (subject, capability, scope) = parse_grant(req)?;
+    let not_found =
+        || ApiError::NotFound(format!("{subject} has no grant of {capability} in {scope}"));
+    let Some(existing) = find_grant(&st, &subject, &capability, &scope).await? else {
+        return Err(not_found());
+    };
+    let event = grant_event("grant.remove", &subject, &capability, &scope);
+    let removed = st
+        .runtime
+        .store()
+        .remove_grant_audited(&subject, &capability, &scope, event)
+        .await?;
+    if !removed {
+        return Err(not_found());
+    }
+    Ok(Json(RemovedGrant {
+        removed: existing.into(),
+    }))
+}
+
+/// Whether a user holds a capability in a scope, and why.
+#[utoipa::path(get, path = "/v1/permissions/check", tag = "permissions", params(CheckParams),
+    responses((status = 200, body = CheckResult), (status = 400, body = crate::dto::ErrorBody)))]
+pub async fn check(
+    State(st): State<AppState>,
+    q: Result<Query<CheckParams>, QueryRejection>,
+) -> Result<Json<CheckResult>, ApiError> {
+    let q = query(q)?;
+    let user_key = q
+        .user_key
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| ApiError::InvalidRequest("user_key is required".into()))?;
+    let capability = q.capability.filter(|c| !c.is_empty()).ok_or_else(|| {
+        ApiError::InvalidRequest("capability is required (e.g. web.fetch)".into())
+    })?;
+    let capability = match parse_capability(&capability)? {
+        CapabilityName::Capability(c) => c,
+        CapabilityName::Preset(_) => {
+            return Err(ApiError::UnknownCapability(format!(
+                "{capability:?} is a preset; check one capability, such as web.fetch"
+            )));
+        }
+    };
+    let scope = scope_of(q.scope)?;
+    let chain = scope_chain(&scope)?;
+    let grants = st
+        .runtime
+        .store()
+        .grants_for(&subjects(&user_key, &[]), &chain)
+        .await?;
+    let d = decide(&st.policy, &user_key, &[], capability, &grants);
+    Ok(Json(CheckResult {
+        allowed: d.allowed,
+        via: d.via.map(|v| v.as_str().to_owned()),
+    }))
+}
+
+/// The newest audit events, newest first.
+#[utoipa::path(get, path = "/v1/audit", tag = "audit", params(AuditParams),
+    responses((status = 200, body = AuditEvents), (status = 400, body = crate::dto::ErrorBody)))]
+pub async fn audit(
+    State(st): State<AppState>,
+    q: Result<Query<AuditParams>, QueryRejection>,
+) -> Result<Json<AuditEvents>, ApiError> {
+    let limit = query(q)?
+        .limit
+        .unwrap_or(AUDIT_DEFAULT_LIMIT)
+        .clamp(1, AUDIT_MAX_LIMIT);
+    let limit = u32::try_from(limit).unwrap_or(1000);
+    let events = st.runtime.store().list_audit(limit).await?;
+    Ok(Json(AuditEvents {
+        events: events.into_iter().map(Into::into).collect(),
+    }))
+}
