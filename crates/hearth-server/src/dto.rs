@@ -218,6 +218,35 @@ pub struct UsageRows {
     pub rows: Vec<UsageRow>,
 }
 
+/// Query of `GET /v1/tools`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct ToolsParams {
+    /// A channel (`api`, `telegram`, ...): its effective list.
+    pub channel: Option<String>,
+}
+
+/// One tool of `GET /v1/tools`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolInfo {
+    /// Wire name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// `read` or `write`.
+    pub class: &'static str,
+    /// The capability a user needs, if any.
+    pub capability: Option<&'static str>,
+    /// `builtin`, `mcp:<server>` or `skill:<name>`.
+    pub source: &'static str,
+}
+
+/// `GET /v1/tools`
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolList {
+    /// By name.
+    pub tools: Vec<ToolInfo>,
+}
+
 /// The error body.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 
 use crate::dto;
-use crate::routes::{messages, ops, permissions, threads, usage};
+use crate::routes::{messages, ops, permissions, threads, tools, usage};
 
 /// The API's OpenAPI description.
 #[derive(OpenApi)]
@@ -16,7 +16,7 @@ use crate::routes::{messages, ops, permissions, threads, usage};
         messages::post_message, messages::list_runs, messages::get_run, messages::run_events,
         messages::cancel_run, messages::run_trace,
         threads::models, threads::runtime, threads::set_model, threads::set_thinking,
-        threads::new_session, threads::set_incognito, usage::usage,
+        threads::new_session, threads::set_incognito, usage::usage, tools::tools,
         permissions::list, permissions::add_grant, permissions::remove_grant,
         permissions::check, permissions::audit,
     ),
@@ -26,7 +26,7 @@ use crate::routes::{messages, ops, permissions, threads, usage};
         dto::MessageRequest, dto::Health, dto::Ready, dto::RunList, dto::Trace, dto::TraceStep,
         dto::Models, dto::ModelInfo, dto::Capabilities, dto::ThreadRuntime, dto::SetModel,
         dto::SetThinking, dto::SetIncognito, dto::ErrorBody, dto::ErrorDetail, dto::UsageRow,
-        dto::UsageRows, dto::GrantRequest, dto::GrantView, dto::RemovedGrant, dto::Permissions,
+        dto::UsageRows, dto::ToolInfo, dto::ToolList, dto::GrantRequest, dto::GrantView, dto::RemovedGrant, dto::Permissions,
         dto::CheckResult, dto::AuditEventView, dto::AuditEvents,
     )),
     modifiers(&BearerAuth),

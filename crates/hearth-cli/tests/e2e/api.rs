@@ -478,3 +478,22 @@ async fn responses_carry_request_ids_and_json_logs_hold_no_message_text() {
     );
     assert!(!log.contains("echo: my"), "answer text leaked into the log");
 }
+
+#[tokio::test]
+async fn tools_lists_every_registered_tool_with_class_and_capability() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), None).await;
+    for path in ["/v1/tools", "/v1/tools?channel=api"] {
+        let (s, v) = h.get(path).await;
+        assert_eq!(s, 200, "{v}");
+        let tools = v["tools"].as_array().unwrap();
+        let find = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap().clone();
+        let time = find("current_time");
+        assert_eq!(
+            (time["class"].as_str(), time["source"].as_str()),
+            (Some("read"), Some("builtin"))
+        );
+        assert!(time["capability"].is_null());
+        assert_eq!(find("web_fetch")["capability"], "web.fetch");
+    }
+}

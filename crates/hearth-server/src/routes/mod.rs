@@ -4,6 +4,7 @@ pub mod messages;
 pub mod ops;
 pub mod permissions;
 pub mod threads;
+pub mod tools;
 pub mod usage;
 
 use axum::Router;
@@ -22,6 +23,7 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/runs/{run_id}/trace", get(messages::run_trace))
         .route("/v1/models", get(threads::models))
         .route("/v1/usage", get(usage::usage))
+        .route("/v1/tools", get(tools::tools))
         .route("/v1/permissions", get(permissions::list))
         .route(
             "/v1/permissions/grants",
