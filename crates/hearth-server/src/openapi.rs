@@ -1,7 +1,5 @@
 //! The OpenAPI document, generated from the handlers' annotations.
 
-use std::sync::OnceLock;
-
 use utoipa::OpenApi;
 
 use crate::dto;
@@ -46,14 +44,42 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
-/// The document as JSON text, built once.
-pub fn document_json() -> String {
-    static DOC: OnceLock<String> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let mut doc = ApiDoc::openapi();
-        doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-        doc.to_json()
-            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
-    })
-    .clone()
+/// The document generated from the handlers' annotations, pretty-printed.
+pub fn generate() -> String {
+    let mut doc = ApiDoc::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    let mut json = doc
+        .to_pretty_json()
+        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    json.push('\n');
+    json
+}
+
+/// The document served at `/openapi.json`: the committed `openapi.json`, which
+/// a test keeps equal to `generate()`. Serving the file keeps API changes
+/// visible in review and the document generator out of the release binary.
+pub fn document_json() -> &'static str {
+    include_str!("../openapi.json")
+}
+
+#[cfg(test)]
+mod tests {
+    /// Fails when the code's API and the committed document differ; refresh
+    /// with `UPDATE_OPENAPI=1 cargo test -p hearth-server openapi`.
+    #[test]
+    fn the_committed_openapi_document_matches_the_code() {
+        let generated = super::generate();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
+        if std::env::var_os("UPDATE_OPENAPI").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "crates/hearth-server/openapi.json is out of date with the code; \
+             run `UPDATE_OPENAPI=1 cargo test -p hearth-server openapi` and review the diff"
+        );
+        let v: serde_json::Value = serde_json::from_str(&committed).unwrap();
+        assert!(v["openapi"].as_str().unwrap().starts_with("3.1"));
+    }
 }
