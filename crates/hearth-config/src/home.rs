@@ -121,6 +121,36 @@ mod tests {
         assert_eq!(fs::read_to_string(home.join("SYSTEM.md")).unwrap(), "mine");
     }
 
+    /// Every commented example in the default file, uncommented in place,
+    /// must still be a valid config: a user enabling one must not break it.
+    #[test]
+    fn every_commented_setting_works_when_uncommented() {
+        let uncommented: String = DEFAULT_CONFIG
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest)
+                    if rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(k, _)| {
+                            !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        }) =>
+                {
+                    rest
+                }
+                _ => l,
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let keys = uncommented
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains(" = "))
+            .count();
+        assert!(keys > 25, "the heuristic should find the examples ({keys})");
+        let c = crate::load_str(&uncommented, "uncommented default", Vec::new())
+            .unwrap_or_else(|e| panic!("{e}\n{uncommented}"));
+        assert!(c.llm.providers.contains_key("local"));
+        assert_eq!(c.llm.daily_spend_alert_usd, Some(5.0));
+    }
+
     #[test]
     fn default_config_parses_to_defaults() {
         let c = crate::load_str(DEFAULT_CONFIG, "default", Vec::new()).unwrap();
