@@ -1,198 +1,69 @@
 //! `FakeOpenAi`: the fake Chat Completions server, its request log and checks.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::ListenerExt;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use tokio::net::TcpListener;
-use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
 use crate::reply::{Reply, ReplyKind, echo_body};
-
-/// Largest request body accepted; long agent histories can exceed axum's 2 MB default.
-const BODY_LIMIT: usize = 64 * 1024 * 1024;
-
-/// One received request, kept raw: parsing is deferred to whoever asks, so
-/// the hot path only moves buffers it already owns.
-struct Recorded {
-    body: Bytes,
-    headers: HeaderMap,
-}
-
-#[derive(Default)]
-struct Log {
-    queue: VecDeque<Reply>,
-    requests: Vec<Recorded>,
-    violations: Vec<String>,
-}
-
-struct Shared {
-    /// One lock for queue and log, so request N gets the reply queued N-th.
-    log: Mutex<Log>,
-    count: AtomicUsize,
-    arrived: Notify,
-    default_delay_ns: AtomicU64,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Log> {
-        // A test that panicked while holding the lock leaves a usable log.
-        self.log.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
+use crate::server::{
+    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body,
+};
 
 /// A fake OpenAI-compatible server on 127.0.0.1; stops when dropped.
 pub struct FakeOpenAi {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    task: JoinHandle<()>,
+    inner: FakeServer<Reply>,
 }
 
-impl fmt::Debug for FakeOpenAi {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FakeOpenAi")
-            .field("addr", &self.addr)
-            .field("requests", &self.request_count())
-            .finish()
-    }
-}
-
-impl Drop for FakeOpenAi {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+fake_server_common!(FakeOpenAi, "OpenAI");
 
 impl FakeOpenAi {
-    /// Starts on 127.0.0.1 with an OS-chosen port.
-    ///
-    /// # Panics
-    /// When no local port can be bound: the test environment is broken and
-    /// no test using the fake can run.
-    #[allow(clippy::expect_used)]
-    pub async fn start() -> Self {
-        Self::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .expect("bind the fake OpenAI server on 127.0.0.1:0")
-    }
-
     /// Starts on `addr`.
     pub async fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let listener = TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            log: Mutex::new(Log::default()),
-            count: AtomicUsize::new(0),
-            arrived: Notify::new(),
-            default_delay_ns: AtomicU64::new(0),
-        });
-        let app = Router::new()
+        let router = Router::new()
             .route("/v1/chat/completions", post(chat))
-            .fallback(not_found)
-            .layer(DefaultBodyLimit::max(BODY_LIMIT))
-            .with_state(Arc::clone(&shared));
-        // Streams are many small writes; Nagle would add latency to each.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
-    }
-
-    /// The socket address served.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+            .fallback(not_found);
+        let inner = FakeServer::bind(addr, router).await?;
+        Ok(Self { inner })
     }
 
     /// `http://<addr>/v1`, the base URL for an OpenAI-compatible client.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.addr())
     }
 
     /// Queues a reply for the next request that finds the queue non-empty.
     pub fn push(&self, reply: Reply) {
-        self.shared.lock().queue.push_back(reply);
+        self.inner.push(reply);
     }
 
     /// Delays the first byte of default (unscripted) replies.
     pub fn set_default_delay(&self, delay: Duration) {
-        let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
-        self.shared.default_delay_ns.store(ns, Ordering::Relaxed);
+        self.inner.set_default_delay(delay);
     }
 
     /// Every request body received, in order (`null` for bodies that were not JSON).
     pub fn requests(&self) -> Vec<serde_json::Value> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .map(|r| serde_json::from_slice(&r.body).unwrap_or(serde_json::Value::Null))
-            .collect()
-    }
-
-    /// Every request's headers, in order: lowercase names, values decoded lossily.
-    pub fn request_headers(&self) -> Vec<Vec<(String, String)>> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .map(|r| {
-                r.headers
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.as_str().to_owned(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
-    /// How many requests arrived.
-    pub fn request_count(&self) -> usize {
-        self.shared.count.load(Ordering::Acquire)
+        self.inner.requests()
     }
 
     /// Broken invariants seen so far, one sentence each: a request body that
     /// is not a chat request, or a `tool` message whose `tool_call_id` answers
     /// no tool call of an earlier assistant message in the same request.
     pub fn violations(&self) -> Vec<String> {
-        self.shared.lock().violations.clone()
-    }
-
-    /// Returns once at least `n` requests have arrived.
-    pub async fn wait_for_requests(&self, n: usize) {
-        loop {
-            let notified = self.shared.arrived.notified();
-            let mut notified = std::pin::pin!(notified);
-            // Registering before the check means no arrival can slip between.
-            notified.as_mut().enable();
-            if self.request_count() >= n {
-                return;
-            }
-            notified.await;
-        }
+        self.inner.violations()
     }
 }
 
@@ -298,25 +169,16 @@ fn check_tool_results(index: usize, req: &RequestView<'_>, out: &mut Vec<String>
     }
 }
 
-async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat(
+    State(shared): State<Arc<Shared<Reply>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let parsed = serde_json::from_slice::<RequestView<'_>>(&body);
-    let reply = {
-        let mut log = shared.lock();
-        let index = log.requests.len();
-        match &parsed {
-            Ok(req) => check_tool_results(index, req, &mut log.violations),
-            Err(e) => log
-                .violations
-                .push(format!("request {index}: body is not a chat request: {e}")),
-        }
-        log.requests.push(Recorded {
-            body: body.clone(),
-            headers,
-        });
-        log.queue.pop_front()
-    };
-    shared.count.fetch_add(1, Ordering::AcqRel);
-    shared.arrived.notify_waiters();
+    let reply = shared.record(None, headers, &body, true, |index, _, out| match &parsed {
+        Ok(req) => check_tool_results(index, req, out),
+        Err(e) => out.push(format!("request {index}: body is not a chat request: {e}")),
+    });
 
     let (model, last_user) = match &parsed {
         Ok(req) => (
@@ -336,11 +198,8 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
             if parsed.is_err() {
                 return error_response(StatusCode::BAD_REQUEST, "body is not a chat request");
             }
-            let delay = shared.default_delay_ns.load(Ordering::Relaxed);
             let body = echo_body(model, last_user);
-            if delay > 0 {
-                tokio::time::sleep(Duration::from_nanos(delay)).await;
-            }
+            shared.default_delay().await;
             sse_response(Body::from(body), None)
         }
     }
@@ -351,50 +210,20 @@ async fn scripted(reply: Reply, model: &str) -> Response {
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
+    let content_type = reply.content_type.as_deref();
     let mut resp = match reply.kind {
         ReplyKind::HttpError { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, axum::Json(body)).into_response()
         }
-        ReplyKind::RawSse(raw) => sse_response(Body::from(raw), reply.content_type.as_deref()),
-        ReplyKind::Hang => sse_response(
-            Body::from_stream(futures_util::stream::pending::<Result<Bytes, Infallible>>()),
-            reply.content_type.as_deref(),
-        ),
+        ReplyKind::RawSse(raw) => sse_response(Body::from(raw), content_type),
+        ReplyKind::Hang => sse_response(hang_body(), content_type),
         ReplyKind::Text(_) | ReplyKind::ToolCalls(_) => {
-            let frames = frames.unwrap_or_default();
-            let body = if reply.chunk_delay.is_zero() {
-                Body::from(frames.concat())
-            } else {
-                paced(frames, reply.chunk_delay)
-            };
-            sse_response(body, reply.content_type.as_deref())
+            sse_response(frames_body(frames, reply.chunk_delay), content_type)
         }
     };
-    for (k, v) in &reply.headers {
-        if let (Ok(k), Ok(v)) = (
-            HeaderName::try_from(k.as_str()),
-            HeaderValue::try_from(v.as_str()),
-        ) {
-            resp.headers_mut().append(k, v);
-        }
-    }
+    append_headers(&mut resp, &reply.headers);
     resp
-}
-
-/// Sends the frames one by one, `gap` apart.
-fn paced(frames: Vec<Vec<u8>>, gap: Duration) -> Body {
-    let stream = futures_util::stream::unfold(
-        (frames.into_iter(), true),
-        move |(mut it, first)| async move {
-            let frame = it.next()?;
-            if !first {
-                tokio::time::sleep(gap).await;
-            }
-            Some((Ok::<_, Infallible>(Bytes::from(frame)), (it, false)))
-        },
-    );
-    Body::from_stream(stream)
 }
 
 fn sse_response(body: Body, content_type: Option<&str>) -> Response {

@@ -10,6 +10,7 @@ pub mod fake_gemini;
 mod fake_openai;
 pub mod fake_responses;
 mod reply;
+mod server;
 
 pub use fake_openai::FakeOpenAi;
 pub use reply::{FakeUsage, Reply, ToolCallSpec};

@@ -7,183 +7,65 @@
 
 mod reply;
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri, header};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::ListenerExt;
 use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
+use crate::server::{
+    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body, paced,
+};
 pub use reply::{GeminiReply, GeminiUsage};
 use reply::{GeminiReplyKind, echo_body};
 
-/// Largest request body accepted; long agent histories can exceed axum's 2 MB default.
-const BODY_LIMIT: usize = 64 * 1024 * 1024;
 /// The route prefix; the rest of the path is `<model>:<method>`.
 const MODELS_PREFIX: &str = "/v1beta/models/";
 
-/// One received request, kept raw.
-struct Recorded {
-    path: String,
-    body: Bytes,
-    headers: HeaderMap,
-}
-
-#[derive(Default)]
-struct Log {
-    queue: VecDeque<GeminiReply>,
-    requests: Vec<Recorded>,
-    violations: Vec<String>,
-}
-
-struct Shared {
-    /// One lock for queue and log, so request N gets the reply queued N-th.
-    log: Mutex<Log>,
-    count: AtomicUsize,
-    arrived: Notify,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Log> {
-        // A test that panicked while holding the lock leaves a usable log.
-        self.log.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// A fake Gemini API server on 127.0.0.1; stops when dropped.
 pub struct FakeGemini {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    task: JoinHandle<()>,
+    inner: FakeServer<GeminiReply>,
 }
 
-impl fmt::Debug for FakeGemini {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FakeGemini")
-            .field("addr", &self.addr)
-            .field("requests", &self.request_count())
-            .finish()
-    }
-}
-
-impl Drop for FakeGemini {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+fake_server_common!(FakeGemini, "Gemini");
 
 impl FakeGemini {
-    /// Starts on 127.0.0.1 with an OS-chosen port.
-    ///
-    /// # Panics
-    /// When no local port can be bound: the test environment is broken and
-    /// no test using the fake can run.
-    #[allow(clippy::expect_used)]
-    pub async fn start() -> Self {
-        Self::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .expect("bind the fake Gemini server on 127.0.0.1:0")
-    }
-
     /// Starts on `addr`.
     pub async fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let listener = TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            log: Mutex::new(Log::default()),
-            count: AtomicUsize::new(0),
-            arrived: Notify::new(),
-        });
-        let app = Router::new()
+        let router = Router::new()
             .route("/v1beta/models/{*model_and_method}", post(generate))
-            .fallback(not_found)
-            .layer(DefaultBodyLimit::max(BODY_LIMIT))
-            .with_state(Arc::clone(&shared));
-        // Streams are many small writes; Nagle would add latency to each.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
-    }
-
-    /// The socket address served.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+            .fallback(not_found);
+        let inner = FakeServer::bind(addr, router).await?;
+        Ok(Self { inner })
     }
 
     /// `http://<addr>/v1beta`, the base URL for a Gemini client.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1beta", self.addr)
+        format!("http://{}/v1beta", self.addr())
     }
 
     /// Queues a reply for the next well-routed request.
     pub fn push(&self, reply: GeminiReply) {
-        self.shared.lock().queue.push_back(reply);
+        self.inner.push(reply);
     }
 
     /// Every request body received under `/v1beta/models/`, in order
     /// (`null` for bodies that were not JSON).
     pub fn requests(&self) -> Vec<Value> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
-            .collect()
+        self.inner.requests()
     }
 
     /// Every request's path and query, in order, e.g.
     /// `/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`.
     pub fn request_paths(&self) -> Vec<String> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .map(|r| r.path.clone())
-            .collect()
-    }
-
-    /// Every request's headers, in order: lowercase names, values decoded lossily.
-    pub fn request_headers(&self) -> Vec<Vec<(String, String)>> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .map(|r| {
-                r.headers
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.as_str().to_owned(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
-    /// How many requests arrived under `/v1beta/models/`.
-    pub fn request_count(&self) -> usize {
-        self.shared.count.load(Ordering::Acquire)
+        self.inner.request_paths()
     }
 
     /// Broken invariants seen so far, one sentence each. Checked on every
@@ -195,21 +77,7 @@ impl FakeGemini {
     /// before it; no `parallel_tool_calls` anywhere; no `additionalProperties`
     /// or `$schema` in function parameters.
     pub fn violations(&self) -> Vec<String> {
-        self.shared.lock().violations.clone()
-    }
-
-    /// Returns once at least `n` requests have arrived.
-    pub async fn wait_for_requests(&self, n: usize) {
-        loop {
-            let notified = self.shared.arrived.notified();
-            let mut notified = std::pin::pin!(notified);
-            // Registering before the check means no arrival can slip between.
-            notified.as_mut().enable();
-            if self.request_count() >= n {
-                return;
-            }
-            notified.await;
-        }
+        self.inner.violations()
     }
 }
 
@@ -376,7 +244,7 @@ fn last_user_text(body: &Value) -> &str {
 }
 
 async fn generate(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<Shared<GeminiReply>>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
@@ -387,29 +255,19 @@ async fn generate(
         .map_or_else(|| uri.path().to_owned(), |pq| pq.as_str().to_owned());
     let well_routed = matches!(route_parts(uri.path()), Some((m, "streamGenerateContent")) if !m.is_empty())
         && uri.query().unwrap_or("").split('&').any(|p| p == "alt=sse");
-    let reply = {
-        let mut log = shared.lock();
-        let index = log.requests.len();
-        check_transport(index, &uri, &headers, &mut log.violations);
-        match &parsed {
-            Ok(v) => check_body(index, v, &mut log.violations),
-            Err(e) => log
-                .violations
-                .push(format!("request {index}: body is not JSON: {e}")),
-        }
-        log.requests.push(Recorded {
-            path,
-            body: body.clone(),
-            headers,
-        });
-        if well_routed {
-            log.queue.pop_front()
-        } else {
-            None
-        }
-    };
-    shared.count.fetch_add(1, Ordering::AcqRel);
-    shared.arrived.notify_waiters();
+    let reply = shared.record(
+        Some(path),
+        headers,
+        &body,
+        well_routed,
+        |index, headers, out| {
+            check_transport(index, &uri, headers, out);
+            match &parsed {
+                Ok(v) => check_body(index, v, out),
+                Err(e) => out.push(format!("request {index}: body is not JSON: {e}")),
+            }
+        },
+    );
 
     if !well_routed {
         return error_response(
@@ -444,43 +302,13 @@ async fn scripted(reply: GeminiReply, model: &str) -> Response {
         }
         GeminiReplyKind::RawSse(raw) => sse_response(Body::from(raw)),
         GeminiReplyKind::RawChunks(chunks) => sse_response(paced(chunks, reply.chunk_delay)),
-        GeminiReplyKind::Hang => sse_response(Body::from_stream(futures_util::stream::pending::<
-            Result<Bytes, Infallible>,
-        >())),
+        GeminiReplyKind::Hang => sse_response(hang_body()),
         GeminiReplyKind::Text(_) | GeminiReplyKind::FunctionCalls(_) => {
-            let frames = frames.unwrap_or_default();
-            let body = if reply.chunk_delay.is_zero() {
-                Body::from(frames.concat())
-            } else {
-                paced(frames, reply.chunk_delay)
-            };
-            sse_response(body)
+            sse_response(frames_body(frames, reply.chunk_delay))
         }
     };
-    for (k, v) in &reply.headers {
-        if let (Ok(k), Ok(v)) = (
-            HeaderName::try_from(k.as_str()),
-            HeaderValue::try_from(v.as_str()),
-        ) {
-            resp.headers_mut().append(k, v);
-        }
-    }
+    append_headers(&mut resp, &reply.headers);
     resp
-}
-
-/// Sends the frames one by one, `gap` apart.
-fn paced(frames: Vec<Vec<u8>>, gap: Duration) -> Body {
-    let stream = futures_util::stream::unfold(
-        (frames.into_iter(), true),
-        move |(mut it, first)| async move {
-            let frame = it.next()?;
-            if !first && !gap.is_zero() {
-                tokio::time::sleep(gap).await;
-            }
-            Some((Ok::<_, Infallible>(Bytes::from(frame)), (it, false)))
-        },
-    );
-    Body::from_stream(stream)
 }
 
 fn sse_response(body: Body) -> Response {

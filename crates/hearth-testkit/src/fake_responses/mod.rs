@@ -8,169 +8,57 @@
 
 mod reply;
 
-use std::collections::{HashSet, VecDeque};
-use std::convert::Infallible;
-use std::fmt;
+use std::collections::HashSet;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::ListenerExt;
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
+use crate::server::{
+    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body,
+};
 use reply::{ReplyKind, echo_body, error_body};
 pub use reply::{ResponsesReply, ResponsesUsage};
 
-/// Largest request body accepted; long agent histories can exceed axum's 2 MB default.
-const BODY_LIMIT: usize = 64 * 1024 * 1024;
-
-/// One received request, kept raw: parsing is deferred to whoever asks.
-struct Recorded {
-    body: Bytes,
-    headers: HeaderMap,
-}
-
-#[derive(Default)]
-struct Log {
-    queue: VecDeque<ResponsesReply>,
-    requests: Vec<Recorded>,
-    violations: Vec<String>,
-}
-
-struct Shared {
-    /// One lock for queue and log, so request N gets the reply queued N-th.
-    log: Mutex<Log>,
-    count: AtomicUsize,
-    arrived: Notify,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Log> {
-        // A test that panicked while holding the lock leaves a usable log.
-        self.log.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// A fake OpenAI Responses API server on 127.0.0.1; stops when dropped.
 pub struct FakeResponses {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    task: JoinHandle<()>,
+    inner: FakeServer<ResponsesReply>,
 }
 
-impl fmt::Debug for FakeResponses {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FakeResponses")
-            .field("addr", &self.addr)
-            .field("requests", &self.request_count())
-            .finish()
-    }
-}
-
-impl Drop for FakeResponses {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+fake_server_common!(FakeResponses, "Responses API");
 
 impl FakeResponses {
-    /// Starts on 127.0.0.1 with an OS-chosen port.
-    ///
-    /// # Panics
-    /// When no local port can be bound: the test environment is broken and
-    /// no test using the fake can run.
-    #[allow(clippy::expect_used)]
-    pub async fn start() -> Self {
-        Self::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .expect("bind the fake Responses API server on 127.0.0.1:0")
-    }
-
     /// Starts on `addr`.
     pub async fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let listener = TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            log: Mutex::new(Log::default()),
-            count: AtomicUsize::new(0),
-            arrived: Notify::new(),
-        });
-        let app = Router::new()
+        let router = Router::new()
             .route("/v1/responses", post(responses))
-            .fallback(not_found)
-            .layer(DefaultBodyLimit::max(BODY_LIMIT))
-            .with_state(Arc::clone(&shared));
-        // Streams are many small writes; Nagle would add latency to each.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
-    }
-
-    /// The socket address served.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+            .fallback(not_found);
+        let inner = FakeServer::bind(addr, router).await?;
+        Ok(Self { inner })
     }
 
     /// `http://<addr>/v1`, the base URL for a Responses API client (which
     /// appends `/responses`).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.addr())
     }
 
     /// Queues a reply for the next request that finds the queue non-empty.
     pub fn push(&self, reply: ResponsesReply) {
-        self.shared.lock().queue.push_back(reply);
+        self.inner.push(reply);
     }
 
     /// Every request body received, in order (`null` for bodies that were not JSON).
     pub fn requests(&self) -> Vec<Value> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
-            .collect()
-    }
-
-    /// Every request's headers, in order: lowercase names, values decoded lossily.
-    pub fn request_headers(&self) -> Vec<Vec<(String, String)>> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .map(|r| {
-                r.headers
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.as_str().to_owned(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
-    /// How many requests arrived.
-    pub fn request_count(&self) -> usize {
-        self.shared.count.load(Ordering::Acquire)
+        self.inner.requests()
     }
 
     /// Broken API rules seen so far, one sentence each, prefixed with the
@@ -184,21 +72,7 @@ impl FakeResponses {
     /// function tools, `parallel_tool_calls: true` with no tools, an unknown
     /// `reasoning.effort`.
     pub fn violations(&self) -> Vec<String> {
-        self.shared.lock().violations.clone()
-    }
-
-    /// Returns once at least `n` requests have arrived.
-    pub async fn wait_for_requests(&self, n: usize) {
-        loop {
-            let notified = self.shared.arrived.notified();
-            let mut notified = std::pin::pin!(notified);
-            // Registering before the check means no arrival can slip between.
-            notified.as_mut().enable();
-            if self.request_count() >= n {
-                return;
-            }
-            notified.await;
-        }
+        self.inner.violations()
     }
 }
 
@@ -372,25 +246,22 @@ fn last_user_text(body: &Value) -> String {
         .unwrap_or_default()
 }
 
-async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn responses(
+    State(shared): State<Arc<Shared<ResponsesReply>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let parsed = serde_json::from_slice::<Value>(&body);
-    let reply = {
-        let mut log = shared.lock();
-        let index = log.requests.len();
-        match &parsed {
-            Ok(v) => check_request(index, &headers, v, &mut log.violations),
-            Err(e) => log
-                .violations
-                .push(format!("request {index}: body is not JSON: {e}")),
-        }
-        log.requests.push(Recorded {
-            body: body.clone(),
-            headers,
-        });
-        log.queue.pop_front()
-    };
-    shared.count.fetch_add(1, Ordering::AcqRel);
-    shared.arrived.notify_waiters();
+    let reply = shared.record(
+        None,
+        headers,
+        &body,
+        true,
+        |index, headers, out| match &parsed {
+            Ok(v) => check_request(index, headers, v, out),
+            Err(e) => out.push(format!("request {index}: body is not JSON: {e}")),
+        },
+    );
 
     let (model, last_user) = match &parsed {
         Ok(v) => (str_field(v, "model").to_owned(), last_user_text(v)),
@@ -425,46 +296,14 @@ async fn scripted(reply: ResponsesReply, model: &str) -> Response {
             resp
         }
         ReplyKind::RawSse(raw) => sse_response(Body::from(raw.clone())),
-        ReplyKind::Hang => sse_response(Body::from_stream(futures_util::stream::pending::<
-            Result<Bytes, Infallible>,
-        >())),
+        ReplyKind::Hang => sse_response(hang_body()),
         ReplyKind::Output { .. }
         | ReplyKind::Incomplete { .. }
         | ReplyKind::Failed { .. }
-        | ReplyKind::ErrorEvent { .. } => {
-            let frames = frames.unwrap_or_default();
-            let body = if reply.chunk_delay.is_zero() {
-                Body::from(frames.concat())
-            } else {
-                paced(frames, reply.chunk_delay)
-            };
-            sse_response(body)
-        }
+        | ReplyKind::ErrorEvent { .. } => sse_response(frames_body(frames, reply.chunk_delay)),
     };
-    for (k, v) in &reply.headers {
-        if let (Ok(k), Ok(v)) = (
-            HeaderName::try_from(k.as_str()),
-            HeaderValue::try_from(v.as_str()),
-        ) {
-            resp.headers_mut().append(k, v);
-        }
-    }
+    append_headers(&mut resp, &reply.headers);
     resp
-}
-
-/// Sends the frames one by one, `gap` apart.
-fn paced(frames: Vec<Vec<u8>>, gap: Duration) -> Body {
-    let stream = futures_util::stream::unfold(
-        (frames.into_iter(), true),
-        move |(mut it, first)| async move {
-            let frame = it.next()?;
-            if !first {
-                tokio::time::sleep(gap).await;
-            }
-            Some((Ok::<_, Infallible>(Bytes::from(frame)), (it, false)))
-        },
-    );
-    Body::from_stream(stream)
 }
 
 fn sse_response(body: Body) -> Response {

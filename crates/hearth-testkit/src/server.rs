@@ -1,0 +1,323 @@
+//! What every fake provider server shares: the request log and reply queue,
+//! the listener and serve task, and the small response helpers. Each fake
+//! keeps only its routes, its wire format and its request checks.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::response::Response;
+use axum::serve::ListenerExt;
+use bytes::Bytes;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// Largest request body accepted; long agent histories can exceed axum's 2 MB default.
+const BODY_LIMIT: usize = 64 * 1024 * 1024;
+
+/// One received request, kept raw: parsing is deferred to whoever asks, so
+/// the hot path only moves buffers it already owns.
+struct Recorded {
+    /// Path and query, for the fakes that keep them.
+    path: Option<String>,
+    body: Bytes,
+    headers: HeaderMap,
+}
+
+struct Log<R> {
+    queue: VecDeque<R>,
+    requests: Vec<Recorded>,
+    violations: Vec<String>,
+}
+
+/// The state the handlers of a fake share with its public handle.
+pub(crate) struct Shared<R> {
+    /// One lock for queue and log, so request N gets the reply queued N-th.
+    log: Mutex<Log<R>>,
+    count: AtomicUsize,
+    arrived: Notify,
+    default_delay_ns: AtomicU64,
+}
+
+/// The router type a fake hands to [`FakeServer::bind`].
+pub(crate) type FakeRouter<R> = Router<Arc<Shared<R>>>;
+
+impl<R> Shared<R> {
+    fn lock(&self) -> MutexGuard<'_, Log<R>> {
+        // A test that panicked while holding the lock leaves a usable log.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Logs one request and takes the reply queued for it (none when
+    /// `take_reply` is false). `check` sees the request's index and headers
+    /// and appends the invariants it breaks, under the same lock.
+    pub(crate) fn record(
+        &self,
+        path: Option<String>,
+        headers: HeaderMap,
+        body: &Bytes,
+        take_reply: bool,
+        check: impl FnOnce(usize, &HeaderMap, &mut Vec<String>),
+    ) -> Option<R> {
+        let reply = {
+            let mut log = self.lock();
+            let index = log.requests.len();
+            check(index, &headers, &mut log.violations);
+            log.requests.push(Recorded {
+                path,
+                body: body.clone(),
+                headers,
+            });
+            if take_reply {
+                log.queue.pop_front()
+            } else {
+                None
+            }
+        };
+        self.count.fetch_add(1, Ordering::AcqRel);
+        self.arrived.notify_waiters();
+        reply
+    }
+
+    /// Sleeps for the default-reply delay, if one is set.
+    pub(crate) async fn default_delay(&self) {
+        let delay = self.default_delay_ns.load(Ordering::Relaxed);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_nanos(delay)).await;
+        }
+    }
+}
+
+/// A fake server on a local socket, generic over its reply type; stops when dropped.
+pub(crate) struct FakeServer<R> {
+    addr: SocketAddr,
+    shared: Arc<Shared<R>>,
+    task: JoinHandle<()>,
+}
+
+impl<R> Drop for FakeServer<R> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl<R: Send + 'static> FakeServer<R> {
+    /// Binds `addr` and serves `router` (routes and fallback set) with a
+    /// raised body limit and Nagle off.
+    pub(crate) async fn bind(addr: SocketAddr, router: FakeRouter<R>) -> io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            log: Mutex::new(Log {
+                queue: VecDeque::new(),
+                requests: Vec::new(),
+                violations: Vec::new(),
+            }),
+            count: AtomicUsize::new(0),
+            arrived: Notify::new(),
+            default_delay_ns: AtomicU64::new(0),
+        });
+        let app = router
+            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .with_state(Arc::clone(&shared));
+        // Streams are many small writes; Nagle would add latency to each.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { addr, shared, task })
+    }
+}
+
+impl<R> FakeServer<R> {
+    /// The socket address served.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues a reply for the next request that takes one.
+    pub(crate) fn push(&self, reply: R) {
+        self.shared.lock().queue.push_back(reply);
+    }
+
+    /// Delays the first byte of default (unscripted) replies.
+    pub(crate) fn set_default_delay(&self, delay: Duration) {
+        let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.shared.default_delay_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// Every request body, in order (`null` for bodies that were not JSON).
+    pub(crate) fn requests(&self) -> Vec<serde_json::Value> {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap_or(serde_json::Value::Null))
+            .collect()
+    }
+
+    /// Every request's recorded path and query, in order (empty when not kept).
+    pub(crate) fn request_paths(&self) -> Vec<String> {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .map(|r| r.path.clone().unwrap_or_default())
+            .collect()
+    }
+
+    /// Every request's headers, in order: lowercase names, values decoded lossily.
+    pub(crate) fn request_headers(&self) -> Vec<Vec<(String, String)>> {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .map(|r| {
+                r.headers
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().to_owned(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// How many requests arrived.
+    pub(crate) fn request_count(&self) -> usize {
+        self.shared.count.load(Ordering::Acquire)
+    }
+
+    /// Broken invariants seen so far, one sentence each.
+    pub(crate) fn violations(&self) -> Vec<String> {
+        self.shared.lock().violations.clone()
+    }
+
+    /// Returns once at least `n` requests have arrived.
+    pub(crate) async fn wait_for_requests(&self, n: usize) {
+        loop {
+            let notified = self.shared.arrived.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Registering before the check means no arrival can slip between.
+            notified.as_mut().enable();
+            if self.request_count() >= n {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Writes the `Debug` form of the public handle called `name`.
+    pub(crate) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(name)
+            .field("addr", &self.addr)
+            .field("requests", &self.request_count())
+            .finish()
+    }
+}
+
+/// Sends the frames one by one, `gap` apart.
+pub(crate) fn paced(frames: Vec<Vec<u8>>, gap: Duration) -> Body {
+    let stream = futures_util::stream::unfold(
+        (frames.into_iter(), true),
+        move |(mut it, first)| async move {
+            let frame = it.next()?;
+            if !first && !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            Some((Ok::<_, Infallible>(Bytes::from(frame)), (it, false)))
+        },
+    );
+    Body::from_stream(stream)
+}
+
+/// The frames in one buffer, or paced `gap` apart when `gap` is not zero.
+pub(crate) fn frames_body(frames: Option<Vec<Vec<u8>>>, gap: Duration) -> Body {
+    let frames = frames.unwrap_or_default();
+    if gap.is_zero() {
+        Body::from(frames.concat())
+    } else {
+        paced(frames, gap)
+    }
+}
+
+/// A body that never sends a byte nor ends.
+pub(crate) fn hang_body() -> Body {
+    Body::from_stream(futures_util::stream::pending::<Result<Bytes, Infallible>>())
+}
+
+/// Appends a scripted reply's extra headers, skipping invalid ones.
+pub(crate) fn append_headers(resp: &mut Response, headers: &[(String, String)]) {
+    for (k, v) in headers {
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::try_from(k.as_str()),
+            HeaderValue::try_from(v.as_str()),
+        ) {
+            resp.headers_mut().append(k, v);
+        }
+    }
+}
+
+/// Generates the public methods every fake shares and that delegate to its
+/// `inner: FakeServer<_>` unchanged: `Debug`, `start`, `addr`,
+/// `request_headers`, `request_count`, `wait_for_requests`. The fake must
+/// define `bind(addr) -> io::Result<Self>`.
+macro_rules! fake_server_common {
+    ($ty:ident, $what:literal) => {
+        impl ::std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                self.inner.debug(stringify!($ty), f)
+            }
+        }
+
+        impl $ty {
+            /// Starts on 127.0.0.1 with an OS-chosen port.
+            ///
+            /// # Panics
+            /// When no local port can be bound: the test environment is broken and
+            /// no test using the fake can run.
+            #[allow(clippy::expect_used)]
+            pub async fn start() -> Self {
+                Self::bind(::std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+                    .await
+                    .expect(concat!("bind the fake ", $what, " server on 127.0.0.1:0"))
+            }
+
+            /// The socket address served.
+            pub fn addr(&self) -> ::std::net::SocketAddr {
+                self.inner.addr()
+            }
+
+            /// Every request's headers, in order: lowercase names, values decoded lossily.
+            pub fn request_headers(&self) -> Vec<Vec<(String, String)>> {
+                self.inner.request_headers()
+            }
+
+            /// How many requests arrived.
+            pub fn request_count(&self) -> usize {
+                self.inner.request_count()
+            }
+
+            /// Returns once at least `n` requests have arrived.
+            pub async fn wait_for_requests(&self, n: usize) {
+                self.inner.wait_for_requests(n).await;
+            }
+        }
+    };
+}
+pub(crate) use fake_server_common;
