@@ -9,7 +9,7 @@ use hearth_core::{
 };
 use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_store::{AuditEvent, StepKind, StepRecord, StepStatus, Store, StoreError};
-use hearth_tools::{ToolClass, ToolRegistry};
+use hearth_tools::{ToolClass, ToolContext, ToolRegistry};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +47,20 @@ pub struct RunInput {
     /// Messages steered into the run (`(id, text)`, already stored); read
     /// before each model call.
     pub steer: Option<mpsc::UnboundedReceiver<(i64, String)>>,
+    /// True when nothing of the thread may be written to disk.
+    pub incognito: bool,
+}
+
+impl RunInput {
+    /// What the run's tool calls see of it.
+    fn tool_context(&self) -> ToolContext {
+        ToolContext {
+            run_id: self.run_id.clone(),
+            thread_key: self.thread_key.clone(),
+            user_key: self.user_key.clone(),
+            incognito: self.incognito,
+        }
+    }
 }
 
 /// A model the run may call, with what it can take.
@@ -606,6 +620,7 @@ impl Engine {
         p: &mut Progress,
         calls: Vec<(String, String, String)>,
     ) -> Result<(), Stop> {
+        let ctx = input.tool_context();
         let mut rest = calls.into_iter().peekable();
         while let Some(first) = rest.next() {
             let mut batch = vec![self.begin_call(input, sink, p, first).await?];
@@ -617,10 +632,15 @@ impl Engine {
                 }
             }
             let timeout = self.limits.tool_timeout;
+            let ctx = &ctx;
             let outputs = futures_util::future::join_all(batch.iter().map(|c| async move {
                 match c.denied {
                     Some(cap) => self.deny(input, &c.name, cap).await,
-                    None => self.tools.execute(&c.name, &c.arguments, timeout).await,
+                    None => {
+                        self.tools
+                            .execute(ctx, &c.name, &c.arguments, timeout)
+                            .await
+                    }
                 }
             }))
             .await;

@@ -42,7 +42,11 @@ impl Tool for Meet {
     fn class(&self) -> ToolClass {
         ToolClass::Read
     }
-    async fn call(&self, _args: Value) -> Result<Value, ToolError> {
+    async fn call(
+        &self,
+        _ctx: &hearth_tools::ToolContext,
+        _args: Value,
+    ) -> Result<Value, ToolError> {
         self.barrier.wait().await;
         Ok(json!({ "met": self.spec.name }))
     }
@@ -64,7 +68,11 @@ impl Tool for Write {
     fn class(&self) -> ToolClass {
         ToolClass::Write
     }
-    async fn call(&self, _args: Value) -> Result<Value, ToolError> {
+    async fn call(
+        &self,
+        _ctx: &hearth_tools::ToolContext,
+        _args: Value,
+    ) -> Result<Value, ToolError> {
         if self.busy.swap(true, Ordering::SeqCst) {
             self.overlaps.fetch_add(1, Ordering::SeqCst);
         }
@@ -123,6 +131,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         thinking: ThinkingLevel::Off,
         cancel: CancellationToken::new(),
         steer: None,
+        incognito: false,
     };
     engine.run(input, &Sink).await.outcome
 }
@@ -235,7 +244,11 @@ impl Tool for Remember {
     fn capability(&self) -> Option<&'static str> {
         Some("memory.write")
     }
-    async fn call(&self, _args: Value) -> Result<Value, ToolError> {
+    async fn call(
+        &self,
+        _ctx: &hearth_tools::ToolContext,
+        _args: Value,
+    ) -> Result<Value, ToolError> {
         Ok(json!({ "remembered": true }))
     }
 }

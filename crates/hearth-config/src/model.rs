@@ -20,6 +20,27 @@ pub struct Config {
     pub log: LogConfig,
     /// `[permissions]`
     pub permissions: PermissionsConfig,
+    /// `[tools]`
+    pub tools: ToolsConfig,
+}
+
+/// `[tools]`: what the model may call, and what it must ask first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Write-class tools wait for the user's confirmation before they run.
+    pub confirm_writes: bool,
+    /// Write-class tools that run without confirmation, by exact name.
+    pub no_confirm: Vec<String>,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            confirm_writes: true,
+            no_confirm: Vec::new(),
+        }
+    }
 }
 
 /// A permission preset by name.

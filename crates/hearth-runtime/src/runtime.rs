@@ -352,6 +352,7 @@ impl Runtime {
             thinking,
             cancel,
             steer: Some(steer),
+            incognito: false,
         };
         let result = inner.engine.run(input, &LogSink(&log)).await;
         let follow_ups = result

@@ -584,7 +584,11 @@ impl hearth_tools::Tool for Leaky {
     fn class(&self) -> hearth_tools::ToolClass {
         hearth_tools::ToolClass::Read
     }
-    async fn call(&self, _args: Value) -> Result<Value, hearth_tools::ToolError> {
+    async fn call(
+        &self,
+        _ctx: &hearth_tools::ToolContext,
+        _args: Value,
+    ) -> Result<Value, hearth_tools::ToolError> {
         Ok(
             serde_json::json!({ "config": format!("token={}", concat!("ghp_", "R8fQ2mZkL0pXv9TnB4cW7yHs1dJ6aE3uGiKo")) }),
         )

@@ -7,11 +7,13 @@
 //! its messages), not SQL, so each backend keeps its own queries and dialect.
 
 pub mod error;
+pub mod memory;
 pub mod records;
 pub mod secrets;
 pub mod sqlite;
 
 pub use error::{Result, StoreError};
+pub use memory::MemoryStore;
 pub use records::*;
 pub use sqlite::{Durability, SqliteStore};
 
@@ -20,7 +22,7 @@ use hearth_core::{Message, Timestamp};
 /// Durable state of hearth. Every method that writes returns only after the
 /// write is committed (and, in strict durability, synced to disk).
 #[async_trait::async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: MemoryStore + Send + Sync + 'static {
     /// Checks that the store is reachable and migrated (for `/readyz`).
     async fn ping(&self) -> Result<()>;
 

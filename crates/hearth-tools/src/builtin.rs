@@ -3,7 +3,7 @@
 use hearth_core::ToolSpec;
 use serde_json::{Value, json};
 
-use crate::{Tool, ToolClass, ToolError};
+use crate::{Tool, ToolClass, ToolContext, ToolError};
 
 /// `current_time`: the current date and time in an IANA time zone.
 pub struct CurrentTime {
@@ -50,7 +50,7 @@ impl Tool for CurrentTime {
         ToolClass::Read
     }
 
-    async fn call(&self, args: Value) -> Result<Value, ToolError> {
+    async fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let tz_name = match args.get("timezone") {
             None | Some(Value::Null) => "UTC",
             Some(Value::String(s)) => s.as_str(),
@@ -83,11 +83,14 @@ mod tests {
     #[tokio::test]
     async fn gives_time_in_zone() {
         let v = CurrentTime::new()
-            .call(json!({"timezone": "Asia/Tokyo"}))
+            .call(&ToolContext::default(), json!({"timezone": "Asia/Tokyo"}))
             .await
             .unwrap();
         assert!(v["datetime"].as_str().unwrap().ends_with("+09:00"), "{v}");
-        let utc = CurrentTime::new().call(json!({})).await.unwrap();
+        let utc = CurrentTime::new()
+            .call(&ToolContext::default(), json!({}))
+            .await
+            .unwrap();
         assert!(
             utc["datetime"].as_str().unwrap().ends_with("+00:00"),
             "{utc}"
@@ -97,12 +100,12 @@ mod tests {
     #[tokio::test]
     async fn rejects_unknown_zone_and_arguments() {
         let e = CurrentTime::new()
-            .call(json!({"timezone": "Mars/Olympus"}))
+            .call(&ToolContext::default(), json!({"timezone": "Mars/Olympus"}))
             .await
             .unwrap_err();
         assert!(e.0.contains("unknown time zone"));
         let e = CurrentTime::new()
-            .call(json!({"tz": "UTC"}))
+            .call(&ToolContext::default(), json!({"tz": "UTC"}))
             .await
             .unwrap_err();
         assert!(e.0.contains("unknown argument"));

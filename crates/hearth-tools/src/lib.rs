@@ -10,4 +10,4 @@ pub mod schema;
 pub mod untrusted;
 pub mod web;
 
-pub use registry::{Tool, ToolClass, ToolError, ToolOutput, ToolRegistry};
+pub use registry::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolRegistry};

@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hearth_tools::web::{WebFetch, WebFetchConfig};
-use hearth_tools::{Tool, ToolClass, ToolRegistry};
+use hearth_tools::{Tool, ToolClass, ToolContext, ToolRegistry};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -172,7 +172,9 @@ fn config(fake: SocketAddr) -> WebFetchConfig {
 }
 
 async fn fetch(tool: &WebFetch, url: &str) -> Result<Value, String> {
-    tool.call(json!({ "url": url })).await.map_err(|e| e.0)
+    tool.call(&ToolContext::default(), json!({ "url": url }))
+        .await
+        .map_err(|e| e.0)
 }
 
 /// Hostile targets and a piece of the error each must produce.
@@ -590,7 +592,10 @@ async fn long_text_is_truncated_with_a_note_and_errors_keep_their_status() {
     let fake = fake().await;
     let tool = WebFetch::new(config(fake));
     let v = tool
-        .call(json!({"url": "http://public.test/long", "max_chars": 100}))
+        .call(
+            &ToolContext::default(),
+            json!({"url": "http://public.test/long", "max_chars": 100}),
+        )
         .await
         .unwrap();
     assert_eq!(v["truncated"], true);
@@ -612,7 +617,12 @@ async fn arguments_are_checked() {
     let tool = WebFetch::new(WebFetchConfig::default());
     let err = |args: Value| {
         let tool = &tool;
-        async move { tool.call(args).await.unwrap_err().0 }
+        async move {
+            tool.call(&ToolContext::default(), args)
+                .await
+                .unwrap_err()
+                .0
+        }
     };
     assert!(err(json!({})).await.contains("url is required"));
     assert!(err(json!({"url": 5})).await.contains("url must be"));
@@ -653,6 +663,7 @@ async fn spec_class_and_registry_integration() {
     registry.register(std::sync::Arc::new(tool));
     let out = registry
         .execute(
+            &ToolContext::default(),
             "web_fetch",
             r#"{"url": "http://public.test/data.json"}"#,
             Duration::from_secs(20),
@@ -661,6 +672,7 @@ async fn spec_class_and_registry_integration() {
     assert!(!out.is_error, "{}", out.json);
     let out = registry
         .execute(
+            &ToolContext::default(),
             "web_fetch",
             r#"{"url": "http://10.0.0.1/"}"#,
             Duration::from_secs(20),

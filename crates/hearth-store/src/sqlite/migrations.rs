@@ -6,10 +6,33 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. Versions start at 1 and grow by
 /// one; a released migration is never edited, only followed by a new one.
-pub(crate) const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3), (4, V4), (5, V5)];
+pub(crate) const MIGRATIONS: &[(u32, &str)] =
+    &[(1, V1), (2, V2), (3, V3), (4, V4), (5, V5), (6, V6)];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 5;
+pub(crate) const LATEST: u32 = 6;
+
+/// Confirmations of write-class tool calls. The token is kept only as its
+/// SHA-256; a call has at most one confirmation, so a resumed run finds the
+/// one it asked for instead of asking again.
+const V6: &str = "
+CREATE TABLE IF NOT EXISTS confirmations (
+    token_hash TEXT PRIMARY KEY NOT NULL,
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    call_id TEXT NOT NULL,
+    thread_key TEXT NOT NULL,
+    user_key TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    resolved_by TEXT,
+    resolved_at INTEGER,
+    UNIQUE (run_id, call_id)
+);
+CREATE INDEX IF NOT EXISTS confirmations_thread ON confirmations (thread_key, state);
+";
 
 /// Permission grants and the audit log (ids only, never message text).
 /// `IF NOT EXISTS` so a file rolled back to an older version number with its

@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod db;
+mod memory;
 mod migrations;
 mod ops;
 mod reader;

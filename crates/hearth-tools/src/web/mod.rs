@@ -27,7 +27,7 @@ use std::time::Duration;
 use hearth_core::ToolSpec;
 use serde_json::{Value, json};
 
-use crate::{Tool, ToolClass, ToolError};
+use crate::{Tool, ToolClass, ToolContext, ToolError};
 
 /// Characters of text returned when the model does not say.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
@@ -143,7 +143,7 @@ impl Tool for WebFetch {
         Some("web.fetch")
     }
 
-    async fn call(&self, args: Value) -> Result<Value, ToolError> {
+    async fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         if let Some(obj) = args.as_object()
             && let Some(k) = obj
                 .keys()
