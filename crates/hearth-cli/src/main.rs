@@ -11,6 +11,7 @@ mod logging;
 mod secrets;
 mod serve;
 mod tokens;
+mod tools;
 
 use std::process::ExitCode;
 

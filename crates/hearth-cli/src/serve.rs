@@ -13,7 +13,6 @@ use hearth_config::{Config, LogFormat};
 use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
 use hearth_server::{AppState, Auth};
 use hearth_store::{Durability, SqliteStore, Store};
-use hearth_tools::ToolRegistry;
 use tracing::{info, warn};
 
 use crate::Exit;
@@ -162,9 +161,10 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         history_messages: config.agent.history_messages,
     };
     let retry = &config.llm.retry;
+    let tools = crate::tools::build_registry(&config, &store)?;
     let engine = Engine::new(
         store.clone(),
-        ToolRegistry::with_builtins(),
+        tools,
         limits,
         system_prompt(&home),
     )
