@@ -9,12 +9,14 @@
 pub mod error;
 pub mod memory;
 pub mod records;
+pub mod retention;
 pub mod secrets;
 pub mod sqlite;
 
 pub use error::{Result, StoreError};
-pub use memory::MemoryStore;
+pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
 pub use records::*;
+pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use sqlite::{Durability, SqliteStore};
 
 use hearth_core::{Message, Timestamp};
@@ -22,7 +24,7 @@ use hearth_core::{Message, Timestamp};
 /// Durable state of hearth. Every method that writes returns only after the
 /// write is committed (and, in strict durability, synced to disk).
 #[async_trait::async_trait]
-pub trait Store: MemoryStore + Send + Sync + 'static {
+pub trait Store: MemoryStore + RetentionStore + Send + Sync + 'static {
     /// Checks that the store is reachable and migrated (for `/readyz`).
     async fn ping(&self) -> Result<()>;
 
@@ -84,6 +86,18 @@ pub trait Store: MemoryStore + Send + Sync + 'static {
 
     /// Sets a thread's thinking level (`off`, `low`, `medium`, `high`).
     async fn set_thread_thinking(&self, thread_key: &str, level: &str) -> Result<()>;
+
+    /// Turns a thread's incognito flag on or off (the flag is kept; what an
+    /// incognito thread says is not).
+    async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()>;
+
+    /// Threads whose incognito flag is on.
+    async fn incognito_threads(&self) -> Result<Vec<String>>;
+
+    /// Counts model calls of runs stored elsewhere (incognito) in usage,
+    /// without their thread or user: only provider, model, tokens, timing.
+    /// Steps that are not finished model calls are skipped.
+    async fn record_anonymous_usage(&self, steps: Vec<StepRecord>) -> Result<()>;
 
     /// Deletes a thread's message history (its settings stay).
     async fn clear_thread_history(&self, thread_key: &str) -> Result<()>;
@@ -153,4 +167,39 @@ pub trait Store: MemoryStore + Send + Sync + 'static {
 
     /// The newest `limit` audit events, newest first (0 means 100; at most 1000).
     async fn list_audit(&self, limit: u32) -> Result<Vec<AuditEvent>>;
+
+    /// Stores a pending confirmation and marks its run
+    /// `awaiting_confirmation`, in one transaction. When the run already has
+    /// a confirmation for the same call, nothing changes but the run's status
+    /// (if it is still pending) and that one is returned.
+    async fn request_confirmation(&self, rec: ConfirmationRecord) -> Result<ConfirmationRecord>;
+
+    /// The confirmation of one tool call of a run.
+    async fn confirmation_for_call(
+        &self,
+        run_id: &str,
+        call_id: &str,
+    ) -> Result<Option<ConfirmationRecord>>;
+
+    /// A confirmation by token hash.
+    async fn confirmation_by_hash(&self, token_hash: &str) -> Result<Option<ConfirmationRecord>>;
+
+    /// The pending confirmations of a run, or of a thread's runs.
+    async fn pending_confirmations(
+        &self,
+        run_id: Option<&str>,
+        thread_key: Option<&str>,
+    ) -> Result<Vec<ConfirmationRecord>>;
+
+    /// Answers a pending confirmation (`state` is approved, denied or expired)
+    /// and puts its run back to `running`, in one transaction. Returns `None`
+    /// (and changes nothing) when it is not pending any more, so a token is
+    /// used at most once.
+    async fn resolve_confirmation(
+        &self,
+        token_hash: &str,
+        state: ConfirmationState,
+        by: &str,
+        at: Timestamp,
+    ) -> Result<Option<ConfirmationRecord>>;
 }

@@ -1,7 +1,124 @@
 //! What the model was asked to remember: records and the `MemoryStore` trait.
 //!
-//! Work in progress: the operations are added with the memory tools.
+//! A memory belongs to one user and is either user-wide or bound to one of
+//! that user's threads. Every read is scoped by the caller's user key (and
+//! thread), so one user's memories never reach another user's run. This
+//! module knows nothing of tools or capabilities; it only stores and finds.
+
+use hearth_core::Timestamp;
+
+/// One saved memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryRecord {
+    /// Store-assigned id, what citations name (`[memory:<id>]`).
+    pub id: i64,
+    /// The user it belongs to.
+    pub user_key: String,
+    /// `None` for a user-wide memory, else the only thread that sees it.
+    pub thread_key: Option<String>,
+    /// What to remember.
+    pub text: String,
+    /// The run that saved it, if known.
+    pub run_id: Option<String>,
+    /// When it was first saved.
+    pub created_at: Timestamp,
+    /// When it was last saved again or found by a search (retention counts
+    /// from here).
+    pub last_used_at: Timestamp,
+}
+
+/// A memory to save.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMemory {
+    /// The user it belongs to.
+    pub user_key: String,
+    /// `None` for user-wide, else the thread it is bound to.
+    pub thread_key: Option<String>,
+    /// What to remember.
+    pub text: String,
+    /// The run that saves it.
+    pub run_id: Option<String>,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// The outcome of [`MemoryStore::save_memory`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedMemory {
+    /// The stored memory (the earlier one when the same text was saved before).
+    pub memory: MemoryRecord,
+    /// False when an identical memory already existed.
+    pub created: bool,
+}
+
+/// Which memories a search or listing may see: the user's user-wide ones,
+/// plus those bound to `thread_key` when given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryScope {
+    /// The user whose memories are read.
+    pub user_key: String,
+    /// The thread whose thread-bound memories are also visible.
+    pub thread_key: Option<String>,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryHit {
+    /// The memory.
+    pub memory: MemoryRecord,
+    /// Relevance (negated BM25): higher is better; only comparable within
+    /// one search.
+    pub score: f64,
+}
 
 /// Saved memories of users, searchable by full text.
 #[async_trait::async_trait]
-pub trait MemoryStore: Send + Sync + 'static {}
+pub trait MemoryStore: Send + Sync + 'static {
+    /// Saves a memory. Idempotent: when the same user already has the same
+    /// text in the same scope (user-wide, or the same thread), that memory is
+    /// returned (its `last_used_at` moved to `at`) and no second row is made,
+    /// so a save redone after a crash changes nothing.
+    async fn save_memory(&self, memory: NewMemory) -> crate::Result<SavedMemory>;
+
+    /// Full-text search of the memories `scope` sees, best first, at most
+    /// `limit` (0 means 10; at most 100). `query` is plain user text: it is reduced
+    /// to quoted words, so search syntax in it is never interpreted, and a
+    /// query without words finds nothing.
+    async fn search_memories(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        limit: u32,
+    ) -> crate::Result<Vec<MemoryHit>>;
+
+    /// Marks the `ids` of `user_key` as used at `at` (they were just found),
+    /// which keeps them from expiring. Returns how many were touched.
+    async fn touch_memories(
+        &self,
+        user_key: &str,
+        ids: &[i64],
+        at: Timestamp,
+    ) -> crate::Result<u64>;
+
+    /// The memories `scope` sees, newest first, at most `limit` (0 means 50;
+    /// at most 1000).
+    async fn list_memories(
+        &self,
+        scope: &MemoryScope,
+        limit: u32,
+    ) -> crate::Result<Vec<MemoryRecord>>;
+
+    /// Deletes memory `id` if it belongs to `user_key`. Returns whether one
+    /// was deleted.
+    async fn forget_memory(&self, user_key: &str, id: i64) -> crate::Result<bool>;
+
+    /// Every memory of `user_key`, in every scope, oldest first (for export).
+    async fn export_user_memories(&self, user_key: &str) -> crate::Result<Vec<MemoryRecord>>;
+
+    /// Deletes every memory of `user_key`, text and search index alike.
+    /// Returns how many were deleted.
+    async fn delete_user_memories(&self, user_key: &str) -> crate::Result<u64>;
+
+    /// Deletes every memory last used before `unused_since`. Returns how many.
+    async fn purge_memories(&self, unused_since: Timestamp) -> crate::Result<u64>;
+}

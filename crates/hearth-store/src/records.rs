@@ -332,3 +332,69 @@ pub struct AuditEvent {
     /// The scope involved, if any.
     pub scope: Option<String>,
 }
+
+/// Where a confirmation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmationState {
+    /// Waiting for the user.
+    Pending,
+    /// The user said yes: the call may run.
+    Approved,
+    /// The user said no (or sent another message instead).
+    Denied,
+    /// Nobody answered in time.
+    Expired,
+}
+
+impl ConfirmationState {
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "approved" => Self::Approved,
+            "denied" => Self::Denied,
+            "expired" => Self::Expired,
+            _ => return None,
+        })
+    }
+}
+
+/// A write-class tool call waiting for (or past) the user's answer. The
+/// token itself is never stored, only its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmationRecord {
+    /// SHA-256 hex of the token.
+    pub token_hash: String,
+    /// The run that asked.
+    pub run_id: String,
+    /// The tool call it is about.
+    pub call_id: String,
+    /// The run's thread.
+    pub thread_key: String,
+    /// Who may answer (besides holders of `confirmations.resolve_any`).
+    pub user_key: String,
+    /// The tool.
+    pub tool: String,
+    /// One line saying what the call would do.
+    pub summary: String,
+    /// When it was asked.
+    pub created_at: Timestamp,
+    /// After this, it counts as denied.
+    pub expires_at: Timestamp,
+    /// Where it stands.
+    pub state: ConfirmationState,
+    /// Who answered: a user key, or `hearth:<reason>` when hearth decided.
+    pub resolved_by: Option<String>,
+    /// When it was answered.
+    pub resolved_at: Option<Timestamp>,
+}

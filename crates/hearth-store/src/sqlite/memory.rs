@@ -1,7 +1,360 @@
-//! `MemoryStore` on SQLite (FTS5).
+//! `MemoryStore` and `RetentionStore` on SQLite: memories in a plain table,
+//! found through an FTS5 index that triggers keep in step with it.
+
+use hearth_core::Timestamp;
+use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
-use crate::memory::MemoryStore;
+use super::db::Db;
+use super::rows::col;
+use crate::error::Result;
+use crate::memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
+use crate::retention::{PurgeReport, RetentionCutoffs, RetentionStore};
+
+/// Memories and their full-text index.
+///
+/// The index keeps its own copy of the text (not `content=`), so deleting
+/// its row is all it takes to drop the text from it; `secure-delete` makes
+/// FTS5 remove a deleted row's terms from the index pages at once instead of
+/// leaving them until a later merge, so an erased memory is not findable on
+/// disk in the index either. The unique index makes a repeated save (a redone
+/// tool call) find the first row; `ifnull` because NULLs never collide.
+pub(super) const MIGRATION_V7: &str = "
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_key TEXT NOT NULL,
+    thread_key TEXT,
+    text TEXT NOT NULL,
+    run_id TEXT,
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_unique
+    ON memories (user_key, ifnull(thread_key, ''), text);
+CREATE INDEX IF NOT EXISTS memories_user_created ON memories (user_key, created_at);
+CREATE INDEX IF NOT EXISTS memories_last_used ON memories (last_used_at);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (
+    text,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO memories_fts (memories_fts, rank) VALUES ('secure-delete', 1);
+
+CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM memories_fts WHERE rowid = old.id;
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE OF text ON memories BEGIN
+    UPDATE memories_fts SET text = new.text WHERE rowid = old.id;
+END;
+";
+
+/// Search results when the caller asks for 0, and at most.
+const DEFAULT_SEARCH_LIMIT: u32 = 10;
+const MAX_SEARCH_LIMIT: u32 = 100;
+/// Listing page when the caller asks for 0, and at most.
+const DEFAULT_LIST_LIMIT: u32 = 50;
+const MAX_LIST_LIMIT: u32 = 1000;
+/// Words of a search query that are used; the rest are dropped so a pasted
+/// essay cannot make one search arbitrarily expensive.
+const MAX_QUERY_TERMS: usize = 32;
+
+/// The `memories` columns in the order [`memory_row`] reads them.
+macro_rules! memory_columns {
+    ($t:literal) => {
+        concat!(
+            $t,
+            ".id, ",
+            $t,
+            ".user_key, ",
+            $t,
+            ".thread_key, ",
+            $t,
+            ".text, ",
+            $t,
+            ".run_id, ",
+            $t,
+            ".created_at, ",
+            $t,
+            ".last_used_at"
+        )
+    };
+}
+
+fn memory_row(row: &rusqlite::Row<'_>) -> Result<MemoryRecord> {
+    Ok(MemoryRecord {
+        id: col(row, 0)?,
+        user_key: col(row, 1)?,
+        thread_key: col(row, 2)?,
+        text: col(row, 3)?,
+        run_id: col(row, 4)?,
+        created_at: col(row, 5)?,
+        last_used_at: col(row, 6)?,
+    })
+}
+
+/// Turns user text into an FTS5 query that can only match words: each run of
+/// letters and digits becomes one double-quoted term (FTS5 strings cannot
+/// contain anything that escapes them, as every `"` was dropped), joined with
+/// OR so a memory sharing any word is found and BM25 ranks those sharing more
+/// first. `None` when the text has no words.
+pub(crate) fn fts_query(text: &str) -> Option<String> {
+    let terms: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .take(MAX_QUERY_TERMS)
+        .map(|t| format!("\"{t}\""))
+        .collect();
+    (!terms.is_empty()).then(|| terms.join(" OR "))
+}
+
+fn changed(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+fn save(db: &mut Db<'_>, m: &NewMemory) -> Result<SavedMemory> {
+    // The writer thread runs one write at a time, so this check and the
+    // insert below cannot interleave with another save.
+    let existing = db
+        .stmt(concat!(
+            "SELECT ",
+            memory_columns!("m"),
+            " FROM memories m WHERE m.user_key = ?1 AND ifnull(m.thread_key, '') = ifnull(?2, '') \
+             AND m.text = ?3"
+        ))?
+        .query_row(params![m.user_key, m.thread_key, m.text], |row| {
+            Ok(memory_row(row))
+        })
+        .optional()?
+        .transpose()?;
+    if let Some(mut memory) = existing {
+        db.stmt("UPDATE memories SET last_used_at = max(last_used_at, ?2) WHERE id = ?1")?
+            .execute(params![memory.id, m.at])?;
+        memory.last_used_at = memory.last_used_at.max(m.at);
+        return Ok(SavedMemory {
+            memory,
+            created: false,
+        });
+    }
+    db.stmt(
+        "INSERT INTO memories (user_key, thread_key, text, run_id, created_at, last_used_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+    )?
+    .execute(params![m.user_key, m.thread_key, m.text, m.run_id, m.at])?;
+    Ok(SavedMemory {
+        memory: MemoryRecord {
+            id: db.conn().last_insert_rowid(),
+            user_key: m.user_key.clone(),
+            thread_key: m.thread_key.clone(),
+            text: m.text.clone(),
+            run_id: m.run_id.clone(),
+            created_at: m.at,
+            last_used_at: m.at,
+        },
+        created: true,
+    })
+}
+
+fn search(db: &mut Db<'_>, scope: &MemoryScope, query: &str, limit: u32) -> Result<Vec<MemoryHit>> {
+    let Some(fts) = fts_query(query) else {
+        return Ok(Vec::new());
+    };
+    let limit = match limit {
+        0 => DEFAULT_SEARCH_LIMIT,
+        n => n.min(MAX_SEARCH_LIMIT),
+    };
+    let stmt = db.stmt(concat!(
+        "SELECT ",
+        memory_columns!("m"),
+        ", bm25(memories_fts) AS bm25_rank FROM memories_fts \
+         JOIN memories m ON m.id = memories_fts.rowid \
+         WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
+         AND (m.thread_key IS NULL OR m.thread_key = ?3) \
+         ORDER BY bm25_rank, m.id DESC LIMIT ?4"
+    ))?;
+    let mut rows = stmt.query(params![fts, scope.user_key, scope.thread_key, limit])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let rank: f64 = col(row, 7)?;
+        out.push(MemoryHit {
+            memory: memory_row(row)?,
+            // bm25() is lower-is-better; callers expect higher-is-better.
+            score: -rank,
+        });
+    }
+    Ok(out)
+}
+
+fn touch(db: &mut Db<'_>, user_key: &str, ids: &[i64], at: Timestamp) -> Result<u64> {
+    let mut n = 0;
+    for id in ids {
+        n += changed(
+            db.stmt(
+                "UPDATE memories SET last_used_at = max(last_used_at, ?3) \
+                 WHERE id = ?1 AND user_key = ?2",
+            )?
+            .execute(params![id, user_key, at])?,
+        );
+    }
+    Ok(n)
+}
+
+fn list(db: &mut Db<'_>, scope: &MemoryScope, limit: u32) -> Result<Vec<MemoryRecord>> {
+    let limit = match limit {
+        0 => DEFAULT_LIST_LIMIT,
+        n => n.min(MAX_LIST_LIMIT),
+    };
+    let stmt = db.stmt(concat!(
+        "SELECT ",
+        memory_columns!("m"),
+        " FROM memories m WHERE m.user_key = ?1 AND (m.thread_key IS NULL OR m.thread_key = ?2) \
+         ORDER BY m.created_at DESC, m.id DESC LIMIT ?3"
+    ))?;
+    let mut rows = stmt.query(params![scope.user_key, scope.thread_key, limit])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(memory_row(row)?);
+    }
+    Ok(out)
+}
+
+fn export(db: &mut Db<'_>, user_key: &str) -> Result<Vec<MemoryRecord>> {
+    let stmt = db.stmt(concat!(
+        "SELECT ",
+        memory_columns!("m"),
+        " FROM memories m WHERE m.user_key = ?1 ORDER BY m.created_at, m.id"
+    ))?;
+    let mut rows = stmt.query(params![user_key])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(memory_row(row)?);
+    }
+    Ok(out)
+}
+
+fn purge_memories(db: &mut Db<'_>, unused_since: Timestamp) -> Result<u64> {
+    Ok(changed(
+        db.stmt("DELETE FROM memories WHERE last_used_at < ?1")?
+            .execute(params![unused_since])?,
+    ))
+}
+
+fn purge(db: &mut Db<'_>, c: RetentionCutoffs) -> Result<PurgeReport> {
+    let memories = purge_memories(db, c.memories_unused_since)?;
+    let audit_events = changed(
+        db.stmt("DELETE FROM audit WHERE at < ?1")?
+            .execute(params![c.audit_before])?,
+    );
+    // A run that is still unfinished may yet look its confirmation up (after
+    // a restart, say), so only confirmations of finished runs go.
+    let confirmations = changed(
+        db.stmt(
+            "DELETE FROM confirmations WHERE expires_at < ?1 AND NOT EXISTS ( \
+                 SELECT 1 FROM runs r WHERE r.run_id = confirmations.run_id \
+                 AND r.status IN ('queued', 'running', 'awaiting_confirmation'))",
+        )?
+        .execute(params![c.confirmations_expired_before])?,
+    );
+    Ok(PurgeReport {
+        memories,
+        audit_events,
+        confirmations,
+    })
+}
 
 #[async_trait::async_trait]
-impl MemoryStore for SqliteStore {}
+impl MemoryStore for SqliteStore {
+    async fn save_memory(&self, memory: NewMemory) -> Result<SavedMemory> {
+        self.write(move |db| save(db, &memory)).await
+    }
+
+    async fn search_memories(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<MemoryHit>> {
+        let (scope, query) = (scope.clone(), query.to_owned());
+        self.read(move |db| search(db, &scope, &query, limit)).await
+    }
+
+    async fn touch_memories(&self, user_key: &str, ids: &[i64], at: Timestamp) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let (user_key, ids) = (user_key.to_owned(), ids.to_vec());
+        self.write(move |db| touch(db, &user_key, &ids, at)).await
+    }
+
+    async fn list_memories(&self, scope: &MemoryScope, limit: u32) -> Result<Vec<MemoryRecord>> {
+        let scope = scope.clone();
+        self.read(move |db| list(db, &scope, limit)).await
+    }
+
+    async fn forget_memory(&self, user_key: &str, id: i64) -> Result<bool> {
+        let user_key = user_key.to_owned();
+        self.write(move |db| {
+            let n = db
+                .stmt("DELETE FROM memories WHERE id = ?1 AND user_key = ?2")?
+                .execute(params![id, user_key])?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn export_user_memories(&self, user_key: &str) -> Result<Vec<MemoryRecord>> {
+        let user_key = user_key.to_owned();
+        self.read(move |db| export(db, &user_key)).await
+    }
+
+    async fn delete_user_memories(&self, user_key: &str) -> Result<u64> {
+        let user_key = user_key.to_owned();
+        self.write(move |db| {
+            Ok(changed(
+                db.stmt("DELETE FROM memories WHERE user_key = ?1")?
+                    .execute(params![user_key])?,
+            ))
+        })
+        .await
+    }
+
+    async fn purge_memories(&self, unused_since: Timestamp) -> Result<u64> {
+        self.write(move |db| purge_memories(db, unused_since)).await
+    }
+}
+
+#[async_trait::async_trait]
+impl RetentionStore for SqliteStore {
+    async fn purge_expired(&self, cutoffs: RetentionCutoffs) -> Result<PurgeReport> {
+        self.write(move |db| purge(db, cutoffs)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fts_query;
+
+    #[test]
+    fn queries_keep_only_quoted_words() {
+        assert_eq!(
+            fts_query("dog name").as_deref(),
+            Some("\"dog\" OR \"name\"")
+        );
+        assert_eq!(
+            fts_query("NEAR(a b) \"x* OR-y").as_deref(),
+            Some("\"NEAR\" OR \"a\" OR \"b\" OR \"x\" OR \"OR\" OR \"y\"")
+        );
+        assert_eq!(
+            fts_query("Café Zürich 東京").as_deref(),
+            Some("\"Café\" OR \"Zürich\" OR \"東京\"")
+        );
+        assert_eq!(fts_query(" \"*^:() - "), None);
+        assert_eq!(fts_query(""), None);
+        assert_eq!(
+            fts_query(&"w ".repeat(100)).map(|q| q.matches('w').count()),
+            Some(32)
+        );
+    }
+}

@@ -6,11 +6,18 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. Versions start at 1 and grow by
 /// one; a released migration is never edited, only followed by a new one.
-pub(crate) const MIGRATIONS: &[(u32, &str)] =
-    &[(1, V1), (2, V2), (3, V3), (4, V4), (5, V5), (6, V6)];
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
+    (1, V1),
+    (2, V2),
+    (3, V3),
+    (4, V4),
+    (5, V5),
+    (6, V6),
+    (7, super::memory::MIGRATION_V7),
+];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 6;
+pub(crate) const LATEST: u32 = 7;
 
 /// Confirmations of write-class tool calls. The token is kept only as its
 /// SHA-256; a call has at most one confirmation, so a resumed run finds the

@@ -2,6 +2,7 @@
 //! transactions, and a couple of reader threads, all on one WAL database file.
 
 mod checkpoint;
+mod confirmations;
 mod db;
 mod memory;
 mod migrations;
@@ -27,8 +28,9 @@ use self::writer::Job;
 use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::records::{
-    AuditEvent, CreateRunOutcome, Grant, NewRun, NewToken, RunFilter, RunFinish, RunRecord,
-    SecretInfo, SteerRecord, StepRecord, ThreadState, TokenRecord, UsageQuery, UsageRow,
+    AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, NewRun, NewToken,
+    RunFilter, RunFinish, RunRecord, SecretInfo, SteerRecord, StepRecord, ThreadState, TokenRecord,
+    UsageQuery, UsageRow,
 };
 
 /// Reader connections; reads are short, so two keep up with the writer.
@@ -68,6 +70,9 @@ pub struct SqliteStore {
 
 struct Inner {
     path: PathBuf,
+    /// True for a database that lives only in memory: it has one connection,
+    /// so reads go to the writer thread too.
+    in_memory: bool,
     commits: Arc<AtomicU64>,
     // Field order matters: the senders drop first so the threads see their
     // queues close, then `Workers` joins them.
@@ -151,6 +156,44 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
+                in_memory: false,
+                commits,
+                writer: writer_tx,
+                readers: reader_tx,
+                _checkpoint_stop: checkpoint_tx,
+                _workers: workers,
+            }),
+        })
+    }
+
+    /// A database that lives only in memory and is gone when the last handle
+    /// drops: for incognito threads, whose runs must never touch the disk.
+    /// One thread serves its writes and reads.
+    pub fn open_in_memory() -> Result<SqliteStore> {
+        let open_err = |source| StoreError::Open {
+            path: ":memory:".into(),
+            source,
+        };
+        let mut conn = Connection::open_in_memory().map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)
+            .map_err(open_err)?;
+        migrations::migrate(&mut conn)?;
+        let mut workers = Workers(Vec::with_capacity(1));
+        let commits = Arc::new(AtomicU64::new(0));
+        let (writer_tx, writer_rx) = mpsc::channel();
+        // Never read from: `read` sends to the writer in memory mode.
+        let (reader_tx, _) = mpsc::channel();
+        let (checkpoint_tx, _) = mpsc::channel();
+        let writer_commits = Arc::clone(&commits);
+        workers.0.push(spawn("hearth-store-memory", move || {
+            writer::run(conn, writer_rx, writer_commits)
+        })?);
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path: PathBuf::from(":memory:"),
+                in_memory: true,
                 commits,
                 writer: writer_tx,
                 readers: reader_tx,
@@ -192,6 +235,9 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
     {
+        if self.inner.in_memory {
+            return self.write(op).await;
+        }
         let (tx, rx) = oneshot::channel();
         let job: ReadJob = Box::new(move |db| {
             let _ = tx.send(op(db));
@@ -226,6 +272,10 @@ fn configure_writer(conn: &Connection, durability: Durability) -> rusqlite::Resu
     conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
     // Checkpoints run on their own thread (see `checkpoint`), not in commits.
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    // Deleted rows (an erased user's memories, a cleared history) are
+    // overwritten rather than left readable in free pages; FAST does it
+    // where it costs no extra I/O.
+    conn.pragma_update(None, "secure_delete", "FAST")?;
     Ok(())
 }
 
@@ -433,5 +483,68 @@ impl Store for SqliteStore {
 
     async fn list_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
         self.read(move |db| ops::list_audit(db, limit)).await
+    }
+
+    async fn request_confirmation(&self, rec: ConfirmationRecord) -> Result<ConfirmationRecord> {
+        self.write(move |db| confirmations::request(db, &rec)).await
+    }
+
+    async fn confirmation_for_call(
+        &self,
+        run_id: &str,
+        call_id: &str,
+    ) -> Result<Option<ConfirmationRecord>> {
+        let (run_id, call_id) = (run_id.to_owned(), call_id.to_owned());
+        self.read(move |db| confirmations::for_call(db, &run_id, &call_id))
+            .await
+    }
+
+    async fn confirmation_by_hash(&self, token_hash: &str) -> Result<Option<ConfirmationRecord>> {
+        let token_hash = token_hash.to_owned();
+        self.read(move |db| confirmations::by_hash(db, &token_hash))
+            .await
+    }
+
+    async fn pending_confirmations(
+        &self,
+        run_id: Option<&str>,
+        thread_key: Option<&str>,
+    ) -> Result<Vec<ConfirmationRecord>> {
+        let (run_id, thread_key) = (run_id.map(str::to_owned), thread_key.map(str::to_owned));
+        self.read(move |db| confirmations::pending(db, run_id.as_deref(), thread_key.as_deref()))
+            .await
+    }
+
+    async fn resolve_confirmation(
+        &self,
+        token_hash: &str,
+        state: ConfirmationState,
+        by: &str,
+        at: Timestamp,
+    ) -> Result<Option<ConfirmationRecord>> {
+        let (token_hash, by) = (token_hash.to_owned(), by.to_owned());
+        self.write(move |db| confirmations::resolve(db, &token_hash, state, &by, at))
+            .await
+    }
+
+    async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()> {
+        let thread_key = thread_key.to_owned();
+        let now = now_ms();
+        self.write(move |db| ops::set_thread_incognito(db, &thread_key, enabled, now))
+            .await
+    }
+
+    async fn incognito_threads(&self) -> Result<Vec<String>> {
+        self.read(ops::incognito_threads).await
+    }
+
+    async fn record_anonymous_usage(&self, steps: Vec<StepRecord>) -> Result<()> {
+        self.write(move |db| {
+            for step in &steps {
+                ops::record_anonymous_llm_call(db, step)?;
+            }
+            Ok(())
+        })
+        .await
     }
 }

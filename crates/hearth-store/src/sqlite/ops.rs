@@ -105,7 +105,9 @@ pub(crate) fn start_run(
 ) -> Result<bool> {
     let changed = db
         .stmt(
-            "UPDATE runs SET status = 'running', lease_owner = ?2, lease_until = ?3, model = ?4, \
+            // A run recovered while it awaits a confirmation keeps awaiting it.
+            "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
+             ELSE 'running' END, lease_owner = ?2, lease_until = ?3, model = ?4, \
              updated_at = ?5 WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
         )?
         .execute(params![run_id, owner, lease_until, model, now])?;
@@ -114,7 +116,10 @@ pub(crate) fn start_run(
 
 pub(crate) fn renew_leases(db: &mut Db<'_>, owner: &str, lease_until: Timestamp) -> Result<u64> {
     let changed = db
-        .stmt("UPDATE runs SET lease_until = ?2 WHERE lease_owner = ?1 AND status = 'running'")?
+        .stmt(
+            "UPDATE runs SET lease_until = ?2 WHERE lease_owner = ?1 \
+             AND status IN ('running', 'awaiting_confirmation')",
+        )?
         .execute(params![owner, lease_until])?;
     Ok(changed as u64)
 }
@@ -187,6 +192,19 @@ pub(crate) fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
 
 /// The usage row of a finished model-call step (ids and counts only).
 fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
+    insert_llm_call(db, step, false)
+}
+
+/// Records a model call of a run that is not in this database (incognito),
+/// with no thread or user.
+pub(crate) fn record_anonymous_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
+    if step.kind != StepKind::Llm || step.status == StepStatus::Started {
+        return Ok(());
+    }
+    insert_llm_call(db, step, true)
+}
+
+fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Result<()> {
     let (provider, model) = step
         .name
         .split_once('/')
@@ -208,14 +226,20 @@ fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
         .and_then(|e| e.get("kind"))
         .and_then(|k| k.as_str());
     let latency = step.finished_at.map_or(0, |f| (f - step.started_at).max(0));
-    db.stmt(
+    let sql = if anonymous {
+        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
+         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
+         error_kind, thread_key, user_key) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'chat', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL) \
+         ON CONFLICT (run_id, idx) DO NOTHING"
+    } else {
         "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
          output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
          error_kind, thread_key, user_key) \
          SELECT ?1, ?2, ?3, ?4, ?5, 'chat', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, thread_key, user_key \
-         FROM runs WHERE run_id = ?1 ON CONFLICT (run_id, idx) DO NOTHING",
-    )?
-    .execute(params![
+         FROM runs WHERE run_id = ?1 ON CONFLICT (run_id, idx) DO NOTHING"
+    };
+    db.stmt(sql)?.execute(params![
         step.run_id,
         step.index,
         step.started_at,
@@ -385,6 +409,29 @@ pub(crate) fn set_thread_thinking(
     )?
     .execute(params![thread_key, level, now])?;
     Ok(())
+}
+
+pub(crate) fn set_thread_incognito(
+    db: &mut Db<'_>,
+    thread_key: &str,
+    enabled: bool,
+    now: Timestamp,
+) -> Result<()> {
+    db.stmt(
+        "INSERT INTO threads (thread_key, incognito, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (thread_key) DO UPDATE SET incognito = excluded.incognito, \
+         updated_at = excluded.updated_at",
+    )?
+    .execute(params![thread_key, i64::from(enabled), now])?;
+    Ok(())
+}
+
+pub(crate) fn incognito_threads(db: &mut Db<'_>) -> Result<Vec<String>> {
+    let keys = db
+        .stmt("SELECT thread_key FROM threads WHERE incognito != 0 ORDER BY thread_key")?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(keys)
 }
 
 pub(crate) fn clear_thread_history(db: &mut Db<'_>, thread_key: &str) -> Result<()> {

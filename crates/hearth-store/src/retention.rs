@@ -1,0 +1,37 @@
+//! Deleting what has been kept long enough: the store side of retention.
+//!
+//! The store only deletes by the cut-off times it is given; how long each kind
+//! of record is kept is decided in one place by the caller
+//! (`hearth_runtime::retention`).
+
+use hearth_core::Timestamp;
+
+/// Cut-off times: records older than these are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionCutoffs {
+    /// Memories last used before this.
+    pub memories_unused_since: Timestamp,
+    /// Audit events that happened before this.
+    pub audit_before: Timestamp,
+    /// Confirmations that expired before this, once their run is finished
+    /// (a run still waiting keeps its confirmation, however old).
+    pub confirmations_expired_before: Timestamp,
+}
+
+/// How many records one purge deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PurgeReport {
+    /// Memories.
+    pub memories: u64,
+    /// Audit events.
+    pub audit_events: u64,
+    /// Confirmations.
+    pub confirmations: u64,
+}
+
+/// Deleting expired records.
+#[async_trait::async_trait]
+pub trait RetentionStore: Send + Sync + 'static {
+    /// Deletes every record older than its cut-off, in one transaction.
+    async fn purge_expired(&self, cutoffs: RetentionCutoffs) -> crate::Result<PurgeReport>;
+}

@@ -1,0 +1,140 @@
+//! The SQL behind confirmations: write functions run on the writer thread
+//! inside the batch transaction, reads on a reader thread.
+
+use hearth_core::Timestamp;
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::db::Db;
+use crate::error::{Result, StoreError};
+use crate::records::{ConfirmationRecord, ConfirmationState};
+
+fn record(row: &Row<'_>) -> rusqlite::Result<(ConfirmationRecord, String)> {
+    let state: String = row.get(9)?;
+    Ok((
+        ConfirmationRecord {
+            token_hash: row.get(0)?,
+            run_id: row.get(1)?,
+            call_id: row.get(2)?,
+            thread_key: row.get(3)?,
+            user_key: row.get(4)?,
+            tool: row.get(5)?,
+            summary: row.get(6)?,
+            created_at: row.get(7)?,
+            expires_at: row.get(8)?,
+            state: ConfirmationState::Pending,
+            resolved_by: row.get(10)?,
+            resolved_at: row.get(11)?,
+        },
+        state,
+    ))
+}
+
+fn parsed((mut rec, state): (ConfirmationRecord, String)) -> Result<ConfirmationRecord> {
+    rec.state = ConfirmationState::parse(&state)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown confirmation state {state:?}")))?;
+    Ok(rec)
+}
+
+pub(crate) fn for_call(
+    db: &mut Db<'_>,
+    run_id: &str,
+    call_id: &str,
+) -> Result<Option<ConfirmationRecord>> {
+    const SQL: &str = "SELECT token_hash, run_id, call_id, thread_key, user_key, tool, summary, \
+                       created_at, expires_at, state, resolved_by, resolved_at \
+                       FROM confirmations WHERE run_id = ?1 AND call_id = ?2";
+    db.stmt(SQL)?
+        .query_row(params![run_id, call_id], record)
+        .optional()?
+        .map(parsed)
+        .transpose()
+}
+
+pub(crate) fn by_hash(db: &mut Db<'_>, token_hash: &str) -> Result<Option<ConfirmationRecord>> {
+    const SQL: &str = "SELECT token_hash, run_id, call_id, thread_key, user_key, tool, summary, \
+                       created_at, expires_at, state, resolved_by, resolved_at \
+                       FROM confirmations WHERE token_hash = ?1";
+    db.stmt(SQL)?
+        .query_row(params![token_hash], record)
+        .optional()?
+        .map(parsed)
+        .transpose()
+}
+
+pub(crate) fn pending(
+    db: &mut Db<'_>,
+    run_id: Option<&str>,
+    thread_key: Option<&str>,
+) -> Result<Vec<ConfirmationRecord>> {
+    const SQL: &str = "SELECT token_hash, run_id, call_id, thread_key, user_key, tool, summary, \
+                       created_at, expires_at, state, resolved_by, resolved_at \
+                       FROM confirmations WHERE state = 'pending' \
+                       AND (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR thread_key = ?2) \
+                       ORDER BY created_at";
+    let rows = db
+        .stmt(SQL)?
+        .query_map(params![run_id, thread_key], record)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.into_iter().map(parsed).collect()
+}
+
+pub(crate) fn request(db: &mut Db<'_>, rec: &ConfirmationRecord) -> Result<ConfirmationRecord> {
+    db.stmt(
+        "INSERT INTO confirmations (token_hash, run_id, call_id, thread_key, user_key, tool, \
+         summary, created_at, expires_at, state) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending') \
+         ON CONFLICT (run_id, call_id) DO NOTHING",
+    )?
+    .execute(params![
+        rec.token_hash,
+        rec.run_id,
+        rec.call_id,
+        rec.thread_key,
+        rec.user_key,
+        rec.tool,
+        rec.summary,
+        rec.created_at,
+        rec.expires_at,
+    ])?;
+    let stored = for_call(db, &rec.run_id, &rec.call_id)?.ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "confirmation of call {} of {} vanished while being stored",
+            rec.call_id, rec.run_id
+        ))
+    })?;
+    if stored.state == ConfirmationState::Pending {
+        db.stmt(
+            "UPDATE runs SET status = 'awaiting_confirmation', updated_at = ?2 \
+             WHERE run_id = ?1 AND status IN ('queued', 'running')",
+        )?
+        .execute(params![rec.run_id, rec.created_at])?;
+    }
+    Ok(stored)
+}
+
+pub(crate) fn resolve(
+    db: &mut Db<'_>,
+    token_hash: &str,
+    state: ConfirmationState,
+    by: &str,
+    at: Timestamp,
+) -> Result<Option<ConfirmationRecord>> {
+    let changed = db
+        .stmt(
+            "UPDATE confirmations SET state = ?2, resolved_by = ?3, resolved_at = ?4 \
+             WHERE token_hash = ?1 AND state = 'pending'",
+        )?
+        .execute(params![token_hash, state.as_str(), by, at])?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    let Some(rec) = by_hash(db, token_hash)? else {
+        return Ok(None);
+    };
+    db.stmt(
+        "UPDATE runs SET status = 'running', updated_at = ?2 \
+         WHERE run_id = ?1 AND status = 'awaiting_confirmation'",
+    )?
+    .execute(params![rec.run_id, at])?;
+    Ok(Some(rec))
+}
