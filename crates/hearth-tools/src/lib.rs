@@ -5,9 +5,12 @@
 //! yields a JSON `{"error": ...}` result for the model, never a failed run.
 
 pub mod builtin;
+pub mod memory;
+pub mod profiles;
 pub mod registry;
 pub mod schema;
 pub mod untrusted;
 pub mod web;
 
+pub use profiles::{ToolProfile, ToolProfiles, channel_of};
 pub use registry::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolRegistry};

@@ -7,6 +7,8 @@ use std::time::Duration;
 use hearth_core::ToolSpec;
 use serde_json::{Value, json};
 
+use crate::profiles::ToolProfiles;
+
 /// Whether a tool only reads or also changes something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolClass {
@@ -101,12 +103,21 @@ pub trait Tool: Send + Sync + 'static {
     fn untrusted(&self) -> bool {
         false
     }
+
+    /// The channels (`telegram`, `discord`, ...) that have this tool: `None`
+    /// for every channel, `Some(list)` for a tool that only makes sense on
+    /// those (e.g. one that acts on a chat platform's own messages).
+    fn channels(&self) -> Option<&[&'static str]> {
+        None
+    }
 }
 
 /// The tools known to this process, by name.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// What each channel offers of `tools`.
+    profiles: ToolProfiles,
 }
 
 impl ToolRegistry {
@@ -143,6 +154,33 @@ impl ToolRegistry {
     /// Specs of every tool, by name.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.values().map(|t| t.spec().clone()).collect()
+    }
+
+    /// The registry with `profiles` deciding what each channel offers.
+    pub fn with_profiles(mut self, profiles: ToolProfiles) -> Self {
+        self.profiles = profiles;
+        self
+    }
+
+    /// The tools `channel` offers, by name: its profile applied, and other
+    /// channels' channel-only tools left out.
+    pub fn for_channel<'a>(&'a self, channel: &'a str) -> impl Iterator<Item = &'a Arc<dyn Tool>> {
+        self.tools
+            .values()
+            .filter(move |t| self.offers(channel, t.as_ref()))
+    }
+
+    /// True when `channel` offers the tool `name` (false for unknown tools),
+    /// so a call the model makes to a tool it was not offered is refused.
+    pub fn available_on(&self, channel: &str, name: &str) -> bool {
+        self.tools
+            .get(name)
+            .is_some_and(|t| self.offers(channel, t.as_ref()))
+    }
+
+    fn offers(&self, channel: &str, tool: &dyn Tool) -> bool {
+        tool.channels().is_none_or(|only| only.contains(&channel))
+            && self.profiles.allows(channel, &tool.spec().name)
     }
 
     /// Runs `name` with the model's argument text and returns the JSON text the
@@ -358,5 +396,115 @@ mod untrusted_tests {
         );
         assert!(wrapped.contains("Ignore all previous instructions"));
         assert!(ToolRegistry::with_builtins().get("web_fetch").is_some());
+    }
+}
+
+#[cfg(test)]
+mod channel_tests {
+    use super::*;
+    use crate::profiles::ToolProfile;
+
+    struct Named {
+        spec: ToolSpec,
+        only: Option<&'static [&'static str]>,
+    }
+
+    #[async_trait::async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> &ToolSpec {
+            &self.spec
+        }
+        fn class(&self) -> ToolClass {
+            ToolClass::Read
+        }
+        fn channels(&self) -> Option<&[&'static str]> {
+            self.only
+        }
+        async fn call(&self, _ctx: &ToolContext, _args: Value) -> Result<Value, ToolError> {
+            Ok(json!({}))
+        }
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut r = ToolRegistry::new();
+        for (name, only) in [
+            ("current_time", None),
+            ("web_fetch", None),
+            ("web_search", None),
+            ("telegram_react", Some(&["telegram"][..])),
+            ("chat_pin", Some(&["telegram", "discord"][..])),
+        ] {
+            r.register(Arc::new(Named {
+                spec: ToolSpec {
+                    name: name.into(),
+                    description: String::new(),
+                    parameters: json!({"type": "object"}),
+                },
+                only,
+            }));
+        }
+        let mut profiles = ToolProfiles::new();
+        profiles.insert(
+            "api",
+            ToolProfile::new(vec!["*".into()], vec!["web_*".into()]),
+        );
+        profiles.insert(
+            "discord",
+            ToolProfile::new(vec!["*".into()], vec!["chat_pin".into()]),
+        );
+        r.with_profiles(profiles)
+    }
+
+    fn names(r: &ToolRegistry, channel: &str) -> Vec<String> {
+        r.for_channel(channel)
+            .map(|t| t.spec().name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn each_channel_gets_its_profile_and_its_own_tools() {
+        let r = registry();
+        assert_eq!(names(&r, "api"), ["current_time"]);
+        assert_eq!(
+            names(&r, "telegram"),
+            [
+                "chat_pin",
+                "current_time",
+                "telegram_react",
+                "web_fetch",
+                "web_search"
+            ]
+        );
+        // A channel-only tool can still be excluded on its own channel.
+        assert_eq!(
+            names(&r, "discord"),
+            ["current_time", "web_fetch", "web_search"]
+        );
+        // No profile: every tool but other channels' own.
+        assert_eq!(
+            names(&r, "slack"),
+            ["current_time", "web_fetch", "web_search"]
+        );
+        // The whole list is still there for surfaces that want it.
+        assert_eq!(r.iter().count(), 5);
+    }
+
+    #[test]
+    fn available_on_agrees_with_for_channel() {
+        let r = registry();
+        for channel in ["api", "telegram", "discord", "slack", ""] {
+            for t in r.iter() {
+                let name = &t.spec().name;
+                assert_eq!(
+                    r.available_on(channel, name),
+                    names(&r, channel).contains(name),
+                    "{channel} {name}"
+                );
+            }
+            assert!(!r.available_on(channel, "no_such_tool"));
+        }
+        assert!(!r.available_on("api", "web_fetch"));
+        assert!(r.available_on("telegram", "telegram_react"));
+        assert!(!r.available_on("api", "telegram_react"));
     }
 }

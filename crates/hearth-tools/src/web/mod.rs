@@ -1,4 +1,5 @@
-//! Safe web access for tools: the SSRF-guarded `web_fetch` tool.
+//! Safe web access for tools: the SSRF-guarded `web_fetch` tool, and
+//! `web_search` ([`search`]) over an operator-configured backend.
 //!
 //! The model chooses the URL, so every URL is hostile until checked:
 //!
@@ -16,6 +17,7 @@
 
 pub mod guard;
 pub mod resolve;
+pub mod search;
 pub mod text;
 
 mod fetch;
