@@ -8,13 +8,17 @@
 //! as "outcome unknown" instead of being run again.
 //! It does not decide when a run starts or write its final status: the runtime does.
 
+pub mod confirm;
 pub mod context;
 pub mod engine;
 pub mod firewall;
 pub mod limits;
 pub mod policy;
 pub mod retry;
+mod wall;
 
-pub use engine::{Candidate, Engine, EventSink, Outcome, RunInput, RunResult, ToolMode};
+pub use engine::{
+    Candidate, ConfirmPolicy, Engine, EventSink, Outcome, RunInput, RunResult, ToolMode,
+};
 pub use limits::Limits;
 pub use retry::RetryPolicy;

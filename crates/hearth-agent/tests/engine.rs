@@ -91,8 +91,14 @@ async fn engine_with(tools: ToolRegistry, dir: &std::path::Path) -> (Engine, Arc
         tool_timeout: Duration::from_secs(10),
         ..Limits::default()
     };
+    // These tests are about ordering and containment; confirmations have
+    // their own tests in hearth-runtime.
+    let confirm = hearth_agent::ConfirmPolicy {
+        confirm_writes: false,
+        ..Default::default()
+    };
     (
-        Engine::new(store.clone(), tools, limits, "sys".into()),
+        Engine::new(store.clone(), tools, limits, "sys".into()).with_confirmations(confirm),
         store,
     )
 }
@@ -132,6 +138,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         cancel: CancellationToken::new(),
         steer: None,
         incognito: false,
+        journal: None,
     };
     engine.run(input, &Sink).await.outcome
 }

@@ -5,20 +5,26 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use hearth_core::{
-    ChatRequest, Content, Message, ModelRef, Role, RunError, RunEventKind, ThinkingLevel, now_ms,
+    ChatRequest, Message, ModelRef, Role, RunError, RunEventKind, ThinkingLevel, now_ms,
 };
 use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
-use hearth_store::{AuditEvent, StepKind, StepRecord, StepStatus, Store, StoreError};
-use hearth_tools::{ToolClass, ToolContext, ToolRegistry};
+use hearth_store::{StepKind, StepRecord, StepStatus, Store, StoreError};
+use hearth_tools::{ToolContext, ToolRegistry};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
+mod confirm_gate;
+mod tools;
+
+use self::tools::push_tool_result;
 use crate::context::{trim_history, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
-use crate::policy::{PolicyConfig, decide, scope_chain, subjects};
+use crate::policy::PolicyConfig;
 use crate::retry::{RetryPolicy, jitter};
+use crate::wall::WallClock;
 
 /// Where the engine publishes progress (`text.delta`, `tool.started`, ...).
 pub trait EventSink: Send + Sync {
@@ -49,9 +55,17 @@ pub struct RunInput {
     pub steer: Option<mpsc::UnboundedReceiver<(i64, String)>>,
     /// True when nothing of the thread may be written to disk.
     pub incognito: bool,
+    /// Where this run's journal and its thread's new messages live, when not
+    /// in the engine's store (incognito runs: a store in memory).
+    pub journal: Option<Arc<dyn Store>>,
 }
 
 impl RunInput {
+    /// The store that holds this run.
+    fn journal<'a>(&'a self, engine_store: &'a Arc<dyn Store>) -> &'a Arc<dyn Store> {
+        self.journal.as_ref().unwrap_or(engine_store)
+    }
+
     /// What the run's tool calls see of it.
     fn tool_context(&self) -> ToolContext {
         ToolContext {
@@ -129,6 +143,31 @@ pub struct Engine {
     policy: PolicyConfig,
     /// Models whose server rejected tool definitions (model-dependent tools).
     no_tools: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Which write-class tools ask the user first.
+    confirm: ConfirmPolicy,
+    /// Runs waiting for an answer.
+    hub: Arc<ConfirmationHub>,
+}
+
+/// Which write-class calls need the user's confirmation.
+#[derive(Debug, Clone)]
+pub struct ConfirmPolicy {
+    /// False: no call asks.
+    pub confirm_writes: bool,
+    /// Write-class tools that never ask.
+    pub exempt: Vec<String>,
+    /// How long a question stays answerable (5 minutes; shorter in tests).
+    pub ttl: Duration,
+}
+
+impl Default for ConfirmPolicy {
+    fn default() -> Self {
+        Self {
+            confirm_writes: true,
+            exempt: Vec::new(),
+            ttl: CONFIRMATION_TTL,
+        }
+    }
 }
 
 /// An early end of the loop.
@@ -195,7 +234,26 @@ impl Engine {
             scanner,
             policy: PolicyConfig::default(),
             no_tools: std::sync::Mutex::new(std::collections::HashSet::new()),
+            confirm: ConfirmPolicy::default(),
+            hub: Arc::new(ConfirmationHub::default()),
         }
+    }
+
+    /// Asks for confirmation per `confirm` instead of the default (every
+    /// write-class tool asks).
+    pub fn with_confirmations(mut self, confirm: ConfirmPolicy) -> Self {
+        self.confirm = confirm;
+        self
+    }
+
+    /// The runs of this engine waiting for a confirmation.
+    pub fn confirmations(&self) -> &Arc<ConfirmationHub> {
+        &self.hub
+    }
+
+    /// The permission policy.
+    pub fn policy(&self) -> &PolicyConfig {
+        &self.policy
     }
 
     /// Decides tool permissions with `policy` instead of the default
@@ -221,17 +279,25 @@ impl Engine {
     pub async fn run(&self, mut input: RunInput, sink: &dyn EventSink) -> RunResult {
         let cancel = input.cancel.clone();
         let max_wall = self.limits.max_wall;
-        let body = self.drive(&mut input, sink);
-        let result = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(Stop::Cancelled),
-            r = tokio::time::timeout(max_wall, body) => match r {
-                Ok(r) => r,
-                Err(_) => Err(limit(format!(
-                    "the run took longer than max_wall_secs = {} s and was stopped",
-                    max_wall.as_secs()
-                ))),
-            },
+        let clock = WallClock::new(max_wall);
+        let result = {
+            let body = self.drive(&mut input, sink, &clock);
+            tokio::pin!(body);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break Err(Stop::Cancelled),
+                    r = &mut body => break r,
+                    _ = tokio::time::sleep_until(clock.next_check()) => {
+                        if clock.expired() {
+                            break Err(limit(format!(
+                                "the run took longer than max_wall_secs = {} s and was stopped",
+                                max_wall.as_secs()
+                            )));
+                        }
+                    }
+                }
+            }
         };
         // Closing first makes later steer attempts fail (the runtime then
         // queues them as follow-ups); draining returns the ones that got in.
@@ -262,13 +328,14 @@ impl Engine {
         &self,
         input: &mut RunInput,
         sink: &dyn EventSink,
+        clock: &WallClock,
     ) -> Result<(String, Vec<Message>, Vec<StepRecord>, Vec<String>), Stop> {
         let mut p = self.resume(input).await?;
         loop {
             // Tool calls of the last model turn that have no result yet run first
             // (also after a crash between a model call and its tools).
             if let Some(pending) = self.pending_calls(&p) {
-                self.run_tools(input, sink, &mut p, pending).await?;
+                self.run_tools(input, sink, &mut p, pending, clock).await?;
                 continue;
             }
             if p.llm_calls >= self.limits.max_llm_calls {
@@ -321,18 +388,28 @@ impl Engine {
                 let unseen = p.pending_steer.into_iter().map(|(_, t)| t).collect();
                 return Ok((text, p.scratch, vec![step], unseen));
             }
-            self.store.put_step(step).await?;
+            input.journal(&self.store).put_step(step).await?;
         }
     }
 
     /// Loads history and rebuilds the run's own messages from its journal.
     async fn resume(&self, input: &RunInput) -> Result<Progress, Stop> {
-        let history = self
+        let mut history = self
             .store
             .thread_history(&input.thread_key, self.limits.history_messages)
             .await?;
-        let steps = self.store.steps(&input.run_id).await?;
-        let stored_steers = self.store.steers(&input.run_id).await?;
+        if let Some(journal) = &input.journal {
+            // An incognito thread continues from what it said before going
+            // incognito, then what it said since (kept only in memory).
+            history.extend(
+                journal
+                    .thread_history(&input.thread_key, self.limits.history_messages)
+                    .await?,
+            );
+        }
+        let journal = input.journal(&self.store);
+        let steps = journal.steps(&input.run_id).await?;
+        let stored_steers = journal.steers(&input.run_id).await?;
         let offered = self.offered_tools(input).await?;
         let mut p = Progress {
             offered,
@@ -499,20 +576,6 @@ impl Engine {
         }
     }
 
-    fn redact_tool_output(&self, json: String) -> String {
-        match serde_json::from_str::<Value>(&json) {
-            Ok(mut v) => {
-                if self.scanner.redact_json(&mut v) > 0 {
-                    tracing::info!("redacted secrets from a tool result");
-                    v.to_string()
-                } else {
-                    json
-                }
-            }
-            Err(_) => self.scanner.redact(&json).text.into_owned(),
-        }
-    }
-
     /// Tools and the system prompt for a call with or without tools.
     fn shape_request(
         &self,
@@ -606,212 +669,9 @@ impl Engine {
             payload: json!({ "error": { "kind": err.kind.as_str(), "message": err.message } }),
         };
         p.next_index += 1;
-        self.store.put_step(step).await?;
+        input.journal(&self.store).put_step(step).await?;
         Ok(())
     }
-
-    /// Runs the calls of one model turn. Consecutive read-class calls run
-    /// concurrently; a write-class call runs alone, in order. Results are
-    /// journaled and handed to the model in the order the model asked.
-    async fn run_tools(
-        &self,
-        input: &RunInput,
-        sink: &dyn EventSink,
-        p: &mut Progress,
-        calls: Vec<(String, String, String)>,
-    ) -> Result<(), Stop> {
-        let ctx = input.tool_context();
-        let mut rest = calls.into_iter().peekable();
-        while let Some(first) = rest.next() {
-            let mut batch = vec![self.begin_call(input, sink, p, first).await?];
-            if batch[0].class != Some(ToolClass::Write) {
-                while let Some(next) =
-                    rest.next_if(|c| self.class_of(&c.1) != Some(ToolClass::Write))
-                {
-                    batch.push(self.begin_call(input, sink, p, next).await?);
-                }
-            }
-            let timeout = self.limits.tool_timeout;
-            let ctx = &ctx;
-            let outputs = futures_util::future::join_all(batch.iter().map(|c| async move {
-                match c.denied {
-                    Some(cap) => self.deny(input, &c.name, cap).await,
-                    None => {
-                        self.tools
-                            .execute(ctx, &c.name, &c.arguments, timeout)
-                            .await
-                    }
-                }
-            }))
-            .await;
-            for (call, output) in batch.into_iter().zip(outputs) {
-                self.end_call(sink, p, call, output).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The tools `input`'s user may use. Grants only add to the default
-    /// preset, so they are read only when some tool needs more than it holds.
-    async fn offered_tools(&self, input: &RunInput) -> Result<Vec<hearth_core::ToolSpec>, Stop> {
-        let needs_grants = self.tools.iter().any(|t| {
-            t.capability().is_some_and(|cap| {
-                !self.policy.is_admin(&input.user_key) && !self.policy.default_preset.contains(cap)
-            })
-        });
-        let grants = if needs_grants {
-            let scopes = scope_chain(&input.scope).unwrap_or_else(|_| vec!["global".to_owned()]);
-            self.store
-                .grants_for(&subjects(&input.user_key, &[]), &scopes)
-                .await?
-        } else {
-            Vec::new()
-        };
-        Ok(self
-            .tools
-            .iter()
-            .filter(|t| {
-                t.capability().is_none_or(|cap| {
-                    decide(&self.policy, &input.user_key, &[], cap, &grants).allowed
-                })
-            })
-            .map(|t| t.spec().clone())
-            .collect())
-    }
-
-    /// A refused call: an error the model can read, and an audit record.
-    async fn deny(
-        &self,
-        input: &RunInput,
-        tool: &str,
-        cap: &'static str,
-    ) -> hearth_tools::ToolOutput {
-        let event = AuditEvent {
-            at: now_ms(),
-            actor: input.user_key.clone(),
-            action: "tool.call".into(),
-            target: tool.to_owned(),
-            outcome: "denied".into(),
-            capability: Some(cap.to_owned()),
-            scope: Some(input.scope.clone()),
-        };
-        if let Err(e) = self.store.append_audit(event).await {
-            tracing::warn!(error = %e, tool, "could not write a denial to the audit log");
-        }
-        hearth_tools::ToolOutput {
-            json: json!({
-                "error": format!(
-                    "permission denied: calling {tool} needs capability {cap}, and this user does not have it (missing capability {cap}); an operator can grant it"
-                )
-            })
-            .to_string(),
-            is_error: true,
-        }
-    }
-
-    fn class_of(&self, name: &str) -> Option<ToolClass> {
-        self.tools.get(name).map(|t| t.class())
-    }
-
-    /// Checks the limits, journals a write-class call as started (so a crash
-    /// mid-call is reported as "outcome unknown", never repeated) and
-    /// announces the call.
-    async fn begin_call(
-        &self,
-        input: &RunInput,
-        sink: &dyn EventSink,
-        p: &mut Progress,
-        (call_id, name, arguments): (String, String, String),
-    ) -> Result<PendingCall, Stop> {
-        if p.tool_calls >= self.limits.max_tool_calls {
-            return Err(limit(format!(
-                "the model asked for more than max_tool_calls = {} tool calls",
-                self.limits.max_tool_calls
-            )));
-        }
-        if p.next_index >= self.limits.max_steps {
-            return Err(limit(format!(
-                "the run reached max_steps = {} without finishing",
-                self.limits.max_steps
-            )));
-        }
-        p.tool_calls += 1;
-        let index = p.next_index;
-        p.next_index += 1;
-        let class = self.class_of(&name);
-        // The capability is checked before the arguments, also for a tool the
-        // run was not offered; an unknown tool stays an "unknown tool" error.
-        let denied = match self.tools.get(&name).and_then(|t| t.capability()) {
-            Some(cap) if !p.offered.iter().any(|t| t.name == name) => Some(cap),
-            _ => None,
-        };
-        let step = StepRecord {
-            run_id: input.run_id.clone(),
-            index,
-            kind: StepKind::Tool,
-            name: name.clone(),
-            status: StepStatus::Started,
-            started_at: now_ms(),
-            finished_at: None,
-            tokens: None,
-            payload: json!({ "call_id": call_id, "arguments": arguments }),
-        };
-        if class == Some(ToolClass::Write) {
-            self.store.put_step(step.clone()).await?;
-        }
-        sink.emit(
-            RunEventKind::ToolStarted,
-            json!({ "call_id": call_id, "name": name }),
-        );
-        Ok(PendingCall {
-            call_id,
-            name,
-            arguments,
-            class,
-            denied,
-            step,
-        })
-    }
-
-    /// Redacts, journals and announces a finished call, and adds its result.
-    async fn end_call(
-        &self,
-        sink: &dyn EventSink,
-        p: &mut Progress,
-        call: PendingCall,
-        output: hearth_tools::ToolOutput,
-    ) -> Result<(), Stop> {
-        let ok = !output.is_error;
-        // Tool output is outside content: secrets in it never reach the
-        // model, the journal or the history.
-        let output = self.redact_tool_output(output.json);
-        let mut step = call.step;
-        step.status = if ok {
-            StepStatus::Succeeded
-        } else {
-            StepStatus::Failed
-        };
-        step.finished_at = Some(now_ms());
-        step.payload["output"] = Value::String(output.clone());
-        self.store.put_step(step).await?;
-        sink.emit(
-            RunEventKind::ToolFinished,
-            json!({ "call_id": call.call_id, "name": call.name, "ok": ok }),
-        );
-        push_tool_result(&mut p.scratch, call.call_id, output);
-        Ok(())
-    }
-}
-
-/// A tool call announced and journaled, not yet finished.
-struct PendingCall {
-    call_id: String,
-    name: String,
-    arguments: String,
-    class: Option<ToolClass>,
-    /// The capability the user lacks, when the call is refused.
-    denied: Option<&'static str>,
-    step: StepRecord,
 }
 
 /// A request error that says the model does not take tools (servers word it
@@ -824,16 +684,4 @@ fn rejects_tools(err: &LlmError) -> bool {
             || m.contains("not allowed")
             || m.contains("unknown")
             || m.contains("invalid"))
-}
-
-/// Appends a tool result to the trailing tool message, starting one if needed.
-fn push_tool_result(scratch: &mut Vec<Message>, call_id: String, output: String) {
-    let part = Content::ToolResult { call_id, output };
-    match scratch.last_mut() {
-        Some(m) if m.role == Role::Tool => m.content.push(part),
-        _ => scratch.push(Message {
-            role: Role::Tool,
-            content: vec![part],
-        }),
-    }
 }

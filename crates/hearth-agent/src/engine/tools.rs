@@ -1,0 +1,302 @@
+//! Running the tool calls of a model turn: permissions, journaling, and the
+//! order and concurrency of calls.
+
+use hearth_core::{Content, Message, Role, RunEventKind, now_ms};
+use hearth_store::{AuditEvent, StepKind, StepRecord, StepStatus};
+use hearth_tools::{ToolClass, channel_of};
+use serde_json::{Value, json};
+
+use super::{Engine, EventSink, Progress, RunInput, Stop, limit};
+use crate::limits::Limits;
+use crate::policy::{decide, scope_chain, subjects};
+use crate::wall::WallClock;
+
+impl Engine {
+    /// Redacts secrets from JSON text (a tool's arguments or output): what
+    /// a tool stores (memory) or the journal keeps holds only placeholders.
+    fn redact_tool_json(&self, json: String, what: &'static str) -> String {
+        match serde_json::from_str::<Value>(&json) {
+            Ok(mut v) => {
+                if self.scanner.redact_json(&mut v) > 0 {
+                    tracing::info!(what, "redacted secrets from a tool call");
+                    v.to_string()
+                } else {
+                    json
+                }
+            }
+            Err(_) => self.scanner.redact(&json).text.into_owned(),
+        }
+    }
+
+    /// Runs the calls of one model turn. Consecutive read-class calls run
+    /// concurrently; a write-class call runs alone, in order. Results are
+    /// journaled and handed to the model in the order the model asked.
+    pub(super) async fn run_tools(
+        &self,
+        input: &RunInput,
+        sink: &dyn EventSink,
+        p: &mut Progress,
+        calls: Vec<(String, String, String)>,
+        clock: &WallClock,
+    ) -> Result<(), Stop> {
+        let ctx = input.tool_context();
+        let mut rest = calls.into_iter().peekable();
+        while let Some(first) = rest.next() {
+            if self.needs_confirmation(p, &first.1, &first.2) {
+                check_call_limits(&self.limits, p)?;
+                if let Some(refusal) = self.confirm(input, sink, &first, clock).await? {
+                    let call = self.begin_call(input, sink, p, first, false).await?;
+                    self.end_call(input, sink, p, call, refusal).await?;
+                    continue;
+                }
+            }
+            let mut batch = vec![self.begin_call(input, sink, p, first, true).await?];
+            if batch[0].class != Some(ToolClass::Write) {
+                while let Some(next) =
+                    rest.next_if(|c| self.class_of(&c.1) != Some(ToolClass::Write))
+                {
+                    batch.push(self.begin_call(input, sink, p, next, true).await?);
+                }
+            }
+            let timeout = self.limits.tool_timeout;
+            let ctx = &ctx;
+            let outputs = futures_util::future::join_all(batch.iter().map(|c| async move {
+                match c.refused {
+                    Some(Refusal::Capability(cap)) => self.deny(input, &c.name, cap).await,
+                    Some(Refusal::Channel) => not_on_channel(&c.name, &input.thread_key),
+                    None => {
+                        self.tools
+                            .execute(ctx, &c.name, &c.arguments, timeout)
+                            .await
+                    }
+                }
+            }))
+            .await;
+            for (call, output) in batch.into_iter().zip(outputs) {
+                self.end_call(input, sink, p, call, output).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The tools `input`'s user may use. Grants only add to the default
+    /// preset, so they are read only when some tool needs more than it holds.
+    pub(super) async fn offered_tools(
+        &self,
+        input: &RunInput,
+    ) -> Result<Vec<hearth_core::ToolSpec>, Stop> {
+        let channel = channel_of(&input.thread_key);
+        let needs_grants = self.tools.for_channel(channel).any(|t| {
+            t.capability().is_some_and(|cap| {
+                !self.policy.is_admin(&input.user_key) && !self.policy.default_preset.contains(cap)
+            })
+        });
+        let grants = if needs_grants {
+            let scopes = scope_chain(&input.scope).unwrap_or_else(|_| vec!["global".to_owned()]);
+            self.store
+                .grants_for(&subjects(&input.user_key, &[]), &scopes)
+                .await?
+        } else {
+            Vec::new()
+        };
+        Ok(self
+            .tools
+            .for_channel(channel)
+            .filter(|t| {
+                t.capability().is_none_or(|cap| {
+                    decide(&self.policy, &input.user_key, &[], cap, &grants).allowed
+                })
+            })
+            .map(|t| t.spec().clone())
+            .collect())
+    }
+
+    /// A refused call: an error the model can read, and an audit record.
+    async fn deny(
+        &self,
+        input: &RunInput,
+        tool: &str,
+        cap: &'static str,
+    ) -> hearth_tools::ToolOutput {
+        let event = AuditEvent {
+            at: now_ms(),
+            actor: input.user_key.clone(),
+            action: "tool.call".into(),
+            target: tool.to_owned(),
+            outcome: "denied".into(),
+            capability: Some(cap.to_owned()),
+            scope: Some(input.scope.clone()),
+        };
+        if let Err(e) = self.store.append_audit(event).await {
+            tracing::warn!(error = %e, tool, "could not write a denial to the audit log");
+        }
+        hearth_tools::ToolOutput {
+            json: json!({
+                "error": format!(
+                    "permission denied: calling {tool} needs capability {cap}, and this user does not have it (missing capability {cap}); an operator can grant it"
+                )
+            })
+            .to_string(),
+            is_error: true,
+        }
+    }
+
+    fn class_of(&self, name: &str) -> Option<ToolClass> {
+        self.tools.get(name).map(|t| t.class())
+    }
+
+    /// Checks the limits, journals a write-class call that will run as
+    /// started (so a crash mid-call is reported as "outcome unknown", never
+    /// repeated) and announces the call.
+    async fn begin_call(
+        &self,
+        input: &RunInput,
+        sink: &dyn EventSink,
+        p: &mut Progress,
+        (call_id, name, arguments): (String, String, String),
+        will_run: bool,
+    ) -> Result<PendingCall, Stop> {
+        check_call_limits(&self.limits, p)?;
+        let arguments = self.redact_tool_json(arguments, "arguments");
+        p.tool_calls += 1;
+        let index = p.next_index;
+        p.next_index += 1;
+        let class = self.class_of(&name);
+        // The capability is checked before the arguments, also for a tool the
+        // run was not offered; an unknown tool stays an "unknown tool" error.
+        let refused = match self.tools.get(&name) {
+            Some(_)
+                if !self
+                    .tools
+                    .available_on(channel_of(&input.thread_key), &name) =>
+            {
+                Some(Refusal::Channel)
+            }
+            Some(t) => match t.capability() {
+                Some(cap) if !p.offered.iter().any(|t| t.name == name) => {
+                    Some(Refusal::Capability(cap))
+                }
+                _ => None,
+            },
+            None => None,
+        };
+        let step = StepRecord {
+            run_id: input.run_id.clone(),
+            index,
+            kind: StepKind::Tool,
+            name: name.clone(),
+            status: StepStatus::Started,
+            started_at: now_ms(),
+            finished_at: None,
+            tokens: None,
+            payload: json!({ "call_id": call_id, "arguments": arguments }),
+        };
+        if class == Some(ToolClass::Write) && will_run {
+            input.journal(&self.store).put_step(step.clone()).await?;
+        }
+        sink.emit(
+            RunEventKind::ToolStarted,
+            json!({ "call_id": call_id, "name": name }),
+        );
+        Ok(PendingCall {
+            call_id,
+            name,
+            arguments,
+            class,
+            refused,
+            step,
+        })
+    }
+
+    /// Redacts, journals and announces a finished call, and adds its result.
+    async fn end_call(
+        &self,
+        input: &RunInput,
+        sink: &dyn EventSink,
+        p: &mut Progress,
+        call: PendingCall,
+        output: hearth_tools::ToolOutput,
+    ) -> Result<(), Stop> {
+        let ok = !output.is_error;
+        // Tool output is outside content: secrets in it never reach the
+        // model, the journal or the history.
+        let output = self.redact_tool_json(output.json, "result");
+        let mut step = call.step;
+        step.status = if ok {
+            StepStatus::Succeeded
+        } else {
+            StepStatus::Failed
+        };
+        step.finished_at = Some(now_ms());
+        step.payload["output"] = Value::String(output.clone());
+        input.journal(&self.store).put_step(step).await?;
+        sink.emit(
+            RunEventKind::ToolFinished,
+            json!({ "call_id": call.call_id, "name": call.name, "ok": ok }),
+        );
+        push_tool_result(&mut p.scratch, call.call_id, output);
+        Ok(())
+    }
+}
+
+/// Fails the run when one more tool call would pass a limit.
+fn check_call_limits(limits: &Limits, p: &Progress) -> Result<(), Stop> {
+    if p.tool_calls >= limits.max_tool_calls {
+        return Err(limit(format!(
+            "the model asked for more than max_tool_calls = {} tool calls",
+            limits.max_tool_calls
+        )));
+    }
+    if p.next_index >= limits.max_steps {
+        return Err(limit(format!(
+            "the run reached max_steps = {} without finishing",
+            limits.max_steps
+        )));
+    }
+    Ok(())
+}
+
+/// A tool call announced and journaled, not yet finished.
+struct PendingCall {
+    call_id: String,
+    name: String,
+    arguments: String,
+    class: Option<ToolClass>,
+    /// The capability the user lacks, when the call is refused.
+    refused: Option<Refusal>,
+    step: StepRecord,
+}
+
+/// Why a call is not run.
+enum Refusal {
+    /// The user lacks this capability.
+    Capability(&'static str),
+    /// The run's channel does not have the tool.
+    Channel,
+}
+
+/// The result of a call to a tool the run's channel does not offer.
+fn not_on_channel(tool: &str, thread_key: &str) -> hearth_tools::ToolOutput {
+    hearth_tools::ToolOutput {
+        json: json!({
+            "error": format!(
+                "tool {tool} is not available on channel {}; use another tool or answer without it",
+                channel_of(thread_key)
+            )
+        })
+        .to_string(),
+        is_error: true,
+    }
+}
+
+/// Appends a tool result to the trailing tool message, starting one if needed.
+pub(super) fn push_tool_result(scratch: &mut Vec<Message>, call_id: String, output: String) {
+    let part = Content::ToolResult { call_id, output };
+    match scratch.last_mut() {
+        Some(m) if m.role == Role::Tool => m.content.push(part),
+        _ => scratch.push(Message {
+            role: Role::Tool,
+            content: vec![part],
+        }),
+    }
+}
