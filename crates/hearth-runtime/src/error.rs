@@ -11,6 +11,12 @@ pub enum RuntimeError {
     /// No such run.
     #[error("no run with id {0:?}")]
     RunNotFound(String),
+    /// No pending confirmation has this token (unknown, used or expired).
+    #[error("no pending confirmation has this token: it is unknown, already used or expired")]
+    ConfirmationNotFound,
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
     /// The model reference names no configured provider or model.
     #[error("{0}")]
     UnknownModel(String),

@@ -8,8 +8,11 @@
 
 pub mod bus;
 pub mod catalog;
+mod confirmations;
 pub mod envelope;
 pub mod error;
+mod incognito;
+pub mod retention;
 pub mod runtime;
 mod scheduler;
 mod threads;

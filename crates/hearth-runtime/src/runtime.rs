@@ -18,6 +18,7 @@ use crate::bus::{EventBus, RunLog};
 use crate::catalog::{Catalog, ToolSupport};
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
+use crate::incognito::Incognito;
 use crate::scheduler::{CancelFound, Enqueued, Scheduler};
 use crate::usage::SpendAlert;
 
@@ -67,6 +68,7 @@ pub(crate) struct Inner {
     pub(crate) shutting_down: AtomicBool,
     pub(crate) in_flight: watch::Sender<usize>,
     pub(crate) spend_alert: SpendAlert,
+    pub(crate) incognito: Incognito,
 }
 
 /// The runtime. Cheap to clone.
@@ -79,7 +81,14 @@ struct LogSink<'a>(&'a RunLog);
 
 impl EventSink for LogSink<'_> {
     fn emit(&self, kind: RunEventKind, data: Value) {
-        self.0.push(kind, data, None);
+        // The run's status follows its events: it awaits from the question
+        // until the next thing it does.
+        let status = match kind {
+            RunEventKind::ConfirmationRequired => Some(RunStatus::AwaitingConfirmation),
+            _ if self.0.status() == RunStatus::AwaitingConfirmation => Some(RunStatus::Running),
+            _ => None,
+        };
+        self.0.push(kind, data, status);
     }
 }
 
@@ -111,6 +120,7 @@ impl Runtime {
                 shutting_down: AtomicBool::new(false),
                 in_flight: watch::Sender::new(0),
                 spend_alert: SpendAlert::default(),
+                incognito: Incognito::default(),
             }),
         }
     }
@@ -138,10 +148,14 @@ impl Runtime {
     /// Re-queues every run a previous process left unfinished, then starts the
     /// lease heartbeat and the periodic sweep. Returns how many were recovered.
     pub async fn start(&self) -> Result<usize> {
+        self.inner
+            .incognito
+            .load(self.inner.store.incognito_threads().await?);
         let recovered = self.sweep(true).await?;
         if recovered > 0 {
             info!(runs = recovered, "recovered unfinished runs");
         }
+        self.start_retention();
         let weak = Arc::downgrade(&self.inner);
         let every = self.inner.options.sweep_every;
         tokio::spawn(async move {
@@ -166,6 +180,26 @@ impl Runtime {
             }
         });
         Ok(recovered)
+    }
+
+    /// Runs the retention clean-up now (in the background) and every
+    /// `RETENTION_EVERY`, for as long as the runtime lives.
+    fn start_retention(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(crate::retention::RETENTION_EVERY);
+            // After a long pause (a suspended laptop) one round is enough.
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                let store = inner.store.clone();
+                drop(inner);
+                if let Err(e) = crate::retention::run_once(store.as_ref(), now_ms()).await {
+                    warn!(error = %e, "retention clean-up failed; retrying at the next round");
+                }
+            }
+        });
     }
 
     /// Queues unfinished runs this process does not hold: all of them at start,
@@ -217,6 +251,13 @@ impl Runtime {
         if let Some(k) = &inbound.idempotency_key {
             check_key("idempotency_key", k)?;
         }
+        // Read before redaction: a token is random enough to look like a secret.
+        if let Some(env) = self
+            .confirmation_command(&inbound.thread_key, &inbound.user_key, &inbound.text)
+            .await?
+        {
+            return Ok(env);
+        }
         // Secrets are redacted before the message is stored or sent anywhere:
         // nothing of them reaches disk, a provider or the history.
         let redacted = SecretScanner::new().redact(&inbound.text);
@@ -234,10 +275,10 @@ impl Runtime {
             // Stored before it is acknowledged, like any message; if the run
             // ends before it can take it, it becomes an ordinary follow-up.
             let steer = self
-                .inner
-                .store
+                .store_of_run(&run_id)
                 .add_steer(&run_id, &inbound.text, now_ms())
                 .await?;
+            self.deny_pending_on_thread(&inbound.thread_key).await;
             if self.inner.scheduler.send_steer(
                 &inbound.thread_key,
                 &run_id,
@@ -247,16 +288,25 @@ impl Runtime {
                 return self.get_run(&run_id).await;
             }
         }
-        self.ingest_stored(inbound).await
+        let thread_key = inbound.thread_key.clone();
+        let env = self.ingest_stored(inbound).await?;
+        // Stored first: an ordinary message denies what the thread waits for
+        // only once it is safe.
+        self.deny_pending_on_thread(&thread_key).await;
+        Ok(env)
     }
 
     /// Stores a validated message as a new run (or finds its idempotent twin) and queues it.
     async fn ingest_stored(&self, inbound: Inbound) -> Result<RunEnvelope> {
         let lock = self.inner.scheduler.ingest_lock(&inbound.thread_key);
         let guard = lock.lock().await;
-        let outcome = self
-            .inner
-            .store
+        let incognito = self.inner.incognito.is_thread(&inbound.thread_key);
+        let store = if incognito {
+            self.inner.incognito.store()?
+        } else {
+            self.inner.store.clone()
+        };
+        let outcome = store
             .create_run(NewRun {
                 run_id: hearth_core::new_run_id(),
                 thread_key: inbound.thread_key,
@@ -272,6 +322,9 @@ impl Runtime {
             Ok(CreateRunOutcome::Created(run)) => run,
             Err(e) => return Err(e.into()),
         };
+        if incognito {
+            self.inner.incognito.add_run(&run.run_id);
+        }
         metrics::counter!("hearth_runs_accepted_total").increment(1);
         let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
         log.push(
@@ -318,8 +371,9 @@ impl Runtime {
         // `start_run` skips terminal runs. Runs reach here only from the queue,
         // from which cancelling removes them, so none is terminal already.
         let until = now_ms() + lease_ms(&inner.options);
+        let journal = inner.incognito.store_of_run(&run.run_id);
         let (store, run_id, owner, model_name) = (
-            inner.store.clone(),
+            self.store_of_run(&run.run_id),
             run.run_id.clone(),
             inner.options.owner.clone(),
             model.to_string(),
@@ -352,7 +406,8 @@ impl Runtime {
             thinking,
             cancel,
             steer: Some(steer),
-            incognito: false,
+            incognito: journal.is_some(),
+            journal,
         };
         let result = inner.engine.run(input, &LogSink(&log)).await;
         let follow_ups = result
@@ -437,7 +492,18 @@ impl Runtime {
             follow_ups: follow_ups.clone(),
             finished_at: now_ms(),
         };
-        let stored = self.inner.store.finish_run(finish).await;
+        let store = self.store_of_run(&run.run_id);
+        let incognito = !Arc::ptr_eq(&store, &self.inner.store);
+        if incognito {
+            // Follow-ups are made in the same store; know them before they exist.
+            for f in &finish.follow_ups {
+                self.inner.incognito.add_run(&f.run_id);
+            }
+        }
+        let stored = store.finish_run(finish).await;
+        if incognito && let Ok(true) = stored {
+            self.count_incognito_usage(&store, &run.run_id).await;
+        }
         if let Ok(true) = stored {
             self.schedule_follow_ups(&run.thread_key, follow_ups).await;
         }
@@ -481,7 +547,7 @@ impl Runtime {
         let lock = self.inner.scheduler.ingest_lock(thread_key);
         let _guard = lock.lock().await;
         for new in follow_ups {
-            match self.inner.store.get_run(&new.run_id).await {
+            match self.store_of_run(&new.run_id).get_run(&new.run_id).await {
                 Ok(Some(run)) => {
                     let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
                     log.push(
@@ -499,15 +565,36 @@ impl Runtime {
         }
     }
 
+    /// Counts an incognito run's model calls in the disk store's usage,
+    /// without thread or user keys.
+    async fn count_incognito_usage(&self, memory: &Arc<dyn Store>, run_id: &str) {
+        // A fresh id, so the usage rows cannot be tied to the run.
+        let anonymous = format!("incognito_{}", uuid::Uuid::now_v7().simple());
+        let steps = match memory.steps(run_id).await {
+            Ok(mut steps) => {
+                for s in &mut steps {
+                    s.run_id.clone_from(&anonymous);
+                }
+                steps
+            }
+            Err(e) => {
+                warn!(error = %e, "could not read an incognito run's steps for usage");
+                return;
+            }
+        };
+        if let Err(e) = self.inner.store.record_anonymous_usage(steps).await {
+            warn!(error = %e, "could not count an incognito run's usage");
+        }
+    }
+
     /// One run's envelope.
     pub async fn get_run(&self, run_id: &str) -> Result<RunEnvelope> {
         let run = self.run_record(run_id).await?;
-        Ok(envelope(&run))
+        self.envelope_of(&run).await
     }
 
     async fn run_record(&self, run_id: &str) -> Result<RunRecord> {
-        self.inner
-            .store
+        self.store_of_run(run_id)
             .get_run(run_id)
             .await?
             .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))
@@ -515,20 +602,23 @@ impl Runtime {
 
     /// Runs matching a filter, newest first.
     pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunEnvelope>> {
-        Ok(self
-            .inner
-            .store
-            .list_runs(filter)
-            .await?
-            .iter()
-            .map(envelope)
-            .collect())
+        let mut runs = self.inner.store.list_runs(filter).await?;
+        if let Some(memory) = self.inner.incognito.opened() {
+            runs.extend(memory.list_runs(filter).await?);
+            runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
+            runs.truncate(usize::try_from(filter.limit).unwrap_or(usize::MAX).max(1));
+        }
+        let mut out = Vec::with_capacity(runs.len());
+        for run in &runs {
+            out.push(self.envelope_of(run).await?);
+        }
+        Ok(out)
     }
 
     /// A run's journal.
     pub async fn trace(&self, run_id: &str) -> Result<Vec<StepRecord>> {
         self.run_record(run_id).await?;
-        Ok(self.inner.store.steps(run_id).await?)
+        Ok(self.store_of_run(run_id).steps(run_id).await?)
     }
 
     /// Waits until the run is terminal or awaiting confirmation, at most `timeout`.

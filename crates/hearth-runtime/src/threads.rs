@@ -28,7 +28,10 @@ impl Runtime {
     /// A thread's runtime settings.
     pub async fn thread_runtime(&self, thread_key: &str) -> Result<ThreadRuntime> {
         check_key("thread_key", thread_key)?;
-        let st = self.inner.store.thread_state(thread_key).await?;
+        let mut st = self.inner.store.thread_state(thread_key).await?;
+        if let Some(memory) = self.inner.incognito.opened() {
+            st.message_count += memory.thread_state(thread_key).await?.message_count;
+        }
         let model = st
             .model
             .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
@@ -82,6 +85,9 @@ impl Runtime {
             self.cancel(&run_id).await?;
         }
         self.inner.store.clear_thread_history(thread_key).await?;
+        if let Some(memory) = self.inner.incognito.opened() {
+            memory.clear_thread_history(thread_key).await?;
+        }
         self.thread_runtime(thread_key).await
     }
 

@@ -1,0 +1,254 @@
+//! Answering confirmations: over the API, by a `confirm <token>` / `deny
+//! <token>` message, or implicitly by a new message on the thread.
+
+use hearth_agent::confirm::{hash_token, looks_like_token};
+use hearth_agent::policy::{decide, scope_chain, subjects};
+use hearth_core::{Confirmation, RunEnvelope, RunStatus, now_ms, rfc3339};
+use std::sync::Arc;
+
+use hearth_store::{AuditEvent, ConfirmationRecord, ConfirmationState, RunRecord, Store};
+use tracing::{info, warn};
+
+use crate::envelope::envelope;
+use crate::error::{Result, RuntimeError};
+use crate::runtime::Runtime;
+
+/// The capability that lets a user answer other users' confirmations.
+const RESOLVE_ANY: &str = "confirmations.resolve_any";
+
+/// Who hearth records as the answerer when a new message denies.
+const BY_NEW_MESSAGE: &str = "hearth:new_message";
+
+/// `confirm <token>` or `deny <token>`, parsed.
+pub(crate) struct Command<'a> {
+    pub(crate) approve: bool,
+    pub(crate) token: &'a str,
+}
+
+/// Parses a message that is exactly `confirm <token>` or `deny <token>`
+/// (surrounding white space aside).
+pub(crate) fn parse_command(text: &str) -> Option<Command<'_>> {
+    let (verb, token) = text.trim().split_once(' ')?;
+    let approve = match verb {
+        "confirm" => true,
+        "deny" => false,
+        _ => return None,
+    };
+    looks_like_token(token).then_some(Command { approve, token })
+}
+
+impl Runtime {
+    /// Answers the confirmation `token` for `user_key`; returns the waiting
+    /// run's envelope. Only the user who asked may answer, or a holder of
+    /// `confirmations.resolve_any`.
+    pub async fn resolve_confirmation(
+        &self,
+        token: &str,
+        user_key: &str,
+        approve: bool,
+    ) -> Result<RunEnvelope> {
+        crate::runtime::check_key("user_key", user_key)?;
+        let hash = hash_token(token);
+        let (rec, store) = self
+            .find_confirmation(&hash)
+            .await?
+            .filter(|(r, _)| r.state == ConfirmationState::Pending)
+            .ok_or(RuntimeError::ConfirmationNotFound)?;
+        let run_done = store
+            .get_run(&rec.run_id)
+            .await?
+            .is_none_or(|r| r.status.is_terminal());
+        if run_done {
+            // A cancelled run's question is moot.
+            return Err(RuntimeError::ConfirmationNotFound);
+        }
+        let now = now_ms();
+        if now >= rec.expires_at {
+            // The waiting run marks it expired itself; wake it so it does now.
+            self.inner.engine.confirmations().wake(&rec.run_id);
+            return Err(RuntimeError::ConfirmationNotFound);
+        }
+        if rec.user_key != user_key && !self.may_resolve_any(user_key).await? {
+            self.audit(user_key, &rec, "denied", Some(RESOLVE_ANY))
+                .await;
+            return Err(RuntimeError::Forbidden(format!(
+                "this confirmation belongs to another user; answering it needs capability {RESOLVE_ANY}"
+            )));
+        }
+        let state = if approve {
+            ConfirmationState::Approved
+        } else {
+            ConfirmationState::Denied
+        };
+        let Some(rec) = store
+            .resolve_confirmation(&hash, state, user_key, now)
+            .await?
+        else {
+            return Err(RuntimeError::ConfirmationNotFound);
+        };
+        self.resumed(&rec);
+        self.audit(user_key, &rec, state.as_str(), None).await;
+        info!(run_id = %rec.run_id, tool = %rec.tool, state = state.as_str(), "confirmation answered");
+        self.get_run(&rec.run_id).await
+    }
+
+    /// When `text` is `confirm <token>` / `deny <token>` for a confirmation
+    /// pending on `thread_key`, answers it and returns the run's envelope.
+    pub(crate) async fn confirmation_command(
+        &self,
+        thread_key: &str,
+        user_key: &str,
+        text: &str,
+    ) -> Result<Option<RunEnvelope>> {
+        let Some(cmd) = parse_command(text) else {
+            return Ok(None);
+        };
+        let on_thread = self
+            .find_confirmation(&hash_token(cmd.token))
+            .await?
+            .is_some_and(|(r, _)| {
+                r.thread_key == thread_key && r.state == ConfirmationState::Pending
+            });
+        if !on_thread {
+            return Ok(None);
+        }
+        self.resolve_confirmation(cmd.token, user_key, cmd.approve)
+            .await
+            .map(Some)
+    }
+
+    /// Denies what runs of `thread_key` wait for: a new message means the
+    /// user moved on. Only runs waiting in this process are looked up, so
+    /// the common case (nothing waiting) costs no query.
+    pub(crate) async fn deny_pending_on_thread(&self, thread_key: &str) {
+        if !self.inner.engine.confirmations().any_waiting_on(thread_key) {
+            return;
+        }
+        for run_id in self.inner.engine.confirmations().waiting_on(thread_key) {
+            let store = self.store_of_run(&run_id);
+            let pending = match store.pending_confirmations(Some(&run_id), None).await {
+                Ok(p) => p,
+                Err(e) => {
+                    warn!(run_id, error = %e, "could not look up confirmations to deny");
+                    continue;
+                }
+            };
+            for rec in pending {
+                self.deny_for_new_message(&store, &rec).await;
+            }
+        }
+    }
+
+    async fn deny_for_new_message(&self, store: &Arc<dyn Store>, rec: &ConfirmationRecord) {
+        let answered = store
+            .resolve_confirmation(
+                &rec.token_hash,
+                ConfirmationState::Denied,
+                BY_NEW_MESSAGE,
+                now_ms(),
+            )
+            .await;
+        match answered {
+            Ok(Some(rec)) => self.resumed(&rec),
+            Ok(None) => {}
+            Err(e) => warn!(run_id = %rec.run_id, error = %e, "could not deny a confirmation"),
+        }
+    }
+
+    /// The envelope of a stored run, with its pending confirmation.
+    pub(crate) async fn envelope_of(&self, run: &RunRecord) -> Result<RunEnvelope> {
+        let mut env = envelope(run);
+        if run.status == RunStatus::AwaitingConfirmation
+            && let Some(rec) = self
+                .store_of_run(&run.run_id)
+                .pending_confirmations(Some(&run.run_id), None)
+                .await?
+                .into_iter()
+                .next()
+        {
+            env.confirmation = Some(Confirmation {
+                token: self.inner.engine.confirmations().token(&run.run_id),
+                tool: rec.tool,
+                summary: rec.summary,
+                expires_at: rfc3339(rec.expires_at),
+            });
+        }
+        Ok(env)
+    }
+
+    /// A confirmation by token hash, with the store that holds it (disk, or
+    /// memory for incognito runs).
+    async fn find_confirmation(
+        &self,
+        hash: &str,
+    ) -> Result<Option<(ConfirmationRecord, Arc<dyn Store>)>> {
+        if let Some(rec) = self.inner.store.confirmation_by_hash(hash).await? {
+            return Ok(Some((rec, self.inner.store.clone())));
+        }
+        if let Some(memory) = self.inner.incognito.opened()
+            && let Some(rec) = memory.confirmation_by_hash(hash).await?
+        {
+            return Ok(Some((rec, memory)));
+        }
+        Ok(None)
+    }
+
+    /// Marks the run running again for followers and wakes it.
+    fn resumed(&self, rec: &ConfirmationRecord) {
+        if let Some(log) = self.inner.bus.get(&rec.run_id) {
+            log.set_status(RunStatus::Running);
+        }
+        self.inner.engine.confirmations().wake(&rec.run_id);
+    }
+
+    async fn may_resolve_any(&self, user_key: &str) -> Result<bool> {
+        let policy = self.inner.engine.policy();
+        if decide(policy, user_key, &[], RESOLVE_ANY, &[]).allowed {
+            return Ok(true);
+        }
+        let scopes = scope_chain("global").unwrap_or_else(|_| vec!["global".to_owned()]);
+        let grants = self
+            .inner
+            .store
+            .grants_for(&subjects(user_key, &[]), &scopes)
+            .await?;
+        Ok(decide(policy, user_key, &[], RESOLVE_ANY, &grants).allowed)
+    }
+
+    async fn audit(
+        &self,
+        actor: &str,
+        rec: &ConfirmationRecord,
+        outcome: &str,
+        capability: Option<&str>,
+    ) {
+        let event = AuditEvent {
+            at: now_ms(),
+            actor: actor.to_owned(),
+            action: "confirmation.resolve".into(),
+            target: format!("{}/{}", rec.run_id, rec.tool),
+            outcome: outcome.to_owned(),
+            capability: capability.map(str::to_owned),
+            scope: Some("global".into()),
+        };
+        if let Err(e) = self.inner.store.append_audit(event).await {
+            warn!(error = %e, "could not write a confirmation answer to the audit log");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_exact() {
+        let t = "abcdefghijklmnopqrstuvwxyz234567";
+        assert!(parse_command(&format!("confirm {t}")).is_some_and(|c| c.approve && c.token == t));
+        assert!(parse_command(&format!("  deny {t}\n")).is_some_and(|c| !c.approve));
+        assert!(parse_command(&format!("please confirm {t}")).is_none());
+        assert!(parse_command(&format!("confirm {t} now")).is_none());
+        assert!(parse_command("confirm short").is_none());
+        assert!(parse_command(&format!("Confirm {t}")).is_none());
+    }
+}

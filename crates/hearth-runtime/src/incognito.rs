@@ -1,0 +1,114 @@
+//! Incognito threads: their runs, journal and new history live in a store in
+//! memory, so nothing of what they say reaches the disk and it is gone when
+//! the process ends. The flag itself is thread state and is stored.
+//!
+//! What stays on disk for them: the flag, the thread's settings, usage rows
+//! without thread or user keys, and audit events (ids only).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use hearth_store::{SqliteStore, Store};
+use tracing::info;
+
+use crate::error::Result;
+use crate::runtime::{Runtime, check_key};
+use crate::threads::ThreadRuntime;
+
+/// Which threads and runs are incognito, and the store that holds them.
+#[derive(Default)]
+pub(crate) struct Incognito {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    threads: HashSet<String>,
+    /// Runs stored in memory: found there for the life of the process, also
+    /// after their thread leaves incognito.
+    runs: HashSet<String>,
+    /// Opened on first use, so a hearth without incognito threads pays nothing.
+    store: Option<Arc<dyn Store>>,
+}
+
+impl Incognito {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks `keys` incognito (at start, from the stored flags).
+    pub(crate) fn load(&self, keys: Vec<String>) {
+        self.state().threads.extend(keys);
+    }
+
+    /// True when new runs of `thread_key` are incognito.
+    pub(crate) fn is_thread(&self, thread_key: &str) -> bool {
+        let s = self.state();
+        !s.threads.is_empty() && s.threads.contains(thread_key)
+    }
+
+    fn set_thread(&self, thread_key: &str, on: bool) {
+        let mut s = self.state();
+        if on {
+            s.threads.insert(thread_key.to_owned());
+        } else {
+            s.threads.remove(thread_key);
+        }
+    }
+
+    /// The memory store holding `run_id`, if it is an incognito run.
+    pub(crate) fn store_of_run(&self, run_id: &str) -> Option<Arc<dyn Store>> {
+        let s = self.state();
+        if s.runs.contains(run_id) {
+            s.store.clone()
+        } else {
+            None
+        }
+    }
+
+    /// Records that `run_id` lives in memory.
+    pub(crate) fn add_run(&self, run_id: &str) {
+        self.state().runs.insert(run_id.to_owned());
+    }
+
+    /// The memory store, opened now if needed.
+    pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
+        let mut s = self.state();
+        if let Some(store) = &s.store {
+            return Ok(store.clone());
+        }
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory()?);
+        s.store = Some(store.clone());
+        Ok(store)
+    }
+
+    /// The memory store if it was opened.
+    pub(crate) fn opened(&self) -> Option<Arc<dyn Store>> {
+        self.state().store.clone()
+    }
+}
+
+impl Runtime {
+    /// The store that holds `run_id`: memory for incognito runs, else disk.
+    pub(crate) fn store_of_run(&self, run_id: &str) -> Arc<dyn Store> {
+        self.inner
+            .incognito
+            .store_of_run(run_id)
+            .unwrap_or_else(|| self.inner.store.clone())
+    }
+
+    /// Turns a thread's incognito mode on or off. While on, its new runs,
+    /// steps and messages are kept in memory only, memory tools write
+    /// nothing, and usage is counted without thread or user keys. Turning it
+    /// on does not erase history already stored.
+    pub async fn set_incognito(&self, thread_key: &str, enabled: bool) -> Result<ThreadRuntime> {
+        check_key("thread_key", thread_key)?;
+        self.inner
+            .store
+            .set_thread_incognito(thread_key, enabled)
+            .await?;
+        self.inner.incognito.set_thread(thread_key, enabled);
+        info!(thread_key, enabled, "incognito changed");
+        self.thread_runtime(thread_key).await
+    }
+}

@@ -1,0 +1,157 @@
+//! Incognito threads in-process: nothing they say reaches the database file,
+//! their history lives for the life of the process, usage is counted without
+//! thread or user keys, and the flag itself is kept.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_agent::{Engine, Limits};
+use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
+use hearth_runtime::{Catalog, Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
+use hearth_store::{Durability, SqliteStore, Store, UsageGroup, UsageQuery};
+use hearth_testkit::{FakeOpenAi, Reply};
+use hearth_tools::ToolRegistry;
+
+const SECRET_TEXT: &str = "my-incognito-question-about-zanzibar";
+
+async fn runtime(dir: &Path, fake: &FakeOpenAi) -> (Runtime, Arc<dyn Store>) {
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.join("h.db"), Durability::Normal).unwrap());
+    let toml = format!(
+        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n",
+        fake.base_url()
+    );
+    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
+    let catalog = Catalog::from_config(
+        &config,
+        &Default::default(),
+        &Default::default(),
+        reqwest::Client::new(),
+    )
+    .unwrap();
+    let engine = Engine::new(
+        store.clone(),
+        ToolRegistry::with_builtins(),
+        Limits::default(),
+        "be brief".into(),
+    );
+    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    rt.start().await.unwrap();
+    (rt, store)
+}
+
+fn msg(thread: &str, text: &str) -> Inbound {
+    Inbound {
+        source: "test".into(),
+        thread_key: thread.into(),
+        user_key: "test:user:1".into(),
+        text: text.into(),
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
+    }
+}
+
+async fn answer(rt: &Runtime, thread: &str, text: &str) -> hearth_core::RunEnvelope {
+    let run = rt.ingest(msg(thread, text)).await.unwrap();
+    match rt.wait(&run.run_id, Duration::from_secs(30)).await.unwrap() {
+        WaitOutcome::Finished(e) => e,
+        WaitOutcome::Pending(e) => panic!("not finished: {e:?}"),
+    }
+}
+
+fn db_contains(dir: &Path, needle: &str) -> bool {
+    ["h.db", "h.db-wal"].iter().any(|f| {
+        std::fs::read(dir.join(f))
+            .map(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            .unwrap_or(false)
+    })
+}
+
+#[tokio::test]
+async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let (rt, store) = runtime(dir.path(), &fake).await;
+
+    // History from before incognito stays and is still seen.
+    let before = answer(&rt, "t:inc", "stored-before-incognito").await;
+    assert_eq!(before.status, RunStatus::Succeeded);
+    let on = rt.set_incognito("t:inc", true).await.unwrap();
+    assert!(on.incognito);
+    assert_eq!(on.message_count, 2);
+
+    let first = answer(&rt, "t:inc", SECRET_TEXT).await;
+    assert_eq!(first.status, RunStatus::Succeeded);
+    assert_eq!(first.output.unwrap().text, format!("echo: {SECRET_TEXT}"));
+    fake.push(Reply::text("second answer"));
+    let second = answer(&rt, "t:inc", "and a follow-up").await;
+    assert_eq!(second.status, RunStatus::Succeeded);
+    // The second call saw the whole conversation: stored history, then the
+    // incognito exchange kept in memory.
+    let last = fake.requests().pop().unwrap();
+    let users: Vec<_> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        users,
+        ["stored-before-incognito", SECRET_TEXT, "and a follow-up"]
+    );
+    // Readable while the process lives.
+    assert_eq!(
+        rt.get_run(&first.run_id).await.unwrap().run_id,
+        first.run_id
+    );
+    assert_eq!(rt.thread_runtime("t:inc").await.unwrap().message_count, 6);
+    let listed = rt
+        .list_runs(&hearth_store::RunFilter {
+            thread_key: Some("t:inc".into()),
+            status: None,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 3, "disk and memory runs are listed together");
+    assert_eq!(listed[0].run_id, second.run_id, "newest first");
+
+    // Nothing of it reached the database file.
+    assert!(db_contains(dir.path(), "stored-before-incognito"));
+    assert!(!db_contains(dir.path(), SECRET_TEXT));
+    assert!(!db_contains(dir.path(), "second answer"));
+    assert!(!db_contains(dir.path(), &first.run_id));
+
+    // Usage counts the calls, without thread or user keys.
+    let usage = store
+        .usage(&UsageQuery {
+            since: None,
+            until: Some(now_ms() + 1),
+            group_by: UsageGroup::Model,
+        })
+        .await
+        .unwrap();
+    assert_eq!(usage.iter().map(|r| r.calls).sum::<u64>(), 3);
+
+    // After a restart the flag is kept and the incognito runs are gone.
+    drop(rt);
+    drop(store);
+    let (rt, _store) = runtime(dir.path(), &fake).await;
+    let state = rt.thread_runtime("t:inc").await.unwrap();
+    assert!(state.incognito);
+    assert_eq!(
+        state.message_count, 2,
+        "only what was said before incognito"
+    );
+    assert!(matches!(
+        rt.get_run(&first.run_id).await,
+        Err(RuntimeError::RunNotFound(_))
+    ));
+    // Turned off, the thread is stored again.
+    rt.set_incognito("t:inc", false).await.unwrap();
+    answer(&rt, "t:inc", "stored-after-incognito").await;
+    assert!(db_contains(dir.path(), "stored-after-incognito"));
+}
