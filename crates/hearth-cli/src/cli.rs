@@ -97,6 +97,31 @@ pub enum Command {
         #[command(subcommand)]
         command: ThinkingCommand,
     },
+    /// Incognito mode of a thread: while on, nothing it says is written to disk.
+    Incognito {
+        /// `on`, `off`, or `status`.
+        #[arg(value_parser = ["on", "off", "status"])]
+        state: String,
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+    /// Approve the action a run waits for (the token from `confirmation.required`).
+    Confirm {
+        /// The confirmation token.
+        token: String,
+        /// Who answers: the user who asked, or a holder of confirmations.resolve_any.
+        #[arg(long, default_value = "cli:user:local")]
+        user: String,
+    },
+    /// Refuse the action a run waits for.
+    Deny {
+        /// The confirmation token.
+        token: String,
+        /// Who answers.
+        #[arg(long, default_value = "cli:user:local")]
+        user: String,
+    },
     /// Start a fresh session on a thread (cancels its run, clears its history).
     New {
         /// The thread.
@@ -138,6 +163,12 @@ pub enum Command {
     Secrets {
         #[command(subcommand)]
         command: SecretsCommand,
+    },
+    /// What is remembered about a user: export it or erase it (works on the
+    /// local home, server running or not).
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
     },
 }
 
@@ -285,6 +316,26 @@ pub enum SecretsCommand {
     },
 }
 
+/// `hearth memory ...`
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Print every memory of a user as JSON.
+    Export {
+        /// The user's key.
+        #[arg(long)]
+        user: String,
+    },
+    /// Erase every memory of a user.
+    Delete {
+        /// The user's key.
+        #[arg(long)]
+        user: String,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
 /// Runs the command.
 pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
     let g = cli.global;
@@ -292,6 +343,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Serve { bind } => crate::serve::run(&g, bind).await,
         Command::Token { command } => crate::tokens::run(&g, command).await,
         Command::Secrets { command } => crate::secrets::run(&g, command).await,
+        Command::Memory { command } => crate::memory::run(&g, command).await,
         other => crate::client::run(&g, other).await,
     }
 }

@@ -342,6 +342,25 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
                 Ok(())
             }
         },
+        Command::Incognito { state, thread } => {
+            let path = format!("/v1/threads/{}/incognito", enc(&thread));
+            let v = match state.as_str() {
+                "status" => {
+                    api.get(&format!("/v1/threads/{}/runtime", enc(&thread)))
+                        .await?
+                }
+                s => api.put(&path, json!({ "enabled": s == "on" })).await?,
+            };
+            if g.json {
+                print_json(&v);
+            } else {
+                let on = v["incognito"].as_bool().unwrap_or(false);
+                println!("incognito {}", if on { "on" } else { "off" });
+            }
+            Ok(())
+        }
+        Command::Confirm { token, user } => answer(&api, g, &token, &user, true).await,
+        Command::Deny { token, user } => answer(&api, g, &token, &user, false).await,
         Command::New { thread } => {
             let (_, v) = api
                 .send(api.request(
@@ -441,7 +460,10 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
             }
             Ok(())
         }
-        Command::Serve { .. } | Command::Token { .. } | Command::Secrets { .. } => Ok(()),
+        Command::Serve { .. }
+        | Command::Token { .. }
+        | Command::Secrets { .. }
+        | Command::Memory { .. } => Ok(()),
     }
 }
 
@@ -542,6 +564,27 @@ fn cost_text(row: &Value) -> String {
         None if row["calls"] == row["untracked_calls"] => "not tracked".to_owned(),
         None => "not priced".to_owned(),
     }
+}
+
+/// Answers a confirmation as `user`.
+async fn answer(api: &Api, g: &Global, token: &str, user: &str, approve: bool) -> Result<(), Exit> {
+    let (_, v) = api
+        .send(
+            api.request(Method::POST, &format!("/v1/confirmations/{}", enc(token)))
+                .json(&json!({ "user_key": user, "approve": approve })),
+        )
+        .await?;
+    if g.json {
+        print_json(&v);
+    } else {
+        let verb = if approve { "approved" } else { "denied" };
+        println!(
+            "{verb}; run {} is {}",
+            v["run_id"].as_str().unwrap_or("?"),
+            v["status"].as_str().unwrap_or("?")
+        );
+    }
+    Ok(())
 }
 
 fn print_field(v: &Value, field: &str, json_out: bool) {

@@ -8,6 +8,7 @@
 mod cli;
 mod client;
 mod logging;
+mod memory;
 mod secrets;
 mod serve;
 mod tokens;

@@ -161,20 +161,20 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         history_messages: config.agent.history_messages,
     };
     let retry = &config.llm.retry;
-    let tools = crate::tools::build_registry(&config, &store)?;
-    let engine = Engine::new(
-        store.clone(),
-        tools,
-        limits,
-        system_prompt(&home),
-    )
-    .with_policy(policy_config(&config))
-    .with_retry(RetryPolicy {
-        max_attempts: retry.max_attempts.max(1),
-        initial_backoff: Duration::from_millis(retry.initial_backoff_ms),
-        max_backoff: Duration::from_millis(retry.max_backoff_ms),
-        max_total_wait: Duration::from_secs(retry.max_total_wait_secs),
-    });
+    let tools = crate::tools::build_registry(&config, &store).await?;
+    let engine = Engine::new(store.clone(), tools, limits, system_prompt(&home))
+        .with_policy(policy_config(&config))
+        .with_confirmations(hearth_agent::ConfirmPolicy {
+            confirm_writes: config.tools.confirm_writes,
+            exempt: config.tools.no_confirm.clone(),
+            ..Default::default()
+        })
+        .with_retry(RetryPolicy {
+            max_attempts: retry.max_attempts.max(1),
+            initial_backoff: Duration::from_millis(retry.initial_backoff_ms),
+            max_backoff: Duration::from_millis(retry.max_backoff_ms),
+            max_total_wait: Duration::from_secs(retry.max_total_wait_secs),
+        });
     let options = RuntimeOptions {
         daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
         ..RuntimeOptions::default()

@@ -2,15 +2,105 @@
 
 use std::sync::Arc;
 
-use hearth_config::Config;
+use hearth_config::{Config, SearchBackend, WebSearchConfig};
 use hearth_store::Store;
-use hearth_tools::ToolRegistry;
+use hearth_tools::web::search;
+use hearth_tools::{ToolProfile, ToolProfiles, ToolRegistry};
 
 use crate::Exit;
 
 /// Every tool this process offers: the built-ins, plus the tools whose
 /// configuration (or store) they need is present.
-pub fn build_registry(config: &Config, store: &Arc<dyn Store>) -> Result<ToolRegistry, Exit> {
-    let _ = (config, store);
-    Ok(ToolRegistry::with_builtins())
+pub async fn build_registry(config: &Config, store: &Arc<dyn Store>) -> Result<ToolRegistry, Exit> {
+    let mut registry = ToolRegistry::with_builtins();
+    // Memory lives in the store every process has, so its tools are always there.
+    let memory: Arc<dyn hearth_store::MemoryStore> = store.clone();
+    for tool in hearth_tools::memory::tools(memory) {
+        registry.register(tool);
+    }
+    if let Some(ws) = &config.tools.web_search {
+        registry.register(Arc::new(web_search(ws, store.as_ref()).await?));
+    }
+    Ok(registry.with_profiles(profiles(config)))
+}
+
+/// `[tools.profiles.*]`, whose globs the config loader already checked.
+fn profiles(config: &Config) -> ToolProfiles {
+    let mut profiles = ToolProfiles::new();
+    for (channel, p) in &config.tools.profiles {
+        profiles.insert(
+            channel.clone(),
+            ToolProfile::new(p.include.clone(), p.exclude.clone()),
+        );
+    }
+    profiles
+}
+
+/// The `web_search` tool for `[tools.web_search]`. A Brave key that cannot
+/// be found or opened is a start-up error (exit 2) that names where it was
+/// looked for, never its value.
+async fn web_search(ws: &WebSearchConfig, store: &dyn Store) -> Result<search::WebSearch, Exit> {
+    let backend = match ws.backend {
+        SearchBackend::Searxng => search::SearchBackend::Searxng {
+            base_url: ws.base_url.clone().ok_or_else(|| {
+                Exit::config(anyhow::anyhow!(
+                    "tools.web_search: backend = \"searxng\" needs base_url"
+                ))
+            })?,
+        },
+        SearchBackend::Brave => search::SearchBackend::Brave {
+            base_url: ws
+                .base_url
+                .clone()
+                .unwrap_or_else(|| search::BRAVE_BASE_URL.to_owned()),
+            api_key: brave_key(ws, store).await?,
+        },
+    };
+    Ok(search::WebSearch::new(search::WebSearchConfig {
+        max_results: ws.max_results as usize,
+        timeout: std::time::Duration::from_secs(ws.timeout_secs),
+        ..search::WebSearchConfig::new(backend)
+    }))
+}
+
+/// The Brave key, from `api_key_env` or the sealed `api_key_secret`.
+async fn brave_key(ws: &WebSearchConfig, store: &dyn Store) -> Result<String, Exit> {
+    let missing = |why: String| Exit::config(anyhow::anyhow!("tools.web_search: {why}"));
+    match (&ws.api_key_env, &ws.api_key_secret) {
+        (Some(var), None) => std::env::var(var)
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| k.trim().to_owned())
+            .ok_or_else(|| {
+                missing(format!(
+                    "api_key_env names {var}, which is not set (or empty); export the \
+                     Brave Search API key in it"
+                ))
+            }),
+        (None, Some(secret)) => {
+            let sealer = crate::secrets::sealer_from_env().map_err(|exit| {
+                missing(format!(
+                    "api_key_secret `{secret}` needs the master key: {:#}",
+                    exit.error
+                ))
+            })?;
+            let sealed = store
+                .get_secret(secret)
+                .await
+                .map_err(anyhow::Error::new)?
+                .ok_or_else(|| {
+                    missing(format!(
+                        "api_key_secret `{secret}` is not in the store; set it with \
+                         `hearth secrets set {secret}`"
+                    ))
+                })?;
+            let key = sealer
+                .open(secret, &sealed)
+                .map_err(|e| missing(format!("api_key_secret `{secret}`: {e}")))?;
+            Ok(key.expose().trim().to_owned())
+        }
+        _ => Err(missing(
+            "backend = \"brave\" needs exactly one of api_key_env and api_key_secret".into(),
+        )),
+    }
 }

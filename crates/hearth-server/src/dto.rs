@@ -173,6 +173,16 @@ pub struct SetThinking {
     pub level: String,
 }
 
+/// `POST /v1/confirmations/{token}`
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmRequest {
+    /// Who answers: the user who asked, or a holder of `confirmations.resolve_any`.
+    pub user_key: String,
+    /// True to run the action, false to refuse it.
+    pub approve: bool,
+}
+
 /// `PUT /v1/threads/{thread_key}/incognito`
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

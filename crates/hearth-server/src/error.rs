@@ -7,6 +7,7 @@
 //! | `UnknownModel` | 400 | `unknown_model` |
 //! | `UnknownCapability` | 400 | `unknown_capability` |
 //! | `Unauthorized` | 401 | `unauthorized` |
+//! | `Forbidden` | 403 | `forbidden` |
 //! | `NotFound` | 404 | `not_found` |
 //! | `PayloadTooLarge` | 413 | `payload_too_large` |
 //! | `NotImplemented` | 501 | `not_implemented` |
@@ -44,6 +45,9 @@ pub enum ApiError {
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
     )]
     Unauthorized,
+    /// Authenticated, but not allowed to do this.
+    #[error("{0}")]
+    Forbidden(String),
     /// No such thing.
     #[error("{0}")]
     NotFound(String),
@@ -70,6 +74,7 @@ impl ApiError {
             Self::UnknownModel(_) => (StatusCode::BAD_REQUEST, "unknown_model"),
             Self::UnknownCapability(_) => (StatusCode::BAD_REQUEST, "unknown_capability"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::NotImplemented(_) => (StatusCode::NOT_IMPLEMENTED, "not_implemented"),
@@ -84,6 +89,8 @@ impl From<RuntimeError> for ApiError {
         match e {
             RuntimeError::InvalidInput(m) => Self::InvalidRequest(m),
             RuntimeError::RunNotFound(id) => Self::NotFound(format!("no run with id {id:?}")),
+            RuntimeError::ConfirmationNotFound => Self::NotFound(e.to_string()),
+            RuntimeError::Forbidden(m) => Self::Forbidden(m),
             RuntimeError::UnknownModel(m) => Self::UnknownModel(m),
             RuntimeError::ShuttingDown => Self::Unavailable(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),

@@ -3,7 +3,7 @@
 use utoipa::OpenApi;
 
 use crate::dto;
-use crate::routes::{messages, ops, permissions, threads, tools, usage};
+use crate::routes::{confirmations, messages, ops, permissions, threads, tools, usage};
 
 /// The API's OpenAPI description.
 #[derive(OpenApi)]
@@ -16,7 +16,7 @@ use crate::routes::{messages, ops, permissions, threads, tools, usage};
         threads::models, threads::runtime, threads::set_model, threads::set_thinking,
         threads::new_session, threads::set_incognito, usage::usage, tools::tools,
         permissions::list, permissions::add_grant, permissions::remove_grant,
-        permissions::check, permissions::audit,
+        permissions::check, permissions::audit, confirmations::resolve,
     ),
     components(schemas(
         hearth_core::RunEnvelope, hearth_core::RunStatus, hearth_core::RunError,
@@ -25,7 +25,7 @@ use crate::routes::{messages, ops, permissions, threads, tools, usage};
         dto::Models, dto::ModelInfo, dto::Capabilities, dto::ThreadRuntime, dto::SetModel,
         dto::SetThinking, dto::SetIncognito, dto::ErrorBody, dto::ErrorDetail, dto::UsageRow,
         dto::UsageRows, dto::ToolInfo, dto::ToolList, dto::GrantRequest, dto::GrantView, dto::RemovedGrant, dto::Permissions,
-        dto::CheckResult, dto::AuditEventView, dto::AuditEvents,
+        dto::CheckResult, dto::AuditEventView, dto::AuditEvents, dto::ConfirmRequest,
     )),
     modifiers(&BearerAuth),
 )]

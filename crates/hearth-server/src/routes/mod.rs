@@ -1,5 +1,6 @@
 //! Route handlers, grouped by the sections of the API contract.
 
+pub mod confirmations;
 pub mod messages;
 pub mod ops;
 pub mod permissions;
@@ -24,6 +25,7 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/models", get(threads::models))
         .route("/v1/usage", get(usage::usage))
         .route("/v1/tools", get(tools::tools))
+        .route("/v1/confirmations/{token}", post(confirmations::resolve))
         .route("/v1/permissions", get(permissions::list))
         .route(
             "/v1/permissions/grants",

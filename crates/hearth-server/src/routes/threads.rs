@@ -108,15 +108,20 @@ pub async fn new_session(
     Ok(Json(st.runtime.new_session(&thread_key).await?.into()))
 }
 
-/// Incognito threads: not in this build (they need the memory and firewall work).
+/// Turns a thread's incognito mode on or off: while on, nothing of the
+/// thread outlives the process.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/incognito", tag = "threads", request_body = SetIncognito,
     params(("thread_key" = String, Path, description = "Thread key")),
-    responses((status = 501, body = crate::dto::ErrorBody)))]
+    responses((status = 200, body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn set_incognito(
-    Path(_thread_key): Path<String>,
-    ApiJson(_body): ApiJson<SetIncognito>,
+    State(st): State<AppState>,
+    Path(thread_key): Path<String>,
+    ApiJson(body): ApiJson<SetIncognito>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
-    Err(ApiError::NotImplemented(
-        "incognito threads are not available in this version of hearth".into(),
+    Ok(Json(
+        st.runtime
+            .set_incognito(&thread_key, body.enabled)
+            .await?
+            .into(),
     ))
 }

@@ -1,0 +1,161 @@
+//! Confirmations end to end: `memory_forget` (write-class) waits for the
+//! user's answer, across a SIGKILL and restart, and forgets only once approved.
+
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use serde_json::{Value, json};
+
+use crate::harness::{Hearth, command, fake_config};
+
+const USER: &str = "api:user:conf-alice";
+const OTHER: &str = "api:user:conf-bob";
+
+async fn export(h: &Hearth) -> Value {
+    let out = command(&h.home)
+        .args(["memory", "export", "--user", USER])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+async fn confirm(h: &Hearth, token: &str, user: &str, approve: bool) -> (u16, Value) {
+    let r = h
+        .http
+        .post(h.at(&format!("/v1/confirmations/{token}")))
+        .json(&json!({ "user_key": user, "approve": approve }))
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn memory_forget_waits_for_confirmation_across_a_restart() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "s1",
+        "memory_save",
+        r#"{"text": "The cat is called Miso"}"#,
+    )]));
+    fake.push(Reply::text("noted"));
+    let dir = tempfile::tempdir().unwrap();
+    let config = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (s, saved) = h
+        .post(json!({ "text": "remember my cat", "thread_key": "api:conf", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 200, "{saved}");
+    let memories = export(&h).await;
+    let id = memories["memories"][0]["id"].as_i64().unwrap();
+
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": id }).to_string(),
+    )]));
+    fake.push(Reply::text("forgotten"));
+    let (s, waiting) = h
+        .post(json!({ "text": "forget the cat", "thread_key": "api:conf", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 202, "awaiting confirmation is not finished: {waiting}");
+    assert_eq!(waiting["status"], "awaiting_confirmation", "{waiting}");
+    let c = &waiting["confirmation"];
+    assert_eq!(c["tool"], "memory_forget");
+    assert!(
+        c["summary"].as_str().unwrap().contains(&id.to_string()),
+        "{c}"
+    );
+    let token = c["token"].as_str().unwrap().to_owned();
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(export(&h).await["memories"].as_array().unwrap().len(), 1);
+
+    h.kill().await;
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (_, after) = h.get(&format!("/v1/runs/{run_id}")).await;
+    assert_eq!(after["status"], "awaiting_confirmation", "{after}");
+    assert_eq!(
+        after["confirmation"]["token"],
+        Value::Null,
+        "only the hash is stored"
+    );
+    assert_eq!(after["confirmation"]["tool"], "memory_forget");
+    assert_eq!(export(&h).await["memories"].as_array().unwrap().len(), 1);
+
+    let (s, v) = confirm(&h, &token, OTHER, true).await;
+    assert_eq!(s, 403, "{v}");
+    assert_eq!(v["error"]["code"], "forbidden");
+    let (s, v) = confirm(&h, &token, USER, true).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["run_id"], run_id);
+    let done = h.wait_run(&run_id).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["output"]["text"], "forgotten");
+    assert!(export(&h).await["memories"].as_array().unwrap().is_empty());
+    // Used once: the token is gone.
+    let (s, v) = confirm(&h, &token, USER, true).await;
+    assert_eq!(s, 404, "{v}");
+    assert_eq!(v["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn a_deny_message_keeps_the_memory_and_the_event_carries_the_token() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "s1",
+        "memory_save",
+        r#"{"text": "Parking is on level 3"}"#,
+    )]));
+    fake.push(Reply::text("noted"));
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let (s, _) = h
+        .post(json!({ "text": "remember parking", "thread_key": "api:deny", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 200);
+    let id = export(&h).await["memories"][0]["id"].as_i64().unwrap();
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": id }).to_string(),
+    )]));
+    fake.push(Reply::text("kept it"));
+    let (s, waiting) = h
+        .post(json!({ "text": "forget parking", "thread_key": "api:deny", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 202, "{waiting}");
+    let token = waiting["confirmation"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+
+    let (s, answered) = h
+        .post(
+            json!({ "text": format!("deny {token}"), "thread_key": "api:deny", "user_key": USER }),
+        )
+        .await;
+    assert!(s == 200 || s == 202, "{answered}");
+    assert_eq!(
+        answered["run_id"], run_id,
+        "a deny message answers, it is not a new run"
+    );
+    let done = h.wait_run(&run_id).await;
+    assert_eq!(done["output"]["text"], "kept it");
+    assert_eq!(export(&h).await["memories"].as_array().unwrap().len(), 1);
+
+    let events = h.events(&run_id, None).await;
+    let asked = events
+        .iter()
+        .find(|(_, kind, _)| kind == "confirmation.required")
+        .expect("a confirmation.required event");
+    assert_eq!(asked.2["token"], token);
+    assert_eq!(asked.2["tool"], "memory_forget");
+    let (_, runs) = h.get("/v1/runs?thread_key=api:deny").await;
+    assert_eq!(
+        runs["runs"].as_array().unwrap().len(),
+        2,
+        "no run for the deny message"
+    );
+}
