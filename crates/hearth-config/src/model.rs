@@ -550,6 +550,9 @@ pub struct LlmConfig {
     /// A warning is logged (once per UTC day) when the day's estimated spend
     /// reaches this many US dollars.
     pub daily_spend_alert_usd: Option<f64>,
+    /// Incognito threads may use only local models (providers on this
+    /// machine or a private network, and `echo`).
+    pub incognito_local_only: bool,
 }
 
 /// `[llm.prices."<model>"]`: USD per million tokens.

@@ -36,6 +36,8 @@ pub struct RuntimeOptions {
     pub sweep_every: Duration,
     /// Log a warning once per UTC day when the day's estimated spend reaches this (USD).
     pub daily_spend_alert_usd: Option<f64>,
+    /// Incognito runs may use only local models.
+    pub incognito_local_only: bool,
 }
 
 impl Default for RuntimeOptions {
@@ -45,6 +47,7 @@ impl Default for RuntimeOptions {
             lease: Duration::from_secs(60),
             sweep_every: Duration::from_secs(20),
             daily_spend_alert_usd: None,
+            incognito_local_only: false,
         }
     }
 }
@@ -390,9 +393,11 @@ impl Runtime {
         );
         inner.in_flight.send_modify(|n| *n += 1);
         metrics::gauge!("hearth_runs_in_flight").increment(1.0);
+        let local_only = inner.options.incognito_local_only && journal.is_some();
         let fallbacks = inner.catalog.fallbacks_for(&model);
         let candidates = std::iter::once((model, provider))
             .chain(fallbacks)
+            .filter(|(m, _)| !local_only || inner.catalog.is_local(m))
             .map(|(m, p)| candidate(&inner.catalog, m, p))
             .collect();
         let input = RunInput {
@@ -464,6 +469,19 @@ impl Runtime {
             .resolve(&model)
             .map_err(|e| ("unknown_model".to_owned(), e.to_string()))?;
         let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
+        if self.inner.options.incognito_local_only
+            && self.inner.incognito.store_of_run(&run.run_id).is_some()
+            && !self.inner.catalog.is_local(&model)
+        {
+            return Err((
+                "not_local".to_owned(),
+                format!(
+                    "this thread is incognito and [llm] incognito_local_only is set, but {model} \
+                     is not a local model; pick one with `hearth model set <provider>/<model>` \
+                     (a provider whose base_url is on this machine or a private network)"
+                ),
+            ));
+        }
         Ok((model, provider, thinking))
     }
 

@@ -17,10 +17,19 @@ use hearth_tools::ToolRegistry;
 const SECRET_TEXT: &str = "my-incognito-question-about-zanzibar";
 
 async fn runtime(dir: &Path, fake: &FakeOpenAi) -> (Runtime, Arc<dyn Store>) {
+    runtime_with(dir, fake, RuntimeOptions::default()).await
+}
+
+async fn runtime_with(
+    dir: &Path,
+    fake: &FakeOpenAi,
+    options: RuntimeOptions,
+) -> (Runtime, Arc<dyn Store>) {
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&dir.join("h.db"), Durability::Normal).unwrap());
     let toml = format!(
-        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n",
+        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
+         [llm.providers.remote]\ntype = \"openai_compat\"\nbase_url = \"https://api.example.com/v1\"\nmodels = [\"big\"]\n",
         fake.base_url()
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
@@ -37,7 +46,7 @@ async fn runtime(dir: &Path, fake: &FakeOpenAi) -> (Runtime, Arc<dyn Store>) {
         Limits::default(),
         "be brief".into(),
     );
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let rt = Runtime::new(store.clone(), catalog, engine, options);
     rt.start().await.unwrap();
     (rt, store)
 }
@@ -154,4 +163,30 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
     rt.set_incognito("t:inc", false).await.unwrap();
     answer(&rt, "t:inc", "stored-after-incognito").await;
     assert!(db_contains(dir.path(), "stored-after-incognito"));
+}
+
+#[tokio::test]
+async fn incognito_local_only_refuses_a_remote_model_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let options = RuntimeOptions {
+        incognito_local_only: true,
+        ..RuntimeOptions::default()
+    };
+    let (rt, _store) = runtime_with(dir.path(), &fake, options).await;
+    rt.set_incognito("t:local", true).await.unwrap();
+    // The fake listens on loopback: local, so it answers.
+    assert_eq!(
+        answer(&rt, "t:local", "hello").await.status,
+        RunStatus::Succeeded
+    );
+    rt.set_model("t:local", "remote/big").await.unwrap();
+    let refused = answer(&rt, "t:local", "private words").await;
+    assert_eq!(refused.status, RunStatus::Failed);
+    assert_eq!(refused.error.unwrap().code, "not_local");
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "nothing was sent for the refused run"
+    );
 }
