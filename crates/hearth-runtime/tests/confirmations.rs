@@ -10,11 +10,13 @@ use std::time::Duration;
 use hearth_agent::policy::{PolicyConfig, Preset};
 use hearth_agent::{ConfirmPolicy, Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus};
-use hearth_runtime::{Catalog, Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
-use hearth_store::{Durability, SqliteStore, Store};
+use hearth_runtime::{Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
+use hearth_store::Store;
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
 use serde_json::{Value, json};
+
+mod common;
 
 const ALICE: &str = "test:user:alice";
 const BOB: &str = "test:user:bob";
@@ -58,20 +60,12 @@ async fn setup(ttl: Duration) -> Setup {
 async fn setup_with(ttl: Duration, limits: Limits) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
-    let toml = format!(
-        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = true }}\n",
-        fake.base_url()
-    );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = Catalog::from_config(
-        &config,
-        &Default::default(),
-        &Default::default(),
-        reqwest::Client::new(),
-    )
-    .unwrap();
+    let store = common::store(dir.path());
+    let catalog = common::catalog(&common::fake_toml(
+        &fake.base_url(),
+        "capabilities = { tools = true }",
+        "",
+    ));
     let runs = Arc::new(AtomicUsize::new(0));
     let mut tools = ToolRegistry::new();
     tools.register(Arc::new(Delete {

@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
-use hearth_runtime::{Catalog, Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
-use hearth_store::{Durability, SqliteStore, Store, UsageGroup, UsageQuery};
+use hearth_runtime::{Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
+use hearth_store::{Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
+
+mod common;
 
 const SECRET_TEXT: &str = "my-incognito-question-about-zanzibar";
 
@@ -25,21 +27,12 @@ async fn runtime_with(
     fake: &FakeOpenAi,
     options: RuntimeOptions,
 ) -> (Runtime, Arc<dyn Store>) {
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.join("h.db"), Durability::Normal).unwrap());
-    let toml = format!(
-        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
-         [llm.providers.remote]\ntype = \"openai_compat\"\nbase_url = \"https://api.example.com/v1\"\nmodels = [\"big\"]\n",
-        fake.base_url()
-    );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = Catalog::from_config(
-        &config,
-        &Default::default(),
-        &Default::default(),
-        reqwest::Client::new(),
-    )
-    .unwrap();
+    let store = common::store(dir);
+    let catalog = common::catalog(&common::fake_toml(
+        &fake.base_url(),
+        "",
+        "[llm.providers.remote]\ntype = \"openai_compat\"\nbase_url = \"https://api.example.com/v1\"\nmodels = [\"big\"]",
+    ));
     let engine = Engine::new(
         store.clone(),
         ToolRegistry::with_builtins(),

@@ -7,10 +7,12 @@ use std::time::Duration;
 use hearth_agent::{Engine, Limits, RetryPolicy};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
 use hearth_runtime::{Catalog, Runtime, RuntimeOptions, WaitOutcome};
-use hearth_store::{Durability, NewRun, SqliteStore, Store};
+use hearth_store::{NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::ToolRegistry;
 use serde_json::Value;
+
+mod common;
 
 struct Setup {
     rt: Runtime,
@@ -31,21 +33,9 @@ async fn setup_full(
 ) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
+    let store = common::store(dir.path());
     before_start(&store);
-    let toml = format!(
-        "[llm]\ndefault_model = \"fake/m\"\n{extra}\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n",
-        fake.base_url()
-    );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = Catalog::from_config(
-        &config,
-        &Default::default(),
-        &Default::default(),
-        reqwest::Client::new(),
-    )
-    .unwrap();
+    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", extra));
     let retry = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
@@ -486,20 +476,11 @@ fn system_text(req: &Value) -> String {
 async fn a_provider_without_tools_gets_none_and_is_told_so() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
-    let toml = format!(
+    let store = common::store(dir.path());
+    let catalog = common::catalog(&format!(
         "[llm]\ndefault_model = \"plain/m\"\n[llm.providers.plain]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = false, thinking = false }}\n",
         fake.base_url()
-    );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = Catalog::from_config(
-        &config,
-        &Default::default(),
-        &Default::default(),
-        reqwest::Client::new(),
-    )
-    .unwrap();
+    ));
     let engine = Engine::new(
         store.clone(),
         ToolRegistry::with_builtins(),
@@ -613,20 +594,12 @@ fn contains(hay: &[u8], needle: &str) -> bool {
 async fn secrets_are_redacted_before_storage_and_before_any_provider_sees_them() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
-    let toml = format!(
-        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = true }}\n",
-        fake.base_url()
-    );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = Catalog::from_config(
-        &config,
-        &Default::default(),
-        &Default::default(),
-        reqwest::Client::new(),
-    )
-    .unwrap();
+    let store = common::store(dir.path());
+    let catalog = common::catalog(&common::fake_toml(
+        &fake.base_url(),
+        "capabilities = { tools = true }",
+        "",
+    ));
     let mut tools = ToolRegistry::with_builtins();
     tools.register(Arc::new(Leaky {
         spec: hearth_core::ToolSpec {
