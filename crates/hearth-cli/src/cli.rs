@@ -108,8 +108,10 @@ pub enum Command {
     },
     /// Approve the action a run waits for (the token from `confirmation.required`).
     Confirm {
-        /// The confirmation token.
-        token: String,
+        /// The confirmation token. (Not named `token`: that is the global API
+        /// token option, and clap would merge the two.)
+        #[arg(value_name = "TOKEN")]
+        confirmation: String,
         /// Who answers: the user who asked, or a holder of confirmations.resolve_any.
         #[arg(long, default_value = "cli:user:local")]
         user: String,
@@ -117,7 +119,8 @@ pub enum Command {
     /// Refuse the action a run waits for.
     Deny {
         /// The confirmation token.
-        token: String,
+        #[arg(value_name = "TOKEN")]
+        confirmation: String,
         /// Who answers.
         #[arg(long, default_value = "cli:user:local")]
         user: String,

@@ -359,8 +359,10 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
             }
             Ok(())
         }
-        Command::Confirm { token, user } => answer(&api, g, &token, &user, true).await,
-        Command::Deny { token, user } => answer(&api, g, &token, &user, false).await,
+        Command::Confirm { confirmation, user } => {
+            answer(&api, g, &confirmation, &user, true).await
+        }
+        Command::Deny { confirmation, user } => answer(&api, g, &confirmation, &user, false).await,
         Command::New { thread } => {
             let (_, v) = api
                 .send(api.request(

@@ -159,3 +159,56 @@ async fn a_deny_message_keeps_the_memory_and_the_event_carries_the_token() {
         "no run for the deny message"
     );
 }
+
+#[tokio::test]
+async fn hearth_confirm_answers_from_the_cli() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "s1",
+        "memory_save",
+        r#"{"text": "The boat is blue"}"#,
+    )]));
+    fake.push(Reply::text("noted"));
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let (s, _) = h
+        .post(json!({ "text": "remember the boat", "thread_key": "api:cli", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 200);
+    let id = export(&h).await["memories"][0]["id"].as_i64().unwrap();
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": id }).to_string(),
+    )]));
+    fake.push(Reply::text("gone"));
+    let (_, waiting) = h
+        .post(json!({ "text": "forget the boat", "thread_key": "api:cli", "user_key": USER, "wait": true }))
+        .await;
+    let token = waiting["confirmation"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+
+    let out = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args(["confirm", &token, "--user", USER])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("approved; run "), "{stdout}");
+    assert_eq!(h.wait_run(&run_id).await["output"]["text"], "gone");
+    assert!(export(&h).await["memories"].as_array().unwrap().is_empty());
+    // A used token: the CLI exits 1 with the API's error.
+    let out = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args(["deny", &token, "--user", USER])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not_found"));
+}
