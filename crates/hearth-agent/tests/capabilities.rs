@@ -171,3 +171,50 @@ async fn each_gated_tool_is_refused_without_its_capability_and_runs_with_it() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_tool_the_channel_lacks_is_not_offered_and_a_call_is_refused_and_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("c.db"), Durability::Normal).unwrap());
+    let mut profiles = hearth_tools::ToolProfiles::new();
+    profiles.insert(
+        "api",
+        hearth_tools::ToolProfile::new(vec!["*".into()], vec!["web_*".into()]),
+    );
+    let engine = Engine::new(
+        store.clone(),
+        registry(&store).with_profiles(profiles),
+        Limits::default(),
+        "sys".into(),
+    );
+    let fake = FakeOpenAi::start().await;
+    let out = call(
+        &engine,
+        &store,
+        &fake,
+        "web_fetch",
+        r#"{"url": "http://10.0.0.1/"}"#,
+    )
+    .await;
+    assert!(out.contains("not available on channel api"), "{out}");
+    let first = &fake.requests()[0];
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"memory_save"), "{offered:?}");
+    assert!(
+        !offered.iter().any(|t| t.starts_with("web_")),
+        "{offered:?}"
+    );
+    let audit = store.list_audit(10).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.target == "web_fetch" && e.outcome == "denied" && e.capability.is_none()),
+        "{audit:?}"
+    );
+}

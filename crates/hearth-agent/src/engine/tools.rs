@@ -62,8 +62,7 @@ impl Engine {
             let ctx = &ctx;
             let outputs = futures_util::future::join_all(batch.iter().map(|c| async move {
                 match c.refused {
-                    Some(Refusal::Capability(cap)) => self.deny(input, &c.name, cap).await,
-                    Some(Refusal::Channel) => not_on_channel(&c.name, &input.thread_key),
+                    Some(refusal) => self.deny(input, &c.name, refusal).await,
                     None => {
                         self.tools
                             .execute(ctx, &c.name, &c.arguments, timeout)
@@ -111,32 +110,43 @@ impl Engine {
             .collect())
     }
 
-    /// A refused call: an error the model can read, and an audit record.
+    /// A refused call: an error the model can read, and an audit record
+    /// (with the missing capability, or none when the channel lacks the tool).
     async fn deny(
         &self,
         input: &RunInput,
         tool: &str,
-        cap: &'static str,
+        refusal: Refusal,
     ) -> hearth_tools::ToolOutput {
+        let (capability, error) = match refusal {
+            Refusal::Capability(cap) => (
+                Some(cap.to_owned()),
+                format!(
+                    "permission denied: calling {tool} needs capability {cap}, and this user does not have it (missing capability {cap}); an operator can grant it"
+                ),
+            ),
+            Refusal::Channel => (
+                None,
+                format!(
+                    "tool {tool} is not available on channel {}; use another tool or answer without it",
+                    channel_of(&input.thread_key)
+                ),
+            ),
+        };
         let event = AuditEvent {
             at: now_ms(),
             actor: input.user_key.clone(),
             action: "tool.call".into(),
             target: tool.to_owned(),
             outcome: "denied".into(),
-            capability: Some(cap.to_owned()),
+            capability,
             scope: Some(input.scope.clone()),
         };
         if let Err(e) = self.store.append_audit(event).await {
             tracing::warn!(error = %e, tool, "could not write a denial to the audit log");
         }
         hearth_tools::ToolOutput {
-            json: json!({
-                "error": format!(
-                    "permission denied: calling {tool} needs capability {cap}, and this user does not have it (missing capability {cap}); an operator can grant it"
-                )
-            })
-            .to_string(),
+            json: json!({ "error": error }).to_string(),
             is_error: true,
         }
     }
@@ -268,25 +278,12 @@ struct PendingCall {
 }
 
 /// Why a call is not run.
+#[derive(Clone, Copy)]
 enum Refusal {
     /// The user lacks this capability.
     Capability(&'static str),
     /// The run's channel does not have the tool.
     Channel,
-}
-
-/// The result of a call to a tool the run's channel does not offer.
-fn not_on_channel(tool: &str, thread_key: &str) -> hearth_tools::ToolOutput {
-    hearth_tools::ToolOutput {
-        json: json!({
-            "error": format!(
-                "tool {tool} is not available on channel {}; use another tool or answer without it",
-                channel_of(thread_key)
-            )
-        })
-        .to_string(),
-        is_error: true,
-    }
 }
 
 /// Appends a tool result to the trailing tool message, starting one if needed.
