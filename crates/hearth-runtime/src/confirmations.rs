@@ -118,13 +118,18 @@ impl Runtime {
     }
 
     /// Denies what runs of `thread_key` wait for: a new message means the
-    /// user moved on. Only runs waiting in this process are looked up, so
-    /// the common case (nothing waiting) costs no query.
+    /// user moved on. Looked up only for runs waiting in this process or
+    /// active on the thread (one recovered after a restart may not have
+    /// reached its question again yet), so the common case, a thread with
+    /// nothing running, costs no query.
     pub(crate) async fn deny_pending_on_thread(&self, thread_key: &str) {
-        if !self.inner.engine.confirmations().any_waiting_on(thread_key) {
-            return;
+        let mut runs = self.inner.engine.confirmations().waiting_on(thread_key);
+        if let Some(active) = self.inner.scheduler.active_run(thread_key)
+            && !runs.contains(&active)
+        {
+            runs.push(active);
         }
-        for run_id in self.inner.engine.confirmations().waiting_on(thread_key) {
+        for run_id in runs {
             let store = self.store_of_run(&run_id);
             let pending = match store.pending_confirmations(Some(&run_id), None).await {
                 Ok(p) => p,

@@ -212,3 +212,51 @@ async fn hearth_confirm_answers_from_the_cli() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("not_found"));
 }
+
+#[tokio::test]
+async fn a_new_message_after_a_restart_denies_the_waiting_action() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "s1",
+        "memory_save",
+        r#"{"text": "The bike is red"}"#,
+    )]));
+    fake.push(Reply::text("noted"));
+    let dir = tempfile::tempdir().unwrap();
+    let config = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (s, _) = h
+        .post(json!({ "text": "remember the bike", "thread_key": "api:moved", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 200);
+    let id = export(&h).await["memories"][0]["id"].as_i64().unwrap();
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": id }).to_string(),
+    )]));
+    fake.push(Reply::text("left it alone"));
+    fake.push(Reply::text("about something else"));
+    let (s, waiting) = h
+        .post(json!({ "text": "forget the bike", "thread_key": "api:moved", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 202, "{waiting}");
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+    h.kill().await;
+
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (s, next) = h
+        .post(json!({ "text": "actually, something else", "thread_key": "api:moved", "user_key": USER }))
+        .await;
+    assert_eq!(s, 202, "{next}");
+    assert_ne!(next["run_id"], run_id.as_str());
+    let first = h.wait_run(&run_id).await;
+    assert_eq!(first["output"]["text"], "left it alone", "{first}");
+    let second = h.wait_run(next["run_id"].as_str().unwrap()).await;
+    assert_eq!(second["output"]["text"], "about something else");
+    assert_eq!(
+        export(&h).await["memories"].as_array().unwrap().len(),
+        1,
+        "not forgotten"
+    );
+}
