@@ -153,12 +153,17 @@ fn print_run(v: &Value, json_out: bool) -> Result<(), Exit> {
         RunStatus::Cancelled => Err(anyhow::anyhow!("run {} was cancelled", env.run_id).into()),
         RunStatus::AwaitingConfirmation => {
             if !json_out {
-                let c = env.confirmation;
-                println!(
-                    "run {} awaits confirmation: {}",
-                    env.run_id,
-                    c.map(|c| c.summary).unwrap_or_default()
-                );
+                let (summary, token) = env
+                    .confirmation
+                    .map(|c| (c.summary, c.token))
+                    .unwrap_or_default();
+                println!("run {} awaits confirmation: {summary}", env.run_id);
+                match token {
+                    Some(t) => println!("answer with: hearth confirm {t}   (or: hearth deny {t})"),
+                    // After a restart only the token's hash is kept; the
+                    // token shown when it was asked still works.
+                    None => println!("answer with the token given when it was asked"),
+                }
             }
             Ok(())
         }

@@ -182,14 +182,37 @@ async fn hearth_confirm_answers_from_the_cli() {
         json!({ "id": id }).to_string(),
     )]));
     fake.push(Reply::text("gone"));
-    let (_, waiting) = h
-        .post(json!({ "text": "forget the boat", "thread_key": "api:cli", "user_key": USER, "wait": true }))
-        .await;
-    let token = waiting["confirmation"]["token"]
-        .as_str()
-        .unwrap()
+    // The CLI user sees what is asked and how to answer.
+    let out = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args([
+            "message",
+            "forget the boat",
+            "--thread",
+            "api:cli",
+            "--user",
+            USER,
+            "--wait",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stdout.contains("awaits confirmation: forget memory"),
+        "{stdout}"
+    );
+    let token = stdout
+        .split("hearth confirm ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no token in {stdout}"))
         .to_owned();
-    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+    let (_, runs) = h
+        .get("/v1/runs?thread_key=api:cli&status=awaiting_confirmation")
+        .await;
+    let run_id = runs["runs"][0]["run_id"].as_str().unwrap().to_owned();
 
     let out = command(&h.home)
         .env("HEARTH_URL", &h.url)
