@@ -31,31 +31,47 @@ async fn confirm(h: &Hearth, token: &str, user: &str, approve: bool) -> (u16, Va
     (s, r.json().await.unwrap())
 }
 
-#[tokio::test]
-async fn memory_forget_waits_for_confirmation_across_a_restart() {
-    let fake = FakeOpenAi::start().await;
+/// Has the model save `text` for [`USER`] on `thread`; returns the memory's id.
+async fn saved(h: &Hearth, fake: &FakeOpenAi, thread: &str, text: &str) -> i64 {
     fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
         "s1",
         "memory_save",
-        r#"{"text": "The cat is called Miso"}"#,
+        json!({ "text": text }).to_string(),
     )]));
     fake.push(Reply::text("noted"));
-    let dir = tempfile::tempdir().unwrap();
-    let config = fake_config(&fake.base_url());
-    let h = Hearth::start(dir.path(), Some(&config)).await;
-    let (s, saved) = h
-        .post(json!({ "text": "remember my cat", "thread_key": "api:conf", "user_key": USER, "wait": true }))
+    let (s, v) = h
+        .post(json!({ "text": "remember this", "thread_key": thread, "user_key": USER, "wait": true }))
         .await;
-    assert_eq!(s, 200, "{saved}");
-    let memories = export(&h).await;
-    let id = memories["memories"][0]["id"].as_i64().unwrap();
+    assert_eq!(s, 200, "{v}");
+    let memories = export(h).await;
+    let found = memories["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["text"] == text)
+        .unwrap_or_else(|| panic!("{text:?} not saved: {memories}"));
+    found["id"].as_i64().unwrap()
+}
 
+/// Scripts the model's next turn to call `memory_forget(id)`, then answer `then`.
+fn script_forget(fake: &FakeOpenAi, id: i64, then: &str) {
     fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
         "f1",
         "memory_forget",
         json!({ "id": id }).to_string(),
     )]));
-    fake.push(Reply::text("forgotten"));
+    fake.push(Reply::text(then));
+}
+
+#[tokio::test]
+async fn memory_forget_waits_for_confirmation_across_a_restart() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let id = saved(&h, &fake, "api:conf", "The cat is called Miso").await;
+
+    script_forget(&fake, id, "forgotten");
     let (s, waiting) = h
         .post(json!({ "text": "forget the cat", "thread_key": "api:conf", "user_key": USER, "wait": true }))
         .await;
@@ -102,25 +118,10 @@ async fn memory_forget_waits_for_confirmation_across_a_restart() {
 #[tokio::test]
 async fn a_deny_message_keeps_the_memory_and_the_event_carries_the_token() {
     let fake = FakeOpenAi::start().await;
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
-        "s1",
-        "memory_save",
-        r#"{"text": "Parking is on level 3"}"#,
-    )]));
-    fake.push(Reply::text("noted"));
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
-    let (s, _) = h
-        .post(json!({ "text": "remember parking", "thread_key": "api:deny", "user_key": USER, "wait": true }))
-        .await;
-    assert_eq!(s, 200);
-    let id = export(&h).await["memories"][0]["id"].as_i64().unwrap();
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
-        "f1",
-        "memory_forget",
-        json!({ "id": id }).to_string(),
-    )]));
-    fake.push(Reply::text("kept it"));
+    let id = saved(&h, &fake, "api:deny", "Parking is on level 3").await;
+    script_forget(&fake, id, "kept it");
     let (s, waiting) = h
         .post(json!({ "text": "forget parking", "thread_key": "api:deny", "user_key": USER, "wait": true }))
         .await;
@@ -163,25 +164,10 @@ async fn a_deny_message_keeps_the_memory_and_the_event_carries_the_token() {
 #[tokio::test]
 async fn hearth_confirm_answers_from_the_cli() {
     let fake = FakeOpenAi::start().await;
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
-        "s1",
-        "memory_save",
-        r#"{"text": "The boat is blue"}"#,
-    )]));
-    fake.push(Reply::text("noted"));
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
-    let (s, _) = h
-        .post(json!({ "text": "remember the boat", "thread_key": "api:cli", "user_key": USER, "wait": true }))
-        .await;
-    assert_eq!(s, 200);
-    let id = export(&h).await["memories"][0]["id"].as_i64().unwrap();
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
-        "f1",
-        "memory_forget",
-        json!({ "id": id }).to_string(),
-    )]));
-    fake.push(Reply::text("gone"));
+    let id = saved(&h, &fake, "api:cli", "The boat is blue").await;
+    script_forget(&fake, id, "gone");
     // The CLI user sees what is asked and how to answer.
     let out = command(&h.home)
         .env("HEARTH_URL", &h.url)
@@ -239,26 +225,11 @@ async fn hearth_confirm_answers_from_the_cli() {
 #[tokio::test]
 async fn a_new_message_after_a_restart_denies_the_waiting_action() {
     let fake = FakeOpenAi::start().await;
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
-        "s1",
-        "memory_save",
-        r#"{"text": "The bike is red"}"#,
-    )]));
-    fake.push(Reply::text("noted"));
     let dir = tempfile::tempdir().unwrap();
     let config = fake_config(&fake.base_url());
     let h = Hearth::start(dir.path(), Some(&config)).await;
-    let (s, _) = h
-        .post(json!({ "text": "remember the bike", "thread_key": "api:moved", "user_key": USER, "wait": true }))
-        .await;
-    assert_eq!(s, 200);
-    let id = export(&h).await["memories"][0]["id"].as_i64().unwrap();
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
-        "f1",
-        "memory_forget",
-        json!({ "id": id }).to_string(),
-    )]));
-    fake.push(Reply::text("left it alone"));
+    let id = saved(&h, &fake, "api:moved", "The bike is red").await;
+    script_forget(&fake, id, "left it alone");
     fake.push(Reply::text("about something else"));
     let (s, waiting) = h
         .post(json!({ "text": "forget the bike", "thread_key": "api:moved", "user_key": USER, "wait": true }))
