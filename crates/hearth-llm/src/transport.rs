@@ -95,6 +95,22 @@ pub(crate) fn append_headers(
     Ok(())
 }
 
+/// Inserts the API key as header `name` (value `prefix` + key), marked
+/// sensitive so it never shows in logs or debug output.
+pub(crate) fn insert_key(
+    headers: &mut HeaderMap,
+    name: HeaderName,
+    prefix: &str,
+    key: &str,
+    invalid: impl Fn(String) -> LlmError,
+) -> Result<(), LlmError> {
+    let mut value = HeaderValue::from_str(&format!("{prefix}{key}"))
+        .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
+    value.set_sensitive(true);
+    headers.insert(name, value);
+    Ok(())
+}
+
 /// Posts a JSON `body` asking for an event stream, waiting at most
 /// `request_timeout` for the response headers; the status is not checked.
 pub(crate) async fn send(

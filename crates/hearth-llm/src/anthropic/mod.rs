@@ -124,10 +124,13 @@ impl AnthropicProvider {
         }
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(key)
-                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
-            value.set_sensitive(true);
-            headers.insert(HeaderName::from_static("x-api-key"), value);
+            transport::insert_key(
+                &mut headers,
+                HeaderName::from_static("x-api-key"),
+                "",
+                key,
+                invalid,
+            )?;
         }
         let version = HeaderValue::from_str(&config.version)
             .map_err(|_| invalid(format!("invalid anthropic-version {:?}", config.version)))?;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
 use reqwest::Url;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName};
 
 use crate::sse::SseDecoder;
 #[cfg(test)]
@@ -120,10 +120,13 @@ impl GeminiProvider {
         }
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(key)
-                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
-            value.set_sensitive(true);
-            headers.insert(HeaderName::from_static(API_KEY_HEADER), value);
+            transport::insert_key(
+                &mut headers,
+                HeaderName::from_static(API_KEY_HEADER),
+                "",
+                key,
+                invalid,
+            )?;
         }
         transport::append_headers(&mut headers, &config.headers, invalid)?;
         Ok(Self {
@@ -592,7 +595,7 @@ mod tests {
         assert_eq!(parse_retry_delay("37s"), Some(Duration::from_secs(37)));
         assert_eq!(parse_retry_delay("1.5s"), Some(Duration::from_millis(1500)));
         assert_eq!(parse_retry_delay("37"), None);
-        let h = |s: &str| parse_retry_after(&HeaderValue::from_str(s).unwrap());
+        let h = |s: &str| parse_retry_after(&reqwest::header::HeaderValue::from_str(s).unwrap());
         assert_eq!(h("7"), Some(Duration::from_secs(7)));
         assert_eq!(h("-1"), None);
     }

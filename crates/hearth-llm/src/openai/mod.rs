@@ -114,10 +114,7 @@ impl OpenAiProvider {
         let url = transport::parse_endpoint(&endpoint, &config.base_url, invalid)?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
+            transport::insert_key(&mut headers, AUTHORIZATION, "Bearer ", key, invalid)?;
         }
         if let Some(org) = &config.organization {
             let value = HeaderValue::from_str(org).map_err(|_| {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
 use reqwest::Url;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use crate::sse::SseDecoder;
 #[cfg(test)]
@@ -95,10 +95,7 @@ impl OpenAiCompatProvider {
         let url = transport::parse_endpoint(&endpoint, &config.base_url, invalid)?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
+            transport::insert_key(&mut headers, AUTHORIZATION, "Bearer ", key, invalid)?;
         }
         transport::append_headers(&mut headers, &config.headers, invalid)?;
         Ok(Self {
@@ -399,7 +396,7 @@ mod tests {
 
     #[test]
     fn parses_retry_after() {
-        let p = |s: &str| parse_retry_after(&HeaderValue::from_str(s).unwrap());
+        let p = |s: &str| parse_retry_after(&reqwest::header::HeaderValue::from_str(s).unwrap());
         assert_eq!(p("7"), Some(Duration::from_secs(7)));
         assert_eq!(p(" 1.5 "), Some(Duration::from_millis(1500)));
         assert_eq!(p("-1"), None);
