@@ -23,6 +23,14 @@ pub enum RuntimeError {
     /// The process is shutting down and takes no new work.
     #[error("hearth is shutting down and accepts no new messages; retry shortly")]
     ShuttingDown,
+    /// Too much work is queued; the caller should retry after `retry_after_secs`.
+    #[error("hearth is saturated ({queued} runs queued or running); retry in {retry_after_secs} s")]
+    Overloaded {
+        /// Runs queued or running when the message was refused.
+        queued: usize,
+        /// Suggested wait before retrying.
+        retry_after_secs: u64,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -93,6 +93,8 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Forbidden(m) => Self::Forbidden(m),
             RuntimeError::UnknownModel(m) => Self::UnknownModel(m),
             RuntimeError::ShuttingDown => Self::Unavailable(e.to_string()),
+            // Mapped to 503 `overloaded` with Retry-After by the server helper's work.
+            RuntimeError::Overloaded { .. } => Self::Unavailable(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
         }
     }
