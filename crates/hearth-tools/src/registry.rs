@@ -213,7 +213,9 @@ impl ToolRegistry {
         // A separate task so a panicking tool is caught as a JoinError.
         let ctx = ctx.clone();
         let task = tokio::spawn(async move { tool.call(&ctx, args).await });
-        let abort = task.abort_handle();
+        // Aborted also when this future is dropped (the run was cancelled),
+        // so a cancelled call does not go on running detached.
+        let abort = AbortOnDrop(task.abort_handle());
         match tokio::time::timeout(timeout, task).await {
             Ok(Ok(Ok(Value::Object(map)))) if untrusted => ToolOutput::ok(
                 json!({ "untrusted_content": crate::untrusted::wrap(name, &Value::Object(map).to_string()) })
@@ -228,13 +230,22 @@ impl ToolRegistry {
                 format!("tool {name} was cancelled")
             }),
             Err(_) => {
-                abort.abort();
+                abort.0.abort();
                 error_json(format!(
                     "tool {name} timed out after {} s",
                     timeout.as_secs_f32()
                 ))
             }
         }
+    }
+}
+
+/// Aborts a spawned tool call when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -291,6 +302,58 @@ mod tests {
         assert!(out.is_error);
         let v: Value = serde_json::from_str(&out.json).unwrap();
         v["error"].as_str().unwrap().to_owned()
+    }
+
+    /// Blocks forever once called; its future, when dropped, drops `alive`.
+    struct Blocking {
+        spec: ToolSpec,
+        started: Arc<tokio::sync::Notify>,
+        alive: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Tool for Blocking {
+        fn spec(&self) -> &ToolSpec {
+            &self.spec
+        }
+        fn class(&self) -> ToolClass {
+            ToolClass::Write
+        }
+        async fn call(&self, _ctx: &ToolContext, _args: Value) -> Result<Value, ToolError> {
+            let _alive = self.alive.lock().unwrap().take();
+            self.started.notify_one();
+            std::future::pending::<()>().await;
+            Ok(json!({}))
+        }
+    }
+
+    #[tokio::test]
+    async fn dropping_the_call_stops_the_tool() {
+        let started = Arc::new(tokio::sync::Notify::new());
+        let (alive, mut gone) = tokio::sync::oneshot::channel::<()>();
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Blocking {
+            spec: ToolSpec {
+                name: "slow".into(),
+                description: String::new(),
+                parameters: json!({"type": "object"}),
+            },
+            started: started.clone(),
+            alive: std::sync::Mutex::new(Some(alive)),
+        }));
+        let ctx = ToolContext::default();
+        let call = r.execute(&ctx, "slow", "{}", Duration::from_secs(3600));
+        tokio::select! {
+            _ = call => panic!("the blocking tool returned"),
+            () = started.notified() => {}
+        }
+        // The call's future is gone (as when a run is cancelled): the tool's
+        // task must be aborted, which drops its state.
+        let closed = tokio::time::timeout(Duration::from_secs(10), &mut gone).await;
+        assert!(
+            matches!(closed, Ok(Err(_))),
+            "the tool kept running after its caller was dropped"
+        );
     }
 
     #[tokio::test]
