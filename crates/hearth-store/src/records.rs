@@ -109,6 +109,9 @@ pub enum StepStatus {
     Succeeded,
     /// Finished with an error.
     Failed,
+    /// Cut off mid-way (the run was cancelled while a write-class call ran):
+    /// it may or may not have taken effect, and is never repeated.
+    Unknown,
 }
 
 impl StepStatus {
@@ -118,6 +121,7 @@ impl StepStatus {
             Self::Started => "started",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
+            Self::Unknown => "unknown",
         }
     }
 }

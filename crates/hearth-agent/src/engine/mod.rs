@@ -299,6 +299,9 @@ impl Engine {
                 }
             }
         };
+        if matches!(result, Err(Stop::Cancelled)) {
+            self.mark_cut_calls(&input).await;
+        }
         // Closing first makes later steer attempts fail (the runtime then
         // queues them as follow-ups); draining returns the ones that got in.
         let (result, mut unseen_steer) = match result {
@@ -454,7 +457,7 @@ impl Engine {
                         .unwrap_or_default()
                         .to_owned();
                     let output = match (step.status, step.payload["output"].as_str()) {
-                        (StepStatus::Started, _) | (_, None) => json!({
+                        (StepStatus::Started | StepStatus::Unknown, _) | (_, None) => json!({
                             "error": "outcome unknown: hearth stopped while this action was running; \
                                       it was not repeated. Tell the user it may or may not have happened."
                         })

@@ -151,6 +151,30 @@ impl Engine {
         }
     }
 
+    /// After a cancel cut the run short: a write-class call journaled as
+    /// started has no outcome and never will; record it as unknown so the
+    /// trace says so. (Its task was aborted with the run's future.)
+    pub(super) async fn mark_cut_calls(&self, input: &RunInput) {
+        let journal = input.journal(&self.store);
+        let steps = match journal.steps(&input.run_id).await {
+            Ok(steps) => steps,
+            Err(e) => {
+                tracing::warn!(run_id = %input.run_id, error = %e, "could not read the journal of a cancelled run");
+                return;
+            }
+        };
+        for mut step in steps {
+            if step.kind == StepKind::Tool && step.status == StepStatus::Started {
+                step.status = StepStatus::Unknown;
+                step.finished_at = Some(now_ms());
+                tracing::info!(run_id = %input.run_id, tool = %step.name, "a write-class call was cut off by a cancel; its outcome is unknown");
+                if let Err(e) = journal.put_step(step).await {
+                    tracing::warn!(run_id = %input.run_id, error = %e, "could not journal a cut-off call as unknown");
+                }
+            }
+        }
+    }
+
     fn class_of(&self, name: &str) -> Option<ToolClass> {
         self.tools.get(name).map(|t| t.class())
     }

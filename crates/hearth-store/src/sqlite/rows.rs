@@ -71,6 +71,7 @@ pub(crate) fn step(row: &Row<'_>) -> Result<StepRecord> {
             "started" => StepStatus::Started,
             "succeeded" => StepStatus::Succeeded,
             "failed" => StepStatus::Failed,
+            "unknown" => StepStatus::Unknown,
             _ => {
                 return Err(StoreError::Corrupt(format!(
                     "unknown step status {status:?}"

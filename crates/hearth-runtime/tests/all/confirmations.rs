@@ -1,7 +1,6 @@
 //! Confirmations of write-class tool calls, in-process: real SQLite store,
 //! fake provider, real engine. (Crash and restart while awaiting is tested end
 //! to end with the real binary, in hearth-cli's e2e tests.)
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +15,7 @@ use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 const ALICE: &str = "test:user:alice";
 const BOB: &str = "test:user:bob";

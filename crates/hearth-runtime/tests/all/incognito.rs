@@ -1,7 +1,6 @@
 //! Incognito threads in-process: nothing they say reaches the database file,
 //! their history lives for the life of the process, usage is counted without
 //! thread or user keys, and the flag itself is kept.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use hearth_store::{Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
 
-mod common;
+use crate::common;
 
 const SECRET_TEXT: &str = "my-incognito-question-about-zanzibar";
 

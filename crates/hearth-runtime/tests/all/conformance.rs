@@ -6,7 +6,6 @@
 //! Each scenario is a generic async fn over the `Adapter` trait; the
 //! `conformance!` macro stamps out one `#[tokio::test]` per adapter and
 //! scenario, named `<adapter>_<scenario>`.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

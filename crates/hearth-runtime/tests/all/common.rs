@@ -1,5 +1,4 @@
 //! Set-up shared by the runtime's integration tests.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // each test file uses a part
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,5 +1,4 @@
 //! The runtime in-process: real SQLite store, fake provider, real engine.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::ToolRegistry;
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 struct Setup {
     rt: Runtime,

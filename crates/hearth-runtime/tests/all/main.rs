@@ -1,0 +1,11 @@
+//! hearth-runtime's integration tests, one binary (link time): the runtime
+//! in-process with a real SQLite store, the real engine and fake providers.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+mod cancel;
+mod confirmations;
+mod conformance;
+mod incognito;
+mod runtime;
