@@ -53,8 +53,37 @@ pub trait Store: MemoryStore + RetentionStore + Send + Sync + 'static {
         model: &str,
     ) -> Result<bool>;
 
-    /// Extends the leases of all running runs of `owner` (heartbeat).
-    async fn renew_leases(&self, owner: &str, lease_until: Timestamp) -> Result<u64>;
+    /// Claims a run for execution by `owner` until `lease_until`: wins only when the run is
+    /// `queued`, or is `running`/`awaiting_confirmation` with no lease, an expired lease
+    /// (`lease_until < now`) or a lease already held by `owner`. On a win the run is `running`
+    /// (an `awaiting_confirmation` run keeps that status) with the new owner and lease, and the
+    /// updated record is returned. Terminal runs and runs under another owner's live lease give
+    /// `None`. Of concurrent callers exactly one wins.
+    async fn claim_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>>;
+
+    /// Records the model a run uses (after it was claimed).
+    async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()>;
+
+    /// Clears the leases of unfinished runs held by owners other than `owner` (used at start by
+    /// a process that holds the home's exclusive lock, so it knows their owners are dead).
+    async fn release_foreign_leases(&self, owner: &str) -> Result<u64>;
+
+    /// Extends to `lease_until` the leases of those of `run_ids` that `owner`
+    /// holds and that are not terminal (heartbeat of the runs really
+    /// executing; a run whose executor is gone must let its lease lapse so
+    /// recovery can claim it). Returns how many were renewed.
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        lease_until: Timestamp,
+    ) -> Result<u64>;
 
     /// Appends or replaces (same run and index) one journal step.
     async fn put_step(&self, step: StepRecord) -> Result<()>;

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use hearth_core::{Content, Message, Role, RunStatus};
 use hearth_store::{
-    CreateRunOutcome, Durability, NewRun, NewToken, RunFilter, RunFinish, RunRecord, SqliteStore,
-    StepKind, StepRecord, StepStatus, Store, StoreError,
+    ConfirmationRecord, ConfirmationState, CreateRunOutcome, Durability, NewRun, NewToken,
+    RunFilter, RunFinish, RunRecord, SqliteStore, StepKind, StepRecord, StepStatus, Store,
+    StoreError,
 };
 use serde_json::json;
 
@@ -47,6 +48,23 @@ fn step(run_id: &str, index: u32, status: StepStatus) -> StepRecord {
         finished_at: None,
         tokens: Some(json!({"input": 3, "output": 4})),
         payload: json!({"step": index}),
+    }
+}
+
+fn confirmation(run_id: &str, call_id: &str, hash: &str) -> ConfirmationRecord {
+    ConfirmationRecord {
+        token_hash: hash.to_owned(),
+        run_id: run_id.to_owned(),
+        call_id: call_id.to_owned(),
+        thread_key: "t1".to_owned(),
+        user_key: "user:1".to_owned(),
+        tool: "memory.forget".to_owned(),
+        summary: "forget memory 1".to_owned(),
+        created_at: 1_000,
+        expires_at: 100_000,
+        state: ConfirmationState::Pending,
+        resolved_by: None,
+        resolved_at: None,
     }
 }
 
@@ -314,12 +332,235 @@ async fn start_run_refuses_terminal_runs_and_leases_renew() {
         store.get_run("run_2").await.unwrap().unwrap().status,
         RunStatus::Succeeded
     );
+}
 
-    assert_eq!(store.renew_leases("node-a", 500).await.unwrap(), 1);
-    assert_eq!(store.renew_leases("node-b", 500).await.unwrap(), 0);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_concurrent_claims_exactly_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(dir.path()));
+    created(&store, "run_1", "t1").await;
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            store
+                .claim_run("run_1", &format!("node-{i}"), 10_000, 1_000)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut winners = Vec::new();
+    for task in tasks {
+        if let Some(run) = task.await.unwrap() {
+            winners.push(run);
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    let stored = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Running);
+    assert_eq!(stored.lease_owner, winners[0].lease_owner);
+    assert_eq!(stored.lease_until, Some(10_000));
+}
+
+#[tokio::test]
+async fn claims_respect_terminal_runs_and_live_leases() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    created(&store, "run_2", "t1").await;
+
+    let won = store
+        .claim_run("run_1", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
-        store.get_run("run_1").await.unwrap().unwrap().lease_until,
-        Some(500)
+        (
+            won.status,
+            won.lease_owner.as_deref(),
+            won.lease_until,
+            won.updated_at
+        ),
+        (RunStatus::Running, Some("node-a"), Some(5_000), 1_000)
+    );
+    // Another owner's live lease (and a lease ending exactly now) holds.
+    assert!(
+        store
+            .claim_run("run_1", "node-b", 9_000, 2_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run("run_1", "node-b", 9_000, 5_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The same owner claims again (recovery of its own run) and extends it.
+    let again = store
+        .claim_run("run_1", "node-a", 6_000, 2_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.lease_until, Some(6_000));
+    // Once the lease has lapsed, another owner wins.
+    let taken = store
+        .claim_run("run_1", "node-b", 9_000, 6_001)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.lease_owner.as_deref(), Some("node-b"));
+
+    // Terminal and unknown runs are never claimed.
+    store
+        .claim_run("run_2", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.finish_run(finish("run_2", vec![])).await.unwrap());
+    assert!(
+        store
+            .claim_run("run_2", "node-a", 5_000, 1_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run("run_2", "node-b", 5_000, 99_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run("run_missing", "node-a", 5_000, 1_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store.get_run("run_2").await.unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+
+    store.set_run_model("run_1", "openai/gpt").await.unwrap();
+    assert_eq!(
+        store
+            .get_run("run_1")
+            .await
+            .unwrap()
+            .unwrap()
+            .model
+            .as_deref(),
+        Some("openai/gpt")
+    );
+}
+
+#[tokio::test]
+async fn a_run_awaiting_confirmation_keeps_its_status_when_claimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    store
+        .claim_run("run_1", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .request_confirmation(confirmation("run_1", "call_1", "hash_1"))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_run("run_1", "node-b", 9_000, 2_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let taken = store
+        .claim_run("run_1", "node-b", 9_000, 5_001)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.status, RunStatus::AwaitingConfirmation);
+    assert_eq!(taken.lease_owner.as_deref(), Some("node-b"));
+}
+
+#[tokio::test]
+async fn renew_leases_extends_only_the_named_runs_of_the_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for id in ["run_1", "run_2", "run_3", "run_4"] {
+        created(&store, id, "t1").await;
+    }
+    for id in ["run_1", "run_2", "run_4"] {
+        store
+            .claim_run(id, "node-a", 100, 10)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    store
+        .claim_run("run_3", "node-b", 100, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.finish_run(finish("run_4", vec![])).await.unwrap());
+
+    let named = ["run_1", "run_3", "run_4", "run_missing"].map(str::to_owned);
+    // run_3 is another owner's, run_4 is finished: only run_1 is renewed.
+    assert_eq!(store.renew_leases("node-a", &named, 500).await.unwrap(), 1);
+    assert_eq!(store.renew_leases("node-a", &[], 500).await.unwrap(), 0);
+    let lease = |id: &'static str| {
+        let store = store.clone();
+        async move { store.get_run(id).await.unwrap().unwrap().lease_until }
+    };
+    assert_eq!(lease("run_1").await, Some(500));
+    // Held by node-a but not executing: its lease lapses so recovery can take it.
+    assert_eq!(lease("run_2").await, Some(100));
+    assert_eq!(lease("run_3").await, Some(100));
+    assert_eq!(lease("run_4").await, None);
+}
+
+#[tokio::test]
+async fn release_foreign_leases_frees_only_other_owners_unfinished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for id in ["run_1", "run_2", "run_3"] {
+        created(&store, id, "t1").await;
+    }
+    store
+        .claim_run("run_1", "node-a", 100_000, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .claim_run("run_2", "node-dead", 100_000, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .claim_run("run_3", "node-dead", 100_000, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.finish_run(finish("run_3", vec![])).await.unwrap());
+
+    assert_eq!(store.release_foreign_leases("node-a").await.unwrap(), 1);
+    let run_2 = store.get_run("run_2").await.unwrap().unwrap();
+    assert_eq!((run_2.lease_owner, run_2.lease_until), (None, None));
+    let run_1 = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run_1.lease_owner.as_deref(), Some("node-a"));
+    // The freed run is claimable at once, although its lease had not lapsed.
+    assert!(
+        store
+            .claim_run("run_2", "node-a", 200_000, 20)
+            .await
+            .unwrap()
+            .is_some()
     );
 }
 

@@ -325,9 +325,38 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn renew_leases(&self, owner: &str, lease_until: Timestamp) -> Result<u64> {
+    async fn claim_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.write(move |db| ops::claim_run(db, &run_id, &owner, lease_until, now))
+            .await
+    }
+
+    async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {
+        let (run_id, model) = (run_id.to_owned(), model.to_owned());
+        self.write(move |db| ops::set_run_model(db, &run_id, &model))
+            .await
+    }
+
+    async fn release_foreign_leases(&self, owner: &str) -> Result<u64> {
         let owner = owner.to_owned();
-        self.write(move |db| ops::renew_leases(db, &owner, lease_until))
+        self.write(move |db| ops::release_foreign_leases(db, &owner))
+            .await
+    }
+
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        lease_until: Timestamp,
+    ) -> Result<u64> {
+        let (owner, run_ids) = (owner.to_owned(), run_ids.to_vec());
+        self.write(move |db| ops::renew_leases(db, &owner, &run_ids, lease_until))
             .await
     }
 

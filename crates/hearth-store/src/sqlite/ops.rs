@@ -114,13 +114,67 @@ pub(crate) fn start_run(
     Ok(changed == 1)
 }
 
-pub(crate) fn renew_leases(db: &mut Db<'_>, owner: &str, lease_until: Timestamp) -> Result<u64> {
+pub(crate) fn claim_run(
+    db: &mut Db<'_>,
+    run_id: &str,
+    owner: &str,
+    lease_until: Timestamp,
+    now: Timestamp,
+) -> Result<Option<RunRecord>> {
+    // One conditional UPDATE: the writer runs writes one at a time (and a
+    // server database would lock the row), so of concurrent claims exactly
+    // one sees the run claimable.
+    db.stmt(concat!(
+        "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
+         ELSE 'running' END, lease_owner = ?2, lease_until = ?3, updated_at = ?4 \
+         WHERE run_id = ?1 AND (status = 'queued' \
+         OR (status IN ('running', 'awaiting_confirmation') AND (lease_owner IS NULL \
+         OR lease_until IS NULL OR lease_until < ?4 OR lease_owner = ?2))) RETURNING ",
+        run_columns!()
+    ))?
+    .query_row(params![run_id, owner, lease_until, now], |row| {
+        Ok(rows::run(row))
+    })
+    .optional()?
+    .transpose()
+}
+
+pub(crate) fn set_run_model(db: &mut Db<'_>, run_id: &str, model: &str) -> Result<()> {
+    db.stmt("UPDATE runs SET model = ?2 WHERE run_id = ?1")?
+        .execute(params![run_id, model])?;
+    Ok(())
+}
+
+pub(crate) fn release_foreign_leases(db: &mut Db<'_>, owner: &str) -> Result<u64> {
     let changed = db
         .stmt(
-            "UPDATE runs SET lease_until = ?2 WHERE lease_owner = ?1 \
+            "UPDATE runs SET lease_owner = NULL, lease_until = NULL \
+             WHERE lease_owner IS NOT NULL AND lease_owner != ?1 \
+             AND status IN ('queued', 'running', 'awaiting_confirmation')",
+        )?
+        .execute(params![owner])?;
+    Ok(changed as u64)
+}
+
+pub(crate) fn renew_leases(
+    db: &mut Db<'_>,
+    owner: &str,
+    run_ids: &[String],
+    lease_until: Timestamp,
+) -> Result<u64> {
+    if run_ids.is_empty() {
+        return Ok(0);
+    }
+    // The ids travel as a JSON array so that one cached statement serves
+    // every length.
+    let ids = to_json(run_ids, "run ids")?;
+    let changed = db
+        .stmt(
+            "UPDATE runs SET lease_until = ?3 WHERE lease_owner = ?1 \
+             AND run_id IN (SELECT value FROM json_each(?2)) \
              AND status IN ('running', 'awaiting_confirmation')",
         )?
-        .execute(params![owner, lease_until])?;
+        .execute(params![owner, ids, lease_until])?;
     Ok(changed as u64)
 }
 
