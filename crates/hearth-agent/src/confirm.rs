@@ -104,6 +104,13 @@ impl ConfirmationHub {
 
     /// The plaintext token of the run's pending confirmation, while this
     /// process knows it.
+    /// Sets the plaintext token shown in `run_id`'s envelope while it waits.
+    pub(crate) fn set_token(&self, run_id: &str, token: Option<String>) {
+        if let Some(w) = self.waiting().get_mut(run_id) {
+            w.token = token;
+        }
+    }
+
     pub fn token(&self, run_id: &str) -> Option<String> {
         self.waiting().get(run_id).and_then(|w| w.token.clone())
     }

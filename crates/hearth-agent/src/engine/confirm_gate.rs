@@ -49,6 +49,10 @@ impl Engine {
         (call_id, name, arguments): &(String, String, String),
         clock: &WallClock,
     ) -> Result<Option<hearth_tools::ToolOutput>, Stop> {
+        // Registered before the question is stored or read: an answer that
+        // lands in between then finds a waiter to wake (its permit is kept),
+        // instead of waking nobody and leaving the run to wait out the TTL.
+        let guard = self.hub.register(&input.run_id, &input.thread_key, None);
         let (mut rec, token) = match input
             .journal(&self.store)
             .confirmation_for_call(&input.run_id, call_id)
@@ -87,9 +91,7 @@ impl Engine {
             }
         };
         if rec.state == ConfirmationState::Pending {
-            let guard = self
-                .hub
-                .register(&input.run_id, &input.thread_key, token.clone());
+            self.hub.set_token(&input.run_id, token.clone());
             sink.emit(
                 RunEventKind::ConfirmationRequired,
                 json!({
@@ -132,8 +134,8 @@ impl Engine {
                     })?;
             }
             clock.resume();
-            drop(guard);
         }
+        drop(guard);
         let why = match (rec.state, rec.resolved_by.as_deref()) {
             (ConfirmationState::Approved, _) => return Ok(None),
             (ConfirmationState::Denied, Some("hearth:new_message")) => {
