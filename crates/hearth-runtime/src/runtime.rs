@@ -169,10 +169,19 @@ impl Runtime {
                 let Some(inner) = weak.upgrade() else { return };
                 let rt = Runtime { inner };
                 let until = now_ms() + lease_ms(&rt.inner.options);
+                // Only the runs a worker is executing: a run whose worker is
+                // gone must let its lease lapse so the sweep recovers it.
+                let executing: Vec<String> = rt
+                    .inner
+                    .scheduler
+                    .lock()
+                    .values()
+                    .filter_map(|slot| Some(slot.active.as_ref()?.run_id.clone()))
+                    .collect();
                 if let Err(e) = rt
                     .inner
                     .store
-                    .renew_leases(&rt.inner.options.owner, until)
+                    .renew_leases(&rt.inner.options.owner, &executing, until)
                     .await
                 {
                     warn!(error = %e, "could not renew run leases");
