@@ -151,6 +151,39 @@ mod tests {
         assert_eq!(c.llm.daily_spend_alert_usd, Some(5.0));
     }
 
+    /// The README's provider block, pasted at the end of the generated file as
+    /// the README says, loads (the generated file's headers are comments, so
+    /// the block's `[llm]` is not a duplicate).
+    #[test]
+    fn the_readme_provider_block_pastes_into_the_default_file() {
+        let readme_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+        let readme = fs::read_to_string(readme_path).unwrap();
+        let section = readme
+            .split("## Configure a real provider")
+            .nth(1)
+            .expect("the README has a 'Configure a real provider' section");
+        assert!(
+            section.contains("at the end of"),
+            "the README says where the block goes"
+        );
+        let block = section
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .expect("the section has a toml block");
+        let pasted = format!("{DEFAULT_CONFIG}\n{block}");
+        let c = crate::load_str(&pasted, "hearth.toml with the README block", Vec::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.llm.default_model.as_deref(), Some("local/llama3.2"));
+        assert!(
+            c.llm.providers.contains_key("local"),
+            "{:?}",
+            c.llm.providers
+        );
+        // Ollama needs no key; the README must not ask for one.
+        assert_eq!(c.llm.providers["local"].api_key_env, None);
+    }
+
     #[test]
     fn default_config_parses_to_defaults() {
         let c = crate::load_str(DEFAULT_CONFIG, "default", Vec::new()).unwrap();

@@ -59,7 +59,19 @@ pub fn load_str(
             .map_err(|m| invalid(var, &path.join("."), &m))?;
         deserialize(table.clone(), &format!("environment variable {var}"))?;
     }
-    deserialize(table, origin)
+    let config = deserialize(table, origin)?;
+    // Checks that span keys run on the final config: a reference in the file
+    // may be satisfied by an override, so the error names both sources.
+    crate::check::semantic(&config).map_err(|p| {
+        let origin = if overrides.is_empty() {
+            origin.to_owned()
+        } else {
+            let vars: Vec<&str> = overrides.iter().map(|(v, _)| v.as_str()).collect();
+            format!("{origin} (with {})", vars.join(", "))
+        };
+        invalid(&origin, &p.key, &p.message)
+    })?;
+    Ok(config)
 }
 
 fn invalid(origin: &str, key: &str, message: &str) -> ConfigError {
@@ -77,7 +89,7 @@ fn deserialize(table: Table, origin: &str) -> Result<Config, ConfigError> {
         ConfigError::Invalid {
             origin: origin.to_owned(),
             key,
-            message: inner.message().to_owned(),
+            message: crate::check::plain_words(inner.message()),
         }
     })
 }

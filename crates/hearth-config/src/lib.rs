@@ -6,11 +6,13 @@
 //! the key path and what is wrong. Nothing else in hearth reads the environment
 //! for configuration.
 
+pub mod check;
 pub mod error;
 pub mod home;
 pub mod layer;
 pub mod model;
 
+pub use check::CAPABILITY_KEYS;
 pub use error::ConfigError;
 pub use home::{HomeReport, prepare_home};
 pub use layer::{load, load_str};

@@ -193,8 +193,8 @@ impl TryFrom<RawWebSearchConfig> for WebSearchConfig {
                     .into(),
             );
         }
-        if raw.api_key_env.as_deref().is_some_and(str::is_empty) {
-            return Err("`api_key_env` is empty; name the variable holding the key".into());
+        if let Some(name) = &raw.api_key_env {
+            crate::check::env_var_name(name)?;
         }
         if let Some(name) = &raw.api_key_secret {
             validate_secret_name(name).map_err(|e| format!("`api_key_secret`: {e}"))?;
@@ -480,6 +480,9 @@ impl TryFrom<RawProviderConfig> for ProviderConfig {
                 "set either `api_key_env` or `api_key_secret`, not both: the key must come from one place"
                     .into(),
             );
+        }
+        if let Some(name) = &raw.api_key_env {
+            crate::check::env_var_name(name)?;
         }
         if let Some(name) = &raw.api_key_secret {
             validate_secret_name(name).map_err(|e| format!("`api_key_secret`: {e}"))?;

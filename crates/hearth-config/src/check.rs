@@ -1,0 +1,337 @@
+//! Checks that span keys (a model reference names a configured provider, ...)
+//! and the wording of type errors, so every config mistake is reported by the
+//! loader against the file it is in, in words a person can act on.
+
+use crate::{Config, ProviderType};
+
+/// Capability keys a provider's `capabilities` and `model_capabilities` may set.
+pub const CAPABILITY_KEYS: [&str; 6] = [
+    "tools",
+    "parallel_tool_calls",
+    "streaming",
+    "usage_metrics",
+    "json_mode",
+    "thinking",
+];
+
+/// The provider that always exists, whatever is configured.
+const ECHO: &str = "echo";
+
+/// A semantic mistake: the dotted key and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted key path, e.g. `llm.default_model`.
+    pub key: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+fn problem(key: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// The first mistake that spans keys, if any.
+pub fn semantic(config: &Config) -> Result<(), Problem> {
+    let providers = &config.llm.providers;
+    for (name, pc) in providers {
+        let key = format!("llm.providers.{name}");
+        if pc.kind == ProviderType::OpenaiCompat && pc.base_url.is_none() {
+            return Err(problem(
+                key,
+                "type \"openai_compat\" needs `base_url`, the server's address \
+                 (e.g. \"http://127.0.0.1:11434/v1\" for Ollama)",
+            ));
+        }
+        if let Some(url) = &pc.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(problem(
+                format!("{key}.base_url"),
+                format!("{url:?} is not an http:// or https:// URL"),
+            ));
+        }
+        let caps = pc
+            .capabilities
+            .keys()
+            .chain(pc.model_capabilities.values().flat_map(|m| m.keys()));
+        for cap in caps {
+            if !CAPABILITY_KEYS.contains(&cap.as_str()) {
+                return Err(problem(
+                    key,
+                    format!(
+                        "unknown capability {cap:?}; known: {}",
+                        CAPABILITY_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(m) = &config.llm.default_model {
+        model_ref(config, "llm.default_model", m)?;
+    }
+    for (i, m) in config.llm.fallback.iter().enumerate() {
+        model_ref(config, &format!("llm.fallback[{i}]"), m)?;
+    }
+    Ok(())
+}
+
+/// `<provider>/<model>`, naming a configured provider when any is configured
+/// (with none, providers found in the environment are added at start, so
+/// only the form can be checked here).
+fn model_ref(config: &Config, key: &str, value: &str) -> Result<(), Problem> {
+    let Some((provider, model)) = value
+        .split_once('/')
+        .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+    else {
+        return Err(problem(
+            key,
+            format!("{value:?} is not of the form \"<provider>/<model>\", e.g. \"local/llama3.2\""),
+        ));
+    };
+    let providers = &config.llm.providers;
+    if providers.is_empty() || provider == ECHO {
+        return Ok(());
+    }
+    let Some(pc) = providers.get(provider) else {
+        let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+        return Err(problem(
+            key,
+            format!(
+                "{value:?} names provider {provider:?}, which is not configured; \
+                 configured: {}, echo (add a [llm.providers.{provider}] section, or fix the name)",
+                known.join(", ")
+            ),
+        ));
+    };
+    if !pc.models.is_empty() && !pc.models.iter().any(|m| m == model) {
+        return Err(problem(
+            key,
+            format!(
+                "provider {provider} offers no model {model:?}: add it to \
+                 llm.providers.{provider}.models (now {})",
+                pc.models.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `api_key_env`: it takes the name of an environment variable. A value
+/// that cannot be a variable name, or looks like a key pasted in its place,
+/// is refused without repeating it (it may be a real key).
+pub fn env_var_name(name: &str) -> Result<(), String> {
+    const HINT: &str = "`api_key_env` takes the name of an environment variable (such as \
+        OPENAI_API_KEY), not the key itself; export the key in a variable and put its name here, \
+        or store it with `hearth secrets set <name>` and use `api_key_secret`";
+    if name.is_empty() {
+        return Err("`api_key_env` is empty; name the variable holding the key".into());
+    }
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid || looks_like_a_key(name) {
+        return Err(format!("this value is not a variable name: {HINT}"));
+    }
+    Ok(())
+}
+
+/// A long run of mixed-case letters and digits: how keys look, and how
+/// variable names (UPPER_SNAKE_CASE by custom) do not.
+fn looks_like_a_key(name: &str) -> bool {
+    let has = |f: fn(&char) -> bool| name.chars().any(|c| f(&c));
+    name.len() >= 20
+        && has(char::is_ascii_lowercase)
+        && has(char::is_ascii_uppercase)
+        && has(char::is_ascii_digit)
+}
+
+/// Rewrites serde's type errors in plain words: "invalid type: string "x",
+/// expected u32" becomes "expected a whole number from 0 to 4294967295, found
+/// the text "x"". Other messages are returned unchanged.
+pub fn plain_words(message: &str) -> String {
+    let Some((found, expected)) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.split_once(", expected "))
+    else {
+        return message.to_owned();
+    };
+    format!(
+        "expected {}, found {}",
+        expected_words(expected),
+        found_words(found)
+    )
+}
+
+fn expected_words(expected: &str) -> String {
+    let words = match expected {
+        "u8" => "a whole number from 0 to 255",
+        "u16" => "a whole number from 0 to 65535",
+        "u32" => "a whole number from 0 to 4294967295",
+        "u64" | "usize" | "u128" => "a whole number, 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "isize" | "i128" => "a whole number",
+        "f32" | "f64" => "a number (such as 5 or 0.25)",
+        "a boolean" => "true or false",
+        "a string" | "a borrowed string" | "string or map" => "text in double quotes",
+        "a sequence" => "a list in brackets, such as [\"a\", \"b\"]",
+        "a map" => "a table (a [section] or { key = value, ... })",
+        other if other.starts_with("struct ") => "a table (a [section] or { key = value, ... })",
+        other => return other.to_owned(),
+    };
+    words.to_owned()
+}
+
+fn found_words(found: &str) -> String {
+    let unquote = |s: &str| s.trim_matches('`').to_owned();
+    if let Some(s) = found.strip_prefix("string ") {
+        return format!("the text {s}");
+    }
+    for prefix in ["integer ", "floating point ", "boolean "] {
+        if let Some(v) = found.strip_prefix(prefix) {
+            return unquote(v);
+        }
+    }
+    match found {
+        "sequence" => "a list".to_owned(),
+        "map" => "a table".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(toml: &str) -> Result<Config, crate::ConfigError> {
+        crate::load_str(toml, "/h/hearth.toml", Vec::new())
+    }
+
+    #[test]
+    fn type_errors_use_plain_words() {
+        for (toml, says) in [
+            (
+                "[agent]\nmax_steps = \"many\"",
+                "expected a whole number from 0 to 4294967295, found the text \"many\"",
+            ),
+            (
+                "[server]\nmax_body_bytes = -1",
+                "expected a whole number, 0 or more, found -1",
+            ),
+            (
+                "[server]\nmax_body_bytes = 1.5",
+                "expected a whole number, 0 or more, found 1.5",
+            ),
+            ("[llm]\ndaily_spend_alert_usd = \"x\"", "expected a number"),
+            (
+                "[llm]\nincognito_local_only = 1",
+                "expected true or false, found 1",
+            ),
+            ("[llm]\nfallback = \"a/b\"", "expected a list in brackets"),
+        ] {
+            let err = load(toml).unwrap_err().to_string();
+            assert!(err.contains(says), "{toml}: {err}");
+            assert!(err.contains("/h/hearth.toml"), "{err}");
+            for jargon in ["u32", "usize", "f64", "sequence", "boolean"] {
+                assert!(!err.contains(jargon), "{toml}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_pasted_into_api_key_env_is_refused_and_not_echoed() {
+        for pasted in [
+            "sk-proj-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789",
+            "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+            "gsk_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6",
+            "my key",
+        ] {
+            let toml = format!("[llm.providers.x]\ntype = \"openai\"\napi_key_env = {pasted:?}\n");
+            let err = load(&toml).unwrap_err().to_string();
+            assert!(
+                err.contains("takes the name of an environment variable"),
+                "{err}"
+            );
+            assert!(err.contains("llm.providers.x"), "{err}");
+            assert!(!err.contains(pasted), "the value is echoed: {err}");
+        }
+        let toml = "[tools.web_search]\nbackend = \"brave\"\napi_key_env = \"BSA-xyz-123\"\n";
+        let err = load(toml).unwrap_err().to_string();
+        assert!(err.contains("name of an environment variable"), "{err}");
+        assert!(!err.contains("BSA-xyz-123"), "{err}");
+        for name in ["OPENAI_API_KEY", "_K", "openrouter_key", "MY_LLM_KEY_2"] {
+            assert_eq!(env_var_name(name), Ok(()), "{name}");
+        }
+    }
+
+    #[test]
+    fn semantic_errors_name_the_file_and_the_key() {
+        let compat = "[llm.providers.local]\ntype = \"openai_compat\"\n";
+        let local = "[llm.providers.local]\ntype = \"openai_compat\"\n\
+                     base_url = \"http://127.0.0.1:11434/v1\"\nmodels = [\"llama3.2\"]\n";
+        for (toml, key, says) in [
+            (compat.to_owned(), "llm.providers.local", "needs `base_url`"),
+            (
+                format!("{compat}base_url = \"127.0.0.1:11434\"\n"),
+                "llm.providers.local.base_url",
+                "http://",
+            ),
+            (
+                format!("{local}capabilities = {{ tool = false }}\n"),
+                "llm.providers.local",
+                "unknown capability \"tool\"",
+            ),
+            (
+                format!("[llm]\ndefault_model = \"nope/x\"\n{local}"),
+                "llm.default_model",
+                "provider \"nope\", which is not configured",
+            ),
+            (
+                format!("[llm]\ndefault_model = \"local/llama9\"\n{local}"),
+                "llm.default_model",
+                "offers no model \"llama9\"",
+            ),
+            (
+                "[llm]\ndefault_model = \"llama3.2\"\n".to_owned(),
+                "llm.default_model",
+                "<provider>/<model>",
+            ),
+            (
+                format!("[llm]\nfallback = [\"local/llama3.2\", \"x\"]\n{local}"),
+                "llm.fallback[1]",
+                "<provider>/<model>",
+            ),
+        ] {
+            let err = load(&toml).unwrap_err().to_string();
+            assert!(err.contains("/h/hearth.toml"), "{err}");
+            assert!(err.contains(&format!("key `{key}`")), "{key}: {err}");
+            assert!(err.contains(says), "{says}: {err}");
+        }
+        let ok = format!(
+            "[llm]\ndefault_model = \"local/llama3.2\"\nfallback = [\"echo/echo\"]\n{local}"
+        );
+        assert!(load(&ok).is_ok());
+        // With no provider configured, ones found in the environment are added
+        // at start: only the form is checked.
+        assert!(load("[llm]\ndefault_model = \"anthropic/claude-sonnet-4-5\"\n").is_ok());
+    }
+
+    #[test]
+    fn a_semantic_error_from_an_override_names_the_variable() {
+        let local = "[llm.providers.local]\ntype = \"openai_compat\"\n\
+                     base_url = \"http://127.0.0.1:11434/v1\"\n";
+        let err = crate::load_str(
+            local,
+            "/h/hearth.toml",
+            vec![("HEARTH_LLM__DEFAULT_MODEL".to_owned(), "nope/x".to_owned())],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("HEARTH_LLM__DEFAULT_MODEL"), "{err}");
+        assert!(err.contains("/h/hearth.toml"), "{err}");
+    }
+}
