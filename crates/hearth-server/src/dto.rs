@@ -47,7 +47,7 @@ pub struct Ready {
 }
 
 /// `GET /v1/runs`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RunList {
     /// Newest first.
     pub runs: Vec<hearth_core::RunEnvelope>,
@@ -94,7 +94,7 @@ pub struct Trace {
 }
 
 /// Capabilities of a model.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Capabilities {
     /// Tool calling.
     pub tools: bool,
@@ -111,7 +111,7 @@ pub struct Capabilities {
 }
 
 /// One model of `GET /v1/models`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ModelInfo {
     /// `<provider>/<model>`.
     pub id: String,
@@ -122,7 +122,7 @@ pub struct ModelInfo {
 }
 
 /// `GET /v1/models`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Models {
     /// The default model.
     pub default: String,
@@ -131,7 +131,7 @@ pub struct Models {
 }
 
 /// `GET /v1/threads/{thread_key}/runtime`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ThreadRuntime {
     /// The thread.
     pub thread_key: String,
@@ -203,7 +203,7 @@ pub struct UsageParams {
 }
 
 /// One group of `GET /v1/usage`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UsageRow {
     /// Provider, `<provider>/<model>` or `YYYY-MM-DD`.
     pub key: String,
@@ -222,7 +222,7 @@ pub struct UsageRow {
 }
 
 /// `GET /v1/usage`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UsageRows {
     /// Groups, by key.
     pub rows: Vec<UsageRow>,
@@ -258,14 +258,14 @@ pub struct ToolList {
 }
 
 /// The error body.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
 }
 
 /// The error's code and message.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorDetail {
     /// snake_case code.
     pub code: String,
@@ -286,7 +286,7 @@ pub struct GrantRequest {
 }
 
 /// One grant.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct GrantView {
     /// `user:<user_key>` or `role:<id>`.
     pub subject: String,
@@ -310,7 +310,7 @@ impl From<hearth_store::Grant> for GrantView {
 }
 
 /// `DELETE /v1/permissions/grants`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RemovedGrant {
     /// The grant that was removed.
     pub removed: GrantView,
@@ -324,7 +324,7 @@ pub struct PermissionsParams {
 }
 
 /// `GET /v1/permissions`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Permissions {
     /// The scope listed.
     pub scope: String,
@@ -346,7 +346,7 @@ pub struct CheckParams {
 }
 
 /// `GET /v1/permissions/check`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CheckResult {
     /// Whether the user holds the capability.
     pub allowed: bool,
@@ -362,7 +362,7 @@ pub struct AuditParams {
 }
 
 /// One audit log entry: ids only, never message text.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AuditEventView {
     /// RFC 3339.
     pub at: String,
@@ -395,7 +395,7 @@ impl From<hearth_store::AuditEvent> for AuditEventView {
 }
 
 /// `GET /v1/audit`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AuditEvents {
     /// Newest first.
     pub events: Vec<AuditEventView>,
