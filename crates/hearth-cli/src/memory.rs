@@ -52,21 +52,19 @@ pub async fn run(g: &Global, command: MemoryCommand) -> Result<(), Exit> {
                     "not confirmed; nothing was deleted"
                 )));
             }
+            // The erasure itself is recorded (who, whose), never what was
+            // erased, in the same transaction: no erasure goes unrecorded.
+            let audit = AuditEvent {
+                at: now_ms(),
+                actor: "operator".to_owned(),
+                action: "memory.delete".to_owned(),
+                target: user.clone(),
+                outcome: "deleted".to_owned(),
+                capability: None,
+                scope: None,
+            };
             let deleted = store
-                .delete_user_memories(&user)
-                .await
-                .map_err(anyhow::Error::new)?;
-            // The erasure itself is recorded (who, whose), never what was erased.
-            store
-                .append_audit(AuditEvent {
-                    at: now_ms(),
-                    actor: "operator".to_owned(),
-                    action: "memory.delete".to_owned(),
-                    target: user.clone(),
-                    outcome: "deleted".to_owned(),
-                    capability: None,
-                    scope: None,
-                })
+                .delete_user_memories(&user, audit)
                 .await
                 .map_err(anyhow::Error::new)?;
             if g.json {

@@ -81,7 +81,7 @@ impl Runtime {
             ConfirmationState::Denied
         };
         let Some(rec) = store
-            .resolve_confirmation(&hash, state, user_key, now)
+            .resolve_confirmation(&hash, state, user_key, now, None)
             .await?
         else {
             return Err(RuntimeError::ConfirmationNotFound);
@@ -151,6 +151,7 @@ impl Runtime {
                 ConfirmationState::Denied,
                 BY_NEW_MESSAGE,
                 now_ms(),
+                None,
             )
             .await;
         match answered {

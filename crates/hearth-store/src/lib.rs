@@ -131,6 +131,18 @@ pub trait Store: MemoryStore + RetentionStore + Send + Sync + 'static {
     /// Deletes a thread's message history (its settings stay).
     async fn clear_thread_history(&self, thread_key: &str) -> Result<()>;
 
+    /// Starts a new session on a thread: marks `cancelled_run` (a run of that
+    /// thread) `cancelled` unless it is already terminal, and deletes the
+    /// thread's message history, in one transaction; so a cancelled run that
+    /// finishes late cannot append to the new session, and a failure leaves
+    /// both as they were.
+    async fn new_session(
+        &self,
+        thread_key: &str,
+        cancelled_run: Option<&str>,
+        at: Timestamp,
+    ) -> Result<NewSession>;
+
     /// Model calls grouped for usage and cost.
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>>;
 
@@ -220,15 +232,17 @@ pub trait Store: MemoryStore + RetentionStore + Send + Sync + 'static {
         thread_key: Option<&str>,
     ) -> Result<Vec<ConfirmationRecord>>;
 
-    /// Answers a pending confirmation (`state` is approved, denied or expired)
-    /// and puts its run back to `running`, in one transaction. Returns `None`
-    /// (and changes nothing) when it is not pending any more, so a token is
-    /// used at most once.
+    /// Answers a pending confirmation (`state` is approved, denied or expired),
+    /// puts its run back to `running` and stores `audit` in the audit log, in
+    /// one transaction. Returns `None` (and changes nothing, `audit` not
+    /// stored either) when it is not pending any more, so a token is used at
+    /// most once.
     async fn resolve_confirmation(
         &self,
         token_hash: &str,
         state: ConfirmationState,
         by: &str,
         at: Timestamp,
+        audit: Option<AuditEvent>,
     ) -> Result<Option<ConfirmationRecord>>;
 }

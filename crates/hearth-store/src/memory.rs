@@ -7,6 +7,8 @@
 
 use hearth_core::Timestamp;
 
+use crate::records::AuditEvent;
+
 /// One saved memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryRecord {
@@ -115,9 +117,10 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Every memory of `user_key`, in every scope, oldest first (for export).
     async fn export_user_memories(&self, user_key: &str) -> crate::Result<Vec<MemoryRecord>>;
 
-    /// Deletes every memory of `user_key`, text and search index alike.
-    /// Returns how many were deleted.
-    async fn delete_user_memories(&self, user_key: &str) -> crate::Result<u64>;
+    /// Deletes every memory of `user_key`, text and search index alike, and
+    /// stores `audit` (the erasure: who, whose, never what) in the audit log,
+    /// in one transaction. Returns how many were deleted.
+    async fn delete_user_memories(&self, user_key: &str, audit: AuditEvent) -> crate::Result<u64>;
 
     /// Deletes every memory last used before `unused_since`. Returns how many.
     async fn purge_memories(&self, unused_since: Timestamp) -> crate::Result<u64>;

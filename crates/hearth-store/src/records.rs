@@ -266,6 +266,15 @@ pub struct ThreadState {
     pub message_count: u64,
 }
 
+/// What [`Store::new_session`](crate::Store::new_session) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NewSession {
+    /// True when the named run was unfinished and is now `cancelled`.
+    pub cancelled: bool,
+    /// Messages deleted from the thread's history.
+    pub cleared_messages: u64,
+}
+
 /// A token to store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewToken {

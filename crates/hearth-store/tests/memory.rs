@@ -15,6 +15,19 @@ fn open(dir: &Path) -> SqliteStore {
     SqliteStore::open(&dir.join("hearth.db"), Durability::Normal).unwrap()
 }
 
+/// The audit event the CLI stores with an erasure.
+fn erasure(user: &str, at: i64) -> AuditEvent {
+    AuditEvent {
+        at,
+        actor: "operator".to_owned(),
+        action: "memory.delete".to_owned(),
+        target: user.to_owned(),
+        outcome: "deleted".to_owned(),
+        capability: None,
+        scope: None,
+    }
+}
+
 fn new(user: &str, thread: Option<&str>, text: &str, at: i64) -> NewMemory {
     NewMemory {
         user_key: user.to_owned(),
@@ -286,7 +299,13 @@ async fn delete_user_removes_text_from_the_index() {
     assert_eq!(fts_rows_and_terms(&db, "quokka"), (3, 1));
     assert!(fts_pages_hold(&db, "quokka"));
 
-    assert_eq!(store.delete_user_memories("u").await.unwrap(), 2);
+    assert_eq!(
+        store
+            .delete_user_memories("u", erasure("u", 1))
+            .await
+            .unwrap(),
+        2
+    );
     assert!(
         found(&store, &scope("u", Some("t")), "quokka zanzibar")
             .await
@@ -299,7 +318,13 @@ async fn delete_user_removes_text_from_the_index() {
     assert!(!fts_pages_hold(&db, "quokka"));
     assert!(!fts_pages_hold(&db, "zanzibar"));
     assert!(fts_pages_hold(&db, "wombat"));
-    assert_eq!(store.delete_user_memories("u").await.unwrap(), 0);
+    assert_eq!(
+        store
+            .delete_user_memories("u", erasure("u", 1))
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 #[tokio::test]
@@ -425,4 +450,47 @@ fn the_bundled_sqlite_has_fts5() {
         })
         .unwrap();
     assert_eq!(has, 1);
+}
+
+#[tokio::test]
+async fn deleting_a_users_memories_stores_its_audit_event_in_the_same_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    save(&store, "u", None, "likes quokkas").await;
+    save(&store, "other", None, "likes wombats").await;
+
+    assert_eq!(
+        store
+            .delete_user_memories("u", erasure("u", 7))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.list_audit(0).await.unwrap(), vec![erasure("u", 7)]);
+    assert_eq!(store.export_user_memories("other").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_audit_write_keeps_the_users_memories() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    {
+        let store = open(dir.path());
+        save(&store, "u", None, "likes quokkas").await;
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER audit_fail BEFORE INSERT ON audit WHEN NEW.outcome = 'boom' \
+         BEGIN SELECT RAISE(ABORT, 'audit refused'); END;",
+    )
+    .unwrap();
+    drop(conn);
+    let store = open(dir.path());
+    let mut bad = erasure("u", 7);
+    bad.outcome = "boom".to_owned();
+
+    assert!(store.delete_user_memories("u", bad).await.is_err());
+    // The erasure did not happen unrecorded: the memory is still there.
+    assert_eq!(store.export_user_memories("u").await.unwrap().len(), 1);
+    assert!(store.list_audit(0).await.unwrap().is_empty());
 }

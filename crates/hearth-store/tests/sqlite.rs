@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use hearth_core::{Content, Message, Role, RunStatus};
 use hearth_store::{
-    ConfirmationRecord, ConfirmationState, CreateRunOutcome, Durability, NewRun, NewToken,
-    RunFilter, RunFinish, RunRecord, SqliteStore, StepKind, StepRecord, StepStatus, Store,
-    StoreError,
+    AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Durability, NewRun,
+    NewSession, NewToken, RunFilter, RunFinish, RunRecord, SqliteStore, StepKind, StepRecord,
+    StepStatus, Store, StoreError,
 };
 use serde_json::json;
 
@@ -976,4 +976,246 @@ async fn a_version_3_database_gains_the_secrets_table() {
     store.ping().await.unwrap();
     store.put_secret("s", vec![1], 1).await.unwrap();
     assert_eq!(store.get_secret("s").await.unwrap(), Some(vec![1]));
+}
+
+fn audit(outcome: &str) -> AuditEvent {
+    AuditEvent {
+        at: 2_000,
+        actor: "user:1".to_owned(),
+        action: "confirmation.resolve".to_owned(),
+        target: "run_1/memory.forget".to_owned(),
+        outcome: outcome.to_owned(),
+        capability: None,
+        scope: Some("global".to_owned()),
+    }
+}
+
+/// Makes every audit insert with outcome `boom` fail inside its transaction.
+fn refuse_audit_outcome_boom(path: &Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER audit_fail BEFORE INSERT ON audit WHEN NEW.outcome = 'boom' \
+         BEGIN SELECT RAISE(ABORT, 'audit refused'); END;",
+    )
+    .unwrap();
+}
+
+/// A run of thread `t1` that awaits confirmation `hash_1`.
+async fn awaiting(store: &SqliteStore) {
+    created(store, "run_1", "t1").await;
+    store
+        .claim_run("run_1", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .request_confirmation(confirmation("run_1", "call_1", "hash_1"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    awaiting(&store).await;
+
+    let rec = store
+        .resolve_confirmation(
+            "hash_1",
+            ConfirmationState::Approved,
+            "user:1",
+            2_000,
+            Some(audit("approved")),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.state, ConfirmationState::Approved);
+    assert_eq!(
+        store.get_run("run_1").await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
+    assert_eq!(store.list_audit(0).await.unwrap(), vec![audit("approved")]);
+
+    // Used once: a second answer changes nothing and records nothing.
+    assert!(
+        store
+            .resolve_confirmation(
+                "hash_1",
+                ConfirmationState::Denied,
+                "user:1",
+                3_000,
+                Some(audit("denied"))
+            )
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.list_audit(0).await.unwrap(), vec![audit("approved")]);
+}
+
+#[tokio::test]
+async fn a_failed_audit_write_rolls_back_the_confirmation_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    {
+        let store = open(dir.path());
+        awaiting(&store).await;
+    }
+    refuse_audit_outcome_boom(&path);
+    let store = open(dir.path());
+
+    assert!(
+        store
+            .resolve_confirmation(
+                "hash_1",
+                ConfirmationState::Approved,
+                "user:1",
+                2_000,
+                Some(audit("boom"))
+            )
+            .await
+            .is_err()
+    );
+    let rec = store.confirmation_by_hash("hash_1").await.unwrap().unwrap();
+    assert_eq!(rec.state, ConfirmationState::Pending);
+    assert_eq!(
+        store.get_run("run_1").await.unwrap().unwrap().status,
+        RunStatus::AwaitingConfirmation
+    );
+    // Still answerable once the audit log takes it.
+    assert!(
+        store
+            .resolve_confirmation(
+                "hash_1",
+                ConfirmationState::Approved,
+                "user:1",
+                2_000,
+                Some(audit("approved"))
+            )
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+fn said(text: &str) -> Message {
+    Message {
+        role: Role::User,
+        content: vec![Content::Text {
+            text: text.to_owned(),
+        }],
+    }
+}
+
+#[tokio::test]
+async fn new_session_cancels_the_run_and_clears_history_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_0", "t1").await;
+    assert!(
+        store
+            .finish_run(finish("run_0", vec![said("old")]))
+            .await
+            .unwrap()
+    );
+    created(&store, "run_1", "t1").await;
+    store
+        .claim_run("run_1", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    created(&store, "run_other", "t2").await;
+
+    // A run of another thread is not cancelled through this one.
+    let other = store
+        .new_session("t1", Some("run_other"), 3_000)
+        .await
+        .unwrap();
+    assert!(!other.cancelled);
+    assert_eq!(
+        store.get_run("run_other").await.unwrap().unwrap().status,
+        RunStatus::Queued
+    );
+
+    created(&store, "run_2", "t1").await;
+    assert!(
+        store
+            .finish_run(finish("run_2", vec![said("again")]))
+            .await
+            .unwrap()
+    );
+    let done = store.new_session("t1", Some("run_1"), 4_000).await.unwrap();
+    assert_eq!(
+        done,
+        NewSession {
+            cancelled: true,
+            cleared_messages: 1
+        }
+    );
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(
+        (run.status, run.lease_owner, run.updated_at),
+        (RunStatus::Cancelled, None, 4_000)
+    );
+    assert!(store.thread_history("t1", 10).await.unwrap().is_empty());
+
+    // The cancelled run, finishing late, cannot write into the new session.
+    assert!(
+        !store
+            .finish_run(finish("run_1", vec![said("late")]))
+            .await
+            .unwrap()
+    );
+    assert!(store.thread_history("t1", 10).await.unwrap().is_empty());
+    // A terminal run stays as it ended.
+    let again = store.new_session("t1", Some("run_0"), 5_000).await.unwrap();
+    assert_eq!(
+        again,
+        NewSession {
+            cancelled: false,
+            cleared_messages: 0
+        }
+    );
+    assert_eq!(
+        store.get_run("run_0").await.unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+    assert_eq!(
+        store.new_session("t1", None, 6_000).await.unwrap(),
+        NewSession::default()
+    );
+}
+
+#[tokio::test]
+async fn a_failed_history_clear_keeps_the_run_uncancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    {
+        let store = open(dir.path());
+        created(&store, "run_0", "t1").await;
+        assert!(
+            store
+                .finish_run(finish("run_0", vec![said("old")]))
+                .await
+                .unwrap()
+        );
+        created(&store, "run_1", "t1").await;
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER keep_messages BEFORE DELETE ON messages \
+         BEGIN SELECT RAISE(ABORT, 'messages are kept'); END;",
+    )
+    .unwrap();
+    drop(conn);
+    let store = open(dir.path());
+
+    assert!(store.new_session("t1", Some("run_1"), 3_000).await.is_err());
+    assert_eq!(
+        store.get_run("run_1").await.unwrap().unwrap().status,
+        RunStatus::Queued
+    );
+    assert_eq!(store.thread_history("t1", 10).await.unwrap().len(), 1);
 }

@@ -113,6 +113,7 @@ impl Engine {
                             ConfirmationState::Expired,
                             "hearth:expired",
                             now,
+                            None,
                         )
                         .await?;
                 } else {

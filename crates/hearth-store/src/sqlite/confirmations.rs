@@ -5,8 +5,9 @@ use hearth_core::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::db::Db;
+use super::ops;
 use crate::error::{Result, StoreError};
-use crate::records::{ConfirmationRecord, ConfirmationState};
+use crate::records::{AuditEvent, ConfirmationRecord, ConfirmationState};
 
 fn record(row: &Row<'_>) -> rusqlite::Result<(ConfirmationRecord, String)> {
     let state: String = row.get(9)?;
@@ -118,6 +119,7 @@ pub(crate) fn resolve(
     state: ConfirmationState,
     by: &str,
     at: Timestamp,
+    audit: Option<&AuditEvent>,
 ) -> Result<Option<ConfirmationRecord>> {
     let changed = db
         .stmt(
@@ -136,5 +138,8 @@ pub(crate) fn resolve(
          WHERE run_id = ?1 AND status = 'awaiting_confirmation'",
     )?
     .execute(params![rec.run_id, at])?;
+    if let Some(event) = audit {
+        ops::append_audit(db, event)?;
+    }
     Ok(Some(rec))
 }

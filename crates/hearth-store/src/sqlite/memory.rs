@@ -6,9 +6,11 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::db::Db;
+use super::ops;
 use super::rows::col;
 use crate::error::Result;
 use crate::memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
+use crate::records::AuditEvent;
 use crate::retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 
 /// Memories and their full-text index.
@@ -309,13 +311,15 @@ impl MemoryStore for SqliteStore {
         self.read(move |db| export(db, &user_key)).await
     }
 
-    async fn delete_user_memories(&self, user_key: &str) -> Result<u64> {
+    async fn delete_user_memories(&self, user_key: &str, audit: AuditEvent) -> Result<u64> {
         let user_key = user_key.to_owned();
         self.write(move |db| {
-            Ok(changed(
+            let deleted = changed(
                 db.stmt("DELETE FROM memories WHERE user_key = ?1")?
                     .execute(params![user_key])?,
-            ))
+            );
+            ops::append_audit(db, &audit)?;
+            Ok(deleted)
         })
         .await
     }

@@ -28,9 +28,9 @@ use self::writer::Job;
 use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::records::{
-    AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, NewRun, NewToken,
-    RunFilter, RunFinish, RunRecord, SecretInfo, SteerRecord, StepRecord, ThreadState, TokenRecord,
-    UsageQuery, UsageRow,
+    AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, NewRun, NewSession,
+    NewToken, RunFilter, RunFinish, RunRecord, SecretInfo, SteerRecord, StepRecord, ThreadState,
+    TokenRecord, UsageQuery, UsageRow,
 };
 
 /// Reader connections; reads are short, so two keep up with the writer.
@@ -421,6 +421,17 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn new_session(
+        &self,
+        thread_key: &str,
+        cancelled_run: Option<&str>,
+        at: Timestamp,
+    ) -> Result<NewSession> {
+        let (thread_key, run) = (thread_key.to_owned(), cancelled_run.map(str::to_owned));
+        self.write(move |db| ops::new_session(db, &thread_key, run.as_deref(), at))
+            .await
+    }
+
     async fn create_token(&self, token: NewToken) -> Result<()> {
         self.write(move |db| ops::create_token(db, &token)).await
     }
@@ -550,10 +561,13 @@ impl Store for SqliteStore {
         state: ConfirmationState,
         by: &str,
         at: Timestamp,
+        audit: Option<AuditEvent>,
     ) -> Result<Option<ConfirmationRecord>> {
         let (token_hash, by) = (token_hash.to_owned(), by.to_owned());
-        self.write(move |db| confirmations::resolve(db, &token_hash, state, &by, at))
-            .await
+        self.write(move |db| {
+            confirmations::resolve(db, &token_hash, state, &by, at, audit.as_ref())
+        })
+        .await
     }
 
     async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()> {

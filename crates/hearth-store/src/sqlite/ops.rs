@@ -10,9 +10,9 @@ use super::migrations;
 use super::rows::{self, col, run_columns, to_json};
 use crate::error::{Result, StoreError};
 use crate::records::{
-    AuditEvent, CreateRunOutcome, Grant, ModelUsage, NewRun, NewToken, RunFilter, RunFinish,
-    RunRecord, SecretInfo, SteerRecord, StepKind, StepRecord, StepStatus, ThreadState, TokenRecord,
-    UsageGroup, UsageQuery, UsageRow,
+    AuditEvent, CreateRunOutcome, Grant, ModelUsage, NewRun, NewSession, NewToken, RunFilter,
+    RunFinish, RunRecord, SecretInfo, SteerRecord, StepKind, StepRecord, StepStatus, ThreadState,
+    TokenRecord, UsageGroup, UsageQuery, UsageRow,
 };
 
 /// The `list_runs` page size when the filter asks for 0.
@@ -492,6 +492,33 @@ pub(crate) fn clear_thread_history(db: &mut Db<'_>, thread_key: &str) -> Result<
     db.stmt("DELETE FROM messages WHERE thread_key = ?1")?
         .execute(params![thread_key])?;
     Ok(())
+}
+
+pub(crate) fn new_session(
+    db: &mut Db<'_>,
+    thread_key: &str,
+    cancelled_run: Option<&str>,
+    at: Timestamp,
+) -> Result<NewSession> {
+    let cancelled = match cancelled_run {
+        Some(run_id) => {
+            db.stmt(
+                "UPDATE runs SET status = 'cancelled', updated_at = ?3, lease_owner = NULL, \
+                 lease_until = NULL WHERE run_id = ?1 AND thread_key = ?2 \
+                 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+            )?
+            .execute(params![run_id, thread_key, at])?
+                == 1
+        }
+        None => false,
+    };
+    let cleared = db
+        .stmt("DELETE FROM messages WHERE thread_key = ?1")?
+        .execute(params![thread_key])?;
+    Ok(NewSession {
+        cancelled,
+        cleared_messages: cleared as u64,
+    })
 }
 
 pub(crate) fn create_token(db: &mut Db<'_>, token: &NewToken) -> Result<()> {
