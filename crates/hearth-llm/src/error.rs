@@ -20,6 +20,10 @@ pub enum ErrorKind {
     ContextLength,
     /// The provider refused or filtered the content.
     ContentFilter,
+    /// The model or server takes no tool definitions (Ollama "does not
+    /// support tools", vLLM without a tool parser, OpenRouter "no endpoints
+    /// found that support tool use"): the call may be repeated without tools.
+    ToolsUnsupported,
     /// Other 4xx: the request itself was refused.
     InvalidRequest,
     /// No answer, or no chunk, in time.
@@ -41,6 +45,7 @@ impl ErrorKind {
             Self::Overloaded => "overloaded",
             Self::ContextLength => "context_length",
             Self::ContentFilter => "content_filter",
+            Self::ToolsUnsupported => "tools_unsupported",
             Self::InvalidRequest => "invalid_request",
             Self::Timeout => "timeout",
             Self::Network => "network",
@@ -73,6 +78,13 @@ impl LlmError {
             message: message.into(),
             retry_after: None,
         }
+    }
+
+    /// Appends `context` (which URL the call went to, which key it used) to
+    /// the message.
+    pub(crate) fn at(mut self, context: &str) -> Self {
+        self.message.push_str(context);
+        self
     }
 
     /// True for failures worth retrying (rate limits, 5xx, timeouts, network).

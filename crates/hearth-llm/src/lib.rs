@@ -7,9 +7,11 @@
 
 pub mod accumulator;
 pub mod anthropic;
+mod classify;
 pub mod echo;
 pub mod error;
 pub mod gemini;
+mod items;
 pub mod openai;
 pub mod openai_compat;
 pub mod prices;

@@ -232,9 +232,11 @@ pub(crate) fn event_stream<D: StreamDecoder>(
     body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
     idle_timeout: Duration,
     started: Instant,
+    context: Arc<str>,
 ) -> EventStream {
     let state = StreamState {
         decoder,
+        context,
         body: Box::pin(body),
         ended: false,
         failed: false,
@@ -250,6 +252,8 @@ type ByteStream = std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + 
 /// Everything one streamed answer needs between two polls.
 struct StreamState<D> {
     decoder: D,
+    /// Appended to every error: the URL called and the key used.
+    context: Arc<str>,
     body: ByteStream,
     /// The end of the answer was logged; only events already decoded remain.
     ended: bool,
@@ -262,7 +266,7 @@ struct StreamState<D> {
 
 impl<D: StreamDecoder> StreamState<D> {
     fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
-        LlmError::new(&**self.decoder.provider(), kind, message)
+        LlmError::new(&**self.decoder.provider(), kind, message).at(&self.context)
     }
 
     fn end(&mut self, outcome: &str) {
@@ -293,7 +297,10 @@ async fn next_item<D: StreamDecoder>(
         }
         match item {
             Ok(Some(ev)) => return Some((Ok(ev), st)),
-            Err(e) => return Some((Err(e), st)),
+            Err(e) => {
+                let e = e.at(&st.context);
+                return Some((Err(e), st));
+            }
             Ok(None) if st.decoder.is_done() => return None,
             Ok(None) => {}
         }
@@ -303,7 +310,7 @@ async fn next_item<D: StreamDecoder>(
                 st.decoder.push(&bytes);
             }
             Ok(Some(Err(e))) => {
-                let err = from_reqwest(st.decoder.provider(), e);
+                let err = from_reqwest(st.decoder.provider(), e).at(&st.context);
                 st.failed = true;
                 st.end("error");
                 return Some((Err(err), st));
@@ -322,15 +329,18 @@ async fn next_item<D: StreamDecoder>(
     }
 }
 
-/// Classifies a transport error; the URL is stripped and the cause chain kept.
+/// Classifies a transport error; the URL is stripped (the caller appends
+/// it without credentials) and the cause chain kept. reqwest reports a body
+/// that breaks off (a reset, a close mid-chunk) as a "decode" error: with no
+/// content decoding enabled that is always the connection, so `Network`;
+/// a body that does not follow the wire format is the decoders' finding,
+/// `MalformedResponse`, never reqwest's.
 pub(crate) fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
     let e = e.without_url();
     let kind = if e.is_timeout() {
         ErrorKind::Timeout
     } else if e.is_builder() {
         ErrorKind::InvalidRequest
-    } else if e.is_decode() {
-        ErrorKind::MalformedResponse
     } else {
         ErrorKind::Network
     };
@@ -342,6 +352,20 @@ pub(crate) fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
         source = s.source();
     }
     LlmError::new(provider, kind, message)
+}
+
+/// What every error of a call to `url` ends with: the URL without
+/// credentials, and where the key came from (`key_env`), never the key:
+/// ` (POST https://host/v1/messages, key from ANTHROPIC_API_KEY)`.
+pub(crate) fn call_context(url: &Url, key_env: Option<&str>) -> Arc<str> {
+    let mut shown = url.clone();
+    // Userinfo in a base URL is a credential too.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    match key_env {
+        Some(var) => format!(" (POST {shown}, key from {var})").into(),
+        None => format!(" (POST {shown}, no API key)").into(),
+    }
 }
 
 /// `retry-after` as delta-seconds (integer or decimal); HTTP dates are ignored.

@@ -5,14 +5,17 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use hearth_core::{
     ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, ToolSpec, Usage,
 };
 use hearth_llm::anthropic::{AnthropicConfig, AnthropicProvider};
-use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
+use hearth_llm::{AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_testkit::fake_anthropic::{AnthropicReply, AnthropicUsage, FakeAnthropic};
 use serde_json::json;
+
+use crate::harness::{
+    accumulate, assert_no_secret, error_after, events, header, request_for, turn_as,
+};
 
 const KEY: &str = "sk-ant-test-secret-key";
 const NAME: &str = "claude";
@@ -30,13 +33,11 @@ fn provider(fake: &FakeAnthropic) -> AnthropicProvider {
 }
 
 fn request(text: &str) -> ChatRequest {
-    ChatRequest {
-        model: "claude-test".into(),
-        system: "be brief".into(),
-        messages: vec![Message::text(Role::User, text)],
-        tools: Vec::new(),
-        thinking: ThinkingLevel::Off,
-    }
+    request_for("claude-test", text)
+}
+
+async fn turn(p: &AnthropicProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
+    turn_as(p, req, NAME).await
 }
 
 fn tool(name: &str) -> ToolSpec {
@@ -45,55 +46,6 @@ fn tool(name: &str) -> ToolSpec {
         description: format!("The {name} tool"),
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     }
-}
-
-/// All items of one call; checks that an error or `Finish` comes last.
-async fn events(p: &AnthropicProvider, req: &ChatRequest) -> Result<Vec<StreamEvent>, LlmError> {
-    let items: Vec<_> = p.stream(req).await?.collect().await;
-    let mut out = Vec::new();
-    let n = items.len();
-    for (i, item) in items.into_iter().enumerate() {
-        match item {
-            Ok(ev) => {
-                if matches!(ev, StreamEvent::Finish(_)) {
-                    assert_eq!(i + 1, n, "Finish must be the last event");
-                }
-                out.push(ev);
-            }
-            Err(e) => {
-                assert_eq!(i + 1, n, "an error must be the last item");
-                return Err(e);
-            }
-        }
-    }
-    assert!(
-        matches!(out.last(), Some(StreamEvent::Finish(_))),
-        "{out:?}"
-    );
-    let finishes = out
-        .iter()
-        .filter(|e| matches!(e, StreamEvent::Finish(_)))
-        .count();
-    assert_eq!(finishes, 1, "{out:?}");
-    Ok(out)
-}
-
-/// Events up to the error that must end the stream.
-async fn error_after(p: &AnthropicProvider, req: &ChatRequest) -> (Vec<StreamEvent>, LlmError) {
-    let mut items: Vec<_> = p.stream(req).await.unwrap().collect().await;
-    let err = items.pop().unwrap().unwrap_err();
-    let evs = items.into_iter().map(Result::unwrap).collect();
-    (evs, err)
-}
-
-fn accumulate(evs: &[StreamEvent]) -> AssistantTurn {
-    let mut acc = Accumulator::new();
-    evs.iter().for_each(|e| acc.push(e));
-    acc.finish(NAME).unwrap()
-}
-
-async fn turn(p: &AnthropicProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
-    Ok(accumulate(&events(p, req).await?))
 }
 
 fn default_usage() -> Usage {
@@ -105,19 +57,6 @@ fn default_usage() -> Usage {
         reasoning_tokens: None,
         cache_write_tokens: Some(u.cache_creation_input_tokens),
     }
-}
-
-fn assert_no_secret(err: &LlmError) {
-    let shown = format!("{err} {err:?}");
-    assert!(!shown.contains(KEY), "{shown}");
-    assert!(!shown.contains("be brief"), "{shown}");
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
 }
 
 #[tokio::test]
@@ -135,7 +74,7 @@ async fn plain_text_answer_and_request_shape() {
         .filter(|e| matches!(e, StreamEvent::TextDelta(_)))
         .count();
     assert!(deltas >= 2, "{evs:?}");
-    let t = accumulate(&evs);
+    let t = accumulate(&evs, NAME);
     assert_eq!(t.text(), "Hello there, wonderful world");
     assert_eq!(t.usage, default_usage());
     assert_eq!(t.finish_reason, Some(FinishReason::Stop));
@@ -251,7 +190,7 @@ async fn parallel_tool_calls_with_split_json_are_numbered_from_zero() {
     assert!(indexes.iter().all(|i| *i < 2), "{indexes:?}");
     assert!(indexes.contains(&0) && indexes.contains(&1));
     assert!(fragments >= 8, "arguments should arrive split: {evs:?}");
-    let t = accumulate(&evs);
+    let t = accumulate(&evs, NAME);
     assert_eq!(t.text(), "Let me check both.");
     assert_eq!(
         t.tool_calls().collect::<Vec<_>>(),
@@ -292,7 +231,7 @@ async fn thinking_is_signed_and_returned_only_to_its_provider() {
         })
         .count();
     assert!(thinking_deltas >= 2, "{evs:?}");
-    let t = accumulate(&evs);
+    let t = accumulate(&evs, NAME);
     let thinking = Content::Thinking {
         text: "I should list the root directory.".into(),
         signature: Some("EqQBsig==".into()),
@@ -376,7 +315,7 @@ async fn cache_usage_fields_are_mapped() {
     assert_eq!(usages[0].input_tokens, Some(2374));
     assert_eq!(usages[1].output_tokens, Some(40));
     assert_eq!(
-        accumulate(&evs).usage,
+        accumulate(&evs, NAME).usage,
         Usage {
             input_tokens: Some(2374),
             output_tokens: Some(40),
@@ -452,7 +391,7 @@ async fn http_errors_map_to_kinds() {
         assert!(err.message.contains(&status.to_string()), "{}", err.message);
         assert!(err.message.contains(message), "{}", err.message);
         assert_eq!(err.retry_after, None);
-        assert_no_secret(&err);
+        assert_no_secret(&err, KEY);
     }
 
     fake.push(
@@ -619,7 +558,7 @@ async fn request_timeout_and_connection_refused() {
     let err = p.stream(&request("x")).await.err().unwrap();
     assert_eq!(err.kind, ErrorKind::Network);
     assert_eq!(err.provider, "down");
-    assert_no_secret(&err);
+    assert_no_secret(&err, KEY);
 }
 
 #[tokio::test]

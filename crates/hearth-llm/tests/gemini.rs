@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use hearth_core::{
     ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, ToolSpec, Usage,
 };
@@ -13,6 +12,8 @@ use hearth_llm::gemini::{GeminiConfig, GeminiProvider};
 use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_testkit::fake_gemini::{FakeGemini, GeminiReply, GeminiUsage};
 use serde_json::json;
+
+use crate::harness::{assert_no_secret, events, request_for, turn_as};
 
 const KEY: &str = "AIza-test-secret-key";
 const MODEL: &str = "gemini-2.5-flash";
@@ -22,6 +23,7 @@ fn config(fake: &FakeGemini, name: &str) -> GeminiConfig {
         name: name.into(),
         base_url: fake.base_url(),
         api_key: Some(KEY.into()),
+        api_key_env: None,
         headers: vec![("x-extra".into(), "1".into())],
         request_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(10),
@@ -33,52 +35,7 @@ fn provider(fake: &FakeGemini) -> GeminiProvider {
 }
 
 fn request(text: &str) -> ChatRequest {
-    ChatRequest {
-        model: MODEL.into(),
-        system: "be brief".into(),
-        messages: vec![Message::text(Role::User, text)],
-        tools: Vec::new(),
-        thinking: ThinkingLevel::Off,
-    }
-}
-
-/// All items of one call; checks that an error or `Finish` comes last.
-async fn events(p: &GeminiProvider, req: &ChatRequest) -> Result<Vec<StreamEvent>, LlmError> {
-    let items: Vec<_> = p.stream(req).await?.collect().await;
-    let mut out = Vec::new();
-    let n = items.len();
-    for (i, item) in items.into_iter().enumerate() {
-        match item {
-            Ok(ev) => {
-                if matches!(ev, StreamEvent::Finish(_)) {
-                    assert_eq!(i + 1, n, "Finish must be the last event");
-                }
-                out.push(ev);
-            }
-            Err(e) => {
-                assert_eq!(i + 1, n, "an error must be the last item");
-                return Err(e);
-            }
-        }
-    }
-    let finishes = out
-        .iter()
-        .filter(|e| matches!(e, StreamEvent::Finish(_)))
-        .count();
-    assert_eq!(finishes, 1, "{out:?}");
-    Ok(out)
-}
-
-async fn turn_as(
-    p: &GeminiProvider,
-    req: &ChatRequest,
-    name: &str,
-) -> Result<AssistantTurn, LlmError> {
-    let mut acc = Accumulator::new();
-    for ev in events(p, req).await? {
-        acc.push(&ev);
-    }
-    acc.finish(name)
+    request_for(MODEL, text)
 }
 
 async fn turn(p: &GeminiProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
@@ -94,12 +51,6 @@ fn default_usage() -> Usage {
         reasoning_tokens: Some(u.thoughts_tokens),
         cache_write_tokens: None,
     }
-}
-
-fn assert_no_secret(err: &LlmError) {
-    let shown = err.to_string();
-    assert!(!shown.contains(KEY), "{shown}");
-    assert!(!shown.contains("be brief"), "{shown}");
 }
 
 fn tool(name: &str) -> ToolSpec {
@@ -574,7 +525,7 @@ async fn prompt_block_and_stream_errors_are_error_items() {
     let err = events(&p, &request("hi")).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Overloaded);
     assert!(err.message.contains("The model is overloaded."), "{err}");
-    assert_no_secret(&err);
+    assert_no_secret(&err, KEY);
 }
 
 #[tokio::test]
@@ -637,7 +588,7 @@ async fn http_errors_map_to_kinds() {
         assert_eq!(err.kind, kind, "{err}");
         assert!(err.message.starts_with("HTTP "), "{err}");
         assert_eq!(err.provider, "gem");
-        assert_no_secret(&err);
+        assert_no_secret(&err, KEY);
     }
 
     fake.push(

@@ -16,6 +16,8 @@ use hearth_llm::{
 use hearth_testkit::{FakeOpenAi, FakeUsage, Reply, ToolCallSpec};
 use serde_json::json;
 
+use crate::harness::{assert_no_secret, events, request_for, turn_as};
+
 const KEY: &str = "sk-test-secret-key";
 
 fn config(fake: &FakeOpenAi) -> OpenAiCompatConfig {
@@ -23,6 +25,7 @@ fn config(fake: &FakeOpenAi) -> OpenAiCompatConfig {
         name: "fake".into(),
         base_url: fake.base_url(),
         api_key: None,
+        api_key_env: None,
         headers: Vec::new(),
         request_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(10),
@@ -34,47 +37,11 @@ fn provider(fake: &FakeOpenAi) -> OpenAiCompatProvider {
 }
 
 fn request(text: &str) -> ChatRequest {
-    ChatRequest {
-        model: "test-model".into(),
-        system: "be brief".into(),
-        messages: vec![Message::text(Role::User, text)],
-        tools: Vec::new(),
-        thinking: ThinkingLevel::Off,
-    }
-}
-
-/// All items of one call; checks that an error or `Finish` comes last.
-async fn events(p: &OpenAiCompatProvider, req: &ChatRequest) -> Result<Vec<StreamEvent>, LlmError> {
-    let items: Vec<_> = p.stream(req).await?.collect().await;
-    let mut out = Vec::new();
-    let n = items.len();
-    for (i, item) in items.into_iter().enumerate() {
-        match item {
-            Ok(ev) => {
-                if matches!(ev, StreamEvent::Finish(_)) {
-                    assert_eq!(i + 1, n, "Finish must be the last event");
-                }
-                out.push(ev);
-            }
-            Err(e) => {
-                assert_eq!(i + 1, n, "an error must be the last item");
-                return Err(e);
-            }
-        }
-    }
-    assert!(
-        matches!(out.last(), Some(StreamEvent::Finish(_))),
-        "{out:?}"
-    );
-    Ok(out)
+    request_for("test-model", text)
 }
 
 async fn turn(p: &OpenAiCompatProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
-    let mut acc = Accumulator::new();
-    for ev in events(p, req).await? {
-        acc.push(&ev);
-    }
-    acc.finish("fake")
+    turn_as(p, req, "fake").await
 }
 
 fn default_usage() -> Usage {
@@ -86,12 +53,6 @@ fn default_usage() -> Usage {
         reasoning_tokens: Some(u.reasoning_tokens),
         cache_write_tokens: None,
     }
-}
-
-fn assert_no_secret(err: &LlmError) {
-    let shown = err.to_string();
-    assert!(!shown.contains(KEY), "{shown}");
-    assert!(!shown.contains("be brief"), "{shown}");
 }
 
 #[tokio::test]
@@ -319,7 +280,9 @@ async fn http_errors_map_to_kinds() {
         (400, ErrorKind::InvalidRequest),
         (422, ErrorKind::InvalidRequest),
         (500, ErrorKind::Server),
-        (503, ErrorKind::Server),
+        // One classification for every adapter: 503 and 529 are overload.
+        (503, ErrorKind::Overloaded),
+        (529, ErrorKind::Overloaded),
     ];
     for (status, kind) in cases {
         fake.push(Reply::http_error(
@@ -336,7 +299,7 @@ async fn http_errors_map_to_kinds() {
             err.message
         );
         assert_eq!(err.retry_after, None);
-        assert_no_secret(&err);
+        assert_no_secret(&err, KEY);
     }
 
     fake.push(
@@ -476,12 +439,14 @@ async fn connection_refused_is_network() {
     let err = p.stream(&request("x")).await.err().unwrap();
     assert_eq!(err.kind, ErrorKind::Network);
     assert_eq!(err.provider, "down");
+    // The URL called is named, so the user sees which server did not answer.
     assert!(
-        !err.message.contains(&addr.port().to_string()),
+        err.message
+            .contains(&format!("http://{addr}/v1/chat/completions")),
         "{}",
         err.message
     );
-    assert_no_secret(&err);
+    assert_no_secret(&err, KEY);
 }
 
 #[tokio::test]
@@ -499,7 +464,7 @@ async fn mid_stream_error_chunk() {
         .await;
     assert_eq!(items.len(), 2);
     let err = items[1].as_ref().unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Server);
+    assert_eq!(err.kind, ErrorKind::Overloaded, "code 529 means overloaded");
     assert!(
         err.message.contains("upstream overloaded"),
         "{}",

@@ -5,14 +5,17 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use hearth_core::{
     ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, ToolSpec, Usage,
 };
 use hearth_llm::openai::{OpenAiConfig, OpenAiProvider};
-use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
+use hearth_llm::{AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_testkit::fake_responses::{FakeResponses, ResponsesReply, ResponsesUsage};
 use serde_json::{Value, json};
+
+use crate::harness::{
+    accumulate, assert_no_secret, error_after, events, header, request_for, text_of, turn_as,
+};
 
 const KEY: &str = "sk-proj-test-secret-key";
 const NAME: &str = "openai";
@@ -30,13 +33,11 @@ fn provider(fake: &FakeResponses) -> OpenAiProvider {
 }
 
 fn request(text: &str) -> ChatRequest {
-    ChatRequest {
-        model: "gpt-test".into(),
-        system: "be brief".into(),
-        messages: vec![Message::text(Role::User, text)],
-        tools: Vec::new(),
-        thinking: ThinkingLevel::Off,
-    }
+    request_for("gpt-test", text)
+}
+
+async fn turn(p: &OpenAiProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
+    turn_as(p, req, NAME).await
 }
 
 fn tool(name: &str) -> ToolSpec {
@@ -45,50 +46,6 @@ fn tool(name: &str) -> ToolSpec {
         description: format!("The {name} tool"),
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     }
-}
-
-/// All items of one call; checks that an error or `Finish` comes last.
-async fn events(p: &OpenAiProvider, req: &ChatRequest) -> Result<Vec<StreamEvent>, LlmError> {
-    let items: Vec<_> = p.stream(req).await?.collect().await;
-    let mut out = Vec::new();
-    let n = items.len();
-    for (i, item) in items.into_iter().enumerate() {
-        match item {
-            Ok(ev) => {
-                if matches!(ev, StreamEvent::Finish(_)) {
-                    assert_eq!(i + 1, n, "Finish must be the last event");
-                }
-                out.push(ev);
-            }
-            Err(e) => {
-                assert_eq!(i + 1, n, "an error must be the last item");
-                return Err(e);
-            }
-        }
-    }
-    assert!(
-        matches!(out.last(), Some(StreamEvent::Finish(_))),
-        "{out:?}"
-    );
-    Ok(out)
-}
-
-/// Events up to the error that must end the stream.
-async fn error_after(p: &OpenAiProvider, req: &ChatRequest) -> (Vec<StreamEvent>, LlmError) {
-    let mut items: Vec<_> = p.stream(req).await.unwrap().collect().await;
-    let err = items.pop().unwrap().unwrap_err();
-    let evs = items.into_iter().map(Result::unwrap).collect();
-    (evs, err)
-}
-
-fn accumulate(evs: &[StreamEvent]) -> AssistantTurn {
-    let mut acc = Accumulator::new();
-    evs.iter().for_each(|e| acc.push(e));
-    acc.finish(NAME).unwrap()
-}
-
-async fn turn(p: &OpenAiProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
-    Ok(accumulate(&events(p, req).await?))
 }
 
 fn default_usage() -> Usage {
@@ -100,28 +57,6 @@ fn default_usage() -> Usage {
         reasoning_tokens: Some(u.reasoning_tokens),
         cache_write_tokens: None,
     }
-}
-
-fn assert_no_secret(err: &LlmError) {
-    let shown = format!("{err} {err:?}");
-    assert!(!shown.contains(KEY), "{shown}");
-    assert!(!shown.contains("be brief"), "{shown}");
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
-fn text_of(evs: &[StreamEvent]) -> String {
-    evs.iter()
-        .filter_map(|e| match e {
-            StreamEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// One SSE frame as OpenAI writes it.
@@ -153,7 +88,7 @@ async fn plain_text_answer_and_request_shape() {
         .filter(|e| matches!(e, StreamEvent::TextDelta(_)))
         .count();
     assert!(deltas >= 2, "{evs:?}");
-    let t = accumulate(&evs);
+    let t = accumulate(&evs, NAME);
     assert_eq!(t.text(), "Hello there, wonderful world");
     assert_eq!(t.usage, default_usage());
     assert_eq!(t.finish_reason, Some(FinishReason::Stop));
@@ -273,7 +208,7 @@ async fn parallel_function_calls_with_split_arguments_are_numbered_from_zero() {
     assert!(indexes.iter().all(|i| *i < 2), "{indexes:?}");
     assert!(indexes.contains(&0) && indexes.contains(&1));
     assert!(fragments >= 8, "arguments should arrive split: {evs:?}");
-    let t = accumulate(&evs);
+    let t = accumulate(&evs, NAME);
     assert_eq!(t.text(), "Let me check both.");
     assert_eq!(
         t.tool_calls().collect::<Vec<_>>(),
@@ -380,7 +315,7 @@ async fn reasoning_is_signed_and_returned_only_to_its_provider() {
         })
         .count();
     assert!(thinking_deltas >= 2, "{evs:?}");
-    let t = accumulate(&evs);
+    let t = accumulate(&evs, NAME);
     let signature = r#"{"id":"rs_fake0000","encrypted_content":"gAAAAABenc=="}"#;
     let thinking = Content::Thinking {
         text: "I should list the root directory.".into(),
@@ -523,7 +458,7 @@ async fn usage_fields_are_mapped() {
         .count();
     assert_eq!(usages, 1, "{evs:?}");
     assert_eq!(
-        accumulate(&evs).usage,
+        accumulate(&evs, NAME).usage,
         Usage {
             input_tokens: Some(1200),
             output_tokens: Some(340),
@@ -545,7 +480,7 @@ async fn incomplete_responses_map_to_finish_reasons() {
     ] {
         fake.push(ResponsesReply::incomplete(reason).with_usage(10, 20, 0, 5));
         let evs = events(&p, &request("x")).await.unwrap();
-        let t = accumulate(&evs);
+        let t = accumulate(&evs, NAME);
         assert_eq!(t.finish_reason, Some(expected), "{reason}");
         assert_eq!(t.text(), "Partial answer");
         assert_eq!(t.usage.output_tokens, Some(20));
@@ -570,7 +505,7 @@ async fn failed_responses_and_error_events_end_with_an_error() {
         assert!(err.message.contains("It went wrong"), "{}", err.message);
         assert!(err.message.contains(code), "{}", err.message);
         assert!(evs.is_empty(), "{evs:?}");
-        assert_no_secret(&err);
+        assert_no_secret(&err, KEY);
 
         fake.push(ResponsesReply::error_event(code, "Stream broke"));
         let (evs, err) = error_after(&p, &request("x")).await;
@@ -644,7 +579,7 @@ async fn http_errors_map_to_kinds() {
         assert!(err.message.contains(&status.to_string()), "{}", err.message);
         assert!(err.message.contains(message), "{}", err.message);
         assert_eq!(err.retry_after, None);
-        assert_no_secret(&err);
+        assert_no_secret(&err, KEY);
     }
 
     fake.push(
@@ -807,7 +742,7 @@ async fn request_timeout_and_connection_refused() {
     let err = p.stream(&request("x")).await.err().unwrap();
     assert_eq!(err.kind, ErrorKind::Network);
     assert_eq!(err.provider, "down");
-    assert_no_secret(&err);
+    assert_no_secret(&err, KEY);
 }
 
 #[tokio::test]

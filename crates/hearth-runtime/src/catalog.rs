@@ -162,6 +162,16 @@ fn api_key(
     }
 }
 
+/// Where provider `pc`'s key comes from, for its error messages: the
+/// variable's name or `secret <name>`, never the key.
+fn key_source(pc: &hearth_config::ProviderConfig) -> Option<String> {
+    match (&pc.api_key_env, &pc.api_key_secret) {
+        (Some(var), _) => Some(var.clone()),
+        (None, Some(secret)) => Some(format!("secret {secret}")),
+        (None, None) => None,
+    }
+}
+
 fn entry(
     provider: Arc<dyn Provider>,
     kind: &'static str,
@@ -295,6 +305,7 @@ impl Catalog {
                         name: name.clone(),
                         base_url,
                         api_key: api_key(name, pc, env, secrets)?,
+                        api_key_env: key_source(pc),
                         headers: pc.headers.clone().into_iter().collect(),
                         request_timeout: Duration::from_secs(pc.request_timeout_secs),
                         idle_timeout: Duration::from_secs(pc.idle_timeout_secs),
@@ -307,6 +318,7 @@ impl Catalog {
                     let mut cfg =
                         AnthropicConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
                     cfg.api_key = api_key(name, pc, env, secrets)?;
+                    cfg.api_key_env = key_source(pc);
                     cfg.headers = pc.headers.clone().into_iter().collect();
                     cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
                     cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
@@ -318,6 +330,7 @@ impl Catalog {
                     let mut cfg =
                         OpenAiConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
                     cfg.api_key = api_key(name, pc, env, secrets)?;
+                    cfg.api_key_env = key_source(pc);
                     cfg.headers = pc.headers.clone().into_iter().collect();
                     cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
                     cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
@@ -333,6 +346,7 @@ impl Catalog {
                             .unwrap_or_else(|| GEMINI_BASE_URL.to_owned()),
                     );
                     cfg.api_key = api_key(name, pc, env, secrets)?;
+                    cfg.api_key_env = key_source(pc);
                     cfg.headers = pc.headers.clone().into_iter().collect();
                     cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
                     cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);

@@ -4,13 +4,16 @@
 //! 127.0.0.1. Queue `Reply`s to script answers, errors, cut or hanging
 //! streams; with an empty queue it echoes the last user message at zero
 //! latency, which makes it the fixture for load benchmarks too.
+//! `ResetServer` starts an answer and then resets the TCP connection.
 
 pub mod fake_anthropic;
 pub mod fake_gemini;
 mod fake_openai;
 pub mod fake_responses;
 mod reply;
+mod reset;
 mod server;
 
 pub use fake_openai::FakeOpenAi;
 pub use reply::{FakeUsage, Reply, ToolCallSpec};
+pub use reset::ResetServer;

@@ -677,14 +677,8 @@ impl Engine {
     }
 }
 
-/// A request error that says the model does not take tools (servers word it
-/// differently; all name tools or functions).
+/// The server refused the tool definitions: hearth-llm classifies the
+/// wordings of Ollama, vLLM, OpenRouter, Gemini and others as one kind.
 fn rejects_tools(err: &LlmError) -> bool {
-    let m = err.message.to_ascii_lowercase();
-    err.kind == ErrorKind::InvalidRequest
-        && (m.contains("tool") || m.contains("function"))
-        && (m.contains("support")
-            || m.contains("not allowed")
-            || m.contains("unknown")
-            || m.contains("invalid"))
+    err.kind == ErrorKind::ToolsUnsupported
 }

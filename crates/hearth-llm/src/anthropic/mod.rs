@@ -13,10 +13,9 @@ use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
-#[cfg(test)]
-use crate::transport::parse_retry_after;
-use crate::transport::{self, ErrorBody, MESSAGE_CAP, cap, impl_stream_decoder};
+use crate::transport::{self, ErrorBody, impl_stream_decoder};
 use crate::{ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one Anthropic endpoint.
@@ -30,6 +29,10 @@ pub struct AnthropicConfig {
     pub base_url: String,
     /// Sent as `x-api-key` when set.
     pub api_key: Option<String>,
+    /// Where the key came from (the environment variable named by
+    /// `api_key_env`, or `secret <name>`), named in errors so a failed call
+    /// says which key it used; never the key itself.
+    pub api_key_env: Option<String>,
     /// The `anthropic-version` header.
     pub version: String,
     /// Extra headers sent with every request (e.g. `anthropic-beta`).
@@ -63,6 +66,7 @@ impl AnthropicConfig {
             name: name.into(),
             base_url,
             api_key: None,
+            api_key_env: None,
             version: Self::DEFAULT_VERSION.to_owned(),
             headers: Vec::new(),
             max_tokens: Self::DEFAULT_MAX_TOKENS,
@@ -80,6 +84,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
             .field("version", &self.version)
             .field("headers", &header_names)
             .field("max_tokens", &self.max_tokens)
@@ -99,6 +104,8 @@ pub struct AnthropicProvider {
     max_tokens: u32,
     request_timeout: Duration,
     idle_timeout: Duration,
+    /// Appended to the errors of a call: the URL and the key's source.
+    call_context: Arc<str>,
 }
 
 impl fmt::Debug for AnthropicProvider {
@@ -136,8 +143,10 @@ impl AnthropicProvider {
             .map_err(|_| invalid(format!("invalid anthropic-version {:?}", config.version)))?;
         headers.insert(HeaderName::from_static("anthropic-version"), version);
         transport::append_headers(&mut headers, &config.headers, invalid)?;
+        let call_context = transport::call_context(&url, config.api_key_env.as_deref());
         Ok(Self {
             name: Arc::from(name),
+            call_context,
             url,
             headers,
             client,
@@ -155,59 +164,15 @@ impl AnthropicProvider {
     /// for Anthropic's own error type and message.
     async fn status_error(&self, resp: reqwest::Response) -> LlmError {
         let body = ErrorBody::read(resp, self.idle_timeout).await;
-        let status = body.status;
         let parsed = body.json();
-        let (err_type, err_msg) = parsed.as_ref().map_or((None, None), wire::error_parts);
-        let kind = status_kind(status.as_u16(), err_type, err_msg);
-        let mut message = format!("HTTP {status}");
-        if let Some(t) = err_type {
-            message.push_str(": ");
-            message.push_str(&cap(t, 100));
-        }
-        if let Some(m) = err_msg {
-            message.push_str(": ");
-            message.push_str(&cap(m, MESSAGE_CAP));
-        }
-        body.error(&self.name, kind, message)
-    }
-}
-
-/// The kind of an HTTP error from its status and Anthropic's error type/message.
-fn status_kind(status: u16, err_type: Option<&str>, err_msg: Option<&str>) -> ErrorKind {
-    if status == 529 || err_type == Some("overloaded_error") {
-        return ErrorKind::Overloaded;
-    }
-    match status {
-        401 | 403 => ErrorKind::Auth,
-        404 => ErrorKind::NotFound,
-        429 => ErrorKind::RateLimited,
-        // A server that gave up waiting for us is a timeout, worth a retry.
-        408 => ErrorKind::Timeout,
-        400 if err_msg.is_some_and(is_context_length_message) => ErrorKind::ContextLength,
-        400..=499 => ErrorKind::InvalidRequest,
-        500..=599 => ErrorKind::Server,
-        _ => ErrorKind::MalformedResponse,
-    }
-}
-
-/// Anthropic's wording for a prompt that does not fit: "prompt is too long:
-/// N tokens > M maximum", or "input length and `max_tokens` exceed context limit".
-fn is_context_length_message(msg: &str) -> bool {
-    let m = msg.to_ascii_lowercase();
-    m.contains("prompt is too long")
-        || m.contains("context window")
-        || m.contains("context limit")
-        || m.contains("context length")
-}
-
-/// The kind of a mid-stream `error` event's `error.type`.
-fn stream_error_kind(err_type: &str) -> ErrorKind {
-    match err_type {
-        "overloaded_error" => ErrorKind::Overloaded,
-        "rate_limit_error" => ErrorKind::RateLimited,
-        "invalid_request_error" => ErrorKind::InvalidRequest,
-        "authentication_error" => ErrorKind::Auth,
-        _ => ErrorKind::Server,
+        let facts = parsed
+            .as_ref()
+            .map(ErrorFacts::from_json)
+            .unwrap_or_default()
+            .with_status(body.status.as_u16());
+        let mut message = format!("HTTP {}", body.status);
+        facts.describe(&mut message);
+        body.error(&self.name, facts.kind(), message)
     }
 }
 
@@ -231,16 +196,18 @@ impl Provider for AnthropicProvider {
             self.request_timeout,
             started,
         )
-        .await?;
+        .await
+        .map_err(|e| e.at(&self.call_context))?;
         if !resp.status().is_success() {
-            return Err(self.status_error(resp).await);
+            return Err(self.status_error(resp).await.at(&self.call_context));
         }
-        transport::check_event_stream(&self.name, &resp)?;
+        transport::check_event_stream(&self.name, &resp).map_err(|e| e.at(&self.call_context))?;
         Ok(transport::event_stream(
             AnthropicDecoder::new(Arc::clone(&self.name)),
             resp.bytes_stream(),
             self.idle_timeout,
             started,
+            Arc::clone(&self.call_context),
         ))
     }
 }
@@ -492,16 +459,14 @@ impl AnthropicDecoder {
                 self.outcome = Some("done");
             }
             "error" => {
-                let (kind, msg) = match &ev.error {
-                    Some(e) => (e.kind.as_deref(), e.message.as_deref()),
-                    None => (None, None),
+                let facts = ErrorFacts {
+                    err_type: ev.error.as_ref().and_then(|e| e.kind.as_deref()),
+                    message: ev.error.as_ref().and_then(|e| e.message.as_deref()),
+                    ..ErrorFacts::default()
                 };
                 let mut message = String::from("provider error mid-stream");
-                for part in [kind, msg].into_iter().flatten() {
-                    message.push_str(": ");
-                    message.push_str(&cap(part, MESSAGE_CAP));
-                }
-                return Err(self.error(stream_error_kind(kind.unwrap_or("")), message));
+                facts.describe(&mut message);
+                return Err(self.error(facts.kind(), message));
             }
             // `content_block_stop`, `ping`, and event types added later.
             _ => {}
@@ -528,6 +493,7 @@ fn usage(u: &wire::WireUsage) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::{cap, parse_retry_after};
 
     #[test]
     fn rejects_bad_config() {
@@ -565,30 +531,6 @@ mod tests {
         assert_eq!(cfg.base_url, "https://api.anthropic.com");
         assert_eq!(cfg.version, "2023-06-01");
         assert_eq!(cfg.max_tokens, 8192);
-    }
-
-    #[test]
-    fn status_kinds() {
-        assert_eq!(status_kind(529, None, None), ErrorKind::Overloaded);
-        assert_eq!(
-            status_kind(503, Some("overloaded_error"), None),
-            ErrorKind::Overloaded
-        );
-        assert_eq!(
-            status_kind(
-                400,
-                Some("invalid_request_error"),
-                Some("prompt is too long: 210000 tokens > 200000 maximum")
-            ),
-            ErrorKind::ContextLength
-        );
-        assert_eq!(
-            status_kind(400, None, Some("max_tokens: must be positive")),
-            ErrorKind::InvalidRequest
-        );
-        assert_eq!(status_kind(413, None, None), ErrorKind::InvalidRequest);
-        assert_eq!(status_kind(403, None, None), ErrorKind::Auth);
-        assert_eq!(status_kind(500, Some("api_error"), None), ErrorKind::Server);
     }
 
     #[test]

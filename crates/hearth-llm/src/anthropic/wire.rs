@@ -356,19 +356,6 @@ pub(crate) struct WireError {
     pub(crate) message: Option<String>,
 }
 
-/// The error type and message of an error body:
-/// `{"type": "error", "error": {"type", "message"}}`, leniently.
-pub(crate) fn error_parts(value: &serde_json::Value) -> (Option<&str>, Option<&str>) {
-    let err = value.get("error").unwrap_or(value);
-    if let Some(s) = err.as_str() {
-        return (None, Some(s));
-    }
-    (
-        err.get("type").and_then(|t| t.as_str()),
-        err.get("message").and_then(|m| m.as_str()),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,19 +493,5 @@ mod tests {
         );
         assert!(v["tools"][0].get("cache_control").is_none());
         assert_eq!(v["tools"][1]["cache_control"], json!({"type": "ephemeral"}));
-    }
-
-    #[test]
-    fn error_parts_of_bodies() {
-        let v = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
-        assert_eq!(
-            error_parts(&v),
-            (Some("overloaded_error"), Some("Overloaded"))
-        );
-        assert_eq!(
-            error_parts(&json!({"error": "plain"})),
-            (None, Some("plain"))
-        );
-        assert_eq!(error_parts(&json!({"message": "m"})), (None, Some("m")));
     }
 }

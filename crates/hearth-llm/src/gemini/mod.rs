@@ -19,10 +19,11 @@ use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName};
 
+use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
 #[cfg(test)]
 use crate::transport::parse_retry_after;
-use crate::transport::{self, ErrorBody, MESSAGE_CAP, cap, impl_stream_decoder};
+use crate::transport::{self, ErrorBody, cap, impl_stream_decoder};
 use crate::{ErrorKind, EventStream, LlmError, Provider};
 
 /// The public Gemini API base URL.
@@ -43,6 +44,10 @@ pub struct GeminiConfig {
     pub base_url: String,
     /// Sent as the `x-goog-api-key` header when set, never in the URL.
     pub api_key: Option<String>,
+    /// Where the key came from (the environment variable named by
+    /// `api_key_env`, or `secret <name>`), named in errors so a failed call
+    /// says which key it used; never the key itself.
+    pub api_key_env: Option<String>,
     /// Extra headers sent with every request.
     pub headers: Vec<(String, String)>,
     /// Longest wait from sending the request to the response headers.
@@ -58,6 +63,7 @@ impl GeminiConfig {
             name: name.into(),
             base_url: base_url.into(),
             api_key: None,
+            api_key_env: None,
             headers: Vec::new(),
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(60),
@@ -73,6 +79,7 @@ impl fmt::Debug for GeminiConfig {
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
             .field("headers", &header_names)
             .field("request_timeout", &self.request_timeout)
             .field("idle_timeout", &self.idle_timeout)
@@ -90,6 +97,8 @@ pub struct GeminiProvider {
     client: reqwest::Client,
     request_timeout: Duration,
     idle_timeout: Duration,
+    /// Where the key came from, named in errors.
+    key_env: Option<String>,
 }
 
 impl fmt::Debug for GeminiProvider {
@@ -136,6 +145,7 @@ impl GeminiProvider {
             client,
             request_timeout: config.request_timeout,
             idle_timeout: config.idle_timeout,
+            key_env: config.api_key_env,
         })
     }
 
@@ -171,83 +181,22 @@ impl GeminiProvider {
     }
 
     /// Turns a non-2xx response into an error, reading at most 64 KiB of body
-    /// for the provider's own message.
+    /// for the provider's own status and message.
     async fn status_error(&self, resp: reqwest::Response) -> LlmError {
         let body = ErrorBody::read(resp, self.idle_timeout).await;
-        let status = body.status;
         let parsed = body.json();
-        let api = parsed.as_ref().map(wire::api_error).unwrap_or_default();
-        let kind = match status.as_u16() {
-            _ if api.key_invalid => ErrorKind::Auth,
-            401 | 403 => ErrorKind::Auth,
-            404 => ErrorKind::NotFound,
-            429 => ErrorKind::RateLimited,
-            // A server that gave up waiting for us is a timeout, worth a retry.
-            408 => ErrorKind::Timeout,
-            400 if api.message.is_some_and(is_context_length) => ErrorKind::ContextLength,
-            400..=499 => ErrorKind::InvalidRequest,
-            503 => ErrorKind::Overloaded,
-            500..=599 => ErrorKind::Server,
-            _ => ErrorKind::MalformedResponse,
-        };
-        let mut message = format!("HTTP {status}");
-        append_api_message(&mut message, &api);
-        let mut err = body.error(&self.name, kind, message);
+        let facts = parsed
+            .as_ref()
+            .map(ErrorFacts::from_json)
+            .unwrap_or_default()
+            .with_status(body.status.as_u16());
+        let mut message = format!("HTTP {}", body.status);
+        facts.describe(&mut message);
+        let mut err = body.error(&self.name, facts.kind(), message);
         err.retry_after = err
             .retry_after
-            .or_else(|| api.retry_delay.and_then(parse_retry_delay));
+            .or_else(|| facts.retry_delay.and_then(parse_retry_delay));
         err
-    }
-}
-
-/// True when a 400's message says the prompt does not fit the context window,
-/// as in "The input token count (1200000) exceeds the maximum number of tokens
-/// allowed (1048576)."
-fn is_context_length(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    (m.contains("token count") && m.contains("exceeds"))
-        || m.contains("exceeds the maximum number of tokens")
-        || m.contains("too long")
-        || m.contains("context window")
-}
-
-/// Appends `: STATUS: message` from a Google error object, capped.
-fn append_api_message(out: &mut String, api: &wire::ApiError<'_>) {
-    if let Some(s) = api.status.filter(|s| !s.is_empty()) {
-        out.push_str(": ");
-        out.push_str(&cap(s, 64));
-    }
-    if let Some(m) = api.message.filter(|m| !m.is_empty()) {
-        out.push_str(": ");
-        out.push_str(&cap(m, MESSAGE_CAP));
-    }
-}
-
-/// The kind of an error object sent inside the stream, from its code or status.
-fn stream_error_kind(api: &wire::ApiError<'_>) -> ErrorKind {
-    match api.status.unwrap_or("") {
-        _ if api.key_invalid => return ErrorKind::Auth,
-        "RESOURCE_EXHAUSTED" => return ErrorKind::RateLimited,
-        "UNAVAILABLE" => return ErrorKind::Overloaded,
-        "DEADLINE_EXCEEDED" => return ErrorKind::Timeout,
-        "PERMISSION_DENIED" | "UNAUTHENTICATED" => return ErrorKind::Auth,
-        "NOT_FOUND" => return ErrorKind::NotFound,
-        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => {
-            return if api.message.is_some_and(is_context_length) {
-                ErrorKind::ContextLength
-            } else {
-                ErrorKind::InvalidRequest
-            };
-        }
-        _ => {}
-    }
-    match api.code.unwrap_or(0) {
-        401 | 403 => ErrorKind::Auth,
-        404 => ErrorKind::NotFound,
-        429 => ErrorKind::RateLimited,
-        503 => ErrorKind::Overloaded,
-        400..=499 => ErrorKind::InvalidRequest,
-        _ => ErrorKind::Server,
     }
 }
 
@@ -255,6 +204,7 @@ fn stream_error_kind(api: &wire::ApiError<'_>) -> ErrorKind {
 impl Provider for GeminiProvider {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let url = self.endpoint(&request.model)?;
+        let ctx = transport::call_context(&url, self.key_env.as_deref());
         let wire_request = wire::WireRequest::from_request(request, &self.name)
             .map_err(|m| self.error(ErrorKind::InvalidRequest, m))?;
         let body = serde_json::to_vec(&wire_request).map_err(|e| {
@@ -274,16 +224,18 @@ impl Provider for GeminiProvider {
             self.request_timeout,
             started,
         )
-        .await?;
+        .await
+        .map_err(|e| e.at(&ctx))?;
         if !resp.status().is_success() {
-            return Err(self.status_error(resp).await);
+            return Err(self.status_error(resp).await.at(&ctx));
         }
-        transport::check_event_stream(&self.name, &resp)?;
+        transport::check_event_stream(&self.name, &resp).map_err(|e| e.at(&ctx))?;
         Ok(transport::event_stream(
             GeminiDecoder::new(Arc::clone(&self.name)),
             resp.bytes_stream(),
             self.idle_timeout,
             started,
+            ctx,
         ))
     }
 }
@@ -437,11 +389,11 @@ impl GeminiDecoder {
             )
         })?;
         if let Some(err) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            let api = wire::api_error(err);
+            let facts = ErrorFacts::from_json(err);
             let mut msg = String::from("provider error mid-stream");
-            append_api_message(&mut msg, &api);
-            let mut e = self.error(stream_error_kind(&api), msg);
-            e.retry_after = api.retry_delay.and_then(parse_retry_delay);
+            facts.describe(&mut msg);
+            let mut e = self.error(facts.kind(), msg);
+            e.retry_after = facts.retry_delay.and_then(parse_retry_delay);
             return Err(e);
         }
         if let Some(reason) = chunk
@@ -598,29 +550,5 @@ mod tests {
         let h = |s: &str| parse_retry_after(&reqwest::header::HeaderValue::from_str(s).unwrap());
         assert_eq!(h("7"), Some(Duration::from_secs(7)));
         assert_eq!(h("-1"), None);
-    }
-
-    #[test]
-    fn recognises_context_length_messages() {
-        assert!(is_context_length(
-            "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
-        ));
-        assert!(!is_context_length("Invalid JSON payload received."));
-    }
-
-    #[test]
-    fn classifies_stream_errors() {
-        let kind = |v: serde_json::Value| stream_error_kind(&wire::api_error(&v));
-        use serde_json::json;
-        assert_eq!(
-            kind(json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}})),
-            ErrorKind::RateLimited
-        );
-        assert_eq!(kind(json!({"error": {"code": 503}})), ErrorKind::Overloaded);
-        assert_eq!(
-            kind(json!({"error": {"code": 500, "status": "INTERNAL"}})),
-            ErrorKind::Server
-        );
-        assert_eq!(kind(json!({"error": "boom"})), ErrorKind::Server);
     }
 }

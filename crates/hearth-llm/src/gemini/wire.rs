@@ -8,12 +8,10 @@
 
 use std::collections::HashMap;
 
-use std::fmt;
-use std::marker::PhantomData;
-
 use hearth_core::{ChatRequest, Content, Role, ThinkingLevel};
-use serde::de::{SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::items::Items;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The body of `POST models/{model}:streamGenerateContent`.
@@ -465,99 +463,6 @@ pub(crate) struct UsageMetadata {
     pub(crate) thoughts_token_count: Option<u64>,
 }
 
-/// A JSON array read like a `Vec`, except that its first element is held
-/// inline: the usual one-element array (one candidate, one part per chunk)
-/// costs no allocation of its own, which keeps decoding at one allocation per
-/// text delta, the text's.
-#[derive(Debug)]
-pub(crate) struct Items<T> {
-    first: Option<T>,
-    rest: Vec<T>,
-}
-
-impl<T> Default for Items<T> {
-    fn default() -> Self {
-        Self {
-            first: None,
-            rest: Vec::new(),
-        }
-    }
-}
-
-impl<T> IntoIterator for Items<T> {
-    type Item = T;
-    type IntoIter = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.first.into_iter().chain(self.rest)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ItemsVisitor<T>(PhantomData<T>);
-
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for ItemsVisitor<T> {
-            type Value = Items<T>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a sequence")
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items<T>, A::Error> {
-                let first = seq.next_element()?;
-                let mut rest = Vec::new();
-                if first.is_some() {
-                    while let Some(item) = seq.next_element()? {
-                        rest.push(item);
-                    }
-                }
-                Ok(Items { first, rest })
-            }
-        }
-
-        deserializer.deserialize_seq(ItemsVisitor(PhantomData))
-    }
-}
-
-/// The parts of a Google API error object `{"error": {code, message, status, details}}`.
-#[derive(Debug, Default)]
-pub(crate) struct ApiError<'a> {
-    pub(crate) code: Option<u64>,
-    pub(crate) message: Option<&'a str>,
-    pub(crate) status: Option<&'a str>,
-    /// `details[].reason` was `API_KEY_INVALID` (Gemini answers a bad key with 400).
-    pub(crate) key_invalid: bool,
-    /// `details[]` `RetryInfo.retryDelay`, e.g. `"37s"`.
-    pub(crate) retry_delay: Option<&'a str>,
-}
-
-/// Reads an error payload: `{"error": {...}}` or the inner object itself.
-pub(crate) fn api_error(value: &Value) -> ApiError<'_> {
-    let err = value.get("error").unwrap_or(value);
-    if let Some(s) = err.as_str() {
-        return ApiError {
-            message: Some(s),
-            ..ApiError::default()
-        };
-    }
-    let details = err.get("details").and_then(Value::as_array);
-    let detail_str = |field: &str| {
-        details
-            .into_iter()
-            .flatten()
-            .filter_map(|d| d.get(field).and_then(Value::as_str))
-            .next()
-    };
-    ApiError {
-        code: err.get("code").and_then(Value::as_u64),
-        message: err.get("message").and_then(Value::as_str),
-        status: err.get("status").and_then(Value::as_str),
-        key_invalid: detail_str("reason") == Some("API_KEY_INVALID"),
-        retry_delay: detail_str("retryDelay"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -611,20 +516,5 @@ mod tests {
         assert_eq!(response_object("{\"ok\":true}"), json!({"ok": true}));
         assert_eq!(response_object("42"), json!({"result": 42}));
         assert_eq!(response_object("plain"), json!({"result": "plain"}));
-    }
-
-    #[test]
-    fn reads_api_errors() {
-        let v = json!({"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED",
-            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}]}});
-        let e = api_error(&v);
-        assert_eq!(e.code, Some(429));
-        assert_eq!(e.message, Some("slow down"));
-        assert_eq!(e.status, Some("RESOURCE_EXHAUSTED"));
-        assert_eq!(e.retry_delay, Some("37s"));
-        assert!(!e.key_invalid);
-        let v = json!({"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT",
-            "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}});
-        assert!(api_error(&v).key_invalid);
     }
 }

@@ -18,10 +18,9 @@ use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
 use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
+use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
-#[cfg(test)]
-use crate::transport::parse_retry_after;
-use crate::transport::{self, ErrorBody, MESSAGE_CAP, cap, impl_stream_decoder};
+use crate::transport::{self, ErrorBody, impl_stream_decoder};
 use crate::{ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one OpenAI Responses API endpoint.
@@ -35,6 +34,10 @@ pub struct OpenAiConfig {
     pub base_url: String,
     /// Sent as `Authorization: Bearer <key>` when set.
     pub api_key: Option<String>,
+    /// Where the key came from (the environment variable named by
+    /// `api_key_env`, or `secret <name>`), named in errors so a failed call
+    /// says which key it used; never the key itself.
+    pub api_key_env: Option<String>,
     /// Sent as `OpenAI-Organization` when set.
     pub organization: Option<String>,
     /// Extra headers sent with every request (e.g. `OpenAI-Project`).
@@ -60,6 +63,7 @@ impl OpenAiConfig {
             name: name.into(),
             base_url,
             api_key: None,
+            api_key_env: None,
             organization: None,
             headers: Vec::new(),
             request_timeout: Duration::from_secs(60),
@@ -76,6 +80,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
             .field("organization", &self.organization)
             .field("headers", &header_names)
             .field("request_timeout", &self.request_timeout)
@@ -93,6 +98,8 @@ pub struct OpenAiProvider {
     client: reqwest::Client,
     request_timeout: Duration,
     idle_timeout: Duration,
+    /// Appended to the errors of a call: the URL and the key's source.
+    call_context: Arc<str>,
 }
 
 impl fmt::Debug for OpenAiProvider {
@@ -123,8 +130,10 @@ impl OpenAiProvider {
             headers.insert(HeaderName::from_static("openai-organization"), value);
         }
         transport::append_headers(&mut headers, &config.headers, invalid)?;
+        let call_context = transport::call_context(&url, config.api_key_env.as_deref());
         Ok(Self {
             name: Arc::from(name),
+            call_context,
             url,
             headers,
             client,
@@ -141,58 +150,15 @@ impl OpenAiProvider {
     /// for OpenAI's own error code and message.
     async fn status_error(&self, resp: reqwest::Response) -> LlmError {
         let body = ErrorBody::read(resp, self.idle_timeout).await;
-        let status = body.status;
         let parsed = body.json();
-        let (code, msg) = parsed.as_ref().map_or((None, None), wire::error_parts);
-        let kind = status_kind(status.as_u16(), code, msg);
-        let mut message = format!("HTTP {status}");
-        if let Some(c) = code {
-            message.push_str(": ");
-            message.push_str(&cap(c, 100));
-        }
-        if let Some(m) = msg {
-            message.push_str(": ");
-            message.push_str(&cap(m, MESSAGE_CAP));
-        }
-        body.error(&self.name, kind, message)
-    }
-}
-
-/// The kind of an HTTP error from its status and OpenAI's error code/message.
-fn status_kind(status: u16, code: Option<&str>, msg: Option<&str>) -> ErrorKind {
-    match status {
-        401 | 403 => ErrorKind::Auth,
-        404 => ErrorKind::NotFound,
-        429 => ErrorKind::RateLimited,
-        // A server that gave up waiting for us is a timeout, worth a retry.
-        408 => ErrorKind::Timeout,
-        400 if code == Some("context_length_exceeded")
-            || msg.is_some_and(is_context_length_message) =>
-        {
-            ErrorKind::ContextLength
-        }
-        400..=499 => ErrorKind::InvalidRequest,
-        503 => ErrorKind::Overloaded,
-        500..=599 => ErrorKind::Server,
-        _ => ErrorKind::MalformedResponse,
-    }
-}
-
-/// OpenAI's wording for a prompt that does not fit: "This model's maximum
-/// context length is N tokens", "Your input exceeds the context window".
-fn is_context_length_message(msg: &str) -> bool {
-    let m = msg.to_ascii_lowercase();
-    m.contains("context length") || m.contains("context window")
-}
-
-/// The kind of a `response.failed` or `error` event's code.
-fn stream_error_kind(code: &str) -> ErrorKind {
-    match code {
-        "rate_limit_exceeded" => ErrorKind::RateLimited,
-        "context_length_exceeded" => ErrorKind::ContextLength,
-        "server_is_overloaded" | "slow_down" => ErrorKind::Overloaded,
-        // `server_error` and anything else: the provider failed, worth a retry.
-        _ => ErrorKind::Server,
+        let facts = parsed
+            .as_ref()
+            .map(ErrorFacts::from_json)
+            .unwrap_or_default()
+            .with_status(body.status.as_u16());
+        let mut message = format!("HTTP {}", body.status);
+        facts.describe(&mut message);
+        body.error(&self.name, facts.kind(), message)
     }
 }
 
@@ -216,16 +182,18 @@ impl Provider for OpenAiProvider {
             self.request_timeout,
             started,
         )
-        .await?;
+        .await
+        .map_err(|e| e.at(&self.call_context))?;
         if !resp.status().is_success() {
-            return Err(self.status_error(resp).await);
+            return Err(self.status_error(resp).await.at(&self.call_context));
         }
-        transport::check_event_stream(&self.name, &resp)?;
+        transport::check_event_stream(&self.name, &resp).map_err(|e| e.at(&self.call_context))?;
         Ok(transport::event_stream(
             OpenAiDecoder::new(Arc::clone(&self.name)),
             resp.bytes_stream(),
             self.idle_timeout,
             started,
+            Arc::clone(&self.call_context),
         ))
     }
 }
@@ -671,12 +639,14 @@ impl OpenAiDecoder {
     }
 
     fn stream_error(&self, what: &str, code: Option<&str>, msg: Option<&str>) -> LlmError {
+        let facts = ErrorFacts {
+            code,
+            message: msg,
+            ..ErrorFacts::default()
+        };
         let mut message = String::from(what);
-        for part in [code, msg].into_iter().flatten() {
-            message.push_str(": ");
-            message.push_str(&cap(part, MESSAGE_CAP));
-        }
-        self.error(stream_error_kind(code.unwrap_or("")), message)
+        facts.describe(&mut message);
+        self.error(facts.kind(), message)
     }
 }
 
@@ -699,6 +669,7 @@ fn usage(u: &wire::WireUsage) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::{cap, parse_retry_after};
 
     #[test]
     fn rejects_bad_config() {
@@ -736,40 +707,6 @@ mod tests {
         assert_eq!(cfg.base_url, "https://api.openai.com/v1");
         let p = OpenAiProvider::new(cfg, reqwest::Client::new()).unwrap();
         assert_eq!(p.url.as_str(), "https://api.openai.com/v1/responses");
-    }
-
-    #[test]
-    fn status_and_stream_error_kinds() {
-        assert_eq!(
-            status_kind(400, Some("context_length_exceeded"), None),
-            ErrorKind::ContextLength
-        );
-        assert_eq!(
-            status_kind(
-                400,
-                Some("invalid_request_error"),
-                Some("This model's maximum context length is 128000 tokens.")
-            ),
-            ErrorKind::ContextLength
-        );
-        assert_eq!(
-            status_kind(400, Some("invalid_value"), Some("bad")),
-            ErrorKind::InvalidRequest
-        );
-        assert_eq!(status_kind(403, None, None), ErrorKind::Auth);
-        assert_eq!(status_kind(503, None, None), ErrorKind::Overloaded);
-        assert_eq!(status_kind(502, None, None), ErrorKind::Server);
-        assert_eq!(status_kind(408, None, None), ErrorKind::Timeout);
-        assert_eq!(
-            stream_error_kind("rate_limit_exceeded"),
-            ErrorKind::RateLimited
-        );
-        assert_eq!(stream_error_kind("server_error"), ErrorKind::Server);
-        assert_eq!(
-            stream_error_kind("context_length_exceeded"),
-            ErrorKind::ContextLength
-        );
-        assert_eq!(stream_error_kind("new_code"), ErrorKind::Server);
     }
 
     #[test]

@@ -377,20 +377,6 @@ pub(crate) struct WireError {
     pub(crate) message: Option<String>,
 }
 
-/// The `code` and `message` of an error body, `{"error": {"message", "type",
-/// "param", "code"}}`, leniently (`type` stands in for a missing code).
-pub(crate) fn error_parts(value: &serde_json::Value) -> (Option<&str>, Option<&str>) {
-    let err = value.get("error").unwrap_or(value);
-    if let Some(s) = err.as_str() {
-        return (None, Some(s));
-    }
-    let code = err
-        .get("code")
-        .and_then(|c| c.as_str())
-        .or_else(|| err.get("type").and_then(|t| t.as_str()));
-    (code, err.get("message").and_then(|m| m.as_str()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,21 +477,5 @@ mod tests {
         );
         let v = serde_json::to_value(WireRequest::from_request(&r, "other")).unwrap();
         assert_eq!(v["input"].as_array().unwrap().len(), 2);
-    }
-
-    #[test]
-    fn error_parts_of_bodies() {
-        let v = json!({"error": {"message": "m", "type": "invalid_request_error",
-                                 "param": null, "code": "context_length_exceeded"}});
-        assert_eq!(
-            error_parts(&v),
-            (Some("context_length_exceeded"), Some("m"))
-        );
-        let v = json!({"error": {"message": "m", "type": "server_error", "code": null}});
-        assert_eq!(error_parts(&v), (Some("server_error"), Some("m")));
-        assert_eq!(
-            error_parts(&json!({"error": "plain"})),
-            (None, Some("plain"))
-        );
     }
 }

@@ -12,10 +12,9 @@ use hearth_core::{ChatRequest, FinishReason, StreamEvent, Usage};
 use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 
+use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
-#[cfg(test)]
-use crate::transport::parse_retry_after;
-use crate::transport::{self, ErrorBody, MESSAGE_CAP, cap, impl_stream_decoder};
+use crate::transport::{self, ErrorBody, impl_stream_decoder};
 use crate::{ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one OpenAI-compatible endpoint.
@@ -28,6 +27,10 @@ pub struct OpenAiCompatConfig {
     pub base_url: String,
     /// Sent as `Authorization: Bearer <key>` when set.
     pub api_key: Option<String>,
+    /// Where the key came from (the environment variable named by
+    /// `api_key_env`, or `secret <name>`), named in errors so a failed call
+    /// says which key it used; never the key itself.
+    pub api_key_env: Option<String>,
     /// Extra headers sent with every request.
     pub headers: Vec<(String, String)>,
     /// Longest wait from sending the request to the response headers.
@@ -43,6 +46,7 @@ impl OpenAiCompatConfig {
             name: name.into(),
             base_url: base_url.into(),
             api_key: None,
+            api_key_env: None,
             headers: Vec::new(),
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(60),
@@ -58,6 +62,7 @@ impl fmt::Debug for OpenAiCompatConfig {
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
             .field("headers", &header_names)
             .field("request_timeout", &self.request_timeout)
             .field("idle_timeout", &self.idle_timeout)
@@ -74,6 +79,8 @@ pub struct OpenAiCompatProvider {
     client: reqwest::Client,
     request_timeout: Duration,
     idle_timeout: Duration,
+    /// Appended to the errors of a call: the URL and the key's source.
+    call_context: Arc<str>,
 }
 
 impl fmt::Debug for OpenAiCompatProvider {
@@ -98,8 +105,10 @@ impl OpenAiCompatProvider {
             transport::insert_key(&mut headers, AUTHORIZATION, "Bearer ", key, invalid)?;
         }
         transport::append_headers(&mut headers, &config.headers, invalid)?;
+        let call_context = transport::call_context(&url, config.api_key_env.as_deref());
         Ok(Self {
             name: Arc::from(name),
+            call_context,
             url,
             headers,
             client,
@@ -113,29 +122,18 @@ impl OpenAiCompatProvider {
     }
 
     /// Turns a non-2xx response into an error, reading at most 64 KiB of body
-    /// for the provider's own message.
+    /// for the provider's own code and message.
     async fn status_error(&self, resp: reqwest::Response) -> LlmError {
         let body = ErrorBody::read(resp, self.idle_timeout).await;
-        let status = body.status;
-        let kind = match status.as_u16() {
-            401 | 403 => ErrorKind::Auth,
-            404 => ErrorKind::NotFound,
-            429 => ErrorKind::RateLimited,
-            // A server that gave up waiting for us is a timeout, worth a retry.
-            408 => ErrorKind::Timeout,
-            400..=499 => ErrorKind::InvalidRequest,
-            500..=599 => ErrorKind::Server,
-            _ => ErrorKind::MalformedResponse,
-        };
-        let mut message = format!("HTTP {status}");
-        let provider_msg = body
-            .json()
-            .and_then(|v| wire::error_message(&v).map(|m| cap(m, MESSAGE_CAP)));
-        if let Some(m) = provider_msg {
-            message.push_str(": ");
-            message.push_str(&m);
-        }
-        body.error(&self.name, kind, message)
+        let parsed = body.json();
+        let facts = parsed
+            .as_ref()
+            .map(ErrorFacts::from_json)
+            .unwrap_or_default()
+            .with_status(body.status.as_u16());
+        let mut message = format!("HTTP {}", body.status);
+        facts.describe(&mut message);
+        body.error(&self.name, facts.kind(), message)
     }
 }
 
@@ -158,16 +156,18 @@ impl Provider for OpenAiCompatProvider {
             self.request_timeout,
             started,
         )
-        .await?;
+        .await
+        .map_err(|e| e.at(&self.call_context))?;
         if !resp.status().is_success() {
-            return Err(self.status_error(resp).await);
+            return Err(self.status_error(resp).await.at(&self.call_context));
         }
-        transport::check_event_stream(&self.name, &resp)?;
+        transport::check_event_stream(&self.name, &resp).map_err(|e| e.at(&self.call_context))?;
         Ok(transport::event_stream(
             OpenAiCompatDecoder::new(Arc::clone(&self.name)),
             resp.bytes_stream(),
             self.idle_timeout,
             started,
+            Arc::clone(&self.call_context),
         ))
     }
 }
@@ -303,11 +303,10 @@ impl OpenAiCompatDecoder {
             )
         })?;
         if let Some(err) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            let msg = wire::error_message(err).map_or_else(
-                || String::from("provider sent an error mid-stream"),
-                |m| format!("provider error mid-stream: {}", cap(m, MESSAGE_CAP)),
-            );
-            return Err(self.error(ErrorKind::Server, msg));
+            let facts = ErrorFacts::from_json(err);
+            let mut msg = String::from("provider error mid-stream");
+            facts.describe(&mut msg);
+            return Err(self.error(facts.kind(), msg));
         }
         if let Some(choice) = chunk.choices.into_iter().next() {
             if let Some(delta) = choice.delta {
@@ -366,6 +365,7 @@ impl OpenAiCompatDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::{cap, parse_retry_after};
 
     #[test]
     fn rejects_bad_config() {
