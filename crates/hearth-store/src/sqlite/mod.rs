@@ -11,16 +11,18 @@ mod reader;
 mod rows;
 mod writer;
 
+#[cfg(test)]
+mod queue_tests;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hearth_core::{Message, Timestamp, now_ms};
 use rusqlite::{Connection, OpenFlags};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc as bounded, oneshot};
 
 use self::db::Db;
 use self::reader::ReadJob;
@@ -70,14 +72,12 @@ pub struct SqliteStore {
 
 struct Inner {
     path: PathBuf,
-    /// True for a database that lives only in memory: it has one connection,
-    /// so reads go to the writer thread too.
-    in_memory: bool,
     commits: Arc<AtomicU64>,
     // Field order matters: the senders drop first so the threads see their
     // queues close, then `Workers` joins them.
-    writer: mpsc::Sender<Box<dyn Job>>,
-    readers: mpsc::Sender<ReadJob>,
+    writer: bounded::Sender<Box<dyn Job>>,
+    /// `None` in memory, where the writer thread serves reads too.
+    readers: Option<bounded::Sender<ReadJob>>,
     _checkpoint_stop: mpsc::Sender<()>,
     _workers: Workers,
 }
@@ -133,8 +133,8 @@ impl SqliteStore {
         // before `workers` joins them.
         let mut workers = Workers(Vec::with_capacity(READERS + 2));
         let commits = Arc::new(AtomicU64::new(0));
-        let (writer_tx, writer_rx) = mpsc::channel();
-        let (reader_tx, reader_rx) = mpsc::channel();
+        let (writer_tx, writer_rx) = bounded::channel(writer::QUEUE);
+        let (reader_tx, reader_rx) = bounded::channel(reader::QUEUE);
         let reader_rx = Arc::new(Mutex::new(reader_rx));
         let writer_commits = Arc::clone(&commits);
         workers.0.push(spawn("hearth-store-writer", move || {
@@ -156,10 +156,9 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
-                in_memory: false,
                 commits,
                 writer: writer_tx,
-                readers: reader_tx,
+                readers: Some(reader_tx),
                 _checkpoint_stop: checkpoint_tx,
                 _workers: workers,
             }),
@@ -182,9 +181,8 @@ impl SqliteStore {
         migrations::migrate(&mut conn)?;
         let mut workers = Workers(Vec::with_capacity(1));
         let commits = Arc::new(AtomicU64::new(0));
-        let (writer_tx, writer_rx) = mpsc::channel();
-        // Never read from: `read` sends to the writer in memory mode.
-        let (reader_tx, _) = mpsc::channel();
+        let (writer_tx, writer_rx) = bounded::channel(writer::QUEUE);
+        // Never read from: there is no checkpoint thread in memory.
         let (checkpoint_tx, _) = mpsc::channel();
         let writer_commits = Arc::clone(&commits);
         workers.0.push(spawn("hearth-store-memory", move || {
@@ -193,10 +191,9 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path: PathBuf::from(":memory:"),
-                in_memory: true,
                 commits,
                 writer: writer_tx,
-                readers: reader_tx,
+                readers: None,
                 _checkpoint_stop: checkpoint_tx,
                 _workers: workers,
             }),
@@ -225,6 +222,7 @@ impl SqliteStore {
         self.inner
             .writer
             .send(writer::job(op, tx))
+            .await
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
@@ -235,17 +233,14 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
     {
-        if self.inner.in_memory {
+        let Some(readers) = &self.inner.readers else {
             return self.write(op).await;
-        }
+        };
         let (tx, rx) = oneshot::channel();
         let job: ReadJob = Box::new(move |db| {
             let _ = tx.send(op(db));
         });
-        self.inner
-            .readers
-            .send(job)
-            .map_err(|_| StoreError::Closed)?;
+        readers.send(job).await.map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
 }

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
 
 use rusqlite::Connection;
+use tokio::sync::mpsc::Receiver;
 use tokio::sync::oneshot;
 
 use super::db::Db;
@@ -75,11 +75,17 @@ where
     })
 }
 
+/// Writes that may wait for the writer; a caller beyond this waits (without
+/// blocking its executor thread) until the writer takes some. Two full
+/// batches: the next batch is ready when one commits, and a burst is held
+/// in bounded memory instead of growing the queue without limit.
+pub(crate) const QUEUE: usize = 2 * MAX_BATCH;
+
 /// The writer thread's body: returns when every sender is gone.
-pub(crate) fn run(conn: Connection, jobs: Receiver<Box<dyn Job>>, commits: Arc<AtomicU64>) {
+pub(crate) fn run(conn: Connection, mut jobs: Receiver<Box<dyn Job>>, commits: Arc<AtomicU64>) {
     let mut db = Db::new(&conn);
     let mut batch: Vec<Box<dyn Job>> = Vec::new();
-    while let Ok(first) = jobs.recv() {
+    while let Some(first) = jobs.blocking_recv() {
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {
