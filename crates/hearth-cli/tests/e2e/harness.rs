@@ -196,7 +196,10 @@ pub fn parse_sse(body: &str) -> Vec<(u64, String, Value)> {
             }
         }
         if let (Some(id), Some(ev)) = (id, ev) {
-            out.push((id, ev, serde_json::from_str(&data).unwrap_or(Value::Null)));
+            // A bad event is a server bug the test must see, not a Null.
+            let value = serde_json::from_str(&data)
+                .unwrap_or_else(|e| panic!("event {id} ({ev}) data is not JSON: {data} ({e})"));
+            out.push((id, ev, value));
         }
     }
     out
@@ -211,4 +214,21 @@ pub fn user_texts(req: &Value) -> Vec<String> {
         .filter(|m| m["role"] == "user")
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+#[test]
+#[should_panic(expected = "not JSON: {\"run_id\": \"run_1\", oops")]
+fn parse_sse_fails_on_bad_event_json_and_shows_the_raw_text() {
+    parse_sse("id: 1\nevent: run.queued\ndata: {\"run_id\": \"run_1\", oops\n\n");
+}
+
+#[test]
+fn parse_sse_reads_each_event() {
+    let events = parse_sse(
+        "id: 1\nevent: run.queued\ndata: {\"run_id\":\"r\"}\n\n: keep-alive\n\n\
+         id: 2\nevent: run.succeeded\ndata: {\"output\":{\"text\":\"hi\"}}\n\n",
+    );
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0], (1, "run.queued".to_owned(), json!({ "run_id": "r" })));
+    assert_eq!(events[1].2["output"]["text"], "hi");
 }
