@@ -12,6 +12,17 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The database file could not be created.
+    #[error(
+        "cannot create database file {path}: {source}; check that its directory exists and is writable"
+    )]
+    Create {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A migration failed.
     #[error("database migration {version} failed: {source}")]
     Migration {

@@ -1219,3 +1219,19 @@ async fn a_failed_history_clear_keeps_the_run_uncancelled() {
     );
     assert_eq!(store.thread_history("t1", 10).await.unwrap().len(), 1);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_database_and_its_wal_files_are_private_to_the_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    created(&store, "run_1", "t1").await;
+    for name in ["hearth.db", "hearth.db-wal", "hearth.db-shm"] {
+        let mode = std::fs::metadata(dir.path().join(name))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{name} has mode {:o}", mode & 0o777);
+    }
+}

@@ -7,6 +7,7 @@ mod db;
 mod memory;
 mod migrations;
 mod ops;
+mod private_file;
 mod reader;
 mod rows;
 mod writer;
@@ -112,6 +113,7 @@ impl SqliteStore {
             path: path.display().to_string(),
             source,
         };
+        private_file::create(path)?;
         let mut conn = Connection::open(path).map_err(open_err)?;
         configure_writer(&conn, durability).map_err(open_err)?;
         migrations::migrate(&mut conn)?;
