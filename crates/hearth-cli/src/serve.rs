@@ -185,7 +185,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let metrics = install_metrics();
     let state = AppState {
         runtime: runtime.clone(),
-        auth: Arc::new(Auth::new(store.clone(), is_loopback(&addr))),
+        auth: Arc::new(Auth::new(runtime.clone(), is_loopback(&addr))),
         metrics,
         policy: policy_config(&config),
     };

@@ -12,6 +12,7 @@ mod confirmations;
 pub mod envelope;
 pub mod error;
 mod incognito;
+pub mod operator;
 pub mod retention;
 pub mod runtime;
 mod scheduler;

@@ -3,23 +3,20 @@
 //!
 //! With no active token, requests pass only while the server is bound to a
 //! loopback address (`hearth serve` refuses a public bind without tokens).
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+//!
+//! Every check asks the store (one indexed lookup): tokens are created and
+//! revoked by the `hearth token` CLI in another process, which a cache here
+//! could not hear of, so a cache would keep a revoked token working.
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use hearth_store::Store;
-use sha2::{Digest, Sha256};
+use hearth_runtime::Runtime;
+
+pub use hearth_agent::confirm::hash_token;
 
 use crate::AppState;
 use crate::error::ApiError;
-
-/// How long a token check is trusted before the store is asked again; bounds
-/// how long a revoked token keeps working.
-const CACHE_TTL: Duration = Duration::from_secs(2);
 
 /// A new token secret: `hth_` + 32 random bytes in base32 (256 bits).
 pub fn generate_token() -> Result<String, getrandom::Error> {
@@ -33,82 +30,44 @@ pub fn generate_token() -> Result<String, getrandom::Error> {
     ))
 }
 
-/// SHA-256 hex of a token secret: what the store keeps.
-pub fn hash_token(token: &str) -> String {
-    data_encoding::HEXLOWER.encode(&Sha256::digest(token.as_bytes()))
+/// The token of an `Authorization` value: `Bearer <token>` with the scheme
+/// in any case (RFC 9110: schemes are case-insensitive) and any run of
+/// spaces after it. `None` for another scheme or an empty token.
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, rest) = header.trim_start().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = rest.trim();
+    (!token.is_empty()).then_some(token)
 }
 
-/// Token checks with a short cache in front of the store.
+/// Token checks against the runtime's store.
 pub struct Auth {
-    store: Arc<dyn Store>,
+    runtime: Runtime,
     loopback: bool,
-    cache: Mutex<HashMap<String, (bool, Instant)>>,
-    any_tokens: Mutex<Option<(bool, Instant)>>,
 }
 
 impl Auth {
-    /// Auth over the store's tokens; `loopback` is whether the bind address is loopback.
-    pub fn new(store: Arc<dyn Store>, loopback: bool) -> Self {
-        Self {
-            store,
-            loopback,
-            cache: Mutex::new(HashMap::new()),
-            any_tokens: Mutex::new(None),
-        }
-    }
-
-    async fn tokens_exist(&self) -> Result<bool, ApiError> {
-        if let Some((v, at)) = *self
-            .any_tokens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            && at.elapsed() < CACHE_TTL
-        {
-            return Ok(v);
-        }
-        let n = self
-            .store
-            .active_token_count()
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-        *self
-            .any_tokens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some((n > 0, Instant::now()));
-        Ok(n > 0)
-    }
-
-    async fn valid(&self, token: &str) -> Result<bool, ApiError> {
-        let hash = hash_token(token);
-        if let Some((v, at)) = self
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&hash)
-            && at.elapsed() < CACHE_TTL
-        {
-            return Ok(*v);
-        }
-        let v = self
-            .store
-            .token_hash_valid(&hash)
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.len() > 1024 {
-            cache.clear();
-        }
-        cache.insert(hash, (v, Instant::now()));
-        Ok(v)
+    /// Auth over the runtime's tokens; `loopback` is whether the bind address is loopback.
+    pub fn new(runtime: Runtime, loopback: bool) -> Self {
+        Self { runtime, loopback }
     }
 
     /// Decides one request's `Authorization` header.
     pub async fn check(&self, header: Option<&str>) -> Result<(), ApiError> {
-        match header.and_then(|h| h.strip_prefix("Bearer ")) {
-            Some(token) if self.valid(token.trim()).await? => Ok(()),
-            Some(_) => Err(ApiError::Unauthorized),
-            None if self.loopback && !self.tokens_exist().await? => Ok(()),
-            None => Err(ApiError::Unauthorized),
+        let verdict = match header {
+            Some(h) => match bearer_token(h) {
+                Some(token) => self.runtime.api_token_valid(&hash_token(token)).await?,
+                None => false,
+            },
+            None => self.loopback && !self.runtime.api_tokens_exist().await?,
+        };
+        if verdict {
+            Ok(())
+        } else {
+            metrics::counter!("hearth_auth_failures_total").increment(1);
+            Err(ApiError::Unauthorized)
         }
     }
 }
@@ -122,22 +81,49 @@ pub async fn require_token(
     let header = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
+        .map(|v| v.to_str().unwrap_or(""));
     state.auth.check(header).await?;
     Ok(next.run(req).await)
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
-    fn tokens_are_long_random_and_hash_stably() {
+    fn tokens_are_long_random_and_hashed_with_sha256() {
         let a = generate_token().unwrap();
         let b = generate_token().unwrap();
         assert_ne!(a, b);
         assert!(a.starts_with("hth_") && a.len() > 50);
-        assert_eq!(hash_token(&a), hash_token(&a));
-        assert_eq!(hash_token(&a).len(), 64);
+        // FIPS 180-2 test vector: what the store keeps is SHA-256 in lower-case hex.
+        assert_eq!(
+            hash_token("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for h in ["Bearer t1", "bearer t1", "BEARER   t1 ", " Bearer t1"] {
+            assert_eq!(bearer_token(h), Some("t1"), "{h:?}");
+        }
+        for h in ["Basic t1", "Bearer", "Bearer   ", "Bearert1", "", "t1"] {
+            assert_eq!(bearer_token(h), None, "{h:?}");
+        }
+    }
+
+    proptest! {
+        /// Any header value yields a token only under the bearer scheme,
+        /// and the token is a non-empty, trimmed part of the header.
+        #[test]
+        fn bearer_token_never_panics(h in any::<String>()) {
+            if let Some(t) = bearer_token(&h) {
+                prop_assert!(!t.is_empty() && h.contains(t) && t.trim() == t);
+                prop_assert!(h.trim_start().to_ascii_lowercase().starts_with("bearer "));
+            }
+        }
     }
 }

@@ -10,21 +10,27 @@ use utoipa::ToSchema;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageRequest {
-    /// The message; required, non-empty.
+    /// The message; required, not only white space.
+    #[schema(min_length = 1)]
     pub text: String,
-    /// Default `api:default`.
+    /// Default `api:default`; 1 to 256 bytes, no control characters.
+    #[schema(min_length = 1, max_length = 256)]
     pub thread_key: Option<String>,
-    /// Default `api:user:anonymous`.
+    /// Default `api:user:anonymous`; 1 to 256 bytes, no control characters.
+    #[schema(min_length = 1, max_length = 256)]
     pub user_key: Option<String>,
-    /// Default `api`.
+    /// Default `api`; 1 to 256 bytes, no control characters.
+    #[schema(min_length = 1, max_length = 256)]
     pub source: Option<String>,
     /// Default `follow_up`.
     pub delivery_mode: Option<DeliveryMode>,
-    /// Same key on the same thread returns the same run.
+    /// Same key on the same thread returns the same run; 1 to 256 bytes.
+    #[schema(min_length = 1, max_length = 256)]
     pub idempotency_key: Option<String>,
     /// Wait for the run to finish (default false).
     pub wait: Option<bool>,
     /// Default 60, at most 600.
+    #[schema(minimum = 0, maximum = 600)]
     pub wait_timeout_secs: Option<u64>,
 }
 
@@ -55,12 +61,15 @@ pub struct RunList {
 
 /// Query of `GET /v1/runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RunQuery {
     /// Only this thread.
     pub thread_key: Option<String>,
     /// Only this status.
+    #[param(value_type = Option<hearth_core::RunStatus>)]
     pub status: Option<String>,
-    /// At most this many (default 50, at most 1000).
+    /// At most this many (default 50; values outside 1..=1000 are clamped).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -76,8 +85,10 @@ pub struct TraceStep {
     /// `started`, `succeeded`, `failed`.
     pub status: String,
     /// RFC 3339.
+    #[schema(format = DateTime)]
     pub started_at: String,
     /// RFC 3339, once finished.
+    #[schema(format = DateTime)]
     pub finished_at: Option<String>,
     /// Token usage of a model call.
     #[schema(value_type = Option<Object>)]
@@ -162,6 +173,7 @@ impl From<hearth_runtime::ThreadRuntime> for ThreadRuntime {
 #[serde(deny_unknown_fields)]
 pub struct SetModel {
     /// `<provider>/<model>`.
+    #[schema(min_length = 3, pattern = "^[^/]+/.+$")]
     pub model: String,
 }
 
@@ -170,7 +182,34 @@ pub struct SetModel {
 #[serde(deny_unknown_fields)]
 pub struct SetThinking {
     /// `off`, `low`, `medium`, `high`.
+    #[schema(value_type = ThinkingLevelName)]
     pub level: String,
+}
+
+/// A thinking level, as the API spells it.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum ThinkingLevelName {
+    /// No reasoning requested.
+    Off,
+    /// A little.
+    Low,
+    /// Some.
+    Medium,
+    /// A lot.
+    High,
+}
+
+/// How `GET /v1/usage` groups model calls.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum UsageGroupBy {
+    /// By provider name (the default).
+    Provider,
+    /// By `<provider>/<model>`.
+    Model,
+    /// By UTC day, `YYYY-MM-DD`.
+    Day,
 }
 
 /// `POST /v1/confirmations/{token}`
@@ -178,6 +217,7 @@ pub struct SetThinking {
 #[serde(deny_unknown_fields)]
 pub struct ConfirmRequest {
     /// Who answers: the user who asked, or a holder of `confirmations.resolve_any`.
+    #[schema(min_length = 1, max_length = 256)]
     pub user_key: String,
     /// True to run the action, false to refuse it.
     pub approve: bool,
@@ -193,12 +233,14 @@ pub struct SetIncognito {
 
 /// Query of `GET /v1/usage`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct UsageParams {
     /// From: RFC 3339, `today`, or an age such as `7d`.
     pub since: Option<String>,
     /// Until (exclusive), same forms.
     pub until: Option<String>,
     /// `provider` (default), `model` or `day`.
+    #[param(value_type = Option<UsageGroupBy>)]
     pub group_by: Option<String>,
 }
 
@@ -230,6 +272,7 @@ pub struct UsageRows {
 
 /// Query of `GET /v1/tools`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ToolsParams {
     /// A channel (`api`, `telegram`, ...): its effective list.
     pub channel: Option<String>,
@@ -243,6 +286,7 @@ pub struct ToolInfo {
     /// What it does.
     pub description: String,
     /// `read` or `write`.
+    #[schema(pattern = "^(read|write)$")]
     pub class: &'static str,
     /// The capability a user needs, if any.
     pub capability: Option<&'static str>,
@@ -278,8 +322,10 @@ pub struct ErrorDetail {
 #[serde(deny_unknown_fields)]
 pub struct GrantRequest {
     /// `user:<user_key>` or `role:<id>`.
+    #[schema(pattern = "^(user|role):.+$")]
     pub subject: String,
     /// A capability (`web.fetch`, ...) or `preset:<name>`.
+    #[schema(min_length = 1)]
     pub capability: String,
     /// `global` (the default) or a channel's space (`discord:guild:<id>`, ...).
     pub scope: Option<String>,
@@ -295,6 +341,7 @@ pub struct GrantView {
     /// `global` or a channel's space.
     pub scope: String,
     /// RFC 3339.
+    #[schema(format = DateTime)]
     pub granted_at: String,
 }
 
@@ -318,6 +365,7 @@ pub struct RemovedGrant {
 
 /// Query of `GET /v1/permissions`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PermissionsParams {
     /// `global` (the default) or a channel's space.
     pub scope: Option<String>,
@@ -329,6 +377,7 @@ pub struct Permissions {
     /// The scope listed.
     pub scope: String,
     /// What every user holds: `none`, `member`, `trusted` or `admin`.
+    #[schema(pattern = "^(none|member|trusted|admin)$")]
     pub default_preset: String,
     /// The grants in the scope, by subject then capability.
     pub grants: Vec<GrantView>,
@@ -336,10 +385,13 @@ pub struct Permissions {
 
 /// Query of `GET /v1/permissions/check`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CheckParams {
-    /// The user (required).
+    /// The user.
+    #[param(required = true, min_length = 1)]
     pub user_key: Option<String>,
-    /// A capability (required; not a preset).
+    /// A capability (not a preset).
+    #[param(required = true, min_length = 1)]
     pub capability: Option<String>,
     /// `global` (the default) or a channel's space.
     pub scope: Option<String>,
@@ -351,13 +403,16 @@ pub struct CheckResult {
     /// Whether the user holds the capability.
     pub allowed: bool,
     /// `admin`, `preset` or `grant`; null when not allowed.
+    #[schema(pattern = "^(admin|preset|grant)$")]
     pub via: Option<String>,
 }
 
 /// Query of `GET /v1/audit`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuditParams {
-    /// At most this many (default 100, at most 1000).
+    /// At most this many (default 100; values outside 1..=1000 are clamped).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 
@@ -365,6 +420,7 @@ pub struct AuditParams {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AuditEventView {
     /// RFC 3339.
+    #[schema(format = DateTime)]
     pub at: String,
     /// Who acted (`operator`, a user key, ...).
     pub actor: String,

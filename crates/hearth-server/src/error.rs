@@ -9,13 +9,15 @@
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
 //! | `NotFound` | 404 | `not_found` |
+//! | `MethodNotAllowed` | 405 | `method_not_allowed` (with `Allow`) |
 //! | `PayloadTooLarge` | 413 | `payload_too_large` |
 //! | `NotImplemented` | 501 | `not_implemented` |
 //! | `Unavailable` | 503 | `unavailable` |
+//! | `Overloaded` | 503 | `overloaded` (with `Retry-After`) |
 //! | `Internal` | 500 | `internal` (the cause is logged, not sent) |
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hearth_agent::policy::PolicyError;
 use hearth_runtime::RuntimeError;
@@ -51,6 +53,14 @@ pub enum ApiError {
     /// No such thing.
     #[error("{0}")]
     NotFound(String),
+    /// The path exists, but not with this method.
+    #[error("{method} is not allowed here; allowed: {allow}")]
+    MethodNotAllowed {
+        /// The method the client sent.
+        method: String,
+        /// The methods the path accepts, as in the `Allow` header.
+        allow: String,
+    },
     /// Body over the limit.
     #[error("the request body is larger than the limit of {0} bytes ([server] max_body_bytes)")]
     PayloadTooLarge(usize),
@@ -60,6 +70,14 @@ pub enum ApiError {
     /// Temporarily unable (shutting down).
     #[error("{0}")]
     Unavailable(String),
+    /// Saturated: the client should retry after `retry_after_secs`.
+    #[error("{message}")]
+    Overloaded {
+        /// What the runtime said.
+        message: String,
+        /// Seconds to wait, sent as `Retry-After`.
+        retry_after_secs: u64,
+    },
     /// A failure of ours.
     #[error("internal error: {0}")]
     Internal(String),
@@ -76,9 +94,11 @@ impl ApiError {
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::NotImplemented(_) => (StatusCode::NOT_IMPLEMENTED, "not_implemented"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -93,8 +113,12 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Forbidden(m) => Self::Forbidden(m),
             RuntimeError::UnknownModel(m) => Self::UnknownModel(m),
             RuntimeError::ShuttingDown => Self::Unavailable(e.to_string()),
-            // Mapped to 503 `overloaded` with Retry-After by the server helper's work.
-            RuntimeError::Overloaded { .. } => Self::Unavailable(e.to_string()),
+            RuntimeError::Overloaded {
+                retry_after_secs, ..
+            } => Self::Overloaded {
+                message: e.to_string(),
+                retry_after_secs,
+            },
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
         }
     }
@@ -127,10 +151,63 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        (
+        let mut resp = (
             status,
             Json(json!({ "error": { "code": code, "message": message } })),
         )
-            .into_response()
+            .into_response();
+        let extra = match &self {
+            Self::Overloaded {
+                retry_after_secs, ..
+            } => Some((header::RETRY_AFTER, HeaderValue::from(*retry_after_secs))),
+            Self::MethodNotAllowed { allow, .. } => HeaderValue::from_str(allow)
+                .ok()
+                .map(|v| (header::ALLOW, v)),
+            _ => None,
+        };
+        if let Some((name, value)) = extra {
+            resp.headers_mut().insert(name, value);
+        }
+        resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn overloaded_is_503_overloaded_with_retry_after() {
+        let e = ApiError::from(RuntimeError::Overloaded {
+            queued: 4096,
+            retry_after_secs: 7,
+        });
+        assert_eq!(
+            e.status_code(),
+            (StatusCode::SERVICE_UNAVAILABLE, "overloaded")
+        );
+        let resp = e.into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(resp.headers()[header::RETRY_AFTER], "7");
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"]["code"], "overloaded");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("retry in 7 s"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn shutting_down_stays_unavailable() {
+        assert_eq!(
+            ApiError::from(RuntimeError::ShuttingDown).status_code(),
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+        );
     }
 }

@@ -1,7 +1,10 @@
-//! `ApiJson`: a strict JSON body extractor whose rejections are `ApiError`s.
+//! Extractors whose rejections are `ApiError`s, so every refusal of a body,
+//! a path parameter or a query string answers in the error envelope:
+//! `ApiJson` (a strict JSON body), `ApiPath` and `ApiQuery`.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -46,6 +49,43 @@ fn serde_path_to_error_free<T: DeserializeOwned>(
         .and_then(|v| de.end().map(|()| v))
         .map_err(|e| ApiError::InvalidRequest(format!("invalid JSON body: {e}")))?;
     Ok(v)
+}
+
+/// Path parameters; a parameter that is not valid percent-encoded UTF-8
+/// answers 400 `invalid_request` (axum's own rejection is plain text).
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(t)| ApiPath(t))
+            .map_err(|e| ApiError::InvalidRequest(format!("bad path parameter: {}", e.body_text())))
+    }
+}
+
+/// A query string; one that does not parse answers 400 `invalid_request`.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(t)| ApiQuery(t))
+            .map_err(|e| ApiError::InvalidRequest(e.body_text()))
+    }
 }
 
 /// The configured body limit, put in request extensions so rejections can name it.

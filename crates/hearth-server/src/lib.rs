@@ -2,27 +2,31 @@
 //!
 //! Owns routing, request validation (bodies are parsed strictly and every
 //! rejection becomes `{"error":{"code","message"}}`), bearer-token auth, SSE,
-//! `/openapi.json` and `/metrics`. It calls only `Runtime`; it never runs the
-//! engine or writes run state itself. Permissions and the audit log go to the
-//! runtime's store, with decisions made by `hearth_agent::policy`.
+//! `/openapi.json`, `/metrics` and the accept loop (`listen::serve`). It
+//! calls only `Runtime`; it never runs the engine or touches the store.
+//! Permission decisions are made by `hearth_agent::policy` inside the runtime.
 
 pub mod auth;
 pub mod dto;
 pub mod error;
 pub mod extract;
+pub mod listen;
+pub mod metrics;
+mod middleware;
 pub mod openapi;
 pub mod routes;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::{Extension, Router};
 use hearth_agent::policy::PolicyConfig;
 use hearth_runtime::Runtime;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 pub use auth::{Auth, generate_token, hash_token};
 pub use error::ApiError;
+pub use listen::{ServeLimits, serve};
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -40,15 +44,24 @@ pub struct AppState {
 
 /// The whole API.
 pub fn router(state: AppState, max_body_bytes: usize) -> Router {
-    let v1 = routes::v1().layer(axum::middleware::from_fn_with_state(
+    let (ops, _) = routes::ops().split_for_parts();
+    let (v1, _) = routes::v1().split_for_parts();
+    let v1 = v1.layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::require_token,
     ));
+    // Layers run outside-in from the last one added: request ids and metrics
+    // see every answer, panics become 500s inside them, and the body limit is
+    // known to whoever refuses a body.
     Router::new()
-        .merge(routes::ops::routes())
+        .merge(ops)
         .merge(v1)
+        .route_layer(axum::middleware::from_fn(middleware::mark_route))
         .fallback(routes::ops::not_found)
-        .layer(axum::middleware::from_fn(routes::ops::request_context))
+        .layer(axum::middleware::from_fn(middleware::envelope_bare_errors))
+        .layer(axum::middleware::from_fn(middleware::catch_panic))
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(Extension(extract::BodyLimit(max_body_bytes)))
+        .layer(axum::middleware::from_fn(middleware::request_context))
         .with_state(state)
 }

@@ -1,54 +1,128 @@
-//! The OpenAPI document, generated from the handlers' annotations.
+//! The OpenAPI document, generated from the routes the server registers
+//! (`routes::ops` and `routes::v1`) and their handlers' annotations.
 
 use utoipa::OpenApi;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Content, RefOr};
 
 use crate::dto;
-use crate::routes::{confirmations, messages, ops, permissions, threads, tools, usage};
 
-/// The API's OpenAPI description.
+/// The parts of the document no route carries: title, shared schemas and
+/// the bearer scheme.
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "hearth", description = "Self-hosted AI agent gateway: HTTP API v1"),
-    paths(
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi,
-        messages::post_message, messages::list_runs, messages::get_run, messages::run_events,
-        messages::cancel_run, messages::run_trace,
-        threads::models, threads::runtime, threads::set_model, threads::set_thinking,
-        threads::new_session, threads::set_incognito, usage::usage, tools::tools,
-        permissions::list, permissions::add_grant, permissions::remove_grant,
-        permissions::check, permissions::audit, confirmations::resolve,
+    info(
+        title = "hearth",
+        description = "Self-hosted AI agent gateway: HTTP API v1"
     ),
     components(schemas(
-        hearth_core::RunEnvelope, hearth_core::RunStatus, hearth_core::RunError,
-        hearth_core::RunOutput, hearth_core::Confirmation, hearth_core::DeliveryMode,
-        dto::MessageRequest, dto::Health, dto::Ready, dto::RunList, dto::Trace, dto::TraceStep,
-        dto::Models, dto::ModelInfo, dto::Capabilities, dto::ThreadRuntime, dto::SetModel,
-        dto::SetThinking, dto::SetIncognito, dto::ErrorBody, dto::ErrorDetail, dto::UsageRow,
-        dto::UsageRows, dto::ToolInfo, dto::ToolList, dto::GrantRequest, dto::GrantView, dto::RemovedGrant, dto::Permissions,
-        dto::CheckResult, dto::AuditEventView, dto::AuditEvents, dto::ConfirmRequest,
-    )),
-    modifiers(&BearerAuth),
+        hearth_core::RunEnvelope,
+        hearth_core::RunStatus,
+        hearth_core::RunError,
+        hearth_core::RunOutput,
+        hearth_core::Confirmation,
+        hearth_core::DeliveryMode,
+        dto::ErrorBody,
+        dto::ErrorDetail,
+        dto::UsageGroupBy,
+    ))
 )]
 pub struct ApiDoc;
 
-struct BearerAuth;
+/// The name of the security scheme every `/v1` operation requires.
+const BEARER: &str = "bearer";
 
-impl utoipa::Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-        );
+/// The document: `ApiDoc` plus every registered route, each `/v1`
+/// operation marked as needing the bearer token and answering 401.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc.merge(crate::routes::ops().into_openapi());
+    doc.merge(crate::routes::v1().into_openapi());
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        BEARER,
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some(
+                    "An API token from `hearth token create`; the scheme name is case-insensitive",
+                ))
+                .build(),
+        ),
+    );
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let v1 = path.starts_with("/v1/");
+        for op in [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if v1 {
+                require_bearer(op);
+            }
+            describe_responses(op);
+        }
+    }
+    doc
+}
+
+fn error_response(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            Content::new(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                "ErrorBody",
+            )))),
+        )
+        .build()
+}
+
+fn require_bearer(op: &mut Operation) {
+    op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+    op.responses.responses.insert(
+        "401".to_owned(),
+        RefOr::T(error_response(
+            "Missing, unknown or revoked bearer token (`unauthorized`)",
+        )),
+    );
+}
+
+/// Gives every response without one the standard description of its status.
+fn describe_responses(op: &mut Operation) {
+    for (status, response) in op.responses.responses.iter_mut() {
+        if let RefOr::T(r) = response
+            && r.description.is_empty()
+        {
+            r.description = match status.as_str() {
+                "200" => "OK",
+                "201" => "Created",
+                "202" => "Accepted",
+                "400" => "Bad input (`invalid_request` or a more specific code)",
+                "403" => "Not allowed (`forbidden`)",
+                "404" => "No such thing (`not_found`)",
+                "413" => "Body over `[server] max_body_bytes` (`payload_too_large`)",
+                "503" => {
+                    "Shutting down (`unavailable`) or saturated (`overloaded`, with Retry-After)"
+                }
+                other => other,
+            }
+            .to_owned();
+        }
     }
 }
 
-/// The document generated from the handlers' annotations, pretty-printed.
+/// The document generated from the routes, pretty-printed.
 pub fn generate() -> String {
-    let mut doc = ApiDoc::openapi();
-    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-    let mut json = doc
+    let mut json = document()
         .to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     json.push('\n');
@@ -81,5 +155,35 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&committed).unwrap();
         assert!(v["openapi"].as_str().unwrap().starts_with("3.1"));
+    }
+
+    /// Every /v1 operation needs the bearer token and documents 401; every
+    /// response has a description; no parameter is both in the path
+    /// template's braces and elsewhere.
+    #[test]
+    fn every_operation_is_secured_and_described() {
+        let doc: serde_json::Value = serde_json::from_str(&super::generate()).unwrap();
+        let paths = doc["paths"].as_object().unwrap();
+        assert!(paths.len() >= 20, "{}", paths.len());
+        for (path, item) in paths {
+            for (method, op) in item.as_object().unwrap() {
+                let responses = op["responses"].as_object().unwrap();
+                for (status, r) in responses {
+                    assert!(
+                        r["description"].as_str().is_some_and(|d| !d.is_empty()),
+                        "{method} {path} {status}"
+                    );
+                }
+                if path.starts_with("/v1/") {
+                    assert_eq!(op["security"][0]["bearer"], serde_json::json!([]), "{path}");
+                    assert!(responses.contains_key("401"), "{method} {path}");
+                }
+                for p in op["parameters"].as_array().into_iter().flatten() {
+                    let name = p["name"].as_str().unwrap();
+                    let in_template = path.contains(&format!("{{{name}}}"));
+                    assert_eq!(p["in"] == "path", in_template, "{method} {path} {name}");
+                }
+            }
+        }
     }
 }

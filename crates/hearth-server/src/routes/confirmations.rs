@@ -1,17 +1,17 @@
 //! Answering a write-class tool call's confirmation.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use hearth_core::RunEnvelope;
 
 use crate::AppState;
 use crate::dto::ConfirmRequest;
 use crate::error::ApiError;
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, ApiPath};
 
 /// Approves or denies the pending confirmation `token` as `user_key`.
 #[utoipa::path(post, path = "/v1/confirmations/{token}", tag = "confirmations",
-    params(("token" = String, Path, description = "The token from the envelope or the confirmation.required event")),
+    params(("token" = String, Path, description = "The token from the envelope or the confirmation.required event", min_length = 1)),
     request_body = ConfirmRequest,
     responses(
         (status = 200, description = "Answered; the waiting run's envelope", body = RunEnvelope),
@@ -20,7 +20,7 @@ use crate::extract::ApiJson;
         (status = 404, description = "Unknown, used or expired token", body = crate::dto::ErrorBody)))]
 pub async fn resolve(
     State(st): State<AppState>,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
     ApiJson(body): ApiJson<ConfirmRequest>,
 ) -> Result<Json<RunEnvelope>, ApiError> {
     Ok(Json(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
@@ -19,19 +19,21 @@ use tokio::sync::watch;
 use crate::AppState;
 use crate::dto::{MessageRequest, RunList, RunQuery, Trace, TraceStep};
 use crate::error::ApiError;
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
 
 const DEFAULT_WAIT_SECS: u64 = 60;
 const MAX_WAIT_SECS: u64 = 600;
 
 /// Accepts a message and returns its run.
 #[utoipa::path(post, path = "/v1/messages", tag = "runs", request_body = MessageRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Idempotency key")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Idempotency key (as the body's idempotency_key)", min_length = 1, max_length = 256)),
     responses(
         (status = 200, description = "Finished within the wait", body = RunEnvelope),
         (status = 202, description = "Accepted, not finished", body = RunEnvelope),
         (status = 400, description = "Bad input", body = crate::dto::ErrorBody),
-        (status = 413, description = "Body too large", body = crate::dto::ErrorBody)))]
+        (status = 413, description = "Body too large", body = crate::dto::ErrorBody),
+        (status = 503, description = "Shutting down (`unavailable`), or saturated (`overloaded`, with a Retry-After header)", body = crate::dto::ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait before retrying (with `overloaded`)")))))]
 pub async fn post_message(
     State(st): State<AppState>,
     headers: HeaderMap,
@@ -81,23 +83,23 @@ pub async fn post_message(
 
 /// One run.
 #[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "runs",
-    params(("run_id" = String, Path, description = "Run id")),
-    responses((status = 200, body = RunEnvelope), (status = 404, body = crate::dto::ErrorBody)))]
+    params(("run_id" = String, Path, description = "Run id", min_length = 1)),
+    responses((status = 200, description = "The run", body = RunEnvelope),
+        (status = 400, body = crate::dto::ErrorBody), (status = 404, body = crate::dto::ErrorBody)))]
 pub async fn get_run(
     State(st): State<AppState>,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
 ) -> Result<Json<RunEnvelope>, ApiError> {
     Ok(Json(st.runtime.get_run(&run_id).await?))
 }
 
 /// Runs, newest first.
 #[utoipa::path(get, path = "/v1/runs", tag = "runs", params(RunQuery),
-    responses((status = 200, body = RunList), (status = 400, body = crate::dto::ErrorBody)))]
+    responses((status = 200, description = "Runs, newest first", body = RunList), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn list_runs(
     State(st): State<AppState>,
-    query: Result<Query<RunQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<RunQuery>,
 ) -> Result<Json<RunList>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::InvalidRequest(e.body_text()))?;
     let status = match q.status.as_deref() {
         None | Some("") => None,
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
@@ -118,22 +120,24 @@ pub async fn list_runs(
 
 /// Cancels a run.
 #[utoipa::path(post, path = "/v1/runs/{run_id}/cancel", tag = "runs",
-    params(("run_id" = String, Path, description = "Run id")),
-    responses((status = 200, body = RunEnvelope), (status = 404, body = crate::dto::ErrorBody)))]
+    params(("run_id" = String, Path, description = "Run id", min_length = 1)),
+    responses((status = 200, description = "The run, cancelled unless it had finished", body = RunEnvelope),
+        (status = 400, body = crate::dto::ErrorBody), (status = 404, body = crate::dto::ErrorBody)))]
 pub async fn cancel_run(
     State(st): State<AppState>,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
 ) -> Result<Json<RunEnvelope>, ApiError> {
     Ok(Json(st.runtime.cancel(&run_id).await?))
 }
 
 /// A run's steps, without prompts, arguments or outputs.
 #[utoipa::path(get, path = "/v1/runs/{run_id}/trace", tag = "runs",
-    params(("run_id" = String, Path, description = "Run id")),
-    responses((status = 200, body = Trace), (status = 404, body = crate::dto::ErrorBody)))]
+    params(("run_id" = String, Path, description = "Run id", min_length = 1)),
+    responses((status = 200, description = "The run's steps", body = Trace),
+        (status = 400, body = crate::dto::ErrorBody), (status = 404, body = crate::dto::ErrorBody)))]
 pub async fn run_trace(
     State(st): State<AppState>,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
 ) -> Result<Json<Trace>, ApiError> {
     let steps = st.runtime.trace(&run_id).await?;
     Ok(Json(Trace {
@@ -156,9 +160,10 @@ pub async fn run_trace(
 /// The run's events as Server-Sent Events; past ones first, then live ones,
 /// ending after the terminal event. `Last-Event-ID` resumes after that id.
 #[utoipa::path(get, path = "/v1/runs/{run_id}/events", tag = "runs",
-    params(("run_id" = String, Path, description = "Run id"),
-           ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
+    params(("run_id" = String, Path, description = "Run id", min_length = 1),
+           ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id (a decimal number)", minimum = 0)),
     responses((status = 200, description = "Event stream", content_type = "text/event-stream"),
+              (status = 400, description = "A Last-Event-ID that is not a number, or a bad run id", body = crate::dto::ErrorBody),
               (status = 404, body = crate::dto::ErrorBody)))]
 pub async fn run_events(
     State(st): State<AppState>,

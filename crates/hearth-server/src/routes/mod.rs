@@ -1,4 +1,8 @@
 //! Route handlers, grouped by the sections of the API contract.
+//!
+//! Each handler is registered once, through `utoipa_axum::routes!`, which
+//! adds it to the router and its `#[utoipa::path]` to the OpenAPI document
+//! together: a route cannot be served without being documented.
 
 pub mod confirmations;
 pub mod messages;
@@ -8,43 +12,40 @@ pub mod threads;
 pub mod tools;
 pub mod usage;
 
-use axum::Router;
-use axum::routing::{delete, get, post, put};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 
-/// Everything under `/v1` (behind auth).
-pub fn v1() -> Router<AppState> {
-    Router::new()
-        .route("/v1/messages", post(messages::post_message))
-        .route("/v1/runs", get(messages::list_runs))
-        .route("/v1/runs/{run_id}", get(messages::get_run))
-        .route("/v1/runs/{run_id}/events", get(messages::run_events))
-        .route("/v1/runs/{run_id}/cancel", post(messages::cancel_run))
-        .route("/v1/runs/{run_id}/trace", get(messages::run_trace))
-        .route("/v1/models", get(threads::models))
-        .route("/v1/usage", get(usage::usage))
-        .route("/v1/tools", get(tools::tools))
-        .route("/v1/confirmations/{token}", post(confirmations::resolve))
-        .route("/v1/permissions", get(permissions::list))
-        .route(
-            "/v1/permissions/grants",
-            post(permissions::add_grant).delete(permissions::remove_grant),
-        )
-        .route("/v1/permissions/check", get(permissions::check))
-        .route("/v1/audit", get(permissions::audit))
-        .route("/v1/threads/{thread_key}/runtime", get(threads::runtime))
-        .route("/v1/threads/{thread_key}/model", put(threads::set_model))
-        .route(
-            "/v1/threads/{thread_key}/thinking",
-            put(threads::set_thinking),
-        )
-        .route(
-            "/v1/threads/{thread_key}/session",
-            delete(threads::new_session),
-        )
-        .route(
-            "/v1/threads/{thread_key}/incognito",
-            put(threads::set_incognito),
-        )
+/// Everything under `/v1` (served behind auth).
+pub fn v1() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(messages::post_message))
+        .routes(routes!(messages::list_runs))
+        .routes(routes!(messages::get_run))
+        .routes(routes!(messages::run_events))
+        .routes(routes!(messages::cancel_run))
+        .routes(routes!(messages::run_trace))
+        .routes(routes!(threads::models))
+        .routes(routes!(usage::usage))
+        .routes(routes!(tools::tools))
+        .routes(routes!(confirmations::resolve))
+        .routes(routes!(permissions::list))
+        .routes(routes!(permissions::add_grant, permissions::remove_grant))
+        .routes(routes!(permissions::check))
+        .routes(routes!(permissions::audit))
+        .routes(routes!(threads::runtime))
+        .routes(routes!(threads::set_model))
+        .routes(routes!(threads::set_thinking))
+        .routes(routes!(threads::new_session))
+        .routes(routes!(threads::set_incognito))
+}
+
+/// Health, readiness, metrics and the document itself (no token needed).
+pub fn ops() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+        .routes(routes!(ops::openapi))
 }

@@ -2,12 +2,10 @@
 //! as the operator: grant changes are audited with actor `operator`.
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use hearth_agent::policy::{
-    CapabilityName, GLOBAL_SCOPE, decide, parse_capability, parse_subject, scope_chain, subjects,
-    validate_scope,
+    CapabilityName, GLOBAL_SCOPE, parse_capability, parse_subject, validate_scope,
 };
 use hearth_store::{AuditEvent, Grant};
 
@@ -17,7 +15,7 @@ use crate::dto::{
     PermissionsParams, RemovedGrant,
 };
 use crate::error::ApiError;
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, ApiQuery};
 
 /// The actor of changes made through the API.
 const OPERATOR: &str = "operator";
@@ -25,11 +23,6 @@ const OPERATOR: &str = "operator";
 /// Default and largest `limit` of `GET /v1/audit`.
 const AUDIT_DEFAULT_LIMIT: i64 = 100;
 const AUDIT_MAX_LIMIT: i64 = 1000;
-
-fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
-    q.map(|Query(t)| t)
-        .map_err(|e| ApiError::InvalidRequest(e.body_text()))
-}
 
 /// A validated scope: `global` when absent.
 fn scope_of(scope: Option<String>) -> Result<String, ApiError> {
@@ -54,7 +47,6 @@ async fn find_grant(
 ) -> Result<Option<Grant>, ApiError> {
     Ok(st
         .runtime
-        .store()
         .list_grants(Some(scope))
         .await?
         .into_iter()
@@ -75,13 +67,13 @@ fn grant_event(action: &str, subject: &str, capability: &str, scope: &str) -> Au
 
 /// The default preset and the grants in a scope.
 #[utoipa::path(get, path = "/v1/permissions", tag = "permissions", params(PermissionsParams),
-    responses((status = 200, body = Permissions), (status = 400, body = crate::dto::ErrorBody)))]
+    responses((status = 200, description = "The default preset and the scope's grants", body = Permissions), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,
-    q: Result<Query<PermissionsParams>, QueryRejection>,
+    ApiQuery(q): ApiQuery<PermissionsParams>,
 ) -> Result<Json<Permissions>, ApiError> {
-    let scope = scope_of(query(q)?.scope)?;
-    let grants = st.runtime.store().list_grants(Some(&scope)).await?;
+    let scope = scope_of(q.scope)?;
+    let grants = st.runtime.list_grants(Some(&scope)).await?;
     Ok(Json(Permissions {
         scope,
         default_preset: st.policy.default_preset.as_str().to_owned(),
@@ -93,7 +85,7 @@ pub async fn list(
 /// what is already granted changes nothing and answers the existing grant.
 #[utoipa::path(post, path = "/v1/permissions/grants", tag = "permissions",
     request_body = GrantRequest,
-    responses((status = 201, body = GrantView), (status = 400, body = crate::dto::ErrorBody)))]
+    responses((status = 201, description = "The grant (the existing one when it was already granted)", body = GrantView), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn add_grant(
     State(st): State<AppState>,
     ApiJson(req): ApiJson<GrantRequest>,
@@ -107,11 +99,7 @@ pub async fn add_grant(
         granted_by: OPERATOR.to_owned(),
     };
     let event = grant_event("grant.add", &subject, &capability, &scope);
-    let added = st
-        .runtime
-        .store()
-        .add_grant_audited(grant.clone(), event)
-        .await?;
+    let added = st.runtime.add_grant(grant.clone(), event).await?;
     let grant = if added {
         grant
     } else {
@@ -126,7 +114,7 @@ pub async fn add_grant(
 /// Revokes a grant.
 #[utoipa::path(delete, path = "/v1/permissions/grants", tag = "permissions",
     request_body = GrantRequest,
-    responses((status = 200, body = RemovedGrant), (status = 400, body = crate::dto::ErrorBody),
+    responses((status = 200, description = "The grant that was removed", body = RemovedGrant), (status = 400, body = crate::dto::ErrorBody),
         (status = 404, body = crate::dto::ErrorBody)))]
 pub async fn remove_grant(
     State(st): State<AppState>,
@@ -141,8 +129,7 @@ pub async fn remove_grant(
     let event = grant_event("grant.remove", &subject, &capability, &scope);
     let removed = st
         .runtime
-        .store()
-        .remove_grant_audited(&subject, &capability, &scope, event)
+        .remove_grant(&subject, &capability, &scope, event)
         .await?;
     if !removed {
         return Err(not_found());
@@ -154,12 +141,11 @@ pub async fn remove_grant(
 
 /// Whether a user holds a capability in a scope, and why.
 #[utoipa::path(get, path = "/v1/permissions/check", tag = "permissions", params(CheckParams),
-    responses((status = 200, body = CheckResult), (status = 400, body = crate::dto::ErrorBody)))]
+    responses((status = 200, description = "The verdict and what allowed it", body = CheckResult), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn check(
     State(st): State<AppState>,
-    q: Result<Query<CheckParams>, QueryRejection>,
+    ApiQuery(q): ApiQuery<CheckParams>,
 ) -> Result<Json<CheckResult>, ApiError> {
-    let q = query(q)?;
     let user_key = q
         .user_key
         .filter(|u| !u.is_empty())
@@ -176,32 +162,29 @@ pub async fn check(
         }
     };
     let scope = scope_of(q.scope)?;
-    let chain = scope_chain(&scope)?;
-    let grants = st
+    let d = st
         .runtime
-        .store()
-        .grants_for(&subjects(&user_key, &[]), &chain)
+        .check_permission(&st.policy, &user_key, capability, &scope)
         .await?;
-    let d = decide(&st.policy, &user_key, &[], capability, &grants);
     Ok(Json(CheckResult {
         allowed: d.allowed,
-        via: d.via.map(|v| v.as_str().to_owned()),
+        via: d.via.map(str::to_owned),
     }))
 }
 
 /// The newest audit events, newest first.
 #[utoipa::path(get, path = "/v1/audit", tag = "audit", params(AuditParams),
-    responses((status = 200, body = AuditEvents), (status = 400, body = crate::dto::ErrorBody)))]
+    responses((status = 200, description = "Audit events, newest first", body = AuditEvents), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn audit(
     State(st): State<AppState>,
-    q: Result<Query<AuditParams>, QueryRejection>,
+    ApiQuery(q): ApiQuery<AuditParams>,
 ) -> Result<Json<AuditEvents>, ApiError> {
-    let limit = query(q)?
+    let limit = q
         .limit
         .unwrap_or(AUDIT_DEFAULT_LIMIT)
         .clamp(1, AUDIT_MAX_LIMIT);
     let limit = u32::try_from(limit).unwrap_or(1000);
-    let events = st.runtime.store().list_audit(limit).await?;
+    let events = st.runtime.list_audit(limit).await?;
     Ok(Json(AuditEvents {
         events: events.into_iter().map(Into::into).collect(),
     }))

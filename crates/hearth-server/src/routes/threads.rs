@@ -1,7 +1,7 @@
 //! Models and per-thread runtime settings.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use hearth_core::ThinkingLevel;
 
 use crate::AppState;
@@ -9,7 +9,7 @@ use crate::dto::{
     Capabilities, ModelInfo, Models, SetIncognito, SetModel, SetThinking, ThreadRuntime,
 };
 use crate::error::ApiError;
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, ApiPath};
 
 fn capabilities(c: hearth_runtime::Capabilities) -> Capabilities {
     Capabilities {
@@ -24,52 +24,42 @@ fn capabilities(c: hearth_runtime::Capabilities) -> Capabilities {
 }
 
 /// The configured models and the default.
-#[utoipa::path(get, path = "/v1/models", tag = "models", responses((status = 200, body = Models)))]
+#[utoipa::path(get, path = "/v1/models", tag = "models",
+    responses((status = 200, description = "The models and the default", body = Models)))]
 pub async fn models(State(st): State<AppState>) -> Json<Models> {
-    let catalog = st.runtime.catalog();
-    let default = catalog.default_model();
-    let mut models = Vec::new();
-    for (name, entry) in catalog.providers() {
-        let mut names = entry.models.clone();
-        if names.is_empty() && default.provider == *name {
-            names.push(default.model.clone());
-        }
-        for m in names {
-            let model = hearth_core::ModelRef {
-                provider: name.clone(),
-                model: m,
-            };
-            models.push(ModelInfo {
-                id: model.to_string(),
-                provider: name.clone(),
-                capabilities: capabilities(catalog.capabilities(&model)),
-            });
-        }
-    }
+    let list = st.runtime.models();
     Json(Models {
-        default: default.to_string(),
-        models,
+        default: list.default.to_string(),
+        models: list
+            .models
+            .into_iter()
+            .map(|m| ModelInfo {
+                id: m.model.to_string(),
+                provider: m.model.provider,
+                capabilities: capabilities(m.capabilities),
+            })
+            .collect(),
     })
 }
 
 /// A thread's model, thinking level, incognito flag and message count.
 #[utoipa::path(get, path = "/v1/threads/{thread_key}/runtime", tag = "threads",
-    params(("thread_key" = String, Path, description = "Thread key")),
-    responses((status = 200, body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
+    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn runtime(
     State(st): State<AppState>,
-    Path(thread_key): Path<String>,
+    ApiPath(thread_key): ApiPath<String>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
     Ok(Json(st.runtime.thread_runtime(&thread_key).await?.into()))
 }
 
 /// Sets a thread's model.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/model", tag = "threads", request_body = SetModel,
-    params(("thread_key" = String, Path, description = "Thread key")),
-    responses((status = 200, body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
+    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn set_model(
     State(st): State<AppState>,
-    Path(thread_key): Path<String>,
+    ApiPath(thread_key): ApiPath<String>,
     ApiJson(body): ApiJson<SetModel>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
     Ok(Json(
@@ -79,11 +69,11 @@ pub async fn set_model(
 
 /// Sets a thread's thinking level.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/thinking", tag = "threads", request_body = SetThinking,
-    params(("thread_key" = String, Path, description = "Thread key")),
-    responses((status = 200, body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
+    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn set_thinking(
     State(st): State<AppState>,
-    Path(thread_key): Path<String>,
+    ApiPath(thread_key): ApiPath<String>,
     ApiJson(body): ApiJson<SetThinking>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
     let level = ThinkingLevel::parse(&body.level).ok_or_else(|| {
@@ -99,11 +89,12 @@ pub async fn set_thinking(
 
 /// Cancels the thread's active run and clears its history.
 #[utoipa::path(delete, path = "/v1/threads/{thread_key}/session", tag = "threads",
-    params(("thread_key" = String, Path, description = "Thread key")),
-    responses((status = 200, body = ThreadRuntime)))]
+    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    responses((status = 200, description = "The thread's settings, history cleared", body = ThreadRuntime),
+        (status = 400, description = "A bad thread key", body = crate::dto::ErrorBody)))]
 pub async fn new_session(
     State(st): State<AppState>,
-    Path(thread_key): Path<String>,
+    ApiPath(thread_key): ApiPath<String>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
     Ok(Json(st.runtime.new_session(&thread_key).await?.into()))
 }
@@ -111,11 +102,11 @@ pub async fn new_session(
 /// Turns a thread's incognito mode on or off: while on, nothing of the
 /// thread outlives the process.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/incognito", tag = "threads", request_body = SetIncognito,
-    params(("thread_key" = String, Path, description = "Thread key")),
-    responses((status = 200, body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
+    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn set_incognito(
     State(st): State<AppState>,
-    Path(thread_key): Path<String>,
+    ApiPath(thread_key): ApiPath<String>,
     ApiJson(body): ApiJson<SetIncognito>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
     Ok(Json(

@@ -1,0 +1,196 @@
+//! The operations a surface needs besides messages and runs: readiness, API
+//! tokens, permissions, the audit log, the model list and the tool list.
+//!
+//! Surfaces call these instead of reaching into the store, the catalog or the
+//! engine, so a second store backend or a new surface changes one place.
+
+use hearth_agent::policy::{PolicyConfig, decide, scope_chain, subjects};
+use hearth_core::ModelRef;
+use hearth_store::{AuditEvent, Grant};
+
+use crate::catalog::Capabilities;
+use crate::error::{Result, RuntimeError};
+use crate::runtime::Runtime;
+
+/// One model a surface can offer, with what it can do.
+#[derive(Debug, Clone)]
+pub struct ModelInfo {
+    /// `<provider>/<model>`.
+    pub model: ModelRef,
+    /// Its capabilities as the catalog knows them.
+    pub capabilities: Capabilities,
+}
+
+/// The configured models and the default one.
+#[derive(Debug, Clone)]
+pub struct ModelList {
+    /// The model threads use unless they choose another.
+    pub default: ModelRef,
+    /// Every configured model, by provider then model.
+    pub models: Vec<ModelInfo>,
+}
+
+/// One tool the model can be offered.
+#[derive(Debug, Clone)]
+pub struct ToolInfo {
+    /// Wire name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// `read` or `write`.
+    pub class: &'static str,
+    /// The capability a user needs, if any.
+    pub capability: Option<&'static str>,
+}
+
+/// Whether a user holds a capability, and through what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionCheck {
+    /// Whether the user holds it.
+    pub allowed: bool,
+    /// `admin`, `preset` or `grant`; `None` when not allowed.
+    pub via: Option<&'static str>,
+}
+
+impl Runtime {
+    /// Ok when the store answers (readiness).
+    pub async fn store_ready(&self) -> Result<()> {
+        Ok(self.inner.store.ping().await?)
+    }
+
+    /// Whether `hash_hex` (see `hearth_agent::confirm::hash_token`) is an
+    /// unrevoked API token. Asks the store every time: a token revoked by
+    /// `hearth token revoke` (another process) stops working at once.
+    pub async fn api_token_valid(&self, hash_hex: &str) -> Result<bool> {
+        Ok(self.inner.store.token_hash_valid(hash_hex).await?)
+    }
+
+    /// Whether any unrevoked API token exists.
+    pub async fn api_tokens_exist(&self) -> Result<bool> {
+        Ok(self.inner.store.active_token_count().await? > 0)
+    }
+
+    /// The grants in `scope` (every scope when `None`).
+    pub async fn list_grants(&self, scope: Option<&str>) -> Result<Vec<Grant>> {
+        Ok(self.inner.store.list_grants(scope).await?)
+    }
+
+    /// Stores a grant and its audit event in one transaction; false when the
+    /// grant existed (then nothing is stored).
+    pub async fn add_grant(&self, grant: Grant, event: AuditEvent) -> Result<bool> {
+        Ok(self.inner.store.add_grant_audited(grant, event).await?)
+    }
+
+    /// Removes a grant and stores its audit event in one transaction; false
+    /// when there was no such grant (then nothing is stored).
+    pub async fn remove_grant(
+        &self,
+        subject: &str,
+        capability: &str,
+        scope: &str,
+        event: AuditEvent,
+    ) -> Result<bool> {
+        Ok(self
+            .inner
+            .store
+            .remove_grant_audited(subject, capability, scope, event)
+            .await?)
+    }
+
+    /// Whether `user_key` holds `capability` in `scope` (and its parents)
+    /// under `policy`.
+    pub async fn check_permission(
+        &self,
+        policy: &PolicyConfig,
+        user_key: &str,
+        capability: &str,
+        scope: &str,
+    ) -> Result<PermissionCheck> {
+        let chain = scope_chain(scope).map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
+        let grants = self
+            .inner
+            .store
+            .grants_for(&subjects(user_key, &[]), &chain)
+            .await?;
+        let d = decide(policy, user_key, &[], capability, &grants);
+        Ok(PermissionCheck {
+            allowed: d.allowed,
+            via: d.via.map(|v| v.as_str()),
+        })
+    }
+
+    /// The newest `limit` audit events, newest first.
+    pub async fn list_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
+        Ok(self.inner.store.list_audit(limit).await?)
+    }
+
+    /// The configured models. A provider that lists no models contributes
+    /// the default model when it is that model's provider.
+    pub fn models(&self) -> ModelList {
+        let catalog = &self.inner.catalog;
+        let default = catalog.default_model().clone();
+        let mut models = Vec::new();
+        for (name, entry) in catalog.providers() {
+            let mut names = entry.models.clone();
+            if names.is_empty() && default.provider == *name {
+                names.push(default.model.clone());
+            }
+            for m in names {
+                let model = ModelRef {
+                    provider: name.clone(),
+                    model: m,
+                };
+                let capabilities = catalog.capabilities(&model);
+                models.push(ModelInfo {
+                    model,
+                    capabilities,
+                });
+            }
+        }
+        ModelList { default, models }
+    }
+
+    /// Every registered tool; with `channel`, the tools that channel offers.
+    pub fn tools(&self, channel: Option<&str>) -> Vec<ToolInfo> {
+        let registry = self.inner.engine.tools();
+        let info = |t: &std::sync::Arc<dyn hearth_tools::Tool>| ToolInfo {
+            name: t.spec().name.clone(),
+            description: t.spec().description.clone(),
+            class: t.class().as_str(),
+            capability: t.capability(),
+        };
+        match channel {
+            Some(channel) => registry.for_channel(channel).map(info).collect(),
+            None => registry.iter().map(info).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use crate::runtime::check_key;
+
+    proptest! {
+        /// Any text is either accepted as a key or refused with an error
+        /// that names the key; it never panics, and the verdict matches the
+        /// documented rule (1 to 256 bytes, no control characters).
+        #[test]
+        fn check_key_never_panics_and_follows_its_rule(s in any::<String>()) {
+            let ok = check_key("thread_key", &s).is_ok();
+            let rule = !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control);
+            prop_assert_eq!(ok, rule);
+            if let Err(e) = check_key("thread_key", &s) {
+                prop_assert!(e.to_string().contains("thread_key"));
+            }
+        }
+
+        /// Keys near the length bound, built from multibyte characters.
+        #[test]
+        fn check_key_counts_bytes_of_multibyte_keys(n in 0usize..140) {
+            let s = "é".repeat(n);
+            prop_assert_eq!(check_key("user_key", &s).is_ok(), n >= 1 && 2 * n <= 256);
+        }
+    }
+}

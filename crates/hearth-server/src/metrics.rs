@@ -1,0 +1,160 @@
+//! The HELP text of every metric hearth exports at `/metrics`.
+//!
+//! Call `describe` once, after the recorder is installed: the Prometheus
+//! exporter prints a `# HELP` line only for metrics described to it.
+
+use metrics::Unit;
+
+/// Every metric hearth records, with its unit and help text. A test keeps
+/// this list complete against the `counter!`/`gauge!`/`histogram!` calls.
+pub const METRICS: &[(Kind, &str, Unit, &str)] = &[
+    (
+        Kind::Counter,
+        "hearth_http_requests_total",
+        Unit::Count,
+        "HTTP requests answered, by route template, method and status",
+    ),
+    (
+        Kind::Histogram,
+        "hearth_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an HTTP request (to the response head), by route, method and status",
+    ),
+    (
+        Kind::Counter,
+        "hearth_http_panics_total",
+        Unit::Count,
+        "HTTP handlers that panicked and were answered 500 internal",
+    ),
+    (
+        Kind::Counter,
+        "hearth_auth_failures_total",
+        Unit::Count,
+        "Requests to /v1 refused with 401: missing, unknown or revoked bearer token",
+    ),
+    (
+        Kind::Counter,
+        "hearth_tool_calls_total",
+        Unit::Count,
+        "Tool calls executed, by tool and outcome",
+    ),
+    (
+        Kind::Counter,
+        "hearth_runs_accepted_total",
+        Unit::Count,
+        "Messages accepted as new runs",
+    ),
+    (
+        Kind::Counter,
+        "hearth_runs_refused_total",
+        Unit::Count,
+        "Messages refused with 503 overloaded because hearth was saturated",
+    ),
+    (
+        Kind::Counter,
+        "hearth_runs_total",
+        Unit::Count,
+        "Runs finished, by final status",
+    ),
+    (
+        Kind::Gauge,
+        "hearth_runs_in_flight",
+        Unit::Count,
+        "Runs executing in this process now",
+    ),
+    (
+        Kind::Histogram,
+        "hearth_run_duration_seconds",
+        Unit::Seconds,
+        "Wall time of finished runs",
+    ),
+    (
+        Kind::Histogram,
+        "hearth_llm_call_duration_seconds",
+        Unit::Seconds,
+        "Duration of model calls, by provider and outcome",
+    ),
+    (
+        Kind::Counter,
+        "hearth_spend_alerts_total",
+        Unit::Count,
+        "Times the daily spend alert threshold was crossed",
+    ),
+    (
+        Kind::Counter,
+        "hearth_store_commits_total",
+        Unit::Count,
+        "Store write transactions committed (one may hold many writes)",
+    ),
+    (
+        Kind::Counter,
+        "hearth_store_writes_total",
+        Unit::Count,
+        "Store writes committed",
+    ),
+];
+
+/// The kind of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only goes up.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// A distribution.
+    Histogram,
+}
+
+/// Describes every metric in `METRICS` to the installed recorder.
+pub fn describe() {
+    for &(kind, name, unit, help) in METRICS {
+        match kind {
+            Kind::Counter => metrics::describe_counter!(name, unit, help),
+            Kind::Gauge => metrics::describe_gauge!(name, unit, help),
+            Kind::Histogram => metrics::describe_histogram!(name, unit, help),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::METRICS;
+
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Every metric name recorded in the workspace's sources has HELP text.
+    #[test]
+    fn every_recorded_metric_is_described() {
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = Vec::new();
+        rust_files(&crates, &mut files);
+        let mut missing = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for macro_name in ["counter!(", "gauge!(", "histogram!("] {
+                for (at, _) in text.match_indices(macro_name) {
+                    let rest = text[at + macro_name.len()..].trim_start();
+                    let Some(name) = rest.strip_prefix('"').and_then(|r| r.split('"').next())
+                    else {
+                        continue;
+                    };
+                    if name.starts_with("hearth_") && !METRICS.iter().any(|m| m.1 == name) {
+                        missing.push(format!("{name} ({})", file.display()));
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "metrics without HELP text: {missing:?}");
+    }
+}
