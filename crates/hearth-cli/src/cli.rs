@@ -72,7 +72,8 @@ pub enum Command {
         /// Who sends it.
         #[arg(long, default_value = "cli:user:local")]
         user: String,
-        /// Wait for the answer and print it.
+        /// Wait for the answer and print it (exit 3 if the run is still going
+        /// when the wait ends).
         #[arg(long)]
         wait: bool,
         /// Longest wait in seconds (at most 600).
@@ -115,6 +116,9 @@ pub enum Command {
         /// Who answers: the user who asked, or a holder of confirmations.resolve_any.
         #[arg(long, default_value = "cli:user:local")]
         user: String,
+        /// Wait for the run to go on and print its answer.
+        #[arg(long)]
+        wait: bool,
     },
     /// Refuse the action a run waits for.
     Deny {
@@ -124,6 +128,9 @@ pub enum Command {
         /// Who answers.
         #[arg(long, default_value = "cli:user:local")]
         user: String,
+        /// Wait for the run to go on and print its answer.
+        #[arg(long)]
+        wait: bool,
     },
     /// Start a fresh session on a thread (cancels its run, clears its history).
     New {

@@ -3,12 +3,13 @@
 //!
 //! This is the binary edge: errors are `anyhow` here, and the exit code says
 //! what kind of failure it was (1: the request or run failed, 2: bad usage or
-//! configuration).
+//! configuration, 3: a `--wait` ended while the run goes on).
 
 mod cli;
 mod client;
 mod logging;
 mod memory;
+mod output;
 mod secrets;
 mod serve;
 mod tokens;
@@ -20,6 +21,10 @@ use clap::Parser;
 
 /// Exit code for bad usage or configuration.
 const EXIT_CONFIG: u8 = 2;
+
+/// Exit code for a wait that ended while the run is still going: not a
+/// failure of the run, so scripts can tell it apart and follow up.
+const EXIT_PENDING: u8 = 3;
 
 /// An error that carries its exit code.
 #[derive(Debug)]
@@ -33,6 +38,14 @@ impl Exit {
     pub fn config(error: impl Into<anyhow::Error>) -> Self {
         Self {
             code: EXIT_CONFIG,
+            error: error.into(),
+        }
+    }
+
+    /// The wait ended but the run goes on (exit 3).
+    pub fn pending(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: EXIT_PENDING,
             error: error.into(),
         }
     }

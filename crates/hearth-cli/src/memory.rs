@@ -5,7 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use hearth_core::{now_ms, rfc3339};
-use hearth_store::{AuditEvent, MemoryStore, Store};
+use hearth_store::{AuditEvent, MemoryStore};
 use serde_json::json;
 
 use crate::Exit;
@@ -43,7 +43,7 @@ pub async fn run(g: &Global, command: MemoryCommand) -> Result<(), Exit> {
                 })
                 .collect();
             // Always JSON: an export is for handing over, not for reading here.
-            println!("{}", json!({ "user_key": user, "memories": memories }));
+            crate::output::print_json(&json!({ "user_key": user, "memories": memories }));
             Ok(())
         }
         MemoryCommand::Delete { user, yes } => {
@@ -68,7 +68,7 @@ pub async fn run(g: &Global, command: MemoryCommand) -> Result<(), Exit> {
                 .await
                 .map_err(anyhow::Error::new)?;
             if g.json {
-                println!("{}", json!({ "user_key": user, "deleted": deleted }));
+                crate::output::print_json(&json!({ "user_key": user, "deleted": deleted }));
             } else {
                 println!("deleted {deleted} memories of {user}");
             }

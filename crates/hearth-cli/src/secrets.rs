@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Read};
 use hearth_config::Config;
 use hearth_core::{now_ms, rfc3339};
 use hearth_store::Store;
-use hearth_store::secrets::{Sealer, SecretString, generate_key_base64};
+use hearth_store::secrets::{Sealer, SecretError, SecretString, generate_key_base64};
 use serde_json::json;
 
 use crate::Exit;
@@ -34,16 +34,17 @@ pub async fn run(g: &Global, command: SecretsCommand) -> Result<(), Exit> {
         hearth_config::validate_secret_name(name)
             .map_err(|e| Exit::config(anyhow::anyhow!("{e}")))?;
     }
-    // Only sealing needs the key: listing and deleting work without it (so a
-    // secret sealed under a lost key can still be removed).
-    let sealer = match &command {
-        SecretsCommand::Set { .. } => Some(sealer_from_env()?),
-        _ => None,
-    };
     let home = crate::serve::home_dir(g)?;
     hearth_config::prepare_home(&home).map_err(Exit::config)?;
     let config = crate::serve::load_config(g, &home)?;
     let store = crate::serve::open_store(&home, &config)?;
+    // Only sealing needs the key: listing and deleting work without it (so a
+    // secret sealed under a lost key can still be removed). The advice for a
+    // missing key depends on what is already sealed, hence after the store.
+    let sealer = match &command {
+        SecretsCommand::Set { .. } => Some(sealer_from_env(&store).await?),
+        _ => None,
+    };
     match command {
         SecretsCommand::Keygen => Ok(()),
         SecretsCommand::Set { name } => {
@@ -66,7 +67,7 @@ pub async fn run(g: &Global, command: SecretsCommand) -> Result<(), Exit> {
                 .map_err(anyhow::Error::new)?;
             let verb = if existed { "replaced" } else { "stored" };
             if g.json {
-                println!("{}", json!({ "name": name, "replaced": existed }));
+                crate::output::print_json(&json!({ "name": name, "replaced": existed }));
             } else {
                 println!("{verb} secret {name}");
             }
@@ -82,7 +83,7 @@ pub async fn run(g: &Global, command: SecretsCommand) -> Result<(), Exit> {
                                 "updated_at": rfc3339(s.updated_at) })
                     })
                     .collect();
-                println!("{}", json!({ "secrets": v }));
+                crate::output::print_json(&json!({ "secrets": v }));
             } else if secrets.is_empty() {
                 eprintln!("no secrets stored; add one with `hearth secrets set <name>`");
             } else {
@@ -104,7 +105,7 @@ pub async fn run(g: &Global, command: SecretsCommand) -> Result<(), Exit> {
                 .map_err(anyhow::Error::new)?
             {
                 if g.json {
-                    println!("{}", json!({ "name": name, "deleted": true }));
+                    crate::output::print_json(&json!({ "name": name, "deleted": true }));
                 } else {
                     println!("deleted secret {name}");
                 }
@@ -119,7 +120,7 @@ pub async fn run(g: &Global, command: SecretsCommand) -> Result<(), Exit> {
 fn keygen(g: &Global) -> Result<(), Exit> {
     let key = generate_key_base64().map_err(anyhow::Error::new)?;
     if g.json {
-        println!("{}", json!({ "key": key }));
+        crate::output::print_json(&json!({ "key": key }));
     } else {
         println!("{key}");
     }
@@ -131,25 +132,59 @@ fn keygen(g: &Global) -> Result<(), Exit> {
 }
 
 /// The sealer for the key in `HEARTH_SECRET_KEY`; a missing or invalid key is
-/// a configuration error (exit 2) whose message says how to make one.
-pub fn sealer_from_env() -> Result<Sealer, Exit> {
+/// a configuration error (exit 2) whose message says what to do: make a key
+/// when nothing is sealed yet, else restore the one the secrets were sealed with.
+pub async fn sealer_from_env(store: &dyn Store) -> Result<Sealer, Exit> {
     let key = std::env::var_os(KEY_VAR);
-    sealer_from(key.as_ref().map(|k| k.to_str()))
+    let key = key.as_ref().map(|k| k.to_str());
+    if let Some(Some(k)) = key
+        && let Ok(sealer) = Sealer::from_base64(k)
+    {
+        return Ok(sealer);
+    }
+    let sealed: Vec<String> = store
+        .list_secrets()
+        .await
+        .map_err(anyhow::Error::new)?
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    sealer_from(key, &sealed)
 }
 
 /// `key`: `None` when unset, `Some(None)` when set but not Unicode.
-fn sealer_from(key: Option<Option<&str>>) -> Result<Sealer, Exit> {
-    match key {
-        None => Err(Exit::config(anyhow::anyhow!(
-            "{KEY_VAR} is not set; generate one with `hearth secrets keygen` \
+/// `sealed`: the names of the secrets already in the store.
+fn sealer_from(key: Option<Option<&str>>, sealed: &[String]) -> Result<Sealer, Exit> {
+    let problem = match key {
+        None => format!("{KEY_VAR} is not set"),
+        Some(None) => format!("{KEY_VAR} is not valid base64 (not even UTF-8 text)"),
+        Some(Some(k)) => match Sealer::from_base64(k) {
+            Ok(sealer) => return Ok(sealer),
+            // With nothing sealed yet, the store's own advice (make a key) fits.
+            Err(e) if sealed.is_empty() => return Err(Exit::config(e)),
+            Err(SecretError::EmptyKey) => format!("{KEY_VAR} is empty"),
+            Err(SecretError::KeyNotBase64 { position }) => {
+                format!("{KEY_VAR} is not valid base64 (problem at character {position})")
+            }
+            Err(SecretError::KeyWrongLength { len }) => {
+                format!("{KEY_VAR} decodes to {len} bytes, not 32")
+            }
+            Err(e) => e.to_string(),
+        },
+    };
+    if sealed.is_empty() {
+        return Err(Exit::config(anyhow::anyhow!(
+            "{problem}; generate one with `hearth secrets keygen` \
              (or `openssl rand -base64 32`) and export it"
-        ))),
-        Some(None) => Err(Exit::config(anyhow::anyhow!(
-            "{KEY_VAR} is not valid base64 (not even UTF-8 text); generate one with \
-             `hearth secrets keygen` (or `openssl rand -base64 32`)"
-        ))),
-        Some(Some(k)) => Sealer::from_base64(k).map_err(Exit::config),
+        )));
     }
+    // A new key cannot open what the old one sealed: never suggest one here.
+    Err(Exit::config(anyhow::anyhow!(
+        "{problem}, and this home holds {} sealed secret(s) ({}): export in {KEY_VAR} the \
+         master key they were sealed with (a newly generated key cannot open them)",
+        sealed.len(),
+        sealed.join(", ")
+    )))
 }
 
 /// Reads the secret's value from stdin: one trailing newline (`\n` or `\r\n`)
@@ -226,7 +261,14 @@ pub async fn provider_secrets(
         }
         return Ok(opened);
     };
-    let sealer = sealer_from(key.map(Some)).map_err(|exit| {
+    let sealed: Vec<String> = store
+        .list_secrets()
+        .await
+        .map_err(anyhow::Error::new)?
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    let sealer = sealer_from(key.map(Some), &sealed).map_err(|exit| {
         Exit::config(anyhow::anyhow!(
             "provider {first_provider}: api_key_secret `{first_secret}` needs the master key: {:#}",
             exit.error
@@ -263,7 +305,7 @@ mod tests {
     #[test]
     fn key_errors_say_how_to_make_one() {
         for key in [None, Some(None), Some(Some("")), Some(Some("not base64!"))] {
-            let Err(exit) = sealer_from(key) else {
+            let Err(exit) = sealer_from(key, &[]) else {
                 panic!("{key:?} was accepted");
             };
             assert_eq!(exit.code, crate::EXIT_CONFIG);
@@ -274,6 +316,33 @@ mod tests {
             );
         }
         let key = generate_key_base64().unwrap();
-        assert!(sealer_from(Some(Some(&key))).is_ok());
+        assert!(sealer_from(Some(Some(&key)), &[]).is_ok());
+    }
+
+    /// With secrets already sealed, a new key would open none of them: the
+    /// advice is to restore the old key, never to make one.
+    #[test]
+    fn with_sealed_secrets_the_advice_is_the_old_key_not_a_new_one() {
+        let sealed = ["openai.key".to_owned()];
+        for key in [
+            None,
+            Some(None),
+            Some(Some("")),
+            Some(Some("not base64!")),
+            Some(Some("c2hvcnQ=")),
+        ] {
+            let Err(exit) = sealer_from(key, &sealed) else {
+                panic!("{key:?} was accepted");
+            };
+            assert_eq!(exit.code, crate::EXIT_CONFIG);
+            let msg = format!("{:#}", exit.error);
+            assert!(
+                msg.contains("openai.key") && msg.contains("sealed with"),
+                "{msg}"
+            );
+            for new_key in ["keygen", "openssl rand"] {
+                assert!(!msg.contains(new_key), "{key:?} suggests a new key: {msg}");
+            }
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! `hearth token`: create, list and revoke API tokens in the local store.
 
+use std::path::Path;
+
 use hearth_core::{now_ms, rfc3339};
 use hearth_store::{NewToken, Store};
 use serde_json::json;
@@ -13,6 +15,8 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
     hearth_config::prepare_home(&home).map_err(Exit::config)?;
     let config = crate::serve::load_config(g, &home)?;
     let store = crate::serve::open_store(&home, &config)?;
+    // Shown to people, so absolute even when --home was relative.
+    let home = std::fs::canonicalize(&home).unwrap_or(home);
     match command {
         TokenCommand::Create { name } => {
             let secret = hearth_server::generate_token()
@@ -28,10 +32,13 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
                 .await
                 .map_err(anyhow::Error::new)?;
             if g.json {
-                println!("{}", json!({ "id": id, "name": name, "token": secret }));
+                crate::output::print_json(&json!({ "id": id, "name": name, "token": secret,
+                                                   "home": home.display().to_string() }));
             } else {
+                // The secret alone on stdout, so `$(hearth token create)` captures
+                // it; the guidance on stderr.
                 println!("{secret}");
-                eprintln!("token {id} ({name}) created; the secret above is shown only once");
+                eprintln!("{}", created_note(&id, &name, &home, &secret));
             }
         }
         TokenCommand::List => {
@@ -44,7 +51,12 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
                                 "revoked_at": t.revoked_at.map(rfc3339) })
                     })
                     .collect();
-                println!("{}", json!({ "tokens": v }));
+                crate::output::print_json(&json!({ "tokens": v }));
+            } else if tokens.is_empty() {
+                println!(
+                    "no tokens in {}; create one with `hearth token create`",
+                    home.display()
+                );
             } else {
                 for t in tokens {
                     let state = if t.revoked_at.is_some() {
@@ -67,8 +79,40 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
     Ok(())
 }
 
+/// What to do with a new token, and where it lives: the server of this
+/// home accepts it (on every address), and the CLI sends it from
+/// `HEARTH_TOKEN` or `--token`.
+fn created_note(id: &str, name: &str, home: &Path, secret: &str) -> String {
+    format!(
+        "token {id} ({name}) created in the home {home}; the secret above is shown only now.\n\
+         From now on the hearth serving this home asks every /v1 request for a token. \
+         Use it with the CLI:\n  export HEARTH_TOKEN={secret}\n\
+         (or pass --token), and over HTTP as `Authorization: Bearer <token>`.",
+        home = home.display()
+    )
+}
+
 fn uuid_like() -> String {
     hearth_core::new_run_id()
         .trim_start_matches("run_")
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_created_note_names_the_home_and_how_to_use_the_token() {
+        let note = created_note("tok_1", "laptop", Path::new("/h/.hearth"), "hth_abc");
+        for part in [
+            "tok_1",
+            "laptop",
+            "/h/.hearth",
+            "export HEARTH_TOKEN=hth_abc",
+            "--token",
+        ] {
+            assert!(note.contains(part), "{part}: {note}");
+        }
+    }
 }

@@ -78,12 +78,14 @@ async fn brave_key(ws: &WebSearchConfig, store: &dyn Store) -> Result<String, Ex
                 ))
             }),
         (None, Some(secret)) => {
-            let sealer = crate::secrets::sealer_from_env().map_err(|exit| {
-                missing(format!(
-                    "api_key_secret `{secret}` needs the master key: {:#}",
-                    exit.error
-                ))
-            })?;
+            let sealer = crate::secrets::sealer_from_env(store)
+                .await
+                .map_err(|exit| {
+                    missing(format!(
+                        "api_key_secret `{secret}` needs the master key: {:#}",
+                        exit.error
+                    ))
+                })?;
             let sealed = store
                 .get_secret(secret)
                 .await
