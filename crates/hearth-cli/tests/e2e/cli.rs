@@ -1,6 +1,7 @@
 //! The CLI as a person uses it, against a running server.
 
-use hearth_testkit::FakeOpenAi;
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use serde_json::{Value, json};
 
 use crate::harness::{Hearth, command, fake_config};
 
@@ -64,14 +65,27 @@ async fn message_model_thinking_run_and_health_commands() {
     assert_eq!((code, out.trim()), (0, "low"));
     let (_, out, _) = hearth(&h, &["thinking", "get"]).await;
     assert_eq!(out.trim(), "low");
-    let (code, _, _) = hearth(&h, &["new"]).await;
-    assert_eq!(code, 0);
+    // `new` clears the thread's history: the API sees it gone.
+    let (_, before) = h.get("/v1/threads/cli:local/runtime").await;
+    assert!(before["message_count"].as_u64().unwrap() >= 2, "{before}");
+    let (code, out, err) = hearth(&h, &["new"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.trim(),
+        "new session on cli:local: its run cancelled, its history cleared (0 messages left)"
+    );
+    let (_, after) = h.get("/v1/threads/cli:local/runtime").await;
+    assert_eq!(after["message_count"], 0, "{after}");
     let (code, out, _) = hearth(&h, &["health"]).await;
     assert_eq!(code, 0);
     assert!(out.contains("ready"));
 
     let (code, out, _) = hearth(&h, &["token", "list"]).await;
-    assert_eq!((code, out.trim()), (0, ""));
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("no tokens in ") && out.contains("hearth token create"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
@@ -85,4 +99,201 @@ async fn client_commands_explain_an_unreachable_server() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach hearth"));
+}
+
+/// Runs `hearth <args>` with `env` on a home that may have no server.
+async fn hearth_at(
+    home: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
+    let mut cmd = command(home);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_wait_that_times_out_says_the_run_goes_on_and_exits_3() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::hang());
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let (code, out, err) = hearth(&h, &["message", "slow one", "--wait", "--timeout", "1"]).await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("is still running after 1 s"), "{err}");
+    let run_id = err
+        .split("hearth run wait ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no `hearth run wait <id>` in {err}"))
+        .to_owned();
+    let (_, run) = h.get(&format!("/v1/runs/{run_id}")).await;
+    assert_eq!(run["status"], "running", "{run}");
+    let (code, out, err) = hearth(&h, &["run", "cancel", &run_id]).await;
+    assert_eq!(
+        (code, out.trim()),
+        (0, format!("{run_id} cancelled").as_str()),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn thinking_set_says_when_the_model_clamps_the_level() {
+    let dir = tempfile::tempdir().unwrap();
+    // No provider: the offline echo model, which has no reasoning control.
+    let h = Hearth::start(dir.path(), None).await;
+    let (code, out, err) = hearth(&h, &["thinking", "set", "high"]).await;
+    assert_eq!((code, out.trim()), (0, "off"), "{err}");
+    assert!(
+        err.contains("echo/echo has no reasoning control") && err.contains("`high` is kept"),
+        "{err}"
+    );
+    // A level the model keeps prints no note.
+    let (code, out, err) = hearth(&h, &["thinking", "set", "off"]).await;
+    assert_eq!((code, out.trim(), err.as_str()), (0, "off", ""));
+}
+
+#[tokio::test]
+async fn a_url_without_a_scheme_gets_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) =
+        hearth_at(dir.path(), &["health"], &[("HEARTH_URL", "127.0.0.1:7777")]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("add the scheme: http://127.0.0.1:7777"),
+        "{err}"
+    );
+    assert!(!err.contains("builder error"), "{err}");
+}
+
+#[tokio::test]
+async fn a_new_token_says_where_it_lives_and_how_to_use_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), None).await;
+    let (code, out, err) = hearth(&h, &["token", "create", "--name", "laptop"]).await;
+    assert_eq!(code, 0, "{err}");
+    let secret = out.trim().to_owned();
+    assert!(secret.starts_with("hth_"), "{out}");
+    let home = std::fs::canonicalize(dir.path()).unwrap();
+    assert!(err.contains(&home.display().to_string()), "{err}");
+    assert!(
+        err.contains(&format!("export HEARTH_TOKEN={secret}")),
+        "{err}"
+    );
+
+    // Without the token the CLI is refused, and told where it takes one from.
+    let (code, _, err) = hearth(&h, &["model", "list"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("HTTP 401") && err.contains("HEARTH_TOKEN") && err.contains("--token"),
+        "{err}"
+    );
+    let (code, out, err) = hearth_at(
+        dir.path(),
+        &["model", "list"],
+        &[("HEARTH_URL", &h.url), ("HEARTH_TOKEN", &secret)],
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "* echo/echo"), "{err}");
+}
+
+#[tokio::test]
+async fn the_usage_table_aligns_its_columns() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    h.ask("cli:usage", "one").await;
+    let (code, _, err) = hearth(&h, &["model", "set", "echo/echo", "--thread", "cli:usage"]).await;
+    assert_eq!(code, 0, "{err}");
+    h.ask("cli:usage", "two").await;
+    let (code, out, err) = hearth(&h, &["usage", "--by", "model"]).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    // Right-aligned numbers: each column ends where its header ends.
+    for header in ["calls", "input", "output", "cached", "cost"] {
+        let end = lines[0].find(header).unwrap() + header.len();
+        for row in &lines[1..] {
+            let cell_end = row[..end].trim_end().len();
+            assert_eq!(cell_end, end, "{header} misaligned:\n{out}");
+        }
+    }
+}
+
+/// Every `--json` output is one style: indented JSON, one document.
+#[tokio::test]
+async fn json_output_is_one_style() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), None).await;
+    let (_, out, _) = hearth(&h, &["message", "hi", "--wait", "--json"]).await;
+    let run: Value = serde_json::from_str(&out).unwrap();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    for args in [
+        vec!["run", "get", run_id.as_str()],
+        vec!["model", "list"],
+        vec!["model", "status"],
+        vec!["usage"],
+        vec!["health"],
+        vec!["permissions", "list"],
+        vec!["secrets", "list"],
+        vec!["token", "list"],
+        vec!["memory", "export", "--user", "cli:user:local"],
+    ] {
+        let mut args = args.clone();
+        args.push("--json");
+        let (code, out, err) = hearth(&h, &args).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let v: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        // Indented: the object opens on its own line, keys two spaces in.
+        assert!(
+            v.is_object() && out.starts_with("{\n  \"") && out.ends_with("\n}\n"),
+            "{args:?}: {out}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn confirm_can_wait_for_the_answer() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "s1",
+        "memory_save",
+        json!({ "text": "The kite is green" }).to_string(),
+    )]));
+    fake.push(Reply::text("noted"));
+    let (code, out, err) = hearth(&h, &["message", "remember the kite", "--wait"]).await;
+    assert_eq!((code, out.trim()), (0, "noted"), "{err}");
+    let (_, out, _) = hearth(&h, &["memory", "export", "--user", "cli:user:local"]).await;
+    let memories: Value = serde_json::from_str(&out).unwrap();
+    let id = memories["memories"][0]["id"].as_i64().unwrap();
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": id }).to_string(),
+    )]));
+    fake.push(Reply::text("the kite is forgotten"));
+    let (code, out, err) = hearth(&h, &["message", "forget the kite", "--wait"]).await;
+    assert_eq!(code, 0, "{err}");
+    let token = out
+        .split("hearth confirm ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no token in {out}"))
+        .to_owned();
+    let (code, out, err) = hearth(&h, &["confirm", &token, "--wait"]).await;
+    assert_eq!((code, out.trim()), (0, "the kite is forgotten"), "{err}");
+    let (_, out, _) = hearth(&h, &["memory", "export", "--user", "cli:user:local"]).await;
+    let memories: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(memories["memories"], json!([]), "{memories}");
 }
