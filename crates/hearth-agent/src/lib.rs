@@ -14,11 +14,11 @@ pub mod engine;
 pub mod firewall;
 pub mod limits;
 pub mod policy;
-pub mod retry;
 mod wall;
 
 pub use engine::{
     Candidate, ConfirmPolicy, Engine, EventSink, Outcome, RunInput, RunResult, ToolMode,
 };
 pub use limits::Limits;
-pub use retry::RetryPolicy;
+// Retry policy is hearth-llm's (DESIGN); re-exported for the engine's callers.
+pub use hearth_llm::RetryPolicy;

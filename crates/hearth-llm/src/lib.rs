@@ -2,11 +2,13 @@
 //!
 //! Owns the `Provider` trait (one required method, `stream`), the adapters
 //! (`echo`, `openai_compat`), SSE decoding, the `Accumulator` that turns a stream
-//! of `StreamEvent`s into an assistant message, and the error taxonomy.
+//! of `StreamEvent`s into an assistant message, the error taxonomy and its
+//! one classification, the capability matrix, and retry with backoff.
 //! Wire types stay private to each adapter module.
 
 pub mod accumulator;
 pub mod anthropic;
+pub mod capabilities;
 mod classify;
 pub mod echo;
 pub mod error;
@@ -15,6 +17,7 @@ mod items;
 pub mod openai;
 pub mod openai_compat;
 pub mod prices;
+pub mod retry;
 pub mod sse;
 mod transport;
 
@@ -24,9 +27,11 @@ use futures_util::Stream;
 use hearth_core::{ChatRequest, StreamEvent};
 
 pub use accumulator::{Accumulator, AssistantTurn};
+pub use capabilities::{CAPABILITY_KEYS, Capabilities, ToolSupport};
 pub use echo::EchoProvider;
 pub use error::{ErrorKind, LlmError};
 pub use openai_compat::{OpenAiCompatConfig, OpenAiCompatProvider};
+pub use retry::RetryPolicy;
 
 /// A stream of events from one model call. It ends after `StreamEvent::Finish`
 /// or with an error item; an error item is always the last.
@@ -40,4 +45,10 @@ pub trait Provider: Send + Sync + 'static {
     /// unknown model, rate limits, connection failures) come back here; errors
     /// after it arrive as the stream's last item.
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError>;
+
+    /// What this adapter's models can do before config overrides: its row
+    /// of the capability matrix. The default is text only.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::TEXT_ONLY
+    }
 }

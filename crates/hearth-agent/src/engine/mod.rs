@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 use hearth_core::{
     ChatRequest, Message, ModelRef, Role, RunError, RunEventKind, ThinkingLevel, now_ms,
 };
+use hearth_llm::retry::{RetryPolicy, jitter};
 use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_store::{StepKind, StepRecord, StepStatus, Store, StoreError};
 use hearth_tools::{ToolContext, ToolRegistry};
@@ -23,7 +24,6 @@ use crate::context::{trim_history, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
 use crate::policy::PolicyConfig;
-use crate::retry::{RetryPolicy, jitter};
 use crate::wall::WallClock;
 
 /// Where the engine publishes progress (`text.delta`, `tool.started`, ...).

@@ -16,7 +16,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
 use crate::transport::{self, ErrorBody, impl_stream_decoder};
-use crate::{ErrorKind, EventStream, LlmError, Provider};
+use crate::{Capabilities, ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one Anthropic endpoint.
 #[derive(Clone)]
@@ -178,6 +178,10 @@ impl AnthropicProvider {
 
 #[async_trait::async_trait]
 impl Provider for AnthropicProvider {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NATIVE
+    }
+
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let wire = wire::WireRequest::from_request(request, &self.name, self.max_tokens);
         let body = serde_json::to_vec(&wire).map_err(|e| {

@@ -24,7 +24,7 @@ use crate::sse::SseDecoder;
 #[cfg(test)]
 use crate::transport::parse_retry_after;
 use crate::transport::{self, ErrorBody, cap, impl_stream_decoder};
-use crate::{ErrorKind, EventStream, LlmError, Provider};
+use crate::{Capabilities, ErrorKind, EventStream, LlmError, Provider};
 
 /// The public Gemini API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -202,6 +202,10 @@ impl GeminiProvider {
 
 #[async_trait::async_trait]
 impl Provider for GeminiProvider {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NATIVE
+    }
+
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let url = self.endpoint(&request.model)?;
         let ctx = transport::call_context(&url, self.key_env.as_deref());

@@ -21,7 +21,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
 use crate::transport::{self, ErrorBody, impl_stream_decoder};
-use crate::{ErrorKind, EventStream, LlmError, Provider};
+use crate::{Capabilities, ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one OpenAI Responses API endpoint.
 #[derive(Clone)]
@@ -164,6 +164,10 @@ impl OpenAiProvider {
 
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NATIVE
+    }
+
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let wire = wire::WireRequest::from_request(request, &self.name);
         let body = serde_json::to_vec(&wire).map_err(|e| {

@@ -15,7 +15,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
 use crate::transport::{self, ErrorBody, impl_stream_decoder};
-use crate::{ErrorKind, EventStream, LlmError, Provider};
+use crate::{Capabilities, ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one OpenAI-compatible endpoint.
 #[derive(Clone)]
@@ -139,6 +139,10 @@ impl OpenAiCompatProvider {
 
 #[async_trait::async_trait]
 impl Provider for OpenAiCompatProvider {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::COMPATIBLE
+    }
+
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let body = serde_json::to_vec(&wire::WireRequest::from_request(request)).map_err(|e| {
             self.error(

@@ -1,115 +1,69 @@
-//! The model catalog: configured providers, their models, and the default.
+//! Building the catalog from config: each provider's adapter by its
+//! `ProviderType`, its key (from the environment or a sealed secret), the
+//! providers detected from well-known key variables when none is
+//! configured, the default model and the price table.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_config::{Config, ProviderType};
+use hearth_config::{Config, ProviderConfig, ProviderType};
 use hearth_core::ModelRef;
 use hearth_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use hearth_llm::gemini::{DEFAULT_BASE_URL as GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
 use hearth_llm::openai::{OpenAiConfig, OpenAiProvider};
 use hearth_llm::prices::{Price, PriceTable};
-use hearth_llm::{EchoProvider, OpenAiCompatConfig, OpenAiCompatProvider, Provider};
+use hearth_llm::{
+    CAPABILITY_KEYS, EchoProvider, LlmError, OpenAiCompatConfig, OpenAiCompatProvider, Provider,
+};
 use hearth_store::secrets::SecretString;
 
+use super::{Catalog, CatalogEntry, is_local_url};
 use crate::error::RuntimeError;
 
-/// One configured provider.
-pub struct CatalogEntry {
-    /// The adapter.
-    pub provider: Arc<dyn Provider>,
-    /// Its wire protocol name (`openai_compat`, `echo`).
-    pub kind: &'static str,
-    /// Models offered; empty accepts any name.
-    pub models: Vec<String>,
-    /// Capability overrides from config, for every model.
-    pub capabilities: BTreeMap<String, bool>,
-    /// Capability overrides from config, per model.
-    pub model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
-    /// True when requests stay on this machine or a private network.
-    pub local: bool,
+/// A provider set up from a well-known key variable when none is configured.
+struct Detected {
+    name: &'static str,
+    kind: ProviderType,
+    key_env: &'static str,
+    /// The provider's moving alias; set `llm.default_model` to pin one.
+    default_model: &'static str,
 }
 
-/// Whether a model takes tool definitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolSupport {
-    /// Always.
-    Yes,
-    /// Never: prompt-only mode.
-    No,
-    /// Depends on the model behind a compatible server: tried, and dropped
-    /// for that model when the server rejects them.
-    ModelDependent,
-}
-
-/// What a model can do, as the engine and `/v1/models` see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    /// Tool calling.
-    pub tools: ToolSupport,
-    /// Several tool calls in one answer.
-    pub parallel_tool_calls: bool,
-    /// Streamed answers.
-    pub streaming: bool,
-    /// Reports token usage.
-    pub usage_metrics: bool,
-    /// JSON output mode.
-    pub json_mode: bool,
-    /// Reasoning control.
-    pub thinking: bool,
-}
-
-/// Providers by name, and the default model.
-pub struct Catalog {
-    /// Prices for cost estimates.
-    pub prices: PriceTable,
-    providers: BTreeMap<String, CatalogEntry>,
-    default: ModelRef,
-    fallback: Vec<String>,
-    /// How the default was chosen, for the start-up line.
-    pub origin: String,
-}
-
-/// Providers set up from well-known key variables when none is configured:
-/// (name, type, key variable, base URL, default model). The default models are
-/// the providers' moving aliases; set `llm.default_model` to pin one.
-const DETECTED: [(&str, ProviderType, &str, Option<&str>, &str); 3] = [
-    (
-        "anthropic",
-        ProviderType::Anthropic,
-        "ANTHROPIC_API_KEY",
-        None,
-        "claude-sonnet-4-5",
-    ),
-    (
-        "openai",
-        ProviderType::Openai,
-        "OPENAI_API_KEY",
-        None,
-        "gpt-4.1-mini",
-    ),
-    (
-        "gemini",
-        ProviderType::Gemini,
-        "GEMINI_API_KEY",
-        None,
-        "gemini-flash-latest",
-    ),
+const DETECTED: [Detected; 3] = [
+    Detected {
+        name: "anthropic",
+        kind: ProviderType::Anthropic,
+        key_env: "ANTHROPIC_API_KEY",
+        default_model: "claude-sonnet-4-5",
+    },
+    Detected {
+        name: "openai",
+        kind: ProviderType::Openai,
+        key_env: "OPENAI_API_KEY",
+        default_model: "gpt-4.1-mini",
+    },
+    Detected {
+        name: "gemini",
+        kind: ProviderType::Gemini,
+        key_env: "GEMINI_API_KEY",
+        default_model: "gemini-flash-latest",
+    },
 ];
 
-/// The providers whose key variable is set, in `DETECTED` order.
-fn detect_providers(
-    env: &BTreeMap<String, String>,
-) -> Vec<(&'static str, hearth_config::ProviderConfig, &'static str)> {
+/// The provider used when none is configured and no key is found.
+const ECHO: &str = "echo";
+
+/// The providers whose key variable is set and not blank, in `DETECTED` order.
+fn detect_providers(env: &BTreeMap<String, String>) -> Vec<(&'static Detected, ProviderConfig)> {
     DETECTED
         .iter()
-        .filter(|d| env.get(d.2).is_some_and(|k| !k.is_empty()))
-        .map(|&(name, kind, var, base_url, _)| {
-            let pc = hearth_config::ProviderConfig {
-                kind,
-                base_url: base_url.map(str::to_owned),
-                api_key_env: Some(var.to_owned()),
+        .filter(|d| env.get(d.key_env).is_some_and(|k| !k.trim().is_empty()))
+        .map(|d| {
+            let pc = ProviderConfig {
+                kind: d.kind,
+                base_url: None,
+                api_key_env: Some(d.key_env.to_owned()),
                 api_key_secret: None,
                 headers: BTreeMap::new(),
                 models: Vec::new(),
@@ -118,25 +72,27 @@ fn detect_providers(
                 request_timeout_secs: 120,
                 idle_timeout_secs: 90,
             };
-            (name, pc, var)
+            (d, pc)
         })
         .collect()
 }
 
 /// The default model of an auto-detected provider.
-fn detected_default_model(name: &str, pc: &hearth_config::ProviderConfig) -> Option<&'static str> {
+fn detected_default_model(name: &str, pc: &ProviderConfig) -> Option<&'static str> {
     DETECTED
         .iter()
-        .find(|d| d.0 == name && pc.api_key_env.as_deref() == Some(d.2))
-        .map(|d| d.4)
+        .find(|d| d.name == name && pc.api_key_env.as_deref() == Some(d.key_env))
+        .map(|d| d.default_model)
 }
 
 /// The API key of provider `name`: from the environment variable named by
 /// `api_key_env`, or from the opened sealed secret named by `api_key_secret`.
-/// Errors name the provider and the variable or secret, never a value.
+/// A variable that is set but blank is refused here, at start, rather than
+/// sent as an empty key that every call then fails on. Errors name the
+/// provider and the variable or secret, never a value.
 fn api_key(
     name: &str,
-    pc: &hearth_config::ProviderConfig,
+    pc: &ProviderConfig,
     env: &BTreeMap<String, String>,
     secrets: &BTreeMap<String, SecretString>,
 ) -> Result<Option<String>, RuntimeError> {
@@ -144,11 +100,18 @@ fn api_key(
         (Some(_), Some(_)) => Err(RuntimeError::InvalidInput(format!(
             "provider {name}: set either api_key_env or api_key_secret, not both"
         ))),
-        (Some(var), None) => env.get(var).cloned().map(Some).ok_or_else(|| {
-            RuntimeError::InvalidInput(format!(
-                "provider {name}: environment variable {var} (api_key_env) is not set"
-            ))
-        }),
+        (Some(var), None) => match env.get(var) {
+            None => Err(RuntimeError::InvalidInput(format!(
+                "provider {name}: environment variable {var} (api_key_env) is not set; \
+                 export it with the provider's API key, or remove api_key_env"
+            ))),
+            Some(key) if key.trim().is_empty() => Err(RuntimeError::InvalidInput(format!(
+                "provider {name}: environment variable {var} (api_key_env) is empty; \
+                 set it to the provider's API key, or remove api_key_env if the \
+                 provider needs no key"
+            ))),
+            Some(key) => Ok(Some(key.clone())),
+        },
         (None, Some(secret)) => secrets
             .get(secret)
             .map(|s| Some(s.expose().to_owned()))
@@ -164,7 +127,7 @@ fn api_key(
 
 /// Where provider `pc`'s key comes from, for its error messages: the
 /// variable's name or `secret <name>`, never the key.
-fn key_source(pc: &hearth_config::ProviderConfig) -> Option<String> {
+fn key_source(pc: &ProviderConfig) -> Option<String> {
     match (&pc.api_key_env, &pc.api_key_secret) {
         (Some(var), _) => Some(var.clone()),
         (None, Some(secret)) => Some(format!("secret {secret}")),
@@ -172,85 +135,108 @@ fn key_source(pc: &hearth_config::ProviderConfig) -> Option<String> {
     }
 }
 
-fn entry(
-    provider: Arc<dyn Provider>,
-    kind: &'static str,
-    pc: &hearth_config::ProviderConfig,
-) -> CatalogEntry {
-    CatalogEntry {
-        provider,
-        kind,
-        models: pc.models.clone(),
-        capabilities: pc.capabilities.clone(),
-        model_capabilities: pc.model_capabilities.clone(),
-        local: kind == "echo" || pc.base_url.as_deref().is_some_and(is_local_url),
-    }
-}
-
-/// True when `url`'s host is this machine or a private network: loopback,
-/// private and link-local addresses, `localhost`, `*.local`, and single-label
-/// names (a container or LAN host such as `ollama`). Providers without a
-/// `base_url` use their public API and are not local.
-pub fn is_local_url(url: &str) -> bool {
-    use std::net::IpAddr;
-    let Ok(url) = reqwest::Url::parse(url) else {
-        return false;
-    };
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    match host.parse::<IpAddr>() {
-        Ok(IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        Ok(IpAddr::V6(ip)) => {
-            ip.is_loopback()
-                || ip.is_unique_local()
-                || ip.is_unicast_link_local()
-                || ip
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| v4.is_loopback() || v4.is_private() || v4.is_link_local())
+/// The adapter for provider `name` of type `pc.kind`.
+fn build_provider(
+    name: &str,
+    pc: &ProviderConfig,
+    api_key: Option<String>,
+    client: &reqwest::Client,
+) -> Result<Arc<dyn Provider>, RuntimeError> {
+    let invalid = |e: LlmError| RuntimeError::InvalidInput(e.to_string());
+    let headers: Vec<(String, String)> = pc.headers.clone().into_iter().collect();
+    let request_timeout = Duration::from_secs(pc.request_timeout_secs);
+    let idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
+    let base_url = pc.base_url.clone().unwrap_or_default();
+    let api_key_env = key_source(pc);
+    Ok(match pc.kind {
+        ProviderType::Echo => Arc::new(EchoProvider::new()),
+        ProviderType::OpenaiCompat => {
+            if pc.base_url.is_none() {
+                return Err(RuntimeError::InvalidInput(format!(
+                    "provider {name}: `base_url` is required for type openai_compat \
+                     (e.g. http://127.0.0.1:11434/v1)"
+                )));
+            }
+            let mut cfg = OpenAiCompatConfig::new(name, base_url);
+            (cfg.api_key, cfg.api_key_env, cfg.headers) = (api_key, api_key_env, headers);
+            (cfg.request_timeout, cfg.idle_timeout) = (request_timeout, idle_timeout);
+            Arc::new(OpenAiCompatProvider::new(cfg, client.clone()).map_err(invalid)?)
         }
-        Err(_) => {
-            let d = host.trim_end_matches('.').to_ascii_lowercase();
-            d == "localhost"
-                || d.ends_with(".localhost")
-                || d.ends_with(".local")
-                || d.ends_with(".internal")
-                || !d.contains('.')
+        ProviderType::Anthropic => {
+            let mut cfg = AnthropicConfig::new(name, base_url);
+            (cfg.api_key, cfg.api_key_env, cfg.headers) = (api_key, api_key_env, headers);
+            (cfg.request_timeout, cfg.idle_timeout) = (request_timeout, idle_timeout);
+            Arc::new(AnthropicProvider::new(cfg, client.clone()).map_err(invalid)?)
+        }
+        ProviderType::Openai => {
+            let mut cfg = OpenAiConfig::new(name, base_url);
+            (cfg.api_key, cfg.api_key_env, cfg.headers) = (api_key, api_key_env, headers);
+            (cfg.request_timeout, cfg.idle_timeout) = (request_timeout, idle_timeout);
+            Arc::new(OpenAiProvider::new(cfg, client.clone()).map_err(invalid)?)
+        }
+        ProviderType::Gemini => {
+            let base = pc.base_url.as_deref().unwrap_or(GEMINI_BASE_URL);
+            let mut cfg = GeminiConfig::new(name, base);
+            (cfg.api_key, cfg.api_key_env, cfg.headers) = (api_key, api_key_env, headers);
+            (cfg.request_timeout, cfg.idle_timeout) = (request_timeout, idle_timeout);
+            Arc::new(GeminiProvider::new(cfg, client.clone()).map_err(invalid)?)
+        }
+    })
+}
+
+/// Refuses capability names the matrix does not know.
+fn check_capability_keys(name: &str, pc: &ProviderConfig) -> Result<(), RuntimeError> {
+    let keys = pc
+        .capabilities
+        .keys()
+        .chain(pc.model_capabilities.values().flat_map(|m| m.keys()));
+    for k in keys {
+        if !CAPABILITY_KEYS.contains(&k.as_str()) {
+            return Err(RuntimeError::InvalidInput(format!(
+                "provider {name}: unknown capability {k:?}; known: {}",
+                CAPABILITY_KEYS.join(", ")
+            )));
         }
     }
+    Ok(())
 }
 
-/// Built-in capabilities of each adapter.
-fn adapter_defaults(kind: &str) -> Capabilities {
-    let (tools, parallel, usage, thinking) = match kind {
-        "anthropic" | "gemini" | "openai" => (ToolSupport::Yes, true, true, true),
-        // Behind a compatible server, tool support depends on the model.
-        "openai_compat" => (ToolSupport::ModelDependent, true, true, true),
-        _ => (ToolSupport::No, false, false, false),
-    };
-    Capabilities {
-        tools,
-        parallel_tool_calls: parallel,
-        streaming: true,
-        usage_metrics: usage,
-        json_mode: false,
-        thinking,
+/// The default model: `llm.default_model`, else the first provider's first
+/// model (or its detected default), else echo. Also says how it was chosen
+/// when no provider is configured.
+fn default_model(
+    config: &Config,
+    configured: &BTreeMap<String, ProviderConfig>,
+    origin: &mut String,
+) -> Result<ModelRef, RuntimeError> {
+    if let Some(s) = &config.llm.default_model {
+        return ModelRef::parse(s)
+            .map_err(|e| RuntimeError::UnknownModel(format!("llm.default_model: {e}")));
     }
+    let Some((name, pc)) = configured.iter().next() else {
+        *origin =
+            "no provider configured and no API key found: using the offline echo provider".into();
+        return Ok(ModelRef {
+            provider: ECHO.into(),
+            model: ECHO.into(),
+        });
+    };
+    let model = match pc.models.first() {
+        Some(m) => m.clone(),
+        None => match detected_default_model(name, pc) {
+            Some(m) => m.to_owned(),
+            None => {
+                return Err(RuntimeError::UnknownModel(format!(
+                    "provider {name} lists no models: set llm.default_model = \"{name}/<model>\""
+                )));
+            }
+        },
+    };
+    Ok(ModelRef {
+        provider: name.clone(),
+        model,
+    })
 }
-
-/// Capability keys config may set.
-pub const CAPABILITY_KEYS: [&str; 6] = [
-    "tools",
-    "parallel_tool_calls",
-    "streaming",
-    "usage_metrics",
-    "json_mode",
-    "thinking",
-];
-
-/// The provider used when none is configured and no key is found.
-const ECHO: &str = "echo";
 
 impl Catalog {
     /// Builds the catalog from config. `env` is the process environment (read
@@ -264,96 +250,31 @@ impl Catalog {
         secrets: &BTreeMap<String, SecretString>,
         client: reqwest::Client,
     ) -> Result<Self, RuntimeError> {
-        let mut providers = BTreeMap::new();
         let mut origin = String::from("configured in hearth.toml");
         let mut configured = config.llm.providers.clone();
         if configured.is_empty() {
             let detected = detect_providers(env);
             if !detected.is_empty() {
-                origin = format!(
-                    "found {} in the environment",
-                    detected.iter().map(|d| d.2).collect::<Vec<_>>().join(", ")
-                );
+                let vars: Vec<_> = detected.iter().map(|(d, _)| d.key_env).collect();
+                origin = format!("found {} in the environment", vars.join(", "));
             }
-            for (name, pc, _) in detected {
-                configured.insert(name.to_owned(), pc);
+            for (d, pc) in detected {
+                configured.insert(d.name.to_owned(), pc);
             }
         }
+        let mut providers = BTreeMap::new();
         for (name, pc) in &configured {
-            let keys = pc
-                .capabilities
-                .keys()
-                .chain(pc.model_capabilities.values().flat_map(|m| m.keys()));
-            for k in keys {
-                if !CAPABILITY_KEYS.contains(&k.as_str()) {
-                    return Err(RuntimeError::InvalidInput(format!(
-                        "provider {name}: unknown capability {k:?}; known: {}",
-                        CAPABILITY_KEYS.join(", ")
-                    )));
-                }
-            }
-            let entry = match pc.kind {
-                ProviderType::Echo => entry(Arc::new(EchoProvider::new()), "echo", pc),
-                ProviderType::OpenaiCompat => {
-                    let base_url = pc.base_url.clone().ok_or_else(|| {
-                        RuntimeError::InvalidInput(format!(
-                            "provider {name}: `base_url` is required for type openai_compat \
-                             (e.g. http://127.0.0.1:11434/v1)"
-                        ))
-                    })?;
-                    let cfg = OpenAiCompatConfig {
-                        name: name.clone(),
-                        base_url,
-                        api_key: api_key(name, pc, env, secrets)?,
-                        api_key_env: key_source(pc),
-                        headers: pc.headers.clone().into_iter().collect(),
-                        request_timeout: Duration::from_secs(pc.request_timeout_secs),
-                        idle_timeout: Duration::from_secs(pc.idle_timeout_secs),
-                    };
-                    let p = OpenAiCompatProvider::new(cfg, client.clone())
-                        .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
-                    entry(Arc::new(p), "openai_compat", pc)
-                }
-                ProviderType::Anthropic => {
-                    let mut cfg =
-                        AnthropicConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
-                    cfg.api_key = api_key(name, pc, env, secrets)?;
-                    cfg.api_key_env = key_source(pc);
-                    cfg.headers = pc.headers.clone().into_iter().collect();
-                    cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
-                    cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
-                    let p = AnthropicProvider::new(cfg, client.clone())
-                        .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
-                    entry(Arc::new(p), "anthropic", pc)
-                }
-                ProviderType::Openai => {
-                    let mut cfg =
-                        OpenAiConfig::new(name.clone(), pc.base_url.clone().unwrap_or_default());
-                    cfg.api_key = api_key(name, pc, env, secrets)?;
-                    cfg.api_key_env = key_source(pc);
-                    cfg.headers = pc.headers.clone().into_iter().collect();
-                    cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
-                    cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
-                    let p = OpenAiProvider::new(cfg, client.clone())
-                        .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
-                    entry(Arc::new(p), "openai", pc)
-                }
-                ProviderType::Gemini => {
-                    let mut cfg = GeminiConfig::new(
-                        name.clone(),
-                        pc.base_url
-                            .clone()
-                            .unwrap_or_else(|| GEMINI_BASE_URL.to_owned()),
-                    );
-                    cfg.api_key = api_key(name, pc, env, secrets)?;
-                    cfg.api_key_env = key_source(pc);
-                    cfg.headers = pc.headers.clone().into_iter().collect();
-                    cfg.request_timeout = Duration::from_secs(pc.request_timeout_secs);
-                    cfg.idle_timeout = Duration::from_secs(pc.idle_timeout_secs);
-                    let p = GeminiProvider::new(cfg, client.clone())
-                        .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
-                    entry(Arc::new(p), "gemini", pc)
-                }
+            check_capability_keys(name, pc)?;
+            let key = api_key(name, pc, env, secrets)?;
+            let provider = build_provider(name, pc, key, &client)?;
+            let entry = CatalogEntry {
+                provider,
+                kind: pc.kind,
+                models: pc.models.clone(),
+                capabilities: pc.capabilities.clone(),
+                model_capabilities: pc.model_capabilities.clone(),
+                local: pc.kind == ProviderType::Echo
+                    || pc.base_url.as_deref().is_some_and(is_local_url),
             };
             providers.insert(name.clone(), entry);
         }
@@ -362,40 +283,13 @@ impl Catalog {
             .entry(ECHO.into())
             .or_insert_with(|| CatalogEntry {
                 provider: Arc::new(EchoProvider::new()),
-                kind: "echo",
+                kind: ProviderType::Echo,
                 models: vec![ECHO.into()],
                 capabilities: BTreeMap::new(),
                 model_capabilities: BTreeMap::new(),
                 local: true,
             });
-        let default = match &config.llm.default_model {
-            Some(s) => ModelRef::parse(s)
-                .map_err(|e| RuntimeError::UnknownModel(format!("llm.default_model: {e}")))?,
-            None => match configured.iter().next() {
-                Some((name, pc)) => match pc.models.first() {
-                    Some(m) => ModelRef {
-                        provider: name.clone(),
-                        model: m.clone(),
-                    },
-                    None if let Some(m) = detected_default_model(name, pc) => ModelRef {
-                        provider: name.clone(),
-                        model: m.to_owned(),
-                    },
-                    None => {
-                        return Err(RuntimeError::UnknownModel(format!(
-                            "provider {name} lists no models: set llm.default_model = \"{name}/<model>\""
-                        )));
-                    }
-                },
-                None => {
-                    origin = "no provider configured and no API key found: using the offline echo provider".into();
-                    ModelRef {
-                        provider: ECHO.into(),
-                        model: ECHO.into(),
-                    }
-                }
-            },
-        };
+        let default = default_model(config, &configured, &mut origin)?;
         let prices = config
             .llm
             .prices
@@ -428,116 +322,10 @@ impl Catalog {
             .map_err(|e| RuntimeError::UnknownModel(format!("llm.default_model: {e}")))?;
         Ok(catalog)
     }
-
-    /// The default model.
-    pub fn default_model(&self) -> &ModelRef {
-        &self.default
-    }
-
-    /// The fallback models for a run on `primary`, resolved, in order
-    /// (`primary` itself left out).
-    pub fn fallbacks_for(&self, primary: &ModelRef) -> Vec<(ModelRef, Arc<dyn Provider>)> {
-        self.fallback
-            .iter()
-            .filter_map(|f| self.resolve(f).ok())
-            .filter(|(m, _)| m != primary)
-            .collect()
-    }
-
-    /// True when the model's provider is local (see [`is_local_url`]).
-    pub fn is_local(&self, model: &ModelRef) -> bool {
-        self.providers.get(&model.provider).is_some_and(|e| e.local)
-    }
-
-    /// The capabilities of a model: the adapter's defaults, then the
-    /// provider's overrides, then the model's.
-    pub fn capabilities(&self, model: &ModelRef) -> Capabilities {
-        let Some(entry) = self.providers.get(&model.provider) else {
-            return adapter_defaults("echo");
-        };
-        let mut caps = adapter_defaults(entry.kind);
-        let per_model = entry.model_capabilities.get(&model.model);
-        for overrides in std::iter::once(&entry.capabilities).chain(per_model) {
-            for (k, v) in overrides {
-                match k.as_str() {
-                    "tools" => {
-                        caps.tools = if *v {
-                            ToolSupport::Yes
-                        } else {
-                            ToolSupport::No
-                        }
-                    }
-                    "parallel_tool_calls" => caps.parallel_tool_calls = *v,
-                    "streaming" => caps.streaming = *v,
-                    "usage_metrics" => caps.usage_metrics = *v,
-                    "json_mode" => caps.json_mode = *v,
-                    "thinking" => caps.thinking = *v,
-                    _ => {}
-                }
-            }
-        }
-        caps
-    }
-
-    /// Providers by name.
-    pub fn providers(&self) -> &BTreeMap<String, CatalogEntry> {
-        &self.providers
-    }
-
-    /// Checks a `<provider>/<model>` reference and returns its provider.
-    pub fn resolve(&self, model: &str) -> Result<(ModelRef, Arc<dyn Provider>), RuntimeError> {
-        let r = ModelRef::parse(model).map_err(|e| RuntimeError::UnknownModel(e.to_string()))?;
-        let entry = self.providers.get(&r.provider).ok_or_else(|| {
-            RuntimeError::UnknownModel(format!(
-                "unknown provider {:?} in {model:?}; configured: {}",
-                r.provider,
-                self.providers
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        if !entry.models.is_empty() && !entry.models.contains(&r.model) {
-            return Err(RuntimeError::UnknownModel(format!(
-                "provider {} has no model {:?}; it offers: {}",
-                r.provider,
-                r.model,
-                entry.models.join(", ")
-            )));
-        }
-        Ok((r, entry.provider.clone()))
-    }
 }
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn local_urls_are_this_machine_or_a_private_network() {
-        for url in [
-            "http://127.0.0.1:11434/v1",
-            "http://localhost:8080",
-            "http://[::1]:1234/v1",
-            "http://192.168.1.20:11434",
-            "http://10.0.0.5/v1",
-            "http://ollama:11434/v1",
-            "http://gpu-box.local:8000",
-            "http://[fd00::1]/v1",
-        ] {
-            assert!(is_local_url(url), "{url}");
-        }
-        for url in [
-            "https://api.openai.com/v1",
-            "https://openrouter.ai/api/v1",
-            "http://8.8.8.8/v1",
-            "http://[2001:db8::1]/v1",
-            "not a url",
-        ] {
-            assert!(!is_local_url(url), "{url}");
-        }
-    }
-
     use super::*;
 
     fn catalog(toml: &str, env: &[(&str, &str)]) -> Result<Catalog, RuntimeError> {
@@ -554,6 +342,7 @@ mod tests {
         let c = catalog("", &[]).unwrap();
         assert_eq!(c.default_model().to_string(), "echo/echo");
         assert!(c.origin.contains("echo"));
+        assert_eq!(c.providers()["echo"].kind, ProviderType::Echo);
     }
 
     #[test]
@@ -563,13 +352,16 @@ mod tests {
         assert!(c.origin.contains("OPENAI_API_KEY"));
         assert_eq!(
             c.providers()["openai"].kind,
-            "openai",
+            ProviderType::Openai,
             "the native Responses adapter"
         );
         let c = catalog("", &[("GEMINI_API_KEY", "g"), ("ANTHROPIC_API_KEY", "a")]).unwrap();
         assert_eq!(c.default_model().to_string(), "anthropic/claude-sonnet-4-5");
         assert!(c.resolve("gemini/gemini-2.5-pro").is_ok());
-        assert_eq!(c.providers()["gemini"].kind, "gemini");
+        assert_eq!(c.providers()["gemini"].kind, ProviderType::Gemini);
+        // A blank variable is not a key: nothing is detected from it.
+        let c = catalog("", &[("OPENAI_API_KEY", " ")]).unwrap();
+        assert_eq!(c.default_model().to_string(), "echo/echo");
         // A configured provider turns detection off.
         let c = catalog(
             "[llm.providers.x]\ntype = \"echo\"\nmodels = [\"e\"]\n",
@@ -580,35 +372,35 @@ mod tests {
     }
 
     #[test]
-    fn validates_models() {
-        let c = catalog(
-            "[llm]\ndefault_model = \"local/m1\"\n[llm.providers.local]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodels = [\"m1\"]\n",
-            &[],
-        )
-        .unwrap();
-        assert!(c.resolve("local/m1").is_ok());
-        assert!(matches!(
-            c.resolve("local/m2"),
-            Err(RuntimeError::UnknownModel(_))
-        ));
-        assert!(matches!(
-            c.resolve("nope/m1"),
-            Err(RuntimeError::UnknownModel(_))
-        ));
-        assert!(matches!(
-            c.resolve("garbage"),
-            Err(RuntimeError::UnknownModel(_))
-        ));
-        assert!(c.resolve("echo/echo").is_ok());
-    }
-
-    #[test]
     fn missing_key_variable_is_an_error() {
         let e = catalog(
             "[llm.providers.x]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"NOPE_KEY\"\nmodels = [\"m\"]\n",
             &[],
         );
-        assert!(e.err().unwrap().to_string().contains("NOPE_KEY"));
+        let e = e.err().unwrap().to_string();
+        assert!(e.contains("NOPE_KEY") && e.contains("not set"), "{e}");
+    }
+
+    #[test]
+    fn empty_key_variable_is_refused_at_start() {
+        for kind in ["openai", "anthropic", "gemini", "openai_compat"] {
+            let toml = format!(
+                "[llm.providers.main]\ntype = \"{kind}\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+                 api_key_env = \"OPENAI_API_KEY\"\nmodels = [\"m\"]\n"
+            );
+            for blank in ["", "  "] {
+                let e = catalog(&toml, &[("OPENAI_API_KEY", blank)])
+                    .err()
+                    .unwrap_or_else(|| panic!("{kind}: a blank key was accepted"))
+                    .to_string();
+                assert!(
+                    e.contains("provider main")
+                        && e.contains("OPENAI_API_KEY")
+                        && e.contains("empty"),
+                    "{kind}: {e}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -623,5 +415,17 @@ mod tests {
         let e = catalog(toml, &[]).err().unwrap().to_string();
         assert!(e.contains("provider x") && e.contains("x.key"), "{e}");
         assert!(e.contains("hearth secrets set x.key"), "{e}");
+    }
+
+    #[test]
+    fn key_sources_are_named_never_the_key() {
+        let toml = "[llm.providers.x]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"X_KEY\"\nmodels = [\"m\"]\n";
+        let config = hearth_config::load_str(toml, "t", Vec::new()).unwrap();
+        let pc = &config.llm.providers["x"];
+        assert_eq!(key_source(pc).as_deref(), Some("X_KEY"));
+        let mut pc = pc.clone();
+        pc.api_key_env = None;
+        pc.api_key_secret = Some("x.key".into());
+        assert_eq!(key_source(&pc).as_deref(), Some("secret x.key"));
     }
 }
