@@ -100,10 +100,14 @@ fn run_path(run_id: &str) -> String {
 /// Waits until the run ends or asks a question other than `answered` (the
 /// confirmation token just answered, whose request is replayed first).
 async fn wait(api: &Api, run_id: &str, answered: Option<&str>) -> Result<RunEnvelope, Exit> {
+    // A question is new unless it carries the token just answered (after a
+    // restart a question may carry no token: then it is new only when none
+    // was answered).
+    let new_question = |token: Option<&str>| answered.is_none() || token != answered;
     let settled = |env: &RunEnvelope| {
         env.status.is_terminal()
             || (env.status == RunStatus::AwaitingConfirmation
-                && env.confirmation.as_ref().and_then(|c| c.token.as_deref()) != answered)
+                && new_question(env.confirmation.as_ref().and_then(|c| c.token.as_deref())))
     };
     let mut env: RunEnvelope = api.get(&run_path(run_id)).await?;
     for _ in 0..FOLLOW_ATTEMPTS {
@@ -113,7 +117,7 @@ async fn wait(api: &Api, run_id: &str, answered: Option<&str>) -> Result<RunEnve
         api.follow(run_id, |kind, data| {
             kind.is_terminal()
                 || (kind == RunEventKind::ConfirmationRequired
-                    && data["token"].as_str() != answered)
+                    && new_question(data["token"].as_str()))
         })
         .await?;
         env = api.get(&run_path(run_id)).await?;
