@@ -158,13 +158,24 @@ impl<R> FakeServer<R> {
         self.shared.default_delay_ns.store(ns, Ordering::Relaxed);
     }
 
-    /// Every request body, in order (`null` for bodies that were not JSON).
+    /// Every request body, in order.
+    ///
+    /// # Panics
+    /// When a body is not JSON: the client under test sent what no provider
+    /// accepts, and the test must fail showing it, not compare a `null`.
     pub(crate) fn requests(&self) -> Vec<serde_json::Value> {
         self.shared
             .lock()
             .requests
             .iter()
-            .map(|r| serde_json::from_slice(&r.body).unwrap_or(serde_json::Value::Null))
+            .enumerate()
+            .map(|(i, r)| match serde_json::from_slice(&r.body) {
+                Ok(v) => v,
+                Err(e) => panic!(
+                    "request {i} has a body that is not JSON ({e}): {}",
+                    String::from_utf8_lossy(&r.body)
+                ),
+            })
             .collect()
     }
 

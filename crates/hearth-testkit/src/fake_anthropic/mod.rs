@@ -60,7 +60,10 @@ impl FakeAnthropic {
         self.inner.set_default_delay(delay);
     }
 
-    /// Every request body received, in order (`null` for bodies that were not JSON).
+    /// Every request body received, in order.
+    ///
+    /// # Panics
+    /// When a body is not JSON, showing it: the client under test is broken.
     pub fn requests(&self) -> Vec<Value> {
         self.inner.requests()
     }

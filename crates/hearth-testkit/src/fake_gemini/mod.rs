@@ -56,8 +56,10 @@ impl FakeGemini {
         self.inner.push(reply);
     }
 
-    /// Every request body received under `/v1beta/models/`, in order
-    /// (`null` for bodies that were not JSON).
+    /// Every request body received under `/v1beta/models/`, in order.
+    ///
+    /// # Panics
+    /// When a body is not JSON, showing it: the client under test is broken.
     pub fn requests(&self) -> Vec<Value> {
         self.inner.requests()
     }
