@@ -60,7 +60,7 @@ async fn usage_counts_every_call_and_prices_it_when_a_price_is_known() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && text.contains("fake/fake-model") && text.contains("$0.0001"),
+        out.status.success() && text.contains("fake/fake-model") && text.contains("$0.000073"),
         "{text}"
     );
     let out = command(dir.path())
