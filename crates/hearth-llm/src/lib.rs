@@ -1,7 +1,7 @@
 //! hearth-llm: talking to model providers.
 //!
 //! Owns the `Provider` trait (one required method, `stream`), the adapters
-//! (`echo`, `openai_compat`), SSE decoding, the `Accumulator` that turns a stream
+//! (`anthropic`, `openai`, `gemini`, `openai_compat`, `echo`), SSE decoding, the `Accumulator` that turns a stream
 //! of `StreamEvent`s into an assistant message, the error taxonomy and its
 //! one classification, the capability matrix, and retry with backoff.
 //! Wire types stay private to each adapter module.

@@ -1,8 +1,9 @@
 //! The HTTP plumbing the streaming adapters share: building the header map,
 //! sending the request, reading an error body, checking the content type,
-//! and driving an adapter's decoder from the response body with an idle
-//! timeout. What differs per adapter (wire format, error classification)
-//! stays in the adapter.
+//! driving an adapter's decoder from the response body with an idle
+//! timeout, and naming the URL and key source in every error of a call.
+//! The wire format stays in the adapter; error classification is shared
+//! (`classify`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
