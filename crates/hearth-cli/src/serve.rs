@@ -213,12 +213,15 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let rt = runtime.clone();
+    let limits = hearth_server::ServeLimits {
+        header_read_timeout: Duration::from_millis(config.server.header_read_timeout_ms),
+        max_connections: config.server.max_connections,
+    };
     let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.await;
-            })
-            .await
+        hearth_server::serve(listener, app, limits, async move {
+            let _ = stop_rx.await;
+        })
+        .await
     });
     shutdown_signal().await;
     info!(
@@ -259,6 +262,7 @@ fn install_metrics() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
                     upkeep.run_upkeep();
                 }
             });
+            hearth_server::metrics::describe();
             metrics::gauge!("hearth_runs_in_flight").set(0.0);
             Some(h)
         }

@@ -35,6 +35,19 @@ fn problem(key: impl Into<String>, message: impl Into<String>) -> Problem {
 
 /// The first mistake that spans keys, if any.
 pub fn semantic(config: &Config) -> Result<(), Problem> {
+    // Zero would mean no client is ever served.
+    if config.server.header_read_timeout_ms == 0 {
+        return Err(problem(
+            "server.header_read_timeout_ms",
+            "must be at least 1 (milliseconds a client gets to send a request head; default 10000)",
+        ));
+    }
+    if config.server.max_connections == 0 {
+        return Err(problem(
+            "server.max_connections",
+            "must be at least 1 (connections served at once; default 1024)",
+        ));
+    }
     let providers = &config.llm.providers;
     for (name, pc) in providers {
         let key = format!("llm.providers.{name}");

@@ -362,6 +362,11 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Seconds in-flight runs get to finish on SIGTERM before being parked for recovery.
     pub shutdown_grace_secs: u64,
+    /// Milliseconds a client gets to send a whole request head; slower
+    /// connections are closed, so slow clients cannot hold connections open.
+    pub header_read_timeout_ms: u64,
+    /// Connections served at once; more clients wait until one closes.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -370,6 +375,8 @@ impl Default for ServerConfig {
             bind: "127.0.0.1:7777".into(),
             max_body_bytes: 1024 * 1024,
             shutdown_grace_secs: 10,
+            header_read_timeout_ms: 10_000,
+            max_connections: 1024,
         }
     }
 }

@@ -12,7 +12,7 @@ pub mod error;
 pub mod extract;
 pub mod listen;
 pub mod metrics;
-mod middleware;
+pub mod middleware;
 pub mod openapi;
 pub mod routes;
 

@@ -2,7 +2,9 @@
 //! layer, and the envelope for errors that axum answers before a handler runs.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -113,6 +115,12 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
 pub async fn envelope_bare_errors(req: Request, next: Next) -> Response {
     let method = req.method().as_str().to_owned();
     let limit = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
+    // Layers added with `Router::layer` run after routing, so the matched
+    // template is known here (for the `Allow` of a 405).
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
     let resp = next.run(req).await;
     let status = resp.status();
     if !(status.is_client_error() || status.is_server_error()) || is_json(&resp) {
@@ -124,12 +132,7 @@ pub async fn envelope_bare_errors(req: Request, next: Next) -> Response {
     let err = match status {
         StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed {
             method,
-            allow: parts
-                .headers
-                .get(header::ALLOW)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_owned(),
+            allow: route.as_deref().map(allowed_methods).unwrap_or_default(),
         },
         StatusCode::NOT_FOUND => ApiError::NotFound("no such endpoint; see /openapi.json".into()),
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(limit),
@@ -144,7 +147,7 @@ pub async fn envelope_bare_errors(req: Request, next: Next) -> Response {
     // The envelope's status is the original one (e.g. 413 stays 413).
     *out.status_mut() = status;
     for (name, value) in &parts.headers {
-        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH && name != header::ALLOW {
             out.headers_mut().insert(name.clone(), value.clone());
         }
     }
@@ -156,4 +159,29 @@ fn is_json(resp: &Response) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("application/json"))
+}
+
+/// The methods a route template accepts, as an `Allow` value (`GET,HEAD`),
+/// read from the OpenAPI document, which lists every registered route.
+fn allowed_methods(route: &str) -> String {
+    static TABLE: OnceLock<HashMap<String, String>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let doc: serde_json::Value =
+            serde_json::from_str(crate::openapi::document_json()).unwrap_or_default();
+        let mut table = HashMap::new();
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            let mut methods = Vec::new();
+            for m in ["get", "put", "post", "delete", "patch"] {
+                if item.get(m).is_some() {
+                    methods.push(m.to_ascii_uppercase());
+                    if m == "get" {
+                        methods.push("HEAD".to_owned());
+                    }
+                }
+            }
+            table.insert(path.clone(), methods.join(","));
+        }
+        table
+    });
+    table.get(route).cloned().unwrap_or_default()
 }

@@ -252,6 +252,7 @@ impl Engine {
         output: hearth_tools::ToolOutput,
     ) -> Result<(), Stop> {
         let ok = !output.is_error;
+        metrics::counter!("hearth_tool_calls_total", "tool" => call.class.map_or_else(|| "unknown".to_owned(), |_| call.name.clone()), "outcome" => if ok { "ok" } else { "error" }).increment(1);
         // Tool output is outside content: secrets in it never reach the
         // model, the journal or the history.
         let output = self.redact_tool_json(output.json, "result");

@@ -9,6 +9,7 @@ mod bad_input;
 mod cli;
 mod confirmations;
 mod durability;
+mod http;
 mod incognito;
 mod memory;
 mod ordering;

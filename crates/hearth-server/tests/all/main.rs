@@ -1,0 +1,8 @@
+//! hearth-server's integration tests (one binary): the real router served
+//! by `hearth_server::serve` on 127.0.0.1, driven over HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod harness;
+
+mod errors;
+mod listen;
