@@ -132,13 +132,16 @@ fn model_ref(config: &Config, key: &str, value: &str) -> Result<(), Problem> {
     Ok(())
 }
 
+/// What to write in `api_key_env` (never quoting the value found there).
+pub(crate) const ENV_VAR_HINT: &str = "the value of `api_key_env` is not a variable name: it \
+    takes the name of an environment variable (such as api_key_env = \"OPENAI_API_KEY\"), not \
+    the key itself; export the key in a variable and put its name here, or store the key with \
+    `hearth secrets set <name>` and use `api_key_secret = \"<name>\"`";
+
 /// Checks `api_key_env`: it takes the name of an environment variable. A value
 /// that cannot be a variable name, or looks like a key pasted in its place,
 /// is refused without repeating it (it may be a real key).
 pub fn env_var_name(name: &str) -> Result<(), String> {
-    const HINT: &str = "`api_key_env` takes the name of an environment variable (such as \
-        OPENAI_API_KEY), not the key itself; export the key in a variable and put its name here, \
-        or store it with `hearth secrets set <name>` and use `api_key_secret`";
     if name.is_empty() {
         return Err("`api_key_env` is empty; name the variable holding the key".into());
     }
@@ -148,7 +151,7 @@ pub fn env_var_name(name: &str) -> Result<(), String> {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid || looks_like_a_key(name) {
-        return Err(format!("this value is not a variable name: {HINT}"));
+        return Err(ENV_VAR_HINT.to_owned());
     }
     Ok(())
 }
@@ -272,6 +275,17 @@ mod tests {
             assert!(err.contains("llm.providers.x"), "{err}");
             assert!(!err.contains(pasted), "the value is echoed: {err}");
         }
+        // Pasted without quotes, it is a TOML syntax error, whose usual
+        // message quotes the line: that would echo the key too.
+        let pasted = "sk-proj-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789";
+        let toml = format!("[llm.providers.x]\ntype = \"openai\"\napi_key_env = {pasted}\n");
+        let err = load(&toml).unwrap_err().to_string();
+        assert!(err.contains("name of an environment variable"), "{err}");
+        assert!(
+            err.contains("/h/hearth.toml") && err.contains("line 3"),
+            "{err}"
+        );
+        assert!(!err.contains(pasted) && !err.contains("sk-proj"), "{err}");
         let toml = "[tools.web_search]\nbackend = \"brave\"\napi_key_env = \"BSA-xyz-123\"\n";
         let err = load(toml).unwrap_err().to_string();
         assert!(err.contains("name of an environment variable"), "{err}");

@@ -38,7 +38,7 @@ pub fn load_str(
         .parse()
         .map_err(|e: toml::de::Error| ConfigError::Syntax {
             path: origin.to_owned(),
-            message: e.to_string().trim().to_owned(),
+            message: syntax_message(text, &e),
         })?;
     // Check the file alone first, so an error in it is reported against the file.
     deserialize(table.clone(), origin)?;
@@ -72,6 +72,23 @@ pub fn load_str(
         invalid(&origin, &p.key, &p.message)
     })?;
     Ok(config)
+}
+
+/// The parser's message, which quotes the offending line, unless that line
+/// sets `api_key_env`: a key pasted there without quotes is a syntax error,
+/// and quoting the line would print the key.
+fn syntax_message(text: &str, e: &toml::de::Error) -> String {
+    let at = e.span().map_or(0, |s| s.start).min(text.len());
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or_default();
+    if line.trim_start().starts_with("api_key_env") {
+        let number = text[..line_start].matches('\n').count() + 1;
+        return format!(
+            "line {number}: {}",
+            crate::check::ENV_VAR_HINT.replace("a variable name", "a quoted variable name")
+        );
+    }
+    e.to_string().trim().to_owned()
 }
 
 fn invalid(origin: &str, key: &str, message: &str) -> ConfigError {
