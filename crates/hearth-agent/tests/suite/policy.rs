@@ -8,7 +8,7 @@ use hearth_agent::policy::{
     decide, known_capability_names, parse_capability, parse_subject, scope_chain, subjects,
     validate_scope,
 };
-use hearth_store::{Durability, Grant, SqliteStore, Store};
+use hearth_store::{Durability, Grant, GrantStore, SqliteStore};
 use serde_json::json;
 
 const USER: &str = "discord:42";

@@ -4,8 +4,10 @@
 use hearth_core::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
+use super::SqliteStore;
 use super::db::Db;
-use super::ops;
+use super::grants::append_audit;
+use crate::confirmations::ConfirmationStore;
 use crate::error::{Result, StoreError};
 use crate::records::{AuditEvent, ConfirmationRecord, ConfirmationState};
 
@@ -139,7 +141,51 @@ pub(crate) fn resolve(
     )?
     .execute(params![rec.run_id, at])?;
     if let Some(event) = audit {
-        ops::append_audit(db, event)?;
+        append_audit(db, event)?;
     }
     Ok(Some(rec))
+}
+
+#[async_trait::async_trait]
+impl ConfirmationStore for SqliteStore {
+    async fn request_confirmation(&self, rec: ConfirmationRecord) -> Result<ConfirmationRecord> {
+        self.write(move |db| request(db, &rec)).await
+    }
+
+    async fn confirmation_for_call(
+        &self,
+        run_id: &str,
+        call_id: &str,
+    ) -> Result<Option<ConfirmationRecord>> {
+        let (run_id, call_id) = (run_id.to_owned(), call_id.to_owned());
+        self.read(move |db| for_call(db, &run_id, &call_id)).await
+    }
+
+    async fn confirmation_by_hash(&self, token_hash: &str) -> Result<Option<ConfirmationRecord>> {
+        let token_hash = token_hash.to_owned();
+        self.read(move |db| by_hash(db, &token_hash)).await
+    }
+
+    async fn pending_confirmations(
+        &self,
+        run_id: Option<&str>,
+        thread_key: Option<&str>,
+    ) -> Result<Vec<ConfirmationRecord>> {
+        let (run_id, thread_key) = (run_id.map(str::to_owned), thread_key.map(str::to_owned));
+        self.read(move |db| pending(db, run_id.as_deref(), thread_key.as_deref()))
+            .await
+    }
+
+    async fn resolve_confirmation(
+        &self,
+        token_hash: &str,
+        state: ConfirmationState,
+        by: &str,
+        at: Timestamp,
+        audit: Option<AuditEvent>,
+    ) -> Result<Option<ConfirmationRecord>> {
+        let (token_hash, by) = (token_hash.to_owned(), by.to_owned());
+        self.write(move |db| resolve(db, &token_hash, state, &by, at, audit.as_ref()))
+            .await
+    }
 }

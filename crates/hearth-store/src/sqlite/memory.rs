@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
 use super::db::Db;
-use super::ops;
+use super::grants::append_audit;
 use super::rows::col;
 use crate::error::Result;
 use crate::memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
@@ -318,7 +318,7 @@ impl MemoryStore for SqliteStore {
                 db.stmt("DELETE FROM memories WHERE user_key = ?1")?
                     .execute(params![user_key])?,
             );
-            ops::append_audit(db, &audit)?;
+            append_audit(db, &audit)?;
             Ok(deleted)
         })
         .await

@@ -136,3 +136,9 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Re
     serde_json::to_string(value)
         .map_err(|e| StoreError::Corrupt(format!("cannot encode {what}: {e}")))
 }
+
+/// A `count(*)` column; counts are never negative.
+pub(crate) fn count(row: &rusqlite::Row<'_>, idx: usize) -> Result<u64> {
+    let n: i64 = col(row, idx)?;
+    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("negative count {n}")))
+}

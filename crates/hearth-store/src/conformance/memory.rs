@@ -1,0 +1,284 @@
+//! Memories ([`MemoryStore`], with the audit log of erasures and purging
+//! unused memories through [`RetentionStore`]).
+
+use super::fixtures::{erasure, found, new, save, scope};
+use crate::grants::GrantStore;
+use crate::memory::MemoryStore;
+use crate::retention::{RetentionCutoffs, RetentionStore};
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn memory_suite<S: MemoryStore + GrantStore + RetentionStore>(
+    fresh: impl AsyncFn() -> S,
+) {
+    search_ranks_by_relevance_and_returns_sources(fresh().await).await;
+    saving_the_same_text_again_returns_the_first_memory(fresh().await).await;
+    reads_see_only_the_users_own_and_this_threads_memories(fresh().await).await;
+    hostile_queries_never_error(fresh().await).await;
+    forget_removes_only_the_users_own_memory(fresh().await).await;
+    purge_deletes_memories_unused_since_the_cutoff(fresh().await).await;
+    deleting_a_users_memories_stores_its_audit_event_in_the_same_write(fresh().await).await;
+}
+
+/// Search ranks by relevance and returns sources.
+async fn search_ranks_by_relevance_and_returns_sources<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    save(&store, "u", None, "The user likes green tea").await;
+    let dog = save(
+        &store,
+        "u",
+        None,
+        "The user's dog is called Rex; the dog is a beagle",
+    )
+    .await;
+    save(&store, "u", None, "Meeting with Anna on Friday").await;
+
+    let hits = store
+        .search_memories(&scope("u", None), "what is my dog called?", 10)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].memory.id, dog);
+    assert_eq!(hits[0].memory.run_id.as_deref(), Some("run_1"));
+
+    // More shared words rank higher; stemming matches "dogs" to "dog".
+    save(&store, "u", None, "Dogs are not allowed at the office").await;
+    let texts = found(&store, &scope("u", None), "dogs called Rex").await;
+    assert_eq!(
+        texts,
+        vec![
+            "The user's dog is called Rex; the dog is a beagle".to_owned(),
+            "Dogs are not allowed at the office".to_owned(),
+        ]
+    );
+    let hits = store
+        .search_memories(&scope("u", None), "dogs called Rex", 10)
+        .await
+        .unwrap();
+    assert!(hits[0].score > hits[1].score, "{hits:?}");
+    assert!(found(&store, &scope("u", None), "coffee").await.is_empty());
+}
+
+/// Saving the same text again returns the first memory.
+async fn saving_the_same_text_again_returns_the_first_memory<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let first = store
+        .save_memory(new("u", None, "Prefers metric units", 1_000))
+        .await
+        .unwrap();
+    assert!(first.created);
+    let again = store
+        .save_memory(new("u", None, "Prefers metric units", 2_000))
+        .await
+        .unwrap();
+    assert!(!again.created);
+    assert_eq!(again.memory.id, first.memory.id);
+    assert_eq!(again.memory.created_at, 1_000);
+    assert_eq!(again.memory.last_used_at, 2_000);
+    // Another scope or another user is another memory.
+    let in_thread = store
+        .save_memory(new("u", Some("t1"), "Prefers metric units", 3_000))
+        .await
+        .unwrap();
+    assert!(in_thread.created);
+    let other_user = store
+        .save_memory(new("v", None, "Prefers metric units", 3_000))
+        .await
+        .unwrap();
+    assert!(other_user.created);
+    assert_eq!(store.export_user_memories("u").await.unwrap().len(), 2);
+}
+
+/// Reads see only the users own and this threads memories.
+async fn reads_see_only_the_users_own_and_this_threads_memories<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    save(&store, "u", None, "wide fact about kiwis").await;
+    save(&store, "u", Some("t1"), "thread one fact about kiwis").await;
+    save(&store, "u", Some("t2"), "thread two fact about kiwis").await;
+    save(&store, "v", None, "other user fact about kiwis").await;
+
+    let mut t1 = found(&store, &scope("u", Some("t1")), "kiwis").await;
+    t1.sort();
+    assert_eq!(
+        t1,
+        vec![
+            "thread one fact about kiwis".to_owned(),
+            "wide fact about kiwis".to_owned()
+        ]
+    );
+    assert_eq!(
+        found(&store, &scope("u", None), "kiwis").await,
+        vec!["wide fact about kiwis".to_owned()]
+    );
+    assert_eq!(
+        found(&store, &scope("v", Some("t1")), "kiwis").await,
+        vec!["other user fact about kiwis".to_owned()]
+    );
+    assert!(
+        found(&store, &scope("w", Some("t1")), "kiwis")
+            .await
+            .is_empty()
+    );
+
+    let listed: Vec<String> = store
+        .list_memories(&scope("u", Some("t2")), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    // Newest first; ties on time go by id.
+    assert_eq!(
+        listed,
+        vec![
+            "thread two fact about kiwis".to_owned(),
+            "wide fact about kiwis".to_owned()
+        ]
+    );
+    assert_eq!(
+        store
+            .list_memories(&scope("u", Some("t2")), 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// Hostile queries never error.
+async fn hostile_queries_never_error<S: MemoryStore + GrantStore + RetentionStore>(store: S) {
+    save(&store, "u", None, "NEAR the river, a star * shines").await;
+    for q in [
+        "\"",
+        "\"\"",
+        "NEAR(",
+        "NEAR(a b, 3)",
+        "*",
+        "a*",
+        "^start",
+        "col:term",
+        "text:river",
+        "AND",
+        "OR OR",
+        "NOT",
+        "(",
+        ")",
+        "{text}: river",
+        "'; DROP TABLE memories; --",
+        "-river",
+        "+",
+        "\u{0}",
+        "",
+        "   ",
+        "🦀🦀",
+        &"x".repeat(10_000),
+    ] {
+        let r = store.search_memories(&scope("u", None), q, 5).await;
+        assert!(r.is_ok(), "{q:?}: {r:?}");
+    }
+    // Operator words are searched as plain words.
+    assert_eq!(
+        found(&store, &scope("u", None), "NEAR(").await,
+        vec!["NEAR the river, a star * shines".to_owned()]
+    );
+    assert_eq!(store.export_user_memories("u").await.unwrap().len(), 1);
+}
+
+/// Forget removes only the users own memory.
+async fn forget_removes_only_the_users_own_memory<S: MemoryStore + GrantStore + RetentionStore>(
+    store: S,
+) {
+    let mine = save(&store, "u", None, "my secret plan").await;
+    assert!(!store.forget_memory("v", mine).await.unwrap());
+    assert_eq!(found(&store, &scope("u", None), "plan").await.len(), 1);
+    assert!(store.forget_memory("u", mine).await.unwrap());
+    assert!(!store.forget_memory("u", mine).await.unwrap());
+    assert!(found(&store, &scope("u", None), "plan").await.is_empty());
+}
+
+/// Purge deletes memories unused since the cutoff.
+async fn purge_deletes_memories_unused_since_the_cutoff<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let old = store
+        .save_memory(new("u", None, "old fact about lemons", 1_000))
+        .await
+        .unwrap()
+        .memory
+        .id;
+    let used = store
+        .save_memory(new("u", None, "old fact about limes", 1_000))
+        .await
+        .unwrap()
+        .memory
+        .id;
+    store
+        .save_memory(new("u", None, "new fact about lemons", 5_000))
+        .await
+        .unwrap();
+    // Being found keeps a memory alive; another user's id is not touched.
+    assert_eq!(store.touch_memories("u", &[used], 6_000).await.unwrap(), 1);
+    assert_eq!(store.touch_memories("v", &[old], 6_000).await.unwrap(), 0);
+
+    assert_eq!(store.purge_memories(4_000).await.unwrap(), 1);
+    let left: Vec<String> = store
+        .export_user_memories("u")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(
+        left,
+        vec![
+            "old fact about limes".to_owned(),
+            "new fact about lemons".to_owned()
+        ]
+    );
+    assert_eq!(
+        found(&store, &scope("u", None), "lemons").await,
+        vec!["new fact about lemons".to_owned()]
+    );
+
+    let report = store
+        .purge_expired(RetentionCutoffs {
+            memories_unused_since: 7_000,
+            audit_before: 0,
+            confirmations_expired_before: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.memories, 2);
+    assert_eq!(report.audit_events, 0);
+    assert!(store.export_user_memories("u").await.unwrap().is_empty());
+}
+
+/// Deleting a users memories stores its audit event in the same write.
+async fn deleting_a_users_memories_stores_its_audit_event_in_the_same_write<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    save(&store, "u", None, "likes quokkas").await;
+    save(&store, "other", None, "likes wombats").await;
+
+    assert_eq!(
+        store
+            .delete_user_memories("u", erasure("u", 7))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.list_audit(0).await.unwrap(), vec![erasure("u", 7)]);
+    assert_eq!(store.export_user_memories("other").await.unwrap().len(), 1);
+}

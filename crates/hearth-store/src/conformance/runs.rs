@@ -1,0 +1,452 @@
+//! Runs, leases, steps and steers ([`RunStore`]; finishing a run also writes thread history, so [`ThreadStore`] too).
+
+use std::sync::Arc;
+
+use hearth_core::{Message, Role, RunStatus};
+
+use super::fixtures::{created, finish, new_run, step};
+use crate::records::{CreateRunOutcome, RunFilter, RunRecord, StepKind, StepStatus};
+use crate::runs::RunStore;
+use crate::threads::ThreadStore;
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn runs_suite<S: RunStore + ThreadStore>(fresh: impl AsyncFn() -> S) {
+    create_then_get_round_trips(fresh().await).await;
+    concurrent_identical_requests_create_one_run(fresh().await).await;
+    finish_run_is_atomic_and_happens_once(fresh().await).await;
+    start_run_refuses_terminal_runs_and_leases_renew(fresh().await).await;
+    steps_upsert_by_index(fresh().await).await;
+    list_runs_filters_newest_first(fresh().await).await;
+    steers_are_stored_in_order_and_follow_ups_commit_with_the_finish(fresh().await).await;
+    of_concurrent_claims_exactly_one_wins(fresh().await).await;
+    claims_respect_terminal_runs_and_live_leases(fresh().await).await;
+    renew_leases_extends_only_the_named_runs_of_the_owner(fresh().await).await;
+    release_foreign_leases_frees_only_other_owners_unfinished_runs(fresh().await).await;
+}
+
+/// Create then get round trips.
+async fn create_then_get_round_trips<S: RunStore + ThreadStore>(store: S) {
+    let run = created(&store, "run_1", "t1").await;
+    assert_eq!(run.status, RunStatus::Queued);
+    let got = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(got, run);
+    assert!(store.get_run("run_missing").await.unwrap().is_none());
+}
+
+/// Concurrent identical requests create one run.
+async fn concurrent_identical_requests_create_one_run<S: RunStore + ThreadStore>(store: S) {
+    let store = Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move {
+            store
+                .create_run(new_run(&format!("run_{i}"), "t1", Some("k1")))
+                .await
+        });
+    }
+    let (mut fresh, mut existing, mut ids) = (0, 0, Vec::new());
+    while let Some(outcome) = tasks.join_next().await {
+        match outcome.unwrap().unwrap() {
+            CreateRunOutcome::Created(run) => {
+                fresh += 1;
+                ids.push(run.run_id);
+            }
+            CreateRunOutcome::Existing(run) => {
+                existing += 1;
+                ids.push(run.run_id);
+            }
+        }
+    }
+    assert_eq!((fresh, existing), (1, 19));
+    ids.dedup();
+    assert_eq!(ids.len(), 1);
+    let filter = RunFilter {
+        thread_key: Some("t1".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(store.list_runs(&filter).await.unwrap().len(), 1);
+
+    // The same key on another thread is another run.
+    let other = store
+        .create_run(new_run("run_other", "t2", Some("k1")))
+        .await
+        .unwrap();
+    assert!(matches!(other, CreateRunOutcome::Created(ref r) if r.run_id == "run_other"));
+}
+
+/// Finish run is atomic and happens once.
+async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store: S) {
+    created(&store, "run_1", "t1").await;
+    assert!(
+        store
+            .start_run("run_1", "node-a", 99, "openai/gpt")
+            .await
+            .unwrap()
+    );
+    let messages = vec![
+        Message::text(Role::User, "hi"),
+        Message::text(Role::Assistant, "hello"),
+    ];
+    assert!(
+        store
+            .finish_run(finish("run_1", messages.clone()))
+            .await
+            .unwrap()
+    );
+
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    assert_eq!(run.output.as_deref(), Some("answer"));
+    assert_eq!(run.model.as_deref(), Some("openai/gpt"));
+    assert_eq!((run.lease_owner, run.lease_until), (None, None));
+    assert_eq!(run.updated_at, 1_700_000_001_000);
+    assert_eq!(store.steps("run_1").await.unwrap().len(), 1);
+    assert_eq!(store.thread_history("t1", 10).await.unwrap(), messages);
+
+    let mut again = finish("run_1", vec![Message::text(Role::User, "dup")]);
+    again.status = RunStatus::Failed;
+    assert!(!store.finish_run(again).await.unwrap());
+    assert_eq!(store.thread_history("t1", 10).await.unwrap(), messages);
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Succeeded);
+    assert!(
+        !store
+            .finish_run(finish("run_missing", messages))
+            .await
+            .unwrap()
+    );
+}
+
+/// Start run refuses terminal runs and leases renew.
+async fn start_run_refuses_terminal_runs_and_leases_renew<S: RunStore + ThreadStore>(store: S) {
+    created(&store, "run_1", "t1").await;
+    created(&store, "run_2", "t1").await;
+    assert!(
+        store
+            .start_run("run_1", "node-a", 100, "m/x")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .start_run("run_2", "node-a", 100, "m/x")
+            .await
+            .unwrap()
+    );
+    assert!(store.finish_run(finish("run_2", vec![])).await.unwrap());
+    assert!(
+        !store
+            .start_run("run_2", "node-b", 100, "m/y")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .start_run("run_missing", "node-b", 100, "m/y")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.get_run("run_2").await.unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+}
+
+/// Steps upsert by index.
+async fn steps_upsert_by_index<S: RunStore + ThreadStore>(store: S) {
+    created(&store, "run_1", "t1").await;
+    store
+        .put_step(step("run_1", 1, StepStatus::Started))
+        .await
+        .unwrap();
+    store
+        .put_step(step("run_1", 0, StepStatus::Started))
+        .await
+        .unwrap();
+    let mut done = step("run_1", 1, StepStatus::Succeeded);
+    done.finished_at = Some(20);
+    done.tokens = None;
+    done.kind = StepKind::Tool;
+    store.put_step(done.clone()).await.unwrap();
+    let steps = store.steps("run_1").await.unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0], step("run_1", 0, StepStatus::Started));
+    assert_eq!(steps[1], done);
+}
+
+/// List runs filters newest first.
+async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S) {
+    for i in 0..6 {
+        created(
+            &store,
+            &format!("run_{i}"),
+            if i % 2 == 0 { "even" } else { "odd" },
+        )
+        .await;
+    }
+    assert!(store.finish_run(finish("run_4", vec![])).await.unwrap());
+    let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
+
+    let all = store.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(
+        ids(all),
+        ["run_5", "run_4", "run_3", "run_2", "run_1", "run_0"]
+    );
+    let even = RunFilter {
+        thread_key: Some("even".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(&even).await.unwrap()),
+        ["run_4", "run_2", "run_0"]
+    );
+    let queued_even = RunFilter {
+        status: Some(RunStatus::Queued),
+        ..even.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&queued_even).await.unwrap()),
+        ["run_2", "run_0"]
+    );
+    let done = RunFilter {
+        status: Some(RunStatus::Succeeded),
+        ..RunFilter::default()
+    };
+    assert_eq!(ids(store.list_runs(&done).await.unwrap()), ["run_4"]);
+    let two = RunFilter {
+        limit: 2,
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(&two).await.unwrap()),
+        ["run_5", "run_4"]
+    );
+}
+
+/// Steers are stored in order and follow ups commit with the finish.
+async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
+    S: RunStore + ThreadStore,
+>(
+    store: S,
+) {
+    created(&store, "run_s", "t:s").await;
+    let a = store.add_steer("run_s", "first", 10).await.unwrap();
+    let b = store.add_steer("run_s", "second", 11).await.unwrap();
+    assert!(b.id > a.id);
+    let all = store.steers("run_s").await.unwrap();
+    assert_eq!(
+        all.iter().map(|s| s.text.as_str()).collect::<Vec<_>>(),
+        ["first", "second"]
+    );
+    assert!(store.steers("run_other").await.unwrap().is_empty());
+    // A steer for a run that does not exist breaks the foreign key.
+    assert!(store.add_steer("run_missing", "x", 12).await.is_err());
+
+    let mut fin = finish("run_s", Vec::new());
+    fin.follow_ups = vec![new_run("run_follow", "t:s", None)];
+    assert!(store.finish_run(fin.clone()).await.unwrap());
+    let follow = store.get_run("run_follow").await.unwrap().unwrap();
+    assert_eq!(follow.status, RunStatus::Queued);
+    // A second finish changes nothing and creates nothing.
+    fin.follow_ups = vec![new_run("run_follow_2", "t:s", None)];
+    assert!(!store.finish_run(fin).await.unwrap());
+    assert!(store.get_run("run_follow_2").await.unwrap().is_none());
+}
+
+/// Of concurrent claims exactly one wins.
+async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(store: S) {
+    let store = Arc::new(store);
+    created(store.as_ref(), "run_1", "t1").await;
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            store
+                .claim_run("run_1", &format!("node-{i}"), 10_000, 1_000)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut winners = Vec::new();
+    for task in tasks {
+        if let Some(run) = task.await.unwrap() {
+            winners.push(run);
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    let stored = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Running);
+    assert_eq!(stored.lease_owner, winners[0].lease_owner);
+    assert_eq!(stored.lease_until, Some(10_000));
+}
+
+/// Claims respect terminal runs and live leases.
+async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>(store: S) {
+    created(&store, "run_1", "t1").await;
+    created(&store, "run_2", "t1").await;
+
+    let won = store
+        .claim_run("run_1", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            won.status,
+            won.lease_owner.as_deref(),
+            won.lease_until,
+            won.updated_at
+        ),
+        (RunStatus::Running, Some("node-a"), Some(5_000), 1_000)
+    );
+    // Another owner's live lease (and a lease ending exactly now) holds.
+    assert!(
+        store
+            .claim_run("run_1", "node-b", 9_000, 2_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run("run_1", "node-b", 9_000, 5_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The same owner claims again (recovery of its own run) and extends it.
+    let again = store
+        .claim_run("run_1", "node-a", 6_000, 2_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.lease_until, Some(6_000));
+    // Once the lease has lapsed, another owner wins.
+    let taken = store
+        .claim_run("run_1", "node-b", 9_000, 6_001)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.lease_owner.as_deref(), Some("node-b"));
+
+    // Terminal and unknown runs are never claimed.
+    store
+        .claim_run("run_2", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.finish_run(finish("run_2", vec![])).await.unwrap());
+    assert!(
+        store
+            .claim_run("run_2", "node-a", 5_000, 1_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run("run_2", "node-b", 5_000, 99_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run("run_missing", "node-a", 5_000, 1_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store.get_run("run_2").await.unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+
+    store.set_run_model("run_1", "openai/gpt").await.unwrap();
+    assert_eq!(
+        store
+            .get_run("run_1")
+            .await
+            .unwrap()
+            .unwrap()
+            .model
+            .as_deref(),
+        Some("openai/gpt")
+    );
+}
+
+/// Renew leases extends only the named runs of the owner.
+async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore + ThreadStore>(
+    store: S,
+) {
+    for id in ["run_1", "run_2", "run_3", "run_4"] {
+        created(&store, id, "t1").await;
+    }
+    for id in ["run_1", "run_2", "run_4"] {
+        store
+            .claim_run(id, "node-a", 100, 10)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    store
+        .claim_run("run_3", "node-b", 100, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.finish_run(finish("run_4", vec![])).await.unwrap());
+
+    let named = ["run_1", "run_3", "run_4", "run_missing"].map(str::to_owned);
+    // run_3 is another owner's, run_4 is finished: only run_1 is renewed.
+    assert_eq!(store.renew_leases("node-a", &named, 500).await.unwrap(), 1);
+    assert_eq!(store.renew_leases("node-a", &[], 500).await.unwrap(), 0);
+    let mut leases = Vec::new();
+    for id in ["run_1", "run_2", "run_3", "run_4"] {
+        leases.push(store.get_run(id).await.unwrap().unwrap().lease_until);
+    }
+    // run_2 is held by node-a but not executing: its lease lapses so
+    // recovery can take it.
+    assert_eq!(leases, [Some(500), Some(100), Some(100), None]);
+}
+
+/// Release foreign leases frees only other owners unfinished runs.
+async fn release_foreign_leases_frees_only_other_owners_unfinished_runs<
+    S: RunStore + ThreadStore,
+>(
+    store: S,
+) {
+    for id in ["run_1", "run_2", "run_3"] {
+        created(&store, id, "t1").await;
+    }
+    store
+        .claim_run("run_1", "node-a", 100_000, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .claim_run("run_2", "node-dead", 100_000, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .claim_run("run_3", "node-dead", 100_000, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.finish_run(finish("run_3", vec![])).await.unwrap());
+
+    assert_eq!(store.release_foreign_leases("node-a").await.unwrap(), 1);
+    let run_2 = store.get_run("run_2").await.unwrap().unwrap();
+    assert_eq!((run_2.lease_owner, run_2.lease_until), (None, None));
+    let run_1 = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run_1.lease_owner.as_deref(), Some("node-a"));
+    // The freed run is claimable at once, although its lease had not lapsed.
+    assert!(
+        store
+            .claim_run("run_2", "node-a", 200_000, 20)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}

@@ -1,0 +1,51 @@
+//! Sealed secrets ([`SecretStore`]).
+
+use crate::records::SecretInfo;
+use crate::secret_store::SecretStore;
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn secrets_suite<S: SecretStore>(fresh: impl AsyncFn() -> S) {
+    secrets_are_upserted_listed_without_values_and_deleted(fresh().await).await;
+}
+
+/// Secrets are upserted listed without values and deleted.
+async fn secrets_are_upserted_listed_without_values_and_deleted<S: SecretStore>(store: S) {
+    assert!(store.list_secrets().await.unwrap().is_empty());
+    assert_eq!(store.get_secret("openai").await.unwrap(), None);
+
+    store
+        .put_secret("openai", vec![1, 2, 3], 1_000)
+        .await
+        .unwrap();
+    store.put_secret("anthropic", vec![9], 2_000).await.unwrap();
+    assert_eq!(
+        store.get_secret("openai").await.unwrap(),
+        Some(vec![1, 2, 3])
+    );
+
+    // Replacing keeps the creation time and moves the update time.
+    store.put_secret("openai", vec![4, 5], 3_000).await.unwrap();
+    assert_eq!(store.get_secret("openai").await.unwrap(), Some(vec![4, 5]));
+    let listed = store.list_secrets().await.unwrap();
+    assert_eq!(
+        listed,
+        vec![
+            SecretInfo {
+                name: "anthropic".into(),
+                created_at: 2_000,
+                updated_at: 2_000,
+            },
+            SecretInfo {
+                name: "openai".into(),
+                created_at: 1_000,
+                updated_at: 3_000,
+            },
+        ]
+    );
+
+    assert!(store.delete_secret("openai").await.unwrap());
+    assert!(!store.delete_secret("openai").await.unwrap());
+    assert_eq!(store.get_secret("openai").await.unwrap(), None);
+    assert_eq!(store.list_secrets().await.unwrap().len(), 1);
+    assert_eq!(store.get_secret("anthropic").await.unwrap(), Some(vec![9]));
+}

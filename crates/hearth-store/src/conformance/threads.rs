@@ -1,0 +1,176 @@
+//! Thread history, settings and new sessions ([`ThreadStore`], with runs from [`RunStore`]).
+
+use hearth_core::{Content, Message, Role, RunStatus};
+
+use super::fixtures::{created, finish, said};
+use crate::records::NewSession;
+use crate::runs::RunStore;
+use crate::threads::ThreadStore;
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn threads_suite<S: ThreadStore + RunStore>(fresh: impl AsyncFn() -> S) {
+    history_is_oldest_first_and_limited(fresh().await).await;
+    thread_state_defaults_updates_and_clear(fresh().await).await;
+    new_session_cancels_the_run_and_clears_history_together(fresh().await).await;
+}
+
+/// History is oldest first and limited.
+async fn history_is_oldest_first_and_limited<S: ThreadStore + RunStore>(store: S) {
+    for i in 0..5 {
+        let id = format!("run_{i}");
+        created(&store, &id, "t1").await;
+        let content = vec![
+            Content::Text {
+                text: format!("m{i}"),
+            },
+            Content::ToolCall {
+                id: "c1".into(),
+                name: "clock".into(),
+                arguments: "{}".into(),
+            },
+        ];
+        let msg = Message {
+            role: Role::Assistant,
+            content,
+        };
+        assert!(store.finish_run(finish(&id, vec![msg])).await.unwrap());
+    }
+    let texts = |h: Vec<Message>| h.iter().map(Message::joined_text).collect::<Vec<_>>();
+    assert_eq!(
+        texts(store.thread_history("t1", 3).await.unwrap()),
+        ["m2", "m3", "m4"]
+    );
+    assert_eq!(
+        texts(store.thread_history("t1", 100).await.unwrap()).len(),
+        5
+    );
+    assert!(store.thread_history("t1", 0).await.unwrap().is_empty());
+    assert!(
+        store
+            .thread_history("t_other", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let full = store.thread_history("t1", 1).await.unwrap();
+    assert_eq!(full[0].content.len(), 2);
+}
+
+/// Thread state defaults updates and clear.
+async fn thread_state_defaults_updates_and_clear<S: ThreadStore + RunStore>(store: S) {
+    let state = store.thread_state("t1").await.unwrap();
+    assert_eq!(
+        (
+            state.thread_key.as_str(),
+            state.model,
+            state.thinking.as_str()
+        ),
+        ("t1", None, "off")
+    );
+    assert!(!state.incognito);
+    assert_eq!(state.message_count, 0);
+
+    store
+        .set_thread_model("t1", Some("anthropic/claude"))
+        .await
+        .unwrap();
+    store.set_thread_thinking("t1", "high").await.unwrap();
+    created(&store, "run_1", "t1").await;
+    let msgs = vec![
+        Message::text(Role::User, "a"),
+        Message::text(Role::Assistant, "b"),
+    ];
+    assert!(store.finish_run(finish("run_1", msgs)).await.unwrap());
+    let state = store.thread_state("t1").await.unwrap();
+    assert_eq!(state.model.as_deref(), Some("anthropic/claude"));
+    assert_eq!(state.thinking, "high");
+    assert_eq!(state.message_count, 2);
+
+    store.set_thread_model("t1", None).await.unwrap();
+    store.clear_thread_history("t1").await.unwrap();
+    let state = store.thread_state("t1").await.unwrap();
+    assert_eq!(
+        (state.model, state.thinking.as_str(), state.message_count),
+        (None, "high", 0)
+    );
+    assert!(store.thread_history("t1", 10).await.unwrap().is_empty());
+}
+
+/// New session cancels the run and clears history together.
+async fn new_session_cancels_the_run_and_clears_history_together<S: ThreadStore + RunStore>(
+    store: S,
+) {
+    created(&store, "run_0", "t1").await;
+    assert!(
+        store
+            .finish_run(finish("run_0", vec![said("old")]))
+            .await
+            .unwrap()
+    );
+    created(&store, "run_1", "t1").await;
+    store
+        .claim_run("run_1", "node-a", 5_000, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    created(&store, "run_other", "t2").await;
+
+    // A run of another thread is not cancelled through this one.
+    let other = store
+        .new_session("t1", Some("run_other"), 3_000)
+        .await
+        .unwrap();
+    assert!(!other.cancelled);
+    assert_eq!(
+        store.get_run("run_other").await.unwrap().unwrap().status,
+        RunStatus::Queued
+    );
+
+    created(&store, "run_2", "t1").await;
+    assert!(
+        store
+            .finish_run(finish("run_2", vec![said("again")]))
+            .await
+            .unwrap()
+    );
+    let done = store.new_session("t1", Some("run_1"), 4_000).await.unwrap();
+    assert_eq!(
+        done,
+        NewSession {
+            cancelled: true,
+            cleared_messages: 1
+        }
+    );
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(
+        (run.status, run.lease_owner, run.updated_at),
+        (RunStatus::Cancelled, None, 4_000)
+    );
+    assert!(store.thread_history("t1", 10).await.unwrap().is_empty());
+
+    // The cancelled run, finishing late, cannot write into the new session.
+    assert!(
+        !store
+            .finish_run(finish("run_1", vec![said("late")]))
+            .await
+            .unwrap()
+    );
+    assert!(store.thread_history("t1", 10).await.unwrap().is_empty());
+    // A terminal run stays as it ended.
+    let again = store.new_session("t1", Some("run_0"), 5_000).await.unwrap();
+    assert_eq!(
+        again,
+        NewSession {
+            cancelled: false,
+            cleared_messages: 0
+        }
+    );
+    assert_eq!(
+        store.get_run("run_0").await.unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+    assert_eq!(
+        store.new_session("t1", None, 6_000).await.unwrap(),
+        NewSession::default()
+    );
+}

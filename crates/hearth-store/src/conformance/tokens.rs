@@ -1,0 +1,37 @@
+//! API tokens ([`TokenStore`]).
+
+use crate::records::NewToken;
+use crate::tokens::TokenStore;
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn tokens_suite<S: TokenStore>(fresh: impl AsyncFn() -> S) {
+    tokens_lifecycle(fresh().await).await;
+}
+
+/// Tokens lifecycle.
+async fn tokens_lifecycle<S: TokenStore>(store: S) {
+    for (i, id) in ["tok_a", "tok_b"].into_iter().enumerate() {
+        let token = NewToken {
+            id: id.into(),
+            name: format!("label {id}"),
+            hash_hex: format!("hash_{id}"),
+            created_at: 1000 + i as i64,
+        };
+        store.create_token(token).await.unwrap();
+    }
+    assert_eq!(store.active_token_count().await.unwrap(), 2);
+    assert!(store.token_hash_valid("hash_tok_a").await.unwrap());
+    assert!(!store.token_hash_valid("hash_unknown").await.unwrap());
+
+    assert!(store.revoke_token("tok_a").await.unwrap());
+    assert!(!store.revoke_token("tok_a").await.unwrap());
+    assert!(!store.revoke_token("tok_missing").await.unwrap());
+    assert!(!store.token_hash_valid("hash_tok_a").await.unwrap());
+    assert_eq!(store.active_token_count().await.unwrap(), 1);
+
+    let list = store.list_tokens().await.unwrap();
+    let ids: Vec<_> = list.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["tok_b", "tok_a"]);
+    assert!(list[1].revoked_at.is_some() && list[0].revoked_at.is_none());
+    assert_eq!(list[0].name, "label tok_b");
+}

@@ -1,0 +1,155 @@
+//! Model-call usage ([`UsageStore`], with runs from [`RunStore`]).
+
+use serde_json::json;
+
+use super::fixtures::{created, step};
+use crate::records::{StepKind, StepRecord, StepStatus, UsageGroup, UsageQuery};
+use crate::runs::RunStore;
+use crate::usage::UsageStore;
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn usage_suite<S: UsageStore + RunStore>(fresh: impl AsyncFn() -> S) {
+    model_calls_are_grouped_for_usage(fresh().await).await;
+    anonymous_model_calls_count_without_a_run(fresh().await).await;
+}
+
+fn llm(
+    run_id: &str,
+    idx: u32,
+    name: &str,
+    status: StepStatus,
+    tokens: Option<serde_json::Value>,
+) -> StepRecord {
+    StepRecord {
+        run_id: run_id.into(),
+        index: idx,
+        kind: StepKind::Llm,
+        name: name.into(),
+        status,
+        started_at: 1_700_000_000_000 + i64::from(idx),
+        finished_at: Some(1_700_000_000_250 + i64::from(idx)),
+        tokens,
+        payload: json!({ "error": { "kind": "rate_limited" } }),
+    }
+}
+
+fn tokens(i: u64, o: u64, c: u64) -> Option<serde_json::Value> {
+    Some(json!({ "input_tokens": i, "output_tokens": o, "cached_tokens": c }))
+}
+
+fn all(group_by: UsageGroup) -> UsageQuery {
+    UsageQuery {
+        since: None,
+        until: None,
+        group_by,
+    }
+}
+
+/// Finished model-call steps are counted once each, grouped by provider,
+/// model or day; tool steps are not model calls.
+async fn model_calls_are_grouped_for_usage<S: UsageStore + RunStore>(store: S) {
+    created(&store, "run_u", "t:u").await;
+    store
+        .put_step(llm("run_u", 0, "a/m1", StepStatus::Failed, None))
+        .await
+        .unwrap();
+    store
+        .put_step(llm(
+            "run_u",
+            1,
+            "a/m1",
+            StepStatus::Succeeded,
+            tokens(100, 10, 40),
+        ))
+        .await
+        .unwrap();
+    store
+        .put_step(llm(
+            "run_u",
+            2,
+            "b/m2",
+            StepStatus::Succeeded,
+            tokens(5, 1, 0),
+        ))
+        .await
+        .unwrap();
+    // Re-journaling the same step does not count it twice; a tool step is no model call.
+    store
+        .put_step(llm(
+            "run_u",
+            2,
+            "b/m2",
+            StepStatus::Succeeded,
+            tokens(5, 1, 0),
+        ))
+        .await
+        .unwrap();
+    let mut tool = step("run_u", 3, StepStatus::Succeeded);
+    tool.kind = StepKind::Tool;
+    store.put_step(tool).await.unwrap();
+
+    let rows = store.usage(&all(UsageGroup::Provider)).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (
+            rows[0].key.as_str(),
+            rows[0].calls,
+            rows[0].input_tokens,
+            rows[0].output_tokens,
+            rows[0].cached_tokens,
+            rows[0].untracked_calls
+        ),
+        ("a", 2, 100, 10, 40, 1)
+    );
+    assert_eq!(
+        (rows[1].key.as_str(), rows[1].calls, rows[1].input_tokens),
+        ("b", 1, 5)
+    );
+    let by_model = store.usage(&all(UsageGroup::Model)).await.unwrap();
+    assert_eq!(
+        by_model.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+        ["a/m1", "b/m2"]
+    );
+    let by_day = store.usage(&all(UsageGroup::Day)).await.unwrap();
+    assert_eq!(by_day.len(), 1);
+    assert_eq!(by_day[0].key, "2023-11-14");
+    assert_eq!(by_day[0].calls, 3);
+    let later = UsageQuery {
+        since: Some(1_800_000_000_000),
+        until: None,
+        group_by: UsageGroup::Day,
+    };
+    assert!(store.usage(&later).await.unwrap().is_empty());
+}
+
+/// Usage of runs kept elsewhere (incognito) counts, without a thread;
+/// started steps and tool steps are skipped.
+async fn anonymous_model_calls_count_without_a_run<S: UsageStore + RunStore>(store: S) {
+    let mut tool = step("run_elsewhere", 2, StepStatus::Succeeded);
+    tool.kind = StepKind::Tool;
+    store
+        .record_anonymous_usage(vec![
+            llm(
+                "run_elsewhere",
+                0,
+                "a/m1",
+                StepStatus::Succeeded,
+                tokens(7, 3, 0),
+            ),
+            llm("run_elsewhere", 1, "a/m1", StepStatus::Started, None),
+            tool,
+        ])
+        .await
+        .unwrap();
+    let rows = store.usage(&all(UsageGroup::Model)).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (
+            rows[0].key.as_str(),
+            rows[0].calls,
+            rows[0].input_tokens,
+            rows[0].output_tokens
+        ),
+        ("a/m1", 1, 7, 3)
+    );
+}

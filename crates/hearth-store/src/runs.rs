@@ -1,0 +1,89 @@
+//! Runs and their journal: creating, claiming and finishing runs, their
+//! steps and the messages steered into them.
+
+use hearth_core::Timestamp;
+
+use crate::error::Result;
+use crate::records::{
+    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, SteerRecord, StepRecord,
+};
+
+/// Runs, their leases and their journal.
+#[async_trait::async_trait]
+pub trait RunStore: Send + Sync + 'static {
+    /// Stores a new queued run, or returns the existing run when `idempotency_key`
+    /// was already used on the same thread (never a second run, also when the
+    /// same key arrives concurrently).
+    async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome>;
+
+    /// One run by id.
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>>;
+
+    /// Runs matching `filter`, newest first.
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>>;
+
+    /// Runs not yet terminal (`queued`, `running`, `awaiting_confirmation`),
+    /// oldest first: what recovery must pick up again.
+    async fn unfinished_runs(&self) -> Result<Vec<RunRecord>>;
+
+    /// Marks a run `running` under `owner` until `lease_until`, with the model
+    /// that runs it. Returns false when the run is already terminal.
+    async fn start_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+    ) -> Result<bool>;
+
+    /// Claims a run for execution by `owner` until `lease_until`: wins only when the run is
+    /// `queued`, or is `running`/`awaiting_confirmation` with no lease, an expired lease
+    /// (`lease_until < now`) or a lease already held by `owner`. On a win the run is `running`
+    /// (an `awaiting_confirmation` run keeps that status) with the new owner and lease, and the
+    /// updated record is returned. Terminal runs and runs under another owner's live lease give
+    /// `None`. Of concurrent callers exactly one wins.
+    async fn claim_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>>;
+
+    /// Records the model a run uses (after it was claimed).
+    async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()>;
+
+    /// Clears the leases of unfinished runs held by owners other than `owner` (used at start by
+    /// a process that holds the home's exclusive lock, so it knows their owners are dead).
+    async fn release_foreign_leases(&self, owner: &str) -> Result<u64>;
+
+    /// Extends to `lease_until` the leases of those of `run_ids` that `owner`
+    /// holds and that are not terminal (heartbeat of the runs really
+    /// executing; a run whose executor is gone must let its lease lapse so
+    /// recovery can claim it). Returns how many were renewed.
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        lease_until: Timestamp,
+    ) -> Result<u64>;
+
+    /// Appends or replaces (same run and index) one journal step.
+    async fn put_step(&self, step: StepRecord) -> Result<()>;
+
+    /// The journaled steps of a run, by index.
+    async fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>>;
+
+    /// Stores a message steered into a run (not yet terminal) and returns it
+    /// with its id.
+    async fn add_steer(&self, run_id: &str, text: &str, at: Timestamp) -> Result<SteerRecord>;
+
+    /// The messages steered into a run, oldest first.
+    async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>>;
+
+    /// Ends a run: sets its terminal status, output or error, and appends
+    /// `messages` to its thread's history and creates `follow_ups`, all in one
+    /// transaction. Returns false
+    /// (and changes nothing) when the run was already terminal.
+    async fn finish_run(&self, finish: RunFinish) -> Result<bool>;
+}

@@ -1,0 +1,25 @@
+//! Sealed secrets at rest: the store keeps ciphertext only (see
+//! [`crate::secrets`] for the sealing).
+
+use hearth_core::Timestamp;
+
+use crate::error::Result;
+use crate::records::SecretInfo;
+
+/// Sealed secrets by name.
+#[async_trait::async_trait]
+pub trait SecretStore: Send + Sync + 'static {
+    /// Stores a sealed secret under `name`, replacing any value it had (its
+    /// `created_at` is kept). `sealed` is ciphertext from `secrets::Sealer`;
+    /// the store never sees plaintext.
+    async fn put_secret(&self, name: &str, sealed: Vec<u8>, at: Timestamp) -> Result<()>;
+
+    /// The sealed bytes of a secret, if stored.
+    async fn get_secret(&self, name: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Every stored secret's name and dates (never values), by name.
+    async fn list_secrets(&self) -> Result<Vec<SecretInfo>>;
+
+    /// Deletes a secret. Returns false when none has that name.
+    async fn delete_secret(&self, name: &str) -> Result<bool>;
+}

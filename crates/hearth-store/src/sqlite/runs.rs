@@ -1,0 +1,435 @@
+//! Runs, their leases, steps and steers on SQLite.
+
+use hearth_core::{RunStatus, Timestamp, now_ms};
+use rusqlite::{OptionalExtension, Params, Statement, params};
+
+use super::SqliteStore;
+use super::db::Db;
+use super::rows::{self, run_columns, to_json};
+use super::threads::append_message;
+use super::usage::record_llm_call;
+use crate::error::{Result, StoreError};
+use crate::records::{
+    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, SteerRecord, StepKind, StepRecord,
+    StepStatus,
+};
+use crate::runs::RunStore;
+
+/// The `list_runs` page size when the filter asks for 0.
+const DEFAULT_LIMIT: u32 = 50;
+
+/// The largest `list_runs` page.
+const MAX_LIMIT: u32 = 1000;
+
+fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
+    let inserted = db
+        .stmt(
+            "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
+             status, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7) \
+             ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
+        )?
+        .execute(params![
+            run.run_id,
+            run.thread_key,
+            run.user_key,
+            run.source,
+            run.input,
+            run.idempotency_key,
+            run.created_at
+        ])?;
+    if inserted == 1 {
+        let seq = db.conn().last_insert_rowid();
+        return Ok(CreateRunOutcome::Created(RunRecord {
+            run_id: run.run_id,
+            seq,
+            thread_key: run.thread_key,
+            user_key: run.user_key,
+            source: run.source,
+            input: run.input,
+            idempotency_key: run.idempotency_key,
+            status: RunStatus::Queued,
+            output: None,
+            error_code: None,
+            error_message: None,
+            model: None,
+            lease_owner: None,
+            lease_until: None,
+            created_at: run.created_at,
+            updated_at: run.created_at,
+        }));
+    }
+    let existing = db
+        .stmt(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM runs WHERE thread_key = ?1 AND idempotency_key = ?2"
+        ))?
+        .query_row(params![run.thread_key, run.idempotency_key], |row| {
+            Ok(rows::run(row))
+        })
+        .optional()?
+        .transpose()?;
+    existing
+        .map(CreateRunOutcome::Existing)
+        .ok_or_else(|| StoreError::Corrupt("run insert ignored without a conflicting run".into()))
+}
+
+fn start_run(
+    db: &mut Db<'_>,
+    run_id: &str,
+    owner: &str,
+    lease_until: Timestamp,
+    model: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let changed = db
+        .stmt(
+            // A run recovered while it awaits a confirmation keeps awaiting it.
+            "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
+             ELSE 'running' END, lease_owner = ?2, lease_until = ?3, model = ?4, \
+             updated_at = ?5 WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+        )?
+        .execute(params![run_id, owner, lease_until, model, now])?;
+    Ok(changed == 1)
+}
+
+fn claim_run(
+    db: &mut Db<'_>,
+    run_id: &str,
+    owner: &str,
+    lease_until: Timestamp,
+    now: Timestamp,
+) -> Result<Option<RunRecord>> {
+    // One conditional UPDATE: the writer runs writes one at a time (and a
+    // server database would lock the row), so of concurrent claims exactly
+    // one sees the run claimable.
+    db.stmt(concat!(
+        "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
+         ELSE 'running' END, lease_owner = ?2, lease_until = ?3, updated_at = ?4 \
+         WHERE run_id = ?1 AND (status = 'queued' \
+         OR (status IN ('running', 'awaiting_confirmation') AND (lease_owner IS NULL \
+         OR lease_until IS NULL OR lease_until < ?4 OR lease_owner = ?2))) RETURNING ",
+        run_columns!()
+    ))?
+    .query_row(params![run_id, owner, lease_until, now], |row| {
+        Ok(rows::run(row))
+    })
+    .optional()?
+    .transpose()
+}
+
+fn set_run_model(db: &mut Db<'_>, run_id: &str, model: &str) -> Result<()> {
+    db.stmt("UPDATE runs SET model = ?2 WHERE run_id = ?1")?
+        .execute(params![run_id, model])?;
+    Ok(())
+}
+
+fn release_foreign_leases(db: &mut Db<'_>, owner: &str) -> Result<u64> {
+    let changed = db
+        .stmt(
+            "UPDATE runs SET lease_owner = NULL, lease_until = NULL \
+             WHERE lease_owner IS NOT NULL AND lease_owner != ?1 \
+             AND status IN ('queued', 'running', 'awaiting_confirmation')",
+        )?
+        .execute(params![owner])?;
+    Ok(changed as u64)
+}
+
+fn renew_leases(
+    db: &mut Db<'_>,
+    owner: &str,
+    run_ids: &[String],
+    lease_until: Timestamp,
+) -> Result<u64> {
+    if run_ids.is_empty() {
+        return Ok(0);
+    }
+    // The ids travel as a JSON array so that one cached statement serves
+    // every length.
+    let ids = to_json(run_ids, "run ids")?;
+    let changed = db
+        .stmt(
+            "UPDATE runs SET lease_until = ?3 WHERE lease_owner = ?1 \
+             AND run_id IN (SELECT value FROM json_each(?2)) \
+             AND status IN ('running', 'awaiting_confirmation')",
+        )?
+        .execute(params![owner, ids, lease_until])?;
+    Ok(changed as u64)
+}
+
+fn put_step(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
+    let tokens = step
+        .tokens
+        .as_ref()
+        .map(|t| to_json(t, "step tokens"))
+        .transpose()?;
+    let payload = to_json(&step.payload, "step payload")?;
+    db.stmt(
+        "INSERT INTO run_steps (run_id, idx, kind, name, status, started_at, finished_at, tokens, \
+         payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (run_id, idx) DO UPDATE \
+         SET kind = excluded.kind, name = excluded.name, status = excluded.status, \
+         started_at = excluded.started_at, finished_at = excluded.finished_at, \
+         tokens = excluded.tokens, payload = excluded.payload",
+    )?
+    .execute(params![
+        step.run_id,
+        step.index,
+        step.kind.as_str(),
+        step.name,
+        step.status.as_str(),
+        step.started_at,
+        step.finished_at,
+        tokens,
+        payload
+    ])?;
+    if step.kind == StepKind::Llm && step.status != StepStatus::Started {
+        record_llm_call(db, step)?;
+    }
+    Ok(())
+}
+
+fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
+    let thread_key: Option<String> = db
+        .stmt(
+            "UPDATE runs SET status = ?2, output = ?3, error_code = ?4, error_message = ?5, \
+             updated_at = ?6, lease_owner = NULL, lease_until = NULL \
+             WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled') \
+             RETURNING thread_key",
+        )?
+        .query_row(
+            params![
+                finish.run_id,
+                finish.status.as_str(),
+                finish.output,
+                finish.error_code,
+                finish.error_message,
+                finish.finished_at
+            ],
+            |row| row.get(0),
+        )
+        .optional()?;
+    let Some(thread_key) = thread_key else {
+        return Ok(false);
+    };
+    for step in &finish.steps {
+        put_step(db, step)?;
+    }
+    for message in &finish.messages {
+        append_message(db, &thread_key, &finish.run_id, message, finish.finished_at)?;
+    }
+    for run in &finish.follow_ups {
+        create_run(db, run.clone())?;
+    }
+    Ok(true)
+}
+
+fn add_steer(db: &mut Db<'_>, run_id: &str, text: &str, at: Timestamp) -> Result<SteerRecord> {
+    let id: i64 = db
+        .stmt("INSERT INTO run_steers (run_id, text, created_at) VALUES (?1, ?2, ?3) RETURNING id")?
+        .query_row(params![run_id, text, at], |row| row.get(0))?;
+    Ok(SteerRecord {
+        id,
+        run_id: run_id.to_owned(),
+        text: text.to_owned(),
+        created_at: at,
+    })
+}
+
+fn steers(db: &mut Db<'_>, run_id: &str) -> Result<Vec<SteerRecord>> {
+    let stmt = db.stmt(
+        "SELECT id, run_id, text, created_at FROM run_steers WHERE run_id = ?1 ORDER BY id",
+    )?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params![run_id])?;
+    while let Some(row) = found.next()? {
+        out.push(SteerRecord {
+            id: row.get(0)?,
+            run_id: row.get(1)?,
+            text: row.get(2)?,
+            created_at: row.get(3)?,
+        });
+    }
+    Ok(out)
+}
+
+fn get_run(db: &mut Db<'_>, run_id: &str) -> Result<Option<RunRecord>> {
+    db.stmt(concat!(
+        "SELECT ",
+        run_columns!(),
+        " FROM runs WHERE run_id = ?1"
+    ))?
+    .query_row(params![run_id], |row| Ok(rows::run(row)))
+    .optional()?
+    .transpose()
+}
+
+fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+    let limit = match filter.limit {
+        0 => DEFAULT_LIMIT,
+        n => n.min(MAX_LIMIT),
+    };
+    // One statement per filter shape, so each can use its own index.
+    match (
+        filter.thread_key.as_deref(),
+        filter.status.map(RunStatus::as_str),
+    ) {
+        (None, None) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs ORDER BY seq DESC LIMIT ?1"
+            ))?,
+            params![limit],
+        ),
+        (Some(thread), None) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE thread_key = ?1 ORDER BY seq DESC LIMIT ?2"
+            ))?,
+            params![thread, limit],
+        ),
+        (None, Some(status)) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE status = ?1 ORDER BY seq DESC LIMIT ?2"
+            ))?,
+            params![status, limit],
+        ),
+        (Some(thread), Some(status)) => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE thread_key = ?1 AND status = ?2 ORDER BY seq DESC LIMIT ?3"
+            ))?,
+            params![thread, status, limit],
+        ),
+    }
+}
+
+fn unfinished_runs(db: &mut Db<'_>) -> Result<Vec<RunRecord>> {
+    collect_runs(
+        db.stmt(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM runs WHERE status IN ('queued', 'running', 'awaiting_confirmation') ORDER BY seq"
+        ))?,
+        [],
+    )
+}
+
+fn collect_runs(stmt: &mut Statement<'_>, params: impl Params) -> Result<Vec<RunRecord>> {
+    let mut out = Vec::new();
+    let mut found = stmt.query(params)?;
+    while let Some(row) = found.next()? {
+        out.push(rows::run(row)?);
+    }
+    Ok(out)
+}
+
+fn steps(db: &mut Db<'_>, run_id: &str) -> Result<Vec<StepRecord>> {
+    let stmt = db.stmt(concat!(
+        "SELECT run_id, idx, kind, name, status, started_at, finished_at, tokens, payload ",
+        "FROM run_steps WHERE run_id = ?1 ORDER BY idx"
+    ))?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params![run_id])?;
+    while let Some(row) = found.next()? {
+        out.push(rows::step(row)?);
+    }
+    Ok(out)
+}
+
+#[async_trait::async_trait]
+impl RunStore for SqliteStore {
+    async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome> {
+        self.write(move |db| create_run(db, run)).await
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
+        let run_id = run_id.to_owned();
+        self.read(move |db| get_run(db, &run_id)).await
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        let filter = filter.clone();
+        self.read(move |db| list_runs(db, &filter)).await
+    }
+
+    async fn unfinished_runs(&self) -> Result<Vec<RunRecord>> {
+        self.read(unfinished_runs).await
+    }
+
+    async fn start_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+    ) -> Result<bool> {
+        let (run_id, owner, model) = (run_id.to_owned(), owner.to_owned(), model.to_owned());
+        let now = now_ms();
+        self.write(move |db| start_run(db, &run_id, &owner, lease_until, &model, now))
+            .await
+    }
+
+    async fn claim_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.write(move |db| claim_run(db, &run_id, &owner, lease_until, now))
+            .await
+    }
+
+    async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {
+        let (run_id, model) = (run_id.to_owned(), model.to_owned());
+        self.write(move |db| set_run_model(db, &run_id, &model))
+            .await
+    }
+
+    async fn release_foreign_leases(&self, owner: &str) -> Result<u64> {
+        let owner = owner.to_owned();
+        self.write(move |db| release_foreign_leases(db, &owner))
+            .await
+    }
+
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        run_ids: &[String],
+        lease_until: Timestamp,
+    ) -> Result<u64> {
+        let (owner, run_ids) = (owner.to_owned(), run_ids.to_vec());
+        self.write(move |db| renew_leases(db, &owner, &run_ids, lease_until))
+            .await
+    }
+
+    async fn put_step(&self, step: StepRecord) -> Result<()> {
+        self.write(move |db| put_step(db, &step)).await
+    }
+
+    async fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>> {
+        let run_id = run_id.to_owned();
+        self.read(move |db| steps(db, &run_id)).await
+    }
+
+    async fn add_steer(&self, run_id: &str, text: &str, at: Timestamp) -> Result<SteerRecord> {
+        let (run_id, text) = (run_id.to_owned(), text.to_owned());
+        self.write(move |db| add_steer(db, &run_id, &text, at))
+            .await
+    }
+
+    async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>> {
+        let run_id = run_id.to_owned();
+        self.read(move |db| steers(db, &run_id)).await
+    }
+
+    async fn finish_run(&self, finish: RunFinish) -> Result<bool> {
+        self.write(move |db| finish_run(db, &finish)).await
+    }
+}

@@ -1,0 +1,85 @@
+//! API tokens on SQLite.
+
+use hearth_core::{Timestamp, now_ms};
+use rusqlite::params;
+
+use super::SqliteStore;
+use super::db::Db;
+use super::rows::{self, count};
+use crate::error::Result;
+use crate::records::{NewToken, TokenRecord};
+use crate::tokens::TokenStore;
+
+fn create_token(db: &mut Db<'_>, token: &NewToken) -> Result<()> {
+    db.stmt("INSERT INTO api_tokens (id, name, hash_hex, created_at) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![
+            token.id,
+            token.name,
+            token.hash_hex,
+            token.created_at
+        ])?;
+    Ok(())
+}
+
+fn revoke_token(db: &mut Db<'_>, id: &str, now: Timestamp) -> Result<bool> {
+    let changed = db
+        .stmt("UPDATE api_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL")?
+        .execute(params![id, now])?;
+    Ok(changed == 1)
+}
+
+fn list_tokens(db: &mut Db<'_>) -> Result<Vec<TokenRecord>> {
+    let stmt = db.stmt(
+        "SELECT id, name, created_at, revoked_at FROM api_tokens ORDER BY created_at DESC, rowid DESC",
+    )?;
+    let mut out = Vec::new();
+    let mut found = stmt.query([])?;
+    while let Some(row) = found.next()? {
+        out.push(rows::token(row)?);
+    }
+    Ok(out)
+}
+
+fn token_hash_valid(db: &mut Db<'_>, hash_hex: &str) -> Result<bool> {
+    let valid = db
+        .stmt(
+            "SELECT EXISTS (SELECT 1 FROM api_tokens WHERE hash_hex = ?1 AND revoked_at IS NULL)",
+        )?
+        .query_row(params![hash_hex], |row| row.get(0))?;
+    Ok(valid)
+}
+
+fn active_token_count(db: &mut Db<'_>) -> Result<u64> {
+    let stmt = db.stmt("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL")?;
+    let mut found = stmt.query([])?;
+    match found.next()? {
+        Some(row) => count(row, 0),
+        None => Ok(0),
+    }
+}
+
+#[async_trait::async_trait]
+impl TokenStore for SqliteStore {
+    async fn create_token(&self, token: NewToken) -> Result<()> {
+        self.write(move |db| create_token(db, &token)).await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenRecord>> {
+        self.read(list_tokens).await
+    }
+
+    async fn revoke_token(&self, id: &str) -> Result<bool> {
+        let id = id.to_owned();
+        let now = now_ms();
+        self.write(move |db| revoke_token(db, &id, now)).await
+    }
+
+    async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool> {
+        let hash_hex = hash_hex.to_owned();
+        self.read(move |db| token_hash_valid(db, &hash_hex)).await
+    }
+
+    async fn active_token_count(&self) -> Result<u64> {
+        self.read(active_token_count).await
+    }
+}

@@ -1,0 +1,167 @@
+//! Model-call usage on SQLite: one `llm_calls` row per finished model call.
+
+use rusqlite::params;
+
+use super::SqliteStore;
+use super::db::Db;
+use crate::error::Result;
+use crate::records::{
+    ModelUsage, StepKind, StepRecord, StepStatus, UsageGroup, UsageQuery, UsageRow,
+};
+use crate::usage::UsageStore;
+
+/// The usage row of a finished model-call step (ids and counts only).
+pub(super) fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
+    insert_llm_call(db, step, false)
+}
+
+/// Records a model call of a run that is not in this database (incognito),
+/// with no thread or user.
+fn record_anonymous_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
+    if step.kind != StepKind::Llm || step.status == StepStatus::Started {
+        return Ok(());
+    }
+    insert_llm_call(db, step, true)
+}
+
+fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Result<()> {
+    let (provider, model) = step
+        .name
+        .split_once('/')
+        .unwrap_or((step.name.as_str(), ""));
+    let tok = |k: &str| {
+        step.tokens
+            .as_ref()
+            .and_then(|t| t.get(k))
+            .and_then(serde_json::Value::as_i64)
+    };
+    let status = if step.status == StepStatus::Succeeded {
+        "ok"
+    } else {
+        "error"
+    };
+    let error_kind = step
+        .payload
+        .get("error")
+        .and_then(|e| e.get("kind"))
+        .and_then(|k| k.as_str());
+    let latency = step.finished_at.map_or(0, |f| (f - step.started_at).max(0));
+    let sql = if anonymous {
+        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
+         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
+         error_kind, thread_key, user_key) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'chat', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL) \
+         ON CONFLICT (run_id, idx) DO NOTHING"
+    } else {
+        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
+         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
+         error_kind, thread_key, user_key) \
+         SELECT ?1, ?2, ?3, ?4, ?5, 'chat', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, thread_key, user_key \
+         FROM runs WHERE run_id = ?1 ON CONFLICT (run_id, idx) DO NOTHING"
+    };
+    db.stmt(sql)?.execute(params![
+        step.run_id,
+        step.index,
+        step.started_at,
+        provider,
+        model,
+        tok("input_tokens"),
+        tok("output_tokens"),
+        tok("cached_tokens"),
+        tok("reasoning_tokens"),
+        tok("cache_write_tokens"),
+        latency,
+        status,
+        error_kind
+    ])?;
+    Ok(())
+}
+
+fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
+    let sql = match q.group_by {
+        UsageGroup::Provider => USAGE_BY_PROVIDER,
+        UsageGroup::Model => USAGE_BY_MODEL,
+        UsageGroup::Day => USAGE_BY_DAY,
+    };
+    let stmt = db.stmt(sql)?;
+    let mut found = stmt.query(params![
+        q.since.unwrap_or(i64::MIN),
+        q.until.unwrap_or(i64::MAX)
+    ])?;
+    let mut out: Vec<UsageRow> = Vec::new();
+    while let Some(row) = found.next()? {
+        let key: String = row.get(0)?;
+        let n = |i: usize| -> rusqlite::Result<u64> {
+            Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
+        };
+        let m = ModelUsage {
+            model: row.get(1)?,
+            calls: n(2)?,
+            input_tokens: n(3)?,
+            output_tokens: n(4)?,
+            cached_tokens: n(5)?,
+            untracked_calls: n(6)?,
+            cache_write_tokens: n(7)?,
+            reasoning_tokens: n(8)?,
+        };
+        if out.last().is_none_or(|r| r.key != key) {
+            out.push(UsageRow {
+                key,
+                calls: 0,
+                input_tokens: 0,
+                output_tokens: 0,
+                cached_tokens: 0,
+                untracked_calls: 0,
+                by_model: Vec::new(),
+            });
+        }
+        if let Some(r) = out.last_mut() {
+            r.calls += m.calls;
+            r.input_tokens += m.input_tokens;
+            r.output_tokens += m.output_tokens;
+            r.cached_tokens += m.cached_tokens;
+            r.untracked_calls += m.untracked_calls;
+            r.by_model.push(m);
+        }
+    }
+    Ok(out)
+}
+
+macro_rules! usage_sql {
+    ($key:literal) => {
+        concat!(
+            "SELECT ",
+            $key,
+            ", provider || '/' || model, COUNT(*), \
+             COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
+             COALESCE(SUM(cached_tokens), 0), \
+             SUM(CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN 1 ELSE 0 END), \
+             COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0) \
+             FROM llm_calls WHERE at >= ?1 AND at < ?2 GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+    };
+}
+
+const USAGE_BY_PROVIDER: &str = usage_sql!("provider");
+
+const USAGE_BY_MODEL: &str = usage_sql!("provider || '/' || model");
+
+const USAGE_BY_DAY: &str = usage_sql!("strftime('%Y-%m-%d', at / 1000, 'unixepoch')");
+
+#[async_trait::async_trait]
+impl UsageStore for SqliteStore {
+    async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>> {
+        let query = query.clone();
+        self.read(move |db| usage(db, &query)).await
+    }
+
+    async fn record_anonymous_usage(&self, steps: Vec<StepRecord>) -> Result<()> {
+        self.write(move |db| {
+            for step in &steps {
+                record_anonymous_llm_call(db, step)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}

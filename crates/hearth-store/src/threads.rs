@@ -1,0 +1,44 @@
+//! Threads: their message history and runtime settings.
+
+use hearth_core::{Message, Timestamp};
+
+use crate::error::Result;
+use crate::records::{NewSession, ThreadState};
+
+/// Threads: history and settings.
+#[async_trait::async_trait]
+pub trait ThreadStore: Send + Sync + 'static {
+    /// The last `limit` messages of a thread, oldest first.
+    async fn thread_history(&self, thread_key: &str, limit: u32) -> Result<Vec<Message>>;
+
+    /// A thread's runtime settings and message count (defaults when unknown).
+    async fn thread_state(&self, thread_key: &str) -> Result<ThreadState>;
+
+    /// Sets (or with `None` clears) a thread's model override.
+    async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()>;
+
+    /// Sets a thread's thinking level (`off`, `low`, `medium`, `high`).
+    async fn set_thread_thinking(&self, thread_key: &str, level: &str) -> Result<()>;
+
+    /// Turns a thread's incognito flag on or off (the flag is kept; what an
+    /// incognito thread says is not).
+    async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()>;
+
+    /// Threads whose incognito flag is on.
+    async fn incognito_threads(&self) -> Result<Vec<String>>;
+
+    /// Deletes a thread's message history (its settings stay).
+    async fn clear_thread_history(&self, thread_key: &str) -> Result<()>;
+
+    /// Starts a new session on a thread: marks `cancelled_run` (a run of that
+    /// thread) `cancelled` unless it is already terminal, and deletes the
+    /// thread's message history, in one transaction; so a cancelled run that
+    /// finishes late cannot append to the new session, and a failure leaves
+    /// both as they were.
+    async fn new_session(
+        &self,
+        thread_key: &str,
+        cancelled_run: Option<&str>,
+        at: Timestamp,
+    ) -> Result<NewSession>;
+}

@@ -1,0 +1,23 @@
+//! API tokens, stored by the hash of their secret.
+
+use crate::error::Result;
+use crate::records::{NewToken, TokenRecord};
+
+/// API tokens.
+#[async_trait::async_trait]
+pub trait TokenStore: Send + Sync + 'static {
+    /// Stores a new API token by the SHA-256 hex of its secret.
+    async fn create_token(&self, token: NewToken) -> Result<()>;
+
+    /// All tokens, revoked ones included, newest first.
+    async fn list_tokens(&self) -> Result<Vec<TokenRecord>>;
+
+    /// Revokes a token by id. Returns false when no active token has that id.
+    async fn revoke_token(&self, id: &str) -> Result<bool>;
+
+    /// True when an unrevoked token has this hash.
+    async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool>;
+
+    /// Number of unrevoked tokens.
+    async fn active_token_count(&self) -> Result<u64>;
+}
