@@ -6,3 +6,4 @@ mod harness;
 
 mod errors;
 mod listen;
+mod parsers;
