@@ -80,10 +80,10 @@ impl LlmError {
         }
     }
 
-    /// Appends `context` (which URL the call went to, which key it used) to
-    /// the message.
-    pub(crate) fn at(mut self, context: &str) -> Self {
-        self.message.push_str(context);
+    /// Appends which URL the call went to and which key it used (and, for
+    /// a refused key, what to check) to the message.
+    pub(crate) fn at(mut self, context: &crate::transport::CallContext) -> Self {
+        self.message.push_str(&context.suffix(self.kind));
         self
     }
 

@@ -233,7 +233,7 @@ pub(crate) fn event_stream<D: StreamDecoder>(
     body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
     idle_timeout: Duration,
     started: Instant,
-    context: Arc<str>,
+    context: Arc<CallContext>,
 ) -> EventStream {
     let state = StreamState {
         decoder,
@@ -254,7 +254,7 @@ type ByteStream = std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + 
 struct StreamState<D> {
     decoder: D,
     /// Appended to every error: the URL called and the key used.
-    context: Arc<str>,
+    context: Arc<CallContext>,
     body: ByteStream,
     /// The end of the answer was logged; only events already decoded remain.
     ended: bool,
@@ -355,17 +355,63 @@ pub(crate) fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
     LlmError::new(provider, kind, message)
 }
 
-/// What every error of a call to `url` ends with: the URL without
-/// credentials, and where the key came from (`key_env`), never the key:
-/// ` (POST https://host/v1/messages, key from ANTHROPIC_API_KEY)`.
-pub(crate) fn call_context(url: &Url, key_env: Option<&str>) -> Arc<str> {
-    let mut shown = url.clone();
-    // Userinfo in a base URL is a credential too.
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    match key_env {
-        Some(var) => format!(" (POST {shown}, key from {var})").into(),
-        None => format!(" (POST {shown}, no API key)").into(),
+/// Which URL a call went to and where its key came from, for its errors.
+#[derive(Debug)]
+pub(crate) struct CallContext {
+    /// `POST <url>`, the URL without credentials.
+    target: String,
+    key: KeySource,
+}
+
+#[derive(Debug)]
+enum KeySource {
+    /// The variable (or `secret <name>`) the key came from.
+    Named(String),
+    /// A key was given, with no word of where from.
+    Unnamed,
+    None,
+}
+
+impl CallContext {
+    /// The context of calls to `url` with or without a key, from `key_env`.
+    pub(crate) fn new(url: &Url, has_key: bool, key_env: Option<&str>) -> Self {
+        let mut shown = url.clone();
+        // Userinfo in a base URL is a credential too.
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        let key = match (has_key, key_env) {
+            (_, Some(var)) => KeySource::Named(var.to_owned()),
+            (true, None) => KeySource::Unnamed,
+            (false, None) => KeySource::None,
+        };
+        Self {
+            target: format!("POST {shown}"),
+            key,
+        }
+    }
+
+    /// What an error of `kind` ends with, e.g. ` (POST https://host/v1/messages,
+    /// key from ANTHROPIC_API_KEY)`; a refused key also says what to check.
+    /// Never the key itself.
+    pub(crate) fn suffix(&self, kind: ErrorKind) -> String {
+        let auth = kind == ErrorKind::Auth;
+        match &self.key {
+            KeySource::Named(var) if auth => format!(
+                " ({}, key from {var}: check that {var} holds a valid key for this provider)",
+                self.target
+            ),
+            KeySource::Named(var) => format!(" ({}, key from {var})", self.target),
+            KeySource::Unnamed if auth => format!(
+                " ({}: the provider refused its API key; check it)",
+                self.target
+            ),
+            KeySource::Unnamed => format!(" ({})", self.target),
+            KeySource::None if auth => format!(
+                " ({}, no API key: set api_key_env or api_key_secret for this provider)",
+                self.target
+            ),
+            KeySource::None => format!(" ({}, no API key)", self.target),
+        }
     }
 }
 
@@ -397,4 +443,32 @@ pub(crate) fn cap(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_context_names_url_and_key_source_never_credentials() {
+        let url = Url::parse("https://user:hunter2@proxy.example/v1/chat/completions").unwrap();
+        let named = CallContext::new(&url, true, Some("PROXY_KEY"));
+        let s = named.suffix(ErrorKind::Server);
+        assert_eq!(
+            s,
+            " (POST https://proxy.example/v1/chat/completions, key from PROXY_KEY)"
+        );
+        assert!(
+            named
+                .suffix(ErrorKind::Auth)
+                .contains("check that PROXY_KEY holds a valid key")
+        );
+        let unnamed = CallContext::new(&url, true, None).suffix(ErrorKind::Auth);
+        assert!(unnamed.contains("refused its API key"), "{unnamed}");
+        let none = CallContext::new(&url, false, None).suffix(ErrorKind::Auth);
+        assert!(none.contains("no API key: set api_key_env"), "{none}");
+        for s in [unnamed, none] {
+            assert!(!s.contains("hunter2") && !s.contains("user@"), "{s}");
+        }
+    }
 }

@@ -464,8 +464,24 @@ async fn a_failed_call_names_the_url_and_the_key_variable_never_the_key() {
             "{a:?}: {shown}"
         );
         assert!(shown.contains("HEARTH_TEST_API_KEY"), "{a:?}: {shown}");
+        // A refused key says what to do about it.
+        assert!(
+            shown.contains("check that HEARTH_TEST_API_KEY holds"),
+            "{a:?}: {shown}"
+        );
         assert_no_secret(&err, KEY);
     }
+    // Without a key, a refusal says how to give one.
+    let cfg = OpenAiCompatConfig::new("local", format!("{}/v1", fakes.base(Adapter::Compat)));
+    let p: Box<dyn Provider> =
+        Box::new(OpenAiCompatProvider::new(cfg, reqwest::Client::new()).unwrap());
+    fakes.push_http_error(
+        Adapter::Compat,
+        401,
+        json!({"error": {"message": "no key"}}),
+    );
+    let err = call_error(p.as_ref(), &request_for("m", "hi")).await;
+    assert!(err.to_string().contains("api_key_env"), "{err}");
     // A connection that cannot be made names the URL too.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", closed.local_addr().unwrap());

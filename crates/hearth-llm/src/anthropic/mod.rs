@@ -15,7 +15,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
-use crate::transport::{self, ErrorBody, impl_stream_decoder};
+use crate::transport::{self, CallContext, ErrorBody, impl_stream_decoder};
 use crate::{Capabilities, ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one Anthropic endpoint.
@@ -105,7 +105,7 @@ pub struct AnthropicProvider {
     request_timeout: Duration,
     idle_timeout: Duration,
     /// Appended to the errors of a call: the URL and the key's source.
-    call_context: Arc<str>,
+    call_context: Arc<CallContext>,
 }
 
 impl fmt::Debug for AnthropicProvider {
@@ -143,7 +143,11 @@ impl AnthropicProvider {
             .map_err(|_| invalid(format!("invalid anthropic-version {:?}", config.version)))?;
         headers.insert(HeaderName::from_static("anthropic-version"), version);
         transport::append_headers(&mut headers, &config.headers, invalid)?;
-        let call_context = transport::call_context(&url, config.api_key_env.as_deref());
+        let call_context = Arc::new(CallContext::new(
+            &url,
+            config.api_key.is_some(),
+            config.api_key_env.as_deref(),
+        ));
         Ok(Self {
             name: Arc::from(name),
             call_context,

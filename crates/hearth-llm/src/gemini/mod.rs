@@ -23,7 +23,7 @@ use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
 #[cfg(test)]
 use crate::transport::parse_retry_after;
-use crate::transport::{self, ErrorBody, cap, impl_stream_decoder};
+use crate::transport::{self, CallContext, ErrorBody, cap, impl_stream_decoder};
 use crate::{Capabilities, ErrorKind, EventStream, LlmError, Provider};
 
 /// The public Gemini API base URL.
@@ -97,7 +97,8 @@ pub struct GeminiProvider {
     client: reqwest::Client,
     request_timeout: Duration,
     idle_timeout: Duration,
-    /// Where the key came from, named in errors.
+    /// Whether a key is sent, and where it came from, for errors.
+    has_key: bool,
     key_env: Option<String>,
 }
 
@@ -145,6 +146,7 @@ impl GeminiProvider {
             client,
             request_timeout: config.request_timeout,
             idle_timeout: config.idle_timeout,
+            has_key: config.api_key.is_some(),
             key_env: config.api_key_env,
         })
     }
@@ -208,7 +210,11 @@ impl Provider for GeminiProvider {
 
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let url = self.endpoint(&request.model)?;
-        let ctx = transport::call_context(&url, self.key_env.as_deref());
+        let ctx = Arc::new(CallContext::new(
+            &url,
+            self.has_key,
+            self.key_env.as_deref(),
+        ));
         let wire_request = wire::WireRequest::from_request(request, &self.name)
             .map_err(|m| self.error(ErrorKind::InvalidRequest, m))?;
         let body = serde_json::to_vec(&wire_request).map_err(|e| {

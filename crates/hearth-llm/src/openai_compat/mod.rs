@@ -14,7 +14,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use crate::classify::ErrorFacts;
 use crate::sse::SseDecoder;
-use crate::transport::{self, ErrorBody, impl_stream_decoder};
+use crate::transport::{self, CallContext, ErrorBody, impl_stream_decoder};
 use crate::{Capabilities, ErrorKind, EventStream, LlmError, Provider};
 
 /// Settings of one OpenAI-compatible endpoint.
@@ -80,7 +80,7 @@ pub struct OpenAiCompatProvider {
     request_timeout: Duration,
     idle_timeout: Duration,
     /// Appended to the errors of a call: the URL and the key's source.
-    call_context: Arc<str>,
+    call_context: Arc<CallContext>,
 }
 
 impl fmt::Debug for OpenAiCompatProvider {
@@ -105,7 +105,11 @@ impl OpenAiCompatProvider {
             transport::insert_key(&mut headers, AUTHORIZATION, "Bearer ", key, invalid)?;
         }
         transport::append_headers(&mut headers, &config.headers, invalid)?;
-        let call_context = transport::call_context(&url, config.api_key_env.as_deref());
+        let call_context = Arc::new(CallContext::new(
+            &url,
+            config.api_key.is_some(),
+            config.api_key_env.as_deref(),
+        ));
         Ok(Self {
             name: Arc::from(name),
             call_context,
