@@ -19,6 +19,7 @@ mod confirmations;
 pub mod fixtures;
 mod grants;
 mod memory;
+mod retention;
 mod runs;
 mod secrets;
 mod threads;
@@ -28,6 +29,7 @@ mod usage;
 pub use confirmations::confirmations_suite;
 pub use grants::grants_suite;
 pub use memory::memory_suite;
+pub use retention::retention_suite;
 pub use runs::runs_suite;
 pub use secrets::secrets_suite;
 pub use threads::threads_suite;
@@ -47,4 +49,5 @@ pub async fn store_suite<S: Store>(fresh: impl AsyncFn() -> S) {
     secrets_suite(&fresh).await;
     memory_suite(&fresh).await;
     confirmations_suite(&fresh).await;
+    retention_suite(&fresh).await;
 }

@@ -1,11 +1,10 @@
-//! Memories in `SqliteStore`: the full-text index keeps no erased text, old
-//! records are purged, and a failed audit write keeps the memories.
+//! Memories in `SqliteStore`: the full-text index keeps no erased text, FTS5
+//! is built in, and a failed audit write keeps the memories.
 
 use std::path::Path;
 
 use hearth_store::conformance::fixtures::{erasure, found, save, scope};
 use hearth_store::prelude::*;
-use hearth_store::{AuditEvent, RetentionCutoffs};
 
 use crate::open;
 
@@ -89,63 +88,6 @@ async fn delete_user_removes_text_from_the_index() {
             .unwrap(),
         0
     );
-}
-
-#[tokio::test]
-async fn purge_deletes_old_audit_events_and_confirmations_of_finished_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    for at in [1_000, 9_000] {
-        store
-            .append_audit(AuditEvent {
-                at,
-                actor: "operator".to_owned(),
-                action: "grant.add".to_owned(),
-                target: "user:u".to_owned(),
-                outcome: "ok".to_owned(),
-                capability: None,
-                scope: None,
-            })
-            .await
-            .unwrap();
-    }
-    // Rows written straight to the file: one run still waiting, one done.
-    let conn = rusqlite::Connection::open(store.path()).unwrap();
-    conn.execute_batch(
-        "INSERT INTO runs (run_id, thread_key, user_key, source, input, status, created_at, updated_at) \
-         VALUES ('r_wait', 't', 'u', 'api', 'x', 'awaiting_confirmation', 0, 0), \
-                ('r_done', 't', 'u', 'api', 'x', 'succeeded', 0, 0);
-         INSERT INTO confirmations (token_hash, run_id, call_id, thread_key, user_key, tool, summary, \
-             created_at, expires_at, state) VALUES \
-             ('h1', 'r_wait', 'c1', 't', 'u', 'memory_forget', 's', 0, 1000, 'pending'), \
-             ('h2', 'r_done', 'c1', 't', 'u', 'memory_forget', 's', 0, 1000, 'denied'), \
-             ('h3', 'r_done', 'c2', 't', 'u', 'memory_forget', 's', 0, 9000, 'approved');",
-    )
-    .unwrap();
-
-    let report = store
-        .purge_expired(RetentionCutoffs {
-            memories_unused_since: 0,
-            audit_before: 5_000,
-            confirmations_expired_before: 5_000,
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        (report.memories, report.audit_events, report.confirmations),
-        (0, 1, 1)
-    );
-    let events = store.list_audit(10).await.unwrap();
-    assert_eq!(events.iter().map(|e| e.at).collect::<Vec<_>>(), vec![9_000]);
-    let mut left: Vec<String> = conn
-        .prepare("SELECT token_hash FROM confirmations")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    left.sort();
-    assert_eq!(left, vec!["h1".to_owned(), "h3".to_owned()]);
 }
 
 #[test]
