@@ -8,7 +8,14 @@ use crate::Exit;
 
 /// hearth: a self-hosted AI agent gateway.
 #[derive(Debug, Parser)]
-#[command(name = "hearth", version, about)]
+#[command(
+    name = "hearth",
+    version,
+    about,
+    after_help = "Exit codes: 0 done; 1 the request or the run failed; 2 bad usage or \
+                  configuration; 3 a --wait ended while the run goes on (follow it with \
+                  `hearth run wait <run_id>`)."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
