@@ -7,10 +7,15 @@
 //! different secrets apart and refer to them without ever seeing one.
 //!
 //! Matching is hand-written byte scanning (no regex crate: binary size is a
-//! product constraint); see `patterns` for the formats.
+//! product constraint); see `tokens` for the token formats and `context` for
+//! the rules that recognise a secret by what precedes it.
 
+mod context;
 mod entropy;
 mod patterns;
 mod scanner;
+mod table;
+mod tokens;
+mod unescape;
 
 pub use scanner::{Finding, Redacted, SecretScanner};

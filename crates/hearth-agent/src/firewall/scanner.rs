@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::patterns;
+use super::{context, patterns, unescape};
 
 /// One redacted secret: its format and where it was in the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,21 +66,13 @@ impl SecretScanner {
     /// Replaces every secret in `text`. Returns the input borrowed when it
     /// is clean. Redacting already redacted text changes nothing.
     pub fn redact<'a>(&self, text: &'a str) -> Redacted<'a> {
-        let hits = patterns::scan(text.as_bytes());
-        if hits.is_empty() {
+        let mut findings = find_all(text.as_bytes());
+        if findings.is_empty() {
             return Redacted {
                 text: Cow::Borrowed(text),
-                findings: Vec::new(),
+                findings,
             };
         }
-        let mut findings: Vec<Finding> = hits
-            .into_iter()
-            .map(|h| Finding {
-                kind: h.kind,
-                start: h.start,
-                end: h.end,
-            })
-            .collect();
         let (mut out, mut spans) = apply(text, &findings);
         // Rescan the output until it is clean. A placeholder ends character
         // runs where the secret did not (`AIza<34 chars>-ghp_...` is not a
@@ -89,7 +81,7 @@ impl SecretScanner {
         // back in here is what makes `redact` idempotent. Real text almost
         // never needs a second round; the cap bounds adversarial input.
         for _ in 0..MAX_ROUNDS {
-            let more = patterns::scan(out.as_bytes());
+            let more = find_all(out.as_bytes());
             if more.is_empty() {
                 break;
             }
@@ -161,8 +153,8 @@ impl SecretScanner {
             return n;
         }
         if let Some(k) = key
-            && patterns::is_key_like(k.as_bytes())
-            && let Some(kind) = patterns::classify_value(k.as_bytes(), s.as_bytes())
+            && context::is_key_like(k.as_bytes())
+            && let Some(kind) = context::classify_whole(k.as_bytes(), s.as_bytes())
         {
             *s = self.placeholder(kind, s);
             return 1;
@@ -173,6 +165,53 @@ impl SecretScanner {
 
 /// Rounds of rescanning after the first pass (see [`SecretScanner::redact`]).
 const MAX_ROUNDS: usize = 8;
+
+/// Levels of backslash escaping looked through: JSON in a string (one), and
+/// that string serialized into a tool result that is itself wrapped as text
+/// (two), with one to spare.
+const MAX_UNESCAPE_LEVELS: usize = 3;
+
+/// Every secret in `text`, sorted and disjoint: those in the text as it is,
+/// and those seen once its backslash escapes are decoded (a private key
+/// inside JSON inside a string has `\\n` where its newlines were), mapped
+/// back to the escaped bytes.
+fn find_all(text: &[u8]) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = patterns::scan(text)
+        .into_iter()
+        .map(|h| Finding {
+            kind: h.kind,
+            start: h.start,
+            end: h.end,
+        })
+        .collect();
+    let mut view: Vec<u8>;
+    let mut current: &[u8] = text;
+    // Offset in `text` of each byte of `current` (identity until decoded).
+    let mut to_text: Option<Vec<usize>> = None;
+    for _ in 0..MAX_UNESCAPE_LEVELS {
+        let Some((decoded, map)) = unescape::unescape(current) else {
+            break;
+        };
+        let map = match &to_text {
+            Some(outer) => map.iter().map(|&p| outer[p]).collect(),
+            None => map,
+        };
+        for h in patterns::scan(&decoded) {
+            merge(
+                &mut findings,
+                Finding {
+                    kind: h.kind,
+                    start: map[h.start],
+                    end: map[h.end],
+                },
+            );
+        }
+        to_text = Some(map);
+        view = decoded;
+        current = &view;
+    }
+    findings
+}
 
 /// Where a placeholder sits: its secret's range in the input and its own
 /// range in the output.

@@ -376,3 +376,88 @@ async fn a_grant_or_admin_status_makes_the_tool_available() {
         "admins hold every capability"
     );
 }
+
+/// A fetch-like tool (untrusted output) whose page is a service-account
+/// file: its private key's newlines are JSON escapes inside the page.
+struct ServiceAccountPage {
+    spec: ToolSpec,
+    key_body: String,
+}
+
+#[async_trait::async_trait]
+impl Tool for ServiceAccountPage {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    fn class(&self) -> ToolClass {
+        ToolClass::Read
+    }
+    fn untrusted(&self) -> bool {
+        true
+    }
+    async fn call(
+        &self,
+        _ctx: &hearth_tools::ToolContext,
+        _args: Value,
+    ) -> Result<Value, ToolError> {
+        let b = &self.key_body;
+        let pem = format!(
+            "{}{}\n{b}\n{b}\n{}{}\n",
+            "-----BEGIN ", "PRIVATE KEY-----", "-----END ", "PRIVATE KEY-----"
+        );
+        let page = serde_json::to_string_pretty(&json!({
+            "type": "service_account",
+            "private_key": pem,
+            "client_email": "svc@example.iam.gserviceaccount.com",
+        }))
+        .map_err(|e| ToolError(e.to_string()))?;
+        Ok(json!({ "url": "https://example.com/sa.json", "content": page }))
+    }
+}
+
+/// Issue 8 item 16: the key in a fetched service-account JSON reaches
+/// neither the provider nor the database.
+#[tokio::test]
+async fn a_private_key_in_fetched_json_reaches_neither_provider_nor_store() {
+    let dir = tempfile::tempdir().unwrap();
+    // Base64 body of the key, built at run time (no key-shaped literal).
+    let key_body: String = (0..64u8)
+        .map(|i| char::from(b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"[usize::from(i) % 32] ^ (i & 1)))
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(ServiceAccountPage {
+        spec: spec("fetch_page"),
+        key_body: key_body.clone(),
+    }));
+    let (engine, store) = engine_with(tools, dir.path()).await;
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f",
+        "fetch_page",
+        "{}",
+    )]));
+    fake.push(Reply::text("fetched"));
+    assert_eq!(
+        run(&engine, &store, &fake, "fetch it").await,
+        Outcome::Succeeded("fetched".into())
+    );
+    let sent = fake.requests()[1]["messages"].to_string();
+    assert!(sent.contains("[REDACTED:private_key:"), "{sent}");
+    assert!(
+        !sent.contains(&key_body),
+        "the key reached the provider: {sent}"
+    );
+    drop(engine);
+    drop(store);
+    // Every byte the store wrote, WAL included.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !bytes
+                .windows(key_body.len())
+                .any(|w| w == key_body.as_bytes()),
+            "the key reached the store"
+        );
+    }
+}
