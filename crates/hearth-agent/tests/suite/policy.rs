@@ -59,23 +59,56 @@ fn allowed(via: Via) -> Decision {
     }
 }
 
+/// The ten capabilities API.md documents, checked by what the policy does
+/// with them (not by comparing the constant with a copy of itself): each can
+/// be granted, a grant of one allows that one and no other, the admin preset
+/// holds them all, and a near-miss name is neither grantable nor allowed.
 #[test]
-fn capabilities_are_the_documented_ten() {
-    assert_eq!(
-        CAPABILITIES,
-        &[
-            "memory.read",
-            "memory.write",
-            "web.fetch",
-            "web.search",
-            "permissions.manage",
-            "confirmations.resolve_any",
-            "agent.analytics",
-            "llm.configure",
-            "jobs.manage",
-            "skills.use",
-        ]
-    );
+fn the_documented_capabilities_are_grantable_and_nothing_else_is() {
+    let documented = [
+        "memory.read",
+        "memory.write",
+        "web.fetch",
+        "web.search",
+        "permissions.manage",
+        "confirmations.resolve_any",
+        "agent.analytics",
+        "llm.configure",
+        "jobs.manage",
+        "skills.use",
+    ];
+    let none = cfg(Preset::None);
+    let admin = cfg(Preset::Admin);
+    let user = format!("user:{USER}");
+    for cap in documented {
+        assert_eq!(
+            parse_capability(cap).unwrap(),
+            CapabilityName::Capability(cap)
+        );
+        let grants = [grant(&user, cap, "global")];
+        for other in documented {
+            let want = if other == cap {
+                allowed(Via::Grant)
+            } else {
+                DENIED
+            };
+            assert_eq!(
+                decide(&none, USER, &[], other, &grants),
+                want,
+                "a grant of {cap}, asked for {other}"
+            );
+        }
+        assert_eq!(
+            decide(&admin, USER, &[], cap, &[]),
+            allowed(Via::Preset),
+            "{cap}"
+        );
+    }
+    for near_miss in ["memory", "memory.reads", "Web.fetch", "skills.use ", "jobs"] {
+        assert!(parse_capability(near_miss).is_err(), "{near_miss:?}");
+        let grants = [grant(&user, near_miss, "global")];
+        assert_eq!(decide(&admin, USER, &[], near_miss, &grants), DENIED);
+    }
 }
 
 #[test]
