@@ -40,7 +40,12 @@ pub async fn request_context(req: Request, next: Next) -> Response {
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_owned)
         .unwrap_or_else(|| format!("req-{}", NEXT_ID.fetch_add(1, Ordering::Relaxed)));
-    let method = req.method().as_str().to_owned();
+    // Any token is a valid method; only the ones we route are labels, so
+    // odd methods cannot grow the metrics without bound.
+    let method = match req.method().as_str() {
+        m @ ("GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS") => m.to_owned(),
+        _ => "other".to_owned(),
+    };
     let span = tracing::debug_span!("request", request_id = %id, method = %method, path = %req.uri().path());
     let started = Instant::now();
     let mut resp = next.run(req).instrument(span.clone()).await;

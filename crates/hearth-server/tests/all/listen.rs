@@ -89,3 +89,37 @@ async fn zero_limits_are_refused() {
         assert!(err.to_string().contains("max_connections"), "{err}");
     }
 }
+
+/// An idle keep-alive connection does not hold a connection slot forever:
+/// the header-read timeout also covers the wait for the next request.
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_the_timeout() {
+    let limits = ServeLimits {
+        header_read_timeout: Duration::from_millis(300),
+        max_connections: 1,
+    };
+    let s = Server::start(limits, 1024).await;
+    let mut conn = TcpStream::connect(s.addr).await.unwrap();
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the idle connection was still open after 20 s"
+    );
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"));
+    // Its slot is free again: with a limit of one, this is served.
+    let r = s.http.get(s.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}
