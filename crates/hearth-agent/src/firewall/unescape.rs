@@ -4,7 +4,7 @@
 //! tool result serialized into another tool result) reaches the scanner with
 //! its escapes still in: `\"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIE`.
 //! The matchers are written for plain text, so the scanner also scans the
-//! text with one, then two levels of escapes decoded, and maps what it finds
+//! text with one, two and three levels of escapes decoded, and maps what it finds
 //! back to the escaped bytes.
 
 /// One level of JSON-style backslash escapes decoded: the decoded bytes, and
@@ -17,7 +17,9 @@
 /// stays valid UTF-8 when `text` is. Unknown escapes (`C:\Users`) stay as
 /// they are.
 pub(super) fn unescape(text: &[u8]) -> Option<(Vec<u8>, Vec<usize>)> {
-    let first = text.iter().position(|&c| c == b'\\')?;
+    // Find the first escape that decodes before allocating: text with only
+    // stray backslashes (Windows paths) costs no copy.
+    let first = (0..text.len()).find(|&i| text[i] == b'\\' && decode(text, i).is_some())?;
     let mut out = Vec::with_capacity(text.len());
     let mut map = Vec::with_capacity(text.len() + 1);
     out.extend_from_slice(&text[..first]);
