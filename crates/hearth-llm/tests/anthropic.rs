@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use hearth_core::{
-    ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, ToolSpec, Usage,
+    ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, Usage,
 };
 use hearth_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use hearth_llm::{AssistantTurn, ErrorKind, LlmError, Provider};
@@ -14,7 +14,7 @@ use hearth_testkit::fake_anthropic::{AnthropicReply, AnthropicUsage, FakeAnthrop
 use serde_json::json;
 
 use crate::harness::{
-    accumulate, assert_no_secret, error_after, events, header, request_for, turn_as,
+    accumulate, assert_no_secret, error_after, events, header, request_for, tool, turn_as,
 };
 
 const KEY: &str = "sk-ant-test-secret-key";
@@ -38,14 +38,6 @@ fn request(text: &str) -> ChatRequest {
 
 async fn turn(p: &AnthropicProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
     turn_as(p, req, NAME).await
-}
-
-fn tool(name: &str) -> ToolSpec {
-    ToolSpec {
-        name: name.into(),
-        description: format!("The {name} tool"),
-        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    }
 }
 
 fn default_usage() -> Usage {

@@ -3,8 +3,9 @@
 //! a turn, and checking that an error shows neither the key nor the prompt.
 
 use futures_util::StreamExt;
-use hearth_core::{ChatRequest, Message, Role, StreamEvent, ThinkingLevel};
+use hearth_core::{ChatRequest, Message, Role, StreamEvent, ThinkingLevel, ToolSpec};
 use hearth_llm::{Accumulator, AssistantTurn, LlmError, Provider};
+use serde_json::json;
 
 /// The system prompt every test request carries; no error may quote it.
 pub const SYSTEM: &str = "be brief";
@@ -17,6 +18,15 @@ pub fn request_for(model: &str, text: &str) -> ChatRequest {
         messages: vec![Message::text(Role::User, text)],
         tools: Vec::new(),
         thinking: ThinkingLevel::Off,
+    }
+}
+
+/// A tool taking one string argument, `path`.
+pub fn tool(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: format!("The {name} tool"),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     }
 }
 

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use hearth_core::{
-    ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, ToolSpec, Usage,
+    ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, Usage,
 };
 use hearth_llm::openai::{OpenAiConfig, OpenAiProvider};
 use hearth_llm::{AssistantTurn, ErrorKind, LlmError, Provider};
@@ -14,7 +14,7 @@ use hearth_testkit::fake_responses::{FakeResponses, ResponsesReply, ResponsesUsa
 use serde_json::{Value, json};
 
 use crate::harness::{
-    accumulate, assert_no_secret, error_after, events, header, request_for, text_of, turn_as,
+    accumulate, assert_no_secret, error_after, events, header, request_for, text_of, tool, turn_as,
 };
 
 const KEY: &str = "sk-proj-test-secret-key";
@@ -38,14 +38,6 @@ fn request(text: &str) -> ChatRequest {
 
 async fn turn(p: &OpenAiProvider, req: &ChatRequest) -> Result<AssistantTurn, LlmError> {
     turn_as(p, req, NAME).await
-}
-
-fn tool(name: &str) -> ToolSpec {
-    ToolSpec {
-        name: name.into(),
-        description: format!("The {name} tool"),
-        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    }
 }
 
 fn default_usage() -> Usage {
