@@ -19,17 +19,26 @@ const FINISHED_MAX: usize = 512;
 
 /// The events of one run.
 pub struct RunLog {
+    /// Ids of this log's events start after `base` (a log that replaces an
+    /// earlier one of the same run continues its numbering).
+    base: u64,
     events: Mutex<Vec<RunEvent>>,
-    /// (number of events, current status): changes wake followers.
+    /// (id of the last event, current status): changes wake followers.
     state: watch::Sender<(u64, RunStatus)>,
 }
 
 impl RunLog {
-    fn new(status: RunStatus) -> Self {
+    fn new(status: RunStatus, base: u64) -> Self {
         Self {
+            base,
             events: Mutex::new(Vec::new()),
-            state: watch::Sender::new((0, status)),
+            state: watch::Sender::new((base, status)),
         }
+    }
+
+    /// The id of the last event (0 before the first).
+    pub fn last_seq(&self) -> u64 {
+        self.state.borrow().0
     }
 
     fn events(&self) -> MutexGuard<'_, Vec<RunEvent>> {
@@ -39,7 +48,7 @@ impl RunLog {
     /// Appends an event, numbering it, and wakes followers.
     pub fn push(&self, kind: RunEventKind, data: Value, status: Option<RunStatus>) {
         let mut events = self.events();
-        let seq = events.len() as u64 + 1;
+        let seq = self.base + events.len() as u64 + 1;
         events.push(RunEvent { seq, kind, data });
         drop(events);
         self.state.send_modify(|(n, st)| {
@@ -58,7 +67,7 @@ impl RunLog {
     /// Events with `seq > after`.
     pub fn since(&self, after: u64) -> Vec<RunEvent> {
         let events = self.events();
-        let start = usize::try_from(after)
+        let start = usize::try_from(after.saturating_sub(self.base))
             .unwrap_or(usize::MAX)
             .min(events.len());
         events[start..].to_vec()
@@ -78,7 +87,25 @@ impl RunLog {
 #[derive(Default)]
 struct Logs {
     live: HashMap<String, Arc<RunLog>>,
-    finished: VecDeque<(Instant, String)>,
+    /// Finished logs by age, with the log itself: a run re-opened since has
+    /// a new log, which is not evicted with the old one.
+    finished: VecDeque<(Instant, String, Arc<RunLog>)>,
+}
+
+impl Logs {
+    fn evict(&mut self, now: Instant, retention: Duration) {
+        while let Some((at, _, _)) = self.finished.front() {
+            let expired = now.duration_since(*at) > retention;
+            if !expired && self.finished.len() <= FINISHED_MAX {
+                break;
+            }
+            if let Some((_, id, old)) = self.finished.pop_front()
+                && self.live.get(&id).is_some_and(|l| Arc::ptr_eq(l, &old))
+            {
+                self.live.remove(&id);
+            }
+        }
+    }
 }
 
 /// All live run logs.
@@ -97,8 +124,24 @@ impl EventBus {
         let mut logs = self.logs();
         logs.live
             .entry(run_id.to_owned())
-            .or_insert_with(|| Arc::new(RunLog::new(status)))
+            .or_insert_with(|| Arc::new(RunLog::new(status, 0)))
             .clone()
+    }
+
+    /// The log of a run this process has just claimed. A log whose run had
+    /// ended (its end could not be stored, so the run executes again) is
+    /// replaced by a fresh one that continues its numbering.
+    pub(crate) fn reopen(&self, run_id: &str, status: RunStatus) -> Arc<RunLog> {
+        let mut logs = self.logs();
+        match logs.live.get(run_id) {
+            Some(log) if !log.status().is_terminal() => log.clone(),
+            old => {
+                let base = old.map_or(0, |l| l.last_seq());
+                let log = Arc::new(RunLog::new(status, base));
+                logs.live.insert(run_id.to_owned(), log.clone());
+                log
+            }
+        }
     }
 
     /// The log of `run_id`, if it is still in memory.
@@ -110,16 +153,16 @@ impl EventBus {
     pub fn finished(&self, run_id: &str) {
         let now = Instant::now();
         let mut logs = self.logs();
-        logs.finished.push_back((now, run_id.to_owned()));
-        while let Some((at, _)) = logs.finished.front() {
-            let expired = now.duration_since(*at) > FINISHED_RETENTION;
-            if !expired && logs.finished.len() <= FINISHED_MAX {
-                break;
-            }
-            if let Some((_, id)) = logs.finished.pop_front() {
-                logs.live.remove(&id);
-            }
+        if let Some(log) = logs.live.get(run_id).cloned() {
+            logs.finished.push_back((now, run_id.to_owned(), log));
         }
+        logs.evict(now, FINISHED_RETENTION);
+    }
+
+    /// Drops finished logs past the retention period; called periodically,
+    /// so an idle hearth does not keep the last burst's logs forever.
+    pub fn evict_expired(&self) {
+        self.logs().evict(Instant::now(), FINISHED_RETENTION);
     }
 
     /// Number of logs in memory (for tests and metrics).
@@ -154,6 +197,43 @@ mod tests {
         assert_eq!(log.since(2).len(), 1);
         assert!(log.since(99).is_empty());
         assert_eq!(log.status(), RunStatus::Succeeded);
+    }
+
+    #[test]
+    fn a_reopened_log_continues_the_numbering() {
+        let bus = EventBus::default();
+        let log = bus.open("r1", RunStatus::Queued);
+        log.push(RunEventKind::Queued, json!({}), None);
+        log.push(RunEventKind::Failed, json!({}), Some(RunStatus::Failed));
+        assert!(Arc::ptr_eq(&log, &bus.open("r1", RunStatus::Failed)));
+        let again = bus.reopen("r1", RunStatus::Running);
+        again.push(RunEventKind::Started, json!({}), Some(RunStatus::Running));
+        assert_eq!(
+            again.since(0).iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [3]
+        );
+        assert_eq!(again.since(2).len(), 1);
+        assert!(again.since(3).is_empty());
+    }
+
+    #[test]
+    fn idle_eviction_drops_expired_logs_only() {
+        let bus = EventBus::default();
+        let log = bus.open("done", RunStatus::Queued);
+        log.push(
+            RunEventKind::Cancelled,
+            json!({}),
+            Some(RunStatus::Cancelled),
+        );
+        bus.open("live", RunStatus::Running);
+        bus.finished("done");
+        {
+            let mut logs = bus.logs();
+            let later = Instant::now() + FINISHED_RETENTION + Duration::from_secs(1);
+            logs.evict(later, FINISHED_RETENTION);
+        }
+        assert!(bus.get("done").is_none());
+        assert!(bus.get("live").is_some());
     }
 
     #[test]

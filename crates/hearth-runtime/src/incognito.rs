@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use hearth_store::{SqliteStore, Store};
 use tracing::info;
 
-use crate::error::Result;
+use crate::error::{Result, RuntimeError};
 use crate::runtime::{Runtime, check_key};
 use crate::threads::ThreadRuntime;
 
@@ -71,15 +71,36 @@ impl Incognito {
         self.state().runs.insert(run_id.to_owned());
     }
 
-    /// The memory store, opened now if needed.
-    pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
-        let mut s = self.state();
-        if let Some(store) = &s.store {
-            return Ok(store.clone());
+    /// The memory store, opened now if needed. Opening runs SQLite and its
+    /// migrations, so it happens off the executor and outside the lock.
+    pub(crate) async fn store(&self) -> Result<Arc<dyn Store>> {
+        if let Some(store) = self.opened() {
+            return Ok(store);
         }
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory()?);
-        s.store = Some(store.clone());
-        Ok(store)
+        let opened = tokio::task::spawn_blocking(SqliteStore::open_in_memory)
+            .await
+            .map_err(|e| {
+                RuntimeError::Store(hearth_store::StoreError::Corrupt(format!(
+                    "opening the incognito store failed: {e}"
+                )))
+            })??;
+        let mut s = self.state();
+        // Two first messages may race to open it: the first stored wins.
+        Ok(s.store.get_or_insert_with(|| Arc::new(opened)).clone())
+    }
+
+    /// When no thread is incognito and no incognito run is queued or running
+    /// (`busy`), forgets the incognito runs and hands back the memory store
+    /// for the caller to close: what incognito threads said is gone once they
+    /// are done, not at the end of the process.
+    pub(crate) fn purge_if_idle(&self, busy: impl Fn(&str) -> bool) -> Option<Arc<dyn Store>> {
+        let mut s = self.state();
+        if !s.threads.is_empty() || s.store.is_none() || s.runs.iter().any(|r| busy(r)) {
+            return None;
+        }
+        s.runs.clear();
+        info!("incognito state purged: no incognito thread or run is left");
+        s.store.take()
     }
 
     /// The memory store if it was opened.

@@ -1,5 +1,6 @@
 //! The bounded agent loop.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,7 +53,7 @@ pub struct RunInput {
     pub cancel: CancellationToken,
     /// Messages steered into the run (`(id, text)`, already stored); read
     /// before each model call.
-    pub steer: Option<mpsc::UnboundedReceiver<(i64, String)>>,
+    pub steer: Option<mpsc::Receiver<(i64, String)>>,
     /// True when nothing of the thread may be written to disk.
     pub incognito: bool,
     /// Where this run's journal and its thread's new messages live, when not
@@ -206,7 +207,7 @@ struct Progress {
     /// Stored steers not shown to the model yet (after a crash), by id.
     pending_steer: Vec<(i64, String)>,
     /// Steer ids already shown to the model.
-    seen_steer: std::collections::HashSet<i64>,
+    seen_steer: HashSet<i64>,
     history: Vec<Message>,
     scratch: Vec<Message>,
     next_index: u32,
@@ -304,14 +305,19 @@ impl Engine {
         }
         // Closing first makes later steer attempts fail (the runtime then
         // queues them as follow-ups); draining returns the ones that got in.
-        let (result, mut unseen_steer) = match result {
-            Ok((text, messages, steps, unseen)) => (Ok((text, messages, steps)), unseen),
-            Err(e) => (Err(e), Vec::new()),
+        // A steer the run showed the model (read from the store when it
+        // resumed) may also sit in the inbox: it is answered, not unseen.
+        let (result, seen) = match result {
+            Ok((text, messages, steps, seen)) => (Ok((text, messages, steps)), seen),
+            Err(e) => (Err(e), HashSet::new()),
         };
+        let mut unseen_steer = Vec::new();
         if let Some(rx) = input.steer.as_mut() {
             rx.close();
-            while let Ok((_, t)) = rx.try_recv() {
-                unseen_steer.push(t);
+            while let Ok((id, t)) = rx.try_recv() {
+                if !seen.contains(&id) {
+                    unseen_steer.push(t);
+                }
             }
         }
         let (outcome, messages, steps) = match result {
@@ -332,7 +338,7 @@ impl Engine {
         input: &mut RunInput,
         sink: &dyn EventSink,
         clock: &WallClock,
-    ) -> Result<(String, Vec<Message>, Vec<StepRecord>, Vec<String>), Stop> {
+    ) -> Result<(String, Vec<Message>, Vec<StepRecord>, HashSet<i64>), Stop> {
         let mut p = self.resume(input).await?;
         loop {
             // Tool calls of the last model turn that have no result yet run first
@@ -384,12 +390,19 @@ impl Engine {
             let has_calls = turn.tool_calls().next().is_some();
             p.scratch.push(turn.message.clone());
             // A message steered in during the last model call gets its own
-            // model call rather than being left unanswered.
-            let steer_waiting = input.steer.as_ref().is_some_and(|rx| !rx.is_empty());
-            if !has_calls && !steer_waiting {
+            // model call rather than being left unanswered. One the call
+            // already showed (stored before the run resumed, then also
+            // delivered to the inbox) is not new and asks for no call.
+            if let Some(rx) = input.steer.as_mut() {
+                while let Ok((id, text)) = rx.try_recv() {
+                    if !p.seen_steer.contains(&id) {
+                        p.pending_steer.push((id, text));
+                    }
+                }
+            }
+            if !has_calls && p.pending_steer.is_empty() {
                 let text = turn.message.joined_text();
-                let unseen = p.pending_steer.into_iter().map(|(_, t)| t).collect();
-                return Ok((text, p.scratch, vec![step], unseen));
+                return Ok((text, p.scratch, vec![step], p.seen_steer));
             }
             input.journal(&self.store).put_step(step).await?;
         }
@@ -417,7 +430,7 @@ impl Engine {
         let mut p = Progress {
             offered,
             pending_steer: Vec::new(),
-            seen_steer: std::collections::HashSet::new(),
+            seen_steer: HashSet::new(),
             history: trim_history(history),
             scratch: vec![Message::text(Role::User, input.text.clone())],
             next_index: 0,

@@ -5,7 +5,9 @@
 mod common;
 
 mod cancel;
+mod claim;
 mod confirmations;
 mod conformance;
 mod incognito;
+mod recovery;
 mod runtime;

@@ -1,0 +1,404 @@
+//! Executing runs: a per-thread worker takes the thread's next run, claims it
+//! in the store (only one caller can), runs the engine and stores the end.
+
+use std::sync::Arc;
+
+use hearth_agent::{Candidate, Outcome, RunInput, ToolMode};
+use hearth_core::{ModelRef, RunError, RunEventKind, RunStatus, ThinkingLevel, now_ms};
+use hearth_store::{NewRun, RunFinish, RunRecord, StepRecord, Store};
+use serde_json::{Value, json};
+use tracing::{debug, warn};
+
+use crate::bus::RunLog;
+use crate::catalog::{Catalog, ToolSupport};
+use crate::runtime::{Runtime, lease_ms};
+use crate::scheduler::{Enqueued, NextRun};
+
+/// Why a run could not start; it fails with the code and this message.
+#[derive(Debug, thiserror::Error)]
+enum PrepareError {
+    /// The thread's settings could not be read.
+    #[error("could not read the thread's settings: {0}")]
+    Store(#[from] hearth_store::StoreError),
+    /// The thread's model is not in the catalog.
+    #[error("{0}")]
+    UnknownModel(String),
+    /// An incognito thread limited to local models has a remote one.
+    #[error(
+        "this thread is incognito and [llm] incognito_local_only is set, but {0} is not a local \
+         model; pick one with `hearth model set <provider>/<model>` (a provider whose base_url \
+         is on this machine or a private network)"
+    )]
+    NotLocal(ModelRef),
+}
+
+impl PrepareError {
+    fn into_run_error(self) -> RunError {
+        let code = match &self {
+            Self::Store(_) => "store_error",
+            Self::UnknownModel(_) => "unknown_model",
+            Self::NotLocal(_) => "not_local",
+        };
+        RunError {
+            code: code.to_owned(),
+            message: self.to_string(),
+        }
+    }
+}
+
+/// What a run executes with.
+struct Prepared {
+    model: ModelRef,
+    provider: Arc<dyn hearth_llm::Provider>,
+    thinking: ThinkingLevel,
+}
+
+struct LogSink<'a>(&'a RunLog);
+
+impl hearth_agent::EventSink for LogSink<'_> {
+    fn emit(&self, kind: RunEventKind, data: Value) {
+        // The run's status follows its events: it awaits from the question
+        // until the next thing it does.
+        let status = match kind {
+            RunEventKind::ConfirmationRequired => Some(RunStatus::AwaitingConfirmation),
+            _ if self.0.status() == RunStatus::AwaitingConfirmation => Some(RunStatus::Running),
+            _ => None,
+        };
+        self.0.push(kind, data, status);
+    }
+}
+
+impl Runtime {
+    /// Queues a stored run on its thread, starting the thread's worker if
+    /// it has none. A run already queued or running here is left alone.
+    pub(crate) fn schedule(&self, thread_key: &str, run_id: &str) {
+        if let Enqueued::StartWorker = self.inner.scheduler.enqueue(thread_key, run_id) {
+            let rt = self.clone();
+            let thread_key = thread_key.to_owned();
+            tokio::spawn(async move { rt.worker(thread_key).await });
+        }
+    }
+
+    /// Executes the thread's runs one after the other. Once shutting down it
+    /// takes no new run: those stay queued in the store for the next start.
+    async fn worker(self, thread_key: String) {
+        loop {
+            let stop = self.is_shutting_down();
+            let Some(next) = self.inner.scheduler.next(&thread_key, stop) else {
+                return;
+            };
+            self.inner.in_flight.send_modify(|n| *n += 1);
+            self.execute(next).await;
+            self.inner
+                .in_flight
+                .send_modify(|n| *n = n.saturating_sub(1));
+        }
+    }
+
+    /// Claims the run and, if this process won it, runs it to its end.
+    async fn execute(&self, next: NextRun) {
+        let NextRun {
+            run_id,
+            cancel,
+            steer,
+        } = next;
+        let inner = &self.inner;
+        let store = self.store_of_run(&run_id);
+        let now = now_ms();
+        let until = now + lease_ms(&inner.options);
+        let run = match store
+            .claim_run(&run_id, &inner.options.owner, until, now)
+            .await
+        {
+            Ok(Some(run)) => run,
+            Ok(None) => {
+                // Finished already, or another process holds it: not ours to run.
+                debug!(run_id, "run not claimed: finished or held elsewhere");
+                self.settle_unclaimed(&store, &run_id).await;
+                return;
+            }
+            Err(e) => {
+                warn!(run_id, error = %e, "could not claim a run; the recovery sweep retries it");
+                return;
+            }
+        };
+        inner.executing_insert(&run_id);
+        self.run_claimed(&run, &store, cancel, steer).await;
+        inner.executing_remove(&run_id);
+    }
+
+    /// A run queued here that another caller finished (a sweep's list can be
+    /// stale): a log opened for it must not keep followers waiting.
+    async fn settle_unclaimed(&self, store: &Arc<dyn Store>, run_id: &str) {
+        let Some(log) = self.inner.bus.get(run_id) else {
+            return;
+        };
+        if log.status().is_terminal() {
+            return;
+        }
+        if let Ok(Some(run)) = store.get_run(run_id).await
+            && run.status.is_terminal()
+        {
+            log.set_status(run.status);
+            self.inner.bus.finished(run_id);
+        }
+    }
+
+    async fn run_claimed(
+        &self,
+        run: &RunRecord,
+        store: &Arc<dyn Store>,
+        cancel: tokio_util::sync::CancellationToken,
+        steer: tokio::sync::mpsc::Receiver<(i64, String)>,
+    ) {
+        let inner = &self.inner;
+        let log = inner.bus.reopen(&run.run_id, run.status);
+        let Prepared {
+            model,
+            provider,
+            thinking,
+        } = match self.prepare(run).await {
+            Ok(p) => p,
+            Err(e) => {
+                let outcome = Outcome::Failed(e.into_run_error());
+                self.finish(run, &log, outcome, Vec::new(), Vec::new(), Vec::new())
+                    .await;
+                return;
+            }
+        };
+        // The model is recorded without waiting: it only labels the run, and
+        // in strict durability every awaited commit costs an fsync.
+        let (model_store, run_id, model_name) =
+            (store.clone(), run.run_id.clone(), model.to_string());
+        tokio::spawn(async move {
+            if let Err(e) = model_store.set_run_model(&run_id, &model_name).await {
+                warn!(run_id = %run_id, error = %e, "could not record a run's model");
+            }
+        });
+        log.push(
+            RunEventKind::Started,
+            json!({ "run_id": run.run_id, "model": model.to_string() }),
+            Some(RunStatus::Running),
+        );
+        metrics::gauge!("hearth_runs_in_flight").increment(1.0);
+        let journal = inner.incognito.store_of_run(&run.run_id);
+        let local_only = inner.options.incognito_local_only && journal.is_some();
+        let fallbacks = inner.catalog.fallbacks_for(&model);
+        let candidates = std::iter::once((model, provider))
+            .chain(fallbacks)
+            .filter(|(m, _)| !local_only || inner.catalog.is_local(m))
+            .map(|(m, p)| candidate(&inner.catalog, m, p))
+            .collect();
+        let input = RunInput {
+            run_id: run.run_id.clone(),
+            thread_key: run.thread_key.clone(),
+            text: run.input.clone(),
+            user_key: run.user_key.clone(),
+            // Channels with their own spaces (guilds, workspaces) come later.
+            scope: "global".into(),
+            candidates,
+            thinking,
+            cancel,
+            steer: Some(steer),
+            incognito: journal.is_some(),
+            journal,
+        };
+        let result = inner.engine.run(input, &LogSink(&log)).await;
+        let follow_ups = result
+            .unseen_steer
+            .into_iter()
+            .map(|text| NewRun {
+                run_id: hearth_core::new_run_id(),
+                thread_key: run.thread_key.clone(),
+                user_key: run.user_key.clone(),
+                source: run.source.clone(),
+                input: text,
+                idempotency_key: None,
+                created_at: now_ms(),
+            })
+            .collect();
+        self.finish(
+            run,
+            &log,
+            result.outcome,
+            result.messages,
+            result.steps,
+            follow_ups,
+        )
+        .await;
+        metrics::gauge!("hearth_runs_in_flight").decrement(1.0);
+    }
+
+    /// The model, provider and thinking level a run uses.
+    async fn prepare(&self, run: &RunRecord) -> Result<Prepared, PrepareError> {
+        let state = self.inner.store.thread_state(&run.thread_key).await?;
+        let model = state
+            .model
+            .clone()
+            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
+        let (model, provider) = self
+            .inner
+            .catalog
+            .resolve(&model)
+            .map_err(|e| PrepareError::UnknownModel(e.to_string()))?;
+        let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
+        if self.inner.options.incognito_local_only
+            && self.inner.incognito.store_of_run(&run.run_id).is_some()
+            && !self.inner.catalog.is_local(&model)
+        {
+            return Err(PrepareError::NotLocal(model));
+        }
+        Ok(Prepared {
+            model,
+            provider,
+            thinking,
+        })
+    }
+
+    /// Stores a run's end (with its messages, journal and follow-ups in one
+    /// transaction) and tells its followers.
+    pub(crate) async fn finish(
+        &self,
+        run: &RunRecord,
+        log: &RunLog,
+        outcome: Outcome,
+        messages: Vec<hearth_core::Message>,
+        steps: Vec<StepRecord>,
+        follow_ups: Vec<NewRun>,
+    ) {
+        let (status, output, error) = match outcome {
+            Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
+            Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),
+            Outcome::Cancelled => (RunStatus::Cancelled, None, None),
+        };
+        let follow_up_ids: Vec<String> = follow_ups.iter().map(|f| f.run_id.clone()).collect();
+        let finish = RunFinish {
+            run_id: run.run_id.clone(),
+            status,
+            output: output.clone(),
+            error_code: error.as_ref().map(|e| e.code.clone()),
+            error_message: error.as_ref().map(|e| e.message.clone()),
+            messages,
+            steps,
+            follow_ups,
+            finished_at: now_ms(),
+        };
+        let store = self.store_of_run(&run.run_id);
+        let incognito = !Arc::ptr_eq(&store, &self.inner.store);
+        if incognito {
+            // Follow-ups are made in the same store; know them before they exist.
+            for id in &follow_up_ids {
+                self.inner.incognito.add_run(id);
+            }
+        }
+        match store.finish_run(finish).await {
+            Ok(stored) => {
+                if stored && incognito {
+                    self.count_incognito_usage(&store, &run.run_id).await;
+                }
+                if stored {
+                    self.schedule_follow_ups(&run.thread_key, &follow_up_ids)
+                        .await;
+                }
+            }
+            Err(e) => {
+                // The run stays unfinished in the store. This process stops
+                // renewing its lease (it is no longer executing), so the
+                // recovery sweep runs it again; followers are told now rather
+                // than left hanging.
+                warn!(run_id = %run.run_id, error = %e, "could not store the end of a run; recovery will run it again");
+                log.push(
+                    RunEventKind::Failed,
+                    json!({ "run_id": run.run_id, "error": { "code": "store_error", "message": e.to_string() } }),
+                    Some(RunStatus::Failed),
+                );
+                self.inner.bus.finished(&run.run_id);
+                return;
+            }
+        }
+        let (kind, data) = match status {
+            RunStatus::Succeeded => (
+                RunEventKind::Succeeded,
+                json!({ "run_id": run.run_id, "output": { "text": output.unwrap_or_default() } }),
+            ),
+            RunStatus::Failed => {
+                if let Some(e) = &error {
+                    // Once per failed run, so an operator sees provider and
+                    // configuration failures in the server's log.
+                    warn!(run_id = %run.run_id, thread_key = %run.thread_key, code = %e.code, error = %e.message, "run failed");
+                }
+                (
+                    RunEventKind::Failed,
+                    json!({ "run_id": run.run_id, "error": error }),
+                )
+            }
+            _ => (RunEventKind::Cancelled, json!({ "run_id": run.run_id })),
+        };
+        log.push(kind, data, Some(status));
+        self.inner.bus.finished(&run.run_id);
+        metrics::counter!("hearth_runs_total", "status" => status.as_str()).increment(1);
+        self.check_spend().await;
+        let secs = (now_ms() - run.created_at).max(0) as f64 / 1000.0;
+        metrics::histogram!("hearth_run_duration_seconds").record(secs);
+    }
+
+    /// Queues runs that `finish_run` created, in their commit order, holding
+    /// the thread's ingest lock as ingest does.
+    async fn schedule_follow_ups(&self, thread_key: &str, follow_ups: &[String]) {
+        if follow_ups.is_empty() {
+            return;
+        }
+        let lock = self.inner.scheduler.ingest_lock(thread_key);
+        let _guard = lock.lock().await;
+        for run_id in follow_ups {
+            let log = self.inner.bus.open(run_id, RunStatus::Queued);
+            log.push(
+                RunEventKind::Queued,
+                json!({ "run_id": run_id, "thread_key": thread_key }),
+                None,
+            );
+            self.schedule(thread_key, run_id);
+        }
+    }
+    /// Counts an incognito run's model calls in the disk store's usage,
+    /// without thread or user keys.
+    async fn count_incognito_usage(&self, memory: &Arc<dyn Store>, run_id: &str) {
+        // A fresh id, so the usage rows cannot be tied to the run.
+        let anonymous = format!("incognito_{}", uuid::Uuid::now_v7().simple());
+        let steps = match memory.steps(run_id).await {
+            Ok(mut steps) => {
+                for s in &mut steps {
+                    s.run_id.clone_from(&anonymous);
+                }
+                steps
+            }
+            Err(e) => {
+                warn!(error = %e, "could not read an incognito run's steps for usage");
+                return;
+            }
+        };
+        if let Err(e) = self.inner.store.record_anonymous_usage(steps).await {
+            warn!(error = %e, "could not count an incognito run's usage");
+        }
+    }
+}
+
+/// A model the engine may call, with the tool mode and thinking support its
+/// capabilities give it.
+fn candidate(
+    catalog: &Catalog,
+    model: ModelRef,
+    provider: Arc<dyn hearth_llm::Provider>,
+) -> Candidate {
+    let caps = catalog.capabilities(&model);
+    Candidate {
+        tools: match caps.tools {
+            ToolSupport::Yes => ToolMode::Send,
+            ToolSupport::No => ToolMode::Omit,
+            ToolSupport::ModelDependent => ToolMode::TryThenOmit,
+        },
+        thinking: caps.thinking,
+        model,
+        provider,
+    }
+}

@@ -1,0 +1,157 @@
+//! Ingest: a message is validated, stored, and only then acknowledged and
+//! queued.
+
+use hearth_agent::firewall::SecretScanner;
+use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus, now_ms};
+use hearth_store::{CreateRunOutcome, NewRun};
+use serde_json::json;
+use tracing::info;
+
+use crate::envelope::envelope;
+use crate::error::{Result, RuntimeError};
+use crate::runtime::{Runtime, check_key};
+
+/// How long a steer whose run stopped taking steers waits for that run's end
+/// to learn whether the run saw it.
+const STEER_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What an overloaded hearth suggests as the wait before a retry.
+const OVERLOADED_RETRY_AFTER_SECS: u64 = 1;
+
+impl Runtime {
+    /// Accepts a message: stored before this returns; a duplicate idempotency
+    /// key returns the run it made before.
+    pub async fn ingest(&self, mut inbound: Inbound) -> Result<RunEnvelope> {
+        if self.is_shutting_down() {
+            return Err(RuntimeError::ShuttingDown);
+        }
+        if inbound.text.trim().is_empty() {
+            return Err(RuntimeError::InvalidInput("text must not be empty".into()));
+        }
+        check_key("thread_key", &inbound.thread_key)?;
+        check_key("user_key", &inbound.user_key)?;
+        check_key("source", &inbound.source)?;
+        if let Some(k) = &inbound.idempotency_key {
+            check_key("idempotency_key", k)?;
+        }
+        // Read before redaction: a token is random enough to look like a secret.
+        if let Some(env) = self
+            .confirmation_command(&inbound.thread_key, &inbound.user_key, &inbound.text)
+            .await?
+        {
+            return Ok(env);
+        }
+        // Secrets are redacted before the message is stored or sent anywhere:
+        // nothing of them reaches disk, a provider or the history.
+        let redacted = SecretScanner::new().redact(&inbound.text);
+        if !redacted.findings.is_empty() {
+            info!(
+                thread_key = %inbound.thread_key,
+                secrets = redacted.findings.len(),
+                "redacted secrets from a message"
+            );
+            inbound.text = redacted.text.into_owned();
+        }
+        if inbound.delivery_mode == DeliveryMode::Steer
+            && let Some(run_id) = self.inner.scheduler.active_run(&inbound.thread_key)
+        {
+            // Stored before it is acknowledged, like any message; if the run
+            // ends before it can take it, it becomes an ordinary follow-up.
+            let steer = self
+                .store_of_run(&run_id)
+                .add_steer(&run_id, &inbound.text, now_ms())
+                .await?;
+            self.deny_pending_on_thread(&inbound.thread_key).await;
+            if self.inner.scheduler.send_steer(
+                &inbound.thread_key,
+                &run_id,
+                steer.id,
+                &inbound.text,
+            ) || self.steer_answered_by(&run_id, steer.id).await
+            {
+                return self.get_run(&run_id).await;
+            }
+        }
+        let queued = self.inner.scheduler.len();
+        if queued >= self.inner.options.max_queued {
+            metrics::counter!("hearth_runs_refused_total", "reason" => "overloaded").increment(1);
+            return Err(RuntimeError::Overloaded {
+                queued,
+                retry_after_secs: OVERLOADED_RETRY_AFTER_SECS,
+            });
+        }
+        let thread_key = inbound.thread_key.clone();
+        let env = self.ingest_stored(inbound).await?;
+        // Stored first: an ordinary message denies what the thread waits for
+        // only once it is safe.
+        self.deny_pending_on_thread(&thread_key).await;
+        Ok(env)
+    }
+
+    /// Stores a validated message as a new run (or finds its idempotent twin) and queues it.
+    async fn ingest_stored(&self, inbound: Inbound) -> Result<RunEnvelope> {
+        let lock = self.inner.scheduler.ingest_lock(&inbound.thread_key);
+        let guard = lock.lock().await;
+        let incognito = self.inner.incognito.is_thread(&inbound.thread_key);
+        let store = if incognito {
+            self.inner.incognito.store().await?
+        } else {
+            self.inner.store.clone()
+        };
+        let outcome = store
+            .create_run(NewRun {
+                run_id: hearth_core::new_run_id(),
+                thread_key: inbound.thread_key,
+                user_key: inbound.user_key,
+                source: inbound.source,
+                input: inbound.text,
+                idempotency_key: inbound.idempotency_key,
+                created_at: now_ms(),
+            })
+            .await;
+        let run = match outcome {
+            Ok(CreateRunOutcome::Existing(run)) => return Ok(envelope(&run)),
+            Ok(CreateRunOutcome::Created(run)) => run,
+            Err(e) => return Err(e.into()),
+        };
+        if incognito {
+            self.inner.incognito.add_run(&run.run_id);
+        }
+        metrics::counter!("hearth_runs_accepted_total").increment(1);
+        let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
+        log.push(
+            RunEventKind::Queued,
+            json!({ "run_id": run.run_id, "thread_key": run.thread_key }),
+            None,
+        );
+        let env = envelope(&run);
+        self.schedule(&run.thread_key, &run.run_id);
+        drop(guard);
+        drop(lock);
+        Ok(env)
+    }
+
+    /// Whether `run_id`, whose inbox no longer takes steers (it ended or is
+    /// ending), showed the stored steer `steer_id` to its model anyway: a run
+    /// that starts reads its stored steers, so one stored just before can
+    /// reach it that way. Then the run answered it, and it must not become a
+    /// new run too.
+    async fn steer_answered_by(&self, run_id: &str, steer_id: i64) -> bool {
+        if let Some(log) = self.inner.bus.get(run_id) {
+            let mut rx = log.subscribe();
+            let ended = rx.wait_for(|(_, st)| st.is_terminal());
+            if tokio::time::timeout(STEER_SETTLE, ended).await.is_err() {
+                return false;
+            }
+        }
+        let steps = match self.store_of_run(run_id).steps(run_id).await {
+            Ok(steps) => steps,
+            Err(_) => return false,
+        };
+        steps.iter().any(|s| {
+            s.payload["steered"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|x| x["id"].as_i64() == Some(steer_id)))
+        })
+    }
+}

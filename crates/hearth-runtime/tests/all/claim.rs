@@ -1,0 +1,118 @@
+//! A run executes once: the recovery sweep, ingest and follow-ups racing to
+//! queue the same runs never make a second model call for any of them.
+
+use std::time::Duration;
+
+use hearth_agent::{Engine, Limits};
+use hearth_core::{DeliveryMode, Inbound, RunStatus};
+use hearth_runtime::{Runtime, RuntimeOptions, WaitOutcome};
+use hearth_store::RunFilter;
+use hearth_testkit::FakeOpenAi;
+use hearth_tools::ToolRegistry;
+
+use crate::common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store = common::store(dir.path());
+    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", ""));
+    let engine = Engine::new(
+        store.clone(),
+        ToolRegistry::new(),
+        Limits::default(),
+        String::new(),
+    );
+    // A sweep every millisecond: it races every ingest and every follow-up.
+    let options = RuntimeOptions {
+        sweep_every: Duration::from_millis(1),
+        ..RuntimeOptions::default()
+    };
+    let rt = Runtime::new(store.clone(), catalog, engine, options);
+    rt.start().await.unwrap();
+
+    let mut accepted = Vec::new();
+    for round in 0..6 {
+        let mut batch = Vec::new();
+        for t in 0..24 {
+            let rt = rt.clone();
+            // Steers land on a busy thread's active run or become follow-ups.
+            let mode = if round % 2 == 1 {
+                DeliveryMode::Steer
+            } else {
+                DeliveryMode::FollowUp
+            };
+            batch.push(tokio::spawn(async move {
+                rt.ingest(Inbound {
+                    source: "test".into(),
+                    thread_key: format!("race:{t}"),
+                    user_key: "test:user:1".into(),
+                    text: format!("message {round} on {t}"),
+                    delivery_mode: mode,
+                    idempotency_key: None,
+                })
+                .await
+                .unwrap()
+            }));
+        }
+        for b in batch {
+            accepted.push(b.await.unwrap().run_id);
+        }
+    }
+    for run_id in &accepted {
+        match rt.wait(run_id, Duration::from_secs(60)).await.unwrap() {
+            WaitOutcome::Finished(_) => {}
+            WaitOutcome::Pending(e) => panic!("run not finished: {e:?}"),
+        }
+    }
+    // Follow-ups made from unseen steers were stored with the end of the run
+    // that could not take them, so they exist by now; wait for them too.
+    let all = store
+        .list_runs(&RunFilter {
+            thread_key: None,
+            status: None,
+            limit: 1000,
+        })
+        .await
+        .unwrap();
+    for run in &all {
+        rt.wait(&run.run_id, Duration::from_secs(60)).await.unwrap();
+    }
+    let runs = store
+        .list_runs(&RunFilter {
+            thread_key: None,
+            status: None,
+            limit: 1000,
+        })
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), all.len());
+    assert!(runs.iter().all(|r| r.status == RunStatus::Succeeded));
+    // Each message is the newest user text of exactly one model call (its
+    // run's, or its active run's when it was steered in): a run executed
+    // twice would send the same newest text twice.
+    let mut newest: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            r["messages"]
+                .as_array()?
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")
+                .and_then(|m| m["content"].as_str())
+                .map(str::to_owned)
+        })
+        .collect();
+    let calls = newest.len();
+    newest.sort();
+    newest.dedup();
+    assert_eq!(
+        newest.len(),
+        calls,
+        "{} runs made {calls} model calls, some for the same newest message",
+        runs.len()
+    );
+    assert!(calls >= runs.len());
+}
