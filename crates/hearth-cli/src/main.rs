@@ -7,6 +7,7 @@
 
 mod cli;
 mod client;
+mod home_lock;
 mod logging;
 mod memory;
 mod output;

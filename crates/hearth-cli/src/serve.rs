@@ -117,6 +117,9 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         ))
     })?;
 
+    // Before the store: a second server must not recover the first one's runs.
+    let _home_lock =
+        crate::home_lock::lock(&home).map_err(|e| Exit::from(anyhow::Error::new(e)))?;
     let store = open_store(&home, &config)?;
     let store: Arc<dyn Store> = Arc::new(store);
     if !is_loopback(&addr)

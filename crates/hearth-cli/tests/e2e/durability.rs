@@ -103,3 +103,49 @@ async fn sigterm_exits_cleanly_and_strict_durability_works() {
     let (_, rt) = h.get("/v1/threads/api:s/runtime").await;
     assert_eq!(rt["message_count"], 2);
 }
+
+#[tokio::test]
+async fn sigterm_starts_no_queued_run_and_exits_when_the_runs_in_flight_end() {
+    let fake = FakeOpenAi::start().await;
+    // Long enough that every thread's first call is still in flight at SIGTERM.
+    fake.set_default_delay(Duration::from_millis(1500));
+    let dir = tempfile::tempdir().unwrap();
+    // A grace far longer than the calls: hearth must not wait it out.
+    let config = format!(
+        "{}\n[server]\nshutdown_grace_secs = 120\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let mut runs = Vec::new();
+    for round in 0..3 {
+        for t in 0..20 {
+            let (s, env) = h
+                .post(json!({ "text": format!("m{round}"), "thread_key": format!("api:busy{t}") }))
+                .await;
+            assert_eq!(s, 202, "{env}");
+            runs.push(env["run_id"].as_str().unwrap().to_owned());
+        }
+    }
+    fake.wait_for_requests(20).await;
+    let started = std::time::Instant::now();
+    let status = h.terminate().await;
+    assert!(status.success(), "{status:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "hearth waited out the grace instead of exiting when its runs ended"
+    );
+    assert_eq!(
+        fake.request_count(),
+        20,
+        "runs queued behind the busy ones were started after SIGTERM"
+    );
+
+    // The queued runs were kept and run at the next start.
+    fake.set_default_delay(Duration::ZERO);
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    for run_id in &runs {
+        let env = h.wait_run(run_id).await;
+        assert_eq!(env["status"], "succeeded", "{env}");
+    }
+    assert_eq!(fake.request_count(), 60);
+}

@@ -89,6 +89,11 @@ impl Hearth {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
     /// SIGKILL, and wait for the process to be gone.
     pub async fn kill(mut self) {
         self.child.start_kill().unwrap();

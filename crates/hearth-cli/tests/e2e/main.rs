@@ -10,6 +10,7 @@ mod cli;
 mod confirmations;
 mod durability;
 mod http;
+mod home_lock;
 mod incognito;
 mod memory;
 mod ordering;
