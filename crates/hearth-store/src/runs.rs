@@ -26,16 +26,6 @@ pub trait RunStore: Send + Sync + 'static {
     /// oldest first: what recovery must pick up again.
     async fn unfinished_runs(&self) -> Result<Vec<RunRecord>>;
 
-    /// Marks a run `running` under `owner` until `lease_until`, with the model
-    /// that runs it. Returns false when the run is already terminal.
-    async fn start_run(
-        &self,
-        run_id: &str,
-        owner: &str,
-        lease_until: Timestamp,
-        model: &str,
-    ) -> Result<bool>;
-
     /// Claims a run for execution by `owner` until `lease_until`: wins only when the run is
     /// `queued`, or is `running`/`awaiting_confirmation` with no lease, an expired lease
     /// (`lease_until < now`) or a lease already held by `owner`. On a win the run is `running`

@@ -14,7 +14,6 @@ pub async fn runs_suite<S: RunStore + ThreadStore>(fresh: impl AsyncFn() -> S) {
     create_then_get_round_trips(fresh().await).await;
     concurrent_identical_requests_create_one_run(fresh().await).await;
     finish_run_is_atomic_and_happens_once(fresh().await).await;
-    start_run_refuses_terminal_runs_and_leases_renew(fresh().await).await;
     steps_upsert_by_index(fresh().await).await;
     list_runs_filters_newest_first(fresh().await).await;
     steers_are_stored_in_order_and_follow_ups_commit_with_the_finish(fresh().await).await;
@@ -78,12 +77,12 @@ async fn concurrent_identical_requests_create_one_run<S: RunStore + ThreadStore>
 /// Finish run is atomic and happens once.
 async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
-    assert!(
-        store
-            .start_run("run_1", "node-a", 99, "openai/gpt")
-            .await
-            .unwrap()
-    );
+    store
+        .claim_run("run_1", "node-a", 99, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    store.set_run_model("run_1", "openai/gpt").await.unwrap();
     let messages = vec![
         Message::text(Role::User, "hi"),
         Message::text(Role::Assistant, "hello"),
@@ -115,41 +114,6 @@ async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store:
             .finish_run(finish("run_missing", messages))
             .await
             .unwrap()
-    );
-}
-
-/// Start run refuses terminal runs and leases renew.
-async fn start_run_refuses_terminal_runs_and_leases_renew<S: RunStore + ThreadStore>(store: S) {
-    created(&store, "run_1", "t1").await;
-    created(&store, "run_2", "t1").await;
-    assert!(
-        store
-            .start_run("run_1", "node-a", 100, "m/x")
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .start_run("run_2", "node-a", 100, "m/x")
-            .await
-            .unwrap()
-    );
-    assert!(store.finish_run(finish("run_2", vec![])).await.unwrap());
-    assert!(
-        !store
-            .start_run("run_2", "node-b", 100, "m/y")
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .start_run("run_missing", "node-b", 100, "m/y")
-            .await
-            .unwrap()
-    );
-    assert_eq!(
-        store.get_run("run_2").await.unwrap().unwrap().status,
-        RunStatus::Succeeded
     );
 }
 

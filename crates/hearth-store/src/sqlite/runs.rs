@@ -1,6 +1,6 @@
 //! Runs, their leases, steps and steers on SQLite.
 
-use hearth_core::{RunStatus, Timestamp, now_ms};
+use hearth_core::{RunStatus, Timestamp};
 use rusqlite::{OptionalExtension, Params, Statement, params};
 
 use super::SqliteStore;
@@ -72,25 +72,6 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
     existing
         .map(CreateRunOutcome::Existing)
         .ok_or_else(|| StoreError::Corrupt("run insert ignored without a conflicting run".into()))
-}
-
-fn start_run(
-    db: &mut Db<'_>,
-    run_id: &str,
-    owner: &str,
-    lease_until: Timestamp,
-    model: &str,
-    now: Timestamp,
-) -> Result<bool> {
-    let changed = db
-        .stmt(
-            // A run recovered while it awaits a confirmation keeps awaiting it.
-            "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
-             ELSE 'running' END, lease_owner = ?2, lease_until = ?3, model = ?4, \
-             updated_at = ?5 WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
-        )?
-        .execute(params![run_id, owner, lease_until, model, now])?;
-    Ok(changed == 1)
 }
 
 fn claim_run(
@@ -359,19 +340,6 @@ impl RunStore for SqliteStore {
 
     async fn unfinished_runs(&self) -> Result<Vec<RunRecord>> {
         self.read(unfinished_runs).await
-    }
-
-    async fn start_run(
-        &self,
-        run_id: &str,
-        owner: &str,
-        lease_until: Timestamp,
-        model: &str,
-    ) -> Result<bool> {
-        let (run_id, owner, model) = (run_id.to_owned(), owner.to_owned(), model.to_owned());
-        let now = now_ms();
-        self.write(move |db| start_run(db, &run_id, &owner, lease_until, &model, now))
-            .await
     }
 
     async fn claim_run(

@@ -67,7 +67,11 @@ async fn unfinished_runs_survive_reopen() {
         for i in 0..4 {
             created(&store, &format!("run_{i}"), "t1").await;
         }
-        assert!(store.start_run("run_1", "node-a", 5, "m/x").await.unwrap());
+        store
+            .claim_run("run_1", "node-a", 5, 1)
+            .await
+            .unwrap()
+            .unwrap();
         assert!(store.finish_run(finish("run_2", vec![])).await.unwrap());
     }
     let store = open(dir.path());
