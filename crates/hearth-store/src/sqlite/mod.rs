@@ -18,7 +18,7 @@ mod usage;
 mod writer;
 
 #[cfg(test)]
-mod queue_tests;
+mod worker_tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,10 +88,23 @@ struct Workers(Vec<JoinHandle<()>>);
 
 impl Drop for Workers {
     fn drop(&mut self) {
-        for handle in self.0.drain(..) {
-            // A worker that panicked has nothing left to clean up.
-            let _ = handle.join();
+        let handles = std::mem::take(&mut self.0);
+        // The last handle is often dropped by a task on the async executor;
+        // joining there would stall every task on that thread until the
+        // writer finished its batch and SQLite closed the file. A thread of
+        // the blocking pool waits instead (the runtime waits for it at
+        // shutdown). Outside a runtime, joining here is fine.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || join_all(handles))),
+            Err(_) => join_all(handles),
         }
+    }
+}
+
+fn join_all(handles: Vec<JoinHandle<()>>) {
+    for handle in handles {
+        // A worker that panicked has nothing left to clean up.
+        let _ = handle.join();
     }
 }
 

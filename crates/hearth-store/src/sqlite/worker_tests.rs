@@ -1,6 +1,7 @@
-//! The writer's queue is bounded: with the writer busy, writes beyond the
-//! queue wait at the door (their futures stay pending) instead of piling up,
-//! and none is lost once the writer moves on.
+//! The worker threads seen from the async side: the writer's queue is
+//! bounded (with the writer busy, writes beyond the queue wait at the door
+//! instead of piling up, and none is lost once the writer moves on), and
+//! dropping the last handle does not stall the executor thread.
 
 #![allow(clippy::unwrap_used)]
 
@@ -8,6 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::mpsc as std_mpsc;
 use std::task::{Context, Waker};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -56,4 +58,41 @@ async fn a_burst_beyond_the_writer_queue_waits_and_then_commits() {
         write.await.unwrap();
     }
     assert_eq!(store.inner.writer.capacity(), writer::QUEUE);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn dropping_the_last_handle_does_not_wait_for_a_busy_writer() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    // Hold the writer in a job that keeps no store handle.
+    let (started_tx, started_rx) = oneshot::channel();
+    let (release_tx, release_rx) = std_mpsc::channel::<()>();
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let held = writer::job(
+        move |_db| {
+            let _ = started_tx.send(());
+            let _ = release_rx.recv();
+            Ok(())
+        },
+        reply_tx,
+    );
+    store.inner.writer.send(held).await.unwrap();
+    started_rx.await.unwrap();
+
+    // A watchdog turns a drop that blocks into a failure instead of a hang:
+    // after a generous while it releases the writer, so a blocked drop
+    // returns, late.
+    let (dropped_tx, dropped_rx) = std_mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let in_time = dropped_rx.recv_timeout(Duration::from_secs(10)).is_ok();
+        let _ = release_tx.send(());
+        in_time
+    });
+    drop(store);
+    let _ = dropped_tx.send(());
+    assert!(
+        watchdog.join().unwrap(),
+        "dropping the store on the executor waited for the writer thread"
+    );
+    // The held write still completes once released.
+    reply_rx.await.unwrap().unwrap();
 }
