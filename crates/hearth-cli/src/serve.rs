@@ -181,6 +181,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let options = RuntimeOptions {
         daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
         incognito_local_only: config.llm.incognito_local_only,
+        max_queued: config.server.max_queued_runs,
         ..RuntimeOptions::default()
     };
     let runtime = Runtime::new(store.clone(), catalog, engine, options);

@@ -48,6 +48,12 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
             "must be at least 1 (connections served at once; default 1024)",
         ));
     }
+    if config.server.max_queued_runs == 0 {
+        return Err(problem(
+            "server.max_queued_runs",
+            "must be at least 1 (runs queued or running at once; default 10000)",
+        ));
+    }
     let providers = &config.llm.providers;
     for (name, pc) in providers {
         let key = format!("llm.providers.{name}");

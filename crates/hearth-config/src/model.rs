@@ -367,6 +367,9 @@ pub struct ServerConfig {
     pub header_read_timeout_ms: u64,
     /// Connections served at once; more clients wait until one closes.
     pub max_connections: usize,
+    /// Runs queued or running at once; past it new messages get 503
+    /// `overloaded` with Retry-After instead of growing the queue.
+    pub max_queued_runs: usize,
 }
 
 impl Default for ServerConfig {
@@ -377,6 +380,7 @@ impl Default for ServerConfig {
             shutdown_grace_secs: 10,
             header_read_timeout_ms: 10_000,
             max_connections: 1024,
+            max_queued_runs: 10_000,
         }
     }
 }

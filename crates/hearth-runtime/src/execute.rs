@@ -334,6 +334,7 @@ impl Runtime {
             }
             _ => (RunEventKind::Cancelled, json!({ "run_id": run.run_id })),
         };
+        self.inner.scheduler.ended(&run.run_id);
         log.push(kind, data, Some(status));
         self.inner.bus.finished(&run.run_id);
         metrics::counter!("hearth_runs_total", "status" => status.as_str()).increment(1);

@@ -152,6 +152,12 @@ impl Scheduler {
         }
     }
 
+    /// Stops counting a run that has ended (before its followers are told,
+    /// so a client that saw the end finds the room it freed).
+    pub fn ended(&self, run_id: &str) {
+        self.lock().known.remove(run_id);
+    }
+
     /// The run the thread is working on, if any.
     pub fn active_run(&self, thread_key: &str) -> Option<String> {
         let t = self.lock();

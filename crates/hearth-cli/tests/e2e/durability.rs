@@ -149,3 +149,50 @@ async fn sigterm_starts_no_queued_run_and_exits_when_the_runs_in_flight_end() {
     }
     assert_eq!(fake.request_count(), 60);
 }
+
+#[tokio::test]
+async fn a_saturated_hearth_answers_503_overloaded_with_retry_after_and_loses_nothing() {
+    let fake = FakeOpenAi::start().await;
+    fake.set_default_delay(Duration::from_millis(500));
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}\n[server]\nmax_queued_runs = 2\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let mut accepted = Vec::new();
+    for t in 0..2 {
+        let (s, env) = h
+            .post(json!({ "text": "hi", "thread_key": format!("api:full{t}") }))
+            .await;
+        assert_eq!(s, 202, "{env}");
+        accepted.push(env["run_id"].as_str().unwrap().to_owned());
+    }
+    let r = h
+        .http
+        .post(h.at("/v1/messages"))
+        .json(&json!({ "text": "one too many", "thread_key": "api:full9" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let retry_after = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "overloaded", "{body}");
+    // Nothing of the refused message was stored.
+    let (_, runs) = h.get("/v1/runs?thread_key=api:full9").await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 0);
+    // Once the queue drains, messages are taken again.
+    for run_id in &accepted {
+        assert_eq!(h.wait_run(run_id).await["status"], "succeeded");
+    }
+    let (s, env) = h
+        .post(json!({ "text": "now", "thread_key": "api:full9" }))
+        .await;
+    assert_eq!(s, 202, "{env}");
+    h.kill().await;
+}

@@ -6,10 +6,12 @@ use crate::harness::{Hearth, command};
 async fn a_second_server_on_the_same_home_is_refused_naming_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let first = Hearth::start(dir.path(), None).await;
-    let out = command(dir.path())
+    let second = command(dir.path())
         .args(["serve", "--bind", "127.0.0.1:0"])
-        .output()
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(30), second)
         .await
+        .expect("the second server started and kept running")
         .unwrap();
     assert!(!out.status.success(), "the second server started");
     let stderr = String::from_utf8_lossy(&out.stderr);

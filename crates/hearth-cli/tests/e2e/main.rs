@@ -14,6 +14,7 @@ mod home_lock;
 mod incognito;
 mod memory;
 mod ordering;
+mod outcome_unknown;
 mod permissions;
 mod providers;
 mod secrets;
