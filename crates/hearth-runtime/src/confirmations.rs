@@ -69,7 +69,7 @@ impl Runtime {
             return Err(RuntimeError::ConfirmationNotFound);
         }
         if rec.user_key != user_key && !self.may_resolve_any(user_key).await? {
-            self.audit(user_key, &rec, "denied", Some(RESOLVE_ANY))
+            self.append_audit(audit_event(user_key, &rec, "denied", Some(RESOLVE_ANY)))
                 .await;
             return Err(RuntimeError::Forbidden(format!(
                 "this confirmation belongs to another user; answering it needs capability {RESOLVE_ANY}"
@@ -80,14 +80,21 @@ impl Runtime {
         } else {
             ConfirmationState::Denied
         };
+        // The answer and its audit record are one transaction, except for
+        // an incognito run: its confirmation lives in memory, the audit log
+        // on disk.
+        let event = audit_event(user_key, &rec, state.as_str(), None);
+        let same_db = Arc::ptr_eq(&store, &self.inner.store);
         let Some(rec) = store
-            .resolve_confirmation(&hash, state, user_key, now, None)
+            .resolve_confirmation(&hash, state, user_key, now, same_db.then(|| event.clone()))
             .await?
         else {
             return Err(RuntimeError::ConfirmationNotFound);
         };
         self.resumed(&rec);
-        self.audit(user_key, &rec, state.as_str(), None).await;
+        if !same_db {
+            self.append_audit(event).await;
+        }
         info!(run_id = %rec.run_id, tool = %rec.tool, state = state.as_str(), "confirmation answered");
         self.get_run(&rec.run_id).await
     }
@@ -221,25 +228,28 @@ impl Runtime {
         Ok(decide(policy, user_key, &[], RESOLVE_ANY, &grants).allowed)
     }
 
-    async fn audit(
-        &self,
-        actor: &str,
-        rec: &ConfirmationRecord,
-        outcome: &str,
-        capability: Option<&str>,
-    ) {
-        let event = AuditEvent {
-            at: now_ms(),
-            actor: actor.to_owned(),
-            action: "confirmation.resolve".into(),
-            target: format!("{}/{}", rec.run_id, rec.tool),
-            outcome: outcome.to_owned(),
-            capability: capability.map(str::to_owned),
-            scope: Some("global".into()),
-        };
+    async fn append_audit(&self, event: AuditEvent) {
         if let Err(e) = self.inner.store.append_audit(event).await {
             warn!(error = %e, "could not write a confirmation answer to the audit log");
         }
+    }
+}
+
+/// The audit record of an answer (or a refused attempt) to `rec`.
+fn audit_event(
+    actor: &str,
+    rec: &ConfirmationRecord,
+    outcome: &str,
+    capability: Option<&str>,
+) -> AuditEvent {
+    AuditEvent {
+        at: now_ms(),
+        actor: actor.to_owned(),
+        action: "confirmation.resolve".into(),
+        target: format!("{}/{}", rec.run_id, rec.tool),
+        outcome: outcome.to_owned(),
+        capability: capability.map(str::to_owned),
+        scope: Some("global".into()),
     }
 }
 

@@ -291,14 +291,28 @@ impl Runtime {
                 self.inner.incognito.add_run(id);
             }
         }
+        let (mut status, mut output, mut error) = (status, output, error);
         match store.finish_run(finish).await {
-            Ok(stored) => {
-                if stored && incognito {
+            Ok(true) => {
+                if incognito {
                     self.count_incognito_usage(&store, &run.run_id).await;
                 }
-                if stored {
-                    self.schedule_follow_ups(&run.thread_key, &follow_up_ids)
-                        .await;
+                self.schedule_follow_ups(&run.thread_key, &follow_up_ids)
+                    .await;
+            }
+            Ok(false) => {
+                // Ended by someone else first (a new session cancels in the
+                // same transaction that clears the history): followers are
+                // told what the store holds, not what this run would have said.
+                if let Ok(Some(stored)) = store.get_run(&run.run_id).await
+                    && stored.status != status
+                {
+                    status = stored.status;
+                    output = stored.output;
+                    error = stored.error_code.map(|code| RunError {
+                        code,
+                        message: stored.error_message.unwrap_or_default(),
+                    });
                 }
             }
             Err(e) => {

@@ -232,12 +232,7 @@ impl Runtime {
             return Ok(envelope(&run));
         }
         match self.inner.scheduler.cancel(&run.thread_key, run_id) {
-            CancelFound::Active => {
-                if let Some(log) = self.inner.bus.get(run_id) {
-                    let mut rx = log.subscribe();
-                    let _ = rx.wait_for(|(_, st)| st.is_terminal()).await;
-                }
-            }
+            CancelFound::Active => self.await_end(run_id).await,
             CancelFound::Queued => {
                 let log = self.inner.bus.open(run_id, run.status);
                 self.finish(
@@ -264,6 +259,21 @@ impl Runtime {
             }
         }
         self.get_run(run_id).await
+    }
+
+    /// Cancels the thread's active run `run_id` in this process (if it is
+    /// still active) and waits for its end, whatever the store says of it.
+    pub(crate) async fn stop_active(&self, thread_key: &str, run_id: &str) {
+        if let CancelFound::Active = self.inner.scheduler.cancel(thread_key, run_id) {
+            self.await_end(run_id).await;
+        }
+    }
+
+    async fn await_end(&self, run_id: &str) {
+        if let Some(log) = self.inner.bus.get(run_id) {
+            let mut rx = log.subscribe();
+            let _ = rx.wait_for(|(_, st)| st.is_terminal()).await;
+        }
     }
 
     /// Stops taking messages and starting queued runs, and waits up to

@@ -1,6 +1,8 @@
 //! Per-thread settings (model, thinking, sessions) and usage reports: the
 //! parts of `Runtime` that are not the life of a run.
 
+use std::sync::Arc;
+
 use hearth_core::{ModelRef, ThinkingLevel, now_ms};
 use hearth_store::UsageQuery;
 use tracing::warn;
@@ -78,15 +80,41 @@ impl Runtime {
         self.thread_runtime(thread_key).await
     }
 
-    /// Cancels the thread's runs and clears its history.
+    /// Cancels the thread's runs and clears its history. The active run is
+    /// marked cancelled in the same transaction that clears the history, so
+    /// no answer of the old session can land in the new one, and a failure
+    /// leaves both as they were.
     pub async fn new_session(&self, thread_key: &str) -> Result<ThreadRuntime> {
         check_key("thread_key", thread_key)?;
+        let active = self.inner.scheduler.active_run(thread_key);
         for run_id in self.inner.scheduler.runs_of(thread_key) {
-            self.cancel(&run_id).await?;
+            if active.as_deref() != Some(run_id.as_str()) {
+                self.cancel(&run_id).await?;
+            }
         }
-        self.inner.store.clear_thread_history(thread_key).await?;
+        let disk = &self.inner.store;
+        let active_on_disk = active
+            .as_deref()
+            .is_none_or(|id| Arc::ptr_eq(&self.store_of_run(id), disk));
+        let now = now_ms();
+        disk.new_session(
+            thread_key,
+            active.as_deref().filter(|_| active_on_disk),
+            now,
+        )
+        .await?;
         if let Some(memory) = self.inner.incognito.opened() {
-            memory.clear_thread_history(thread_key).await?;
+            memory
+                .new_session(
+                    thread_key,
+                    active.as_deref().filter(|_| !active_on_disk),
+                    now,
+                )
+                .await?;
+        }
+        if let Some(run_id) = &active {
+            // Stop its engine too; its end finds the run cancelled already.
+            self.stop_active(thread_key, run_id).await;
         }
         self.thread_runtime(thread_key).await
     }
