@@ -8,6 +8,7 @@ use hearth_store::{ConfirmationRecord, ConfirmationState, StoreError};
 use hearth_tools::ToolClass;
 use serde_json::{Value, json};
 
+use super::tools::ToolCall;
 use super::{Engine, EventSink, Progress, RunInput, Stop};
 use crate::confirm::{hash_token, new_token};
 use crate::wall::WallClock;
@@ -46,7 +47,11 @@ impl Engine {
         &self,
         input: &RunInput,
         sink: &dyn EventSink,
-        (call_id, name, arguments): &(String, String, String),
+        ToolCall {
+            id: call_id,
+            name,
+            arguments,
+        }: &ToolCall,
         clock: &WallClock,
     ) -> Result<Option<hearth_tools::ToolOutput>, Stop> {
         // Registered before the question is stored or read: an answer that

@@ -20,7 +20,7 @@ use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
 mod confirm_gate;
 mod tools;
 
-use self::tools::push_tool_result;
+use self::tools::{ToolCall, push_tool_result};
 use crate::context::{trim_history, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
@@ -491,7 +491,7 @@ impl Engine {
         Ok(p)
     }
 
-    fn pending_calls(&self, p: &Progress) -> Option<Vec<(String, String, String)>> {
+    fn pending_calls(&self, p: &Progress) -> Option<Vec<ToolCall>> {
         let (assistant, results) = match p.scratch.as_slice() {
             [.., a, r] if a.role == Role::Assistant && r.role == Role::Tool => (a, Some(r)),
             [.., a] if a.role == Role::Assistant => (a, None),
@@ -499,7 +499,11 @@ impl Engine {
         };
         let missing: Vec<_> = unanswered_calls(assistant, results)
             .into_iter()
-            .map(|(i, n, a)| (i.to_owned(), n.to_owned(), a.to_owned()))
+            .map(|(id, name, arguments)| ToolCall {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                arguments: arguments.to_owned(),
+            })
             .collect();
         (!missing.is_empty()).then_some(missing)
     }

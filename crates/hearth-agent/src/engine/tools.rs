@@ -36,13 +36,13 @@ impl Engine {
         input: &RunInput,
         sink: &dyn EventSink,
         p: &mut Progress,
-        calls: Vec<(String, String, String)>,
+        calls: Vec<ToolCall>,
         clock: &WallClock,
     ) -> Result<(), Stop> {
         let ctx = input.tool_context();
         let mut rest = calls.into_iter().peekable();
         while let Some(first) = rest.next() {
-            if self.needs_confirmation(p, &first.1, &first.2) {
+            if self.needs_confirmation(p, &first.name, &first.arguments) {
                 check_call_limits(&self.limits, p)?;
                 if let Some(refusal) = self.confirm(input, sink, &first, clock).await? {
                     let call = self.begin_call(input, sink, p, first, false).await?;
@@ -53,7 +53,7 @@ impl Engine {
             let mut batch = vec![self.begin_call(input, sink, p, first, true).await?];
             if batch[0].class != Some(ToolClass::Write) {
                 while let Some(next) =
-                    rest.next_if(|c| self.class_of(&c.1) != Some(ToolClass::Write))
+                    rest.next_if(|c| self.class_of(&c.name) != Some(ToolClass::Write))
                 {
                     batch.push(self.begin_call(input, sink, p, next, true).await?);
                 }
@@ -187,7 +187,11 @@ impl Engine {
         input: &RunInput,
         sink: &dyn EventSink,
         p: &mut Progress,
-        (call_id, name, arguments): (String, String, String),
+        ToolCall {
+            id: call_id,
+            name,
+            arguments,
+        }: ToolCall,
         will_run: bool,
     ) -> Result<PendingCall, Stop> {
         check_call_limits(&self.limits, p)?;
@@ -289,6 +293,15 @@ fn check_call_limits(limits: &Limits, p: &Progress) -> Result<(), Stop> {
         )));
     }
     Ok(())
+}
+
+/// A tool call the model asked for and no result answers yet, as the
+/// model sent it (the arguments are raw JSON text, not yet redacted).
+pub(super) struct ToolCall {
+    /// The model's id for the call, which its result must echo.
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
 }
 
 /// A tool call announced and journaled, not yet finished.
