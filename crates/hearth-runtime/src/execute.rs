@@ -282,6 +282,8 @@ impl Runtime {
             steps,
             follow_ups,
             finished_at: now_ms(),
+            // The terminal event is the next one this log pushes.
+            last_event_seq: Some(log.last_seq() + 1),
         };
         let store = self.store_of_run(&run.run_id);
         let incognito = !Arc::ptr_eq(&store, &self.inner.store);

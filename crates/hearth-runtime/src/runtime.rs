@@ -178,7 +178,7 @@ impl Runtime {
         self.envelope_of(&run).await
     }
 
-    async fn run_record(&self, run_id: &str) -> Result<RunRecord> {
+    pub(crate) async fn run_record(&self, run_id: &str) -> Result<RunRecord> {
         self.store_of_run(run_id)
             .get_run(run_id)
             .await?

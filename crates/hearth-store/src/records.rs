@@ -66,6 +66,8 @@ pub struct RunRecord {
     pub created_at: Timestamp,
     /// Last changed.
     pub updated_at: Timestamp,
+    /// Id of the run's terminal event in its live event stream, once finished.
+    pub last_event_seq: Option<u64>,
 }
 
 /// Filter for `list_runs`.
@@ -174,6 +176,8 @@ pub struct RunFinish {
     pub follow_ups: Vec<NewRun>,
     /// When.
     pub finished_at: Timestamp,
+    /// Id of the terminal event the live stream gives this end.
+    pub last_event_seq: Option<u64>,
 }
 
 /// How `usage` groups its rows.

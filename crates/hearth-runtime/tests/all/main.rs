@@ -8,6 +8,7 @@ mod cancel;
 mod claim;
 mod confirmations;
 mod conformance;
+mod events;
 mod incognito;
 mod recovery;
 mod runtime;

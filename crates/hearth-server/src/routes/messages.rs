@@ -2,7 +2,6 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -10,10 +9,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunEventKind, RunStatus, rfc3339};
-use hearth_runtime::{RunLog, WaitOutcome};
+use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, rfc3339};
+use hearth_runtime::{RunEvents, WaitOutcome};
 use hearth_store::RunFilter;
-use serde_json::json;
 use tokio::sync::watch;
 
 use crate::AppState;
@@ -180,13 +178,10 @@ pub async fn run_events(
                 ApiError::InvalidRequest("Last-Event-ID must be an event id (a number)".into())
             })?,
     };
-    let source = match st.runtime.bus().get(&run_id) {
-        Some(log) => Source::Live(log),
-        None => Source::Stored(stored_events(&st.runtime.get_run(&run_id).await?)),
-    };
+    let source = st.runtime.events(&run_id).await?;
     let rx = match &source {
-        Source::Live(log) => Some(log.subscribe()),
-        Source::Stored(_) => None,
+        RunEvents::Live(log) => Some(log.subscribe()),
+        RunEvents::Stored(_) => None,
     };
     let state = Follow {
         source,
@@ -202,13 +197,8 @@ pub async fn run_events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-enum Source {
-    Live(Arc<RunLog>),
-    Stored(Vec<RunEvent>),
-}
-
 struct Follow {
-    source: Source,
+    source: RunEvents,
     rx: Option<watch::Receiver<(u64, RunStatus)>>,
     cursor: u64,
     pending: VecDeque<RunEvent>,
@@ -230,8 +220,8 @@ impl Follow {
                 return None;
             }
             let fresh = match &self.source {
-                Source::Live(log) => log.since(self.cursor),
-                Source::Stored(all) => {
+                RunEvents::Live(log) => log.since(self.cursor),
+                RunEvents::Stored(all) => {
                     self.done = true;
                     all.iter()
                         .filter(|e| e.seq > self.cursor)
@@ -251,43 +241,6 @@ impl Follow {
             self.pending.extend(fresh);
         }
     }
-}
-
-/// The events of a run whose live log is gone (finished a while ago, or before
-/// a restart): its lifecycle without deltas, numbered from 1.
-fn stored_events(env: &RunEnvelope) -> Vec<RunEvent> {
-    let mut out = vec![RunEvent {
-        seq: 1,
-        kind: RunEventKind::Queued,
-        data: json!({ "run_id": env.run_id, "thread_key": env.thread_key }),
-    }];
-    if env.model.is_some() {
-        out.push(RunEvent {
-            seq: 2,
-            kind: RunEventKind::Started,
-            data: json!({ "run_id": env.run_id, "model": env.model }),
-        });
-    }
-    let terminal = match env.status {
-        RunStatus::Succeeded => Some((
-            RunEventKind::Succeeded,
-            json!({ "run_id": env.run_id, "output": env.output }),
-        )),
-        RunStatus::Failed => Some((
-            RunEventKind::Failed,
-            json!({ "run_id": env.run_id, "error": env.error }),
-        )),
-        RunStatus::Cancelled => Some((RunEventKind::Cancelled, json!({ "run_id": env.run_id }))),
-        _ => None,
-    };
-    if let Some((kind, data)) = terminal {
-        out.push(RunEvent {
-            seq: out.len() as u64 + 1,
-            kind,
-            data,
-        });
-    }
-    out
 }
 
 fn to_sse(ev: &RunEvent) -> Event {

@@ -77,6 +77,7 @@ pub fn finish(run_id: &str, messages: Vec<Message>) -> RunFinish {
         steps: vec![step(run_id, 0, StepStatus::Succeeded)],
         follow_ups: Vec::new(),
         finished_at: 1_700_000_001_000,
+        last_event_seq: Some(7),
     }
 }
 

@@ -100,6 +100,7 @@ async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store:
     assert_eq!(run.model.as_deref(), Some("openai/gpt"));
     assert_eq!((run.lease_owner, run.lease_until), (None, None));
     assert_eq!(run.updated_at, 1_700_000_001_000);
+    assert_eq!(run.last_event_seq, Some(7));
     assert_eq!(store.steps("run_1").await.unwrap().len(), 1);
     assert_eq!(store.thread_history("t1", 10).await.unwrap(), messages);
 

@@ -14,10 +14,16 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (5, V5),
     (6, V6),
     (7, super::memory::MIGRATION_V7),
+    (8, V8),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 7;
+pub(crate) const LATEST: u32 = 8;
+
+/// The id of a finished run's terminal event, so a replay from the store
+/// numbers it as the live stream did (SSE `Last-Event-ID` resumes across
+/// the eviction of the live log).
+const V8: &str = "ALTER TABLE runs ADD COLUMN last_event_seq INTEGER;";
 
 /// Confirmations of write-class tool calls. The token is kept only as its
 /// SHA-256; a call has at most one confirmation, so a resumed run finds the

@@ -12,7 +12,8 @@ use crate::records::{RunRecord, StepKind, StepRecord, StepStatus, TokenRecord};
 macro_rules! run_columns {
     () => {
         "run_id, seq, thread_key, user_key, source, input, idempotency_key, status, output, \
-         error_code, error_message, model, lease_owner, lease_until, created_at, updated_at"
+         error_code, error_message, model, lease_owner, lease_until, created_at, updated_at, \
+         last_event_seq"
     };
 }
 pub(crate) use run_columns;
@@ -48,6 +49,7 @@ pub(crate) fn run(row: &Row<'_>) -> Result<RunRecord> {
         lease_until: col(row, 13)?,
         created_at: col(row, 14)?,
         updated_at: col(row, 15)?,
+        last_event_seq: col::<Option<i64>>(row, 16)?.and_then(|n| u64::try_from(n).ok()),
     })
 }
 

@@ -56,6 +56,7 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
             lease_until: None,
             created_at: run.created_at,
             updated_at: run.created_at,
+            last_event_seq: None,
         }));
     }
     let existing = db
@@ -173,7 +174,7 @@ fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
     let thread_key: Option<String> = db
         .stmt(
             "UPDATE runs SET status = ?2, output = ?3, error_code = ?4, error_message = ?5, \
-             updated_at = ?6, lease_owner = NULL, lease_until = NULL \
+             updated_at = ?6, lease_owner = NULL, lease_until = NULL, last_event_seq = ?7 \
              WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled') \
              RETURNING thread_key",
         )?
@@ -184,7 +185,8 @@ fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
                 finish.output,
                 finish.error_code,
                 finish.error_message,
-                finish.finished_at
+                finish.finished_at,
+                finish.last_event_seq.and_then(|n| i64::try_from(n).ok())
             ],
             |row| row.get(0),
         )

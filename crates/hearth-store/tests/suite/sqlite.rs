@@ -270,8 +270,10 @@ async fn a_version_3_database_gains_the_secrets_table() {
     drop(open(dir.path()));
     // Roll the file back to schema 3, as an older hearth left it.
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE secrets; PRAGMA user_version = 3;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE secrets; ALTER TABLE runs DROP COLUMN last_event_seq; PRAGMA user_version = 3;",
+    )
+    .unwrap();
     drop(conn);
     let store = open(dir.path());
     store.ping().await.unwrap();

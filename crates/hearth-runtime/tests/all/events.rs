@@ -1,0 +1,75 @@
+//! One numbering for a run's events: the replay from the store, once the
+//! live log is gone, gives the terminal event the id the live stream gave it.
+
+use std::time::Duration;
+
+use hearth_agent::{Engine, Limits};
+use hearth_core::{DeliveryMode, Inbound, RunEventKind};
+use hearth_runtime::{RunEvents, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_testkit::{FakeOpenAi, Reply};
+use hearth_tools::ToolRegistry;
+
+use crate::common;
+
+#[tokio::test]
+async fn the_replay_after_the_live_log_is_gone_keeps_the_terminal_events_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::text(
+        "a long answer that the fake streams in several pieces, each one a text delta",
+    ));
+    let store = common::store(dir.path());
+    let toml = common::fake_toml(&fake.base_url(), "", "");
+    let runtime = |store| {
+        let engine = Engine::new(
+            std::sync::Arc::clone(&store),
+            ToolRegistry::new(),
+            Limits::default(),
+            String::new(),
+        );
+        Runtime::new(
+            store,
+            common::catalog(&toml),
+            engine,
+            RuntimeOptions::default(),
+        )
+    };
+    let live = runtime(store.clone());
+    live.start().await.unwrap();
+    let run = live
+        .ingest(Inbound {
+            source: "test".into(),
+            thread_key: "t:events".into(),
+            user_key: "test:user:1".into(),
+            text: "talk".into(),
+            delivery_mode: DeliveryMode::FollowUp,
+            idempotency_key: None,
+        })
+        .await
+        .unwrap();
+    let done = live
+        .wait(&run.run_id, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(matches!(done, WaitOutcome::Finished(_)), "{done:?}");
+    let RunEvents::Live(log) = live.events(&run.run_id).await.unwrap() else {
+        panic!("the log of a run that just finished is in memory");
+    };
+    let live_events = log.since(0);
+    let last = live_events.last().unwrap();
+    assert_eq!(last.kind, RunEventKind::Succeeded);
+    assert!(last.seq > 4, "expected several deltas: {live_events:?}");
+
+    // A process without the live log (evicted, or after a restart) replays
+    // from the store with the same id for the end.
+    let later = runtime(store.clone());
+    let RunEvents::Stored(stored) = later.events(&run.run_id).await.unwrap() else {
+        panic!("a fresh runtime has no live log");
+    };
+    let end = stored.last().unwrap();
+    assert_eq!((end.kind, end.seq), (RunEventKind::Succeeded, last.seq));
+    // A client that saw up to a delta and resumes gets the end, not nothing.
+    let resumed: Vec<_> = stored.iter().filter(|e| e.seq > last.seq - 1).collect();
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].data, last.data);
+}
