@@ -1,16 +1,18 @@
 //! The confirmation gate: a write-class call waits for the user's answer
 //! before it runs.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{RunError, RunEventKind, now_ms};
+use hearth_store::ConfirmationStore;
 use hearth_store::{ConfirmationRecord, ConfirmationState, StoreError};
 use hearth_tools::ToolClass;
 use serde_json::{Value, json};
 
 use super::tools::ToolCall;
 use super::{Engine, EventSink, Progress, RunInput, Stop};
-use crate::confirm::{hash_token, new_token};
+use crate::confirm::{ConfirmationHub, hash_token, new_token};
 use crate::wall::WallClock;
 
 impl Engine {
@@ -54,49 +56,33 @@ impl Engine {
         }: &ToolCall,
         clock: &WallClock,
     ) -> Result<Option<hearth_tools::ToolOutput>, Stop> {
-        // Registered before the question is stored or read: an answer that
-        // lands in between then finds a waiter to wake (its permit is kept),
-        // instead of waking nobody and leaving the run to wait out the TTL.
-        let guard = self.hub.register(&input.run_id, &input.thread_key, None);
-        let (mut rec, token) = match input
-            .journal(&self.store)
-            .confirmation_for_call(&input.run_id, call_id)
-            .await?
-        {
-            Some(rec) => (rec, None),
-            None => {
-                let token = new_token().map_err(|e| {
-                    Stop::Failed(RunError {
-                        code: "internal".into(),
-                        message: format!("could not draw a random confirmation token: {e}"),
-                    })
-                })?;
-                let now = now_ms();
-                let ttl = i64::try_from(self.confirm.ttl.as_millis()).unwrap_or(i64::MAX);
-                let rec = ConfirmationRecord {
-                    token_hash: hash_token(&token),
-                    run_id: input.run_id.clone(),
-                    call_id: call_id.clone(),
-                    thread_key: input.thread_key.clone(),
-                    user_key: input.user_key.clone(),
-                    tool: name.clone(),
-                    summary: self.summary(name, arguments),
-                    created_at: now,
-                    expires_at: now.saturating_add(ttl),
-                    state: ConfirmationState::Pending,
-                    resolved_by: None,
-                    resolved_at: None,
-                };
-                let stored = input
-                    .journal(&self.store)
-                    .request_confirmation(rec.clone())
-                    .await?;
-                let token = (stored.token_hash == rec.token_hash).then_some(token);
-                (stored, token)
-            }
+        let store: &dyn ConfirmationStore = input.journal(&self.store).as_ref();
+        let question = || {
+            let token = new_token().map_err(|e| {
+                Stop::Failed(RunError {
+                    code: "internal".into(),
+                    message: format!("could not draw a random confirmation token: {e}"),
+                })
+            })?;
+            let now = now_ms();
+            let ttl = i64::try_from(self.confirm.ttl.as_millis()).unwrap_or(i64::MAX);
+            let rec = ConfirmationRecord {
+                token_hash: hash_token(&token),
+                run_id: input.run_id.clone(),
+                call_id: call_id.clone(),
+                thread_key: input.thread_key.clone(),
+                user_key: input.user_key.clone(),
+                tool: name.clone(),
+                summary: self.summary(name, arguments),
+                created_at: now,
+                expires_at: now.saturating_add(ttl),
+                state: ConfirmationState::Pending,
+                resolved_by: None,
+                resolved_at: None,
+            };
+            Ok((rec, token))
         };
-        if rec.state == ConfirmationState::Pending {
-            self.hub.set_token(&input.run_id, token.clone());
+        let asked = |rec: &ConfirmationRecord, token: Option<String>| {
             sink.emit(
                 RunEventKind::ConfirmationRequired,
                 json!({
@@ -108,40 +94,9 @@ impl Engine {
                 }),
             );
             clock.pause();
-            while rec.state == ConfirmationState::Pending {
-                let now = now_ms();
-                if now >= rec.expires_at {
-                    input
-                        .journal(&self.store)
-                        .resolve_confirmation(
-                            &rec.token_hash,
-                            ConfirmationState::Expired,
-                            "hearth:expired",
-                            now,
-                            None,
-                        )
-                        .await?;
-                } else {
-                    let left = u64::try_from(rec.expires_at - now).unwrap_or(0);
-                    tokio::select! {
-                        _ = guard.wake.notified() => {}
-                        _ = tokio::time::sleep(Duration::from_millis(left)) => {}
-                    }
-                }
-                rec = input
-                    .journal(&self.store)
-                    .confirmation_for_call(&input.run_id, call_id)
-                    .await?
-                    .ok_or_else(|| {
-                        Stop::from(StoreError::Corrupt(format!(
-                            "the confirmation of call {call_id} of {} disappeared",
-                            input.run_id
-                        )))
-                    })?;
-            }
-            clock.resume();
-        }
-        drop(guard);
+        };
+        let rec = await_answer(store, &self.hub, input, call_id, question, asked).await?;
+        clock.resume();
         let why = match (rec.state, rec.resolved_by.as_deref()) {
             (ConfirmationState::Approved, _) => return Ok(None),
             (ConfirmationState::Denied, Some("hearth:new_message")) => {
@@ -174,5 +129,182 @@ impl Engine {
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
         self.scanner.redact(&line).text.into_owned()
+    }
+}
+
+/// Stores the question of call `call_id` (or finds the one asked before a
+/// restart), tells `asked` while it is pending, and waits for its answer or
+/// its expiry. Returns the answered (or expired) record.
+async fn await_answer(
+    store: &dyn ConfirmationStore,
+    hub: &Arc<ConfirmationHub>,
+    input: &RunInput,
+    call_id: &str,
+    question: impl FnOnce() -> Result<(ConfirmationRecord, String), Stop>,
+    asked: impl FnOnce(&ConfirmationRecord, Option<String>),
+) -> Result<ConfirmationRecord, Stop> {
+    // Registered before the question is stored or read: an answer that
+    // lands in between then finds a waiter to wake (its permit is kept),
+    // instead of waking nobody and leaving the run to wait out the TTL.
+    let guard = hub.register(&input.run_id, &input.thread_key, None);
+    let (mut rec, token) = match store.confirmation_for_call(&input.run_id, call_id).await? {
+        Some(rec) => (rec, None),
+        None => {
+            let (rec, token) = question()?;
+            let stored = store.request_confirmation(rec.clone()).await?;
+            let token = (stored.token_hash == rec.token_hash).then_some(token);
+            (stored, token)
+        }
+    };
+    if rec.state != ConfirmationState::Pending {
+        return Ok(rec);
+    }
+    hub.set_token(&input.run_id, token.clone());
+    asked(&rec, token);
+    while rec.state == ConfirmationState::Pending {
+        let now = now_ms();
+        if now >= rec.expires_at {
+            store
+                .resolve_confirmation(
+                    &rec.token_hash,
+                    ConfirmationState::Expired,
+                    "hearth:expired",
+                    now,
+                    None,
+                )
+                .await?;
+        } else {
+            let left = u64::try_from(rec.expires_at - now).unwrap_or(0);
+            tokio::select! {
+                _ = guard.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(left)) => {}
+            }
+        }
+        rec = store
+            .confirmation_for_call(&input.run_id, call_id)
+            .await?
+            .ok_or_else(|| {
+                Stop::from(StoreError::Corrupt(format!(
+                    "the confirmation of call {call_id} of {} disappeared",
+                    input.run_id
+                )))
+            })?;
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use hearth_core::Timestamp;
+    use hearth_store::Result as StoreResult;
+
+    use super::*;
+
+    /// A confirmation store where an answer lands right after the question
+    /// is stored, before the caller gets the stored record back: the run
+    /// learns of it only through the hub's wake-up.
+    struct AnsweredAtOnce {
+        hub: Arc<ConfirmationHub>,
+        rec: Mutex<Option<ConfirmationRecord>>,
+    }
+
+    #[async_trait::async_trait]
+    impl ConfirmationStore for AnsweredAtOnce {
+        async fn request_confirmation(
+            &self,
+            rec: ConfirmationRecord,
+        ) -> StoreResult<ConfirmationRecord> {
+            let mut denied = rec.clone();
+            denied.state = ConfirmationState::Denied;
+            denied.resolved_by = Some("test:user:1".into());
+            *self.rec.lock().unwrap() = Some(denied);
+            // What the runtime does once it stored an answer.
+            self.hub.wake(&rec.run_id);
+            Ok(rec)
+        }
+        async fn confirmation_for_call(
+            &self,
+            _run_id: &str,
+            _call_id: &str,
+        ) -> StoreResult<Option<ConfirmationRecord>> {
+            Ok(self.rec.lock().unwrap().clone())
+        }
+        async fn confirmation_by_hash(
+            &self,
+            _token_hash: &str,
+        ) -> StoreResult<Option<ConfirmationRecord>> {
+            Ok(self.rec.lock().unwrap().clone())
+        }
+        async fn pending_confirmations(
+            &self,
+            _run_id: Option<&str>,
+            _thread_key: Option<&str>,
+        ) -> StoreResult<Vec<ConfirmationRecord>> {
+            Ok(Vec::new())
+        }
+        async fn resolve_confirmation(
+            &self,
+            _token_hash: &str,
+            _state: ConfirmationState,
+            _by: &str,
+            _at: Timestamp,
+            _audit: Option<hearth_store::AuditEvent>,
+        ) -> StoreResult<Option<ConfirmationRecord>> {
+            Ok(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_landing_as_the_question_is_stored_is_not_lost() {
+        let hub = Arc::new(ConfirmationHub::default());
+        let store = AnsweredAtOnce {
+            hub: hub.clone(),
+            rec: Mutex::new(None),
+        };
+        let input = RunInput {
+            run_id: "run_1".into(),
+            thread_key: "t:1".into(),
+            text: String::new(),
+            user_key: "test:user:1".into(),
+            scope: "global".into(),
+            candidates: Vec::new(),
+            thinking: hearth_core::ThinkingLevel::Off,
+            cancel: tokio_util::sync::CancellationToken::new(),
+            steer: None,
+            incognito: false,
+            journal: None,
+        };
+        let question = || {
+            Ok((
+                ConfirmationRecord {
+                    token_hash: "h".into(),
+                    run_id: "run_1".into(),
+                    call_id: "c1".into(),
+                    thread_key: "t:1".into(),
+                    user_key: "test:user:1".into(),
+                    tool: "memory_forget".into(),
+                    summary: String::new(),
+                    created_at: now_ms(),
+                    // An hour: waiting it out is the bug.
+                    expires_at: now_ms() + 3_600_000,
+                    state: ConfirmationState::Pending,
+                    resolved_by: None,
+                    resolved_at: None,
+                },
+                "token".to_owned(),
+            ))
+        };
+        let answer = tokio::time::timeout(
+            Duration::from_secs(10),
+            await_answer(&store, &hub, &input, "c1", question, |_, _| {}),
+        )
+        .await
+        .expect("the run slept through the answer (lost wake-up)");
+        assert_eq!(
+            answer.ok().map(|r| r.state),
+            Some(ConfirmationState::Denied)
+        );
     }
 }
