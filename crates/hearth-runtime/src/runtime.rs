@@ -152,26 +152,6 @@ impl Runtime {
         }
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
-    }
-
-    /// The model catalog.
-    pub fn catalog(&self) -> &Catalog {
-        &self.inner.catalog
-    }
-
-    /// The event bus.
-    pub fn bus(&self) -> &EventBus {
-        &self.inner.bus
-    }
-
-    /// The engine.
-    pub fn engine(&self) -> &Engine {
-        &self.inner.engine
-    }
-
     /// One run's envelope.
     pub async fn get_run(&self, run_id: &str) -> Result<RunEnvelope> {
         let run = self.run_record(run_id).await?;

@@ -152,7 +152,10 @@ async fn finished(rt: &Runtime, run_id: &str) -> RunEnvelope {
 
 /// Waits until the run is terminal (`wait` also returns while it awaits).
 async fn terminal(rt: &Runtime, run_id: &str) -> RunEnvelope {
-    let mut rx = rt.bus().get(run_id).unwrap().subscribe();
+    let hearth_runtime::RunEvents::Live(log) = rt.events(run_id).await.unwrap() else {
+        panic!("run {run_id} has no live log");
+    };
+    let mut rx = log.subscribe();
     tokio::time::timeout(
         Duration::from_secs(30),
         rx.wait_for(|(_, st)| st.is_terminal()),
@@ -221,7 +224,9 @@ async fn an_approved_call_runs_once_and_the_run_finishes() {
     assert_eq!(s.runs.load(Ordering::SeqCst), 1);
 
     // The event log said what was asked, with the token.
-    let log = s.rt.bus().get(&env.run_id).unwrap();
+    let hearth_runtime::RunEvents::Live(log) = s.rt.events(&env.run_id).await.unwrap() else {
+        panic!("the run has no live log");
+    };
     let asked = log
         .since(0)
         .into_iter()

@@ -933,10 +933,9 @@ async fn thinking_on<A: Adapter>() {
         reqs[0]
     );
     // Followers saw the reasoning as it streamed.
-    let log =
-        s.rt.bus()
-            .get(&done.run_id)
-            .expect("the run's log is in memory");
+    let hearth_runtime::RunEvents::Live(log) = s.rt.events(&done.run_id).await.unwrap() else {
+        panic!("the run's log is in memory");
+    };
     let streamed: String = log
         .since(0)
         .iter()
