@@ -241,6 +241,22 @@ impl SqliteStore {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
+    /// Like `write`, for a write whose loss in a power cut is harmless:
+    /// in strict durability it does not wait for an fsync of its own.
+    async fn write_lazy<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.inner
+            .writer
+            .send(writer::lazy_job(op, tx))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
     /// Runs `op` on a reader thread.
     async fn read<T, F>(&self, op: F) -> Result<T>
     where

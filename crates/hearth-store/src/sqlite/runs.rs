@@ -352,13 +352,14 @@ impl RunStore for SqliteStore {
         now: Timestamp,
     ) -> Result<Option<RunRecord>> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.write(move |db| claim_run(db, &run_id, &owner, lease_until, now))
+        // Lost in a power cut, a claim leaves the run to be claimed again.
+        self.write_lazy(move |db| claim_run(db, &run_id, &owner, lease_until, now))
             .await
     }
 
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {
         let (run_id, model) = (run_id.to_owned(), model.to_owned());
-        self.write(move |db| set_run_model(db, &run_id, &model))
+        self.write_lazy(move |db| set_run_model(db, &run_id, &model))
             .await
     }
 

@@ -96,3 +96,25 @@ async fn dropping_the_last_handle_does_not_wait_for_a_busy_writer() {
     // The held write still completes once released.
     reply_rx.await.unwrap().unwrap();
 }
+
+/// The `synchronous` level a write runs under.
+fn sync_level(db: &mut super::db::Db<'_>) -> Result<i64> {
+    Ok(db
+        .conn()
+        .pragma_query_value(None, "synchronous", |row| row.get(0))?)
+}
+
+#[tokio::test]
+async fn in_strict_durability_only_lazy_batches_skip_the_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("s.db"), super::Durability::Strict).unwrap();
+    // FULL is 2, NORMAL 1.
+    assert_eq!(store.write(sync_level).await.unwrap(), 2);
+    assert_eq!(store.write_lazy(sync_level).await.unwrap(), 1);
+    // The next durable write is synced again.
+    assert_eq!(store.write(sync_level).await.unwrap(), 2);
+    // In normal durability nothing changes.
+    let normal = SqliteStore::open(&dir.path().join("n.db"), super::Durability::Normal).unwrap();
+    assert_eq!(normal.write_lazy(sync_level).await.unwrap(), 1);
+    assert_eq!(normal.write(sync_level).await.unwrap(), 1);
+}

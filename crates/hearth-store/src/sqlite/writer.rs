@@ -25,9 +25,13 @@ pub(crate) trait Job: Send {
     fn fail(&mut self, reason: &str);
     /// Sends the outcome to the caller.
     fn reply(self: Box<Self>);
+    /// False for a write that need not reach the disk before it is answered
+    /// (in strict durability, a batch of only such writes skips the fsync).
+    fn durable(&self) -> bool;
 }
 
 struct Pending<T, F> {
+    durable: bool,
     op: Option<F>,
     result: Option<Result<T>>,
     reply: oneshot::Sender<Result<T>>,
@@ -55,6 +59,10 @@ where
         }
     }
 
+    fn durable(&self) -> bool {
+        self.durable
+    }
+
     fn reply(self: Box<Self>) {
         let result = self.result.unwrap_or(Err(StoreError::Closed));
         // The caller may have given up waiting; the write stands regardless.
@@ -69,6 +77,22 @@ where
     F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
 {
     Box::new(Pending {
+        durable: true,
+        op: Some(op),
+        result: None,
+        reply,
+    })
+}
+
+/// A write whose loss in a power cut is harmless (a run's claim: the run is
+/// then simply claimed again), so it does not wait for an fsync of its own.
+pub(crate) fn lazy_job<T, F>(op: F, reply: oneshot::Sender<Result<T>>) -> Box<dyn Job>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
+{
+    Box::new(Pending {
+        durable: false,
         op: Some(op),
         result: None,
         reply,
@@ -83,6 +107,10 @@ pub(crate) const QUEUE: usize = 2 * MAX_BATCH;
 
 /// The writer thread's body: returns when every sender is gone.
 pub(crate) fn run(conn: Connection, mut jobs: Receiver<Box<dyn Job>>, commits: Arc<AtomicU64>) {
+    // FULL (2) or more: strict durability, where each commit is synced.
+    let strict = conn
+        .pragma_query_value(None, "synchronous", |row| row.get::<_, i64>(0))
+        .is_ok_and(|level| level >= 2);
     let mut db = Db::new(&conn);
     let mut batch: Vec<Box<dyn Job>> = Vec::new();
     while let Some(first) = jobs.blocking_recv() {
@@ -95,7 +123,16 @@ pub(crate) fn run(conn: Connection, mut jobs: Receiver<Box<dyn Job>>, commits: A
         }
         let mut done = 0;
         while done < batch.len() {
+            let lazy = strict && batch[done..].iter().all(|j| !j.durable());
+            // A batch of lazy writes commits without its own fsync; the next
+            // synced commit makes it durable too (the WAL is sequential).
+            if lazy && let Err(e) = db.exec("PRAGMA synchronous = NORMAL") {
+                tracing::warn!(error = %e, "could not relax the sync of a lazy batch");
+            }
             done += run_transaction(&mut db, &mut batch[done..], &commits);
+            if lazy && let Err(e) = db.exec("PRAGMA synchronous = FULL") {
+                tracing::warn!(error = %e, "could not restore strict durability after a lazy batch");
+            }
         }
         for job in batch.drain(..) {
             job.reply();
