@@ -121,24 +121,36 @@ pub(crate) fn run(conn: Connection, mut jobs: Receiver<Box<dyn Job>>, commits: A
                 Err(_) => break,
             }
         }
-        let mut done = 0;
-        while done < batch.len() {
-            let lazy = strict && batch[done..].iter().all(|j| !j.durable());
-            // A batch of lazy writes commits without its own fsync; the next
-            // synced commit makes it durable too (the WAL is sequential).
-            if lazy && let Err(e) = db.exec("PRAGMA synchronous = NORMAL") {
-                tracing::warn!(error = %e, "could not relax the sync of a lazy batch");
+        if strict && batch.iter().any(|j| !j.durable()) {
+            // Lazy writes (claims) commit first, on their own and without an
+            // fsync, and are answered at once: they do not wait for the sync
+            // of the durable writes that came with them. The next synced
+            // commit makes them durable too (the WAL is sequential).
+            let (mut lazy, durable): (Vec<_>, Vec<_>) = batch.drain(..).partition(|j| !j.durable());
+            if let Err(e) = db.exec("PRAGMA synchronous = NORMAL") {
+                tracing::warn!(error = %e, "could not relax the sync of lazy writes");
             }
-            done += run_transaction(&mut db, &mut batch[done..], &commits);
-            if lazy && let Err(e) = db.exec("PRAGMA synchronous = FULL") {
-                tracing::warn!(error = %e, "could not restore strict durability after a lazy batch");
+            commit_all(&mut db, &mut lazy, &commits);
+            if let Err(e) = db.exec("PRAGMA synchronous = FULL") {
+                tracing::warn!(error = %e, "could not restore strict durability after lazy writes");
             }
+            batch = durable;
         }
-        for job in batch.drain(..) {
-            job.reply();
-        }
+        commit_all(&mut db, &mut batch, &commits);
         // A burst can grow the buffer to MAX_BATCH; don't keep that while idle.
         batch.shrink_to(16);
+    }
+}
+
+/// Commits `jobs` (in as few transactions as their failures allow) and
+/// answers them.
+fn commit_all(db: &mut Db<'_>, jobs: &mut Vec<Box<dyn Job>>, commits: &AtomicU64) {
+    let mut done = 0;
+    while done < jobs.len() {
+        done += run_transaction(db, &mut jobs[done..], commits);
+    }
+    for job in jobs.drain(..) {
+        job.reply();
     }
 }
 
