@@ -88,7 +88,7 @@ impl Runtime {
                 return;
             };
             self.inner.in_flight.send_modify(|n| *n += 1);
-            self.execute(next).await;
+            self.execute(&thread_key, next).await;
             self.inner
                 .in_flight
                 .send_modify(|n| *n = n.saturating_sub(1));
@@ -96,7 +96,7 @@ impl Runtime {
     }
 
     /// Claims the run and, if this process won it, runs it to its end.
-    async fn execute(&self, next: NextRun) {
+    async fn execute(&self, thread_key: &str, next: NextRun) {
         let NextRun {
             run_id,
             cancel,
@@ -104,12 +104,22 @@ impl Runtime {
         } = next;
         let inner = &self.inner;
         let store = self.store_of_run(&run_id);
+        // Prepared before the claim (it only reads), so the claim records
+        // the model in the same write.
+        let prepared = self.prepare(&run_id, thread_key).await;
         let now = now_ms();
         let until = now + lease_ms(&inner.options);
-        let run = match store
-            .claim_run(&run_id, &inner.options.owner, until, now)
-            .await
-        {
+        let owner = &inner.options.owner;
+        let claimed = match &prepared {
+            Ok(p) => {
+                let model = p.model.to_string();
+                store
+                    .claim_run_with_model(&run_id, owner, until, now, &model)
+                    .await
+            }
+            Err(_) => store.claim_run(&run_id, owner, until, now).await,
+        };
+        let run = match claimed {
             Ok(Some(run)) => run,
             Ok(None) => {
                 // Finished already, or another process holds it: not ours to run.
@@ -123,7 +133,7 @@ impl Runtime {
             }
         };
         inner.executing_insert(&run_id);
-        self.run_claimed(&run, &store, cancel, steer).await;
+        self.run_claimed(&run, prepared, cancel, steer).await;
         inner.executing_remove(&run_id);
     }
 
@@ -147,7 +157,7 @@ impl Runtime {
     async fn run_claimed(
         &self,
         run: &RunRecord,
-        store: &Arc<dyn Store>,
+        prepared: Result<Prepared, PrepareError>,
         cancel: tokio_util::sync::CancellationToken,
         steer: tokio::sync::mpsc::Receiver<(i64, String)>,
     ) {
@@ -157,7 +167,7 @@ impl Runtime {
             model,
             provider,
             thinking,
-        } = match self.prepare(run).await {
+        } = match prepared {
             Ok(p) => p,
             Err(e) => {
                 let outcome = Outcome::Failed(e.into_run_error());
@@ -166,15 +176,6 @@ impl Runtime {
                 return;
             }
         };
-        // The model is recorded without waiting: it only labels the run, and
-        // in strict durability every awaited commit costs an fsync.
-        let (model_store, run_id, model_name) =
-            (store.clone(), run.run_id.clone(), model.to_string());
-        tokio::spawn(async move {
-            if let Err(e) = model_store.set_run_model(&run_id, &model_name).await {
-                warn!(run_id = %run_id, error = %e, "could not record a run's model");
-            }
-        });
         log.push(
             RunEventKind::Started,
             json!({ "run_id": run.run_id, "model": model.to_string() }),
@@ -230,8 +231,8 @@ impl Runtime {
     }
 
     /// The model, provider and thinking level a run uses.
-    async fn prepare(&self, run: &RunRecord) -> Result<Prepared, PrepareError> {
-        let state = self.inner.store.thread_state(&run.thread_key).await?;
+    async fn prepare(&self, run_id: &str, thread_key: &str) -> Result<Prepared, PrepareError> {
+        let state = self.inner.store.thread_state(thread_key).await?;
         let model = state
             .model
             .clone()
@@ -243,7 +244,7 @@ impl Runtime {
             .map_err(|e| PrepareError::UnknownModel(e.to_string()))?;
         let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
         if self.inner.options.incognito_local_only
-            && self.inner.incognito.store_of_run(&run.run_id).is_some()
+            && self.inner.incognito.store_of_run(run_id).is_some()
             && !self.inner.catalog.is_local(&model)
         {
             return Err(PrepareError::NotLocal(model));

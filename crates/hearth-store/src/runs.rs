@@ -40,6 +40,17 @@ pub trait RunStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<Option<RunRecord>>;
 
+    /// `claim_run` that also records, in the same write, the model the run
+    /// will use (one commit per start instead of two).
+    async fn claim_run_with_model(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+        model: &str,
+    ) -> Result<Option<RunRecord>>;
+
     /// Records the model a run uses (after it was claimed).
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()>;
 

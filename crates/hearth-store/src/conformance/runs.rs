@@ -294,6 +294,19 @@ async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>
         .unwrap()
         .unwrap();
     assert_eq!(taken.lease_owner.as_deref(), Some("node-b"));
+    // A claim can record the model in the same write; a plain one keeps it.
+    let with_model = store
+        .claim_run_with_model("run_1", "node-b", 9_500, 6_002, "openai/gpt")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(with_model.model.as_deref(), Some("openai/gpt"));
+    let plain = store
+        .claim_run("run_1", "node-b", 9_600, 6_003)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(plain.model.as_deref(), Some("openai/gpt"));
 
     // Terminal and unknown runs are never claimed.
     store

@@ -81,19 +81,21 @@ fn claim_run(
     owner: &str,
     lease_until: Timestamp,
     now: Timestamp,
+    model: Option<&str>,
 ) -> Result<Option<RunRecord>> {
     // One conditional UPDATE: the writer runs writes one at a time (and a
     // server database would lock the row), so of concurrent claims exactly
     // one sees the run claimable.
     db.stmt(concat!(
         "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
-         ELSE 'running' END, lease_owner = ?2, lease_until = ?3, updated_at = ?4 \
+         ELSE 'running' END, lease_owner = ?2, lease_until = ?3, updated_at = ?4, \
+         model = COALESCE(?5, model) \
          WHERE run_id = ?1 AND (status = 'queued' \
          OR (status IN ('running', 'awaiting_confirmation') AND (lease_owner IS NULL \
          OR lease_until IS NULL OR lease_until < ?4 OR lease_owner = ?2))) RETURNING ",
         run_columns!()
     ))?
-    .query_row(params![run_id, owner, lease_until, now], |row| {
+    .query_row(params![run_id, owner, lease_until, now, model], |row| {
         Ok(rows::run(row))
     })
     .optional()?
@@ -353,7 +355,20 @@ impl RunStore for SqliteStore {
     ) -> Result<Option<RunRecord>> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         // Lost in a power cut, a claim leaves the run to be claimed again.
-        self.write_lazy(move |db| claim_run(db, &run_id, &owner, lease_until, now))
+        self.write_lazy(move |db| claim_run(db, &run_id, &owner, lease_until, now, None))
+            .await
+    }
+
+    async fn claim_run_with_model(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+        model: &str,
+    ) -> Result<Option<RunRecord>> {
+        let (run_id, owner, model) = (run_id.to_owned(), owner.to_owned(), model.to_owned());
+        self.write_lazy(move |db| claim_run(db, &run_id, &owner, lease_until, now, Some(&model)))
             .await
     }
 
