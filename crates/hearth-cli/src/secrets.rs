@@ -11,8 +11,8 @@ use std::io::{IsTerminal, Read};
 
 use hearth_config::Config;
 use hearth_core::{now_ms, rfc3339};
-use hearth_store::{SecretStore, Store};
 use hearth_store::secrets::{Sealer, SecretError, SecretString, generate_key_base64};
+use hearth_store::{SecretStore, Store};
 use serde_json::json;
 
 use crate::Exit;

@@ -234,6 +234,9 @@ fn parse_sse_reads_each_event() {
          id: 2\nevent: run.succeeded\ndata: {\"output\":{\"text\":\"hi\"}}\n\n",
     );
     assert_eq!(events.len(), 2);
-    assert_eq!(events[0], (1, "run.queued".to_owned(), json!({ "run_id": "r" })));
+    assert_eq!(
+        events[0],
+        (1, "run.queued".to_owned(), json!({ "run_id": "r" }))
+    );
     assert_eq!(events[1].2["output"]["text"], "hi");
 }
