@@ -8,9 +8,6 @@
 //! revoked by the `hearth token` CLI in another process, which a cache here
 //! could not hear of, so a cache would keep a revoked token working.
 
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
-
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -49,44 +46,12 @@ pub fn bearer_token(header: &str) -> Option<&str> {
 pub struct Auth {
     runtime: Runtime,
     loopback: bool,
-    /// Until when "no API token exists" is taken as known without asking
-    /// the store again (an open loopback server would ask on every request).
-    no_tokens_until: Mutex<Option<Instant>>,
 }
-
-/// How long an open loopback server trusts that no token exists: a token
-/// created meanwhile (by `hearth token create`, another process) closes it
-/// within this time. Token checks themselves are never cached, so a
-/// revocation takes effect on the next request.
-const NO_TOKENS_TTL: Duration = Duration::from_secs(1);
 
 impl Auth {
     /// Auth over the runtime's tokens; `loopback` is whether the bind address is loopback.
     pub fn new(runtime: Runtime, loopback: bool) -> Self {
-        Self {
-            runtime,
-            loopback,
-            no_tokens_until: Mutex::new(None),
-        }
-    }
-
-    /// True when no API token exists, asking the store at most once per
-    /// `NO_TOKENS_TTL` while that stays true.
-    async fn no_tokens(&self) -> Result<bool, ApiError> {
-        let now = Instant::now();
-        let until = *self
-            .no_tokens_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if until.is_some_and(|u| now < u) {
-            return Ok(true);
-        }
-        let none = !self.runtime.api_tokens_exist().await?;
-        *self
-            .no_tokens_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = none.then(|| now + NO_TOKENS_TTL);
-        Ok(none)
+        Self { runtime, loopback }
     }
 
     /// Decides one request's `Authorization` header.
@@ -96,7 +61,7 @@ impl Auth {
                 Some(token) => self.runtime.api_token_valid(&hash_token(token)).await?,
                 None => false,
             },
-            None => self.loopback && self.no_tokens().await?,
+            None => self.loopback && !self.runtime.api_tokens_exist().await?,
         };
         if verdict {
             Ok(())
