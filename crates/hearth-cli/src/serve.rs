@@ -91,6 +91,8 @@ fn is_loopback(addr: &SocketAddr) -> bool {
 /// Runs the gateway.
 pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let t0 = Instant::now();
+    // First: its large transient garbage is then reused by what follows.
+    let routes = hearth_server::Routes::build();
     let home = home_dir(g)?;
     let report = hearth_config::prepare_home(&home).map_err(Exit::config)?;
     let config = load_config(g, &home)?;
@@ -193,7 +195,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         metrics,
         policy: policy_config(&config),
     };
-    let app = hearth_server::router(state, config.server.max_body_bytes);
+    let app = hearth_server::with_state(routes, state, config.server.max_body_bytes);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
