@@ -232,13 +232,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
     {
-        let (tx, rx) = oneshot::channel();
-        self.inner
-            .writer
-            .send(writer::job(op, tx))
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        rx.await.map_err(|_| StoreError::Closed)?
+        self.submit(true, op).await
     }
 
     /// Like `write`, for a write whose loss in a power cut is harmless:
@@ -248,10 +242,18 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
     {
+        self.submit(false, op).await
+    }
+
+    async fn submit<T, F>(&self, durable: bool, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         self.inner
             .writer
-            .send(writer::lazy_job(op, tx))
+            .send(writer::job(durable, op, tx))
             .await
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?

@@ -68,6 +68,7 @@ async fn dropping_the_last_handle_does_not_wait_for_a_busy_writer() {
     let (release_tx, release_rx) = std_mpsc::channel::<()>();
     let (reply_tx, reply_rx) = oneshot::channel();
     let held = writer::job(
+        true,
         move |_db| {
             let _ = started_tx.send(());
             let _ = release_rx.recv();

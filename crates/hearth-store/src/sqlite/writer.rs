@@ -70,29 +70,16 @@ where
     }
 }
 
-/// Wraps a write operation and the channel its outcome goes to.
-pub(crate) fn job<T, F>(op: F, reply: oneshot::Sender<Result<T>>) -> Box<dyn Job>
+/// Wraps a write operation and the channel its outcome goes to. A write that
+/// is not `durable` is one whose loss in a power cut is harmless (a run's
+/// claim: the run is then claimed again), so it need not wait for an fsync.
+pub(crate) fn job<T, F>(durable: bool, op: F, reply: oneshot::Sender<Result<T>>) -> Box<dyn Job>
 where
     T: Send + 'static,
     F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
 {
     Box::new(Pending {
-        durable: true,
-        op: Some(op),
-        result: None,
-        reply,
-    })
-}
-
-/// A write whose loss in a power cut is harmless (a run's claim: the run is
-/// then simply claimed again), so it does not wait for an fsync of its own.
-pub(crate) fn lazy_job<T, F>(op: F, reply: oneshot::Sender<Result<T>>) -> Box<dyn Job>
-where
-    T: Send + 'static,
-    F: FnOnce(&mut Db<'_>) -> Result<T> + Send + 'static,
-{
-    Box::new(Pending {
-        durable: false,
+        durable,
         op: Some(op),
         result: None,
         reply,
