@@ -91,7 +91,6 @@ fn is_loopback(addr: &SocketAddr) -> bool {
 /// Runs the gateway.
 pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let t0 = Instant::now();
-    // First: its large transient garbage is then reused by what follows.
     let routes = hearth_server::Routes::build();
     let home = home_dir(g)?;
     let report = hearth_config::prepare_home(&home).map_err(Exit::config)?;

@@ -47,10 +47,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     with_state(Routes::build(), state, max_body_bytes)
 }
 
-/// The API's routes, registered but without state. Building them builds the
-/// whole OpenAPI description too (about 1 MB, dropped at once): `serve`
-/// does it first thing, so what later start-up work allocates fills the
-/// freed space instead of growing the heap (idle RSS).
+/// The API's routes, registered but without state.
 pub struct Routes {
     ops: Router<AppState>,
     v1: Router<AppState>,
@@ -60,8 +57,8 @@ impl Routes {
     /// Registers every route.
     pub fn build() -> Self {
         Self {
-            ops: routes::ops().split_for_parts().0,
-            v1: routes::v1().split_for_parts().0,
+            ops: routes::ops(),
+            v1: routes::v1(),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Route handlers, grouped by the sections of the API contract.
 //!
-//! Each handler is registered once, through `utoipa_axum::routes!`, which
-//! adds it to the router and its `#[utoipa::path]` to the OpenAPI document
-//! together: a route cannot be served without being documented.
+//! Each handler is listed once, in `api!`, which makes both the served
+//! router (from its `#[utoipa::path]` path and methods) and the documented
+//! one (through `utoipa_axum::routes!`): a route cannot be served without
+//! being documented.
 
 pub mod confirmations;
 pub mod messages;
@@ -12,40 +13,78 @@ pub mod threads;
 pub mod tools;
 pub mod usage;
 
+use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
 
-/// Everything under `/v1` (served behind auth).
-pub fn v1() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(messages::post_message))
-        .routes(routes!(messages::list_runs))
-        .routes(routes!(messages::get_run))
-        .routes(routes!(messages::run_events))
-        .routes(routes!(messages::cancel_run))
-        .routes(routes!(messages::run_trace))
-        .routes(routes!(threads::models))
-        .routes(routes!(usage::usage))
-        .routes(routes!(tools::tools))
-        .routes(routes!(confirmations::resolve))
-        .routes(routes!(permissions::list))
-        .routes(routes!(permissions::add_grant, permissions::remove_grant))
-        .routes(routes!(permissions::check))
-        .routes(routes!(permissions::audit))
-        .routes(routes!(threads::runtime))
-        .routes(routes!(threads::set_model))
-        .routes(routes!(threads::set_thinking))
-        .routes(routes!(threads::new_session))
-        .routes(routes!(threads::set_incognito))
+/// Serves `$m::$h` at the path and methods its `#[utoipa::path]` declares.
+/// Only `path()` and `methods()` are read: the served router never builds
+/// the operation's OpenAPI description (about 1 MB for the whole API at
+/// start, which stayed in the process as idle RSS).
+macro_rules! serve {
+    ($router:expr, $m:ident :: $h:ident) => {
+        utoipa_axum::paste! {{
+            let path = <$m::[<__path_ $h>] as utoipa::Path>::path();
+            let methods = <$m::[<__path_ $h>] as utoipa::Path>::methods();
+            let served = methods.iter().fold(axum::routing::MethodRouter::new(), |r, m| {
+                r.on(utoipa_axum::PathItemExt::to_method_filter(m), $m::$h)
+            });
+            $router.route(&path, served)
+        }}
+    };
 }
 
-/// Health, readiness, metrics and the document itself (no token needed).
-pub fn ops() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(ops::healthz))
-        .routes(routes!(ops::readyz))
-        .routes(routes!(ops::metrics))
-        .routes(routes!(ops::openapi))
+/// One list of handlers gives both the served router and the documented
+/// one, so a route cannot be served without being in `/openapi.json`.
+macro_rules! api {
+    ($(#[$doc:meta])* $served:ident, $documented:ident: $($m:ident :: $h:ident),+ $(,)?) => {
+        $(#[$doc])*
+        pub fn $served() -> Router<AppState> {
+            let router = Router::new();
+            $(let router = serve!(router, $m::$h);)+
+            router
+        }
+
+        $(#[$doc])*
+        /// (With each operation's OpenAPI description, for the document.)
+        pub fn $documented() -> OpenApiRouter<AppState> {
+            OpenApiRouter::new() $(.routes(routes!($m::$h)))+
+        }
+    };
+}
+
+api! {
+    /// Everything under `/v1` (served behind auth).
+    v1, v1_documented:
+    messages::post_message,
+    messages::list_runs,
+    messages::get_run,
+    messages::run_events,
+    messages::cancel_run,
+    messages::run_trace,
+    threads::models,
+    usage::usage,
+    tools::tools,
+    confirmations::resolve,
+    permissions::list,
+    permissions::add_grant,
+    permissions::remove_grant,
+    permissions::check,
+    permissions::audit,
+    threads::runtime,
+    threads::set_model,
+    threads::set_thinking,
+    threads::new_session,
+    threads::set_incognito,
+}
+
+api! {
+    /// Health, readiness, metrics and the document itself (no token needed).
+    ops, ops_documented:
+    ops::healthz,
+    ops::readyz,
+    ops::metrics,
+    ops::openapi,
 }
