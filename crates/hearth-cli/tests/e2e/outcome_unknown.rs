@@ -4,9 +4,10 @@
 //!
 //! To kill hearth while the write runs, every fsync of the process is slowed
 //! by an LD_PRELOAD shim (the load driver's, from hearth-bench) and the store
-//! runs in strict durability: each commit then takes half a second, and the
+//! runs in strict durability: each commit then takes two seconds, so the
 //! `tool.started` event, sent once the call is journaled as started, leaves
-//! half a second before the tool's own write and its outcome can be stored.
+//! at least two seconds before the tool's own write is stored and two more
+//! before its outcome is (room for a loaded CI machine to deliver the kill).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -52,8 +53,10 @@ async fn a_write_cut_by_sigkill_is_not_run_again_and_is_reported_unknown() {
     );
     let slow = [
         ("LD_PRELOAD", shim.to_str().unwrap()),
-        ("HEARTH_FSYNC_DELAY_US", "500000"),
+        ("HEARTH_FSYNC_DELAY_US", "2000000"),
     ];
+    // The database is created and migrated at normal speed first.
+    Hearth::start(dir.path(), Some(&config)).await.kill().await;
     let h = Hearth::start_with(dir.path(), Some(&config), &slow).await;
     let (s, run) = h
         .post(json!({ "text": "forget memory 4242", "thread_key": "api:cut" }))
