@@ -108,7 +108,7 @@ async fn sigterm_exits_cleanly_and_strict_durability_works() {
 async fn sigterm_starts_no_queued_run_and_exits_when_the_runs_in_flight_end() {
     let fake = FakeOpenAi::start().await;
     // Long enough that every thread's first call is still in flight at SIGTERM.
-    fake.set_default_delay(Duration::from_millis(1500));
+    fake.set_default_delay(Duration::from_secs(3));
     let dir = tempfile::tempdir().unwrap();
     // A grace far longer than the calls: hearth must not wait it out.
     let config = format!(
