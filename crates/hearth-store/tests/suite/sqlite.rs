@@ -142,7 +142,7 @@ async fn corrupt_rows_are_errors_not_panics() {
 
 #[tokio::test]
 async fn model_calls_are_recorded_for_usage_without_text() {
-    use hearth_store::{StepKind, UsageGroup, UsageQuery};
+    use hearth_store::StepKind;
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     created(&store, "run_u", "t:u").await;
@@ -184,43 +184,8 @@ async fn model_calls_are_recorded_for_usage_without_text() {
     tool.kind = StepKind::Tool;
     store.put_step(tool).await.unwrap();
 
-    let q = |g| UsageQuery {
-        since: None,
-        until: None,
-        group_by: g,
-    };
-    let rows = store.usage(&q(UsageGroup::Provider)).await.unwrap();
-    assert_eq!(rows.len(), 2);
-    assert_eq!(
-        (
-            rows[0].key.as_str(),
-            rows[0].calls,
-            rows[0].input_tokens,
-            rows[0].output_tokens,
-            rows[0].cached_tokens,
-            rows[0].untracked_calls
-        ),
-        ("a", 2, 100, 10, 40, 1)
-    );
-    assert_eq!(
-        (rows[1].key.as_str(), rows[1].calls, rows[1].input_tokens),
-        ("b", 1, 5)
-    );
-    let by_model = store.usage(&q(UsageGroup::Model)).await.unwrap();
-    assert_eq!(
-        by_model.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
-        ["a/m1", "b/m2"]
-    );
-    let by_day = store.usage(&q(UsageGroup::Day)).await.unwrap();
-    assert_eq!(by_day.len(), 1);
-    assert_eq!(by_day[0].key, "2023-11-14");
-    assert_eq!(by_day[0].calls, 3);
-    let later = UsageQuery {
-        since: Some(1_800_000_000_000),
-        until: None,
-        group_by: UsageGroup::Day,
-    };
-    assert!(store.usage(&later).await.unwrap().is_empty());
+    // What the rows add up to is the usage conformance suite's; here, what
+    // SQLite keeps of them.
     // The usage table never holds text.
     let conn = rusqlite::Connection::open(dir.path().join("hearth.db")).unwrap();
     let dump: String = conn
