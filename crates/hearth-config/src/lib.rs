@@ -11,9 +11,11 @@ pub mod error;
 pub mod home;
 pub mod layer;
 pub mod model;
+pub mod skills;
 
 pub use check::CAPABILITY_KEYS;
 pub use error::ConfigError;
 pub use home::{HomeReport, prepare_home};
 pub use layer::{load, load_str};
 pub use model::*;
+pub use skills::SkillsConfig;

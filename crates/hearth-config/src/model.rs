@@ -22,6 +22,8 @@ pub struct Config {
     pub permissions: PermissionsConfig,
     /// `[tools]`
     pub tools: ToolsConfig,
+    /// `[skills]`
+    pub skills: crate::skills::SkillsConfig,
 }
 
 /// `[tools]`: what the model may call, and what it must ask first.

@@ -1,0 +1,115 @@
+//! `[skills]`: where SKILL.md skills are found beyond the standard folders,
+//! which keys may sign executable skills, and how much of the system prompt
+//! the skill list may take.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The prefix of a trusted public key.
+pub const TRUSTED_KEY_PREFIX: &str = "ed25519:";
+
+/// `[skills]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillsConfig {
+    /// More folders to search, after the standard ones (lowest precedence);
+    /// a relative path is relative to the hearth home.
+    pub extra_dirs: Vec<String>,
+    /// Public keys whose signatures load executable skills:
+    /// `ed25519:<base64 of the 32-byte key>`.
+    #[serde(deserialize_with = "trusted_keys")]
+    pub trusted_keys: Vec<String>,
+    /// Dev mode: folders whose unsigned executable skills load anyway
+    /// (relative to the hearth home when relative). Empty in strict mode.
+    pub allowed_unsigned_dirs: Vec<String>,
+    /// Characters of the system prompt the skill list may take; skills past
+    /// it are listed by name only.
+    pub prompt_budget_chars: usize,
+    /// `[skills.config.<skill>]`: settings an executable skill's manifest
+    /// `requires` (a skill missing one is refused).
+    pub config: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self {
+            extra_dirs: Vec::new(),
+            trusted_keys: Vec::new(),
+            allowed_unsigned_dirs: Vec::new(),
+            prompt_budget_chars: 4000,
+            config: BTreeMap::new(),
+        }
+    }
+}
+
+/// Each trusted key checked by [`validate_trusted_key`], so a pasted key with
+/// a typo fails at start rather than silently trusting nothing.
+fn trusted_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let keys = Vec::<String>::deserialize(d)?;
+    for k in &keys {
+        validate_trusted_key(k).map_err(serde::de::Error::custom)?;
+    }
+    Ok(keys)
+}
+
+/// Checks the form of a trusted key: `ed25519:` then the standard base64 of
+/// 32 bytes (44 characters ending in `=`), as `hearth skills keygen` prints.
+pub fn validate_trusted_key(key: &str) -> Result<(), String> {
+    let hint = "write it as `hearth skills keygen` prints it: \"ed25519:<base64 of the 32-byte public key>\"";
+    let Some(b64) = key.strip_prefix(TRUSTED_KEY_PREFIX) else {
+        return Err(format!(
+            "trusted key {key:?} does not start with \"ed25519:\"; {hint}"
+        ));
+    };
+    let alphabet = |c: char| c.is_ascii_alphanumeric() || c == '+' || c == '/';
+    let body = b64.strip_suffix('=').unwrap_or(b64);
+    if b64.len() != 44 || body.len() != 43 || !body.chars().all(alphabet) {
+        return Err(format!(
+            "trusted key {key:?} is not a base64 ed25519 public key; {hint}"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Config;
+
+    fn load(toml: &str) -> Result<Config, crate::ConfigError> {
+        crate::load_str(toml, "f.toml", Vec::new())
+    }
+
+    const KEY: &str = "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+
+    #[test]
+    fn skills_section_parses_with_defaults() {
+        let c = load(&format!(
+            "[skills]\nextra_dirs = [\"/opt/skills\"]\ntrusted_keys = [\"{KEY}\"]\n\
+             [skills.config.weather]\nAPI_URL = \"http://x\"\n"
+        ))
+        .unwrap();
+        assert_eq!(c.skills.extra_dirs, vec!["/opt/skills"]);
+        assert_eq!(c.skills.trusted_keys, vec![KEY]);
+        assert_eq!(c.skills.prompt_budget_chars, 4000);
+        assert_eq!(c.skills.config["weather"]["API_URL"], "http://x");
+        assert!(Config::default().skills.trusted_keys.is_empty());
+    }
+
+    #[test]
+    fn a_malformed_trusted_key_names_the_key_path() {
+        for bad in [
+            "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
+            "ed25519:short=",
+            "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHUR!=",
+        ] {
+            let err = load(&format!("[skills]\ntrusted_keys = [\"{bad}\"]\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("skills.trusted_keys"), "{err}");
+            assert!(err.contains("keygen"), "{err}");
+        }
+        let err = load("[skills]\nextra_dir = []\n").unwrap_err().to_string();
+        assert!(err.contains("extra_dir"), "{err}");
+    }
+}
