@@ -10,6 +10,7 @@ pub mod check;
 pub mod error;
 pub mod home;
 pub mod layer;
+pub mod mcp;
 pub mod model;
 pub mod skills;
 
@@ -17,5 +18,6 @@ pub use check::CAPABILITY_KEYS;
 pub use error::ConfigError;
 pub use home::{HomeReport, prepare_home};
 pub use layer::{load, load_str};
+pub use mcp::{McpConfig, McpServerConfig};
 pub use model::*;
 pub use skills::SkillsConfig;

@@ -22,6 +22,8 @@ pub struct Config {
     pub permissions: PermissionsConfig,
     /// `[tools]`
     pub tools: ToolsConfig,
+    /// `[mcp]`
+    pub mcp: crate::mcp::McpConfig,
     /// `[skills]`
     pub skills: crate::skills::SkillsConfig,
 }
