@@ -104,9 +104,12 @@ impl Runtime {
         } = next;
         let inner = &self.inner;
         let store = self.store_of_run(&run_id);
+        let overrides = inner.supplied.take(&run_id);
         // Prepared before the claim (it only reads), so the claim records
         // the model in the same write.
-        let prepared = self.prepare(&run_id, thread_key).await;
+        let prepared = self
+            .prepare(&run_id, thread_key, overrides.model.as_deref())
+            .await;
         let now = now_ms();
         let until = now + lease_ms(&inner.options);
         let owner = &inner.options.owner;
@@ -133,7 +136,8 @@ impl Runtime {
             }
         };
         inner.executing_insert(&run_id);
-        self.run_claimed(&run, prepared, cancel, steer).await;
+        self.run_claimed(&run, prepared, cancel, steer, overrides.history)
+            .await;
         inner.executing_remove(&run_id);
     }
 
@@ -160,6 +164,7 @@ impl Runtime {
         prepared: Result<Prepared, PrepareError>,
         cancel: tokio_util::sync::CancellationToken,
         steer: tokio::sync::mpsc::Receiver<(i64, String)>,
+        history: Option<Vec<hearth_core::Message>>,
     ) {
         let inner = &self.inner;
         let log = inner.bus.reopen(&run.run_id, run.status);
@@ -204,7 +209,10 @@ impl Runtime {
             incognito: journal.is_some(),
             journal,
         };
-        let result = inner.engine.run(input, &LogSink(&log)).await;
+        let result = inner
+            .engine
+            .run_with_history(input, history, &LogSink(&log))
+            .await;
         let follow_ups = result
             .unseen_steer
             .into_iter()
@@ -230,12 +238,18 @@ impl Runtime {
         metrics::gauge!("hearth_runs_in_flight").decrement(1.0);
     }
 
-    /// The model, provider and thinking level a run uses.
-    async fn prepare(&self, run_id: &str, thread_key: &str) -> Result<Prepared, PrepareError> {
+    /// The model, provider and thinking level a run uses: `model` when the
+    /// run was given one, else its thread's.
+    async fn prepare(
+        &self,
+        run_id: &str,
+        thread_key: &str,
+        model: Option<&str>,
+    ) -> Result<Prepared, PrepareError> {
         let state = self.inner.store.thread_state(thread_key).await?;
-        let model = state
-            .model
-            .clone()
+        let model = model
+            .map(str::to_owned)
+            .or_else(|| state.model.clone())
             .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
         let (model, provider) = self
             .inner
@@ -267,6 +281,8 @@ impl Runtime {
         steps: Vec<StepRecord>,
         follow_ups: Vec<NewRun>,
     ) {
+        // A run cancelled before it started leaves its overrides unused.
+        self.inner.supplied.take(&run.run_id);
         let (status, output, error) = match outcome {
             Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
             Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),

@@ -10,6 +10,7 @@ use tracing::info;
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::runtime::{Runtime, check_key};
+use crate::supplied::RunOverrides;
 
 /// How long a steer whose run stopped taking steers waits for that run's end
 /// to learn whether the run saw it.
@@ -21,7 +22,16 @@ const OVERLOADED_RETRY_AFTER_SECS: u64 = 1;
 impl Runtime {
     /// Accepts a message: stored before this returns; a duplicate idempotency
     /// key returns the run it made before.
-    pub async fn ingest(&self, mut inbound: Inbound) -> Result<RunEnvelope> {
+    pub async fn ingest(&self, inbound: Inbound) -> Result<RunEnvelope> {
+        self.ingest_inner(inbound, RunOverrides::default()).await
+    }
+
+    /// `ingest`, with the overrides (if any) kept for the new run.
+    pub(crate) async fn ingest_inner(
+        &self,
+        mut inbound: Inbound,
+        overrides: RunOverrides,
+    ) -> Result<RunEnvelope> {
         if self.is_shutting_down() {
             return Err(RuntimeError::ShuttingDown);
         }
@@ -81,7 +91,7 @@ impl Runtime {
             });
         }
         let thread_key = inbound.thread_key.clone();
-        let env = self.ingest_stored(inbound).await?;
+        let env = self.ingest_stored(inbound, overrides).await?;
         // Stored first: an ordinary message denies what the thread waits for
         // only once it is safe.
         self.deny_pending_on_thread(&thread_key).await;
@@ -89,7 +99,11 @@ impl Runtime {
     }
 
     /// Stores a validated message as a new run (or finds its idempotent twin) and queues it.
-    async fn ingest_stored(&self, inbound: Inbound) -> Result<RunEnvelope> {
+    async fn ingest_stored(
+        &self,
+        inbound: Inbound,
+        overrides: RunOverrides,
+    ) -> Result<RunEnvelope> {
         let lock = self.inner.scheduler.ingest_lock(&inbound.thread_key);
         let guard = lock.lock().await;
         let incognito = self.inner.incognito.is_thread(&inbound.thread_key);
@@ -117,6 +131,8 @@ impl Runtime {
         if incognito {
             self.inner.incognito.add_run(&run.run_id);
         }
+        // Before it is scheduled: its worker takes them when it starts.
+        self.inner.supplied.put(&run.run_id, overrides);
         metrics::counter!("hearth_runs_accepted_total").increment(1);
         let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
         log.push(

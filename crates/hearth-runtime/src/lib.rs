@@ -20,6 +20,7 @@ mod recovery;
 pub mod retention;
 pub mod runtime;
 mod scheduler;
+mod supplied;
 mod threads;
 pub mod usage;
 
@@ -29,5 +30,6 @@ pub use envelope::envelope;
 pub use error::{Result, RuntimeError};
 pub use events::RunEvents;
 pub use runtime::{Runtime, RuntimeOptions, WaitOutcome, check_key};
+pub use supplied::RunOverrides;
 pub use threads::ThreadRuntime;
 pub use usage::UsageReport;

@@ -18,6 +18,7 @@ use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::incognito::Incognito;
 use crate::scheduler::{CancelFound, Scheduler};
+use crate::supplied::Supplied;
 use crate::usage::SpendAlert;
 
 /// Longest accepted thread key, user key, source or idempotency key.
@@ -83,6 +84,8 @@ pub(crate) struct Inner {
     executing: Mutex<HashSet<String>>,
     pub(crate) spend_alert: SpendAlert,
     pub(crate) incognito: Incognito,
+    /// Overrides of runs accepted and not started yet.
+    pub(crate) supplied: Supplied,
 }
 
 impl Inner {
@@ -148,6 +151,7 @@ impl Runtime {
                 executing: Mutex::new(HashSet::new()),
                 spend_alert: SpendAlert::default(),
                 incognito: Incognito::default(),
+                supplied: Supplied::default(),
             }),
         }
     }

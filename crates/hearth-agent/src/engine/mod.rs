@@ -277,12 +277,25 @@ impl Engine {
 
     /// Runs (or resumes) one run to its end. Never panics on provider or tool
     /// output; every failure becomes `Outcome::Failed` with a code and message.
-    pub async fn run(&self, mut input: RunInput, sink: &dyn EventSink) -> RunResult {
+    pub async fn run(&self, input: RunInput, sink: &dyn EventSink) -> RunResult {
+        self.run_with_history(input, None, sink).await
+    }
+
+    /// As `run`, with `history` (when given) in place of the thread's stored
+    /// history: for clients that resend the whole conversation with each
+    /// message (the OpenAI-compatible surface). The same window and trimming
+    /// apply to it as to a stored history.
+    pub async fn run_with_history(
+        &self,
+        mut input: RunInput,
+        history: Option<Vec<Message>>,
+        sink: &dyn EventSink,
+    ) -> RunResult {
         let cancel = input.cancel.clone();
         let max_wall = self.limits.max_wall;
         let clock = WallClock::new(max_wall);
         let result = {
-            let body = self.drive(&mut input, sink, &clock);
+            let body = self.drive(&mut input, history, sink, &clock);
             tokio::pin!(body);
             loop {
                 tokio::select! {
@@ -336,10 +349,11 @@ impl Engine {
     async fn drive(
         &self,
         input: &mut RunInput,
+        history: Option<Vec<Message>>,
         sink: &dyn EventSink,
         clock: &WallClock,
     ) -> Result<(String, Vec<Message>, Vec<StepRecord>, HashSet<i64>), Stop> {
-        let mut p = self.resume(input).await?;
+        let mut p = self.resume(input, history).await?;
         loop {
             // Tool calls of the last model turn that have no result yet run first
             // (also after a crash between a model call and its tools).
@@ -408,13 +422,29 @@ impl Engine {
         }
     }
 
-    /// Loads history and rebuilds the run's own messages from its journal.
-    async fn resume(&self, input: &RunInput) -> Result<Progress, Stop> {
-        let mut history = self
-            .store
-            .thread_history(&input.thread_key, self.limits.history_messages)
-            .await?;
-        if let Some(journal) = &input.journal {
+    /// Loads history (unless the run brings its own) and rebuilds the run's
+    /// own messages from its journal.
+    async fn resume(
+        &self,
+        input: &RunInput,
+        supplied: Option<Vec<Message>>,
+    ) -> Result<Progress, Stop> {
+        let window = usize::try_from(self.limits.history_messages).unwrap_or(usize::MAX);
+        let from_thread = supplied.is_none();
+        let mut history = match supplied {
+            Some(mut h) => {
+                h.drain(..h.len().saturating_sub(window));
+                h
+            }
+            None => {
+                self.store
+                    .thread_history(&input.thread_key, self.limits.history_messages)
+                    .await?
+            }
+        };
+        if let Some(journal) = &input.journal
+            && from_thread
+        {
             // An incognito thread continues from what it said before going
             // incognito, then what it said since (kept only in memory).
             history.extend(

@@ -1,0 +1,121 @@
+//! What a surface supplies for one run beyond its message: a history of its
+//! own (OpenAI clients resend the whole conversation with every request) and
+//! a model for this run only.
+//!
+//! Kept in memory from ingest until the run starts: the client that supplied
+//! them holds its request open for the answer. A run recovered after a
+//! restart has lost them and runs as an ordinary message of its thread (its
+//! client's connection died with the process, so nobody reads that answer).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use hearth_agent::firewall::SecretScanner;
+use hearth_core::{Content, Inbound, Message, RunEnvelope};
+
+use crate::error::Result;
+use crate::runtime::Runtime;
+
+/// Per-run settings that replace the thread's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunOverrides {
+    /// The conversation before the message, in place of the thread's stored
+    /// history.
+    pub history: Option<Vec<Message>>,
+    /// `<provider>/<model>` for this run, in place of the thread's model.
+    pub model: Option<String>,
+}
+
+impl RunOverrides {
+    fn is_empty(&self) -> bool {
+        self.history.is_none() && self.model.is_none()
+    }
+}
+
+/// Overrides of runs accepted here and not started yet, by run id.
+#[derive(Default)]
+pub(crate) struct Supplied(Mutex<HashMap<String, RunOverrides>>);
+
+impl Supplied {
+    pub(crate) fn put(&self, run_id: &str, overrides: RunOverrides) {
+        if overrides.is_empty() {
+            return;
+        }
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.insert(run_id.to_owned(), overrides);
+    }
+
+    /// The run's overrides (empty when it has none), removed: a run uses them once.
+    pub(crate) fn take(&self, run_id: &str) -> RunOverrides {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.remove(run_id).unwrap_or_default()
+    }
+}
+
+impl Runtime {
+    /// Accepts a message as `ingest` does, with `overrides` for its run. The
+    /// model is checked now (`UnknownModel`), and secrets in a supplied
+    /// history are redacted as in the message itself. A message with
+    /// overrides is never steered into an active run: it makes its own run.
+    pub async fn ingest_with(
+        &self,
+        mut inbound: Inbound,
+        mut overrides: RunOverrides,
+    ) -> Result<RunEnvelope> {
+        if let Some(model) = &overrides.model {
+            self.inner.catalog.resolve(model)?;
+        }
+        if let Some(history) = overrides.history.as_mut() {
+            redact_history(history);
+        }
+        if !overrides.is_empty() {
+            inbound.delivery_mode = hearth_core::DeliveryMode::FollowUp;
+        }
+        self.ingest_inner(inbound, overrides).await
+    }
+}
+
+fn redact_history(history: &mut [Message]) {
+    let scanner = SecretScanner::new();
+    for m in history {
+        for c in &mut m.content {
+            if let Content::Text { text } = c {
+                let redacted = scanner.redact(text);
+                if !redacted.findings.is_empty() {
+                    *text = redacted.text.into_owned();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hearth_core::Role;
+
+    use super::*;
+
+    #[test]
+    fn overrides_are_taken_once_and_empty_ones_are_not_kept() {
+        let s = Supplied::default();
+        s.put("r1", RunOverrides::default());
+        assert!(s.0.lock().unwrap().is_empty());
+        let o = RunOverrides {
+            history: Some(vec![Message::text(Role::User, "hi")]),
+            model: Some("echo/echo".into()),
+        };
+        s.put("r2", o.clone());
+        assert_eq!(s.take("r2"), o);
+        assert_eq!(s.take("r2"), RunOverrides::default());
+    }
+
+    #[test]
+    fn secrets_in_a_supplied_history_are_redacted() {
+        let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ";
+        let mut h = vec![Message::text(Role::User, format!("my key is {key}"))];
+        redact_history(&mut h);
+        let text = h[0].joined_text();
+        assert!(!text.contains(key), "{text}");
+        assert!(text.starts_with("my key is "), "{text}");
+    }
+}
