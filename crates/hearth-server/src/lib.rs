@@ -13,6 +13,7 @@ pub mod extract;
 pub mod listen;
 pub mod metrics;
 pub mod middleware;
+pub mod openai;
 pub mod openapi;
 pub mod routes;
 
@@ -51,6 +52,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
 pub struct Routes {
     ops: Router<AppState>,
     v1: Router<AppState>,
+    openai: Router<AppState>,
 }
 
 impl Routes {
@@ -59,16 +61,22 @@ impl Routes {
         Self {
             ops: routes::ops(),
             v1: routes::v1(),
+            openai: openai::routes(),
         }
     }
 }
 
 /// The whole API over routes built before.
 pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Router {
-    let Routes { ops, v1 } = routes;
+    let Routes { ops, v1, openai } = routes;
     let v1 = v1.layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::require_token,
+    ));
+    // Same token checks, refused in OpenAI's error envelope.
+    let openai = openai.layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        openai::require_token,
     ));
     // Layers run outside-in from the last one added: request ids and metrics
     // see every answer, panics become 500s inside them, and the body limit is
@@ -76,6 +84,7 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
     Router::new()
         .merge(ops)
         .merge(v1)
+        .merge(openai)
         .route_layer(axum::middleware::from_fn(middleware::mark_route))
         .fallback(routes::ops::not_found)
         .layer(axum::middleware::from_fn(middleware::envelope_bare_errors))

@@ -179,17 +179,7 @@ pub async fn run_events(
             })?,
     };
     let source = st.runtime.events(&run_id).await?;
-    let rx = match &source {
-        RunEvents::Live(log) => Some(log.subscribe()),
-        RunEvents::Stored(_) => None,
-    };
-    let state = Follow {
-        source,
-        rx,
-        cursor: after,
-        pending: VecDeque::new(),
-        done: false,
-    };
+    let state = Follow::new(source, after);
     let stream = futures_util::stream::unfold(state, |mut f| async move {
         let ev = f.next().await?;
         Some((Ok(to_sse(&ev)), f))
@@ -197,7 +187,9 @@ pub async fn run_events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-struct Follow {
+/// Follows one run's events: past ones first, then live ones, up to and
+/// including the terminal event (also used by the OpenAI-compatible stream).
+pub(crate) struct Follow {
     source: RunEvents,
     rx: Option<watch::Receiver<(u64, RunStatus)>>,
     cursor: u64,
@@ -206,7 +198,23 @@ struct Follow {
 }
 
 impl Follow {
-    async fn next(&mut self) -> Option<RunEvent> {
+    /// Follows `source` from after the event numbered `after` (0: from the start).
+    pub(crate) fn new(source: RunEvents, after: u64) -> Self {
+        let rx = match &source {
+            RunEvents::Live(log) => Some(log.subscribe()),
+            RunEvents::Stored(_) => None,
+        };
+        Self {
+            source,
+            rx,
+            cursor: after,
+            pending: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// The next event; `None` after the terminal one.
+    pub(crate) async fn next(&mut self) -> Option<RunEvent> {
         loop {
             if let Some(ev) = self.pending.pop_front() {
                 self.cursor = ev.seq;

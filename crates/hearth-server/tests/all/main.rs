@@ -6,4 +6,5 @@ mod harness;
 
 mod errors;
 mod listen;
+mod openai;
 mod parsers;
