@@ -1,0 +1,242 @@
+use super::*;
+use std::path::Path;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn md(name: &str, description: &str, extra: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n{extra}---\nRun {{baseDir}}/run.sh\n")
+}
+
+fn options(roots: Vec<Root>) -> SkillsOptions {
+    SkillsOptions {
+        roots,
+        prompt_budget_chars: 4000,
+        host: Host {
+            os: "linux".into(),
+            path: Vec::new(),
+            env: ["HAVE_KEY".to_owned()].into(),
+        },
+        ..SkillsOptions::default()
+    }
+}
+
+#[test]
+fn precedence_eligibility_and_reasons() {
+    let t = tempfile::tempdir().unwrap();
+    let (high, low) = (t.path().join("high"), t.path().join("low"));
+    write(&high, "dup/SKILL.md", &md("dup", "from high", ""));
+    write(&low, "dup/SKILL.md", &md("dup", "from low", ""));
+    let meta = |json: &str| format!("metadata: {{\"openclaw\": {json}}}\n");
+    write(
+        &low,
+        "mac/SKILL.md",
+        &md("mac", "d", &meta(r#"{"os": ["darwin"]}"#)),
+    );
+    write(
+        &low,
+        "bin/SKILL.md",
+        &md(
+            "bin",
+            "d",
+            &meta(r#"{"requires": {"bins": ["no-such-program-x"]}}"#),
+        ),
+    );
+    write(
+        &low,
+        "any/SKILL.md",
+        &md(
+            "any",
+            "d",
+            &meta(r#"{"requires": {"anyBins": ["nope1", "nope2"]}}"#),
+        ),
+    );
+    write(
+        &low,
+        "env/SKILL.md",
+        &md(
+            "env",
+            "d",
+            &meta(r#"{"requires": {"env": ["HAVE_KEY", "NO_KEY"]}}"#),
+        ),
+    );
+    write(
+        &low,
+        "always/SKILL.md",
+        &md("always", "d", &meta(r#"{"always": true, "os": ["win32"]}"#)),
+    );
+    write(
+        &low,
+        "keyed/SKILL.md",
+        &md(
+            "keyed",
+            "d",
+            &meta(r#"{"requires": {"env": ["HAVE_KEY"]}}"#),
+        ),
+    );
+    write(&low, "broken/SKILL.md", "---\nname: broken\n---\n");
+    let roots = vec![
+        Root {
+            path: high.clone(),
+            source: Source::Workspace,
+        },
+        Root {
+            path: low.clone(),
+            source: Source::Home,
+        },
+    ];
+    let c = Catalog::load(&options(roots));
+    let got: Vec<(&str, &str, bool, Option<&str>)> = c
+        .skills
+        .iter()
+        .map(|s| {
+            (
+                s.name.as_str(),
+                s.source.as_str(),
+                s.eligible,
+                s.reason.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("dup", "workspace", true, None),
+            ("always", "home", true, None),
+            (
+                "any",
+                "home",
+                false,
+                Some("needs one of the programs nope1, nope2 on PATH")
+            ),
+            (
+                "bin",
+                "home",
+                false,
+                Some("needs the program no-such-program-x on PATH")
+            ),
+            (
+                "broken",
+                "home",
+                false,
+                Some("invalid description: is required")
+            ),
+            (
+                "env",
+                "home",
+                false,
+                Some("needs the environment variable NO_KEY")
+            ),
+            ("keyed", "home", true, None),
+            (
+                "mac",
+                "home",
+                false,
+                Some("needs os darwin (this is linux)")
+            ),
+        ]
+    );
+    assert_eq!(c.get("dup").unwrap().description, "from high");
+    assert_eq!(c.get("dup").unwrap().signed, None);
+    let body = c.get("keyed").unwrap().body().unwrap();
+    let real = std::fs::canonicalize(low.join("keyed")).unwrap();
+    assert_eq!(body, format!("Run {}/run.sh\n", real.display()));
+}
+
+#[test]
+fn prompt_lists_offered_skills_within_the_budget() {
+    let t = tempfile::tempdir().unwrap();
+    for i in 0..5 {
+        write(
+            t.path(),
+            &format!("s{i}/SKILL.md"),
+            &md(&format!("s{i}"), &"word ".repeat(20), ""),
+        );
+    }
+    write(
+        t.path(),
+        "hidden/SKILL.md",
+        &md("hidden", "d", "disable-model-invocation: true\n"),
+    );
+    let root = vec![Root {
+        path: t.path().into(),
+        source: Source::Home,
+    }];
+    let mut o = options(root);
+    o.prompt_budget_chars = 400;
+    let c = Catalog::load(&o);
+    let p = &*c.prompt;
+    assert!(p.starts_with("## Skills\n"), "{p}");
+    assert!(p.contains("- s0: word"), "{p}");
+    assert!(p.len() <= 400 + "More skills (read them for what they do): s1, s2, s3, s4\n".len());
+    assert!(
+        p.ends_with("More skills (read them for what they do): s2, s3, s4\n"),
+        "{p}"
+    );
+    assert!(!p.contains("hidden"), "{p}");
+    assert!(c.get("hidden").unwrap().eligible);
+    assert!(!c.get("hidden").unwrap().offered());
+    // No skill, no prompt text at all.
+    assert_eq!(&*Catalog::load(&options(Vec::new())).prompt, "");
+}
+
+#[test]
+fn reload_sees_new_skills_and_executables_are_described() {
+    let t = tempfile::tempdir().unwrap();
+    let root = vec![Root {
+        path: t.path().into(),
+        source: Source::Extra,
+    }];
+    let mut o = options(root);
+    o.trust.allowed_unsigned_dirs = vec![std::fs::canonicalize(t.path()).unwrap()];
+    let skills = Skills::load(o);
+    assert!(skills.catalog().skills.is_empty());
+    write(t.path(), "a/SKILL.md", &md("a", "first", ""));
+    write(
+        t.path(),
+        "exe/hearth-skill.json",
+        r#"{"name":"exe","version":"0.1.0","description":"A tool server","entry":"run","env":["K"],"hearth":"0.1"}"#,
+    );
+    write(t.path(), "exe/run", "#!/bin/sh\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let run = t.path().join("exe/run");
+        std::fs::set_permissions(run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    write(
+        t.path(),
+        "refused/hearth-skill.json",
+        r#"{"name":"refused"}"#,
+    );
+    let c = skills.reload();
+    assert_eq!(skills.catalog().skills.len(), 3);
+    let exe = c.get("exe").unwrap();
+    assert_eq!(
+        (exe.eligible, exe.signed, exe.description.as_str()),
+        (true, Some(false), "A tool server")
+    );
+    let bad = c.get("refused").unwrap();
+    assert_eq!(bad.signed, Some(false));
+    assert!(
+        bad.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("refused: hearth-skill.json: missing field"),
+        "{:?}",
+        bad.reason
+    );
+    let e: Vec<&ExecutableSkill> = c.executables().collect();
+    assert_eq!(e.len(), 1);
+    assert_eq!(
+        e[0].entry,
+        std::fs::canonicalize(t.path()).unwrap().join("exe/run")
+    );
+    assert_eq!(e[0].env, vec!["K"]);
+    // An executable skill without SKILL.md is not in the prompt.
+    assert!(!skills.prompt().contains("exe"));
+    assert!(skills.prompt().contains("- a: first"));
+}
