@@ -1,6 +1,26 @@
 //! Context assembly: what the model sees of the thread.
 
+use std::sync::Arc;
+
 use hearth_core::{Content, Message, Role};
+
+/// Text added to the system prompt of each model call, after SYSTEM.md and
+/// AGENTS.md: the skill list (which changes on reload) and the instructions
+/// of a skill the run's user message invokes (`/name args`). It gets that
+/// message and returns "" for nothing; it runs before every model call, so
+/// it must be cheap (an `Arc` clone in the common case).
+pub type PromptHook = Arc<dyn Fn(&str) -> Arc<str> + Send + Sync>;
+
+/// Appends `section` to the system prompt `out`, a blank line between.
+pub fn append_section(out: &mut String, section: &str) {
+    if section.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(section);
+}
 
 /// Drops leading messages until the first user message, so a history window
 /// cut by a count limit never starts with a tool result whose call was cut off.
@@ -42,6 +62,18 @@ pub fn unanswered_calls<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sections_follow_the_prompt_after_a_blank_line() {
+        let mut p = String::from("You are hearth.");
+        append_section(&mut p, "");
+        assert_eq!(p, "You are hearth.");
+        append_section(&mut p, "## Skills");
+        assert_eq!(p, "You are hearth.\n\n## Skills");
+        let mut empty = String::new();
+        append_section(&mut empty, "## Skills");
+        assert_eq!(empty, "## Skills");
+    }
 
     #[test]
     fn trims_to_first_user_message() {

@@ -21,7 +21,7 @@ mod confirm_gate;
 mod tools;
 
 use self::tools::{ToolCall, push_tool_result};
-use crate::context::{trim_history, unanswered_calls};
+use crate::context::{PromptHook, append_section, trim_history, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
 use crate::policy::PolicyConfig;
@@ -148,6 +148,11 @@ pub struct Engine {
     confirm: ConfirmPolicy,
     /// Runs waiting for an answer.
     hub: Arc<ConfirmationHub>,
+    /// Adds the skill list (and an invoked skill) to the system prompt.
+    prompt_hook: Option<PromptHook>,
+    /// The hook's last text and its redacted form: the list is the same
+    /// `Arc` until a reload, so it is scanned once per reload, not per call.
+    redacted_section: std::sync::Mutex<(Arc<str>, Arc<str>)>,
 }
 
 /// Which write-class calls need the user's confirmation.
@@ -237,7 +242,32 @@ impl Engine {
             no_tools: std::sync::Mutex::new(std::collections::HashSet::new()),
             confirm: ConfirmPolicy::default(),
             hub: Arc::new(ConfirmationHub::default()),
+            prompt_hook: None,
+            redacted_section: std::sync::Mutex::new((Arc::from(""), Arc::from(""))),
         }
+    }
+
+    /// Adds `hook`'s text to the system prompt of every model call.
+    pub fn with_prompt_hook(mut self, hook: PromptHook) -> Self {
+        self.prompt_hook = Some(hook);
+        self
+    }
+
+    /// The hook's text for `user_text`, with secrets redacted.
+    fn prompt_section(&self, user_text: &str) -> Arc<str> {
+        let Some(hook) = &self.prompt_hook else {
+            return Arc::from("");
+        };
+        let raw = hook(user_text);
+        let mut cache = self
+            .redacted_section
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !Arc::ptr_eq(&cache.0, &raw) {
+            let redacted: Arc<str> = Arc::from(self.scanner.redact(&raw).text.as_ref());
+            *cache = (raw, redacted);
+        }
+        cache.1.clone()
     }
 
     /// Asks for confirmation per `confirm` instead of the default (every
@@ -556,6 +586,7 @@ impl Engine {
             tools: Vec::new(),
             thinking: ThinkingLevel::Off,
         };
+        let section = self.prompt_section(&input.text);
         let mut last = None;
         for c in &input.candidates {
             let model = &c.model;
@@ -573,7 +604,7 @@ impl Engine {
             let mut attempt = 0;
             let mut waited = Duration::ZERO;
             loop {
-                self.shape_request(&mut request, with_tools, &p.offered);
+                self.shape_request(&mut request, with_tools, &p.offered, &section);
                 attempt += 1;
                 let started = now_ms();
                 let (outcome, emitted) = self
@@ -632,9 +663,11 @@ impl Engine {
         request: &mut ChatRequest,
         with_tools: bool,
         offered: &[hearth_core::ToolSpec],
+        section: &str,
     ) {
         request.system.clear();
         request.system.push_str(&self.system_prompt);
+        append_section(&mut request.system, section);
         if with_tools {
             request.tools = offered.to_vec();
         } else {

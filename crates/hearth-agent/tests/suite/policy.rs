@@ -59,7 +59,7 @@ fn allowed(via: Via) -> Decision {
     }
 }
 
-/// The ten capabilities API.md documents, checked by what the policy does
+/// The eleven capabilities API.md documents, checked by what the policy does
 /// with them (not by comparing the constant with a copy of itself): each can
 /// be granted, a grant of one allows that one and no other, the admin preset
 /// holds them all, and a near-miss name is neither grantable nor allowed.
@@ -75,6 +75,7 @@ fn the_documented_capabilities_are_grantable_and_nothing_else_is() {
         "agent.analytics",
         "llm.configure",
         "jobs.manage",
+        "skills.read",
         "skills.use",
     ];
     let none = cfg(Preset::None);
@@ -113,7 +114,13 @@ fn the_documented_capabilities_are_grantable_and_nothing_else_is() {
 
 #[test]
 fn presets_hold_what_api_md_says() {
-    let member = ["memory.read", "memory.write", "web.fetch", "web.search"];
+    let member = [
+        "memory.read",
+        "memory.write",
+        "web.fetch",
+        "web.search",
+        "skills.read",
+    ];
     let trusted_extra = ["jobs.manage", "skills.use"];
     assert!(Preset::None.capabilities().is_empty());
     assert_eq!(Preset::Member.capabilities(), member);
