@@ -13,6 +13,7 @@ mod home_lock;
 mod http;
 mod incognito;
 mod memory;
+mod openai;
 mod ordering;
 mod outcome_unknown;
 mod permissions;

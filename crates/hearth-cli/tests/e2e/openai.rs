@@ -1,0 +1,120 @@
+//! The OpenAI-compatible surface of the real binary, driven by the official
+//! `openai` Python package (pinned in `.ci/run`), plain and streaming.
+//!
+//! Skipped, saying so, only when there is no `python3`; a missing `openai`
+//! package fails the test (`.ci/run` installs it), so it cannot pass unseen.
+
+use std::time::Duration;
+
+use hearth_testkit::FakeOpenAi;
+use serde_json::{Value, json};
+
+use crate::harness::{Hearth, command, fake_config};
+
+/// The `openai` package version `.ci/run` installs.
+const OPENAI_VERSION: &str = "3.54.0";
+
+fn python() -> String {
+    std::env::var("HEARTH_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+#[tokio::test]
+async fn the_official_openai_client_talks_to_hearth() {
+    let probe = tokio::process::Command::new(python())
+        .args(["-c", "import openai; print(openai.__version__)"])
+        .output()
+        .await;
+    let probe = match probe {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("skipped: no python3 to run the openai client ({e})");
+            return;
+        }
+    };
+    assert!(
+        probe.status.success(),
+        "the Python package `openai` is missing: `python3 -m pip install openai=={OPENAI_VERSION}` \
+         (.ci/run installs it): {}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let h = Hearth::start(&home, Some(&fake_config(&fake.base_url()))).await;
+    let out = command(&home)
+        .args(["token", "create", "--name", "openai-client"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/openai_client.py");
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(python())
+            .arg(script)
+            .arg(h.at("/openai/v1"))
+            .arg(&token)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the openai client did not finish within 120 s")
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "openai client failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let chunks = got["stream"]["chunks"].take();
+    // Role, two content deltas, finish, usage: at least four chunks.
+    assert!(chunks.as_u64().is_some_and(|n| n >= 4), "{chunks}");
+    assert_eq!(
+        got,
+        json!({
+            "version": OPENAI_VERSION,
+            "models": ["hearth", "hearth/echo/echo", "hearth/fake/fake-model", "hearth/fake/other-model"],
+            "plain": {
+                "object": "chat.completion", "model": "hearth", "role": "assistant",
+                "content": "echo: plain question", "finish_reason": "stop", "usage": [12, 7, 19],
+            },
+            "stream": {
+                "content": "echo: streamed question", "finish_reason": "stop",
+                "usage": [12, 7, 19], "chunks": null,
+            },
+            "tools": {"status": 400, "param": "tools", "type": "invalid_request_error"},
+            "bad_key": {"status": 401, "code": "invalid_api_key"},
+        }),
+        "{got:#}"
+    );
+    // The plain request's history reached the provider; the run is on the user's thread.
+    let reqs = fake.requests();
+    let plain = reqs
+        .iter()
+        .find(|r| r["messages"].to_string().contains("plain question"))
+        .unwrap();
+    let roles: Vec<&str> = plain["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    let r = h
+        .http
+        .get(h.at("/v1/runs?thread_key=openai:py"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let runs: Value = r.json().await.unwrap();
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs["runs"][0]["user_key"], "openai:user:py");
+}
