@@ -12,6 +12,7 @@
 pub mod catalog;
 pub mod discover;
 pub mod frontmatter;
+pub mod invoke;
 pub mod manifest;
 pub mod signing;
 pub mod tools;
