@@ -9,7 +9,11 @@
 //! Only 127.0.0.1 is contacted.
 //!
 //! Usage: hearth-load [--bin-dir target/release] [--secs 10] [--concurrency 1,16,64]
-//!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4]
+//!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4] [--openai]
+//!
+//! `--openai` drives the same server through `/openai/v1/chat/completions`
+//! too (non-streaming, a new `user`, so a new thread, per message), after the
+//! `/v1/messages` levels, for the comparison issue 9 asks for.
 //!
 //! `--emulate-fsync-ms N` adds a strict run on an emulated slow disk: an
 //! LD_PRELOAD shim (`fsync_delay.c`, built with `cc`) adds N ms to every fsync
@@ -32,6 +36,16 @@ struct Args {
     concurrency: Vec<usize>,
     strict_concurrency: Vec<usize>,
     emulate_fsync_ms: Option<u64>,
+    openai: bool,
+}
+
+/// Which endpoint a load level drives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// `POST /v1/messages` with `wait: true`.
+    Messages,
+    /// `POST /openai/v1/chat/completions` (non-streaming).
+    OpenAi,
 }
 
 fn parse_args() -> Result<Args> {
@@ -41,6 +55,7 @@ fn parse_args() -> Result<Args> {
         concurrency: vec![1, 16, 64],
         strict_concurrency: vec![16, 64],
         emulate_fsync_ms: None,
+        openai: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -51,6 +66,7 @@ fn parse_args() -> Result<Args> {
             "--concurrency" => a.concurrency = list(&val()?)?,
             "--strict-concurrency" => a.strict_concurrency = list(&val()?)?,
             "--emulate-fsync-ms" => a.emulate_fsync_ms = Some(val()?.parse()?),
+            "--openai" => a.openai = true,
             other => bail!("unknown argument {other}; see the doc at the top of hearth-load"),
         }
     }
@@ -324,7 +340,14 @@ struct Level {
     writes: f64,
 }
 
-async fn drive(url: &str, pid: u32, concurrency: usize, secs: u64, tag: &str) -> Result<Level> {
+async fn drive(
+    url: &str,
+    pid: u32,
+    concurrency: usize,
+    secs: u64,
+    tag: &str,
+    api: Api,
+) -> Result<Level> {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
         .build()?;
@@ -350,11 +373,18 @@ async fn drive(url: &str, pid: u32, concurrency: usize, secs: u64, tag: &str) ->
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
-                let body = json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{i}"), "wait": true});
+                let (path, body) = match api {
+                    Api::Messages => ("/v1/messages", json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{i}"), "wait": true})),
+                    Api::OpenAi => ("/openai/v1/chat/completions", json!({"model": "hearth",
+                        "user": format!("bench-{tag}-{w}-{i}"), "messages": [{"role": "user", "content": "hello"}]})),
+                };
                 let t = Instant::now();
-                match http.post(format!("{url}/v1/messages")).json(&body).send().await {
+                match http.post(format!("{url}{path}")).json(&body).send().await {
                     Ok(r) if r.status().as_u16() == 200 => {
-                        let ok = r.json::<serde_json::Value>().await.map(|v| v["status"] == "succeeded");
+                        let ok = r.json::<serde_json::Value>().await.map(|v| match api {
+                            Api::Messages => v["status"] == "succeeded",
+                            Api::OpenAi => v["choices"][0]["message"]["content"].is_string(),
+                        });
                         if matches!(ok, Ok(true)) {
                             lat.push(t.elapsed().as_micros() as u64);
                             counter.fetch_add(1, Ordering::Relaxed);
@@ -480,9 +510,41 @@ async fn main() -> Result<()> {
     );
     let mut levels = Vec::new();
     for &c in &args.concurrency {
-        levels.push(drive(&normal.url, pid, c, args.secs, &format!("n{c}")).await?);
+        levels.push(
+            drive(
+                &normal.url,
+                pid,
+                c,
+                args.secs,
+                &format!("n{c}"),
+                Api::Messages,
+            )
+            .await?,
+        );
     }
     report("normal", fake_p50, &levels, pid);
+    if args.openai {
+        let mut levels = Vec::new();
+        for &c in &args.concurrency {
+            levels.push(
+                drive(
+                    &normal.url,
+                    pid,
+                    c,
+                    args.secs,
+                    &format!("o{c}"),
+                    Api::OpenAi,
+                )
+                .await?,
+            );
+        }
+        report(
+            "normal (/openai/v1/chat/completions)",
+            fake_p50,
+            &levels,
+            pid,
+        );
+    }
     drop(normal);
 
     let rate = fsync_rate(&tmp)?;
@@ -493,7 +555,17 @@ async fn main() -> Result<()> {
         let pid = strict.proc.0.id();
         let mut levels = Vec::new();
         for &c in &args.strict_concurrency {
-            levels.push(drive(&strict.url, pid, c, args.secs, &format!("s{c}")).await?);
+            levels.push(
+                drive(
+                    &strict.url,
+                    pid,
+                    c,
+                    args.secs,
+                    &format!("s{c}"),
+                    Api::Messages,
+                )
+                .await?,
+            );
         }
         report("strict", fake_p50, &levels, pid);
         for l in &levels {
@@ -514,7 +586,17 @@ async fn main() -> Result<()> {
         let pid = strict.proc.0.id();
         let mut levels = Vec::new();
         for &c in &args.strict_concurrency {
-            levels.push(drive(&strict.url, pid, c, args.secs, &format!("e{c}")).await?);
+            levels.push(
+                drive(
+                    &strict.url,
+                    pid,
+                    c,
+                    args.secs,
+                    &format!("e{c}"),
+                    Api::Messages,
+                )
+                .await?,
+            );
         }
         report(
             &format!("strict, emulated {ms} ms fsync,"),
