@@ -9,6 +9,7 @@ pub mod confirmations;
 pub mod messages;
 pub mod ops;
 pub mod permissions;
+pub mod skills;
 pub mod threads;
 pub mod tools;
 pub mod usage;
@@ -67,6 +68,8 @@ api! {
     threads::models,
     usage::usage,
     tools::tools,
+    skills::skills,
+    skills::reload,
     confirmations::resolve,
     permissions::list,
     permissions::add_grant,
