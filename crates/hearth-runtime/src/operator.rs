@@ -41,6 +41,10 @@ pub struct ToolInfo {
     pub class: &'static str,
     /// The capability a user needs, if any.
     pub capability: Option<&'static str>,
+    /// `builtin`, `mcp:<server>` or `skill:<name>`.
+    pub source: String,
+    /// False while it cannot run (its MCP server is down).
+    pub available: bool,
 }
 
 /// Whether a user holds a capability, and through what.
@@ -153,11 +157,13 @@ impl Runtime {
     /// Every registered tool; with `channel`, the tools that channel offers.
     pub fn tools(&self, channel: Option<&str>) -> Vec<ToolInfo> {
         let registry = self.inner.engine.tools();
-        let info = |t: &std::sync::Arc<dyn hearth_tools::Tool>| ToolInfo {
+        let info = |t: std::sync::Arc<dyn hearth_tools::Tool>| ToolInfo {
             name: t.spec().name.clone(),
             description: t.spec().description.clone(),
             class: t.class().as_str(),
             capability: t.capability(),
+            source: t.source(),
+            available: t.available(),
         };
         match channel {
             Some(channel) => registry.for_channel(channel).map(info).collect(),

@@ -13,4 +13,4 @@ pub mod untrusted;
 pub mod web;
 
 pub use profiles::{ToolProfile, ToolProfiles, channel_of};
-pub use registry::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolRegistry};
+pub use registry::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSource};

@@ -97,6 +97,13 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// For a capability outside hearth's fixed list (`mcp.<server>`): the
+    /// least permission preset (`none`, `member`, `trusted`, `admin`) whose
+    /// holders have it. `None` for the fixed capabilities.
+    fn capability_preset(&self) -> Option<&'static str> {
+        None
+    }
+
     /// True when the output comes from outside (the web, MCP servers, skills):
     /// the registry then hands it to the model inside untrusted-content
     /// delimiters.
@@ -110,6 +117,34 @@ pub trait Tool: Send + Sync + 'static {
     fn channels(&self) -> Option<&[&'static str]> {
         None
     }
+
+    /// Where the tool comes from, for `GET /v1/tools`: `builtin`,
+    /// `mcp:<server>` or `skill:<name>`.
+    fn source(&self) -> String {
+        "builtin".to_owned()
+    }
+
+    /// False while the tool cannot run (its MCP server is down); it stays
+    /// listed, and a call answers why.
+    fn available(&self) -> bool {
+        true
+    }
+
+    /// How long one call may take, when the tool has its own limit (an MCP
+    /// server's `timeout_secs`); `None` uses the run's tool timeout.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Tools that come and go while hearth runs (an MCP server's): the registry
+/// asks the source on every look-up, so a refreshed list is seen at once
+/// without rebuilding the registry the engine holds.
+pub trait ToolSource: Send + Sync + 'static {
+    /// The source's tools now.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// One of them by name.
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>>;
 }
 
 /// The tools known to this process, by name.
@@ -118,6 +153,8 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     /// What each channel offers of `tools`.
     profiles: ToolProfiles,
+    /// Tools known only while hearth runs; a static tool wins a name clash.
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl ToolRegistry {
@@ -141,19 +178,34 @@ impl ToolRegistry {
         self.tools.insert(tool.spec().name.clone(), tool);
     }
 
+    /// Adds a source of tools that change while hearth runs.
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
     /// A tool by name.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools
+            .get(name)
+            .cloned()
+            .or_else(|| self.sources.iter().find_map(|s| s.get(name)))
     }
 
     /// Every tool, by name.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
-        self.tools.values()
+    pub fn iter(&self) -> impl Iterator<Item = Arc<dyn Tool>> + use<'_> {
+        let mut all: BTreeMap<String, Arc<dyn Tool>> = BTreeMap::new();
+        for tool in self.sources.iter().flat_map(|s| s.tools()) {
+            all.insert(tool.spec().name.clone(), tool);
+        }
+        for (name, tool) in &self.tools {
+            all.insert(name.clone(), tool.clone());
+        }
+        all.into_values()
     }
 
     /// Specs of every tool, by name.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.values().map(|t| t.spec().clone()).collect()
+        self.iter().map(|t| t.spec().clone()).collect()
     }
 
     /// The registry with `profiles` deciding what each channel offers.
@@ -164,17 +216,15 @@ impl ToolRegistry {
 
     /// The tools `channel` offers, by name: its profile applied, and other
     /// channels' channel-only tools left out.
-    pub fn for_channel<'a>(&'a self, channel: &'a str) -> impl Iterator<Item = &'a Arc<dyn Tool>> {
-        self.tools
-            .values()
+    pub fn for_channel<'a>(&'a self, channel: &'a str) -> impl Iterator<Item = Arc<dyn Tool>> {
+        self.iter()
             .filter(move |t| self.offers(channel, t.as_ref()))
     }
 
     /// True when `channel` offers the tool `name` (false for unknown tools),
     /// so a call the model makes to a tool it was not offered is refused.
     pub fn available_on(&self, channel: &str, name: &str) -> bool {
-        self.tools
-            .get(name)
+        self.get(name)
             .is_some_and(|t| self.offers(channel, t.as_ref()))
     }
 
@@ -193,7 +243,7 @@ impl ToolRegistry {
         arguments: &str,
         timeout: Duration,
     ) -> ToolOutput {
-        let Some(tool) = self.tools.get(name).cloned() else {
+        let Some(tool) = self.get(name) else {
             return error_json(format!("unknown tool {name:?}"));
         };
         let args: Value = match serde_json::from_str(if arguments.trim().is_empty() {
@@ -210,6 +260,7 @@ impl ToolRegistry {
             return error_json(format!("invalid arguments for {name}: {problem}"));
         }
         let untrusted = tool.untrusted();
+        let timeout = tool.timeout().unwrap_or(timeout);
         // A separate task so a panicking tool is caught as a JoinError.
         let ctx = ctx.clone();
         let task = tokio::spawn(async move { tool.call(&ctx, args).await });
@@ -569,5 +620,80 @@ mod channel_tests {
         assert!(!r.available_on("api", "web_fetch"));
         assert!(r.available_on("telegram", "telegram_react"));
         assert!(!r.available_on("api", "telegram_react"));
+    }
+}
+
+#[cfg(test)]
+mod source_tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    struct Fixed(ToolSpec, ToolClass);
+
+    #[async_trait::async_trait]
+    impl Tool for Fixed {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn class(&self) -> ToolClass {
+            self.1
+        }
+        fn timeout(&self) -> Option<Duration> {
+            Some(Duration::from_millis(20))
+        }
+        async fn call(&self, _ctx: &ToolContext, _args: Value) -> Result<Value, ToolError> {
+            std::future::pending::<()>().await;
+            Ok(json!({}))
+        }
+    }
+
+    fn tool(name: &str, class: ToolClass) -> Arc<dyn Tool> {
+        Arc::new(Fixed(
+            ToolSpec {
+                name: name.into(),
+                description: String::new(),
+                parameters: json!({"type": "object"}),
+            },
+            class,
+        ))
+    }
+
+    #[derive(Default)]
+    struct Live(Mutex<Vec<Arc<dyn Tool>>>);
+
+    impl ToolSource for Live {
+        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.lock().unwrap().clone()
+        }
+        fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+            self.tools().into_iter().find(|t| t.spec().name == name)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_source_is_asked_on_every_look_up_and_static_tools_win() {
+        let live = Arc::new(Live::default());
+        let mut r = ToolRegistry::new();
+        r.register(tool("a", ToolClass::Read));
+        r.add_source(live.clone());
+        let names = |r: &ToolRegistry| r.iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&r), ["a"]);
+        *live.0.lock().unwrap() = vec![tool("s__x", ToolClass::Write), tool("a", ToolClass::Write)];
+        assert_eq!(names(&r), ["a", "s__x"]);
+        assert_eq!(r.get("a").unwrap().class(), ToolClass::Read, "static wins");
+        assert!(r.available_on("api", "s__x"));
+        // The tool's own timeout replaces the run's.
+        let out = r
+            .execute(
+                &ToolContext::default(),
+                "s__x",
+                "{}",
+                Duration::from_secs(3600),
+            )
+            .await;
+        assert!(out.json.contains("timed out"), "{}", out.json);
+        live.0.lock().unwrap().clear();
+        assert!(r.get("s__x").is_none());
     }
 }
