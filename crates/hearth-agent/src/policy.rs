@@ -32,7 +32,6 @@ pub const CAPABILITIES: &[&str] = &[
     "agent.analytics",
     "llm.configure",
     "jobs.manage",
-    "skills.read",
     "skills.use",
 ];
 
@@ -45,19 +44,12 @@ pub const PRESET_PREFIX: &str = "preset:";
 /// Longest subject or scope accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 256;
 
-const MEMBER: &[&str] = &[
-    "memory.read",
-    "memory.write",
-    "web.fetch",
-    "web.search",
-    "skills.read",
-];
+const MEMBER: &[&str] = &["memory.read", "memory.write", "web.fetch", "web.search"];
 const TRUSTED: &[&str] = &[
     "memory.read",
     "memory.write",
     "web.fetch",
     "web.search",
-    "skills.read",
     "jobs.manage",
     "skills.use",
 ];
@@ -69,8 +61,7 @@ const TRUSTED: &[&str] = &[
 pub enum Preset {
     /// No capability.
     None,
-    /// `memory.read`, `memory.write`, `web.fetch`, `web.search`, `skills.read`
-    /// (the default).
+    /// `memory.read`, `memory.write`, `web.fetch`, `web.search` (the default).
     #[default]
     Member,
     /// `member` plus `jobs.manage` and `skills.use`.
@@ -403,6 +394,41 @@ pub fn decide(
     let granted = grants.iter().any(|g| {
         holders.contains(&g.subject)
             && parse_capability(&g.capability).is_ok_and(|c| c.includes(capability))
+    });
+    if granted {
+        Decision::allowed(Via::Grant)
+    } else {
+        Decision::DENIED
+    }
+}
+
+/// [`decide`] for a capability outside [`CAPABILITIES`] that `least` and every
+/// larger preset hold (an MCP server's `mcp.<server>`, whose preset is
+/// configured with the server): an admin holds it; the default preset when it
+/// is at least `least`; a grant of such a preset, or of the capability itself.
+pub fn decide_extra(
+    cfg: &PolicyConfig,
+    user_key: &str,
+    roles: &[String],
+    capability: &str,
+    least: Preset,
+    grants: &[Grant],
+) -> Decision {
+    let rank = |p: Preset| Preset::ALL.iter().position(|q| *q == p).unwrap_or(0);
+    if cfg.is_admin(user_key) {
+        return Decision::allowed(Via::Admin);
+    }
+    if rank(cfg.default_preset) >= rank(least) {
+        return Decision::allowed(Via::Preset);
+    }
+    let holders = subjects(user_key, roles);
+    let granted = grants.iter().any(|g| {
+        holders.contains(&g.subject)
+            && (g.capability == capability
+                || g.capability
+                    .strip_prefix(PRESET_PREFIX)
+                    .and_then(Preset::parse)
+                    .is_some_and(|p| rank(p) >= rank(least)))
     });
     if granted {
         Decision::allowed(Via::Grant)

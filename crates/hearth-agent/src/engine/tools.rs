@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Engine, EventSink, Progress, RunInput, Stop, limit};
 use crate::limits::Limits;
-use crate::policy::{decide, scope_chain, subjects};
+use crate::policy::{Preset, decide, decide_extra, scope_chain, subjects};
 use crate::wall::WallClock;
 
 impl Engine {
@@ -103,7 +103,13 @@ impl Engine {
             .for_channel(channel)
             .filter(|t| {
                 t.capability().is_none_or(|cap| {
-                    decide(&self.policy, &input.user_key, &[], cap, &grants).allowed
+                    match t.capability_preset().and_then(Preset::parse) {
+                        Some(least) => {
+                            decide_extra(&self.policy, &input.user_key, &[], cap, least, &grants)
+                                .allowed
+                        }
+                        None => decide(&self.policy, &input.user_key, &[], cap, &grants).allowed,
+                    }
                 })
             })
             .map(|t| t.spec().clone())
