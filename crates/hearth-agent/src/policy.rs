@@ -32,6 +32,7 @@ pub const CAPABILITIES: &[&str] = &[
     "agent.analytics",
     "llm.configure",
     "jobs.manage",
+    "skills.read",
     "skills.use",
 ];
 
@@ -44,12 +45,19 @@ pub const PRESET_PREFIX: &str = "preset:";
 /// Longest subject or scope accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 256;
 
-const MEMBER: &[&str] = &["memory.read", "memory.write", "web.fetch", "web.search"];
+const MEMBER: &[&str] = &[
+    "memory.read",
+    "memory.write",
+    "web.fetch",
+    "web.search",
+    "skills.read",
+];
 const TRUSTED: &[&str] = &[
     "memory.read",
     "memory.write",
     "web.fetch",
     "web.search",
+    "skills.read",
     "jobs.manage",
     "skills.use",
 ];
@@ -61,7 +69,8 @@ const TRUSTED: &[&str] = &[
 pub enum Preset {
     /// No capability.
     None,
-    /// `memory.read`, `memory.write`, `web.fetch`, `web.search` (the default).
+    /// `memory.read`, `memory.write`, `web.fetch`, `web.search`, `skills.read`
+    /// (the default).
     #[default]
     Member,
     /// `member` plus `jobs.manage` and `skills.use`.
