@@ -8,6 +8,7 @@
 
 pub mod fake_anthropic;
 pub mod fake_gemini;
+pub mod fake_mcp;
 mod fake_openai;
 pub mod fake_responses;
 mod reply;

@@ -1,0 +1,20 @@
+//! hearth-mcp: the MCP client.
+//!
+//! Starts the servers of `[mcp.servers.*]` with hearth, keeps them running,
+//! and offers their tools to the model as `<server>__<tool>` through the tool
+//! registry (the manager is a `ToolSource`). rmcp is used only in `client`,
+//! behind our own [`McpClient`] trait; the rest speaks the MCP wire shapes in
+//! JSON. This crate never decides permissions or confirmations: its tools
+//! declare a class and the capability `mcp.<server>`, and the engine decides.
+
+pub mod client;
+pub mod error;
+pub mod manager;
+pub mod names;
+pub mod render;
+pub mod tool;
+
+pub use client::{Connection, McpClient, Target, connect};
+pub use error::{McpError, Result};
+pub use manager::{McpManager, ServerState, ServerStatus};
+pub use tool::McpTool;

@@ -1,0 +1,446 @@
+//! The manager: one supervisor task per configured server.
+//!
+//! Every enabled server is started when hearth starts. A server that fails
+//! to start, or whose connection ends, is started again after a backoff that
+//! doubles from 1 s up to 60 s (reset once a connection has stayed up for a
+//! minute). Its tools stay listed while it is down, marked unavailable, and
+//! a call to one answers why; a server that never came up lists no tools.
+//! `notifications/tools/list_changed` makes the supervisor list the tools
+//! again. Nothing here can take hearth down: every failure is a state and a
+//! `last_error`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use hearth_config::{McpConfig, McpServerConfig, PresetName};
+use hearth_tools::{Tool, ToolSource};
+use serde_json::{Map, Value};
+
+use crate::client::{Connection, McpClient, Target, connect};
+use crate::error::{McpError, Result};
+use crate::tool::McpTool;
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// A connection that lasted this long resets the backoff.
+const STABLE: Duration = Duration::from_secs(60);
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    /// Being started for the first time.
+    Starting,
+    /// Connected; its tools can be called.
+    Ready,
+    /// Its connection ended, or an attempt after that is under way.
+    Restarting,
+    /// The last attempt to start it failed; another follows after a backoff
+    /// (never, when its configuration cannot work).
+    Failed,
+    /// `enabled = false`.
+    Disabled,
+}
+
+impl ServerState {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Ready => "ready",
+            Self::Restarting => "restarting",
+            Self::Failed => "failed",
+            Self::Disabled => "disabled",
+        }
+    }
+}
+
+/// One server as `GET /v1/mcp/servers` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerStatus {
+    /// Its name in `[mcp.servers.<name>]`.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    /// Where it is in its life.
+    pub state: ServerState,
+    /// Why it last failed, if it did.
+    pub last_error: Option<String>,
+    /// How many tools it offers (as last listed).
+    pub tools: usize,
+}
+
+/// What the supervisor knows now.
+struct Live {
+    state: ServerState,
+    last_error: Option<String>,
+    client: Option<Arc<dyn McpClient>>,
+    /// By wire name.
+    tools: Arc<BTreeMap<String, Arc<McpTool>>>,
+}
+
+/// One configured server.
+pub(crate) struct Server {
+    pub(crate) name: String,
+    transport: &'static str,
+    config: McpServerConfig,
+    /// `mcp.<name>`, leaked once per configured server: `Tool::capability`
+    /// hands out `&'static str`, and the set of servers is fixed at start.
+    pub(crate) capability: &'static str,
+    /// The least preset holding `capability` (`[mcp.servers.<name>] preset`).
+    pub(crate) preset: &'static str,
+    pub(crate) max_result_bytes: usize,
+    /// `None` when the configuration cannot work here (a header variable is
+    /// not set): the server stays failed with the reason.
+    target: std::result::Result<Target, String>,
+    live: RwLock<Live>,
+    /// Bumped after every change of `live`, for waiters.
+    changed: tokio::sync::watch::Sender<()>,
+}
+
+impl Server {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Live> {
+        self.live.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Live> {
+        self.live.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes `live` and wakes the waiters.
+    fn update(&self, f: impl FnOnce(&mut Live)) {
+        f(&mut self.write());
+        self.changed.send_replace(());
+    }
+
+    fn set(&self, state: ServerState, error: Option<String>) {
+        self.update(|live| {
+            live.state = state;
+            if error.is_some() {
+                live.last_error = error;
+            }
+        });
+    }
+
+    /// The client, or why there is none.
+    pub(crate) fn client(&self) -> Result<Arc<dyn McpClient>> {
+        let live = self.read();
+        match (&live.client, live.state) {
+            (Some(c), ServerState::Ready) => Ok(c.clone()),
+            (_, state) => Err(McpError::Unavailable {
+                server: self.name.clone(),
+                state: state.as_str(),
+                last_error: live.last_error.clone(),
+            }),
+        }
+    }
+
+    /// True while its tools can be called.
+    pub(crate) fn ready(&self) -> bool {
+        let live = self.read();
+        live.state == ServerState::Ready && live.client.is_some()
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::from_secs(self.config.timeout_secs)
+    }
+
+    fn status(&self) -> ServerStatus {
+        let live = self.read();
+        ServerStatus {
+            name: self.name.clone(),
+            transport: self.transport,
+            state: live.state,
+            last_error: live.last_error.clone(),
+            tools: live.tools.len(),
+        }
+    }
+
+    /// Lists the tools and installs them as hearth tools.
+    async fn refresh(self: &Arc<Self>, client: &Arc<dyn McpClient>) -> Result<usize> {
+        let listed = tokio::time::timeout(self.timeout(), client.list_tools())
+            .await
+            .map_err(|_| McpError::Timeout(self.config.timeout_secs))??;
+        let mut taken = BTreeSet::new();
+        let mut tools = BTreeMap::new();
+        for t in &listed {
+            let Some(remote) = t.get("name").and_then(Value::as_str) else {
+                tracing::warn!(server = %self.name, "an MCP tool without a name was skipped");
+                continue;
+            };
+            let read = t
+                .pointer("/annotations/readOnlyHint")
+                .and_then(Value::as_bool)
+                == Some(true)
+                || self.config.read_tools.iter().any(|r| r == remote);
+            let wire = crate::names::tool_name(&self.name, remote, &mut taken);
+            let tool = McpTool::new(Arc::downgrade(self), wire.clone(), remote, t, read);
+            tools.insert(wire, Arc::new(tool));
+        }
+        let n = tools.len();
+        self.update(|live| live.tools = Arc::new(tools));
+        Ok(n)
+    }
+
+    /// Keeps the server running until hearth stops.
+    async fn supervise(self: Arc<Self>) {
+        let target = match &self.target {
+            Ok(t) => t.clone(),
+            Err(why) => {
+                tracing::warn!(server = %self.name, error = %why, "MCP server cannot start");
+                self.set(ServerState::Failed, Some(why.clone()));
+                return;
+            }
+        };
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            match self.run_once(&target).await {
+                Ok(up) if up >= STABLE => backoff = FIRST_BACKOFF,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(server = %self.name, error = %e, retry_in_ms = backoff.as_millis() as u64, "MCP server failed");
+                    self.set(ServerState::Failed, Some(e.to_string()));
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            let again = if self.read().state == ServerState::Starting {
+                ServerState::Starting
+            } else {
+                ServerState::Restarting
+            };
+            self.set(again, None);
+        }
+    }
+
+    /// One connection, from start to end: how long it was up, or why it
+    /// could not start.
+    async fn run_once(self: &Arc<Self>, target: &Target) -> Result<Duration> {
+        let secs = self.config.timeout_secs;
+        let Connection {
+            client,
+            tools_changed,
+            mut closed,
+        } = tokio::time::timeout(self.timeout(), connect(&self.name, target))
+            .await
+            .map_err(|_| McpError::Start(format!("no handshake within {secs} s")))??;
+        let n = self.refresh(&client).await?;
+        let since = Instant::now();
+        self.update(|live| {
+            live.client = Some(client.clone());
+            live.state = ServerState::Ready;
+            live.last_error = None;
+        });
+        tracing::info!(server = %self.name, tools = n, "MCP server ready");
+        let reason = loop {
+            tokio::select! {
+                reason = &mut closed => break reason,
+                () = tools_changed.notified() => match self.refresh(&client).await {
+                    Ok(n) => tracing::info!(server = %self.name, tools = n, "MCP tool list refreshed"),
+                    Err(e) => tracing::warn!(server = %self.name, error = %e, "MCP tool list refresh failed"),
+                },
+            }
+        };
+        tracing::warn!(server = %self.name, reason = %reason, "MCP server connection ended");
+        self.update(|live| {
+            live.client = None;
+            live.state = ServerState::Restarting;
+            live.last_error = Some(reason);
+        });
+        Ok(since.elapsed())
+    }
+}
+
+/// The configured MCP servers, their supervisors, and their tools as a
+/// [`ToolSource`] for the registry.
+#[derive(Clone, Default)]
+pub struct McpManager {
+    servers: Arc<BTreeMap<String, Arc<Server>>>,
+    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl McpManager {
+    /// The servers of `config`, not started yet. `env` is hearth's own
+    /// environment (the children's `PATH`, `HOME`, `env_pass` and the HTTP
+    /// `headers_env` values come from it); `http` is the shared HTTP client.
+    pub fn new(config: &McpConfig, env: &BTreeMap<String, String>, http: &reqwest::Client) -> Self {
+        let servers = config
+            .servers
+            .iter()
+            .map(|(name, sc)| {
+                let server = Server {
+                    name: name.clone(),
+                    transport: if sc.url.is_some() { "http" } else { "stdio" },
+                    config: sc.clone(),
+                    capability: Box::leak(format!("mcp.{name}").into_boxed_str()),
+                    preset: match sc.preset {
+                        PresetName::None => "none",
+                        PresetName::Member => "member",
+                        PresetName::Trusted => "trusted",
+                        PresetName::Admin => "admin",
+                    },
+                    max_result_bytes: config.max_result_bytes,
+                    target: target(name, sc, env, http),
+                    live: RwLock::new(Live {
+                        state: if sc.enabled {
+                            ServerState::Starting
+                        } else {
+                            ServerState::Disabled
+                        },
+                        last_error: None,
+                        client: None,
+                        tools: Arc::default(),
+                    }),
+                    changed: tokio::sync::watch::channel(()).0,
+                };
+                (name.clone(), Arc::new(server))
+            })
+            .collect();
+        Self {
+            servers: Arc::new(servers),
+            tasks: Arc::default(),
+        }
+    }
+
+    /// Starts a supervisor for every enabled server (inside a Tokio runtime).
+    pub fn start(&self) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        for server in self.servers.values() {
+            if server.config.enabled {
+                tasks.push(tokio::spawn(server.clone().supervise()).abort_handle());
+            }
+        }
+    }
+
+    /// Stops every supervisor; the connections close and stdio children are
+    /// killed as they are dropped.
+    pub fn shutdown(&self) {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            t.abort();
+        }
+    }
+
+    /// True when no server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Every configured server, by name.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.servers.values().map(|s| s.status()).collect()
+    }
+
+    /// Calls `server`'s tool by its own name (not the `<server>__` one), for
+    /// debugging; the raw MCP result.
+    pub async fn call(&self, server: &str, tool: &str, args: Map<String, Value>) -> Result<Value> {
+        let s = self
+            .servers
+            .get(server)
+            .ok_or_else(|| McpError::UnknownServer(server.to_owned()))?;
+        let client = s.client()?;
+        tokio::time::timeout(s.timeout(), client.call_tool(tool, args))
+            .await
+            .map_err(|_| McpError::Timeout(s.config.timeout_secs))?
+    }
+
+    /// Waits until `server`'s status satisfies `done` (tests, and callers
+    /// that need a server up); false when the server is unknown or `within`
+    /// passed first.
+    pub async fn wait_for(
+        &self,
+        server: &str,
+        within: Duration,
+        done: impl Fn(&ServerStatus) -> bool,
+    ) -> bool {
+        let Some(s) = self.servers.get(server) else {
+            return false;
+        };
+        let mut rx = s.changed.subscribe();
+        let wait = async {
+            loop {
+                if done(&s.status()) {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(within, wait).await.is_ok()
+    }
+}
+
+impl ToolSource for McpManager {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.servers
+            .values()
+            .flat_map(|s| {
+                let tools = s.read().tools.clone();
+                tools
+                    .values()
+                    .map(|t| t.clone() as Arc<dyn Tool>)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.servers
+            .values()
+            .find_map(|s| s.read().tools.get(name).cloned())
+            .map(|t| t as Arc<dyn Tool>)
+    }
+}
+
+/// How to reach server `name`, or why it cannot be reached with this
+/// environment.
+fn target(
+    name: &str,
+    sc: &McpServerConfig,
+    env: &BTreeMap<String, String>,
+    http: &reqwest::Client,
+) -> std::result::Result<Target, String> {
+    if let Some(url) = &sc.url {
+        let mut headers = BTreeMap::new();
+        for (header, var) in &sc.headers_env {
+            let value = env.get(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                format!("mcp.servers.{name}.headers_env.{header} names {var}, which is not set")
+            })?;
+            headers.insert(header.clone(), value.clone());
+        }
+        return Ok(Target::Http {
+            url: url.clone(),
+            headers,
+            client: http.clone(),
+        });
+    }
+    // Only what the entry names, plus PATH and HOME: a server must not see
+    // hearth's provider keys.
+    let mut child = BTreeMap::new();
+    for var in ["PATH", "HOME"] {
+        if let Some(v) = env.get(var) {
+            child.insert(var.to_owned(), v.clone());
+        }
+    }
+    for var in &sc.env_pass {
+        match env.get(var) {
+            Some(v) => {
+                child.insert(var.clone(), v.clone());
+            }
+            None => {
+                tracing::warn!(server = %name, variable = %var, "env_pass names a variable that is not set")
+            }
+        }
+    }
+    child.extend(sc.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Ok(Target::Stdio {
+        command: sc.command.clone().unwrap_or_default(),
+        args: sc.args.clone(),
+        env: child,
+    })
+}

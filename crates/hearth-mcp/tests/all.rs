@@ -1,0 +1,320 @@
+//! The MCP client against `fake-mcp` (hearth-testkit), a scripted stdio server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_config::{McpConfig, McpServerConfig};
+use hearth_mcp::{McpManager, ServerState, ServerStatus};
+use hearth_tools::{ToolClass, ToolContext, ToolRegistry, ToolSource};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn server(extra: impl FnOnce(&mut McpServerConfig)) -> McpServerConfig {
+    let mut sc = McpServerConfig {
+        command: Some(
+            hearth_testkit::fake_mcp::fake_mcp_bin()
+                .display()
+                .to_string(),
+        ),
+        ..McpServerConfig::default()
+    };
+    extra(&mut sc);
+    sc
+}
+
+fn env() -> BTreeMap<String, String> {
+    [
+        ("PATH", "/usr/bin:/bin"),
+        ("HOME", "/tmp/fake-home"),
+        ("OPENAI_API_KEY", "sk-secret"),
+        ("PASSED", "yes"),
+        ("NOT_PASSED", "no"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+async fn start(servers: Vec<(&str, McpServerConfig)>, max_result_bytes: usize) -> McpManager {
+    let config = McpConfig {
+        max_result_bytes,
+        servers: servers
+            .into_iter()
+            .map(|(n, s)| (n.to_owned(), s))
+            .collect(),
+    };
+    let m = McpManager::new(&config, &env(), &reqwest::Client::new());
+    m.start();
+    m
+}
+
+async fn ready(m: &McpManager, name: &str) {
+    let ok = m
+        .wait_for(name, WAIT, |s| s.state == ServerState::Ready)
+        .await;
+    assert!(ok, "{name} never became ready: {:?}", m.statuses());
+}
+
+fn registry(m: &McpManager) -> ToolRegistry {
+    let mut r = ToolRegistry::new();
+    r.add_source(Arc::new(m.clone()));
+    r
+}
+
+async fn call(r: &ToolRegistry, tool: &str, args: Value) -> (bool, Value) {
+    let out = r
+        .execute(
+            &ToolContext::default(),
+            tool,
+            &args.to_string(),
+            Duration::from_secs(3600),
+        )
+        .await;
+    (out.is_error, serde_json::from_str(&out.json).unwrap())
+}
+
+#[tokio::test]
+async fn tools_are_listed_with_class_capability_and_untrusted_results() {
+    let m = start(
+        vec![("fk", server(|s| s.read_tools = vec!["write_note".into()]))],
+        256 * 1024,
+    )
+    .await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    let echo = r.get("fk__echo").unwrap();
+    assert_eq!(echo.class(), ToolClass::Read, "readOnlyHint: true");
+    assert_eq!(echo.capability(), Some("mcp.fk"));
+    assert_eq!(echo.source(), "mcp:fk");
+    assert!(echo.available());
+    assert_eq!(
+        echo.spec().parameters["properties"]["text"]["type"],
+        "string"
+    );
+    assert_eq!(
+        r.get("fk__die").unwrap().class(),
+        ToolClass::Write,
+        "no hints: write"
+    );
+    assert_eq!(
+        r.get("fk__write_note").unwrap().class(),
+        ToolClass::Read,
+        "listed in read_tools"
+    );
+    // The tool added by the list_changed sent before the initialize result.
+    assert!(r.get("fk__early").is_some(), "{:?}", names(&r));
+    // The 80-character name, cut and hashed.
+    let long: Vec<String> = names(&r)
+        .into_iter()
+        .filter(|n| n.starts_with("fk__long_"))
+        .collect();
+    assert_eq!(long.len(), 1);
+    assert_eq!(long[0].len(), 64);
+    let (err, v) = call(&r, &long[0], json!({})).await;
+    assert!(!err, "{v}");
+
+    let (err, v) = call(
+        &r,
+        "fk__echo",
+        json!({"text": "hi </untrusted-content> there"}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    let wrapped = v["untrusted_content"].as_str().unwrap();
+    assert!(
+        wrapped.starts_with("<untrusted-content source=\"fk__echo\""),
+        "{wrapped}"
+    );
+    assert!(
+        wrapped.contains("hi [lt]/untrusted-content> there"),
+        "{wrapped}"
+    );
+
+    let (_, v) = call(&r, "fk__media", json!({})).await;
+    let text = v["untrusted_content"].as_str().unwrap();
+    assert!(text.contains("[image image/png"), "{text}");
+    assert!(
+        text.contains("[resource file:///notes.txt text/plain]\\nresource body"),
+        "{text}"
+    );
+
+    let (err, v) = call(&r, "fk__fail", json!({})).await;
+    assert!(err);
+    assert!(v["error"].as_str().unwrap().contains("it broke"), "{v}");
+
+    let status = &m.statuses()[0];
+    assert_eq!(
+        (status.transport, status.state, status.tools),
+        ("stdio", ServerState::Ready, 11)
+    );
+    // The debugging call takes the server's own tool name.
+    let raw = m
+        .call(
+            "fk",
+            "echo",
+            json!({"text": "x"}).as_object().unwrap().clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(raw["content"][0]["text"], "x");
+    assert!(m.call("nope", "echo", Default::default()).await.is_err());
+    m.shutdown();
+}
+
+fn names(r: &ToolRegistry) -> Vec<String> {
+    r.iter().map(|t| t.spec().name.clone()).collect()
+}
+
+#[tokio::test]
+async fn list_changed_refreshes_the_tools() {
+    let m = start(vec![("fk", server(|_| {}))], 1024).await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    assert!(r.get("fk__extra").is_none());
+    let (err, v) = call(&r, "fk__add_tool", json!({})).await;
+    assert!(!err, "{v}");
+    let ok = m.wait_for("fk", WAIT, |s| s.tools == 12).await;
+    assert!(ok, "{:?}", m.statuses());
+    assert!(r.get("fk__extra").is_some());
+    m.shutdown();
+}
+
+#[tokio::test]
+async fn a_dead_server_is_restarted_and_its_tools_are_unavailable_meanwhile() {
+    let m = start(vec![("fk", server(|_| {}))], 1024).await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    let (err, _) = call(&r, "fk__die", json!({})).await;
+    assert!(err, "the call's connection died");
+    let down = m
+        .wait_for("fk", WAIT, |s| s.state != ServerState::Ready)
+        .await;
+    assert!(down);
+    // Still listed, marked unavailable, and a call says why.
+    let echo = r.get("fk__echo").unwrap();
+    // The restart waits a 1 s backoff, so the server is still down here.
+    let st: ServerStatus = m.statuses().remove(0);
+    assert_eq!(st.state, ServerState::Restarting, "{st:?}");
+    assert!(st.last_error.is_some(), "{st:?}");
+    assert!(!echo.available());
+    let (err, v) = call(&r, "fk__echo", json!({"text": "x"})).await;
+    assert!(err);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server fk is not available (restarting)"),
+        "{v}"
+    );
+    ready(&m, "fk").await;
+    let (err, v) = call(&r, "fk__echo", json!({"text": "back"})).await;
+    assert!(!err, "{v}");
+    m.shutdown();
+}
+
+#[tokio::test]
+async fn a_hanging_call_times_out_and_the_server_stays_usable() {
+    let m = start(vec![("fk", server(|s| s.timeout_secs = 1))], 1024).await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    let (err, v) = call(&r, "fk__hang", json!({})).await;
+    assert!(err);
+    assert!(
+        v["error"].as_str().unwrap().contains("timed out after 1 s"),
+        "{v}"
+    );
+    let (err, v) = call(&r, "fk__echo", json!({"text": "still here"})).await;
+    assert!(!err, "{v}");
+    m.shutdown();
+}
+
+#[tokio::test]
+async fn the_child_gets_only_its_entrys_environment() {
+    let m = start(
+        vec![(
+            "fk",
+            server(|s| {
+                s.env = BTreeMap::from([("LITERAL".to_owned(), "1".to_owned())]);
+                s.env_pass = vec!["PASSED".into()];
+            }),
+        )],
+        1024,
+    )
+    .await;
+    ready(&m, "fk").await;
+    let raw = m.call("fk", "env", Default::default()).await.unwrap();
+    let seen = raw["content"][0]["text"].as_str().unwrap();
+    assert_eq!(seen, "HOME\nLITERAL\nPASSED\nPATH");
+    m.shutdown();
+}
+
+#[tokio::test]
+async fn long_results_are_cut_with_a_notice() {
+    let m = start(vec![("fk", server(|_| {}))], 100).await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    let (_, v) = call(&r, "fk__big", json!({"bytes": 1000})).await;
+    let text = v["untrusted_content"].as_str().unwrap();
+    assert!(text.contains(&"x".repeat(100)), "{text}");
+    assert!(!text.contains(&"x".repeat(101)), "{text}");
+    assert!(text.contains("over the 100-byte limit"), "{text}");
+    m.shutdown();
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_fails_lists_nothing_and_disabled_ones_stay_off() {
+    let m = start(
+        vec![
+            (
+                "broken",
+                McpServerConfig {
+                    command: Some("/nonexistent/mcp-server".into()),
+                    ..McpServerConfig::default()
+                },
+            ),
+            ("off", server(|s| s.enabled = false)),
+            (
+                "web",
+                McpServerConfig {
+                    url: Some("http://127.0.0.1:1/mcp".into()),
+                    headers_env: BTreeMap::from([("Authorization".into(), "UNSET_VAR".into())]),
+                    ..McpServerConfig::default()
+                },
+            ),
+        ],
+        1024,
+    )
+    .await;
+    let failed = m
+        .wait_for("broken", WAIT, |s| s.state == ServerState::Failed)
+        .await;
+    assert!(failed, "{:?}", m.statuses());
+    let failed = m
+        .wait_for("web", WAIT, |s| s.state == ServerState::Failed)
+        .await;
+    assert!(failed, "{:?}", m.statuses());
+    let st = m.statuses();
+    assert!(
+        st[0]
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("/nonexistent/mcp-server"),
+        "{st:?}"
+    );
+    assert_eq!(
+        (st[1].name.as_str(), st[1].state),
+        ("off", ServerState::Disabled)
+    );
+    assert!(
+        st[2].last_error.as_deref().unwrap().contains("UNSET_VAR"),
+        "{st:?}"
+    );
+    assert_eq!(st[2].transport, "http");
+    assert!(m.tools().is_empty());
+    m.shutdown();
+}

@@ -1,0 +1,157 @@
+//! `fake-mcp`: a scripted MCP server over stdio (newline-delimited JSON-RPC),
+//! for the MCP client's tests. Written on serde_json alone so that it can
+//! misbehave in ways an SDK server would not allow.
+//!
+//! Like some real servers, it sends `notifications/tools/list_changed`
+//! before answering `initialize` (and adds the tool `early` at that moment).
+//! Tools:
+//! - `echo {text}` (readOnlyHint: true): answers the text;
+//! - `write_note {text}` (no hints, so write-class): answers `noted: <text>`;
+//! - `env`: answers the names of its environment variables, sorted, one per line;
+//! - `hang`: never answers;
+//! - `die`: exits at once (status 3);
+//! - `add_tool`: adds the tool `extra` and sends `tools/list_changed`;
+//! - `media`: answers an image and an embedded text resource;
+//! - `big {bytes}`: answers that many `x`;
+//! - `fail`: answers `isError: true`;
+//! - a tool whose name is 80 characters long.
+
+use std::io::{BufRead, Write};
+
+use serde_json::{Value, json};
+
+/// The 80-character tool name.
+fn long_name() -> String {
+    format!("long_{}", "n".repeat(75))
+}
+
+fn tool(name: &str, read_only: bool) -> Value {
+    let mut t = json!({
+        "name": name,
+        "description": format!("fake tool {name}"),
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "bytes": {"type": "integer"}}},
+    });
+    if read_only {
+        t["annotations"] = json!({"readOnlyHint": true});
+    }
+    t
+}
+
+fn send(out: &mut impl Write, msg: &Value) {
+    // A closed stdout means the client is gone: nothing left to do.
+    if writeln!(out, "{msg}").and_then(|()| out.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
+
+fn text(id: &Value, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
+}
+
+fn main() {
+    let mut tools: Vec<Value> = vec![
+        tool("echo", true),
+        tool("write_note", false),
+        tool("env", true),
+        tool("hang", true),
+        tool("die", false),
+        tool("add_tool", false),
+        tool("media", true),
+        tool("big", true),
+        tool("fail", true),
+        tool(&long_name(), true),
+    ];
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        match method {
+            "initialize" => {
+                tools.push(tool("early", true));
+                send(
+                    &mut out,
+                    &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                );
+                let version = msg
+                    .pointer("/params/protocolVersion")
+                    .cloned()
+                    .unwrap_or(json!("2025-06-18"));
+                send(
+                    &mut out,
+                    &json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {"listChanged": true}},
+                        "serverInfo": {"name": "fake-mcp", "version": "0.0.0"},
+                    }}),
+                );
+            }
+            "ping" => send(&mut out, &json!({"jsonrpc": "2.0", "id": id, "result": {}})),
+            "tools/list" => send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}),
+            ),
+            "tools/call" => {
+                let name = msg
+                    .pointer("/params/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let arg = |k: &str| msg.pointer(&format!("/params/arguments/{k}")).cloned();
+                let said = arg("text")
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                match name {
+                    "echo" => send(&mut out, &text(&id, &said)),
+                    "write_note" => send(&mut out, &text(&id, &format!("noted: {said}"))),
+                    "env" => {
+                        let mut names: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+                        names.sort();
+                        send(&mut out, &text(&id, &names.join("\n")));
+                    }
+                    "hang" => {}
+                    "die" => std::process::exit(3),
+                    "add_tool" => {
+                        tools.push(tool("extra", true));
+                        send(&mut out, &text(&id, "added"));
+                        send(
+                            &mut out,
+                            &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                        );
+                    }
+                    "media" => send(
+                        &mut out,
+                        &json!({"jsonrpc": "2.0", "id": id, "result": {"content": [
+                            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                            {"type": "resource", "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "resource body"}},
+                        ]}}),
+                    ),
+                    "big" => {
+                        let n = arg("bytes").and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+                        send(&mut out, &text(&id, &"x".repeat(n)));
+                    }
+                    "fail" => send(
+                        &mut out,
+                        &json!({"jsonrpc": "2.0", "id": id, "result": {"isError": true, "content": [{"type": "text", "text": "it broke"}]}}),
+                    ),
+                    n if n == long_name() || n == "early" || n == "extra" => {
+                        send(&mut out, &text(&id, n));
+                    }
+                    _ => send(
+                        &mut out,
+                        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": format!("unknown tool {name}")}}),
+                    ),
+                }
+            }
+            _ if msg.get("id").is_some() => send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}}),
+            ),
+            // Notifications (initialized, cancelled) need no answer.
+            _ => {}
+        }
+    }
+}
