@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hearth_agent::{Candidate, Outcome, RunInput, ToolMode};
 use hearth_core::{ModelRef, RunError, RunEventKind, RunStatus, ThinkingLevel, now_ms};
-use hearth_store::{NewRun, RunFinish, RunRecord, StepRecord, Store};
+use hearth_store::{NewRun, RunEnd, RunFinish, RunRecord, StepRecord, Store};
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
@@ -208,6 +208,7 @@ impl Runtime {
             steer: Some(steer),
             incognito: journal.is_some(),
             journal,
+            replies: inner.replies.get().cloned(),
         };
         let result = inner
             .engine
@@ -289,6 +290,30 @@ impl Runtime {
             Outcome::Cancelled => (RunStatus::Cancelled, None, None),
         };
         let follow_up_ids: Vec<String> = follow_ups.iter().map(|f| f.run_id.clone()).collect();
+        let replies = self.inner.replies.get().map(|router| {
+            let error = error.as_ref().map(|e| (e.code.as_str(), e.message.as_str()));
+            router.on_finish(RunEnd {
+                run,
+                status,
+                output: output.as_deref(),
+                error,
+            })
+        });
+        let replies = replies.unwrap_or_default();
+        let store = self.store_of_run(&run.run_id);
+        let incognito = !Arc::ptr_eq(&store, &self.inner.store);
+        // An incognito run's answer cannot commit with its end (that store is
+        // in memory): it is queued on disk right after, and erased once sent.
+        let (with_end, after_end) = if incognito {
+            (Vec::new(), replies)
+        } else {
+            (replies, Vec::new())
+        };
+        let channels: Vec<String> = with_end
+            .iter()
+            .chain(&after_end)
+            .map(|item| item.channel.clone())
+            .collect();
         let finish = RunFinish {
             run_id: run.run_id.clone(),
             status,
@@ -301,9 +326,8 @@ impl Runtime {
             finished_at: now_ms(),
             // The terminal event is the next one this log pushes.
             last_event_seq: Some(log.last_seq() + 1),
+            outbox: with_end,
         };
-        let store = self.store_of_run(&run.run_id);
-        let incognito = !Arc::ptr_eq(&store, &self.inner.store);
         if incognito {
             // Follow-ups are made in the same store; know them before they exist.
             for id in &follow_up_ids {
@@ -315,6 +339,16 @@ impl Runtime {
             Ok(true) => {
                 if incognito {
                     self.count_incognito_usage(&store, &run.run_id).await;
+                    if !after_end.is_empty()
+                        && let Err(e) = self.inner.store.enqueue_outbox(after_end, now_ms()).await
+                    {
+                        warn!(run_id = %run.run_id, error = %e, "could not queue the answer of an incognito run for its channel");
+                    }
+                }
+                if let Some(router) = self.inner.replies.get() {
+                    for channel in &channels {
+                        router.committed(channel);
+                    }
                 }
                 self.schedule_follow_ups(&run.thread_key, &follow_up_ids)
                     .await;

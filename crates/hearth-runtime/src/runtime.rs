@@ -4,12 +4,12 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use hearth_agent::{Engine, Outcome};
 use hearth_core::{RunEnvelope, RunStatus};
-use hearth_store::{RunFilter, RunRecord, StepRecord, Store};
+use hearth_store::{ReplyRouter, RunFilter, RunRecord, StepRecord, Store};
 use tokio::sync::watch;
 
 use crate::bus::EventBus;
@@ -86,6 +86,8 @@ pub(crate) struct Inner {
     pub(crate) incognito: Incognito,
     /// Overrides of runs accepted and not started yet.
     pub(crate) supplied: Supplied,
+    /// The chat channels' reply router, set once they are built.
+    pub(crate) replies: OnceLock<Arc<dyn ReplyRouter>>,
 }
 
 impl Inner {
@@ -152,8 +154,16 @@ impl Runtime {
                 spend_alert: SpendAlert::default(),
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
+                replies: OnceLock::new(),
             }),
         }
+    }
+
+    /// Lets the chat channels queue their replies with the run ends and
+    /// confirmations that cause them. Set once, before `start`; a second
+    /// router is refused (returns false).
+    pub fn set_reply_router(&self, router: Arc<dyn ReplyRouter>) -> bool {
+        self.inner.replies.set(router).is_ok()
     }
 
     /// One run's envelope.
@@ -184,10 +194,15 @@ impl Runtime {
         Ok(out)
     }
 
-    /// A run's journal.
+    /// A run's journal. One read for a run that has steps (the OpenAI
+    /// surface reads every answer's usage here); only an empty journal asks
+    /// whether the run exists.
     pub async fn trace(&self, run_id: &str) -> Result<Vec<StepRecord>> {
-        self.run_record(run_id).await?;
-        Ok(self.store_of_run(run_id).steps(run_id).await?)
+        let steps = self.store_of_run(run_id).steps(run_id).await?;
+        if steps.is_empty() {
+            self.run_record(run_id).await?;
+        }
+        Ok(steps)
     }
 
     /// Waits until the run is terminal or awaiting confirmation, at most `timeout`.

@@ -12,8 +12,14 @@ pub trait ConfirmationStore: Send + Sync + 'static {
     /// Stores a pending confirmation and marks its run
     /// `awaiting_confirmation`, in one transaction. When the run already has
     /// a confirmation for the same call, nothing changes but the run's status
-    /// (if it is still pending) and that one is returned.
-    async fn request_confirmation(&self, rec: ConfirmationRecord) -> Result<ConfirmationRecord>;
+    /// (if it is still pending) and that one is returned. `outbox` (the
+    /// prompt a chat channel owes its user) is queued in the same
+    /// transaction, only when this call stored the confirmation.
+    async fn request_confirmation(
+        &self,
+        rec: ConfirmationRecord,
+        outbox: Vec<crate::channels::NewOutboxItem>,
+    ) -> Result<ConfirmationRecord>;
 
     /// The confirmation of one tool call of a run.
     async fn confirmation_for_call(

@@ -9,10 +9,11 @@
 //! `Store` is the sum of one trait per aggregate ([`RunStore`],
 //! [`ThreadStore`], [`UsageStore`], [`GrantStore`], [`TokenStore`],
 //! [`SecretStore`], [`MemoryStore`], [`ConfirmationStore`],
-//! [`RetentionStore`]); `use hearth_store::prelude::*` brings them all into
+//! [`RetentionStore`], [`ChannelStore`]); `use hearth_store::prelude::*` brings them all into
 //! scope. With the `conformance` feature, [`conformance`] holds one test
 //! suite per aggregate that every backend must pass.
 
+pub mod channels;
 pub mod confirmations;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -29,6 +30,10 @@ pub mod threads;
 pub mod tokens;
 pub mod usage;
 
+pub use channels::{
+    AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
+    PairingOutcome, PairingRecord, ReplyRouter, RunEnd,
+};
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
 pub use grants::GrantStore;
@@ -46,8 +51,8 @@ pub use usage::UsageStore;
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ConfirmationStore, GrantStore, MemoryStore, RetentionStore, RunStore, SecretStore, Store,
-        ThreadStore, TokenStore, UsageStore,
+        ChannelStore, ConfirmationStore, GrantStore, MemoryStore, RetentionStore, RunStore,
+        SecretStore, Store, ThreadStore, TokenStore, UsageStore,
     };
 }
 
@@ -65,6 +70,7 @@ pub trait Store:
     + MemoryStore
     + ConfirmationStore
     + RetentionStore
+    + ChannelStore
     + Send
     + Sync
     + 'static

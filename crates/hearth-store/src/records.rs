@@ -178,6 +178,9 @@ pub struct RunFinish {
     pub finished_at: Timestamp,
     /// Id of the terminal event the live stream gives this end.
     pub last_event_seq: Option<u64>,
+    /// Replies owed to a chat channel for this end (the answer, the clean-up
+    /// of a progress message), queued in the same transaction.
+    pub outbox: Vec<crate::channels::NewOutboxItem>,
 }
 
 /// How `usage` groups its rows.

@@ -151,7 +151,17 @@ async fn await_answer(
         Some(rec) => (rec, None),
         None => {
             let (rec, token) = question()?;
-            let stored = store.request_confirmation(rec.clone()).await?;
+            let prompt = match &input.replies {
+                Some(replies) if !input.incognito => replies.on_confirmation(&rec, &token),
+                _ => Vec::new(),
+            };
+            let channels: Vec<String> = prompt.iter().map(|p| p.channel.clone()).collect();
+            let stored = store.request_confirmation(rec.clone(), prompt).await?;
+            if let Some(replies) = &input.replies {
+                for channel in &channels {
+                    replies.committed(channel);
+                }
+            }
             let token = (stored.token_hash == rec.token_hash).then_some(token);
             (stored, token)
         }
@@ -275,6 +285,7 @@ mod tests {
             steer: None,
             incognito: false,
             journal: None,
+            replies: None,
         };
         let question = || {
             Ok((

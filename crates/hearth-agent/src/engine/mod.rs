@@ -59,6 +59,9 @@ pub struct RunInput {
     /// Where this run's journal and its thread's new messages live, when not
     /// in the engine's store (incognito runs: a store in memory).
     pub journal: Option<Arc<dyn Store>>,
+    /// Decides the chat prompt a confirmation owes (queued with it), when a
+    /// channel owns the thread.
+    pub replies: Option<Arc<dyn hearth_store::ReplyRouter>>,
 }
 
 impl RunInput {

@@ -96,6 +96,7 @@ async fn call(
                 steer: None,
                 incognito: false,
                 journal: None,
+                replies: None,
             },
             &NoEvents,
         )

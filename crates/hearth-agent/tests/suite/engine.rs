@@ -139,6 +139,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         steer: None,
         incognito: false,
         journal: None,
+        replies: None,
     };
     engine.run(input, &Sink).await.outcome
 }

@@ -29,7 +29,7 @@ async fn a_run_awaiting_confirmation_keeps_its_status_when_claimed<
         .unwrap()
         .unwrap();
     store
-        .request_confirmation(confirmation("run_1", "call_1", "hash_1"))
+        .request_confirmation(confirmation("run_1", "call_1", "hash_1"), vec![])
         .await
         .unwrap();
     assert!(

@@ -78,6 +78,7 @@ pub fn finish(run_id: &str, messages: Vec<Message>) -> RunFinish {
         follow_ups: Vec::new(),
         finished_at: 1_700_000_001_000,
         last_event_seq: Some(7),
+        outbox: Vec::new(),
     }
 }
 
@@ -104,7 +105,7 @@ pub async fn awaiting<S: RunStore + ConfirmationStore + ?Sized>(store: &S) {
         .unwrap()
         .unwrap();
     store
-        .request_confirmation(confirmation("run_1", "call_1", "hash_1"))
+        .request_confirmation(confirmation("run_1", "call_1", "hash_1"), vec![])
         .await
         .unwrap();
 }

@@ -15,6 +15,7 @@
 // failed expectation is reported by panicking, as in any test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod channels;
 mod confirmations;
 pub mod fixtures;
 mod grants;
@@ -26,6 +27,7 @@ mod threads;
 mod tokens;
 mod usage;
 
+pub use channels::channels_suite;
 pub use confirmations::confirmations_suite;
 pub use grants::grants_suite;
 pub use memory::memory_suite;
@@ -50,4 +52,5 @@ pub async fn store_suite<S: Store>(fresh: impl AsyncFn() -> S) {
     memory_suite(&fresh).await;
     confirmations_suite(&fresh).await;
     retention_suite(&fresh).await;
+    channels_suite(&fresh).await;
 }

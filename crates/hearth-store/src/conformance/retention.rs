@@ -36,13 +36,13 @@ where
     };
     created(&store, "r_wait", "t1").await;
     store
-        .request_confirmation(expiring("r_wait", "c1", "h1", 1_000))
+        .request_confirmation(expiring("r_wait", "c1", "h1", 1_000), vec![])
         .await
         .unwrap();
     created(&store, "r_done", "t1").await;
     for (call, hash, expires_at) in [("c1", "h2", 1_000), ("c2", "h3", 9_000)] {
         store
-            .request_confirmation(expiring("r_done", call, hash, expires_at))
+            .request_confirmation(expiring("r_done", call, hash, expires_at), vec![])
             .await
             .unwrap();
         store

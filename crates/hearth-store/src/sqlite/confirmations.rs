@@ -7,6 +7,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::SqliteStore;
 use super::db::Db;
 use super::grants::append_audit;
+use crate::channels::NewOutboxItem;
 use crate::confirmations::ConfirmationStore;
 use crate::error::{Result, StoreError};
 use crate::records::{AuditEvent, ConfirmationRecord, ConfirmationState};
@@ -81,30 +82,38 @@ pub(crate) fn pending(
     rows.into_iter().map(parsed).collect()
 }
 
-pub(crate) fn request(db: &mut Db<'_>, rec: &ConfirmationRecord) -> Result<ConfirmationRecord> {
-    db.stmt(
-        "INSERT INTO confirmations (token_hash, run_id, call_id, thread_key, user_key, tool, \
+pub(crate) fn request(
+    db: &mut Db<'_>,
+    rec: &ConfirmationRecord,
+    outbox: &[NewOutboxItem],
+) -> Result<ConfirmationRecord> {
+    let inserted = db
+        .stmt(
+            "INSERT INTO confirmations (token_hash, run_id, call_id, thread_key, user_key, tool, \
          summary, created_at, expires_at, state) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'pending') \
          ON CONFLICT (run_id, call_id) DO NOTHING",
-    )?
-    .execute(params![
-        rec.token_hash,
-        rec.run_id,
-        rec.call_id,
-        rec.thread_key,
-        rec.user_key,
-        rec.tool,
-        rec.summary,
-        rec.created_at,
-        rec.expires_at,
-    ])?;
+        )?
+        .execute(params![
+            rec.token_hash,
+            rec.run_id,
+            rec.call_id,
+            rec.thread_key,
+            rec.user_key,
+            rec.tool,
+            rec.summary,
+            rec.created_at,
+            rec.expires_at,
+        ])?;
     let stored = for_call(db, &rec.run_id, &rec.call_id)?.ok_or_else(|| {
         StoreError::Corrupt(format!(
             "confirmation of call {} of {} vanished while being stored",
             rec.call_id, rec.run_id
         ))
     })?;
+    if inserted == 1 {
+        super::outbox::enqueue(db, outbox, rec.created_at)?;
+    }
     if stored.state == ConfirmationState::Pending {
         db.stmt(
             "UPDATE runs SET status = 'awaiting_confirmation', updated_at = ?2 \
@@ -148,8 +157,12 @@ pub(crate) fn resolve(
 
 #[async_trait::async_trait]
 impl ConfirmationStore for SqliteStore {
-    async fn request_confirmation(&self, rec: ConfirmationRecord) -> Result<ConfirmationRecord> {
-        self.write(move |db| request(db, &rec)).await
+    async fn request_confirmation(
+        &self,
+        rec: ConfirmationRecord,
+        outbox: Vec<NewOutboxItem>,
+    ) -> Result<ConfirmationRecord> {
+        self.write(move |db| request(db, &rec, &outbox)).await
     }
 
     async fn confirmation_for_call(

@@ -15,10 +15,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (6, V6),
     (7, super::memory::MIGRATION_V7),
     (8, V8),
+    (9, super::outbox::MIGRATION_V9),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 8;
+pub(crate) const LATEST: u32 = 9;
 
 /// The id of a finished run's terminal event, so a replay from the store
 /// numbers it as the live stream did (SSE `Last-Event-ID` resumes across

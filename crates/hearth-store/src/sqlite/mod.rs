@@ -7,6 +7,8 @@ mod db;
 mod grants;
 mod memory;
 mod migrations;
+mod outbox;
+mod pairings;
 mod private_file;
 mod reader;
 mod rows;

@@ -205,6 +205,7 @@ fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
     for run in &finish.follow_ups {
         create_run(db, run.clone())?;
     }
+    super::outbox::enqueue(db, &finish.outbox, finish.finished_at)?;
     Ok(true)
 }
 

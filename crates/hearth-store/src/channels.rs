@@ -1,0 +1,298 @@
+//! What the chat channels (Telegram, Discord, Slack) keep durably: the
+//! outbox of replies owed to a conversation, pairing requests, the users a
+//! channel lets in, the platform cursors (Telegram's update offset) and the
+//! platform event ids already handled.
+
+use hearth_core::Timestamp;
+
+use crate::error::Result;
+
+/// What an outbox item does on the platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxKind {
+    /// Posts a new message (an answer, a notice).
+    Message,
+    /// Edits a message already posted (the progress message becoming the answer).
+    Edit,
+    /// Posts a confirmation prompt with Approve/Deny buttons.
+    Prompt,
+    /// Deletes a message (a progress message the answer replaced).
+    Delete,
+}
+
+impl OutboxKind {
+    /// The stored and API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Edit => "edit",
+            Self::Prompt => "prompt",
+            Self::Delete => "delete",
+        }
+    }
+
+    /// The kind with this stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "message" => Self::Message,
+            "edit" => Self::Edit,
+            "prompt" => Self::Prompt,
+            "delete" => Self::Delete,
+            _ => return None,
+        })
+    }
+}
+
+/// Where an outbox item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxStatus {
+    /// Not yet delivered; sent when `next_attempt_at` comes.
+    Pending,
+    /// Delivered (its payload is then erased).
+    Sent,
+    /// Given up: a permanent platform error, or older than the channel's maximum age.
+    Failed,
+}
+
+impl OutboxStatus {
+    /// The stored and API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Sent => "sent",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The status with this stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "sent" => Self::Sent,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// A reply to queue, committed together with what caused it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewOutboxItem {
+    /// `telegram`, `discord` or `slack`.
+    pub channel: String,
+    /// The platform conversation id (a chat, a channel, `channel:thread_ts`).
+    /// Items of one target are delivered in order.
+    pub target: String,
+    /// What it does.
+    pub kind: OutboxKind,
+    /// The run it belongs to, if any.
+    pub run_id: Option<String>,
+    /// What to send, as the channel's own JSON (text, buttons, message ids).
+    pub payload: String,
+}
+
+/// A queued reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxItem {
+    /// Increasing id: the delivery order within a target.
+    pub id: i64,
+    /// The channel.
+    pub channel: String,
+    /// The platform conversation id.
+    pub target: String,
+    /// What it does.
+    pub kind: OutboxKind,
+    /// The run it belongs to, if any.
+    pub run_id: Option<String>,
+    /// What to send; empty once sent.
+    pub payload: String,
+    /// Delivery attempts that failed.
+    pub attempts: u32,
+    /// Parts already delivered, for a reply split into several platform
+    /// messages (a retry resumes after them).
+    pub progress: u32,
+    /// Where it stands.
+    pub status: OutboxStatus,
+    /// When the sender tries it next (pending items only).
+    pub next_attempt_at: Option<Timestamp>,
+    /// The last delivery error.
+    pub last_error: Option<String>,
+    /// When it was queued.
+    pub created_at: Timestamp,
+}
+
+/// Pending and failed outbox items of one channel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutboxCounts {
+    /// Items not yet delivered.
+    pub pending: u64,
+    /// Items given up.
+    pub failed: u64,
+}
+
+/// A stranger's request to talk to the assistant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairingRecord {
+    /// The code the owner approves (8 characters).
+    pub code: String,
+    /// The channel.
+    pub channel: String,
+    /// Who asked (`telegram:user:<id>`).
+    pub user_key: String,
+    /// Their name on the platform, as shown to the owner.
+    pub display_name: String,
+    /// Where to tell them the answer (their DM conversation id).
+    pub target: String,
+    /// When they asked.
+    pub requested_at: Timestamp,
+    /// After this the code is void.
+    pub expires_at: Timestamp,
+}
+
+/// What asking for a pairing did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairingOutcome {
+    /// A new code: tell the user.
+    Created(PairingRecord),
+    /// The user already has a pending, unexpired code (it is not repeated to
+    /// them, so one stranger gets one message).
+    Existing(PairingRecord),
+    /// The channel already has its maximum of pending requests.
+    TooMany,
+}
+
+/// A user a channel lets in through pairing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedUser {
+    /// `telegram:user:<id>`.
+    pub user_key: String,
+    /// When the owner approved them.
+    pub added_at: Timestamp,
+}
+
+/// The channels' durable state.
+#[async_trait::async_trait]
+pub trait ChannelStore: Send + Sync + 'static {
+    /// Queues replies (outside a run: notices, command answers). Returns their ids.
+    async fn enqueue_outbox(&self, items: Vec<NewOutboxItem>, now: Timestamp) -> Result<Vec<i64>>;
+
+    /// The items of `channel` to deliver now: for each target, its oldest
+    /// pending item when that item is due (`next_attempt_at <= now`), so
+    /// a target's items go out in order; at most `limit`, oldest first.
+    async fn due_outbox(
+        &self,
+        channel: &str,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<OutboxItem>>;
+
+    /// When the next pending item of `channel` is due, if any.
+    async fn next_outbox_due(&self, channel: &str) -> Result<Option<Timestamp>>;
+
+    /// Records that the first `progress` parts of a pending item were delivered.
+    async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()>;
+
+    /// Marks an item delivered and erases its payload.
+    async fn outbox_sent(&self, id: i64) -> Result<()>;
+
+    /// Counts a failed attempt and sets the next one.
+    async fn outbox_retry(&self, id: i64, next_attempt_at: Timestamp, error: &str) -> Result<()>;
+
+    /// Ends an item as failed with the error.
+    async fn outbox_failed(&self, id: i64, error: &str) -> Result<()>;
+
+    /// Outbox items, newest first, optionally of one status.
+    async fn list_outbox(
+        &self,
+        status: Option<OutboxStatus>,
+        limit: u32,
+    ) -> Result<Vec<OutboxItem>>;
+
+    /// One item by id.
+    async fn get_outbox(&self, id: i64) -> Result<Option<OutboxItem>>;
+
+    /// Puts a failed item back in the queue, due now. False when no failed
+    /// item has this id.
+    async fn retry_outbox(&self, id: i64, now: Timestamp) -> Result<bool>;
+
+    /// Pending and failed counts per channel.
+    async fn outbox_counts(&self) -> Result<Vec<(String, OutboxCounts)>>;
+
+    /// Stores a pairing request and queues `notice` (the message telling
+    /// the user their code) to its target in the same transaction, unless
+    /// the user has a pending one (`Existing`) or the channel has
+    /// `max_pending` unexpired ones (`TooMany`); then nothing is stored.
+    async fn request_pairing(
+        &self,
+        rec: PairingRecord,
+        max_pending: u32,
+        notice: String,
+    ) -> Result<PairingOutcome>;
+
+    /// Pending, unexpired pairing requests, oldest first.
+    async fn pending_pairings(&self, now: Timestamp) -> Result<Vec<PairingRecord>>;
+
+    /// Approves a pending, unexpired code: in one transaction the request is
+    /// used up, its user is allowed on its channel and `notice` (a payload
+    /// for the user's conversation) is queued. `None` for an unknown, used
+    /// or expired code.
+    async fn approve_pairing(
+        &self,
+        code: &str,
+        now: Timestamp,
+        notice: String,
+    ) -> Result<Option<PairingRecord>>;
+
+    /// Denies a pending, unexpired code. `None` for an unknown, used or expired code.
+    async fn deny_pairing(&self, code: &str, now: Timestamp) -> Result<Option<PairingRecord>>;
+
+    /// Users let in on `channel` through pairing, oldest first.
+    async fn allowed_users(&self, channel: &str) -> Result<Vec<AllowedUser>>;
+
+    /// True when `user_key` was let in on `channel` through pairing.
+    async fn is_allowed(&self, channel: &str, user_key: &str) -> Result<bool>;
+
+    /// Removes a paired user. False when they were not there.
+    async fn remove_allowed(&self, channel: &str, user_key: &str) -> Result<bool>;
+
+    /// A channel's stored cursor (e.g. Telegram's next update offset).
+    async fn cursor(&self, channel: &str, name: &str) -> Result<Option<String>>;
+
+    /// Stores a channel's cursor.
+    async fn set_cursor(&self, channel: &str, name: &str, value: &str) -> Result<()>;
+
+    /// Records a platform event id; true when it was new (so a redelivered
+    /// event is handled once).
+    async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool>;
+}
+
+/// A run's end, as the reply router sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct RunEnd<'a> {
+    /// The run.
+    pub run: &'a crate::records::RunRecord,
+    /// `succeeded`, `failed` or `cancelled`.
+    pub status: hearth_core::RunStatus,
+    /// The answer.
+    pub output: Option<&'a str>,
+    /// Error code and message of a failed run.
+    pub error: Option<(&'a str, &'a str)>,
+}
+
+/// Decides which durable replies a chat channel owes when a run ends or asks
+/// for a confirmation (implemented by the channels, called by the runtime
+/// and the engine so the items commit with their cause).
+pub trait ReplyRouter: Send + Sync + 'static {
+    /// Items owed for a run's end; empty for threads no channel owns.
+    fn on_finish(&self, end: RunEnd<'_>) -> Vec<NewOutboxItem>;
+
+    /// Items owed for a confirmation the run asks (`token` answers it).
+    fn on_confirmation(
+        &self,
+        rec: &crate::records::ConfirmationRecord,
+        token: &str,
+    ) -> Vec<NewOutboxItem>;
+
+    /// Called once items of `channel` were committed, to wake its sender.
+    fn committed(&self, channel: &str);
+}

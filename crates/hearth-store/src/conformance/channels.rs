@@ -1,0 +1,378 @@
+//! The channels' state ([`ChannelStore`], with runs and confirmations for the
+//! items queued in their transactions).
+
+use super::fixtures::{confirmation, created, finish};
+use crate::channels::{
+    ChannelStore, NewOutboxItem, OutboxKind, OutboxStatus, PairingOutcome, PairingRecord,
+};
+use crate::confirmations::ConfirmationStore;
+use crate::runs::RunStore;
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn channels_suite<S: ChannelStore + RunStore + ConfirmationStore>(
+    fresh: impl AsyncFn() -> S,
+) {
+    outbox_delivers_in_order_per_target(fresh().await).await;
+    outbox_retries_fails_and_is_retried(fresh().await).await;
+    a_run_end_queues_its_replies_only_when_it_ends_the_run(fresh().await).await;
+    a_confirmation_queues_its_prompt_once(fresh().await).await;
+    pairing_requests_are_bounded_and_decided_once(fresh().await).await;
+    cursors_and_first_sight(fresh().await).await;
+}
+
+fn item(target: &str, text: &str) -> NewOutboxItem {
+    NewOutboxItem {
+        channel: "telegram".into(),
+        target: target.into(),
+        kind: OutboxKind::Message,
+        run_id: None,
+        payload: format!("{{\"text\":\"{text}\"}}"),
+    }
+}
+
+/// Only the head of each target's queue is due, so a target's items go out
+/// in order even when a later one would be due first.
+async fn outbox_delivers_in_order_per_target<S: ChannelStore>(store: S) {
+    let ids = store
+        .enqueue_outbox(
+            vec![item("chat1", "a"), item("chat1", "b"), item("chat2", "c")],
+            100,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    assert!(ids[0] < ids[1] && ids[1] < ids[2]);
+    assert!(
+        store
+            .due_outbox("telegram", 99, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .due_outbox("discord", 100, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let due = store.due_outbox("telegram", 100, 10).await.unwrap();
+    let heads: Vec<i64> = due.iter().map(|i| i.id).collect();
+    assert_eq!(heads, vec![ids[0], ids[2]]);
+    assert_eq!(due[0].payload, "{\"text\":\"a\"}");
+    assert_eq!(due[0].status, OutboxStatus::Pending);
+    assert_eq!(due[0].next_attempt_at, Some(100));
+    assert_eq!(store.due_outbox("telegram", 100, 1).await.unwrap().len(), 1);
+
+    // The head waiting for a retry holds back the rest of its target.
+    store.outbox_retry(ids[0], 500, "HTTP 502").await.unwrap();
+    let heads: Vec<i64> = store
+        .due_outbox("telegram", 200, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(heads, vec![ids[2]]);
+    assert_eq!(store.next_outbox_due("telegram").await.unwrap(), Some(100));
+
+    store.outbox_progress(ids[0], 2).await.unwrap();
+    store.outbox_sent(ids[0]).await.unwrap();
+    let sent = store.get_outbox(ids[0]).await.unwrap().unwrap();
+    assert_eq!(sent.status, OutboxStatus::Sent);
+    assert_eq!(sent.payload, "", "a delivered reply's text is not kept");
+    assert_eq!(sent.attempts, 1);
+    assert_eq!(sent.progress, 2);
+    assert_eq!(sent.last_error, None);
+    let heads: Vec<i64> = store
+        .due_outbox("telegram", 200, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(heads, vec![ids[1], ids[2]]);
+}
+
+/// Retried, failed and retried-by-hand items, their counts and listing.
+async fn outbox_retries_fails_and_is_retried<S: ChannelStore>(store: S) {
+    let ids = store
+        .enqueue_outbox(vec![item("chat1", "a"), item("chat2", "b")], 100)
+        .await
+        .unwrap();
+    store
+        .outbox_failed(ids[0], "Forbidden: bot was blocked by the user")
+        .await
+        .unwrap();
+    let failed = store.get_outbox(ids[0]).await.unwrap().unwrap();
+    assert_eq!(failed.status, OutboxStatus::Failed);
+    assert_eq!(failed.next_attempt_at, None);
+    assert_eq!(
+        failed.payload, "{\"text\":\"a\"}",
+        "kept for a retry by hand"
+    );
+    assert_eq!(
+        failed.last_error.as_deref(),
+        Some("Forbidden: bot was blocked by the user")
+    );
+    // Marking a failed item sent or failed again changes nothing.
+    store.outbox_sent(ids[0]).await.unwrap();
+    assert_eq!(
+        store.get_outbox(ids[0]).await.unwrap().unwrap().status,
+        OutboxStatus::Failed
+    );
+
+    let counts = store.outbox_counts().await.unwrap();
+    assert_eq!(counts.len(), 1);
+    assert_eq!(counts[0].0, "telegram");
+    assert_eq!((counts[0].1.pending, counts[0].1.failed), (1, 1));
+
+    let listed = store.list_outbox(None, 10).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|i| i.id).collect::<Vec<_>>(),
+        vec![ids[1], ids[0]]
+    );
+    let only_failed = store
+        .list_outbox(Some(OutboxStatus::Failed), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        only_failed.iter().map(|i| i.id).collect::<Vec<_>>(),
+        vec![ids[0]]
+    );
+    assert_eq!(store.list_outbox(None, 1).await.unwrap().len(), 1);
+
+    assert!(
+        !store.retry_outbox(ids[1], 300).await.unwrap(),
+        "only failed items"
+    );
+    assert!(store.retry_outbox(ids[0], 300).await.unwrap());
+    assert!(!store.retry_outbox(ids[0], 300).await.unwrap());
+    let again = store.get_outbox(ids[0]).await.unwrap().unwrap();
+    assert_eq!(again.status, OutboxStatus::Pending);
+    assert_eq!(again.next_attempt_at, Some(300));
+    assert!(store.get_outbox(9_999).await.unwrap().is_none());
+}
+
+/// The answer is queued in the transaction that ends the run, and only then.
+async fn a_run_end_queues_its_replies_only_when_it_ends_the_run<S: ChannelStore + RunStore>(
+    store: S,
+) {
+    created(&store, "run_1", "telegram:chat:1").await;
+    let mut end = finish("run_1", Vec::new());
+    end.outbox = vec![NewOutboxItem {
+        run_id: Some("run_1".into()),
+        ..item("1", "the answer")
+    }];
+    assert!(store.finish_run(end.clone()).await.unwrap());
+    let queued = store.list_outbox(None, 10).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].run_id.as_deref(), Some("run_1"));
+    assert_eq!(queued[0].created_at, end.finished_at);
+    // A second end of the same run is refused and queues nothing.
+    assert!(!store.finish_run(end).await.unwrap());
+    assert_eq!(store.list_outbox(None, 10).await.unwrap().len(), 1);
+}
+
+/// A confirmation's prompt is queued with it, and not again when the same
+/// call asks again after a restart.
+async fn a_confirmation_queues_its_prompt_once<S: ChannelStore + RunStore + ConfirmationStore>(
+    store: S,
+) {
+    created(&store, "run_1", "t1").await;
+    let prompt = NewOutboxItem {
+        kind: OutboxKind::Prompt,
+        run_id: Some("run_1".into()),
+        ..item("1", "approve?")
+    };
+    store
+        .request_confirmation(
+            confirmation("run_1", "call_1", "hash_1"),
+            vec![prompt.clone()],
+        )
+        .await
+        .unwrap();
+    store
+        .request_confirmation(confirmation("run_1", "call_1", "hash_2"), vec![prompt])
+        .await
+        .unwrap();
+    let queued = store.list_outbox(None, 10).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].kind, OutboxKind::Prompt);
+}
+
+fn pairing(code: &str, user: &str, at: i64) -> PairingRecord {
+    PairingRecord {
+        code: code.into(),
+        channel: "telegram".into(),
+        user_key: format!("telegram:user:{user}"),
+        display_name: format!("User {user}"),
+        target: user.into(),
+        requested_at: at,
+        expires_at: at + 1_000,
+    }
+}
+
+/// One pending code per user, at most `max_pending` per channel, expiry, and
+/// an approval that lets the user in and tells them in one transaction.
+async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S) {
+    let first = store
+        .request_pairing(pairing("AAAA1111", "1", 100), 2, "{}".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        PairingOutcome::Created(pairing("AAAA1111", "1", 100))
+    );
+    let again = store
+        .request_pairing(pairing("BBBB2222", "1", 200), 2, "{}".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        PairingOutcome::Existing(pairing("AAAA1111", "1", 100))
+    );
+    store
+        .request_pairing(pairing("CCCC3333", "2", 200), 2, "{}".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .request_pairing(pairing("DDDD4444", "3", 300), 2, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::TooMany
+    );
+    let pending = store.pending_pairings(300).await.unwrap();
+    assert_eq!(
+        pending.iter().map(|p| p.code.as_str()).collect::<Vec<_>>(),
+        vec!["AAAA1111", "CCCC3333"]
+    );
+    // After the first expires, there is room, and its user may ask again.
+    assert_eq!(store.pending_pairings(1_100).await.unwrap().len(), 1);
+    assert!(matches!(
+        store
+            .request_pairing(pairing("EEEE5555", "1", 1_150), 2, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::Created(_)
+    ));
+    assert!(
+        store
+            .approve_pairing("AAAA1111", 1_150, "{}".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    assert!(
+        !store
+            .is_allowed("telegram", "telegram:user:1")
+            .await
+            .unwrap()
+    );
+    let approved = store
+        .approve_pairing("EEEE5555", 1_160, "{\"text\":\"approved\"}".into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(approved.user_key, "telegram:user:1");
+    assert!(
+        store
+            .is_allowed("telegram", "telegram:user:1")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .is_allowed("discord", "telegram:user:1")
+            .await
+            .unwrap()
+    );
+    // Three codes were told (AAAA1111, CCCC3333, EEEE5555), then the approval;
+    // the refused and repeated requests queued nothing.
+    let notice = store.list_outbox(None, 10).await.unwrap();
+    assert_eq!(notice.len(), 4);
+    assert_eq!(
+        (notice[0].target.as_str(), notice[0].payload.as_str()),
+        ("1", "{\"text\":\"approved\"}")
+    );
+    assert!(
+        store
+            .approve_pairing("EEEE5555", 1_170, "{}".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .deny_pairing("EEEE5555", 1_170)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    assert_eq!(
+        store
+            .deny_pairing("CCCC3333", 1_100)
+            .await
+            .unwrap()
+            .map(|p| p.code),
+        Some("CCCC3333".into())
+    );
+    assert!(
+        store
+            .approve_pairing("CCCC3333", 1_100, "{}".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        !store
+            .is_allowed("telegram", "telegram:user:2")
+            .await
+            .unwrap()
+    );
+    assert!(store.pending_pairings(1_170).await.unwrap().is_empty());
+
+    let allowed = store.allowed_users("telegram").await.unwrap();
+    assert_eq!(allowed.len(), 1);
+    assert_eq!(
+        (allowed[0].user_key.as_str(), allowed[0].added_at),
+        ("telegram:user:1", 1_160)
+    );
+    assert!(
+        store
+            .remove_allowed("telegram", "telegram:user:1")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remove_allowed("telegram", "telegram:user:1")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .is_allowed("telegram", "telegram:user:1")
+            .await
+            .unwrap()
+    );
+}
+
+/// Cursors are per channel and name; an event id is new once.
+async fn cursors_and_first_sight<S: ChannelStore>(store: S) {
+    assert_eq!(store.cursor("telegram", "offset").await.unwrap(), None);
+    store.set_cursor("telegram", "offset", "41").await.unwrap();
+    store.set_cursor("telegram", "offset", "42").await.unwrap();
+    assert_eq!(
+        store.cursor("telegram", "offset").await.unwrap().as_deref(),
+        Some("42")
+    );
+    assert_eq!(store.cursor("slack", "offset").await.unwrap(), None);
+
+    assert!(store.first_sight("slack", "Ev1", 10).await.unwrap());
+    assert!(!store.first_sight("slack", "Ev1", 11).await.unwrap());
+    assert!(store.first_sight("discord", "Ev1", 11).await.unwrap());
+}
