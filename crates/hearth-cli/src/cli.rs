@@ -187,6 +187,73 @@ pub enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// SKILL.md skills and signed executable skills.
+    Skills {
+        #[command(subcommand)]
+        command: SkillsCommand,
+    },
+    /// The chat channels (Telegram, Discord, Slack) and their state.
+    Channels,
+    /// Pairing requests from people who want to talk to the assistant.
+    Pair {
+        #[command(subcommand)]
+        command: PairCommand,
+    },
+    /// Replies queued for the chat channels.
+    Outbox {
+        #[command(subcommand)]
+        command: OutboxCommand,
+    },
+    /// MCP: hearth as an MCP server for other clients.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+/// `hearth mcp ...`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve MCP on stdin/stdout for clients that start servers as child
+    /// processes (Claude Code, Codex, editors), bridged to the running
+    /// hearth's `/mcp` at --url with --token.
+    Serve,
+}
+
+/// `hearth pair ...`
+#[derive(Debug, Subcommand)]
+pub enum PairCommand {
+    /// Pending requests.
+    List,
+    /// Let the user in (they are told).
+    Approve {
+        /// The pairing code they were given.
+        code: String,
+    },
+    /// Refuse the request.
+    Deny {
+        /// The pairing code.
+        code: String,
+    },
+}
+
+/// `hearth outbox ...`
+#[derive(Debug, Subcommand)]
+pub enum OutboxCommand {
+    /// Queued replies, newest first (ids and states, never text).
+    List {
+        /// `pending`, `failed` or `sent`.
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many (1-1000).
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Queue a failed reply again.
+    Retry {
+        /// The item's id.
+        id: i64,
+    },
 }
 
 /// `hearth run ...`
@@ -333,6 +400,48 @@ pub enum SecretsCommand {
     },
 }
 
+/// `hearth skills ...`: `list`, `show` and `check` read the skill folders
+/// (the workspace's, `~/.agents/skills`, the home's, `[skills] extra_dirs`)
+/// the way `serve` does.
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Every skill found, eligible or not (with the reason).
+    List,
+    /// One skill: its fields and instructions.
+    Show {
+        /// The skill's name.
+        name: String,
+    },
+    /// Validates every skill; one line per problem, naming the skill and the
+    /// field. Exits 1 when a skill is invalid (not when it only lacks a
+    /// program or variable on this machine).
+    Check,
+    /// Makes an ed25519 signing key: the private key goes to
+    /// <DIR>/<key_id>.key (mode 0600), the public key is printed for
+    /// [skills] trusted_keys.
+    Keygen {
+        /// Where to write the private key (default <home>/keys).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Signs the executable skill in <DIR>: fills files, key_id and
+    /// signature of its hearth-skill.json.
+    Sign {
+        /// The skill's folder.
+        dir: PathBuf,
+        /// The private key file from `hearth skills keygen`.
+        #[arg(long)]
+        key: PathBuf,
+    },
+    /// Checks the executable skill in <DIR> as `serve` would load it
+    /// (signature by a trusted key, hashes, files, version, config); exits 1
+    /// with the reason when it would be refused.
+    Verify {
+        /// The skill's folder.
+        dir: PathBuf,
+    },
+}
+
 /// `hearth memory ...`
 #[derive(Debug, Subcommand)]
 pub enum MemoryCommand {
@@ -361,6 +470,10 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Token { command } => crate::tokens::run(&g, command).await,
         Command::Secrets { command } => crate::secrets::run(&g, command).await,
         Command::Memory { command } => crate::memory::run(&g, command).await,
+        Command::Skills { command } => crate::skills::run(&g, command).await,
+        Command::Mcp {
+            command: McpCommand::Serve,
+        } => crate::mcp_serve::run(&g).await,
         other => crate::client::run(&g, other).await,
     }
 }

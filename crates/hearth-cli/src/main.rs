@@ -5,14 +5,17 @@
 //! what kind of failure it was (1: the request or run failed, 2: bad usage or
 //! configuration, 3: a `--wait` ended while the run goes on).
 
+mod channels;
 mod cli;
 mod client;
 mod home_lock;
 mod logging;
+mod mcp_serve;
 mod memory;
 mod output;
 mod secrets;
 mod serve;
+mod skills;
 mod tokens;
 mod tools;
 

@@ -235,7 +235,8 @@ fn read_value(name: &str) -> Result<SecretString, Exit> {
     Ok(value)
 }
 
-/// Opens the secrets providers name by `api_key_secret`, for the catalog.
+/// Opens the secrets providers name by `api_key_secret` (for the catalog)
+/// and enabled chat channels name by `*_secret` (for their tokens).
 /// A missing or invalid `HEARTH_SECRET_KEY` (when some provider needs it), a
 /// secret not in the store, or one that does not open is a start-up error
 /// (exit 2) naming the provider and the secret.
@@ -244,6 +245,14 @@ pub async fn provider_secrets(
     key: Option<&str>,
     store: &dyn Store,
 ) -> Result<BTreeMap<String, SecretString>, Exit> {
+    let ch = &config.channels;
+    // The chat channels' tokens may be sealed secrets too (enabled channels only).
+    let channel_secrets = [
+        (ch.telegram.enabled, "channels.telegram", &ch.telegram.token_secret),
+        (ch.discord.enabled, "channels.discord", &ch.discord.token_secret),
+        (ch.slack.enabled, "channels.slack", &ch.slack.bot_token_secret),
+        (ch.slack.enabled, "channels.slack", &ch.slack.app_token_secret),
+    ];
     let wanted: Vec<(&str, &str)> = config
         .llm
         .providers
@@ -253,6 +262,12 @@ pub async fn provider_secrets(
                 .as_deref()
                 .map(|secret| (provider.as_str(), secret))
         })
+        .chain(
+            channel_secrets
+                .iter()
+                .filter(|(enabled, _, _)| *enabled)
+                .filter_map(|(_, owner, secret)| secret.as_deref().map(|s| (*owner, s))),
+        )
         .collect();
     let mut opened = BTreeMap::new();
     let Some(&(first_provider, first_secret)) = wanted.first() else {

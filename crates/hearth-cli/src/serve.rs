@@ -147,9 +147,8 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         store.as_ref(),
     )
     .await?;
-    let catalog = Catalog::from_config(&config, &env, &secrets, client).map_err(Exit::config)?;
-    // The opened keys now live only inside the providers.
-    drop(secrets);
+    let catalog =
+        Catalog::from_config(&config, &env, &secrets, client.clone()).map_err(Exit::config)?;
     info!(
         default_model = %catalog.default_model(),
         origin = %catalog.origin,
@@ -165,8 +164,10 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         history_messages: config.agent.history_messages,
     };
     let retry = &config.llm.retry;
-    let tools = crate::tools::build_registry(&config, &store).await?;
+    let skills = crate::skills::load(&config, &home)?;
+    let tools = crate::tools::build_registry(&config, &store, &skills).await?;
     let engine = Engine::new(store.clone(), tools, limits, system_prompt(&home))
+        .with_prompt_hook(crate::skills::prompt_hook(&skills))
         .with_policy(policy_config(&config))
         .with_confirmations(hearth_agent::ConfirmPolicy {
             confirm_writes: config.tools.confirm_writes,
@@ -186,6 +187,12 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         ..RuntimeOptions::default()
     };
     let runtime = Runtime::new(store.clone(), catalog, engine, options);
+    let channels = crate::channels::build(&config, &env, &secrets, &client, &runtime, &store);
+    // The opened keys now live only inside the providers and the channels.
+    drop(secrets);
+    if !channels.is_empty() {
+        runtime.set_reply_router(Arc::new(channels.clone()));
+    }
 
     let metrics = install_metrics();
     let state = AppState {
@@ -194,7 +201,16 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         metrics,
         policy: policy_config(&config),
     };
-    let app = hearth_server::with_state(routes, state, config.server.max_body_bytes);
+    let mcp_hosts =
+        hearth_server::mcp::AllowedHosts::new(Some(addr.ip()), &config.server.allowed_hosts);
+    let app = hearth_server::with_state(
+        routes
+            .with_mcp_hosts(mcp_hosts)
+            .with_channels(channels.clone()),
+        state,
+        config.server.max_body_bytes,
+    );
+    let app = hearth_server::routes::skills::with_skills(app, skills);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -212,6 +228,9 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         startup_ms = t0.elapsed().as_millis() as u64,
         "hearth is listening"
     );
+    // After recovery: replies left in the outbox by a previous process go
+    // out; their runs are not executed again.
+    channels.start();
     // Machine-readable for scripts and tests that bind port 0.
     println!("hearth listening on http://{local}");
 
@@ -234,6 +253,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         "shutting down: no new messages, waiting for runs in flight"
     );
     let left = rt.shutdown(grace).await;
+    channels.shutdown();
     if left > 0 {
         info!(
             runs = left,

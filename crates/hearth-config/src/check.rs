@@ -54,6 +54,14 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
             "must be at least 1 (runs queued or running at once; default 10000)",
         ));
     }
+    for host in &config.server.allowed_hosts {
+        if host.is_empty() || host.contains(['/', '@', ' ']) {
+            return Err(problem(
+                "server.allowed_hosts",
+                format!("{host:?} is not a host name or host:port (e.g. \"hearth.example.org\")"),
+            ));
+        }
+    }
     let providers = &config.llm.providers;
     for (name, pc) in providers {
         let key = format!("llm.providers.{name}");
@@ -94,6 +102,7 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
     for (i, m) in config.llm.fallback.iter().enumerate() {
         model_ref(config, &format!("llm.fallback[{i}]"), m)?;
     }
+    crate::channels::validate(&config.channels).map_err(|(key, message)| problem(key, message))?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 //! the key path and what is wrong. Nothing else in hearth reads the environment
 //! for configuration.
 
+pub mod channels;
 pub mod check;
 pub mod error;
 pub mod home;
@@ -14,6 +15,9 @@ pub mod mcp;
 pub mod model;
 pub mod skills;
 
+pub use channels::{
+    ChannelsConfig, DiscordConfig, SlackConfig, SlackMode, TelegramConfig, TelegramMode,
+};
 pub use check::CAPABILITY_KEYS;
 pub use error::ConfigError;
 pub use home::{HomeReport, prepare_home};

@@ -22,6 +22,8 @@ pub struct Config {
     pub permissions: PermissionsConfig,
     /// `[tools]`
     pub tools: ToolsConfig,
+    /// `[channels]`
+    pub channels: crate::channels::ChannelsConfig,
     /// `[mcp]`
     pub mcp: crate::mcp::McpConfig,
     /// `[skills]`
@@ -374,6 +376,10 @@ pub struct ServerConfig {
     /// Runs queued or running at once; past it new messages get 503
     /// `overloaded` with Retry-After instead of growing the queue.
     pub max_queued_runs: usize,
+    /// Host names (or `host:port`) that `/mcp` accepts in Host and Origin
+    /// besides the loopback names and the bind address (DNS-rebinding
+    /// protection): the names a reverse proxy or LAN clients use.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -385,6 +391,7 @@ impl Default for ServerConfig {
             header_read_timeout_ms: 10_000,
             max_connections: 1024,
             max_queued_runs: 10_000,
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod dto;
 pub mod error;
 pub mod extract;
 pub mod listen;
+pub mod mcp;
 pub mod metrics;
 pub mod middleware;
 pub mod openai;
@@ -53,6 +54,8 @@ pub struct Routes {
     ops: Router<AppState>,
     v1: Router<AppState>,
     openai: Router<AppState>,
+    mcp_hosts: mcp::AllowedHosts,
+    channels: routes::channels::ChannelsHandle,
 }
 
 impl Routes {
@@ -62,13 +65,43 @@ impl Routes {
             ops: routes::ops(),
             v1: routes::v1(),
             openai: openai::routes(),
+            mcp_hosts: mcp::AllowedHosts::default(),
+            channels: routes::channels::ChannelsHandle::default(),
         }
+    }
+
+    /// The chat channels behind `/v1/channels`, `/v1/pairings` and
+    /// `/v1/outbox`, and their push routes (webhooks, outside bearer auth).
+    pub fn with_channels(mut self, channels: hearth_channels::Channels) -> Self {
+        self.channels = routes::channels::ChannelsHandle(Some(channels));
+        self
+    }
+
+    /// The hosts `/mcp` accepts in Host and Origin (the loopback names
+    /// unless set).
+    pub fn with_mcp_hosts(mut self, hosts: mcp::AllowedHosts) -> Self {
+        self.mcp_hosts = hosts;
+        self
     }
 }
 
 /// The whole API over routes built before.
 pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Router {
-    let Routes { ops, v1, openai } = routes;
+    let Routes {
+        ops,
+        v1,
+        openai,
+        mcp_hosts,
+        channels,
+    } = routes;
+    // Webhooks check their own signatures, not the bearer token.
+    let push: Router<AppState> = channels
+        .0
+        .as_ref()
+        .map(hearth_channels::Channels::push_routes)
+        .unwrap_or_default()
+        .with_state(());
+    let mcp = mcp::router(state.clone(), mcp_hosts, max_body_bytes);
     let v1 = v1.layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::require_token,
@@ -85,12 +118,15 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         .merge(ops)
         .merge(v1)
         .merge(openai)
+        .merge(mcp)
+        .merge(push)
         .route_layer(axum::middleware::from_fn(middleware::mark_route))
         .fallback(routes::ops::not_found)
         .layer(axum::middleware::from_fn(middleware::envelope_bare_errors))
         .layer(axum::middleware::from_fn(middleware::catch_panic))
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(Extension(extract::BodyLimit(max_body_bytes)))
+        .layer(Extension(channels))
         .layer(axum::middleware::from_fn(middleware::request_context))
         .with_state(state)
 }

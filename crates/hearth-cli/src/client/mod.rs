@@ -1,6 +1,7 @@
 //! Client commands: talk to a running server over its HTTP API, reading its
 //! answers as the server's own response types. One module per command group.
 
+mod channels;
 mod health;
 mod permissions;
 mod runs;
@@ -173,7 +174,7 @@ impl Api {
 /// The server's base URL, checked: `--url` must carry its http:// or
 /// https:// scheme (without one, `localhost:7777` parses as a URL whose
 /// scheme is `localhost`, and requests fail with an opaque builder error).
-fn base_url(raw: &str) -> Result<String, Exit> {
+pub(crate) fn base_url(raw: &str) -> Result<String, Exit> {
     let ok = reqwest::Url::parse(raw)
         .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
     if !ok {
@@ -261,10 +262,15 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         }
         Command::Permissions { command } => permissions::permissions(&api, command, g.json).await,
         Command::Audit { limit } => permissions::audit(&api, limit, g.json).await,
+        Command::Channels => channels::channels(&api, g.json).await,
+        Command::Pair { command } => channels::pair(&api, command, g.json).await,
+        Command::Outbox { command } => channels::outbox(&api, command, g.json).await,
         Command::Serve { .. }
         | Command::Token { .. }
         | Command::Secrets { .. }
-        | Command::Memory { .. } => Err(anyhow::anyhow!(
+        | Command::Memory { .. }
+        | Command::Skills { .. }
+        | Command::Mcp { .. } => Err(anyhow::anyhow!(
             "internal: a local command reached the HTTP client; please report this"
         )
         .into()),

@@ -5,7 +5,9 @@
 //! one (through `utoipa_axum::routes!`): a route cannot be served without
 //! being documented.
 
+pub mod channels;
 pub mod confirmations;
+pub mod mcp;
 pub mod messages;
 pub mod ops;
 pub mod permissions;
@@ -68,6 +70,8 @@ api! {
     threads::models,
     usage::usage,
     tools::tools,
+    mcp::servers,
+    mcp::call,
     skills::skills,
     skills::reload,
     confirmations::resolve,
@@ -81,6 +85,14 @@ api! {
     threads::set_thinking,
     threads::new_session,
     threads::set_incognito,
+    channels::list,
+    channels::pairings,
+    channels::approve,
+    channels::deny,
+    channels::allowed,
+    channels::remove_allowed,
+    channels::outbox,
+    channels::retry,
 }
 
 api! {

@@ -1,0 +1,61 @@
+//! The one trait every platform implements.
+
+use std::sync::Arc;
+
+use hearth_store::OutboxItem;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ChannelError, DeliveryError};
+use crate::health::Health;
+use crate::payload::Payload;
+
+/// Why an item was not (completely) delivered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Undelivered {
+    /// Parts of the item delivered in total, counting those of earlier
+    /// attempts (`item.progress`); a retry resumes after them.
+    pub parts_done: u32,
+    /// What went wrong.
+    pub error: DeliveryError,
+}
+
+/// A chat platform: its inbound loop and its delivery of outbox items.
+#[async_trait::async_trait]
+pub trait Channel: Send + Sync + 'static {
+    /// `telegram`, `discord` or `slack`.
+    fn name(&self) -> &'static str;
+
+    /// The outbox target (platform conversation id) of a thread this
+    /// channel owns, from its thread key; `None` for other threads.
+    fn target_of(&self, thread_key: &str) -> Option<String>;
+
+    /// The channel's health, updated by its loops.
+    fn health(&self) -> &Health;
+
+    /// Wakes the channel's outbox sender (notified after items are queued).
+    fn outbox_wake(&self) -> Arc<tokio::sync::Notify>;
+
+    /// Receives platform events and hands them to the runtime until `stop`.
+    /// Failures are logged, retried with backoff and shown in `health`;
+    /// this never returns early.
+    async fn run(self: Arc<Self>, stop: CancellationToken);
+
+    /// Delivers `item` (rendered from `payload`), skipping its first
+    /// `item.progress` parts, which were delivered before.
+    async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered>;
+
+    /// The progress message shown for `run_id`, if any, which the answer
+    /// replaces: the caller queues its clean-up. Progress edits for the run
+    /// stop.
+    fn take_progress(&self, run_id: &str) -> Option<String>;
+
+    /// Checks the token with the platform (`hearth doctor`): a line naming
+    /// the bot on success.
+    async fn check(&self) -> Result<String, ChannelError>;
+
+    /// Routes for the platform's push mode (webhooks), mounted on hearth's
+    /// listener outside bearer auth (each checks its own signature).
+    fn push_routes(self: Arc<Self>) -> Option<axum::Router> {
+        None
+    }
+}

@@ -1,0 +1,150 @@
+//! A channel's health as `/v1/channels` and `/readyz` show it. A channel is
+//! `connected` after its first successful platform call and while events
+//! arrive and are acknowledged; repeated failures make it `degraded` until a
+//! call succeeds again.
+
+use std::sync::{Mutex, PoisonError};
+
+use hearth_core::{Timestamp, now_ms};
+
+/// Failures in a row after which a channel shows as degraded.
+const DEGRADED_AFTER: u32 = 3;
+
+/// Where a channel stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelState {
+    /// Not enabled in the config.
+    Disabled,
+    /// Enabled, no successful platform call yet.
+    Connecting,
+    /// Working.
+    Connected,
+    /// Failing; retrying with backoff.
+    Degraded,
+}
+
+impl ChannelState {
+    /// The API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disabled => "disabled",
+            Self::Connecting => "connecting",
+            Self::Connected => "connected",
+            Self::Degraded => "degraded",
+        }
+    }
+}
+
+/// A snapshot of a channel's health.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthSnapshot {
+    /// Where it stands.
+    pub state: ChannelState,
+    /// The last failure, if the channel is not connected.
+    pub last_error: Option<String>,
+    /// When the last platform event was received and acknowledged.
+    pub last_event_at: Option<Timestamp>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    connected_once: bool,
+    failures: u32,
+    last_error: Option<String>,
+    last_event_at: Option<Timestamp>,
+}
+
+/// Shared, updated by the channel's loops.
+#[derive(Debug)]
+pub struct Health {
+    inner: Mutex<Inner>,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                connected_once: false,
+                failures: 0,
+                last_error: None,
+                last_event_at: None,
+            }),
+        }
+    }
+}
+
+impl Health {
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// A platform call succeeded.
+    pub fn ok(&self) {
+        self.with(|h| {
+            h.connected_once = true;
+            h.failures = 0;
+            h.last_error = None;
+        });
+    }
+
+    /// Events were received and acknowledged.
+    pub fn event(&self) {
+        let now = now_ms();
+        self.with(|h| {
+            h.connected_once = true;
+            h.failures = 0;
+            h.last_error = None;
+            h.last_event_at = Some(now);
+        });
+    }
+
+    /// A platform call failed with `error` (already free of secrets).
+    pub fn failed(&self, error: impl Into<String>) {
+        let error = error.into();
+        self.with(|h| {
+            h.failures = h.failures.saturating_add(1);
+            h.last_error = Some(error);
+        });
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> HealthSnapshot {
+        self.with(|h| HealthSnapshot {
+            state: if h.failures >= DEGRADED_AFTER {
+                ChannelState::Degraded
+            } else if h.connected_once {
+                ChannelState::Connected
+            } else {
+                ChannelState::Connecting
+            },
+            last_error: h.last_error.clone(),
+            last_event_at: h.last_event_at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connecting_then_connected_then_degraded_then_back() {
+        let h = Health::default();
+        assert_eq!(h.snapshot().state, ChannelState::Connecting);
+        h.failed("boom");
+        assert_eq!(h.snapshot().state, ChannelState::Connecting);
+        h.ok();
+        assert_eq!(h.snapshot().state, ChannelState::Connected);
+        for _ in 0..DEGRADED_AFTER {
+            h.failed("HTTP 502");
+        }
+        let s = h.snapshot();
+        assert_eq!(s.state, ChannelState::Degraded);
+        assert_eq!(s.last_error.as_deref(), Some("HTTP 502"));
+        h.event();
+        let s = h.snapshot();
+        assert_eq!(s.state, ChannelState::Connected);
+        assert!(s.last_event_at.is_some());
+        assert_eq!(s.last_error, None);
+    }
+}

@@ -1,0 +1,405 @@
+//! `Channels`: every configured channel, their senders, and what the rest of
+//! hearth asks of them (the reply router the runtime calls, and the
+//! operations behind `/v1/channels`, `/v1/pairings` and `/v1/outbox`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_core::{RunStatus, Timestamp, now_ms};
+use hearth_store::{
+    ConfirmationRecord, NewOutboxItem, OutboxItem, OutboxKind, OutboxStatus, PairingRecord,
+    ReplyRouter, RunEnd, Store,
+};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::access::{APPROVED_NOTICE, Access};
+use crate::channel::Channel;
+use crate::error::ChannelError;
+use crate::health::ChannelState;
+use crate::payload::{ConfirmButtons, Payload};
+
+/// Every channel hearth knows, enabled or not, in API order.
+pub const NAMES: [&str; 3] = ["telegram", "discord", "slack"];
+
+/// A channel as `GET /v1/channels` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelInfo {
+    /// `telegram`, `discord` or `slack`.
+    pub name: &'static str,
+    /// Enabled in the config.
+    pub enabled: bool,
+    /// Where it stands.
+    pub state: ChannelState,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// When the last platform event was handled.
+    pub last_event_at: Option<Timestamp>,
+    /// Replies not yet delivered.
+    pub outbox_pending: u64,
+}
+
+/// A user let in on a channel, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedEntry {
+    /// `telegram:user:<id>`.
+    pub user_key: String,
+    /// When (config entries: `None`).
+    pub added_at: Option<Timestamp>,
+    /// `config` or `pairing`.
+    pub via: &'static str,
+}
+
+/// What removing an allowed user did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removed {
+    /// Removed.
+    Yes,
+    /// Not a paired user of this channel.
+    NotFound,
+    /// Listed in `hearth.toml`: remove it there.
+    InConfig,
+}
+
+struct Enabled {
+    channel: Arc<dyn Channel>,
+    access: Access,
+    wake: Arc<Notify>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    enabled: Vec<Enabled>,
+    max_age: Duration,
+    stop: CancellationToken,
+}
+
+/// The channels. Cheap to clone.
+#[derive(Clone)]
+pub struct Channels {
+    inner: Arc<Inner>,
+}
+
+impl Channels {
+    /// No channel enabled.
+    pub fn none(store: Arc<dyn Store>) -> Self {
+        Self::new(store, Vec::new(), Duration::from_secs(24 * 3600))
+    }
+
+    /// The enabled `channels`, each with its access rules; undelivered
+    /// replies fail after `max_age`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        channels: Vec<(Arc<dyn Channel>, Access)>,
+        max_age: Duration,
+    ) -> Self {
+        let enabled = channels
+            .into_iter()
+            .map(|(channel, access)| Enabled {
+                wake: channel.outbox_wake(),
+                channel,
+                access,
+            })
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                enabled,
+                max_age,
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// True when no channel is enabled.
+    pub fn is_empty(&self) -> bool {
+        self.inner.enabled.is_empty()
+    }
+
+    /// Starts every channel's inbound loop and outbox sender. Pending
+    /// replies left by a previous process are delivered; no run is executed
+    /// again for them.
+    pub fn start(&self) {
+        for e in &self.inner.enabled {
+            let stop = self.inner.stop.child_token();
+            tokio::spawn(e.channel.clone().run(stop.clone()));
+            tokio::spawn(crate::outbox::run_sender(
+                e.channel.clone(),
+                self.inner.store.clone(),
+                e.wake.clone(),
+                self.inner.max_age,
+                stop,
+            ));
+            tracing::info!(channel = e.channel.name(), "channel started");
+        }
+    }
+
+    /// Stops the loops and senders (pending replies stay in the outbox).
+    pub fn shutdown(&self) {
+        self.inner.stop.cancel();
+    }
+
+    /// The routes of channels in a push mode (webhooks), to mount outside
+    /// bearer auth; empty when none is.
+    pub fn push_routes(&self) -> axum::Router {
+        self.inner
+            .enabled
+            .iter()
+            .filter_map(|e| e.channel.clone().push_routes())
+            .fold(axum::Router::new(), axum::Router::merge)
+    }
+
+    fn find(&self, name: &str) -> Option<&Enabled> {
+        self.inner.enabled.iter().find(|e| e.channel.name() == name)
+    }
+
+    fn owner(&self, thread_key: &str) -> Option<(&Enabled, String)> {
+        self.inner
+            .enabled
+            .iter()
+            .find_map(|e| e.channel.target_of(thread_key).map(|t| (e, t)))
+    }
+
+    /// Every channel with its state.
+    pub async fn list(&self) -> Result<Vec<ChannelInfo>, ChannelError> {
+        let counts = self.inner.store.outbox_counts().await?;
+        Ok(NAMES
+            .iter()
+            .map(|&name| {
+                let outbox_pending = counts
+                    .iter()
+                    .find(|(c, _)| c == name)
+                    .map_or(0, |(_, n)| n.pending);
+                match self.find(name) {
+                    Some(e) => {
+                        let h = e.channel.health().snapshot();
+                        ChannelInfo {
+                            name,
+                            enabled: true,
+                            state: h.state,
+                            last_error: h.last_error,
+                            last_event_at: h.last_event_at,
+                            outbox_pending,
+                        }
+                    }
+                    None => ChannelInfo {
+                        name,
+                        enabled: false,
+                        state: ChannelState::Disabled,
+                        last_error: None,
+                        last_event_at: None,
+                        outbox_pending,
+                    },
+                }
+            })
+            .collect())
+    }
+
+    /// `/readyz` checks: `("channel:<name>", "ok" | "connecting" | "degraded: <reason>")`
+    /// for each enabled channel.
+    pub fn readiness(&self) -> Vec<(String, String)> {
+        self.inner
+            .enabled
+            .iter()
+            .map(|e| {
+                let h = e.channel.health().snapshot();
+                let status = match h.state {
+                    ChannelState::Connected => "ok".to_owned(),
+                    ChannelState::Degraded => format!(
+                        "degraded: {}",
+                        h.last_error.as_deref().unwrap_or("repeated failures")
+                    ),
+                    other => other.as_str().to_owned(),
+                };
+                (format!("channel:{}", e.channel.name()), status)
+            })
+            .collect()
+    }
+
+    /// Pending pairing requests.
+    pub async fn pairings(&self) -> Result<Vec<PairingRecord>, ChannelError> {
+        Ok(self.inner.store.pending_pairings(now_ms()).await?)
+    }
+
+    /// Approves a pairing code: the user is let in and told. `None` for an
+    /// unknown, used or expired code.
+    pub async fn approve(&self, code: &str) -> Result<Option<PairingRecord>, ChannelError> {
+        let notice = Payload::notice(APPROVED_NOTICE).to_json();
+        let rec = self
+            .inner
+            .store
+            .approve_pairing(code, now_ms(), notice)
+            .await?;
+        if let Some(rec) = &rec {
+            tracing::info!(channel = %rec.channel, user_key = %rec.user_key, "pairing approved");
+            self.committed(&rec.channel);
+        }
+        Ok(rec)
+    }
+
+    /// Denies a pairing code (the user is not told).
+    pub async fn deny(&self, code: &str) -> Result<Option<PairingRecord>, ChannelError> {
+        Ok(self.inner.store.deny_pairing(code, now_ms()).await?)
+    }
+
+    /// Users let in on channel `name` (`None` for an unknown channel name).
+    pub async fn allowed(&self, name: &str) -> Result<Option<Vec<AllowedEntry>>, ChannelError> {
+        if !NAMES.contains(&name) {
+            return Ok(None);
+        }
+        let mut out: Vec<AllowedEntry> = self
+            .find(name)
+            .map(|e| {
+                e.access
+                    .config_allowed()
+                    .map(|u| AllowedEntry {
+                        user_key: u.clone(),
+                        added_at: None,
+                        via: "config",
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for u in self.inner.store.allowed_users(name).await? {
+            if !out.iter().any(|e| e.user_key == u.user_key) {
+                out.push(AllowedEntry {
+                    user_key: u.user_key,
+                    added_at: Some(u.added_at),
+                    via: "pairing",
+                });
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Removes a paired user from channel `name`.
+    pub async fn remove_allowed(
+        &self,
+        name: &str,
+        user_key: &str,
+    ) -> Result<Removed, ChannelError> {
+        if self.inner.store.remove_allowed(name, user_key).await? {
+            return Ok(Removed::Yes);
+        }
+        let in_config = self
+            .find(name)
+            .is_some_and(|e| e.access.config_allowed().any(|u| u == user_key));
+        Ok(if in_config {
+            Removed::InConfig
+        } else {
+            Removed::NotFound
+        })
+    }
+
+    /// Outbox items, newest first.
+    pub async fn outbox(
+        &self,
+        status: Option<OutboxStatus>,
+        limit: u32,
+    ) -> Result<Vec<OutboxItem>, ChannelError> {
+        Ok(self.inner.store.list_outbox(status, limit).await?)
+    }
+
+    /// One outbox item.
+    pub async fn outbox_item(&self, id: i64) -> Result<Option<OutboxItem>, ChannelError> {
+        Ok(self.inner.store.get_outbox(id).await?)
+    }
+
+    /// Puts a failed item back in its queue. False when no failed item has
+    /// this id.
+    pub async fn retry(&self, id: i64) -> Result<bool, ChannelError> {
+        let store = &self.inner.store;
+        let Some(item) = store.get_outbox(id).await? else {
+            return Ok(false);
+        };
+        let retried = store.retry_outbox(id, now_ms()).await?;
+        if retried {
+            self.committed(&item.channel);
+        }
+        Ok(retried)
+    }
+
+    /// Checks every enabled channel's token with its platform (`hearth doctor`).
+    pub async fn check(&self) -> Vec<(&'static str, Result<String, ChannelError>)> {
+        let mut out = Vec::new();
+        for e in &self.inner.enabled {
+            out.push((e.channel.name(), e.channel.check().await));
+        }
+        out
+    }
+}
+
+impl ReplyRouter for Channels {
+    fn on_finish(&self, end: RunEnd<'_>) -> Vec<NewOutboxItem> {
+        let Some((e, target)) = self.owner(&end.run.thread_key) else {
+            return Vec::new();
+        };
+        let channel = e.channel.name();
+        let payload = match end.status {
+            RunStatus::Succeeded => Payload {
+                text: match end.output {
+                    Some(t) if !t.trim().is_empty() => t.to_owned(),
+                    _ => "(no answer)".to_owned(),
+                },
+                rich: true,
+                ..Payload::default()
+            },
+            RunStatus::Failed => Payload::notice(format!(
+                "Sorry, I could not answer that: {}",
+                end.error.map_or("the run failed", |(_, message)| message)
+            )),
+            _ => Payload::notice("Stopped."),
+        };
+        let mut items = vec![NewOutboxItem {
+            channel: channel.to_owned(),
+            target: target.clone(),
+            kind: OutboxKind::Message,
+            run_id: Some(end.run.run_id.clone()),
+            payload: payload.to_json(),
+        }];
+        if let Some(message_id) = e.channel.take_progress(&end.run.run_id) {
+            items.push(NewOutboxItem {
+                channel: channel.to_owned(),
+                target,
+                kind: OutboxKind::Delete,
+                run_id: Some(end.run.run_id.clone()),
+                payload: Payload {
+                    message_id: Some(message_id),
+                    ..Payload::default()
+                }
+                .to_json(),
+            });
+        }
+        items
+    }
+
+    fn on_confirmation(&self, rec: &ConfirmationRecord, token: &str) -> Vec<NewOutboxItem> {
+        let Some((e, target)) = self.owner(&rec.thread_key) else {
+            return Vec::new();
+        };
+        let text = format!(
+            "Approve this action?\n\n{}: {}\n\nPress a button, or reply `confirm {token}` or `deny {token}`.",
+            rec.tool, rec.summary
+        );
+        vec![NewOutboxItem {
+            channel: e.channel.name().to_owned(),
+            target,
+            kind: OutboxKind::Prompt,
+            run_id: Some(rec.run_id.clone()),
+            payload: Payload {
+                text,
+                confirm: Some(ConfirmButtons {
+                    token: token.to_owned(),
+                }),
+                ..Payload::default()
+            }
+            .to_json(),
+        }]
+    }
+
+    fn committed(&self, channel: &str) {
+        if let Some(e) = self.find(channel) {
+            e.wake.notify_one();
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! hearth-channels: hearth as a bot on chat platforms.
+//!
+//! Each platform (one module behind a cargo feature) turns its events into
+//! [`hearth_core::Inbound`] for the runtime, like the HTTP surface does, and
+//! renders run events back. No channel has its own agent loop, tools or
+//! storage. Replies that matter (answers, confirmation prompts, pairing
+//! notices) go through a durable outbox in the store, queued in the same
+//! commit as their cause and delivered at least once, in order per
+//! conversation, by one sender per channel ([`outbox`]).
+
+pub mod access;
+pub mod backoff;
+pub mod channel;
+#[cfg(feature = "discord")]
+pub mod discord;
+pub mod error;
+pub mod health;
+pub mod hub;
+pub mod outbox;
+pub mod payload;
+pub mod progress;
+pub mod secrets;
+#[cfg(feature = "slack")]
+pub mod slack;
+pub mod text;
+#[cfg(feature = "telegram")]
+pub mod telegram;
+
+pub use channel::{Channel, Undelivered};
+pub use error::{ChannelError, DeliveryError};
+pub use health::{ChannelState, Health, HealthSnapshot};
+pub use hub::{AllowedEntry, ChannelInfo, Channels, Removed};
+pub use payload::{ConfirmButtons, Payload};

@@ -1,0 +1,176 @@
+//! The per-channel sender: delivers the outbox at least once, in order per
+//! conversation, concurrently across conversations, with retry and capped
+//! exponential backoff, honouring the platform's rate limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_core::{Timestamp, now_ms};
+use hearth_store::{OutboxItem, Store};
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::backoff::{Backoff, jitter};
+use crate::channel::{Channel, Undelivered};
+use crate::error::DeliveryError;
+use crate::payload::Payload;
+
+/// Conversations served per round.
+const ROUND: u32 = 128;
+/// First retry delay after a transient failure.
+const RETRY_BASE: Duration = Duration::from_secs(1);
+/// Longest retry delay.
+const RETRY_CAP: Duration = Duration::from_secs(300);
+/// How long the sender waits on a store error before trying again.
+const STORE_PAUSE: Duration = Duration::from_secs(1);
+/// Longest idle wait: the pending gauge is refreshed at least this often.
+const IDLE: Duration = Duration::from_secs(5);
+
+/// Runs `channel`'s sender until `stop`.
+pub async fn run_sender(
+    channel: Arc<dyn Channel>,
+    store: Arc<dyn Store>,
+    wake: Arc<Notify>,
+    max_age: Duration,
+    stop: CancellationToken,
+) {
+    let name = channel.name();
+    let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        let now = now_ms();
+        let due = match store.due_outbox(name, now, ROUND).await {
+            Ok(due) => due,
+            Err(e) => {
+                warn!(channel = name, error = %e, "cannot read the outbox; retrying");
+                pause(&stop, STORE_PAUSE).await;
+                continue;
+            }
+        };
+        if due.is_empty() {
+            refresh_gauge(name, store.as_ref()).await;
+            let next = store.next_outbox_due(name).await.ok().flatten();
+            let wait = next
+                .map(|at| Duration::from_millis(u64::try_from(at - now).unwrap_or(0)))
+                .unwrap_or(IDLE)
+                .min(IDLE);
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = wake.notified() => {}
+                () = tokio::time::sleep(wait) => {}
+            }
+            continue;
+        }
+        let mut round = JoinSet::new();
+        for item in due {
+            let (channel, store) = (channel.clone(), store.clone());
+            round.spawn(async move {
+                deliver_one(channel.as_ref(), store.as_ref(), item, max_age_ms).await
+            });
+        }
+        while round.join_next().await.is_some() {}
+    }
+}
+
+async fn pause(stop: &CancellationToken, d: Duration) {
+    tokio::select! {
+        () = stop.cancelled() => {}
+        () = tokio::time::sleep(d) => {}
+    }
+}
+
+async fn refresh_gauge(name: &'static str, store: &dyn Store) {
+    if let Ok(counts) = store.outbox_counts().await {
+        let pending = counts
+            .iter()
+            .find(|(c, _)| c == name)
+            .map_or(0, |(_, n)| n.pending);
+        metrics::gauge!("hearth_outbox_pending", "channel" => name).set(pending as f64);
+    }
+}
+
+/// Delivers one item and records what happened.
+async fn deliver_one(channel: &dyn Channel, store: &dyn Store, item: OutboxItem, max_age_ms: i64) {
+    let name = channel.name();
+    let outcome = match Payload::from_json(&item.payload) {
+        Ok(payload) => channel.deliver(&item, &payload).await,
+        Err(e) => Err(Undelivered {
+            parts_done: item.progress,
+            error: DeliveryError::Permanent(format!("unreadable outbox payload: {e}")),
+        }),
+    };
+    let now = now_ms();
+    let result = match outcome {
+        Ok(()) => {
+            metrics::counter!("hearth_outbox_sent_total", "channel" => name).increment(1);
+            debug!(channel = name, id = item.id, "outbox item delivered");
+            store.outbox_sent(item.id).await
+        }
+        Err(Undelivered { parts_done, error }) => {
+            if parts_done > item.progress
+                && let Err(e) = store.outbox_progress(item.id, parts_done).await
+            {
+                warn!(channel = name, id = item.id, error = %e, "cannot record delivered parts");
+            }
+            settle_failure(name, store, &item, error, now, max_age_ms).await
+        }
+    };
+    if let Err(e) = result {
+        // The item stays pending and is delivered again: at least once.
+        warn!(channel = name, id = item.id, error = %e, "cannot record an outbox delivery");
+    }
+}
+
+async fn settle_failure(
+    name: &'static str,
+    store: &dyn Store,
+    item: &OutboxItem,
+    error: DeliveryError,
+    now: Timestamp,
+    max_age_ms: i64,
+) -> hearth_store::Result<()> {
+    let too_old = |next: Timestamp| next.saturating_sub(item.created_at) > max_age_ms;
+    let fail = async |why: String| {
+        metrics::counter!("hearth_outbox_failed_total", "channel" => name).increment(1);
+        warn!(channel = name, id = item.id, kind = item.kind.as_str(), error = %why, "outbox item failed");
+        store.outbox_failed(item.id, &why).await
+    };
+    match error {
+        DeliveryError::Permanent(why) => fail(why).await,
+        DeliveryError::Transient(why) => {
+            let delay = jitter(Backoff::delay_for(RETRY_BASE, RETRY_CAP, item.attempts));
+            let next = now.saturating_add(millis(delay));
+            if too_old(next) {
+                fail(format!("{why} (gave up: older than outbox_max_age)")).await
+            } else {
+                info!(channel = name, id = item.id, attempts = item.attempts + 1, error = %why, "delivery failed; will retry");
+                store.outbox_retry(item.id, next, &why).await
+            }
+        }
+        DeliveryError::RateLimited {
+            retry_after_ms,
+            message,
+        } => {
+            let next = now.saturating_add(i64::try_from(retry_after_ms).unwrap_or(i64::MAX));
+            if too_old(next) {
+                fail(format!("{message} (gave up: older than outbox_max_age)")).await
+            } else {
+                info!(
+                    channel = name,
+                    id = item.id,
+                    retry_after_ms,
+                    "rate limited; the conversation waits"
+                );
+                store.outbox_retry(item.id, next, &message).await
+            }
+        }
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,218 @@
+//! Delivering outbox items through the Bot API, and the best-effort
+//! progress calls.
+
+use hearth_store::{OutboxItem, OutboxKind};
+use serde_json::{Value, json};
+
+use super::Telegram;
+use super::api::ApiError;
+use super::format;
+use crate::channel::Undelivered;
+use crate::error::DeliveryError;
+use crate::payload::Payload;
+use crate::progress::ProgressSink;
+use crate::text::split_markdown;
+
+/// Telegram's limit on a message's text, in UTF-16 units after entity parsing.
+pub const MAX_TEXT: usize = 4096;
+
+/// Callback data of a confirmation button: `cf:<a|d>:<token>`.
+pub fn confirm_data(approve: bool, token: &str) -> String {
+    format!("cf:{}:{token}", if approve { "a" } else { "d" })
+}
+
+/// The parts a reply is sent as: the source chunks of a rich answer (each
+/// rendered to HTML when sent), or plain parts of a notice.
+fn parts(payload: &Payload) -> Vec<(String, bool)> {
+    if payload.rich {
+        split_markdown(&payload.text, MAX_TEXT, &format::visible_len)
+            .into_iter()
+            .map(|c| (c, true))
+            .collect()
+    } else {
+        format::plain_parts(&payload.text)
+            .into_iter()
+            .map(|c| (c, false))
+            .collect()
+    }
+}
+
+pub(super) async fn deliver(
+    tg: &Telegram,
+    item: &OutboxItem,
+    payload: &Payload,
+) -> Result<(), Undelivered> {
+    let fail = |parts_done: u32, error: DeliveryError| Undelivered { parts_done, error };
+    let api = tg.api().map_err(|e| fail(item.progress, e))?;
+    let Ok(chat_id) = item.target.parse::<i64>() else {
+        return Err(fail(
+            item.progress,
+            DeliveryError::Permanent(format!("{:?} is not a Telegram chat id", item.target)),
+        ));
+    };
+    match item.kind {
+        OutboxKind::Delete => {
+            let Some(message_id) = payload.message_id.as_deref() else {
+                return Ok(());
+            };
+            let body =
+                json!({ "chat_id": chat_id, "message_id": message_id.parse::<i64>().unwrap_or(0) });
+            match api.call::<Value>("deleteMessage", &body).await {
+                Ok(_) => Ok(()),
+                // Already gone, or too old to delete: nothing left to do.
+                Err(e)
+                    if e.says("message to delete not found")
+                        || e.says("message can't be deleted") =>
+                {
+                    Ok(())
+                }
+                Err(e) => Err(fail(0, e.delivery())),
+            }
+        }
+        OutboxKind::Edit => {
+            let Some(message_id) = payload.message_id.as_deref() else {
+                return Err(fail(
+                    0,
+                    DeliveryError::Permanent("an edit without a message id".into()),
+                ));
+            };
+            let mut body = json!({
+                "chat_id": chat_id,
+                "message_id": message_id.parse::<i64>().unwrap_or(0),
+                "text": format::plain_parts(&payload.text).into_iter().next().unwrap_or_default(),
+            });
+            if let Some(c) = &payload.confirm {
+                body["reply_markup"] = buttons(&c.token);
+            }
+            match api.call::<Value>("editMessageText", &body).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.says("message is not modified") => Ok(()),
+                Err(e) => Err(fail(0, e.delivery())),
+            }
+        }
+        OutboxKind::Message | OutboxKind::Prompt => {
+            let parts = parts(payload);
+            let last = parts.len().saturating_sub(1);
+            let mut done = item.progress;
+            for (i, (chunk, rich)) in parts.iter().enumerate().skip(done as usize) {
+                let markup = (i == last)
+                    .then(|| payload.confirm.as_ref().map(|c| buttons(&c.token)))
+                    .flatten();
+                send_part(api, chat_id, chunk, *rich, markup)
+                    .await
+                    .map_err(|e| fail(done, e.delivery()))?;
+                done += 1;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn buttons(token: &str) -> Value {
+    json!({ "inline_keyboard": [[
+        { "text": "Approve", "callback_data": confirm_data(true, token) },
+        { "text": "Deny", "callback_data": confirm_data(false, token) },
+    ]]})
+}
+
+/// Sends one part: as HTML when `rich`, and as plain text (possibly in
+/// several messages) when Telegram rejects its entities.
+async fn send_part(
+    api: &super::api::Api,
+    chat_id: i64,
+    chunk: &str,
+    rich: bool,
+    markup: Option<Value>,
+) -> Result<(), ApiError> {
+    if rich {
+        let mut body =
+            json!({ "chat_id": chat_id, "text": format::to_html(chunk), "parse_mode": "HTML" });
+        if let Some(m) = &markup {
+            body["reply_markup"] = m.clone();
+        }
+        match api.call::<Value>("sendMessage", &body).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.is_entity_error() => {
+                tracing::warn!(error = %e, "Telegram refused the formatting; sending the text plain");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let plain = format::plain_parts(chunk);
+    let last = plain.len().saturating_sub(1);
+    for (i, text) in plain.into_iter().enumerate() {
+        let mut body = json!({ "chat_id": chat_id, "text": text });
+        if i == last
+            && let Some(m) = &markup
+        {
+            body["reply_markup"] = m.clone();
+        }
+        api.call::<Value>("sendMessage", &body).await?;
+    }
+    Ok(())
+}
+
+/// Progress through the Bot API; every failure is only logged at debug.
+pub(super) struct TelegramProgress {
+    pub(super) api: super::api::Api,
+}
+
+#[async_trait::async_trait]
+impl ProgressSink for TelegramProgress {
+    async fn typing(&self, target: &str) {
+        let body = json!({ "chat_id": target, "action": "typing" });
+        if let Err(e) = self.api.call::<Value>("sendChatAction", &body).await {
+            tracing::debug!(error = %e, "typing indicator failed");
+        }
+    }
+
+    async fn post(&self, target: &str, text: &str) -> Option<String> {
+        let body =
+            json!({ "chat_id": target, "text": first_plain(text), "disable_notification": true });
+        match self
+            .api
+            .call::<super::types::Message>("sendMessage", &body)
+            .await
+        {
+            Ok(m) => Some(m.message_id.to_string()),
+            Err(e) => {
+                tracing::debug!(error = %e, "progress message failed");
+                None
+            }
+        }
+    }
+
+    async fn edit(&self, target: &str, message_id: &str, text: &str) {
+        let body = json!({ "chat_id": target, "message_id": message_id.parse::<i64>().unwrap_or(0), "text": first_plain(text) });
+        if let Err(e) = self.api.call::<Value>("editMessageText", &body).await {
+            tracing::debug!(error = %e, "progress edit failed");
+        }
+    }
+
+    async fn delete(&self, target: &str, message_id: &str) {
+        let body =
+            json!({ "chat_id": target, "message_id": message_id.parse::<i64>().unwrap_or(0) });
+        if let Err(e) = self.api.call::<Value>("deleteMessage", &body).await {
+            tracing::debug!(error = %e, "progress clean-up failed");
+        }
+    }
+}
+
+fn first_plain(text: &str) -> String {
+    format::plain_parts(text)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| "…".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callback_data_fits_in_64_bytes() {
+        let token = "A".repeat(32);
+        assert!(confirm_data(true, &token).len() <= 64);
+        assert_eq!(confirm_data(false, "T"), "cf:d:T");
+    }
+}

@@ -1,0 +1,402 @@
+//! Receiving updates: long polling from the stored offset (acknowledged
+//! only after every update of a batch is stored), or a webhook; then the
+//! rules for who is answered and what is handed to the runtime.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_core::{DeliveryMode, Inbound};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+use super::api::ApiError;
+use super::deliver::TelegramProgress;
+use super::types::{Me, Message, Update};
+use super::{Identity, Telegram, commands, thread_key, user_key};
+use crate::access::Admission;
+use crate::backoff::Backoff;
+use crate::error::ChannelError;
+use crate::payload::Payload;
+
+/// The stored cursor: the next `getUpdates` offset.
+const OFFSET: &str = "offset";
+
+pub(super) async fn run(tg: Arc<Telegram>, stop: CancellationToken) {
+    let api = match &tg.api {
+        Ok(api) => api.clone(),
+        Err(why) => {
+            error!(channel = "telegram", error = %why, "Telegram cannot start: no bot token");
+            for _ in 0..3 {
+                tg.health.failed(why.clone());
+            }
+            return;
+        }
+    };
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+    // Who the bot is: needed to see mentions and replies in groups.
+    loop {
+        match api.call::<Me>("getMe", &json!({})).await {
+            Ok(me) => {
+                let username = me.username.unwrap_or_default().to_lowercase();
+                info!(channel = "telegram", bot = %username, "Telegram bot connected");
+                let _ = tg.me.set(Identity {
+                    id: me.id,
+                    username,
+                });
+                tg.health.ok();
+                break;
+            }
+            Err(e) => {
+                failed(&tg, "getMe", &e);
+                if !pause(&stop, backoff.next_delay()).await {
+                    return;
+                }
+            }
+        }
+    }
+    if let Err(e) = api
+        .call::<Value>("setMyCommands", &json!({ "commands": commands::menu() }))
+        .await
+    {
+        warn!(channel = "telegram", error = %e, "setMyCommands failed; the command menu may be stale");
+    }
+    if tg.config.mode == hearth_config::TelegramMode::Webhook {
+        set_webhook(&tg, &api).await;
+        return;
+    }
+    // A webhook left set would make every getUpdates fail with 409.
+    if let Err(e) = api
+        .call::<Value>("deleteWebhook", &json!({ "drop_pending_updates": false }))
+        .await
+    {
+        warn!(channel = "telegram", error = %e, "deleteWebhook failed");
+    }
+    backoff.reset();
+    poll(&tg, &api, &stop, &mut backoff).await;
+}
+
+async fn set_webhook(tg: &Telegram, api: &super::api::Api) {
+    let Some(url) = &tg.config.webhook_url else {
+        // Set by hand, or by a proxy: hearth only serves the route.
+        info!(
+            channel = "telegram",
+            "webhook mode without webhook_url: not calling setWebhook"
+        );
+        return;
+    };
+    let mut body = json!({ "url": url, "allowed_updates": ["message", "callback_query"] });
+    if let Some(secret) = &tg.webhook_secret {
+        body["secret_token"] = json!(secret);
+    }
+    match api.call::<Value>("setWebhook", &body).await {
+        Ok(_) => info!(channel = "telegram", "webhook set"),
+        Err(e) => failed(tg, "setWebhook", &e),
+    }
+}
+
+fn failed(tg: &Telegram, method: &str, e: &ApiError) {
+    warn!(channel = "telegram", method, error = %e, "Telegram call failed; retrying with backoff");
+    tg.health.failed(format!("{method}: {e}"));
+}
+
+/// Waits `d` unless stopped first; false when stopped.
+async fn pause(stop: &CancellationToken, d: Duration) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(d) => true,
+    }
+}
+
+async fn poll(
+    tg: &Arc<Telegram>,
+    api: &super::api::Api,
+    stop: &CancellationToken,
+    backoff: &mut Backoff,
+) {
+    let timeout = tg.config.poll_timeout_secs;
+    loop {
+        let offset = match tg.store.cursor("telegram", OFFSET).await {
+            Ok(v) => v.and_then(|s| s.parse::<i64>().ok()).unwrap_or(0),
+            Err(e) => {
+                warn!(channel = "telegram", error = %e, "cannot read the update offset");
+                if !pause(stop, backoff.next_delay()).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        let body = json!({ "offset": offset, "timeout": timeout, "allowed_updates": ["message", "callback_query"] });
+        let call =
+            api.call_within::<Vec<Value>>("getUpdates", &body, Duration::from_secs(timeout + 15));
+        let updates = tokio::select! {
+            () = stop.cancelled() => return,
+            r = call => r,
+        };
+        let updates = match updates {
+            Ok(u) => u,
+            Err(e) => {
+                if e.says("Conflict") {
+                    error!(
+                        channel = "telegram",
+                        "another process is polling this bot (or a webhook is set): stop it, or use another token"
+                    );
+                }
+                failed(tg, "getUpdates", &e);
+                if !pause(stop, backoff.next_delay()).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        backoff.reset();
+        if updates.is_empty() {
+            tg.health.ok();
+            continue;
+        }
+        match handle_batch(tg, updates).await {
+            Ok(next) => {
+                if let Err(e) = tg
+                    .store
+                    .set_cursor("telegram", OFFSET, &next.to_string())
+                    .await
+                {
+                    // The batch comes again; its messages are deduplicated.
+                    warn!(channel = "telegram", error = %e, "cannot store the update offset");
+                }
+                tg.health.event();
+            }
+            Err(e) => {
+                // Not acknowledged: Telegram delivers the batch again.
+                warn!(channel = "telegram", error = %e, "could not store incoming updates; they will be received again");
+                tg.health.failed(format!("storing updates: {e}"));
+                if !pause(stop, backoff.next_delay()).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Handles a batch (chats concurrently, each chat's updates in order);
+/// returns the offset that acknowledges it.
+pub(super) async fn handle_batch(
+    tg: &Arc<Telegram>,
+    updates: Vec<Value>,
+) -> Result<i64, ChannelError> {
+    let mut next = 0i64;
+    let mut by_chat: BTreeMap<i64, Vec<Update>> = BTreeMap::new();
+    for raw in updates {
+        let id = raw.get("update_id").and_then(Value::as_i64);
+        if let Some(id) = id {
+            next = next.max(id + 1);
+        }
+        match serde_json::from_value::<Update>(raw) {
+            Ok(u) => by_chat.entry(chat_of(&u)).or_default().push(u),
+            Err(e) => {
+                warn!(channel = "telegram", update_id = ?id, error = %e, "skipping a malformed update")
+            }
+        }
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for (_, list) in by_chat {
+        let tg = tg.clone();
+        tasks.spawn(async move {
+            for u in list {
+                handle(&tg, u).await?;
+            }
+            Ok::<(), ChannelError>(())
+        });
+    }
+    let mut first_err = None;
+    while let Some(r) = tasks.join_next().await {
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(e) => {
+                error!(channel = "telegram", error = %e, "an update handler panicked");
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(next),
+    }
+}
+
+fn chat_of(u: &Update) -> i64 {
+    u.message
+        .as_ref()
+        .map(|m| m.chat.id)
+        .or_else(|| {
+            u.callback_query
+                .as_ref()
+                .and_then(|c| c.message.as_ref())
+                .map(|m| m.chat.id)
+        })
+        .unwrap_or(0)
+}
+
+/// Handles one update. Errors are the ones that must not be acknowledged
+/// (the store or the runtime could not take the message).
+pub(super) async fn handle(tg: &Arc<Telegram>, u: Update) -> Result<(), ChannelError> {
+    if let Some(q) = u.callback_query {
+        return commands::callback(tg, u.update_id, q).await;
+    }
+    let Some(msg) = u.message else {
+        debug!(
+            channel = "telegram",
+            update_id = u.update_id,
+            "ignoring an update of another kind"
+        );
+        return Ok(());
+    };
+    let (Some(from), Some(text)) = (msg.from.clone(), msg.text.clone()) else {
+        return Ok(());
+    };
+    if from.is_bot || text.trim().is_empty() {
+        return Ok(());
+    }
+    let private = msg.chat.kind == "private";
+    let text = if private {
+        text
+    } else {
+        match addressed(tg, &msg, &text) {
+            Some(t) => t,
+            None => return Ok(()),
+        }
+    };
+    let user = user_key(from.id);
+    if private {
+        match tg
+            .access
+            .admit_private(&user, &from.display_name(), &msg.chat.id.to_string())
+            .await?
+        {
+            Admission::Allowed => {}
+            Admission::PairingOffered(_) => {
+                tg.wake.notify_one();
+                return Ok(());
+            }
+            Admission::Ignored => return Ok(()),
+        }
+    } else if !tg.config.open_groups && !tg.access.is_allowed(&user).await? {
+        // Strangers in groups are ignored, without a pairing message.
+        return Ok(());
+    }
+    if let Some(cmd) = text.trim().strip_prefix('/') {
+        return commands::command(tg, u.update_id, &msg, &user, cmd).await;
+    }
+    ingest(tg, u.update_id, msg.chat.id, &user, text).await
+}
+
+/// In a group: the text addressed to the bot (mention removed), or `None`
+/// when the message is neither a mention nor a reply to the bot.
+fn addressed(tg: &Telegram, msg: &Message, text: &str) -> Option<String> {
+    let me = tg.me.get()?;
+    let replied = msg
+        .reply_to_message
+        .as_ref()
+        .and_then(|r| r.from.as_ref())
+        .is_some_and(|f| f.id == me.id);
+    let mention = format!("@{}", me.username);
+    let lower = text.to_lowercase();
+    let mentioned = !me.username.is_empty() && lower.contains(&mention);
+    if !mentioned && !replied && !is_command_for_me(&lower, &me.username) {
+        return None;
+    }
+    Some(strip_mention(text, &mention))
+}
+
+fn is_command_for_me(lower: &str, username: &str) -> bool {
+    lower.starts_with('/')
+        && lower
+            .split_whitespace()
+            .next()
+            .is_some_and(|c| c.ends_with(&format!("@{username}")))
+}
+
+/// Removes every `@username` (any case) and tidies the spaces left behind.
+pub(super) fn strip_mention(text: &str, mention: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while let Some(pos) = lower[i..].find(mention) {
+        let start = i + pos;
+        // Lower-casing can change byte lengths of other scripts: only cut
+        // where both strings agree.
+        if !text.is_char_boundary(start) || !text.is_char_boundary(start + mention.len()) {
+            break;
+        }
+        out.push_str(&text[i..start]);
+        i = start + mention.len();
+    }
+    out.push_str(&text[i..]);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Hands a message to the runtime (idempotent on the update id) and shows
+/// progress while it runs.
+pub(super) async fn ingest(
+    tg: &Arc<Telegram>,
+    update_id: i64,
+    chat_id: i64,
+    user: &str,
+    text: String,
+) -> Result<(), ChannelError> {
+    let inbound = Inbound {
+        source: "telegram".into(),
+        thread_key: thread_key(chat_id),
+        user_key: user.to_owned(),
+        text,
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: Some(format!("telegram:{update_id}")),
+    };
+    let run = match tg.runtime.ingest(inbound).await {
+        Ok(run) => run,
+        Err(hearth_runtime::RuntimeError::InvalidInput(why)) => {
+            tg.notify(
+                chat_id,
+                Payload::notice(format!("I cannot take that message: {why}")),
+            )
+            .await?;
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !run.status.is_terminal()
+        && let Ok(api) = &tg.api
+    {
+        let sink = Arc::new(TelegramProgress { api: api.clone() });
+        tg.progress.follow(
+            tg.runtime.clone(),
+            run.run_id.clone(),
+            chat_id.to_string(),
+            sink,
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_removed_in_any_case() {
+        assert_eq!(
+            strip_mention("@HearthBot what time is it?", "@hearthbot"),
+            "what time is it?"
+        );
+        assert_eq!(
+            strip_mention("hey @hearthbot, hi", "@hearthbot"),
+            "hey , hi"
+        );
+        assert_eq!(strip_mention("no mention", "@hearthbot"), "no mention");
+        assert!(is_command_for_me("/model@hearthbot", "hearthbot"));
+        assert!(!is_command_for_me("/model@otherbot", "hearthbot"));
+    }
+}

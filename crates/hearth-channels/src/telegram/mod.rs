@@ -1,0 +1,181 @@
+//! Telegram: long polling (or a webhook), private chats and group mentions,
+//! pairing for strangers, commands with inline-keyboard pickers,
+//! confirmation buttons, a throttled progress message, and delivery of the
+//! outbox as HTML that Telegram accepts (plain text when it does not).
+
+pub mod api;
+mod commands;
+mod deliver;
+pub mod format;
+mod inbound;
+pub mod types;
+mod webhook;
+
+use std::sync::{Arc, OnceLock};
+
+use hearth_config::{TelegramConfig, TelegramMode};
+use hearth_runtime::Runtime;
+use hearth_store::{OutboxItem, Store};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use self::api::Api;
+use crate::access::Access;
+use crate::channel::{Channel, Undelivered};
+use crate::error::{ChannelError, DeliveryError};
+use crate::health::Health;
+use crate::payload::Payload;
+use crate::progress::Progress;
+
+/// Thread keys of Telegram chats start with this.
+const THREAD_PREFIX: &str = "telegram:chat:";
+
+/// The thread of a chat.
+pub fn thread_key(chat_id: i64) -> String {
+    format!("{THREAD_PREFIX}{chat_id}")
+}
+
+/// The user key of a Telegram user.
+pub fn user_key(user_id: i64) -> String {
+    format!("telegram:user:{user_id}")
+}
+
+/// Who the bot is, from `getMe`.
+#[derive(Debug, Clone)]
+struct Identity {
+    id: i64,
+    /// Lower-case, without `@`.
+    username: String,
+}
+
+/// The Telegram channel.
+pub struct Telegram {
+    config: TelegramConfig,
+    /// `None` when the token could not be read: the channel stays degraded.
+    api: Result<Api, String>,
+    webhook_secret: Option<String>,
+    runtime: Runtime,
+    store: Arc<dyn Store>,
+    access: Access,
+    health: Health,
+    progress: Arc<Progress>,
+    me: OnceLock<Identity>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl Telegram {
+    /// The channel for `config`, with its token (or why it is missing) and
+    /// the webhook's secret in webhook mode.
+    pub fn new(
+        config: TelegramConfig,
+        token: Result<String, ChannelError>,
+        webhook_secret: Option<String>,
+        client: reqwest::Client,
+        runtime: Runtime,
+        store: Arc<dyn Store>,
+    ) -> Arc<Self> {
+        let access = Access::new(
+            "telegram",
+            config.allowed_users.iter().map(|id| user_key(*id)),
+            config.open_dms,
+            store.clone(),
+        );
+        let api = token
+            .map(|t| Api::new(client, &config.api_base, t))
+            .map_err(|e| e.to_string());
+        Arc::new(Self {
+            config,
+            api,
+            webhook_secret,
+            runtime,
+            store,
+            access,
+            health: Health::default(),
+            progress: Arc::new(Progress::default()),
+            me: OnceLock::new(),
+            wake: Arc::new(tokio::sync::Notify::new()),
+        })
+    }
+
+    /// The access rules (for the hub).
+    pub fn access(&self) -> Access {
+        self.access.clone()
+    }
+
+    /// Queues replies outside a run (notices, command answers) and wakes
+    /// the sender.
+    async fn notify(&self, chat_id: i64, payload: Payload) -> Result<(), ChannelError> {
+        let item = hearth_store::NewOutboxItem {
+            channel: "telegram".into(),
+            target: chat_id.to_string(),
+            kind: hearth_store::OutboxKind::Message,
+            run_id: None,
+            payload: payload.to_json(),
+        };
+        self.store.enqueue_outbox(vec![item], hearth_core::now_ms()).await?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    fn api(&self) -> Result<&Api, DeliveryError> {
+        self.api
+            .as_ref()
+            .map_err(|e| DeliveryError::Transient(e.clone()))
+    }
+}
+
+#[async_trait::async_trait]
+impl Channel for Telegram {
+    fn name(&self) -> &'static str {
+        "telegram"
+    }
+
+    fn target_of(&self, thread_key: &str) -> Option<String> {
+        let id = thread_key.strip_prefix(THREAD_PREFIX)?;
+        id.parse::<i64>().ok().map(|n| n.to_string())
+    }
+
+    fn health(&self) -> &Health {
+        &self.health
+    }
+
+    fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
+    }
+
+    async fn run(self: Arc<Self>, stop: CancellationToken) {
+        inbound::run(self, stop).await;
+    }
+
+    async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
+        deliver::deliver(self, item, payload).await
+    }
+
+    fn take_progress(&self, run_id: &str) -> Option<String> {
+        self.progress.take(run_id)
+    }
+
+    async fn check(&self) -> Result<String, ChannelError> {
+        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
+            channel: "telegram",
+            detail: e.clone(),
+        })?;
+        let me: types::Me = api
+            .call("getMe", &json!({}))
+            .await
+            .map_err(|e| ChannelError::Platform {
+                channel: "telegram",
+                method: "getMe".into(),
+                detail: e.to_string(),
+            })?;
+        Ok(format!(
+            "token accepted: bot @{} (id {})",
+            me.username.unwrap_or_default(),
+            me.id
+        ))
+    }
+
+    fn push_routes(self: Arc<Self>) -> Option<axum::Router> {
+        (self.config.mode == TelegramMode::Webhook).then(|| webhook::routes(self))
+    }
+}

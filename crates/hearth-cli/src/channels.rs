@@ -1,0 +1,76 @@
+//! Builds the chat channels enabled in `[channels]` (each behind its cargo
+//! feature), with tokens from the environment or the opened sealed secrets.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hearth_channels::Channels;
+use hearth_channels::secrets::TokenSources;
+use hearth_config::Config;
+use hearth_runtime::Runtime;
+use hearth_store::Store;
+use hearth_store::secrets::SecretString;
+
+/// The channels `config` enables. A channel whose token is missing still
+/// exists: it logs the reason and shows as degraded, and hearth serves on.
+pub fn build(
+    config: &Config,
+    env: &BTreeMap<String, String>,
+    secrets: &BTreeMap<String, SecretString>,
+    client: &reqwest::Client,
+    runtime: &Runtime,
+    store: &Arc<dyn Store>,
+) -> Channels {
+    let sources = TokenSources {
+        env: env.clone(),
+        sealed: secrets
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+            .collect(),
+    };
+    let mut enabled: Vec<(
+        Arc<dyn hearth_channels::Channel>,
+        hearth_channels::access::Access,
+    )> = Vec::new();
+    let ch = &config.channels;
+    if ch.telegram.enabled {
+        #[cfg(feature = "telegram")]
+        {
+            let t = &ch.telegram;
+            let token = sources.token(
+                "telegram",
+                "bot token",
+                t.token_env.as_deref(),
+                t.token_secret.as_deref(),
+            );
+            let webhook_secret = t
+                .webhook_secret_env
+                .as_deref()
+                .and_then(|var| env.get(var))
+                .filter(|v| !v.trim().is_empty())
+                .cloned();
+            let tg = hearth_channels::telegram::Telegram::new(
+                t.clone(),
+                token,
+                webhook_secret,
+                client.clone(),
+                runtime.clone(),
+                store.clone(),
+            );
+            let access = tg.access();
+            enabled.push((tg, access));
+        }
+        #[cfg(not(feature = "telegram"))]
+        tracing::error!(
+            "[channels.telegram] is enabled, but this hearth was built without the `telegram` feature"
+        );
+    }
+    if ch.discord.enabled {
+        tracing::error!("[channels.discord] is enabled, but the Discord channel is not built yet");
+    }
+    if ch.slack.enabled {
+        tracing::error!("[channels.slack] is enabled, but the Slack channel is not built yet");
+    }
+    let _ = (client, runtime, &sources);
+    Channels::new(store.clone(), enabled, ch.outbox_max_age())
+}
