@@ -11,8 +11,16 @@ use crate::Exit;
 
 /// Every tool this process offers: the built-ins, plus the tools whose
 /// configuration (or store) they need is present.
-pub async fn build_registry(config: &Config, store: &Arc<dyn Store>) -> Result<ToolRegistry, Exit> {
+pub async fn build_registry(
+    config: &Config,
+    store: &Arc<dyn Store>,
+    skills: &Arc<hearth_skills::Skills>,
+) -> Result<ToolRegistry, Exit> {
     let mut registry = ToolRegistry::with_builtins();
+    // skill_read and skill_file exist even with no skill yet: a reload may add some.
+    for tool in hearth_skills::tools::tools(skills.clone()) {
+        registry.register(tool);
+    }
     // Memory lives in the store every process has, so its tools are always there.
     let memory: Arc<dyn hearth_store::MemoryStore> = store.clone();
     for tool in hearth_tools::memory::tools(memory) {
