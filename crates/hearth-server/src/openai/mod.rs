@@ -74,7 +74,9 @@ async fn unknown(method: Method, req: Request) -> OpenAiError {
 }
 
 /// Bearer auth as on `/v1` (the same `Auth` checks), refusing in OpenAI's
-/// envelope: an OpenAI client's API key is a hearth API token.
+/// envelope: an OpenAI client's API key is a hearth API token. OpenAI
+/// clients always send a key, so while the server is open (loopback, no
+/// token yet) any key passes, as no key does on `/v1`.
 pub async fn require_token(
     State(state): State<AppState>,
     req: Request,
@@ -84,7 +86,11 @@ pub async fn require_token(
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
-    match state.auth.check(header).await {
+    let verdict = match state.auth.check(header).await {
+        Err(crate::ApiError::Unauthorized) if header.is_some() => state.auth.check(None).await,
+        other => other,
+    };
+    match verdict {
         Ok(()) => Ok(next.run(req).await),
         Err(crate::ApiError::Unauthorized) => Err(OpenAiError::Unauthorized),
         Err(e) => Err(OpenAiError::Internal(e.to_string())),

@@ -442,6 +442,15 @@ async fn a_failed_run_is_an_openai_error_not_retried() {
 async fn the_bearer_token_is_checked_as_on_v1() {
     let t = setup().await;
     let token = "hth_openai_test_token";
+    // Open (loopback, no token yet): OpenAI clients always send a key, and any passes.
+    let (status, _, v) =
+        t.s.send(
+            t.s.http
+                .get(t.s.url("/openai/v1/models"))
+                .bearer_auth("sk-anything"),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
     t.s.store
         .create_token(NewToken {
             id: "tok_openai".into(),
@@ -452,8 +461,16 @@ async fn the_bearer_token_is_checked_as_on_v1() {
         .await
         .unwrap();
     let body = json!({"model": "hearth", "messages": [{"role": "user", "content": "x"}]});
-    for url in ["/openai/v1/models", "/openai/v1/chat/completions"] {
-        let (status, _, v) = t.s.send(t.s.http.post(t.s.url(url)).json(&body)).await;
+    for (url, key) in [
+        ("/openai/v1/models", None),
+        ("/openai/v1/chat/completions", None),
+        ("/openai/v1/chat/completions", Some("sk-anything")),
+    ] {
+        let mut rb = t.s.http.post(t.s.url(url)).json(&body);
+        if let Some(k) = key {
+            rb = rb.bearer_auth(k);
+        }
+        let (status, _, v) = t.s.send(rb).await;
         assert_eq!(status, 401, "{url}: {v}");
         assert_eq!(v["error"]["code"], "invalid_api_key");
         assert_eq!(v["error"]["type"], "invalid_request_error");
