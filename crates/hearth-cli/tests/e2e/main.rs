@@ -19,5 +19,6 @@ mod outcome_unknown;
 mod permissions;
 mod providers;
 mod secrets;
+mod skills;
 mod tools;
 mod usage;
