@@ -83,6 +83,8 @@ pub struct Reply {
     pub(crate) reasoning: Option<String>,
     pub(crate) finish_reason: Option<String>,
     pub(crate) content_type: Option<String>,
+    /// Pieces a text answer is streamed in.
+    pub(crate) pieces: usize,
 }
 
 impl Reply {
@@ -96,7 +98,14 @@ impl Reply {
             reasoning: None,
             finish_reason: None,
             content_type: None,
+            pieces: 3,
         }
+    }
+
+    /// Streams a text answer in `n` pieces (default 3): a burst of deltas.
+    pub fn in_pieces(mut self, n: usize) -> Self {
+        self.pieces = n.max(1);
+        self
     }
 
     /// A text answer streamed in several chunks, then `finish_reason: stop`,
@@ -205,7 +214,7 @@ impl Reply {
                     },
                     None,
                 );
-                for piece in split(text, 3) {
+                for piece in split(text, self.pieces) {
                     frame(
                         DeltaOut {
                             content: Some(piece),
