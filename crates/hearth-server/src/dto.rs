@@ -291,7 +291,9 @@ pub struct ToolInfo {
     /// The capability a user needs, if any.
     pub capability: Option<&'static str>,
     /// `builtin`, `mcp:<server>` or `skill:<name>`.
-    pub source: &'static str,
+    pub source: String,
+    /// False while the tool cannot run (its MCP server is down).
+    pub available: bool,
 }
 
 /// `GET /v1/tools`

@@ -28,7 +28,8 @@ pub async fn tools(
                 description: t.description,
                 class: t.class,
                 capability: t.capability,
-                source: "builtin",
+                source: t.source,
+                available: t.available,
             })
             .collect(),
     }))
