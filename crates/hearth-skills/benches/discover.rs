@@ -1,6 +1,9 @@
 //! 100 SKILL.md skills discovered, parsed and checked (issue 9: under 20 ms).
 
-#![expect(clippy::expect_used, reason = "a bench whose set-up fails has nothing to measure")]
+#![expect(
+    clippy::expect_used,
+    reason = "a bench whose set-up fails has nothing to measure"
+)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hearth_skills::{Catalog, Host, Root, SkillsOptions, Source};
