@@ -21,6 +21,11 @@ pub const AUDIT_TTL_DAYS: i64 = 400;
 /// A confirmation is kept this long after it expired (decided or not), for
 /// looking into a recent run; it is never needed again after its run ends.
 pub const CONFIRMATION_TTL_DAYS: i64 = 7;
+/// Delivered and failed chat replies (without their text once delivered),
+/// platform event ids kept to drop redeliveries, and old pairing requests:
+/// redeliveries come within minutes, and a week of outbox history is enough
+/// to look into a missed reply.
+pub const CHANNEL_RECORDS_TTL_DAYS: i64 = 7;
 /// How often the clean-up runs (and once at start; `Runtime::start` runs it).
 pub const RETENTION_EVERY: Duration = Duration::from_secs(6 * 60 * 60);
 
@@ -30,6 +35,7 @@ pub fn cutoffs(now: Timestamp) -> RetentionCutoffs {
         memories_unused_since: now.saturating_sub(MEMORY_TTL_DAYS * DAY_MS),
         audit_before: now.saturating_sub(AUDIT_TTL_DAYS * DAY_MS),
         confirmations_expired_before: now.saturating_sub(CONFIRMATION_TTL_DAYS * DAY_MS),
+        channel_records_before: now.saturating_sub(CHANNEL_RECORDS_TTL_DAYS * DAY_MS),
     }
 }
 
@@ -41,6 +47,7 @@ pub async fn run_once(store: &dyn Store, now: Timestamp) -> hearth_store::Result
         memories = report.memories,
         audit_events = report.audit_events,
         confirmations = report.confirmations,
+        channel_records = report.channel_records,
         "retention clean-up done"
     );
     Ok(report)
@@ -62,6 +69,7 @@ mod tests {
                 memories_unused_since: 635 * DAY_MS,
                 audit_before: 600 * DAY_MS,
                 confirmations_expired_before: 993 * DAY_MS,
+                channel_records_before: 993 * DAY_MS,
             }
         );
     }
@@ -92,7 +100,8 @@ mod tests {
             PurgeReport {
                 memories: 1,
                 audit_events: 0,
-                confirmations: 0
+                confirmations: 0,
+                channel_records: 0,
             }
         );
         let scope = MemoryScope {

@@ -92,6 +92,24 @@ pub const METRICS: &[(Kind, &str, Unit, &str)] = &[
         Unit::Count,
         "Store writes committed",
     ),
+    (
+        Kind::Gauge,
+        "hearth_outbox_pending",
+        Unit::Count,
+        "Chat replies queued and not yet delivered, by channel",
+    ),
+    (
+        Kind::Counter,
+        "hearth_outbox_sent_total",
+        Unit::Count,
+        "Chat replies delivered, by channel",
+    ),
+    (
+        Kind::Counter,
+        "hearth_outbox_failed_total",
+        Unit::Count,
+        "Chat replies given up (permanent platform error or older than outbox_max_age), by channel",
+    ),
 ];
 
 /// The kind of a metric.

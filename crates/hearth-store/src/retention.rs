@@ -16,6 +16,9 @@ pub struct RetentionCutoffs {
     /// Confirmations that expired before this, once their run is finished
     /// (a run still waiting keeps its confirmation, however old).
     pub confirmations_expired_before: Timestamp,
+    /// Outbox items delivered or failed before this (by creation time), and
+    /// channel event ids and pairing requests seen before this.
+    pub channel_records_before: Timestamp,
 }
 
 /// How many records one purge deleted.
@@ -27,6 +30,8 @@ pub struct PurgeReport {
     pub audit_events: u64,
     /// Confirmations.
     pub confirmations: u64,
+    /// Outbox items, seen event ids and pairing requests.
+    pub channel_records: u64,
 }
 
 /// Deleting expired records.

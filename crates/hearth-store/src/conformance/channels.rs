@@ -9,7 +9,9 @@ use crate::confirmations::ConfirmationStore;
 use crate::runs::RunStore;
 
 /// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn channels_suite<S: ChannelStore + RunStore + ConfirmationStore>(
+pub async fn channels_suite<
+    S: ChannelStore + RunStore + ConfirmationStore + crate::retention::RetentionStore,
+>(
     fresh: impl AsyncFn() -> S,
 ) {
     outbox_delivers_in_order_per_target(fresh().await).await;
@@ -18,6 +20,47 @@ pub async fn channels_suite<S: ChannelStore + RunStore + ConfirmationStore>(
     a_confirmation_queues_its_prompt_once(fresh().await).await;
     pairing_requests_are_bounded_and_decided_once(fresh().await).await;
     cursors_and_first_sight(fresh().await).await;
+    retention_keeps_pending_replies(fresh().await).await;
+}
+
+/// Retention deletes settled replies and old event ids, never a pending reply.
+async fn retention_keeps_pending_replies<S: ChannelStore + crate::retention::RetentionStore>(
+    store: S,
+) {
+    let ids = store
+        .enqueue_outbox(vec![item("c1", "a"), item("c2", "b"), item("c3", "c")], 100)
+        .await
+        .unwrap();
+    store.outbox_sent(ids[0]).await.unwrap();
+    store.outbox_failed(ids[1], "blocked").await.unwrap();
+    assert!(store.first_sight("slack", "Ev1", 100).await.unwrap());
+    assert!(store.first_sight("slack", "Ev2", 900).await.unwrap());
+    let report = store
+        .purge_expired(crate::retention::RetentionCutoffs {
+            memories_unused_since: 0,
+            audit_before: 0,
+            confirmations_expired_before: 0,
+            channel_records_before: 500,
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.channel_records, 3, "sent, failed, one event id");
+    let left: Vec<i64> = store
+        .list_outbox(None, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(left, vec![ids[2]]);
+    assert!(
+        store.first_sight("slack", "Ev1", 1_000).await.unwrap(),
+        "forgotten"
+    );
+    assert!(
+        !store.first_sight("slack", "Ev2", 1_000).await.unwrap(),
+        "kept"
+    );
 }
 
 fn item(target: &str, text: &str) -> NewOutboxItem {

@@ -255,6 +255,7 @@ async fn purge_deletes_memories_unused_since_the_cutoff<
             memories_unused_since: 7_000,
             audit_before: 0,
             confirmations_expired_before: 0,
+            channel_records_before: 0,
         })
         .await
         .unwrap();

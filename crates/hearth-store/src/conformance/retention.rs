@@ -58,6 +58,7 @@ where
             memories_unused_since: 0,
             audit_before: 5_000,
             confirmations_expired_before: 5_000,
+            channel_records_before: 0,
         })
         .await
         .unwrap();

@@ -259,10 +259,12 @@ fn purge(db: &mut Db<'_>, c: RetentionCutoffs) -> Result<PurgeReport> {
         )?
         .execute(params![c.confirmations_expired_before])?,
     );
+    let channel_records = super::outbox::purge(db, c.channel_records_before)?;
     Ok(PurgeReport {
         memories,
         audit_events,
         confirmations,
+        channel_records,
     })
 }
 

@@ -257,3 +257,18 @@ pub(crate) fn counts(db: &mut Db<'_>) -> Result<Vec<(String, OutboxCounts)>> {
     }
     Ok(out)
 }
+
+/// Deletes settled outbox items, seen event ids and decided or expired
+/// pairing requests older than `before`; pending items always stay.
+pub(crate) fn purge(db: &mut Db<'_>, before: Timestamp) -> Result<u64> {
+    let outbox = db
+        .stmt("DELETE FROM outbox WHERE status IN ('sent', 'failed') AND created_at < ?1")?
+        .execute(params![before])?;
+    let events = db
+        .stmt("DELETE FROM channel_events WHERE seen_at < ?1")?
+        .execute(params![before])?;
+    let pairings = db
+        .stmt("DELETE FROM pairings WHERE expires_at < ?1")?
+        .execute(params![before])?;
+    Ok(u64::try_from(outbox + events + pairings).unwrap_or(u64::MAX))
+}
