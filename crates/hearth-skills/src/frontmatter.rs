@@ -429,4 +429,13 @@ mod tests {
             Some(("name: x\n", "b"))
         );
     }
+
+    proptest::proptest! {
+        /// Whatever the text, parsing returns fields and problems.
+        #[test]
+        fn any_frontmatter_parses_without_panic(body in "\\PC{0,200}", yaml in "[ -~\n]{0,200}") {
+            let _ = parse(&format!("---\n{yaml}\n---\n{body}"));
+            let _ = parse(&body);
+        }
+    }
 }

@@ -206,4 +206,37 @@ mod tests {
             assert!(TrustedKey::parse(bad).is_err(), "{bad}");
         }
     }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "\\PC{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("\\PC{0,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The canonical form is JSON that reads back as the same value
+        /// (less `signature`), with no whitespace outside strings.
+        #[test]
+        fn canonical_form_round_trips(v in json_value()) {
+            let text = String::from_utf8(canonical(&v)).unwrap();
+            let back: Value = serde_json::from_str(&text).unwrap();
+            let mut want = v.clone();
+            if let Value::Object(m) = &mut want {
+                m.remove("signature");
+            }
+            proptest::prop_assert_eq!(back, want);
+            proptest::prop_assert_eq!(canonical(&serde_json::from_str(&text).unwrap()), text.into_bytes());
+        }
+    }
 }
