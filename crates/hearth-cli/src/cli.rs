@@ -218,6 +218,32 @@ pub enum McpCommand {
     /// processes (Claude Code, Codex, editors), bridged to the running
     /// hearth's `/mcp` at --url with --token.
     Serve,
+    /// The MCP servers the running hearth started: transport, state, tool
+    /// count and last error (`--json` for the API's answer).
+    List,
+    /// Calls one tool of a server the running hearth started, for debugging
+    /// (no run, no model, no confirmation).
+    Call {
+        /// The server, as in `[mcp.servers.<name>]`.
+        server: String,
+        /// The server's own name for the tool (not `<server>__<tool>`).
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// Connects to a streamable HTTP MCP server itself (no hearth needed),
+    /// lists its tools and calls those named by --call.
+    Probe {
+        /// The server's MCP endpoint, e.g. http://127.0.0.1:3000/mcp.
+        url: String,
+        /// A tool to call after listing (repeatable).
+        #[arg(long)]
+        call: Vec<String>,
+        /// Arguments for each --call, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+    },
 }
 
 /// `hearth pair ...`
@@ -474,6 +500,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Mcp {
             command: McpCommand::Serve,
         } => crate::mcp_serve::run(&g).await,
+        Command::Mcp { command } => crate::client::mcp::run(&g, command).await,
         other => crate::client::run(&g, other).await,
     }
 }

@@ -165,7 +165,14 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     };
     let retry = &config.llm.retry;
     let skills = crate::skills::load(&config, &home)?;
-    let tools = crate::tools::build_registry(&config, &store, &skills).await?;
+    let mut tools = crate::tools::build_registry(&config, &store, &skills).await?;
+    // MCP servers start with hearth, not on first use; their tools join the
+    // registry as each server comes up.
+    let mcp = hearth_mcp::McpManager::new(&config.mcp, &env, &client);
+    if !mcp.is_empty() {
+        tools.add_source(Arc::new(mcp.clone()));
+        mcp.start();
+    }
     let engine = Engine::new(store.clone(), tools, limits, system_prompt(&home))
         .with_prompt_hook(crate::skills::prompt_hook(&skills))
         .with_policy(policy_config(&config))
@@ -211,6 +218,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         config.server.max_body_bytes,
     );
     let app = hearth_server::routes::skills::with_skills(app, skills);
+    let app = app.layer(axum::Extension(mcp.clone()));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -254,6 +262,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     );
     let left = rt.shutdown(grace).await;
     channels.shutdown();
+    mcp.shutdown();
     if left > 0 {
         info!(
             runs = left,

@@ -3,6 +3,7 @@
 
 mod channels;
 mod health;
+pub(crate) mod mcp;
 mod permissions;
 mod runs;
 mod threads;

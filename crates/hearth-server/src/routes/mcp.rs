@@ -13,16 +13,16 @@ use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath};
 
 /// One server of `GET /v1/mcp/servers`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct McpServerInfo {
     /// Its name in `[mcp.servers.<name>]`.
     pub name: String,
     /// `stdio` or `http`.
     #[schema(pattern = "^(stdio|http)$")]
-    pub transport: &'static str,
+    pub transport: String,
     /// `starting`, `ready`, `restarting`, `failed` or `disabled`.
     #[schema(pattern = "^(starting|ready|restarting|failed|disabled)$")]
-    pub state: &'static str,
+    pub state: String,
     /// Why it last failed, if it did.
     pub last_error: Option<String>,
     /// How many tools it offers (as last listed).
@@ -30,7 +30,7 @@ pub struct McpServerInfo {
 }
 
 /// `GET /v1/mcp/servers`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct McpServerList {
     /// By name.
     pub servers: Vec<McpServerInfo>,
@@ -49,7 +49,7 @@ pub struct McpCallRequest {
 }
 
 /// The answer of `POST /v1/mcp/servers/{name}/call`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct McpCallResult {
     /// The server's `tools/call` result as it sent it
     /// (`{content, structuredContent, isError}`).
@@ -75,8 +75,8 @@ pub async fn servers(mcp: Option<Extension<McpManager>>) -> Json<McpServerList> 
         .into_iter()
         .map(|s| McpServerInfo {
             name: s.name,
-            transport: s.transport,
-            state: s.state.as_str(),
+            transport: s.transport.to_owned(),
+            state: s.state.as_str().to_owned(),
             last_error: s.last_error,
             tools: s.tools,
         })

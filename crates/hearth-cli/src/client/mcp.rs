@@ -1,0 +1,167 @@
+//! `hearth mcp list|call|probe`: the MCP client, for debugging.
+//!
+//! `list` and `call` ask the running hearth over HTTP (`GET /v1/mcp/servers`,
+//! `POST /v1/mcp/servers/{name}/call`), so they see the servers hearth
+//! started. `probe <url>` connects to a streamable HTTP MCP server itself
+//! (no hearth needed), lists its tools and calls the ones asked for; the
+//! conformance suite's client mode runs it with the scenario's URL last.
+
+use std::collections::BTreeMap;
+
+use hearth_server::routes::mcp::{McpCallResult, McpServerList};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{Api, enc};
+use crate::Exit;
+use crate::cli::{Global, McpCommand};
+
+/// The body of `POST /v1/mcp/servers/{name}/call`.
+#[derive(serde::Serialize)]
+struct CallBody<'a> {
+    tool: &'a str,
+    arguments: Map<String, Value>,
+}
+
+/// Parses a tool's arguments: a JSON object, `{}` when empty.
+fn arguments(raw: &str) -> Result<Map<String, Value>, Exit> {
+    if raw.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(anyhow::anyhow!(
+            "the arguments must be a JSON object, like '{{\"path\": \"a.txt\"}}'"
+        )
+        .into()),
+        Err(e) => Err(anyhow::anyhow!("the arguments are not valid JSON: {e}").into()),
+    }
+}
+
+/// Runs `hearth mcp <command>` (all but `serve`).
+pub async fn run(g: &Global, command: McpCommand) -> Result<(), Exit> {
+    match command {
+        McpCommand::List => list(g).await,
+        McpCommand::Call { server, tool, args } => call(g, &server, &tool, &args).await,
+        McpCommand::Probe { url, call, args } => probe(g, &url, call, &args).await,
+        McpCommand::Serve => Err(anyhow::anyhow!(
+            "internal: `mcp serve` reached the MCP client; please report this"
+        )
+        .into()),
+    }
+}
+
+async fn list(g: &Global) -> Result<(), Exit> {
+    let api = Api::new(g)?;
+    let servers: McpServerList = api.get("/v1/mcp/servers").await?;
+    if g.json {
+        // Re-read as plain JSON: the list type only serialises.
+        crate::output::print_json(&servers);
+        return Ok(());
+    }
+    if servers.servers.is_empty() {
+        println!("no MCP servers are configured ([mcp.servers.<name>] in hearth.toml)");
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = servers
+        .servers
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.transport.to_owned(),
+                s.state.to_owned(),
+                s.tools.to_string(),
+                s.last_error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    println!(
+        "{}",
+        crate::output::table(
+            &["SERVER", "TRANSPORT", "STATE", "TOOLS", "LAST ERROR"],
+            &[false, false, false, true, false],
+            &rows
+        )
+    );
+    Ok(())
+}
+
+async fn call(g: &Global, server: &str, tool: &str, args: &str) -> Result<(), Exit> {
+    let api = Api::new(g)?;
+    let body = CallBody {
+        tool,
+        arguments: arguments(args)?,
+    };
+    let answer: McpCallResult = api
+        .post(&format!("/v1/mcp/servers/{}/call", enc(server)), &body)
+        .await?;
+    print_result(g, &answer.result);
+    if answer.result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Err(anyhow::anyhow!("the tool reported an error").into());
+    }
+    Ok(())
+}
+
+/// Prints a `tools/call` result: the JSON with `--json`, else its text blocks.
+fn print_result(g: &Global, result: &Value) {
+    if g.json {
+        crate::output::print_json(result);
+        return;
+    }
+    let (text, _) = hearth_mcp::render::render(result, usize::MAX);
+    println!("{text}");
+}
+
+/// A tool as `tools/list` gives it, the fields `probe` prints.
+#[derive(Deserialize)]
+struct Listed {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+async fn probe(g: &Global, url: &str, calls: Vec<String>, args: &str) -> Result<(), Exit> {
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))?;
+    let target = hearth_mcp::Target::Http {
+        url: url.to_owned(),
+        headers: BTreeMap::new(),
+        client: http,
+    };
+    let conn = hearth_mcp::connect("probe", &target)
+        .await
+        .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+    let tools = conn
+        .client
+        .list_tools()
+        .await
+        .map_err(|e| anyhow::anyhow!("listing the tools of {url}: {e}"))?;
+    let listed: Vec<Listed> = tools
+        .iter()
+        .filter_map(|t| serde_json::from_value(t.clone()).ok())
+        .collect();
+    let mut results = Vec::new();
+    for name in &calls {
+        let result = conn
+            .client
+            .call_tool(name, arguments(args)?)
+            .await
+            .map_err(|e| anyhow::anyhow!("calling {name}: {e}"))?;
+        results.push(json!({ "tool": name, "result": result }));
+    }
+    if g.json {
+        crate::output::print_json(&json!({ "tools": tools, "calls": results }));
+    } else {
+        for t in &listed {
+            println!("{}\t{}", t.name, t.description.as_deref().unwrap_or(""));
+        }
+        for r in &results {
+            println!("--- {}", r["tool"].as_str().unwrap_or(""));
+            print_result(g, &r["result"]);
+        }
+    }
+    Ok(())
+}
