@@ -11,6 +11,7 @@ pub mod fake_gemini;
 pub mod fake_mcp;
 mod fake_openai;
 pub mod fake_responses;
+pub mod fake_telegram;
 mod reply;
 mod reset;
 mod server;
