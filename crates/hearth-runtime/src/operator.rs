@@ -6,7 +6,7 @@
 
 use hearth_agent::policy::{PolicyConfig, decide, scope_chain, subjects};
 use hearth_core::ModelRef;
-use hearth_store::{AuditEvent, Grant};
+use hearth_store::{AuditEvent, Grant, MemoryHit, MemoryScope};
 
 use crate::catalog::Capabilities;
 use crate::error::{Result, RuntimeError};
@@ -69,9 +69,37 @@ impl Runtime {
         Ok(self.inner.store.token_hash_valid(hash_hex).await?)
     }
 
+    /// The name of the unrevoked API token whose hash is `hash_hex`, if any.
+    /// Asks the store every time, as `api_token_valid` does.
+    pub async fn api_token_name(&self, hash_hex: &str) -> Result<Option<String>> {
+        Ok(self.inner.store.token_name(hash_hex).await?)
+    }
+
     /// Whether any unrevoked API token exists.
     pub async fn api_tokens_exist(&self) -> Result<bool> {
         Ok(self.inner.store.active_token_count().await? > 0)
+    }
+
+    /// Full-text search of `user_key`'s user-wide memories, plus those bound
+    /// to `thread_key` when given, best first, at most `limit` (the store's
+    /// bounds apply). For surfaces where a user searches their own memory
+    /// outside a run (the MCP server's `memory_search`).
+    pub async fn search_memories(
+        &self,
+        user_key: &str,
+        thread_key: Option<&str>,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<MemoryHit>> {
+        let scope = MemoryScope {
+            user_key: user_key.to_owned(),
+            thread_key: thread_key.map(str::to_owned),
+        };
+        Ok(self
+            .inner
+            .store
+            .search_memories(&scope, query, limit)
+            .await?)
     }
 
     /// The grants in `scope` (every scope when `None`).

@@ -70,6 +70,37 @@ impl Auth {
             Err(ApiError::Unauthorized)
         }
     }
+
+    /// Decides one request's `Authorization` header as `check` does, and
+    /// says who passed: the token's holder, or the local user of an open
+    /// loopback server. For surfaces that act as their caller (`/mcp`).
+    pub async fn identify(&self, header: Option<&str>) -> Result<Caller, ApiError> {
+        let caller = match header {
+            Some(h) => match bearer_token(h) {
+                Some(token) => self
+                    .runtime
+                    .api_token_name(&hash_token(token))
+                    .await?
+                    .map(Caller::Token),
+                None => None,
+            },
+            None => (self.loopback && !self.runtime.api_tokens_exist().await?)
+                .then_some(Caller::Local),
+        };
+        caller.ok_or_else(|| {
+            metrics::counter!("hearth_auth_failures_total").increment(1);
+            ApiError::Unauthorized
+        })
+    }
+}
+
+/// Who a request that passed auth comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// The holder of the API token with this name.
+    Token(String),
+    /// Nobody in particular: no token exists and the server is bound to loopback.
+    Local,
 }
 
 /// Middleware on `/v1`: 401 `unauthorized` unless `Auth::check` passes.

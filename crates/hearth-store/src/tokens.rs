@@ -18,6 +18,10 @@ pub trait TokenStore: Send + Sync + 'static {
     /// True when an unrevoked token has this hash.
     async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool>;
 
+    /// The name of the unrevoked token with this hash, if any (surfaces that
+    /// act as the token's holder, such as `/mcp`, name their caller by it).
+    async fn token_name(&self, hash_hex: &str) -> Result<Option<String>>;
+
     /// Number of unrevoked tokens.
     async fn active_token_count(&self) -> Result<u64>;
 }

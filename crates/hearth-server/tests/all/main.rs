@@ -7,4 +7,5 @@ mod harness;
 mod errors;
 mod listen;
 mod openai;
+mod mcp;
 mod parsers;

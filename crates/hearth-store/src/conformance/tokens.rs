@@ -22,12 +22,18 @@ async fn tokens_lifecycle<S: TokenStore>(store: S) {
     assert_eq!(store.active_token_count().await.unwrap(), 2);
     assert!(store.token_hash_valid("hash_tok_a").await.unwrap());
     assert!(!store.token_hash_valid("hash_unknown").await.unwrap());
+    assert_eq!(
+        store.token_name("hash_tok_b").await.unwrap().as_deref(),
+        Some("label tok_b")
+    );
+    assert_eq!(store.token_name("hash_unknown").await.unwrap(), None);
 
     assert!(store.revoke_token("tok_a").await.unwrap());
     assert!(!store.revoke_token("tok_a").await.unwrap());
     assert!(!store.revoke_token("tok_missing").await.unwrap());
     assert!(!store.token_hash_valid("hash_tok_a").await.unwrap());
     assert_eq!(store.active_token_count().await.unwrap(), 1);
+    assert_eq!(store.token_name("hash_tok_a").await.unwrap(), None);
 
     let list = store.list_tokens().await.unwrap();
     let ids: Vec<_> = list.iter().map(|t| t.id.as_str()).collect();

@@ -49,6 +49,15 @@ fn token_hash_valid(db: &mut Db<'_>, hash_hex: &str) -> Result<bool> {
     Ok(valid)
 }
 
+fn token_name(db: &mut Db<'_>, hash_hex: &str) -> Result<Option<String>> {
+    let stmt = db.stmt("SELECT name FROM api_tokens WHERE hash_hex = ?1 AND revoked_at IS NULL")?;
+    let mut found = stmt.query(params![hash_hex])?;
+    match found.next()? {
+        Some(row) => Ok(Some(row.get(0)?)),
+        None => Ok(None),
+    }
+}
+
 fn active_token_count(db: &mut Db<'_>) -> Result<u64> {
     let stmt = db.stmt("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL")?;
     let mut found = stmt.query([])?;
@@ -77,6 +86,11 @@ impl TokenStore for SqliteStore {
     async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool> {
         let hash_hex = hash_hex.to_owned();
         self.read(move |db| token_hash_valid(db, &hash_hex)).await
+    }
+
+    async fn token_name(&self, hash_hex: &str) -> Result<Option<String>> {
+        let hash_hex = hash_hex.to_owned();
+        self.read(move |db| token_name(db, &hash_hex)).await
     }
 
     async fn active_token_count(&self) -> Result<u64> {
