@@ -131,7 +131,13 @@ pub async fn run(g: &Global, command: SkillsCommand) -> Result<(), Exit> {
 
 fn keygen(out: &Path) -> Result<(), Exit> {
     let key = PrivateKey::generate().map_err(anyhow::Error::new)?;
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    // Only the owner may list the keys, as with the home itself.
+    let mut dir = std::fs::DirBuilder::new();
+    dir.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+    dir.create(out)
+        .with_context(|| format!("creating {}", out.display()))?;
     let path = out.join(format!("{}.key", key.key_id()));
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
