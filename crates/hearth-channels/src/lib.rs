@@ -11,6 +11,7 @@
 pub mod access;
 pub mod backoff;
 pub mod channel;
+pub mod doctor;
 #[cfg(feature = "discord")]
 pub mod discord;
 pub mod error;

@@ -194,6 +194,9 @@ pub enum Command {
     },
     /// The chat channels (Telegram, Discord, Slack) and their state.
     Channels,
+    /// Checks the config, the home, the store, each provider's key and each
+    /// channel's token; one line each; exit 1 if anything fails.
+    Doctor,
     /// Pairing requests from people who want to talk to the assistant.
     Pair {
         #[command(subcommand)]
@@ -497,6 +500,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Secrets { command } => crate::secrets::run(&g, command).await,
         Command::Memory { command } => crate::memory::run(&g, command).await,
         Command::Skills { command } => crate::skills::run(&g, command).await,
+        Command::Doctor => crate::doctor::run(&g).await,
         Command::Mcp {
             command: McpCommand::Serve,
         } => crate::mcp_serve::run(&g).await,

@@ -8,6 +8,7 @@
 mod channels;
 mod cli;
 mod client;
+mod doctor;
 mod home_lock;
 mod logging;
 mod mcp_serve;

@@ -267,6 +267,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         Command::Pair { command } => channels::pair(&api, command, g.json).await,
         Command::Outbox { command } => channels::outbox(&api, command, g.json).await,
         Command::Serve { .. }
+        | Command::Doctor
         | Command::Token { .. }
         | Command::Secrets { .. }
         | Command::Memory { .. }

@@ -1,0 +1,138 @@
+//! Token checks for `hearth doctor`: one platform call per enabled channel
+//! (`getMe`, `GET /users/@me`, `auth.test`) that says whether its token is
+//! accepted. Plain HTTP, so it needs no running channel.
+
+use std::time::Duration;
+
+use hearth_config::ChannelsConfig;
+use serde_json::Value;
+
+use crate::secrets::TokenSources;
+
+/// How long one check may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One line of the report: the channel, and what was found or what to do.
+pub type Check = (&'static str, Result<String, String>);
+
+/// Checks every enabled channel's token.
+pub async fn check_tokens(
+    config: &ChannelsConfig,
+    sources: &TokenSources,
+    client: &reqwest::Client,
+) -> Vec<Check> {
+    let mut out = Vec::new();
+    if config.telegram.enabled {
+        let t = &config.telegram;
+        let r = match sources.token(
+            "telegram",
+            "bot token",
+            t.token_env.as_deref(),
+            t.token_secret.as_deref(),
+        ) {
+            Ok(token) => telegram(client, &t.api_base, &token).await,
+            Err(e) => Err(e.to_string()),
+        };
+        out.push(("telegram", r));
+    }
+    if config.discord.enabled {
+        let d = &config.discord;
+        let r = match sources.token(
+            "discord",
+            "bot token",
+            d.token_env.as_deref(),
+            d.token_secret.as_deref(),
+        ) {
+            Ok(token) => discord(client, &d.api_base, &token).await,
+            Err(e) => Err(e.to_string()),
+        };
+        out.push(("discord", r));
+    }
+    if config.slack.enabled {
+        let s = &config.slack;
+        let r = match sources.token(
+            "slack",
+            "bot token",
+            s.bot_token_env.as_deref(),
+            s.bot_token_secret.as_deref(),
+        ) {
+            Ok(token) => slack(client, &s.api_base, &token).await,
+            Err(e) => Err(e.to_string()),
+        };
+        out.push(("slack", r));
+    }
+    out
+}
+
+fn unreachable(what: &str, e: reqwest::Error) -> String {
+    format!(
+        "cannot reach {what}: {}; check api_base and the network",
+        e.without_url()
+    )
+}
+
+async fn telegram(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+    let url = format!("{}/bot{token}/getMe", base.trim_end_matches('/'));
+    let r = client
+        .post(url)
+        .timeout(TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| unreachable("Telegram", e))?;
+    let v: Value = r
+        .json()
+        .await
+        .map_err(|e| format!("Telegram answered something else: {}", e.without_url()))?;
+    if v["ok"] == true {
+        let name = v["result"]["username"].as_str().unwrap_or("?");
+        return Ok(format!("token accepted: bot @{name}"));
+    }
+    Err(format!(
+        "token refused ({}); get a new one from @BotFather and set it where token_env/token_secret points",
+        v["description"].as_str().unwrap_or("no description")
+    ))
+}
+
+async fn discord(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+    let url = format!("{}/users/@me", base.trim_end_matches('/'));
+    let r = client
+        .get(url)
+        .header("Authorization", format!("Bot {token}"))
+        .timeout(TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| unreachable("Discord", e))?;
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.unwrap_or(Value::Null);
+    if status == 200 {
+        let name = v["username"].as_str().unwrap_or("?");
+        return Ok(format!("token accepted: bot {name}"));
+    }
+    Err(format!(
+        "token refused (HTTP {status}); reset it in the Discord developer portal (Bot, Reset Token) and set it where token_env/token_secret points"
+    ))
+}
+
+async fn slack(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+    let url = format!("{}/auth.test", base.trim_end_matches('/'));
+    let r = client
+        .post(url)
+        .bearer_auth(token)
+        .timeout(TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| unreachable("Slack", e))?;
+    let v: Value = r
+        .json()
+        .await
+        .map_err(|e| format!("Slack answered something else: {}", e.without_url()))?;
+    if v["ok"] == true {
+        let team = v["team"].as_str().unwrap_or("?");
+        let user = v["user"].as_str().unwrap_or("?");
+        return Ok(format!("token accepted: {user} in {team}"));
+    }
+    Err(format!(
+        "token refused ({}); reinstall the app to the workspace and copy its Bot User OAuth Token (xoxb-)",
+        v["error"].as_str().unwrap_or("no error given")
+    ))
+}
