@@ -66,7 +66,29 @@ pub fn build(
         );
     }
     if ch.discord.enabled {
-        tracing::error!("[channels.discord] is enabled, but the Discord channel is not built yet");
+        #[cfg(feature = "discord")]
+        {
+            let d = &ch.discord;
+            let token = sources.token(
+                "discord",
+                "bot token",
+                d.token_env.as_deref(),
+                d.token_secret.as_deref(),
+            );
+            let dc = hearth_channels::discord::Discord::new(
+                d.clone(),
+                token,
+                client.clone(),
+                runtime.clone(),
+                store.clone(),
+            );
+            let access = dc.access();
+            enabled.push((dc, access));
+        }
+        #[cfg(not(feature = "discord"))]
+        tracing::error!(
+            "[channels.discord] is enabled, but this hearth was built without the `discord` feature"
+        );
     }
     if ch.slack.enabled {
         tracing::error!("[channels.slack] is enabled, but the Slack channel is not built yet");

@@ -7,6 +7,7 @@
 //! `ResetServer` starts an answer and then resets the TCP connection.
 
 pub mod fake_anthropic;
+pub mod fake_discord;
 pub mod fake_gemini;
 pub mod fake_mcp;
 mod fake_openai;

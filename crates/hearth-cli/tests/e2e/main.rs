@@ -8,6 +8,7 @@ mod api;
 mod bad_input;
 mod cli;
 mod confirmations;
+mod discord;
 mod durability;
 mod home_lock;
 mod http;

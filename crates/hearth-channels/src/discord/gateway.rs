@@ -1,0 +1,241 @@
+//! The gateway connection. twilight-gateway's shard does the protocol:
+//! IDENTIFY with our intents, heartbeats (a zombie connection is dropped),
+//! RESUME to READY's `resume_gateway_url` after a drop or op 7, a fresh
+//! IDENTIFY after op 9, reconnects with backoff. This loop reads the raw
+//! dispatches, parses the few hearth uses (a malformed one is logged and
+//! skipped) and restarts the shard with backoff when Discord closes it for
+//! good (bad token, disallowed intents).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::Method;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+use twilight_gateway::error::ReceiveMessageErrorType;
+use twilight_gateway::{ConfigBuilder, Intents, Message, Shard, ShardId};
+
+use super::types::{Frame, Guild, Interaction, Ready};
+use super::{Discord, Identity, commands, inbound, interactions};
+use crate::backoff::Backoff;
+
+/// twilight's built-in gateway address: no proxy URL is set for it, so
+/// resumes go to READY's `resume_gateway_url` as Discord asks.
+const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
+
+/// Guild metadata, guild and DM messages, and their text.
+fn intents() -> Intents {
+    Intents::GUILDS | Intents::GUILD_MESSAGES | Intents::DIRECT_MESSAGES | Intents::MESSAGE_CONTENT
+}
+
+#[derive(Deserialize)]
+struct GatewayBot {
+    url: String,
+}
+
+/// Waits `d` unless stopped first; false when stopped.
+async fn pause(stop: &CancellationToken, d: Duration) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep(d) => true,
+    }
+}
+
+pub(super) async fn run(dc: Arc<Discord>, stop: CancellationToken) {
+    let (token, api) = match (&dc.token, &dc.api) {
+        (Ok(t), Ok(api)) => (t.0.clone(), api.clone()),
+        (Err(why), _) | (_, Err(why)) => {
+            error!(channel = "discord", error = %why, "Discord cannot start: no bot token");
+            for _ in 0..3 {
+                dc.health.failed(why.clone());
+            }
+            return;
+        }
+    };
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(600));
+    loop {
+        let url = if dc.config.gateway_url.trim().is_empty() {
+            match api
+                .call::<GatewayBot>(Method::GET, "/gateway/bot", "gateway/bot", None)
+                .await
+            {
+                Ok(g) => g.url,
+                Err(e) => {
+                    warn!(channel = "discord", error = %e, "GET /gateway/bot failed; retrying with backoff");
+                    dc.health.failed(format!("GET /gateway/bot: {e}"));
+                    if !pause(&stop, backoff.next_delay()).await {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        } else {
+            dc.config.gateway_url.trim().to_owned()
+        };
+        let url = url.trim_end_matches('/').to_owned();
+        // Loading the TLS roots may panic inside twilight; a channel must
+        // never take hearth down.
+        let built = std::panic::catch_unwind(|| {
+            let mut b = ConfigBuilder::new(token.clone(), intents());
+            if url != DEFAULT_GATEWAY {
+                b = b.proxy_url(url.clone());
+            }
+            b.build()
+        });
+        let Ok(config) = built else {
+            error!(
+                channel = "discord",
+                "cannot set up TLS for the Discord gateway; retrying"
+            );
+            dc.health.failed("cannot set up TLS for the gateway");
+            if !pause(&stop, backoff.next_delay()).await {
+                return;
+            }
+            continue;
+        };
+        let mut shard = Shard::with_config(ShardId::ONE, config);
+        let Some(why) = serve(&dc, &mut shard, &stop, &mut backoff).await else {
+            return;
+        };
+        error!(channel = "discord", reason = %why, "Discord closed the gateway for good; retrying with backoff");
+        dc.health.failed(why);
+        if !pause(&stop, backoff.next_delay()).await {
+            return;
+        }
+    }
+}
+
+/// What a fatal close code means for the owner.
+fn fatal_reason(code: Option<u16>) -> String {
+    match code {
+        Some(4004) => "authentication failed (4004): check the bot token".into(),
+        Some(4013) => "invalid intents (4013)".into(),
+        Some(4014) => "disallowed intents (4014): enable the Message Content intent for the bot in the Discord developer portal".into(),
+        Some(c) => format!("gateway closed with code {c}"),
+        None => "gateway closed".into(),
+    }
+}
+
+/// Reads the shard until `stop` (`None`) or until it is closed for good
+/// (the reason).
+async fn serve(
+    dc: &Arc<Discord>,
+    shard: &mut Shard,
+    stop: &CancellationToken,
+    backoff: &mut Backoff,
+) -> Option<String> {
+    let mut last_close = None;
+    loop {
+        let item = tokio::select! {
+            () = stop.cancelled() => return None,
+            item = shard.next() => item,
+        };
+        match item {
+            None => return Some(fatal_reason(last_close)),
+            Some(Err(e)) => match e.kind() {
+                ReceiveMessageErrorType::Deserializing { event } => {
+                    // The payload may hold user text: its size only.
+                    warn!(
+                        channel = "discord",
+                        bytes = event.len(),
+                        "skipping a malformed gateway payload"
+                    );
+                }
+                _ => {
+                    warn!(channel = "discord", error = %e, "gateway connection failed; reconnecting");
+                    dc.health.failed(format!("gateway: {e}"));
+                }
+            },
+            Some(Ok(Message::Close(frame))) => {
+                last_close = frame.map(|f| f.code);
+                info!(
+                    channel = "discord",
+                    code = ?last_close,
+                    "gateway connection closed; resuming"
+                );
+            }
+            Some(Ok(Message::Text(json))) => {
+                if dispatch(dc, &json).await {
+                    backoff.reset();
+                }
+            }
+        }
+    }
+}
+
+/// Handles one gateway frame; true when it was a dispatch.
+pub(super) async fn dispatch(dc: &Arc<Discord>, json: &str) -> bool {
+    let frame: Frame = match serde_json::from_str(json) {
+        Ok(f) => f,
+        Err(e) => {
+            warn!(channel = "discord", error = %e, bytes = json.len(), "skipping a malformed gateway payload");
+            return false;
+        }
+    };
+    if frame.op != 0 {
+        return false;
+    }
+    let kind = frame.t.unwrap_or_default();
+    let parsed = match kind.as_str() {
+        "READY" => serde_json::from_value::<Ready>(frame.d).map(|r| ready(dc, r)),
+        "RESUMED" => {
+            info!(channel = "discord", "gateway session resumed");
+            dc.health.ok();
+            Ok(())
+        }
+        "GUILD_CREATE" => serde_json::from_value::<Guild>(frame.d).map(|g| {
+            if let Some(owner) = g.owner_id {
+                dc.owners
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(g.id, owner);
+            }
+        }),
+        "MESSAGE_CREATE" => match serde_json::from_value(frame.d) {
+            Ok(m) => {
+                if let Err(e) = inbound::message(dc, m).await {
+                    // Nothing to acknowledge on Discord: say it loudly.
+                    error!(channel = "discord", error = %e, "could not take a Discord message");
+                    dc.health.failed(format!("taking a message: {e}"));
+                    return true;
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        },
+        "INTERACTION_CREATE" => serde_json::from_value::<Interaction>(frame.d).map(|i| {
+            // Interactions must be answered within 3 s and do not depend
+            // on each other's order.
+            tokio::spawn(interactions::handle(dc.clone(), i));
+        }),
+        other => {
+            debug!(channel = "discord", event = other, "ignoring a dispatch");
+            Ok(())
+        }
+    };
+    match parsed {
+        Ok(()) => dc.health.event(),
+        Err(e) => {
+            warn!(channel = "discord", event = %kind, error = %e, "skipping a malformed dispatch")
+        }
+    }
+    true
+}
+
+fn ready(dc: &Arc<Discord>, r: Ready) {
+    info!(channel = "discord", bot = %r.user.username, "Discord bot connected");
+    let first = dc
+        .me
+        .set(Identity {
+            user_id: r.user.id,
+            app_id: r.application.id,
+        })
+        .is_ok();
+    dc.health.ok();
+    // Once per process: a re-IDENTIFY does not change the commands.
+    if first && dc.config.sync_commands {
+        tokio::spawn(commands::sync(dc.clone()));
+    }
+}

@@ -1,0 +1,142 @@
+//! Messages: who is answered (DMs by access rules, guild messages only
+//! when they mention the bot, never bots) and what the runtime sees (the
+//! bot's mention removed).
+
+use std::sync::Arc;
+
+use hearth_core::{DeliveryMode, Inbound};
+use tracing::warn;
+
+use super::deliver::DiscordProgress;
+use super::types::Message;
+use super::{Discord, is_snowflake, thread_key, user_key};
+use crate::access::Admission;
+use crate::error::ChannelError;
+use crate::payload::Payload;
+
+/// Handles a `MESSAGE_CREATE`. Errors are the store's or the runtime's.
+pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), ChannelError> {
+    let Some(me) = dc.me.get() else {
+        // Before READY there is no bot id to tell mentions by.
+        return Ok(());
+    };
+    if m.author.bot || m.webhook_id.is_some() || m.author.id == me.user_id {
+        return Ok(());
+    }
+    if !is_snowflake(&m.channel_id) || !is_snowflake(&m.id) || !is_snowflake(&m.author.id) {
+        warn!(channel = "discord", "skipping a message with malformed ids");
+        return Ok(());
+    }
+    let user = user_key(&m.author.id);
+    let text = match &m.guild_id {
+        None => m.content.trim().to_owned(),
+        Some(guild) => {
+            let mentioned = m.mentions.iter().any(|u| u.id == me.user_id)
+                || m.content.contains(&format!("<@{}>", me.user_id))
+                || m.content.contains(&format!("<@!{}>", me.user_id));
+            if !mentioned || !dc.guild_allowed(guild) {
+                return Ok(());
+            }
+            strip_mention(&m.content, &me.user_id)
+        }
+    };
+    if text.is_empty() {
+        return Ok(());
+    }
+    if m.guild_id.is_none() {
+        match dc
+            .access
+            .admit_private(&user, &m.author.display_name(), &m.channel_id)
+            .await?
+        {
+            Admission::Allowed => {}
+            Admission::PairingOffered(_) => {
+                dc.wake.notify_one();
+                return Ok(());
+            }
+            Admission::Ignored => return Ok(()),
+        }
+    }
+    ingest(
+        dc,
+        &format!("discord:{}", m.id),
+        &m.channel_id,
+        &user,
+        text,
+        true,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Removes the bot's mention (`<@id>` and the older `<@!id>`).
+pub(super) fn strip_mention(text: &str, bot_id: &str) -> String {
+    text.replace(&format!("<@!{bot_id}>"), "")
+        .replace(&format!("<@{bot_id}>"), "")
+        .trim()
+        .to_owned()
+}
+
+/// Hands a message to the runtime (idempotent on `key`), showing progress
+/// in the channel when `follow`; the run's id, or `None` when the runtime
+/// refused the text (the user is told).
+pub(super) async fn ingest(
+    dc: &Arc<Discord>,
+    key: &str,
+    channel_id: &str,
+    user: &str,
+    text: String,
+    follow: bool,
+) -> Result<Option<String>, ChannelError> {
+    let inbound = Inbound {
+        source: "discord".into(),
+        thread_key: thread_key(channel_id),
+        user_key: user.to_owned(),
+        text,
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: Some(key.to_owned()),
+    };
+    let run = match dc.runtime.ingest(inbound).await {
+        Ok(run) => run,
+        Err(hearth_runtime::RuntimeError::InvalidInput(why)) => {
+            dc.notify(
+                channel_id,
+                Payload::notice(format!("I cannot take that message: {why}")),
+            )
+            .await?;
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if follow
+        && !run.status.is_terminal()
+        && let Ok(api) = &dc.api
+    {
+        let sink = Arc::new(DiscordProgress { api: api.clone() });
+        dc.progress.follow(
+            dc.runtime.clone(),
+            run.run_id.clone(),
+            channel_id.to_owned(),
+            sink,
+        );
+    }
+    Ok(Some(run.run_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_mention_forms_are_removed_and_newlines_kept() {
+        assert_eq!(
+            strip_mention("<@42> what time is it?", "42"),
+            "what time is it?"
+        );
+        assert_eq!(
+            strip_mention("hi <@!42>\n```\ncode\n```", "42"),
+            "hi \n```\ncode\n```"
+        );
+        assert_eq!(strip_mention("<@421> hi", "42"), "<@421> hi");
+    }
+}

@@ -1,0 +1,225 @@
+//! Discord: the gateway (twilight-gateway: IDENTIFY, heartbeats, RESUME,
+//! re-IDENTIFY, backoff), DMs and guild mentions, pairing for strangers in
+//! DMs, slash commands, Approve/Deny buttons, typing and a throttled
+//! progress message, and delivery of the outbox over REST with `nonce` +
+//! `enforce_nonce`, so a retried part is never posted twice.
+//!
+//! twilight's types stay inside this module; REST goes through hearth's
+//! reqwest ([`api`]).
+
+pub mod api;
+mod commands;
+mod deliver;
+mod gateway;
+mod inbound;
+mod interactions;
+mod permissions;
+pub mod types;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use hearth_config::DiscordConfig;
+use hearth_runtime::Runtime;
+use hearth_store::{OutboxItem, Store};
+use reqwest::Method;
+use tokio_util::sync::CancellationToken;
+
+use self::api::Api;
+use crate::access::Access;
+use crate::channel::{Channel, Undelivered};
+use crate::error::{ChannelError, DeliveryError};
+use crate::health::Health;
+use crate::payload::Payload;
+use crate::progress::Progress;
+
+/// Thread keys of Discord channels start with this.
+const THREAD_PREFIX: &str = "discord:channel:";
+
+/// The thread of a channel (a DM is a channel too).
+pub fn thread_key(channel_id: &str) -> String {
+    format!("{THREAD_PREFIX}{channel_id}")
+}
+
+/// The user key of a Discord user.
+pub fn user_key(user_id: &str) -> String {
+    format!("discord:user:{user_id}")
+}
+
+/// True for a snowflake (decimal digits only), so ids from events can be
+/// put in URL paths.
+fn is_snowflake(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Who the bot is, from `READY`.
+#[derive(Debug, Clone)]
+struct Identity {
+    user_id: String,
+    app_id: String,
+}
+
+/// The bot token, never printed.
+struct Token(String);
+
+/// The Discord channel.
+pub struct Discord {
+    config: DiscordConfig,
+    /// `Err` when the token could not be read: the channel stays degraded.
+    token: Result<Token, String>,
+    api: Result<Api, String>,
+    runtime: Runtime,
+    store: Arc<dyn Store>,
+    access: Access,
+    health: Health,
+    progress: Arc<Progress>,
+    me: OnceLock<Identity>,
+    /// Guild owners seen in `GUILD_CREATE` (admins in their guild).
+    owners: Mutex<HashMap<String, String>>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl Discord {
+    /// The channel for `config`, with its token (or why it is missing).
+    pub fn new(
+        config: DiscordConfig,
+        token: Result<String, ChannelError>,
+        client: reqwest::Client,
+        runtime: Runtime,
+        store: Arc<dyn Store>,
+    ) -> Arc<Self> {
+        let access = Access::new(
+            "discord",
+            config
+                .allowed_users
+                .iter()
+                .map(|id| user_key(&id.to_string())),
+            config.open_dms,
+            store.clone(),
+        );
+        let token = token.map(Token).map_err(|e| e.to_string());
+        let api = token
+            .as_ref()
+            .map(|t| Api::new(client, &config.api_base, &t.0))
+            .map_err(Clone::clone);
+        Arc::new(Self {
+            config,
+            token,
+            api,
+            runtime,
+            store,
+            access,
+            health: Health::default(),
+            progress: Arc::new(Progress::default()),
+            me: OnceLock::new(),
+            owners: Mutex::default(),
+            wake: Arc::new(tokio::sync::Notify::new()),
+        })
+    }
+
+    /// The access rules (for the hub).
+    pub fn access(&self) -> Access {
+        self.access.clone()
+    }
+
+    /// Queues a reply outside a run (a notice) and wakes the sender.
+    async fn notify(&self, channel_id: &str, payload: Payload) -> Result<(), ChannelError> {
+        let item = hearth_store::NewOutboxItem {
+            channel: "discord".into(),
+            target: channel_id.to_owned(),
+            kind: hearth_store::OutboxKind::Message,
+            run_id: None,
+            payload: payload.to_json(),
+        };
+        self.store
+            .enqueue_outbox(vec![item], hearth_core::now_ms())
+            .await?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    fn api(&self) -> Result<&Api, DeliveryError> {
+        self.api
+            .as_ref()
+            .map_err(|e| DeliveryError::Transient(e.clone()))
+    }
+
+    fn owner_of(&self, guild_id: &str) -> Option<String> {
+        self.owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(guild_id)
+            .cloned()
+    }
+
+    /// True when guild `guild_id` is answered (`guilds` narrows).
+    fn guild_allowed(&self, guild_id: &str) -> bool {
+        self.config.guilds.is_empty()
+            || self.config.guilds.iter().any(|g| g.to_string() == guild_id)
+    }
+}
+
+#[async_trait::async_trait]
+impl Channel for Discord {
+    fn name(&self) -> &'static str {
+        "discord"
+    }
+
+    fn target_of(&self, thread_key: &str) -> Option<String> {
+        let id = thread_key.strip_prefix(THREAD_PREFIX)?;
+        is_snowflake(id).then(|| id.to_owned())
+    }
+
+    fn health(&self) -> &Health {
+        &self.health
+    }
+
+    fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
+    }
+
+    async fn run(self: Arc<Self>, stop: CancellationToken) {
+        gateway::run(self, stop).await;
+    }
+
+    async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
+        deliver::deliver(self, item, payload).await
+    }
+
+    fn take_progress(&self, run_id: &str) -> Option<String> {
+        self.progress.take(run_id)
+    }
+
+    async fn check(&self) -> Result<String, ChannelError> {
+        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
+            channel: "discord",
+            detail: e.clone(),
+        })?;
+        let me: types::User = api
+            .call(Method::GET, "/users/@me", "users/@me", None)
+            .await
+            .map_err(|e| ChannelError::Platform {
+                channel: "discord",
+                method: "GET /users/@me".into(),
+                detail: e.to_string(),
+            })?;
+        Ok(format!(
+            "token accepted: bot {} (id {})",
+            me.username, me.id
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_targets() {
+        assert_eq!(thread_key("42"), "discord:channel:42");
+        assert_eq!(user_key("7"), "discord:user:7");
+        assert!(is_snowflake("123456789012345678"));
+        assert!(!is_snowflake("12/../x"));
+        assert!(!is_snowflake(""));
+    }
+}

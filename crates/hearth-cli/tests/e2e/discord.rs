@@ -1,0 +1,321 @@
+//! Discord end to end: the real binary on the fake Discord gateway and
+//! REST API, answering with the fake provider. The fake checks every
+//! request and frame hearth sends (`violations()`).
+
+use hearth_testkit::fake_discord::{BOT_ID, FakeDiscord, SentMessage};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use serde_json::{Value, json};
+
+use crate::harness::{Hearth, fake_config, user_texts};
+
+const TOKEN: &str = "MTAwMDAwMDAwMDAwMDAwMDAx.Gfake.discordTOKENdiscordTOKEN";
+const ALICE: &str = "100000000000000001";
+const BOB: &str = "100000000000000002";
+const DM: &str = "300000000000000001";
+const GUILD: &str = "400000000000000001";
+const GENERAL: &str = "500000000000000001";
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    fake: FakeOpenAi,
+    dc: FakeDiscord,
+    hearth: Hearth,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let dc = FakeDiscord::start(TOKEN).await;
+    // An empty gateway_url: hearth asks GET /gateway/bot for it.
+    let config = format!(
+        "{}\n[channels.discord]\nenabled = true\ntoken_env = \"DC_TOKEN\"\napi_base = \"{}\"\n\
+         gateway_url = \"\"\nallowed_users = [{ALICE}]\n",
+        fake_config(&fake.base_url()),
+        dc.api_base()
+    );
+    let hearth = Hearth::start_with(
+        &dir.path().join("home"),
+        Some(&config),
+        &[("DC_TOKEN", TOKEN)],
+    )
+    .await;
+    dc.wait_ready(1).await;
+    Setup {
+        _dir: dir,
+        fake,
+        dc,
+        hearth,
+    }
+}
+
+fn no_violations(dc: &FakeDiscord) {
+    assert!(
+        dc.violations().is_empty(),
+        "Discord would have refused: {:?}",
+        dc.violations()
+    );
+}
+
+fn contents(msgs: &[SentMessage]) -> Vec<&str> {
+    msgs.iter().map(|m| m.content.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_dm_is_answered_once_and_a_stranger_is_offered_pairing() {
+    let s = setup().await;
+    let commands = s.dc.wait_commands().await;
+    let names: Vec<&str> = commands
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ping",
+            "ask",
+            "model",
+            "thinking",
+            "new",
+            "usage",
+            "permissions",
+            "agent"
+        ]
+    );
+
+    s.dc.message(DM, None, ALICE, false, "hello there");
+    let msgs = s.dc.wait_messages(1).await;
+    assert_eq!(contents(&msgs), ["echo: hello there"]);
+    assert!(msgs[0].nonce.is_some(), "answers carry a nonce");
+
+    // A stranger's DM: a pairing code, no model call.
+    let bob_dm = "300000000000000002";
+    s.dc.message(bob_dm, None, BOB, false, "let me in");
+    let msgs = s.dc.wait_messages(2).await;
+    assert_eq!(msgs[1].channel_id, bob_dm);
+    assert!(msgs[1].content.contains("pairing code"), "{:?}", msgs[1]);
+    assert_eq!(s.fake.request_count(), 1);
+    let (_, pairings) = s.hearth.get("/v1/pairings").await;
+    assert_eq!(
+        pairings["pairings"][0]["user_key"],
+        format!("discord:user:{BOB}")
+    );
+    let (_, channels) = s.hearth.get("/v1/channels").await;
+    let discord = channels["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "discord")
+        .unwrap()
+        .clone();
+    assert_eq!(discord["state"], "connected", "{discord}");
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn guild_mentions_are_answered_without_the_mention_and_the_rest_ignored() {
+    let s = setup().await;
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        BOB,
+        false,
+        "just chatting, no mention",
+    );
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        "100000000000000009",
+        true,
+        &format!("<@{BOT_ID}> I am a bot"),
+    );
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        BOB,
+        false,
+        &format!("<@{BOT_ID}> what time is it?"),
+    );
+    let msgs = s.dc.wait_messages(1).await;
+    // Events are handled in order: the two before were seen and ignored.
+    assert_eq!(contents(&msgs), ["echo: what time is it?"]);
+    let requests = s.fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(user_texts(&requests[0]), ["what time is it?"]);
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_long_answer_is_split_and_a_429_is_waited_out_with_each_part_sent_once() {
+    let s = setup().await;
+    let para = "word ".repeat(99) + "end.";
+    let answer = [para.as_str(); 5].join("\n\n");
+    assert!(answer.chars().count() > 2400);
+    s.fake.push(Reply::text(answer.clone()));
+    s.dc.rate_limit_messages(1, 0.3);
+    s.dc.message(DM, None, ALICE, false, "tell me a lot");
+    let msgs = s.dc.wait_messages(2).await;
+    assert_eq!(msgs.len(), 2, "{:?}", contents(&msgs));
+    for m in &msgs {
+        assert!(m.content.chars().count() <= 2000);
+    }
+    let words = |t: &str| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        words(&format!("{} {}", msgs[0].content, msgs[1].content)),
+        words(&answer)
+    );
+    assert_ne!(msgs[0].nonce, msgs[1].nonce);
+    // One 429, then each part once.
+    assert_eq!(s.dc.message_posts(), 3);
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_dropped_gateway_is_resumed_and_no_event_is_lost() {
+    let s = setup().await;
+    s.dc.message(DM, None, ALICE, false, "first");
+    s.dc.wait_messages(1).await;
+    s.dc.drop_connection();
+    // Sent while hearth is away: replayed on RESUME.
+    s.dc.message(DM, None, ALICE, false, "second");
+    let (session, seq) = s.dc.wait_resumed(1).await;
+    assert_eq!(session, "session-1");
+    assert!(seq >= 2, "READY and the first message were seen: {seq}");
+    let msgs = s.dc.wait_messages(2).await;
+    assert_eq!(contents(&msgs), ["echo: first", "echo: second"]);
+    assert_eq!(s.dc.identifies(), 1, "resumed, not identified again");
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_malformed_payload_is_logged_and_skipped() {
+    let s = setup().await;
+    s.dc.send_raw("{not json");
+    s.dc.dispatch("MESSAGE_CREATE", json!({ "id": 5, "content": 7 }));
+    s.dc.message(DM, None, ALICE, false, "still there?");
+    let msgs = s.dc.wait_messages(1).await;
+    assert_eq!(contents(&msgs), ["echo: still there?"]);
+    let log = std::fs::read_to_string(s.hearth.home.join("serve.log")).unwrap();
+    assert!(log.contains("skipping a malformed"), "{log}");
+    assert!(!log.contains(TOKEN), "the token never reaches the log");
+    no_violations(&s.dc);
+}
+
+/// The callback answering interaction `id`.
+async fn callback_of(dc: &FakeDiscord, id: &str, n: usize) -> Value {
+    let all = dc.wait_callbacks(n).await;
+    all.into_iter()
+        .find(|(i, _)| i == id)
+        .map(|(_, body)| body)
+        .unwrap_or_else(|| panic!("no callback for interaction {id}"))
+}
+
+#[tokio::test]
+async fn slash_commands_answer_and_ask_is_deferred_then_finished() {
+    let s = setup().await;
+    let ping = s.dc.interaction(
+        2,
+        GENERAL,
+        Some(GUILD),
+        BOB,
+        json!({ "name": "ping" }),
+        None,
+    );
+    let body = callback_of(&s.dc, &ping, 1).await;
+    assert_eq!(body["type"], 4);
+    assert_eq!(body["data"]["content"], "Pong.");
+
+    let data = json!({ "name": "ask", "options": [{ "name": "question", "type": 3, "value": "is it raining?" }] });
+    let ask = s.dc.interaction(2, GENERAL, Some(GUILD), BOB, data, None);
+    let body = callback_of(&s.dc, &ask, 2).await;
+    assert_eq!(body["type"], 5, "deferred: {body}");
+    let msgs = s.dc.wait_messages(1).await;
+    assert_eq!(contents(&msgs), ["echo: is it raining?"]);
+    assert_eq!(
+        s.dc.original_edits().len(),
+        1,
+        "the deferred response is finished"
+    );
+
+    let stats = json!({ "name": "agent", "options": [{ "name": "stats", "type": 1 }] });
+    let id = s.dc.interaction(2, GENERAL, Some(GUILD), BOB, stats, None);
+    let body = callback_of(&s.dc, &id, 3).await;
+    assert_eq!(body["data"]["flags"], 64);
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn confirmation_buttons_count_only_for_the_asking_user() {
+    let s = setup().await;
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "m1",
+        "memory_save",
+        json!({ "text": "alice likes tea" }).to_string(),
+    )]));
+    s.fake.push(Reply::text("saved"));
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    let mention = |t: &str| format!("<@{BOT_ID}> {t}");
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        false,
+        &mention("remember I like tea"),
+    );
+    s.dc.wait_messages(1).await;
+    s.dc.message(GENERAL, Some(GUILD), ALICE, false, &mention("forget it"));
+    let msgs = s.dc.wait_messages(2).await;
+    let prompt = msgs
+        .iter()
+        .find(|m| m.components.is_some())
+        .unwrap_or_else(|| panic!("no prompt: {msgs:?}"));
+    let buttons = &prompt.components.as_ref().unwrap()[0]["components"];
+    let approve = buttons[0]["custom_id"].as_str().unwrap().to_owned();
+    assert!(approve.starts_with("cf:a:") && approve.len() <= 100);
+    let press = |user: &str| {
+        let message = json!({ "id": prompt.id, "content": prompt.content });
+        s.dc.interaction(
+            3,
+            GENERAL,
+            Some(GUILD),
+            user,
+            json!({ "custom_id": approve, "component_type": 2 }),
+            Some(message),
+        )
+    };
+    let bob = press(BOB);
+    let body = callback_of(&s.dc, &bob, 1).await;
+    assert_eq!(body["type"], 4);
+    assert_eq!(
+        body["data"]["flags"], 64,
+        "only Bob sees the refusal: {body}"
+    );
+    let thread = format!("discord:channel:{GENERAL}");
+    let (_, runs) = s
+        .hearth
+        .get(&format!(
+            "/v1/runs?thread_key={thread}&status=awaiting_confirmation"
+        ))
+        .await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
+
+    let alice = press(ALICE);
+    let body = callback_of(&s.dc, &alice, 2).await;
+    assert_eq!(body["type"], 7, "the prompt is updated: {body}");
+    assert!(
+        body["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Approved by")
+    );
+    assert_eq!(body["data"]["components"], json!([]));
+    let msgs = s.dc.wait_messages(3).await;
+    assert_eq!(msgs.last().unwrap().content, "forgotten");
+    no_violations(&s.dc);
+}

@@ -1,0 +1,388 @@
+//! `FakeDiscord`: Discord's REST API and gateway on 127.0.0.1, written from
+//! Discord's API reference, checking every request it receives.
+//!
+//! REST (`api_base()`, `/api/v10/...`): the bot token in `Authorization:
+//! Bot <token>`; messages within 2000 characters with a valid `nonce`
+//! (`enforce_nonce` answers a repeated nonce with the message already
+//! created); components' `custom_id` within 100 characters; interaction
+//! callbacks once per interaction with a known token; 429 with
+//! `retry_after` and `X-RateLimit-*` headers on demand.
+//!
+//! Gateway (`gateway_url()`): HELLO, IDENTIFY checked (token, intents),
+//! READY with `session_id` and `resume_gateway_url` (`/resume` on the same
+//! server), heartbeat ACKs, dispatches pushed by the test, a connection
+//! dropped on demand, then RESUME checked (URL, session id, sequence) and
+//! the missed dispatches replayed before RESUMED.
+//!
+//! Broken expectations are collected in [`FakeDiscord::violations`].
+
+mod gateway;
+mod rest;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+/// The intents hearth must identify with: GUILDS, GUILD_MESSAGES,
+/// DIRECT_MESSAGES, MESSAGE_CONTENT.
+pub const EXPECTED_INTENTS: u64 = 1 | (1 << 9) | (1 << 12) | (1 << 15);
+/// The bot's user id.
+pub const BOT_ID: &str = "900000000000000001";
+/// The bot's application id.
+pub const APP_ID: &str = "900000000000000002";
+
+/// A message the bot created.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentMessage {
+    /// Its id.
+    pub id: String,
+    /// Where.
+    pub channel_id: String,
+    /// Its text.
+    pub content: String,
+    /// The nonce sent with it.
+    pub nonce: Option<String>,
+    /// Components (buttons), if any.
+    pub components: Option<Value>,
+}
+
+/// What the gateway connection is told to do.
+pub(crate) enum Ctl {
+    /// Send this frame.
+    Send(String),
+    /// Drop the TCP connection without a close frame.
+    Drop,
+}
+
+#[derive(Default)]
+pub(crate) struct Inner {
+    pub(crate) violations: Vec<String>,
+    pub(crate) messages: Vec<SentMessage>,
+    /// Every POST to a channel's messages, 429s included.
+    pub(crate) message_posts: u32,
+    pub(crate) edits: Vec<(String, String)>,
+    pub(crate) deletes: Vec<String>,
+    pub(crate) typing: u32,
+    pub(crate) commands: Option<Value>,
+    pub(crate) callbacks: Vec<(String, Value)>,
+    pub(crate) original_edits: Vec<(String, Value)>,
+    /// Retry-after seconds for the next message posts.
+    pub(crate) rate_limits: VecDeque<f64>,
+    pub(crate) next_id: u64,
+    /// Interaction id -> (token, answered).
+    pub(crate) interactions: HashMap<String, (String, bool)>,
+    // The gateway.
+    pub(crate) session_id: Option<String>,
+    pub(crate) seq: u64,
+    pub(crate) log: Vec<(u64, String)>,
+    /// Dispatches pushed before any session: sent after READY.
+    pub(crate) unsequenced: Vec<(String, Value)>,
+    pub(crate) live: Option<mpsc::UnboundedSender<Ctl>>,
+    pub(crate) identifies: u32,
+    pub(crate) resumes: Vec<(String, u64)>,
+}
+
+impl Inner {
+    pub(crate) fn new_id(&mut self) -> String {
+        self.next_id += 1;
+        (800_000_000_000_000_000 + self.next_id).to_string()
+    }
+
+    /// Sequences a dispatch and sends it when a connection is live.
+    pub(crate) fn dispatch(&mut self, t: &str, d: Value) -> u64 {
+        self.seq += 1;
+        let frame = json!({ "op": 0, "t": t, "s": self.seq, "d": d }).to_string();
+        self.log.push((self.seq, frame.clone()));
+        if let Some(tx) = &self.live {
+            let _ = tx.send(Ctl::Send(frame));
+        }
+        self.seq
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) token: String,
+    pub(crate) gateway_addr: SocketAddr,
+    inner: Mutex<Inner>,
+    changed: watch::Sender<u64>,
+}
+
+impl Shared {
+    /// Runs `f` on the state and wakes waiters.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        let out = f(&mut self.lock());
+        self.changed.send_modify(|n| *n += 1);
+        out
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn violation(&self, v: String) {
+        self.with(|s| s.violations.push(v));
+    }
+}
+
+/// A fake Discord; stops when dropped.
+pub struct FakeDiscord {
+    shared: Arc<Shared>,
+    rest_addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for FakeDiscord {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// How long the `wait_*` helpers wait before panicking.
+const WAIT: Duration = Duration::from_secs(20);
+
+impl FakeDiscord {
+    /// Starts REST and gateway servers accepting the bot `token`.
+    ///
+    /// # Panics
+    /// When it cannot bind 127.0.0.1 ports.
+    pub async fn start(token: &str) -> Self {
+        let rest = tokio::net::TcpListener::bind("127.0.0.1:0").await;
+        let gw = tokio::net::TcpListener::bind("127.0.0.1:0").await;
+        let (Ok(rest), Ok(gw)) = (rest, gw) else {
+            panic!("cannot bind the fake Discord's ports");
+        };
+        let (Ok(rest_addr), Ok(gateway_addr)) = (rest.local_addr(), gw.local_addr()) else {
+            panic!("no local address");
+        };
+        let shared = Arc::new(Shared {
+            token: token.to_owned(),
+            gateway_addr,
+            inner: Mutex::default(),
+            changed: watch::Sender::new(0),
+        });
+        let router = rest::router(shared.clone());
+        let tasks = vec![
+            tokio::spawn(async move {
+                let _ = axum::serve(rest, router).await;
+            }),
+            tokio::spawn(gateway::accept(gw, shared.clone())),
+        ];
+        Self {
+            shared,
+            rest_addr,
+            tasks,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>/api/v10`.
+    pub fn api_base(&self) -> String {
+        format!("http://{}/api/v10", self.rest_addr)
+    }
+
+    /// `ws://127.0.0.1:<port>`.
+    pub fn gateway_url(&self) -> String {
+        format!("ws://{}", self.shared.gateway_addr)
+    }
+
+    /// Pushes a dispatch (`t`, `d`) to the bot; its sequence number. Sent
+    /// at once when a connection is live, replayed on RESUME otherwise.
+    pub fn dispatch(&self, t: &str, d: Value) -> Option<u64> {
+        self.shared.with(|s| {
+            if s.session_id.is_none() {
+                s.unsequenced.push((t.to_owned(), d));
+                None
+            } else {
+                Some(s.dispatch(t, d))
+            }
+        })
+    }
+
+    /// Pushes a `MESSAGE_CREATE` from user `author` in `channel` (a DM
+    /// when `guild` is `None`); the message's id.
+    pub fn message(
+        &self,
+        channel: &str,
+        guild: Option<&str>,
+        author: &str,
+        bot: bool,
+        content: &str,
+    ) -> String {
+        let id = self.shared.with(Inner::new_id);
+        let mentions: Vec<Value> = if content.contains(&format!("<@{BOT_ID}>")) {
+            vec![json!({ "id": BOT_ID, "username": "hearth", "bot": true })]
+        } else {
+            Vec::new()
+        };
+        let mut d = json!({
+            "id": id, "channel_id": channel, "type": 0, "content": content,
+            "author": { "id": author, "username": format!("user{author}"), "bot": bot },
+            "mentions": mentions, "timestamp": "2026-11-23T18:00:00.000000+00:00",
+        });
+        if let Some(g) = guild {
+            d["guild_id"] = json!(g);
+            d["member"] = json!({ "roles": [] });
+        }
+        self.dispatch("MESSAGE_CREATE", d);
+        id
+    }
+
+    /// Pushes an `INTERACTION_CREATE` of `kind` (2 command, 3 component)
+    /// by `user` in `channel` (a guild's when `guild` is given) with
+    /// `data`; its id.
+    pub fn interaction(
+        &self,
+        kind: u8,
+        channel: &str,
+        guild: Option<&str>,
+        user: &str,
+        data: Value,
+        message: Option<Value>,
+    ) -> String {
+        let (id, token) = self.shared.with(|s| {
+            let id = s.new_id();
+            let token = format!("tok-{id}");
+            s.interactions.insert(id.clone(), (token.clone(), false));
+            (id, token)
+        });
+        let who = json!({ "id": user, "username": format!("user{user}") });
+        let mut d = json!({
+            "id": id, "application_id": APP_ID, "type": kind, "token": token, "version": 1,
+            "channel_id": channel, "data": data,
+        });
+        match guild {
+            Some(g) => {
+                d["guild_id"] = json!(g);
+                d["member"] = json!({ "user": who, "roles": [], "permissions": "0" });
+            }
+            None => d["user"] = who,
+        }
+        if let Some(m) = message {
+            d["message"] = m;
+        }
+        self.dispatch("INTERACTION_CREATE", d);
+        id
+    }
+
+    /// Sends a raw text frame on the live connection (a malformed payload).
+    pub fn send_raw(&self, text: &str) {
+        self.shared.with(|s| {
+            if let Some(tx) = &s.live {
+                let _ = tx.send(Ctl::Send(text.to_owned()));
+            }
+        });
+    }
+
+    /// Drops the live connection without a close frame.
+    pub fn drop_connection(&self) {
+        self.shared.with(|s| {
+            if let Some(tx) = s.live.take() {
+                let _ = tx.send(Ctl::Drop);
+            }
+        });
+    }
+
+    /// Answers the next `n` message posts with 429 and `retry_after` secs.
+    pub fn rate_limit_messages(&self, n: usize, retry_after: f64) {
+        self.shared
+            .with(|s| s.rate_limits.extend(std::iter::repeat_n(retry_after, n)));
+    }
+
+    /// Waits until `cond` holds on the state.
+    async fn wait_for<T>(&self, what: &str, cond: impl Fn(&Inner) -> Option<T>) -> T {
+        let mut rx = self.shared.changed.subscribe();
+        let wait = async {
+            loop {
+                if let Some(v) = cond(&self.shared.lock()) {
+                    return v;
+                }
+                if rx.changed().await.is_err() {
+                    panic!("fake Discord stopped");
+                }
+            }
+        };
+        match tokio::time::timeout(WAIT, wait).await {
+            Ok(v) => v,
+            Err(_) => panic!(
+                "fake Discord: timed out waiting for {what}; violations: {:?}",
+                self.violations()
+            ),
+        }
+    }
+
+    /// Waits until the bot has identified `n` times and is connected.
+    pub async fn wait_ready(&self, n: u32) {
+        self.wait_for("READY", |s| {
+            (s.identifies >= n && s.live.is_some()).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits for the `n`th RESUME; the (session id, sequence) it sent.
+    pub async fn wait_resumed(&self, n: usize) -> (String, u64) {
+        self.wait_for("RESUME", |s| {
+            (s.live.is_some())
+                .then(|| s.resumes.get(n - 1).cloned())
+                .flatten()
+        })
+        .await
+    }
+
+    /// Waits until at least `n` messages were created; all of them.
+    pub async fn wait_messages(&self, n: usize) -> Vec<SentMessage> {
+        self.wait_for("messages", |s| {
+            (s.messages.len() >= n).then(|| s.messages.clone())
+        })
+        .await
+    }
+
+    /// Waits until at least `n` interaction callbacks were received.
+    pub async fn wait_callbacks(&self, n: usize) -> Vec<(String, Value)> {
+        self.wait_for("interaction callbacks", |s| {
+            (s.callbacks.len() >= n).then(|| s.callbacks.clone())
+        })
+        .await
+    }
+
+    /// Waits until the commands were registered; their definitions.
+    pub async fn wait_commands(&self) -> Value {
+        self.wait_for("command registration", |s| s.commands.clone())
+            .await
+    }
+
+    /// Messages created so far.
+    pub fn messages(&self) -> Vec<SentMessage> {
+        self.shared.lock().messages.clone()
+    }
+
+    /// POSTs to channel messages so far, answered with 429 or not.
+    pub fn message_posts(&self) -> u32 {
+        self.shared.lock().message_posts
+    }
+
+    /// Edits of `@original` interaction responses: (token, body).
+    pub fn original_edits(&self) -> Vec<(String, Value)> {
+        self.shared.lock().original_edits.clone()
+    }
+
+    /// Typing indicators triggered.
+    pub fn typing(&self) -> u32 {
+        self.shared.lock().typing
+    }
+
+    /// IDENTIFYs received.
+    pub fn identifies(&self) -> u32 {
+        self.shared.lock().identifies
+    }
+
+    /// Broken expectations, one sentence each.
+    pub fn violations(&self) -> Vec<String> {
+        self.shared.lock().violations.clone()
+    }
+}
