@@ -84,8 +84,9 @@ impl Auth {
                     .map(Caller::Token),
                 None => None,
             },
-            None => (self.loopback && !self.runtime.api_tokens_exist().await?)
-                .then_some(Caller::Local),
+            None => {
+                (self.loopback && !self.runtime.api_tokens_exist().await?).then_some(Caller::Local)
+            }
         };
         caller.ok_or_else(|| {
             metrics::counter!("hearth_auth_failures_total").increment(1);
