@@ -243,6 +243,10 @@ pub enum McpCommand {
         /// A tool to call after listing (repeatable).
         #[arg(long)]
         call: Vec<String>,
+        /// Also call every listed tool, with a plain value for each required
+        /// argument (what the conformance suite's client scenarios ask).
+        #[arg(long)]
+        call_all: bool,
         /// Arguments for each --call, a JSON object.
         #[arg(long, default_value = "{}")]
         args: String,

@@ -18,9 +18,13 @@ pub fn fake_mcp_bin() -> PathBuf {
         let bin = dir.join("fake-mcp");
         if !bin.exists() {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "--quiet", "-p", "hearth-testkit", "--bin", "fake-mcp"])
-                .status();
+            let mut build = std::process::Command::new(cargo);
+            build.args(["build", "--quiet", "-p", "hearth-testkit", "--bin", "fake-mcp"]);
+            // Benchmarks run from the release directory.
+            if dir.ends_with("release") {
+                build.arg("--release");
+            }
+            let status = build.status();
             assert!(
                 matches!(status, Ok(s) if s.success()) && bin.exists(),
                 "fake-mcp is not at {} and could not be built: run cargo build -p hearth-testkit --bin fake-mcp",

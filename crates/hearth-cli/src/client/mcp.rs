@@ -43,7 +43,12 @@ pub async fn run(g: &Global, command: McpCommand) -> Result<(), Exit> {
     match command {
         McpCommand::List => list(g).await,
         McpCommand::Call { server, tool, args } => call(g, &server, &tool, &args).await,
-        McpCommand::Probe { url, call, args } => probe(g, &url, call, &args).await,
+        McpCommand::Probe {
+            url,
+            call,
+            call_all,
+            args,
+        } => probe(g, &url, call, call_all, &args).await,
         McpCommand::Serve => Err(anyhow::anyhow!(
             "internal: `mcp serve` reached the MCP client; please report this"
         )
@@ -121,7 +126,32 @@ struct Listed {
     description: Option<String>,
 }
 
-async fn probe(g: &Global, url: &str, calls: Vec<String>, args: &str) -> Result<(), Exit> {
+/// Arguments that satisfy `schema`'s required properties with a plain
+/// value of each one's type (for `--call-all`, which only exercises the
+/// protocol).
+fn example_arguments(schema: &Value) -> Map<String, Value> {
+    let mut args = Map::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else { continue };
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("number" | "integer") => json!(1),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("hearth"),
+        };
+        args.insert(name.to_owned(), value);
+    }
+    args
+}
+
+async fn probe(
+    g: &Global,
+    url: &str,
+    calls: Vec<String>,
+    call_all: bool,
+    args: &str,
+) -> Result<(), Exit> {
     let http = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()
@@ -144,10 +174,21 @@ async fn probe(g: &Global, url: &str, calls: Vec<String>, args: &str) -> Result<
         .filter_map(|t| serde_json::from_value(t.clone()).ok())
         .collect();
     let mut results = Vec::new();
+    let mut plan: Vec<(String, Map<String, Value>)> = Vec::new();
     for name in &calls {
+        plan.push((name.clone(), arguments(args)?));
+    }
+    if call_all {
+        for t in &tools {
+            if let Some(name) = t.get("name").and_then(Value::as_str) {
+                plan.push((name.to_owned(), example_arguments(&t["inputSchema"])));
+            }
+        }
+    }
+    for (name, arguments) in plan {
         let result = conn
             .client
-            .call_tool(name, arguments(args)?)
+            .call_tool(&name, arguments)
             .await
             .map_err(|e| anyhow::anyhow!("calling {name}: {e}"))?;
         results.push(json!({ "tool": name, "result": result }));

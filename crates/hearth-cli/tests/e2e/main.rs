@@ -14,6 +14,7 @@ mod home_lock;
 mod http;
 mod incognito;
 mod mcp_server;
+mod mcp_client;
 mod memory;
 mod openai;
 mod ordering;
