@@ -91,7 +91,50 @@ pub fn build(
         );
     }
     if ch.slack.enabled {
-        tracing::error!("[channels.slack] is enabled, but the Slack channel is not built yet");
+        #[cfg(feature = "slack")]
+        {
+            let s = &ch.slack;
+            let bot_token = sources.token(
+                "slack",
+                "bot token",
+                s.bot_token_env.as_deref(),
+                s.bot_token_secret.as_deref(),
+            );
+            // Only Socket Mode needs the app-level token.
+            let app_token = match s.mode {
+                hearth_config::SlackMode::Socket => sources.token(
+                    "slack",
+                    "app-level token",
+                    s.app_token_env.as_deref(),
+                    s.app_token_secret.as_deref(),
+                ),
+                hearth_config::SlackMode::Http => Err(hearth_channels::ChannelError::NoToken {
+                    channel: "slack",
+                    detail: "HTTP mode uses no app-level token".into(),
+                }),
+            };
+            let signing_secret = s
+                .signing_secret_env
+                .as_deref()
+                .and_then(|var| env.get(var))
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| v.trim().to_owned());
+            let slack = hearth_channels::slack::Slack::new(
+                s.clone(),
+                bot_token,
+                app_token,
+                signing_secret,
+                client.clone(),
+                runtime.clone(),
+                store.clone(),
+            );
+            let access = slack.access();
+            enabled.push((slack, access));
+        }
+        #[cfg(not(feature = "slack"))]
+        tracing::error!(
+            "[channels.slack] is enabled, but this hearth was built without the `slack` feature"
+        );
     }
     let _ = (client, runtime, &sources);
     Channels::new(store.clone(), enabled, ch.outbox_max_age())

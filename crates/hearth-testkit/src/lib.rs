@@ -12,6 +12,7 @@ pub mod fake_gemini;
 pub mod fake_mcp;
 mod fake_openai;
 pub mod fake_responses;
+pub mod fake_slack;
 pub mod fake_telegram;
 mod reply;
 mod reset;

@@ -23,6 +23,7 @@ mod permissions;
 mod providers;
 mod secrets;
 mod skills;
+mod slack;
 mod telegram;
 mod tools;
 mod usage;

@@ -1,0 +1,139 @@
+//! Button presses (`block_actions`): Approve/Deny of a confirmation, which
+//! only the asking user may answer (the runtime checks; anyone else gets an
+//! ephemeral notice), and the model and thinking pickers.
+
+use std::sync::Arc;
+
+use hearth_core::{ThinkingLevel, now_ms};
+use hearth_runtime::RuntimeError;
+use serde_json::{Value, json};
+use tracing::warn;
+
+use super::commands::{
+    MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, model_ids, picker, respond, thinking_picker,
+};
+use super::deliver::{APPROVE, DENY, blocks};
+use super::types::Interaction;
+use super::{Slack, user_key};
+use crate::error::ChannelError;
+
+/// Handles one interaction payload. Errors are the ones that must not be
+/// acknowledged; the answers to the user are sent in the background.
+pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), ChannelError> {
+    let ix: Interaction = match serde_json::from_value(body) {
+        Ok(ix) => ix,
+        Err(e) => {
+            warn!(channel = "slack", error = %e, "skipping a malformed interaction");
+            return Ok(());
+        }
+    };
+    let Some(action) = ix.actions.first() else {
+        return Ok(());
+    };
+    if ix.kind != "block_actions" {
+        return Ok(());
+    }
+    if let Some(trigger) = &ix.trigger_id
+        && !slack
+            .store
+            .first_sight("slack", &format!("action:{trigger}"), now_ms())
+            .await?
+    {
+        return Ok(());
+    }
+    let value = action.value.clone().unwrap_or_default();
+    let channel = ix
+        .channel
+        .as_ref()
+        .map(|c| c.id.clone())
+        .unwrap_or_default();
+    let id = action.action_id.as_str();
+    if id == APPROVE || id == DENY {
+        return confirm(slack, &ix, &channel, &value, id == APPROVE).await;
+    }
+    let Some(url) = ix.response_url.clone() else {
+        return Ok(());
+    };
+    if !may_use(slack, &ix.user.id).await? {
+        respond(
+            slack,
+            url,
+            json!({ "response_type": "ephemeral", "replace_original": false, "text": "You cannot change this assistant's settings." }),
+        );
+        return Ok(());
+    }
+    let Some(thread) = dm_thread(&channel) else {
+        return Ok(());
+    };
+    let reply = if id.starts_with(MODEL_ACTION) {
+        if model_ids(slack).contains(&value) {
+            slack.runtime.set_model(&thread, &value).await?;
+            picker(slack, &thread, "Choose the model:").await?
+        } else {
+            // A stale picker: show the current list.
+            picker(slack, &thread, "The list changed; choose again:").await?
+        }
+    } else if id.starts_with(THINKING_ACTION) {
+        if let Some(level) = ThinkingLevel::parse(&value) {
+            slack.runtime.set_thinking(&thread, level).await?;
+        }
+        thinking_picker(slack, &thread).await?
+    } else {
+        json!({ "response_type": "ephemeral", "replace_original": false, "text": "This button is no longer active." })
+    };
+    respond(slack, url, reply);
+    Ok(())
+}
+
+async fn confirm(
+    slack: &Arc<Slack>,
+    ix: &Interaction,
+    channel: &str,
+    token: &str,
+    approve: bool,
+) -> Result<(), ChannelError> {
+    let presser = &ix.user.id;
+    let outcome = match slack
+        .runtime
+        .resolve_confirmation(token, &user_key(presser), approve)
+        .await
+    {
+        Ok(_) => format!(
+            "*{}* by <@{presser}>.",
+            if approve { "Approved" } else { "Denied" }
+        ),
+        Err(RuntimeError::Forbidden(_)) => {
+            let mut body = json!({
+                "channel": channel,
+                "user": presser,
+                "text": "Only the person who asked can answer this.",
+            });
+            if let Some(ts) = ix.message.as_ref().and_then(|m| m.thread_ts.clone()) {
+                body["thread_ts"] = json!(ts);
+            }
+            call_later(slack, "chat.postEphemeral", body);
+            return Ok(());
+        }
+        Err(RuntimeError::ConfirmationNotFound) => "No longer pending.".to_owned(),
+        Err(e) => return Err(e.into()),
+    };
+    // The prompt loses its buttons and says how it was answered.
+    if let Some(msg) = &ix.message {
+        let text = format!("{}\n\n{outcome}", msg.text.clone().unwrap_or_default());
+        let text: String = text.chars().take(super::mrkdwn::MAX_SECTION).collect();
+        let body = json!({ "channel": channel, "ts": msg.ts, "text": text, "blocks": blocks(&text, None) });
+        call_later(slack, "chat.update", body);
+    }
+    Ok(())
+}
+
+/// Calls `method` in the background (answers to a press are best effort).
+fn call_later(slack: &Arc<Slack>, method: &'static str, body: Value) {
+    let slack = slack.clone();
+    tokio::spawn(async move {
+        let Ok(api) = &slack.api else { return };
+        if let Err(e) = api.call::<Value>(method, &body).await {
+            warn!(channel = "slack", method, error = %e, "could not answer a button press");
+        }
+    });
+}

@@ -1,0 +1,280 @@
+//! Slack: Socket Mode (or the Events API over HTTP), direct messages with
+//! pairing for strangers, channel mentions answered in a thread (and thread
+//! replies continuing it without a mention), the `/hearth` slash command,
+//! Approve/Deny buttons, a progress message, and delivery of the outbox as
+//! escaped mrkdwn within Slack's limits.
+//!
+//! Thread keys: a DM is `slack:channel:<D…>`, a mention in a channel
+//! `slack:thread:<C…>:<root ts>`. The outbox target is the conversation id
+//! for a DM and `<C…>:<root ts>` for a thread, so replies land in the thread
+//! and stay in order per thread.
+
+pub mod api;
+mod commands;
+mod deliver;
+mod http;
+mod inbound;
+mod interactive;
+pub mod mrkdwn;
+mod socket;
+pub mod types;
+
+pub use self::http::{PATH as EVENTS_PATH, sign};
+
+use std::sync::{Arc, OnceLock};
+
+use hearth_config::{SlackConfig, SlackMode};
+use hearth_runtime::Runtime;
+use hearth_store::{OutboxItem, Store};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use self::api::Api;
+use crate::access::Access;
+use crate::channel::{Channel, Undelivered};
+use crate::error::{ChannelError, DeliveryError};
+use crate::health::Health;
+use crate::payload::Payload;
+use crate::progress::Progress;
+
+const DM_PREFIX: &str = "slack:channel:";
+const THREAD_PREFIX: &str = "slack:thread:";
+
+/// The thread of a direct-message conversation.
+pub fn dm_thread_key(channel: &str) -> String {
+    format!("{DM_PREFIX}{channel}")
+}
+
+/// The thread of a Slack thread in a channel, by its root message.
+pub fn thread_key(channel: &str, root_ts: &str) -> String {
+    format!("{THREAD_PREFIX}{channel}:{root_ts}")
+}
+
+/// The user key of a Slack user.
+pub fn user_key(user: &str) -> String {
+    format!("slack:user:{user}")
+}
+
+/// An outbox target: the conversation, and the thread's root when the
+/// reply belongs in a thread.
+pub(crate) fn split_target(target: &str) -> (&str, Option<&str>) {
+    match target.split_once(':') {
+        Some((channel, ts)) => (channel, Some(ts)),
+        None => (target, None),
+    }
+}
+
+/// True for ids Slack gives conversations and users (`C0123ABC`): only
+/// these are put into keys and targets.
+fn is_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// True for message timestamps (`1700000000.000100`).
+fn is_ts(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+}
+
+/// The outbox target of a Slack thread key.
+fn target_for(thread_key: &str) -> Option<String> {
+    if let Some(id) = thread_key.strip_prefix(DM_PREFIX) {
+        return is_id(id).then(|| id.to_owned());
+    }
+    let rest = thread_key.strip_prefix(THREAD_PREFIX)?;
+    let (channel, ts) = rest.split_once(':')?;
+    (is_id(channel) && is_ts(ts)).then(|| format!("{channel}:{ts}"))
+}
+
+/// Who the bot is, from `auth.test`.
+#[derive(Debug, Clone)]
+struct Identity {
+    user_id: String,
+}
+
+/// The Slack channel.
+pub struct Slack {
+    config: SlackConfig,
+    /// `Err` when the bot token could not be read: the channel stays degraded.
+    api: Result<Api, String>,
+    /// The app-level token (Socket Mode), or why it is missing.
+    app_token: Result<String, String>,
+    /// The signing secret (HTTP mode).
+    signing_secret: Option<String>,
+    runtime: Runtime,
+    store: Arc<dyn Store>,
+    access: Access,
+    health: Health,
+    progress: Arc<Progress>,
+    me: OnceLock<Identity>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl Slack {
+    /// The channel for `config`, with its tokens (or why they are missing)
+    /// and the signing secret in HTTP mode.
+    pub fn new(
+        config: SlackConfig,
+        bot_token: Result<String, ChannelError>,
+        app_token: Result<String, ChannelError>,
+        signing_secret: Option<String>,
+        client: reqwest::Client,
+        runtime: Runtime,
+        store: Arc<dyn Store>,
+    ) -> Arc<Self> {
+        let access = Access::new(
+            "slack",
+            config.allowed_users.iter().map(|id| user_key(id)),
+            config.open_dms,
+            store.clone(),
+        );
+        let api = bot_token
+            .map(|t| Api::new(client, &config.api_base, t))
+            .map_err(|e| e.to_string());
+        Arc::new(Self {
+            config,
+            api,
+            app_token: app_token.map_err(|e| e.to_string()),
+            signing_secret,
+            runtime,
+            store,
+            access,
+            health: Health::default(),
+            progress: Arc::new(Progress::default()),
+            me: OnceLock::new(),
+            wake: Arc::new(tokio::sync::Notify::new()),
+        })
+    }
+
+    /// The access rules (for the hub).
+    pub fn access(&self) -> Access {
+        self.access.clone()
+    }
+
+    /// Queues a reply outside a run (notices) and wakes the sender.
+    async fn notify(&self, target: &str, payload: Payload) -> Result<(), ChannelError> {
+        let item = hearth_store::NewOutboxItem {
+            channel: "slack".into(),
+            target: target.to_owned(),
+            kind: hearth_store::OutboxKind::Message,
+            run_id: None,
+            payload: payload.to_json(),
+        };
+        self.store
+            .enqueue_outbox(vec![item], hearth_core::now_ms())
+            .await?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    fn api(&self) -> Result<&Api, DeliveryError> {
+        self.api
+            .as_ref()
+            .map_err(|e| DeliveryError::Transient(e.clone()))
+    }
+
+    /// Learns the bot's user id (`auth.test`); true once known.
+    async fn identify(&self) -> Result<(), ChannelError> {
+        if self.me.get().is_some() {
+            return Ok(());
+        }
+        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
+            channel: "slack",
+            detail: e.clone(),
+        })?;
+        let me: types::AuthTest =
+            api.call("auth.test", &json!({}))
+                .await
+                .map_err(|e| ChannelError::Platform {
+                    channel: "slack",
+                    method: "auth.test".into(),
+                    detail: e.to_string(),
+                })?;
+        tracing::info!(channel = "slack", bot_user = %me.user_id, team = ?me.team, "Slack bot identified");
+        let _ = self.me.set(Identity {
+            user_id: me.user_id,
+        });
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Channel for Slack {
+    fn name(&self) -> &'static str {
+        "slack"
+    }
+
+    fn target_of(&self, thread_key: &str) -> Option<String> {
+        target_for(thread_key)
+    }
+
+    fn health(&self) -> &Health {
+        &self.health
+    }
+
+    fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
+    }
+
+    async fn run(self: Arc<Self>, stop: CancellationToken) {
+        match self.config.mode {
+            SlackMode::Socket => socket::run(self, stop).await,
+            SlackMode::Http => http::run(self, stop).await,
+        }
+    }
+
+    async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
+        deliver::deliver(self, item, payload).await
+    }
+
+    fn take_progress(&self, run_id: &str) -> Option<String> {
+        self.progress.take(run_id)
+    }
+
+    async fn check(&self) -> Result<String, ChannelError> {
+        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
+            channel: "slack",
+            detail: e.clone(),
+        })?;
+        let me: types::AuthTest =
+            api.call("auth.test", &json!({}))
+                .await
+                .map_err(|e| ChannelError::Platform {
+                    channel: "slack",
+                    method: "auth.test".into(),
+                    detail: e.to_string(),
+                })?;
+        Ok(format!(
+            "token accepted: bot {} ({}) in {}",
+            me.user.unwrap_or_default(),
+            me.user_id,
+            me.team.or(me.team_id).unwrap_or_default()
+        ))
+    }
+
+    fn push_routes(self: Arc<Self>) -> Option<axum::Router> {
+        (self.config.mode == SlackMode::Http).then(|| http::routes(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_come_from_thread_keys() {
+        assert_eq!(split_target("D123"), ("D123", None));
+        assert_eq!(split_target("C1:1700.01"), ("C1", Some("1700.01")));
+        assert!(is_id("C0123ABC") && !is_id("C1:2") && !is_id(""));
+        assert!(is_ts("1700000000.000100") && !is_ts("17a"));
+        assert_eq!(dm_thread_key("D1"), "slack:channel:D1");
+        assert_eq!(thread_key("C1", "17.5"), "slack:thread:C1:17.5");
+        assert_eq!(user_key("U9"), "slack:user:U9");
+        assert_eq!(target_for("slack:channel:D1").as_deref(), Some("D1"));
+        assert_eq!(
+            target_for("slack:thread:C1:17.5").as_deref(),
+            Some("C1:17.5")
+        );
+        assert_eq!(target_for("slack:thread:C1:x"), None);
+        assert_eq!(target_for("telegram:chat:1"), None);
+    }
+}

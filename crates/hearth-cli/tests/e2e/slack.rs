@@ -1,0 +1,448 @@
+//! Slack end to end: the real binary on the fake Slack (Web API and Socket
+//! Mode, or the Events API over HTTP), answering with the fake provider.
+//! Every request hearth sends is checked by the fake (`violations()`).
+
+use std::time::{Duration, Instant};
+
+use hearth_testkit::fake_slack::{APP_TOKEN, BOT_TOKEN, BOT_USER, FakeSlack, event_callback};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use serde_json::{Value, json};
+
+use crate::harness::{Hearth, fake_config, user_texts};
+
+const ALICE: &str = "UALICE";
+const BOB: &str = "UBOB";
+const DM: &str = "DALICE";
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    fake: FakeOpenAi,
+    slack: FakeSlack,
+    hearth: Hearth,
+}
+
+async fn setup(extra: &str, env: &[(&str, &str)]) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let slack = FakeSlack::start().await.unwrap();
+    let config = format!(
+        "{}\n[channels.slack]\nenabled = true\napi_base = \"{}\"\nallowed_users = [\"{ALICE}\"]\n{extra}",
+        fake_config(&fake.base_url()),
+        slack.api_base()
+    );
+    let mut vars = vec![
+        ("SLACK_BOT_TOKEN", BOT_TOKEN),
+        ("SLACK_APP_TOKEN", APP_TOKEN),
+    ];
+    vars.extend_from_slice(env);
+    let hearth = Hearth::start_with(&dir.path().join("home"), Some(&config), &vars).await;
+    Setup {
+        _dir: dir,
+        fake,
+        slack,
+        hearth,
+    }
+}
+
+/// A Socket Mode setup, connected.
+async fn socket() -> Setup {
+    let s = setup("", &[]).await;
+    s.slack.wait_connected(1, WAIT).await;
+    s
+}
+
+fn dm(user: &str, ts: &str, text: &str) -> Value {
+    json!({ "type": "message", "channel": DM, "channel_type": "im", "user": user, "text": text, "ts": ts, "event_ts": ts })
+}
+
+fn mention(user: &str, channel: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
+    let mut e = json!({ "type": "app_mention", "channel": channel, "user": user, "text": format!("<@{BOT_USER}> {text}"), "ts": ts, "event_ts": ts });
+    if let Some(t) = thread_ts {
+        e["thread_ts"] = json!(t);
+    }
+    e
+}
+
+/// The bot's messages (not deleted) whose text contains `want`.
+fn posted_with(slack: &FakeSlack, want: &str) -> Vec<hearth_testkit::fake_slack::Posted> {
+    slack
+        .messages()
+        .into_iter()
+        .filter(|m| !m.deleted && m.text.contains(want))
+        .collect()
+}
+
+fn no_violations(slack: &FakeSlack) {
+    assert_eq!(slack.violations(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_dm_is_answered_once_even_when_redelivered_and_bot_messages_are_ignored() {
+    let s = socket().await;
+    let env = s.slack.push_event(
+        "Ev1",
+        dm(
+            ALICE,
+            "1700000000.000100",
+            &format!("<@{BOT_USER}> is 1 &lt; 2 &amp;&amp; <#C9|general> ok?"),
+        ),
+    );
+    s.slack.wait_acked(&env, WAIT).await;
+    let answer = s.slack.wait_posted("echo: is 1", WAIT).await;
+    assert_eq!(answer.channel, DM);
+    assert_eq!(
+        answer.thread_ts, None,
+        "DMs are answered in the conversation"
+    );
+    // Decoded for the model, escaped again on the way out.
+    assert_eq!(
+        user_texts(&s.fake.requests()[0]),
+        vec!["is 1 < 2 && #general ok?"]
+    );
+    assert_eq!(answer.text, "echo: is 1 &lt; 2 &amp;&amp; #general ok?");
+
+    // The same event again (Slack's retry), and a bot's message: no run.
+    let again = s.slack.push_event(
+        "Ev1",
+        dm(
+            ALICE,
+            "1700000000.000100",
+            &format!("<@{BOT_USER}> is 1 &lt; 2 &amp;&amp; <#C9|general> ok?"),
+        ),
+    );
+    let mut bot = dm("UOTHERBOT", "1700000000.000200", "I am a bot");
+    bot["bot_id"] = json!("BOTHER");
+    let bot_env = s.slack.push_event("Ev2", bot);
+    let mut edit = dm(ALICE, "1700000000.000300", "edited");
+    edit["subtype"] = json!("message_changed");
+    let edit_env = s.slack.push_event("Ev3", edit);
+    for e in [&again, &bot_env, &edit_env] {
+        s.slack.wait_acked(e, WAIT).await;
+    }
+    // A later message is answered; by then any second run would have shown.
+    let next = s
+        .slack
+        .push_event("Ev4", dm(ALICE, "1700000000.000400", "second"));
+    s.slack.wait_acked(&next, WAIT).await;
+    s.slack.wait_posted("echo: second", WAIT).await;
+    assert_eq!(s.fake.request_count(), 2, "one run per event");
+    assert_eq!(
+        posted_with(&s.slack, "echo: is 1").len(),
+        1,
+        "answered once"
+    );
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn a_mention_is_answered_in_its_thread_and_replies_continue_without_a_mention() {
+    let s = socket().await;
+    let root = "1700000000.000100";
+    s.slack
+        .push_event("Ev10", mention(BOB, "CGENERAL", root, None, "what is up?"));
+    let first = s.slack.wait_posted("echo: what is up?", WAIT).await;
+    assert_eq!(
+        (first.channel.as_str(), first.thread_ts.as_deref()),
+        ("CGENERAL", Some(root))
+    );
+
+    // A reply in that thread, without a mention, continues the conversation;
+    // a message elsewhere in the channel is not for hearth.
+    let unrelated = s.slack.push_event(
+        "Ev11",
+        json!({ "type": "message", "channel": "CGENERAL", "channel_type": "channel", "user": BOB, "text": "lunch?", "ts": "1700000000.000150" }),
+    );
+    s.slack.wait_acked(&unrelated, WAIT).await;
+    s.slack.push_event(
+        "Ev12",
+        json!({ "type": "message", "channel": "CGENERAL", "channel_type": "channel", "user": BOB, "text": "and then?", "ts": "1700000000.000200", "thread_ts": root }),
+    );
+    let second = s.slack.wait_posted("echo: and then?", WAIT).await;
+    assert_eq!(second.thread_ts.as_deref(), Some(root));
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 2, "the unrelated message made no run");
+    assert_eq!(
+        user_texts(&reqs[1]),
+        vec!["what is up?", "and then?"],
+        "one conversation"
+    );
+
+    // In a thread hearth never answered, a reply without a mention is ignored.
+    let other = s.slack.push_event(
+        "Ev13",
+        json!({ "type": "message", "channel": "CGENERAL", "channel_type": "channel", "user": BOB, "text": "hm", "ts": "1700000000.000300", "thread_ts": "1700000000.000150" }),
+    );
+    s.slack.wait_acked(&other, WAIT).await;
+    s.slack
+        .push_event("Ev14", dm(ALICE, "1700000000.000400", "ping"));
+    s.slack.wait_posted("echo: ping", WAIT).await;
+    assert_eq!(s.fake.request_count(), 3);
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn a_rate_limited_answer_waits_for_retry_after_and_arrives_once() {
+    let s = socket().await;
+    s.slack.rate_limit("chat.postMessage", 2);
+    let t0 = Instant::now();
+    s.slack
+        .push_event("Ev20", dm(ALICE, "1700000000.000100", "slowly"));
+    let calls = s.slack.wait_calls("chat.postMessage", 2, WAIT).await;
+    assert!(
+        t0.elapsed() >= Duration::from_secs(2),
+        "Retry-After honoured: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(calls[0], calls[1], "the same message, sent again");
+    s.slack.wait_posted("echo: slowly", WAIT).await;
+    assert_eq!(posted_with(&s.slack, "echo: slowly").len(), 1);
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn malformed_envelopes_are_logged_and_skipped_and_reconnects_lose_nothing() {
+    let s = socket().await;
+    s.slack.send_raw("{not json");
+    let bad = s.slack.push_envelope(
+        "events_api",
+        json!({ "type": "event_callback", "event": 42 }),
+    );
+    s.slack.wait_acked(&bad, WAIT).await;
+
+    // Slack asks for a new connection; then the connection drops and an
+    // event arrives meanwhile: it is delivered on the next connection.
+    s.slack.disconnect();
+    s.slack.wait_connected(2, WAIT).await;
+    s.slack.drop_connection();
+    let env = s
+        .slack
+        .push_event("Ev30", dm(ALICE, "1700000000.000100", "still there?"));
+    s.slack.wait_connected(3, WAIT).await;
+    s.slack.wait_acked(&env, WAIT).await;
+    s.slack.wait_posted("echo: still there?", WAIT).await;
+    assert_eq!(s.fake.request_count(), 1);
+    let log = std::fs::read_to_string(s.hearth.home.join("serve.log")).unwrap();
+    assert!(log.contains("malformed"), "{log}");
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn strangers_in_dms_are_offered_pairing_and_get_no_model_call() {
+    let s = socket().await;
+    let env = s
+        .slack
+        .push_event("Ev40", dm(BOB, "1700000000.000100", "hi"));
+    s.slack.wait_acked(&env, WAIT).await;
+    let notice = s.slack.wait_posted("pairing code", WAIT).await;
+    assert_eq!(notice.channel, DM);
+    assert_eq!(s.fake.request_count(), 0);
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn the_hearth_command_answers_through_the_response_url() {
+    let s = socket().await;
+    let cmd = |text: &str, id: &str| {
+        json!({ "command": "/hearth", "text": text, "user_id": ALICE, "channel_id": DM, "team_id": "TFAKE",
+                "response_url": s.slack.response_url(id), "trigger_id": format!("trig-{id}") })
+    };
+    s.slack.push_envelope("slash_commands", cmd("help", "1"));
+    s.slack.push_envelope("slash_commands", cmd("model", "2"));
+    let replies = s.slack.wait_calls("response_url", 2, WAIT).await;
+    let by_id = |id: &str| {
+        replies
+            .iter()
+            .find(|r| r["response_url_id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert!(by_id("1")["text"].as_str().unwrap().contains("/hearth new"));
+    let picker = by_id("2");
+    let other = picker["blocks"][1]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["value"].as_str().unwrap().ends_with("other-model"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no other-model button: {picker}"));
+
+    // Pressing a model button sets it for the DM's conversation.
+    s.slack.push_envelope(
+        "interactive",
+        json!({ "type": "block_actions", "user": { "id": ALICE }, "channel": { "id": DM },
+                "actions": [{ "action_id": other["action_id"], "value": other["value"], "type": "button" }],
+                "response_url": s.slack.response_url("3"), "trigger_id": "trig-3" }),
+    );
+    let replies = s.slack.wait_calls("response_url", 3, WAIT).await;
+    let now = replies[2]["text"].as_str().unwrap();
+    assert!(
+        now.contains("Now: ") && now.ends_with("other-model"),
+        "{now}"
+    );
+    s.slack
+        .push_event("Ev50", dm(ALICE, "1700000000.000100", "which model?"));
+    s.slack.wait_posted("echo: which model?", WAIT).await;
+    assert_eq!(s.fake.requests()[0]["model"], "other-model");
+    assert_eq!(s.fake.request_count(), 1, "commands are not model calls");
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn confirmation_buttons_count_only_for_the_asking_user() {
+    let s = socket().await;
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "m1",
+        "memory_save",
+        json!({ "text": "alice likes tea" }).to_string(),
+    )]));
+    s.fake.push(Reply::text("saved"));
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    let root = "1700000000.000100";
+    s.slack.push_event(
+        "Ev60",
+        mention(ALICE, "CTEAM", root, None, "remember I like tea"),
+    );
+    s.slack.wait_posted("saved", WAIT).await;
+    s.slack.push_event(
+        "Ev61",
+        mention(ALICE, "CTEAM", "1700000000.000200", Some(root), "forget it"),
+    );
+    let prompt = s.slack.wait_posted("Approve this action?", WAIT).await;
+    assert_eq!(prompt.thread_ts.as_deref(), Some(root));
+    let approve = prompt.blocks[1]["elements"][0].clone();
+    assert_eq!(approve["action_id"], "hearth_confirm_approve");
+    let press = |user: &str, trigger: &str| {
+        json!({ "type": "block_actions", "user": { "id": user }, "channel": { "id": "CTEAM" },
+                "message": { "ts": prompt.ts, "text": prompt.text, "thread_ts": root },
+                "actions": [{ "action_id": "hearth_confirm_approve", "value": approve["value"], "type": "button" }],
+                "response_url": s.slack.response_url(trigger), "trigger_id": trigger })
+    };
+    // Bob is told it is not his to answer; the run keeps waiting.
+    let bob = s.slack.push_envelope("interactive", press(BOB, "t-bob"));
+    s.slack.wait_acked(&bob, WAIT).await;
+    let notices = s.slack.wait_calls("chat.postEphemeral", 1, WAIT).await;
+    assert_eq!(notices[0]["user"], BOB);
+    assert_eq!(notices[0]["thread_ts"], root);
+    let (_, runs) = s
+        .hearth
+        .get(&format!(
+            "/v1/runs?thread_key=slack:thread:CTEAM:{root}&status=awaiting_confirmation"
+        ))
+        .await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
+    // Alice's press approves it.
+    s.slack
+        .push_envelope("interactive", press(ALICE, "t-alice"));
+    s.slack.wait_posted("forgotten", WAIT).await;
+    s.slack.wait_posted("Approved", WAIT).await;
+    let settled = posted_with(&s.slack, "Approved").remove(0);
+    assert_eq!(
+        settled.ts, prompt.ts,
+        "the prompt itself says how it was answered"
+    );
+    assert_eq!(
+        settled.blocks.as_array().unwrap().len(),
+        1,
+        "and has no buttons left"
+    );
+    no_violations(&s.slack);
+}
+
+/// POSTs `body` to hearth's events route signed with `secret` at `ts`.
+async fn post_signed(
+    h: &Hearth,
+    secret: &str,
+    ts: i64,
+    body: &str,
+    content_type: &str,
+) -> (u16, String) {
+    let sig = hearth_channels::slack::sign(secret, &ts.to_string(), body.as_bytes());
+    let r = h
+        .http
+        .post(h.at(hearth_channels::slack::EVENTS_PATH))
+        .header("content-type", content_type)
+        .header("x-slack-request-timestamp", ts.to_string())
+        .header("x-slack-signature", sig)
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn http_mode_checks_signatures_and_answers_events() {
+    let secret = "8f742231b10e8888abcd99yyyzzz85a5";
+    let s = setup(
+        "mode = \"http\"\nsigning_secret_env = \"SLACK_SIGNING_SECRET\"\n",
+        &[("SLACK_SIGNING_SECRET", secret)],
+    )
+    .await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let json_type = "application/json";
+    let challenge = json!({ "token": "x", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification" }).to_string();
+    let (status, body) = post_signed(&s.hearth, secret, now, &challenge, json_type).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["challenge"],
+        "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+    );
+    assert_eq!(
+        post_signed(&s.hearth, "wrong secret", now, &challenge, json_type)
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        post_signed(&s.hearth, secret, now - 301, &challenge, json_type)
+            .await
+            .0,
+        401,
+        "stale"
+    );
+    let unsigned = s
+        .hearth
+        .http
+        .post(s.hearth.at("/channels/slack/events"))
+        .body(challenge.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status().as_u16(), 401);
+
+    let event = event_callback("EvH1", dm(ALICE, "1700000000.000100", "over http")).to_string();
+    assert_eq!(
+        post_signed(&s.hearth, secret, now, &event, json_type)
+            .await
+            .0,
+        200
+    );
+    // Slack's retry of the same event: taken, no second run.
+    assert_eq!(
+        post_signed(&s.hearth, secret, now, &event, json_type)
+            .await
+            .0,
+        200
+    );
+    s.slack.wait_posted("echo: over http", WAIT).await;
+    let later = event_callback("EvH2", dm(ALICE, "1700000000.000200", "again")).to_string();
+    assert_eq!(
+        post_signed(&s.hearth, secret, now, &later, json_type)
+            .await
+            .0,
+        200
+    );
+    s.slack.wait_posted("echo: again", WAIT).await;
+    assert_eq!(s.fake.request_count(), 2);
+    assert_eq!(s.slack.connections(), 0, "no Socket Mode in HTTP mode");
+    no_violations(&s.slack);
+}
