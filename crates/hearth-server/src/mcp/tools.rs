@@ -449,3 +449,91 @@ impl ServerHandler for HearthMcp {
         Ok(result.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hearth_core::{Confirmation, RunError, RunOutput};
+
+    use super::*;
+
+    fn envelope(status: RunStatus) -> RunEnvelope {
+        RunEnvelope {
+            run_id: "run_1".into(),
+            thread_key: "mcp:t".into(),
+            user_key: "mcp:user:local".into(),
+            status,
+            output: None,
+            error: None,
+            confirmation: None,
+            model: None,
+            created_at: "2026-01-01T00:00:00Z".into(),
+            updated_at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    fn text(r: &CallToolResult) -> String {
+        serde_json::to_value(&r.content).unwrap()[0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_run_becomes_its_answer_or_what_happened_with_the_envelope_beside() {
+        let mut ok = envelope(RunStatus::Succeeded);
+        ok.output = Some(RunOutput { text: "42".into() });
+        let r = run_result(&ok);
+        assert_eq!((text(&r).as_str(), r.is_error), ("42", Some(false)));
+        assert_eq!(
+            r.structured_content,
+            Some(serde_json::to_value(&ok).unwrap())
+        );
+
+        let mut failed = envelope(RunStatus::Failed);
+        failed.error = Some(RunError {
+            code: "provider_error".into(),
+            message: "down".into(),
+        });
+        let r = run_result(&failed);
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(text(&r), "run run_1 failed (provider_error): down");
+
+        let mut waiting = envelope(RunStatus::AwaitingConfirmation);
+        waiting.confirmation = Some(Confirmation {
+            token: Some("tok9".into()),
+            tool: "memory_forget".into(),
+            summary: "forget memory 3".into(),
+            expires_at: "2026-01-01T00:10:00Z".into(),
+        });
+        let r = run_result(&waiting);
+        assert_eq!(r.is_error, Some(false));
+        let t = text(&r);
+        assert!(
+            t.contains("`confirm tok9`") && t.contains("thread mcp:t"),
+            "{t}"
+        );
+
+        let r = run_result(&envelope(RunStatus::Cancelled));
+        assert_eq!(r.is_error, Some(true));
+        let r = run_result(&envelope(RunStatus::Queued));
+        assert!(text(&r).contains("get_run"), "{}", text(&r));
+    }
+
+    #[test]
+    fn callers_act_as_mcp_users() {
+        assert_eq!(user_key(&Caller::Token("laptop".into())), "mcp:user:laptop");
+        assert_eq!(user_key(&Caller::Local), "mcp:user:local");
+    }
+
+    #[test]
+    fn every_tool_schema_is_an_object_schema() {
+        for t in tool_list().iter() {
+            assert_eq!(
+                t.input_schema.get("type"),
+                Some(&json!("object")),
+                "{}",
+                t.name
+            );
+        }
+    }
+}
