@@ -147,6 +147,13 @@ impl Tool for SkillFile {
         Some(CAPABILITY)
     }
 
+    /// A skill's files are data it ships (references, templates, scripts,
+    /// often from a third party): shown as untrusted content, unlike its
+    /// SKILL.md, whose instructions the model is meant to follow.
+    fn untrusted(&self) -> bool {
+        true
+    }
+
     async fn call(&self, _ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
         let skill = offered(&self.skills, arg(&args, "skill")?)?;
         let rel = arg(&args, "path")?;

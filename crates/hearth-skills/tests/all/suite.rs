@@ -136,7 +136,12 @@ async fn a_skills_folder_end_to_end() {
         format!("See {}/forms.md first.\n", dir.display())
     );
     let v = call(&r, "skill_file", r#"{"skill":"pdf","path":"forms.md"}"#).await;
-    assert_eq!(v["content"], "Use pdftk.");
+    let wrapped = v["untrusted_content"].as_str().unwrap();
+    assert!(
+        wrapped.starts_with("<untrusted-content source=\"skill_file\""),
+        "{wrapped}"
+    );
+    assert!(wrapped.contains(r#""content":"Use pdftk.""#), "{wrapped}");
     let v = call(
         &r,
         "skill_file",
