@@ -539,3 +539,81 @@ async fn progress_edits_are_throttled_and_the_answer_replaces_them() {
     }));
     no_rejections(&s.tg);
 }
+
+#[tokio::test]
+async fn doctor_checks_the_store_the_provider_and_the_bot_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let fake = FakeOpenAi::start().await;
+    let tg = FakeTelegram::start(TOKEN).await;
+    std::fs::create_dir_all(&home).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    std::fs::write(home.join("hearth.toml"), config(&fake, &tg, "")).unwrap();
+    let doctor = |token: &'static str| {
+        let mut cmd = command(&home);
+        cmd.arg("doctor").env("TG_TOKEN", token);
+        cmd.output()
+    };
+    let out = doctor(TOKEN).await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "ok    config",
+        "ok    home",
+        "ok    store",
+        "ok    provider fake",
+        "ok    channel telegram: token accepted: bot @hearth_test_bot",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    let out = doctor("7000000001:wrong").await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("FAIL  channel telegram: token refused"),
+        "{text}"
+    );
+    assert!(!text.contains("wrong"), "the token was printed:\n{text}");
+}
+
+#[tokio::test]
+async fn formatting_refused_by_telegram_goes_out_plain() {
+    let s = setup("").await;
+    s.fake.push(Reply::text("**bold** answer"));
+    s.tg.fail_method(
+        "sendMessage",
+        1,
+        Failure::Error {
+            code: 400,
+            description:
+                "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0"
+                    .into(),
+        },
+    );
+    s.tg.push_update(s.tg.private_text(&User::new(ALICE), "format me"));
+    wait_text(&s.tg, ALICE, "**bold** answer").await;
+    let (texts, first) = s.tg.with_state(|st| {
+        let sends: Vec<_> = st
+            .requests()
+            .iter()
+            .filter(|r| r.method == "sendMessage")
+            .cloned()
+            .collect();
+        (texts(st, ALICE), sends)
+    });
+    assert_eq!(texts, vec!["**bold** answer"], "sent once, as plain text");
+    assert_eq!(first[0].body["parse_mode"], "HTML");
+    assert!(
+        first[1].body.get("parse_mode").is_none(),
+        "{:?}",
+        first[1].body
+    );
+    no_rejections(&s.tg);
+}
