@@ -2,6 +2,8 @@
 //! REST API, answering with the fake provider. The fake checks every
 //! request and frame hearth sends (`violations()`).
 
+use std::time::Duration;
+
 use hearth_testkit::fake_discord::{BOT_ID, FakeDiscord, SentMessage};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use serde_json::{Value, json};
@@ -317,5 +319,34 @@ async fn confirmation_buttons_count_only_for_the_asking_user() {
     assert_eq!(body["data"]["components"], json!([]));
     let msgs = s.dc.wait_messages(3).await;
     assert_eq!(msgs.last().unwrap().content, "forgotten");
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_slow_answer_shows_typing_and_a_progress_message_that_the_answer_replaces() {
+    let s = setup().await;
+    // Longer than the moment after which progress is shown.
+    s.fake
+        .push(Reply::text("done at last").with_delay(Duration::from_millis(2500)));
+    s.dc.message(DM, None, ALICE, false, "take your time");
+    let msgs = s.dc.wait_messages(2).await;
+    assert!(msgs[0].content.starts_with('⏳'), "{:?}", contents(&msgs));
+    assert_eq!(msgs[1].content, "done at last");
+    let deleted = s.dc.wait_deleted(1).await;
+    assert_eq!(deleted, [msgs[0].id.clone()]);
+    assert_eq!(contents(&s.dc.messages()), ["done at last"]);
+    assert!(s.dc.typing() >= 1);
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_send_whose_answer_was_lost_is_retried_without_a_duplicate() {
+    let s = setup().await;
+    s.dc.lose_answers(1);
+    s.dc.message(DM, None, ALICE, false, "once please");
+    // The first send (created, answer lost) and the outbox's retry, which
+    // Discord answers with the message the nonce already made.
+    s.dc.wait_posts(2).await;
+    assert_eq!(contents(&s.dc.messages()), ["echo: once please"]);
     no_violations(&s.dc);
 }

@@ -73,6 +73,9 @@ pub(crate) struct Inner {
     pub(crate) original_edits: Vec<(String, Value)>,
     /// Retry-after seconds for the next message posts.
     pub(crate) rate_limits: VecDeque<f64>,
+    /// Message posts to create and then answer with 502, as if the answer
+    /// were lost on the way back.
+    pub(crate) lose_answers: u32,
     pub(crate) next_id: u64,
     /// Interaction id -> (token, answered).
     pub(crate) interactions: HashMap<String, (String, bool)>,
@@ -294,6 +297,12 @@ impl FakeDiscord {
             .with(|s| s.rate_limits.extend(std::iter::repeat_n(retry_after, n)));
     }
 
+    /// Creates the next `n` posted messages but answers 502, as when the
+    /// answer is lost on the way back: a retry must not post them twice.
+    pub fn lose_answers(&self, n: u32) {
+        self.shared.with(|s| s.lose_answers += n);
+    }
+
     /// Waits until `cond` holds on the state.
     async fn wait_for<T>(&self, what: &str, cond: impl Fn(&Inner) -> Option<T>) -> T {
         let mut rx = self.shared.changed.subscribe();
@@ -356,7 +365,21 @@ impl FakeDiscord {
             .await
     }
 
-    /// Messages created so far.
+    /// Waits until at least `n` message posts were received.
+    pub async fn wait_posts(&self, n: u32) {
+        self.wait_for("message posts", |s| (s.message_posts >= n).then_some(()))
+            .await;
+    }
+
+    /// Waits until at least `n` messages were deleted; their ids.
+    pub async fn wait_deleted(&self, n: usize) -> Vec<String> {
+        self.wait_for("deletions", |s| {
+            (s.deletes.len() >= n).then(|| s.deletes.clone())
+        })
+        .await
+    }
+
+    /// Messages created so far (deleted ones left out).
     pub fn messages(&self) -> Vec<SentMessage> {
         self.shared.lock().messages.clone()
     }

@@ -218,6 +218,13 @@ async fn create_message(
         s.messages.push(m.clone());
         m
     });
+    if shared.with(|s| {
+        let lose = s.lose_answers > 0;
+        s.lose_answers = s.lose_answers.saturating_sub(1);
+        lose
+    }) {
+        return error(StatusCode::BAD_GATEWAY, 0, "502: Bad Gateway");
+    }
     axum::Json(json!({
         "id": msg.id, "channel_id": msg.channel_id, "content": msg.content, "nonce": msg.nonce,
         "author": { "id": BOT_ID, "username": "hearth", "bot": true }, "type": 0,
