@@ -260,9 +260,8 @@ pub fn validate(c: &ChannelsConfig) -> Result<(), (String, String)> {
                 .into(),
         ));
     }
-    if !d.gateway_url.is_empty()
-        && !(d.gateway_url.starts_with("ws://") || d.gateway_url.starts_with("wss://"))
-    {
+    let ws = d.gateway_url.starts_with("ws://") || d.gateway_url.starts_with("wss://");
+    if !d.gateway_url.is_empty() && !ws {
         return Err((
             "channels.discord.gateway_url".into(),
             format!(

@@ -27,6 +27,12 @@ fn parts(payload: &Payload) -> Vec<(String, bool)> {
     if payload.rich {
         split_markdown(&payload.text, MAX_TEXT, &format::visible_len)
             .into_iter()
+            // A chunk with nothing visible (an empty code block) would be an
+            // empty message, which Telegram refuses.
+            .filter(|c| {
+                c.lines()
+                    .any(|l| !l.trim().is_empty() && !crate::text::is_fence(l))
+            })
             .map(|c| (c, true))
             .collect()
     } else {
@@ -93,15 +99,15 @@ pub(super) async fn deliver(
         OutboxKind::Message | OutboxKind::Prompt => {
             let parts = parts(payload);
             let last = parts.len().saturating_sub(1);
-            let mut done = item.progress;
-            for (i, (chunk, rich)) in parts.iter().enumerate().skip(done as usize) {
+            for (i, (chunk, rich)) in parts.iter().enumerate().skip(item.progress as usize) {
                 let markup = (i == last)
                     .then(|| payload.confirm.as_ref().map(|c| buttons(&c.token)))
                     .flatten();
+                // Parts before this one are delivered: a retry resumes here.
+                let done = u32::try_from(i).unwrap_or(u32::MAX);
                 send_part(api, chat_id, chunk, *rich, markup)
                     .await
                     .map_err(|e| fail(done, e.delivery()))?;
-                done += 1;
             }
             Ok(())
         }
