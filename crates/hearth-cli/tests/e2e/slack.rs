@@ -446,3 +446,40 @@ async fn http_mode_checks_signatures_and_answers_events() {
     assert_eq!(s.slack.connections(), 0, "no Socket Mode in HTTP mode");
     no_violations(&s.slack);
 }
+
+#[tokio::test]
+async fn a_slow_answer_shows_a_throttled_progress_message_that_the_answer_replaces() {
+    let s = socket().await;
+    let answer = "word ".repeat(100);
+    s.fake.push(
+        Reply::text(answer.clone())
+            .in_pieces(100)
+            .with_chunk_delay(Duration::from_millis(30)),
+    );
+    let t0 = Instant::now();
+    s.slack
+        .push_event("Ev70", dm(ALICE, "1700000000.000100", "take your time"));
+    s.slack.wait_posted("word word", WAIT).await;
+    let secs = t0.elapsed().as_secs_f64();
+    // The progress message is removed once the answer is out.
+    s.slack.wait_calls("chat.delete", 1, WAIT).await;
+    let visible: Vec<String> = s
+        .slack
+        .messages()
+        .into_iter()
+        .filter(|m| !m.deleted)
+        .map(|m| m.text.trim().to_owned())
+        .collect();
+    assert_eq!(visible, vec![answer.trim().to_owned()], "the answer, once");
+    let posts = s.slack.calls("chat.postMessage");
+    assert!(
+        posts[0]["text"].as_str().unwrap().starts_with('⏳'),
+        "a progress message first: {posts:?}"
+    );
+    let edits = s.slack.calls("chat.update").len();
+    assert!(
+        edits as f64 <= secs + 1.0,
+        "{edits} edits in {secs:.1} s: at most one a second"
+    );
+    no_violations(&s.slack);
+}
