@@ -7,7 +7,7 @@ use hearth_agent::{Engine, Limits};
 use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
 use hearth_server::{AppState, Auth, ServeLimits};
 use hearth_store::{Durability, NewToken, SqliteStore, Store};
-use hearth_testkit::{FakeOpenAi, Reply};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::ToolRegistry;
 use serde_json::{Value, json};
 
@@ -39,12 +39,12 @@ async fn setup() -> Setup {
         reqwest::Client::new(),
     )
     .unwrap();
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
-    );
+    // The memory tools give a write-class tool that asks for confirmation.
+    let mut tools = ToolRegistry::with_builtins();
+    for t in hearth_tools::memory::tools(store.clone()) {
+        tools.register(t);
+    }
+    let engine = Engine::new(store.clone(), tools, Limits::default(), "be brief".into());
     let runtime = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
     runtime.start().await.unwrap();
     let state = AppState {
@@ -492,4 +492,60 @@ async fn the_bearer_token_is_checked_as_on_v1() {
         )
         .await;
     assert_eq!(status, 200, "{v}");
+}
+
+#[tokio::test]
+async fn a_confirmation_is_asked_and_answered_in_the_chat() {
+    let t = setup().await;
+    t.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    t.fake.push(Reply::text("forgotten"));
+    let ask = json!([{"role": "user", "content": "forget the cat"}]);
+    let (status, _, v) = t
+        .chat(json!({"model": "hearth", "user": "carol", "messages": ask}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let prompt = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(prompt.contains("memory_forget"), "{prompt}");
+    let token = prompt
+        .split("`confirm ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no token in {prompt:?}"));
+
+    // The client resends the conversation with the answer; the waiting run
+    // goes on, and its answer is streamed (nothing of the earlier prompt).
+    let r =
+        t.s.http
+            .post(t.s.url("/openai/v1/chat/completions"))
+            .json(
+                &json!({"model": "hearth", "user": "carol", "stream": true, "messages": [
+                    {"role": "user", "content": "forget the cat"},
+                    {"role": "assistant", "content": prompt},
+                    {"role": "user", "content": format!("confirm {token}")},
+                ]}),
+            )
+            .send()
+            .await
+            .unwrap();
+    let datas = datas(&r.text().await.unwrap());
+    assert_eq!(datas.last().map(String::as_str), Some("[DONE]"));
+    let text: String = datas[..datas.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "forgotten");
+    // One run answered both requests.
+    let (_, _, runs) =
+        t.s.send(t.s.http.get(t.s.url("/v1/runs?thread_key=openai:carol")))
+            .await;
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
 }
