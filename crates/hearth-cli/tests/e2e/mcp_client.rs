@@ -303,7 +303,7 @@ async fn server_filesystem_writes_wait_for_confirmation() {
     fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
         "call_1",
         "fs__write_file",
-        &args.to_string(),
+        args.to_string(),
     )]));
     fake.push(Reply::text("wrote it"));
     let dir = tempfile::tempdir().unwrap();
