@@ -225,6 +225,7 @@ mod tests {
         async fn request_confirmation(
             &self,
             rec: ConfirmationRecord,
+            _outbox: Vec<hearth_store::NewOutboxItem>,
         ) -> StoreResult<ConfirmationRecord> {
             let mut denied = rec.clone();
             denied.state = ConfirmationState::Denied;
