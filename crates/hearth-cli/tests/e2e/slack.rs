@@ -228,7 +228,7 @@ async fn malformed_envelopes_are_logged_and_skipped_and_reconnects_lose_nothing(
 }
 
 #[tokio::test]
-async fn strangers_in_dms_are_offered_pairing_and_get_no_model_call() {
+async fn strangers_in_dms_are_offered_pairing_then_answered_once_approved() {
     let s = socket().await;
     let env = s
         .slack
@@ -237,6 +237,36 @@ async fn strangers_in_dms_are_offered_pairing_and_get_no_model_call() {
     let notice = s.slack.wait_posted("pairing code", WAIT).await;
     assert_eq!(notice.channel, DM);
     assert_eq!(s.fake.request_count(), 0);
+
+    // The owner approves; Bob is told, and answered from then on.
+    let (_, pairings) = s.hearth.get("/v1/pairings").await;
+    let p = &pairings["pairings"][0];
+    assert_eq!(p["user_key"], format!("slack:user:{BOB}"), "{pairings}");
+    let code = p["code"].as_str().unwrap();
+    assert!(notice.text.contains(code));
+    let r = s
+        .hearth
+        .http
+        .post(s.hearth.at(&format!("/v1/pairings/{code}/approve")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    s.slack.wait_posted("You are approved", WAIT).await;
+    s.slack
+        .push_event("Ev41", dm(BOB, "1700000000.000200", "now?"));
+    s.slack.wait_posted("echo: now?", WAIT).await;
+
+    let (_, ch) = s.hearth.get("/v1/channels").await;
+    let slack = ch["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "slack")
+        .unwrap();
+    assert_eq!(slack["state"], "connected", "{ch}");
+    let (_, ready) = s.hearth.get("/readyz").await;
+    assert_eq!(ready["checks"]["channel:slack"], "ok", "{ready}");
     no_violations(&s.slack);
 }
 
