@@ -11,9 +11,9 @@
 pub mod access;
 pub mod backoff;
 pub mod channel;
-pub mod doctor;
 #[cfg(feature = "discord")]
 pub mod discord;
+pub mod doctor;
 pub mod error;
 pub mod health;
 pub mod hub;
@@ -23,9 +23,9 @@ pub mod progress;
 pub mod secrets;
 #[cfg(feature = "slack")]
 pub mod slack;
-pub mod text;
 #[cfg(feature = "telegram")]
 pub mod telegram;
+pub mod text;
 
 pub use channel::{Channel, Undelivered};
 pub use error::{ChannelError, DeliveryError};

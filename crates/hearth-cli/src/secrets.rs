@@ -248,10 +248,26 @@ pub async fn provider_secrets(
     let ch = &config.channels;
     // The chat channels' tokens may be sealed secrets too (enabled channels only).
     let channel_secrets = [
-        (ch.telegram.enabled, "channels.telegram", &ch.telegram.token_secret),
-        (ch.discord.enabled, "channels.discord", &ch.discord.token_secret),
-        (ch.slack.enabled, "channels.slack", &ch.slack.bot_token_secret),
-        (ch.slack.enabled, "channels.slack", &ch.slack.app_token_secret),
+        (
+            ch.telegram.enabled,
+            "channels.telegram",
+            &ch.telegram.token_secret,
+        ),
+        (
+            ch.discord.enabled,
+            "channels.discord",
+            &ch.discord.token_secret,
+        ),
+        (
+            ch.slack.enabled,
+            "channels.slack",
+            &ch.slack.bot_token_secret,
+        ),
+        (
+            ch.slack.enabled,
+            "channels.slack",
+            &ch.slack.app_token_secret,
+        ),
     ];
     let wanted: Vec<(&str, &str)> = config
         .llm

@@ -291,7 +291,9 @@ impl Runtime {
         };
         let follow_up_ids: Vec<String> = follow_ups.iter().map(|f| f.run_id.clone()).collect();
         let replies = self.inner.replies.get().map(|router| {
-            let error = error.as_ref().map(|e| (e.code.as_str(), e.message.as_str()));
+            let error = error
+                .as_ref()
+                .map(|e| (e.code.as_str(), e.message.as_str()));
             router.on_finish(RunEnd {
                 run,
                 status,

@@ -112,7 +112,9 @@ impl Telegram {
             run_id: None,
             payload: payload.to_json(),
         };
-        self.store.enqueue_outbox(vec![item], hearth_core::now_ms()).await?;
+        self.store
+            .enqueue_outbox(vec![item], hearth_core::now_ms())
+            .await?;
         self.wake.notify_one();
         Ok(())
     }
@@ -160,14 +162,14 @@ impl Channel for Telegram {
             channel: "telegram",
             detail: e.clone(),
         })?;
-        let me: types::Me = api
-            .call("getMe", &json!({}))
-            .await
-            .map_err(|e| ChannelError::Platform {
-                channel: "telegram",
-                method: "getMe".into(),
-                detail: e.to_string(),
-            })?;
+        let me: types::Me =
+            api.call("getMe", &json!({}))
+                .await
+                .map_err(|e| ChannelError::Platform {
+                    channel: "telegram",
+                    method: "getMe".into(),
+                    detail: e.to_string(),
+                })?;
         Ok(format!(
             "token accepted: bot @{} (id {})",
             me.username.unwrap_or_default(),

@@ -6,6 +6,6 @@ mod harness;
 
 mod errors;
 mod listen;
-mod openai;
 mod mcp;
+mod openai;
 mod parsers;
