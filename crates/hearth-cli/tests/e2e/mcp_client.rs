@@ -360,3 +360,64 @@ async fn server_filesystem_writes_wait_for_confirmation() {
         "written by hearth"
     );
 }
+
+/// Node 22 and the pinned conformance suite from `.ci/run`, or `None` (skip)
+/// when not in CI.
+fn conformance() -> Option<(String, String)> {
+    match (
+        std::env::var("HEARTH_NODE"),
+        std::env::var("HEARTH_MCP_CONFORMANCE"),
+    ) {
+        (Ok(node), Ok(suite)) => Some((node, suite)),
+        _ if std::env::var_os("CI").is_some_and(|v| v == "true") => {
+            panic!(
+                "CI=true but HEARTH_NODE or HEARTH_MCP_CONFORMANCE is not set (.ci/run installs them)"
+            )
+        }
+        _ => {
+            eprintln!("skipped: HEARTH_NODE and HEARTH_MCP_CONFORMANCE are not set (run .ci/run)");
+            None
+        }
+    }
+}
+
+/// Runs the suite in client mode against `hearth mcp probe --call-all`.
+async fn run_suite(node: &str, suite: &str, args: &[&str]) -> (bool, String) {
+    let probe = format!("{} mcp probe --call-all", crate::harness::bin());
+    let out = tokio::process::Command::new(node)
+        .arg(suite)
+        .args(["client", "--command", &probe])
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn the_conformance_suite_passes_in_client_mode() {
+    let Some((node, suite)) = conformance() else {
+        return;
+    };
+    for scenario in ["initialize", "tools_call", "sse-retry"] {
+        let (ok, text) = run_suite(&node, &suite, &["--scenario", scenario]).await;
+        assert!(ok, "{scenario}:\n{text}");
+        assert!(text.contains("OVERALL: PASSED"), "{scenario}:\n{text}");
+    }
+    let expected = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/mcp-conformance-client-expected-failures.yml"
+    );
+    let (ok, text) = run_suite(
+        &node,
+        &suite,
+        &["--suite", "auth", "--expected-failures", expected],
+    )
+    .await;
+    assert!(ok, "auth scenarios (expected failures):\n{text}");
+}
