@@ -150,7 +150,15 @@ pub(super) async fn deliver(
                 .map_err(|e| fail(0, e.delivery()))
         }
         OutboxKind::Message | OutboxKind::Prompt => {
-            let mut parts = parts(&payload.text);
+            let footer = item
+                .run_id
+                .as_deref()
+                .filter(|_| payload.rich)
+                .and_then(|r| dc.footer(r, item.created_at));
+            let mut parts = match &footer {
+                Some(f) => parts(&format!("{}{f}", payload.text)),
+                None => parts(&payload.text),
+            };
             if parts.is_empty() {
                 parts.push("…".into());
             }
@@ -165,6 +173,9 @@ pub(super) async fn deliver(
                 post(api, channel, &message_body(content, Some(n), components))
                     .await
                     .map_err(|e| fail(done, e.delivery()))?;
+            }
+            if let Some(run_id) = item.run_id.as_deref().filter(|_| footer.is_some()) {
+                dc.footer_sent(run_id);
             }
             Ok(())
         }

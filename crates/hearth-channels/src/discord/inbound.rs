@@ -57,7 +57,8 @@ pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), Channel
             Admission::Ignored => return Ok(()),
         }
     }
-    ingest(
+    let received = hearth_core::now_ms();
+    let run = ingest(
         dc,
         &format!("discord:{}", m.id),
         &m.channel_id,
@@ -66,6 +67,15 @@ pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), Channel
         true,
     )
     .await?;
+    let footer = m.guild_id.as_deref().is_some_and(|g| {
+        dc.config
+            .latency_footer_guilds
+            .iter()
+            .any(|f| f.to_string() == g)
+    });
+    if let Some(run_id) = run.filter(|_| footer) {
+        dc.time_reply(&run_id, received);
+    }
     Ok(())
 }
 

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use hearth_config::DiscordConfig;
+use hearth_core::{Timestamp, now_ms};
 use hearth_runtime::Runtime;
 use hearth_store::{OutboxItem, Store};
 use reqwest::Method;
@@ -76,6 +77,9 @@ pub struct Discord {
     me: OnceLock<Identity>,
     /// Guild owners seen in `GUILD_CREATE` (admins in their guild).
     owners: Mutex<HashMap<String, String>>,
+    /// When the message behind a run was received, for runs answered in a
+    /// `latency_footer_guilds` guild (in memory: no footer after a restart).
+    footers: Mutex<HashMap<String, Timestamp>>,
     wake: Arc<tokio::sync::Notify>,
 }
 
@@ -113,6 +117,7 @@ impl Discord {
             progress: Arc::new(Progress::default()),
             me: OnceLock::new(),
             owners: Mutex::default(),
+            footers: Mutex::default(),
             wake: Arc::new(tokio::sync::Notify::new()),
         })
     }
@@ -150,6 +155,31 @@ impl Discord {
             .unwrap_or_else(PoisonError::into_inner)
             .get(guild_id)
             .cloned()
+    }
+
+    /// Notes that `run_id` answers a message received at `received` in a
+    /// guild that wants the latency footer.
+    fn time_reply(&self, run_id: &str, received: Timestamp) {
+        let mut map = self.footers.lock().unwrap_or_else(PoisonError::into_inner);
+        // Runs whose answer never came are forgotten after a day.
+        map.retain(|_, t| now_ms() - *t < 86_400_000);
+        map.insert(run_id.to_owned(), received);
+    }
+
+    /// The latency footer of `run_id`'s answer queued at `queued`. Kept
+    /// until delivered, so a retry renders (and splits) the same text.
+    fn footer(&self, run_id: &str, queued: Timestamp) -> Option<String> {
+        let map = self.footers.lock().unwrap_or_else(PoisonError::into_inner);
+        let received = *map.get(run_id)?;
+        let secs = (queued - received).max(0) as f64 / 1000.0;
+        Some(format!("\n-# answered in {secs:.1} s"))
+    }
+
+    fn footer_sent(&self, run_id: &str) {
+        self.footers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
     }
 
     /// True when guild `guild_id` is answered (`guilds` narrows).

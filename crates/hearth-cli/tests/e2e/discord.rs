@@ -16,6 +16,9 @@ const BOB: &str = "100000000000000002";
 const DM: &str = "300000000000000001";
 const GUILD: &str = "400000000000000001";
 const GENERAL: &str = "500000000000000001";
+/// A guild whose answers carry the latency footer.
+const TIMED_GUILD: &str = "400000000000000002";
+const TIMED: &str = "500000000000000002";
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -31,7 +34,8 @@ async fn setup() -> Setup {
     // An empty gateway_url: hearth asks GET /gateway/bot for it.
     let config = format!(
         "{}\n[channels.discord]\nenabled = true\ntoken_env = \"DC_TOKEN\"\napi_base = \"{}\"\n\
-         gateway_url = \"\"\nallowed_users = [{ALICE}]\n",
+         gateway_url = \"\"\nallowed_users = [{ALICE}]\n\
+         latency_footer_guilds = [{TIMED_GUILD}]\n",
         fake_config(&fake.base_url()),
         dc.api_base()
     );
@@ -142,8 +146,20 @@ async fn guild_mentions_are_answered_without_the_mention_and_the_rest_ignored() 
     let msgs = s.dc.wait_messages(1).await;
     // Events are handled in order: the two before were seen and ignored.
     assert_eq!(contents(&msgs), ["echo: what time is it?"]);
+    // A guild that opted in gets the reply latency under the answer.
+    s.dc.message(
+        TIMED,
+        Some(TIMED_GUILD),
+        BOB,
+        false,
+        &format!("<@{BOT_ID}> hi"),
+    );
+    let msgs = s.dc.wait_messages(2).await;
+    let (answer, footer) = msgs[1].content.split_once("\n-# answered in ").unwrap();
+    assert_eq!(answer, "echo: hi");
+    assert!(footer.ends_with(" s"), "{footer}");
     let requests = s.fake.requests();
-    assert_eq!(requests.len(), 1);
+    assert_eq!(requests.len(), 2);
     assert_eq!(user_texts(&requests[0]), ["what time is it?"]);
     no_violations(&s.dc);
 }
@@ -348,5 +364,47 @@ async fn a_send_whose_answer_was_lost_is_retried_without_a_duplicate() {
     // Discord answers with the message the nonce already made.
     s.dc.wait_posts(2).await;
     assert_eq!(contents(&s.dc.messages()), ["echo: once please"]);
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_forbidden_channel_fails_the_reply_at_once() {
+    let s = setup().await;
+    s.dc.forbid(GENERAL);
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        BOB,
+        false,
+        &format!("<@{BOT_ID}> hello"),
+    );
+    s.dc.wait_posts(1).await;
+    // The sender records the failure right after the answer it got.
+    let failed = async {
+        loop {
+            let (_, v) = s.hearth.get("/v1/outbox?status=failed").await;
+            if let Some(item) = v["items"].as_array().and_then(|a| a.first()).cloned() {
+                return item;
+            }
+            let (_, pending) = s.hearth.get("/v1/outbox?status=pending").await;
+            assert!(
+                pending["items"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(|i| i["attempts"] == 0)),
+                "retried instead of failed: {pending}"
+            );
+            tokio::task::yield_now().await;
+        }
+    };
+    let item = tokio::time::timeout(Duration::from_secs(20), failed)
+        .await
+        .expect("the reply was never marked failed");
+    assert_eq!(item["target"], GENERAL);
+    assert!(
+        item["last_error"].as_str().unwrap().contains("403"),
+        "{item}"
+    );
+    assert_eq!(s.dc.message_posts(), 1, "not retried");
+    assert!(s.dc.messages().is_empty());
     no_violations(&s.dc);
 }

@@ -76,6 +76,8 @@ pub(crate) struct Inner {
     /// Message posts to create and then answer with 502, as if the answer
     /// were lost on the way back.
     pub(crate) lose_answers: u32,
+    /// Channels the bot may not post in (403 Missing Access).
+    pub(crate) forbidden: Vec<String>,
     pub(crate) next_id: u64,
     /// Interaction id -> (token, answered).
     pub(crate) interactions: HashMap<String, (String, bool)>,
@@ -301,6 +303,11 @@ impl FakeDiscord {
     /// answer is lost on the way back: a retry must not post them twice.
     pub fn lose_answers(&self, n: u32) {
         self.shared.with(|s| s.lose_answers += n);
+    }
+
+    /// Answers posts to `channel` with 403 Missing Access.
+    pub fn forbid(&self, channel: &str) {
+        self.shared.with(|s| s.forbidden.push(channel.to_owned()));
     }
 
     /// Waits until `cond` holds on the state.

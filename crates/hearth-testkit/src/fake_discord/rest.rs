@@ -178,6 +178,9 @@ async fn create_message(
     if !snowflake(&channel) {
         return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");
     }
+    if shared.with(|s| s.forbidden.contains(&channel)) {
+        return error(StatusCode::FORBIDDEN, 50001, "Missing Access");
+    }
     let Some(body) = json_body(&shared, &body, what) else {
         return error(
             StatusCode::BAD_REQUEST,
