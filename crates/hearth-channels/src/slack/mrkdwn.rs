@@ -274,4 +274,33 @@ mod tests {
             );
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_decodes_and_renders_within_limits(
+            text in "([<>&@#!|*~`\\[\\]()a-z \n]|&lt;|&gt;|&amp;|<@U1>|<https://x.io|x>|```|é){0,400}"
+        ) {
+            let decoded = decode_incoming(&text, Some("U1"));
+            // Total (no panic on any input), and the bot's mention never survives
+            // as an entity: whatever remains of one came from escaped text.
+            proptest::prop_assert_eq!(decoded.trim(), decoded.as_str());
+            if !text.contains('&') {
+                proptest::prop_assert!(!decoded.contains("<@U1>"));
+            }
+            for part in rich_parts(&text).iter().chain(plain_parts(&text).iter()) {
+                proptest::prop_assert!(part.chars().count() <= MAX_SECTION);
+            }
+            for part in plain_parts(&text) {
+                proptest::prop_assert!(!part.contains('<') && !part.contains('>'));
+            }
+        }
+
+        #[test]
+        fn long_text_splits_within_a_section(n in 1usize..3, line in "[a-z<&> ]{1,200}") {
+            let text = format!("{line}\n").repeat(40 * n);
+            for part in rich_parts(&text) {
+                proptest::prop_assert!(part.chars().count() <= MAX_SECTION);
+            }
+        }
+    }
 }
