@@ -408,3 +408,61 @@ async fn a_forbidden_channel_fails_the_reply_at_once() {
     assert!(s.dc.messages().is_empty());
     no_violations(&s.dc);
 }
+
+/// Sends command `name` with `options` as `user` in the general channel;
+/// the callback's body.
+async fn run_command(s: &Setup, user: &str, name: &str, options: Value, n: usize) -> Value {
+    let data = json!({ "name": name, "options": options });
+    let id = s.dc.interaction(2, GENERAL, Some(GUILD), user, data, None);
+    callback_of(&s.dc, &id, n).await
+}
+
+fn text(body: &Value) -> &str {
+    body["data"]["content"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn commands_change_the_channel_and_permissions_need_a_server_admin() {
+    let s = setup().await;
+    let thread = format!("discord:channel:{GENERAL}");
+    let opt = |name: &str, value: &str| json!([{ "name": name, "type": 3, "value": value }]);
+    let b = run_command(&s, BOB, "model", opt("name", "fake/other-model"), 1).await;
+    assert_eq!(text(&b), "Model: fake/other-model");
+    let b = run_command(&s, BOB, "thinking", opt("level", "high"), 2).await;
+    assert_eq!(text(&b), "Thinking: high");
+    let (_, t) = s.hearth.get(&format!("/v1/threads/{thread}/runtime")).await;
+    assert_eq!(t["model"], "fake/other-model", "{t}");
+    assert_eq!(t["thinking"], "high", "{t}");
+    let b = run_command(&s, BOB, "usage", json!([]), 3).await;
+    assert!(text(&b).contains("model calls"), "{b}");
+    let cancel = json!([{ "name": "cancel", "type": 1 }]);
+    let b = run_command(&s, BOB, "agent", cancel, 4).await;
+    assert_eq!(text(&b), "Nothing to cancel.");
+    let b = run_command(&s, BOB, "new", json!([]), 5).await;
+    assert_eq!(text(&b), "Started a new conversation.");
+
+    let grant = json!([{ "name": "grant", "type": 1, "options": [
+        { "name": "capability", "type": 3, "value": "web.fetch" },
+        { "name": "role", "type": 8, "value": "600000000000000001" },
+    ] }]);
+    let b = run_command(&s, BOB, "permissions", grant.clone(), 6).await;
+    assert!(text(&b).contains("Only the server owner"), "{b}");
+    assert_eq!(b["data"]["flags"], 64);
+    s.dc.set_member_permissions("8");
+    let b = run_command(&s, BOB, "permissions", grant, 7).await;
+    assert!(text(&b).starts_with("Granted web.fetch"), "{b}");
+    let scope = format!("discord:guild:{GUILD}");
+    let (_, p) = s
+        .hearth
+        .get(&format!("/v1/permissions?scope={scope}"))
+        .await;
+    let grants = p["grants"].as_array().unwrap();
+    assert!(
+        grants
+            .iter()
+            .any(|g| g["subject"] == "role:600000000000000001" && g["capability"] == "web.fetch"),
+        "{p}"
+    );
+    assert_eq!(s.fake.request_count(), 0, "commands are not model calls");
+    no_violations(&s.dc);
+}

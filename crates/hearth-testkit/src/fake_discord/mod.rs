@@ -78,6 +78,8 @@ pub(crate) struct Inner {
     pub(crate) lose_answers: u32,
     /// Channels the bot may not post in (403 Missing Access).
     pub(crate) forbidden: Vec<String>,
+    /// The `permissions` bit set of members in interactions.
+    pub(crate) member_permissions: Option<String>,
     pub(crate) next_id: u64,
     /// Interaction id -> (token, answered).
     pub(crate) interactions: HashMap<String, (String, bool)>,
@@ -264,7 +266,13 @@ impl FakeDiscord {
         match guild {
             Some(g) => {
                 d["guild_id"] = json!(g);
-                d["member"] = json!({ "user": who, "roles": [], "permissions": "0" });
+                let perms = self
+                    .shared
+                    .lock()
+                    .member_permissions
+                    .clone()
+                    .unwrap_or_else(|| "0".into());
+                d["member"] = json!({ "user": who, "roles": [], "permissions": perms });
             }
             None => d["user"] = who,
         }
@@ -303,6 +311,13 @@ impl FakeDiscord {
     /// answer is lost on the way back: a retry must not post them twice.
     pub fn lose_answers(&self, n: u32) {
         self.shared.with(|s| s.lose_answers += n);
+    }
+
+    /// The permission bit set (decimal) members have in later interactions
+    /// (`"8"`: Administrator).
+    pub fn set_member_permissions(&self, perms: &str) {
+        self.shared
+            .with(|s| s.member_permissions = Some(perms.to_owned()));
     }
 
     /// Answers posts to `channel` with 403 Missing Access.
