@@ -95,10 +95,12 @@ pub fn validate_server(name: &str, s: &McpServerConfig) -> Result<(), String> {
         w.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     };
-    if name.is_empty() || name.len() > MAX_SERVER_NAME || !word(name) {
+    // `__` separates server and tool in tool names; inside a server name it
+    // could make two servers' tools collide (`a` + `b__c`, `a__b` + `c`).
+    if name.is_empty() || name.len() > MAX_SERVER_NAME || !word(name) || name.contains("__") {
         return Err(format!(
-            "server name {name:?} must be 1 to {MAX_SERVER_NAME} letters, digits, _ or - \
-             (it prefixes the server's tool names)"
+            "server name {name:?} must be 1 to {MAX_SERVER_NAME} letters, digits, _ or -, \
+             without `__` (it prefixes the server's tool names as <server>__<tool>)"
         ));
     }
     let at = format!("server {name}");
@@ -214,6 +216,7 @@ mod tests {
                 "environment variable",
             ),
             ("[mcp.servers.\"a b\"]\ncommand = \"x\"\n", "server name"),
+            ("[mcp.servers.a__b]\ncommand = \"x\"\n", "without `__`"),
             (
                 "[mcp.servers.a]\ncommand = \"x\"\ntimeout_secs = 0\n",
                 "timeout_secs",
