@@ -62,7 +62,7 @@ pub struct ChannelList {
 /// The chat channels and their state.
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
     responses((status = 200, description = "Every channel", body = ChannelList)))]
-pub async fn list(Extension(ch): Extension<ChannelsHandle>) -> Result<Json<ChannelList>, ApiError> {
+pub async fn list_channels(Extension(ch): Extension<ChannelsHandle>) -> Result<Json<ChannelList>, ApiError> {
     let channels = match &ch.0 {
         Some(c) => c
             .list()
@@ -132,7 +132,7 @@ pub struct PairingList {
 /// Pending pairing requests.
 #[utoipa::path(get, path = "/v1/pairings", tag = "channels",
     responses((status = 200, description = "Pending requests", body = PairingList)))]
-pub async fn pairings(
+pub async fn list_pairings(
     Extension(ch): Extension<ChannelsHandle>,
 ) -> Result<Json<PairingList>, ApiError> {
     let pairings = match &ch.0 {
@@ -167,7 +167,7 @@ fn no_code(code: &str) -> ApiError {
     params(("code" = String, Path, description = "The pairing code")),
     responses((status = 200, description = "Approved", body = Approved),
         (status = 404, description = "Unknown, used or expired code", body = crate::dto::ErrorBody)))]
-pub async fn approve(
+pub async fn approve_pairing(
     Extension(ch): Extension<ChannelsHandle>,
     ApiPath(code): ApiPath<String>,
 ) -> Result<Json<Approved>, ApiError> {
@@ -197,7 +197,7 @@ pub struct Denied {
     params(("code" = String, Path, description = "The pairing code")),
     responses((status = 200, description = "Denied", body = Denied),
         (status = 404, description = "Unknown, used or expired code", body = crate::dto::ErrorBody)))]
-pub async fn deny(
+pub async fn deny_pairing(
     Extension(ch): Extension<ChannelsHandle>,
     ApiPath(code): ApiPath<String>,
 ) -> Result<Json<Denied>, ApiError> {
@@ -238,7 +238,7 @@ fn no_channel(name: &str) -> ApiError {
     params(("name" = String, Path, description = "telegram, discord or slack")),
     responses((status = 200, description = "Allowed users", body = AllowedList),
         (status = 404, description = "No such channel", body = crate::dto::ErrorBody)))]
-pub async fn allowed(
+pub async fn list_allowed(
     Extension(ch): Extension<ChannelsHandle>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<AllowedList>, ApiError> {
@@ -359,7 +359,7 @@ pub struct OutboxList {
 #[utoipa::path(get, path = "/v1/outbox", tag = "channels", params(OutboxParams),
     responses((status = 200, description = "Outbox items", body = OutboxList),
         (status = 400, body = crate::dto::ErrorBody)))]
-pub async fn outbox(
+pub async fn list_outbox(
     Extension(ch): Extension<ChannelsHandle>,
     ApiQuery(q): ApiQuery<OutboxParams>,
 ) -> Result<Json<OutboxList>, ApiError> {
@@ -390,7 +390,7 @@ pub async fn outbox(
     params(("id" = i64, Path, description = "The item's id")),
     responses((status = 200, description = "Queued again", body = OutboxDto),
         (status = 404, description = "No failed item has this id", body = crate::dto::ErrorBody)))]
-pub async fn retry(
+pub async fn retry_outbox(
     Extension(ch): Extension<ChannelsHandle>,
     ApiPath(id): ApiPath<i64>,
 ) -> Result<Json<OutboxDto>, ApiError> {

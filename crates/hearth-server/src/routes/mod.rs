@@ -85,14 +85,14 @@ api! {
     threads::set_thinking,
     threads::new_session,
     threads::set_incognito,
-    channels::list,
-    channels::pairings,
-    channels::approve,
-    channels::deny,
-    channels::allowed,
+    channels::list_channels,
+    channels::list_pairings,
+    channels::approve_pairing,
+    channels::deny_pairing,
+    channels::list_allowed,
     channels::remove_allowed,
-    channels::outbox,
-    channels::retry,
+    channels::list_outbox,
+    channels::retry_outbox,
 }
 
 api! {
