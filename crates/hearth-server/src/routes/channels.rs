@@ -62,7 +62,9 @@ pub struct ChannelList {
 /// The chat channels and their state.
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
     responses((status = 200, description = "Every channel", body = ChannelList)))]
-pub async fn list_channels(Extension(ch): Extension<ChannelsHandle>) -> Result<Json<ChannelList>, ApiError> {
+pub async fn list_channels(
+    Extension(ch): Extension<ChannelsHandle>,
+) -> Result<Json<ChannelList>, ApiError> {
     let channels = match &ch.0 {
         Some(c) => c
             .list()
