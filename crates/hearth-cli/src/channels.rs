@@ -28,6 +28,11 @@ pub fn build(
             .map(|(k, v)| (k.clone(), v.expose().to_owned()))
             .collect(),
     };
+    // Pushed to only by the platforms this build has.
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        allow(unused_mut)
+    )]
     let mut enabled: Vec<(
         Arc<dyn hearth_channels::Channel>,
         hearth_channels::access::Access,
