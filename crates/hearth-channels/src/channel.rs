@@ -53,6 +53,12 @@ pub trait Channel: Send + Sync + 'static {
     /// the bot on success.
     async fn check(&self) -> Result<String, ChannelError>;
 
+    /// The permission scope of runs on `thread_key` (a guild, a group),
+    /// when the channel knows it; `None` means `global`.
+    fn scope_of(&self, _thread_key: &str) -> Option<String> {
+        None
+    }
+
     /// Routes for the platform's push mode (webhooks), mounted on hearth's
     /// listener outside bearer auth (each checks its own signature).
     fn push_routes(self: Arc<Self>) -> Option<axum::Router> {

@@ -402,4 +402,9 @@ impl ReplyRouter for Channels {
             e.wake.notify_one();
         }
     }
+
+    fn scope_of(&self, thread_key: &str) -> Option<String> {
+        let (e, _) = self.owner(thread_key)?;
+        e.channel.scope_of(thread_key)
+    }
 }

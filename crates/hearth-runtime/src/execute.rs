@@ -200,8 +200,13 @@ impl Runtime {
             thread_key: run.thread_key.clone(),
             text: run.input.clone(),
             user_key: run.user_key.clone(),
-            // Channels with their own spaces (guilds, workspaces) come later.
-            scope: "global".into(),
+            // A channel's space (a guild, a group) when the thread's channel
+            // knows it: grants made there apply to its runs.
+            scope: inner
+                .replies
+                .get()
+                .and_then(|r| r.scope_of(&run.thread_key))
+                .unwrap_or_else(|| "global".into()),
             candidates,
             thinking,
             cancel,

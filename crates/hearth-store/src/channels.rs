@@ -295,4 +295,11 @@ pub trait ReplyRouter: Send + Sync + 'static {
 
     /// Called once items of `channel` were committed, to wake its sender.
     fn committed(&self, channel: &str);
+
+    /// The permission scope of runs on `thread_key` (`discord:guild:<id>`,
+    /// `telegram:chat:<id>` for a group), when a channel owns the thread and
+    /// knows its space; `None` means `global`.
+    fn scope_of(&self, _thread_key: &str) -> Option<String> {
+        None
+    }
 }

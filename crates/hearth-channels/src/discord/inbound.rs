@@ -57,6 +57,9 @@ pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), Channel
             Admission::Ignored => return Ok(()),
         }
     }
+    if let Some(guild) = &m.guild_id {
+        dc.remember_guild(&m.channel_id, guild);
+    }
     let received = hearth_core::now_ms();
     let run = ingest(
         dc,

@@ -152,6 +152,9 @@ async fn command(
             };
             respond(dc, i, DEFERRED, json!({})).await;
             let key = format!("discord:{}", i.id);
+            if let Some(guild) = &i.guild_id {
+                dc.remember_guild(channel, guild);
+            }
             let queued = inbound::ingest(dc, &key, channel, &user, question.clone(), true).await?;
             let text = match queued {
                 Some(_) => format!("> {}", question.replace('\n', "\n> ")),

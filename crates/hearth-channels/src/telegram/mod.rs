@@ -157,6 +157,13 @@ impl Channel for Telegram {
         self.progress.take(run_id)
     }
 
+    fn scope_of(&self, thread_key: &str) -> Option<String> {
+        // Groups have negative chat ids; a private chat is the user's own
+        // and keeps the global scope.
+        let id: i64 = thread_key.strip_prefix(THREAD_PREFIX)?.parse().ok()?;
+        (id < 0).then(|| format!("telegram:chat:{id}"))
+    }
+
     async fn check(&self) -> Result<String, ChannelError> {
         let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
             channel: "telegram",

@@ -617,3 +617,51 @@ async fn formatting_refused_by_telegram_goes_out_plain() {
     );
     no_rejections(&s.tg);
 }
+
+/// Tool names offered to the model in a provider request.
+fn offered(req: &serde_json::Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_grant_in_a_groups_scope_applies_to_runs_in_that_group_only() {
+    let s = setup("\n[permissions]\ndefault_preset = \"none\"\n").await;
+    let group = -100_999;
+    let r = s
+        .hearth
+        .http
+        .post(s.hearth.at("/v1/permissions/grants"))
+        .json(
+            &json!({ "subject": "user:telegram:user:1001", "capability": "memory.read",
+                        "scope": "telegram:chat:-100999" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let alice = User::new(ALICE);
+    s.tg.push_update(s.tg.group_text(group, &alice, "in the group", true));
+    wait_text(&s.tg, group, "echo: in the group").await;
+    s.tg.push_update(s.tg.private_text(&alice, "in private"));
+    wait_text(&s.tg, ALICE, "echo: in private").await;
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        offered(&reqs[0]).iter().any(|t| t == "memory_search"),
+        "{:?}",
+        offered(&reqs[0])
+    );
+    assert!(
+        !offered(&reqs[1]).iter().any(|t| t == "memory_search"),
+        "{:?}",
+        offered(&reqs[1])
+    );
+    no_rejections(&s.tg);
+}
