@@ -28,6 +28,28 @@ const STORE_PAUSE: Duration = Duration::from_secs(1);
 /// Longest idle wait: the pending gauge is refreshed at least this often.
 const IDLE: Duration = Duration::from_secs(5);
 
+/// Queues a notice for `target` outside a run (a command's answer, an
+/// "I cannot take that" reply) and wakes the channel's sender: every
+/// platform's notices go through the outbox like answers do.
+pub async fn queue_notice(
+    store: &dyn Store,
+    wake: &Notify,
+    channel: &str,
+    target: &str,
+    payload: &Payload,
+) -> Result<(), crate::error::ChannelError> {
+    let item = hearth_store::NewOutboxItem {
+        channel: channel.to_owned(),
+        target: target.to_owned(),
+        kind: hearth_store::OutboxKind::Message,
+        run_id: None,
+        payload: payload.to_json(),
+    };
+    store.enqueue_outbox(vec![item], now_ms()).await?;
+    wake.notify_one();
+    Ok(())
+}
+
 /// Runs `channel`'s sender until `stop`.
 pub async fn run_sender(
     channel: Arc<dyn Channel>,

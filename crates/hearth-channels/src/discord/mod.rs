@@ -134,18 +134,14 @@ impl Discord {
 
     /// Queues a reply outside a run (a notice) and wakes the sender.
     async fn notify(&self, channel_id: &str, payload: Payload) -> Result<(), ChannelError> {
-        let item = hearth_store::NewOutboxItem {
-            channel: "discord".into(),
-            target: channel_id.to_owned(),
-            kind: hearth_store::OutboxKind::Message,
-            run_id: None,
-            payload: payload.to_json(),
-        };
-        self.store
-            .enqueue_outbox(vec![item], hearth_core::now_ms())
-            .await?;
-        self.wake.notify_one();
-        Ok(())
+        crate::outbox::queue_notice(
+            self.store.as_ref(),
+            &self.wake,
+            "discord",
+            channel_id,
+            &payload,
+        )
+        .await
     }
 
     fn api(&self) -> Result<&Api, DeliveryError> {

@@ -152,18 +152,8 @@ impl Slack {
 
     /// Queues a reply outside a run (notices) and wakes the sender.
     async fn notify(&self, target: &str, payload: Payload) -> Result<(), ChannelError> {
-        let item = hearth_store::NewOutboxItem {
-            channel: "slack".into(),
-            target: target.to_owned(),
-            kind: hearth_store::OutboxKind::Message,
-            run_id: None,
-            payload: payload.to_json(),
-        };
-        self.store
-            .enqueue_outbox(vec![item], hearth_core::now_ms())
-            .await?;
-        self.wake.notify_one();
-        Ok(())
+        crate::outbox::queue_notice(self.store.as_ref(), &self.wake, "slack", target, &payload)
+            .await
     }
 
     fn api(&self) -> Result<&Api, DeliveryError> {

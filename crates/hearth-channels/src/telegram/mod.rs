@@ -51,7 +51,7 @@ struct Identity {
 /// The Telegram channel.
 pub struct Telegram {
     config: TelegramConfig,
-    /// `None` when the token could not be read: the channel stays degraded.
+    /// `Err` when the token could not be read: the channel stays degraded.
     api: Result<Api, String>,
     webhook_secret: Option<String>,
     runtime: Runtime,
@@ -105,18 +105,15 @@ impl Telegram {
     /// Queues replies outside a run (notices, command answers) and wakes
     /// the sender.
     async fn notify(&self, chat_id: i64, payload: Payload) -> Result<(), ChannelError> {
-        let item = hearth_store::NewOutboxItem {
-            channel: "telegram".into(),
-            target: chat_id.to_string(),
-            kind: hearth_store::OutboxKind::Message,
-            run_id: None,
-            payload: payload.to_json(),
-        };
-        self.store
-            .enqueue_outbox(vec![item], hearth_core::now_ms())
-            .await?;
-        self.wake.notify_one();
-        Ok(())
+        let target = chat_id.to_string();
+        crate::outbox::queue_notice(
+            self.store.as_ref(),
+            &self.wake,
+            "telegram",
+            &target,
+            &payload,
+        )
+        .await
     }
 
     fn api(&self) -> Result<&Api, DeliveryError> {
