@@ -64,7 +64,7 @@ pub async fn run(g: &Global) -> Result<(), Exit> {
         }
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let client = reqwest::Client::builder()
+    let client = hearth_http::client_builder()
         .connect_timeout(TIMEOUT)
         .build()
         .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))?;

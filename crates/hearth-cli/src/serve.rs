@@ -136,7 +136,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         )));
     }
 
-    let client = reqwest::Client::builder()
+    let client = hearth_http::client_builder()
         .connect_timeout(Duration::from_secs(10))
         .build()
         .context("building the HTTP client")?;

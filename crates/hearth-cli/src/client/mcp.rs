@@ -152,7 +152,7 @@ async fn probe(
     call_all: bool,
     args: &str,
 ) -> Result<(), Exit> {
-    let http = reqwest::Client::builder()
+    let http = hearth_http::client_builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()
         .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))?;

@@ -32,7 +32,7 @@ pub(crate) struct Api {
 
 impl Api {
     fn new(g: &Global) -> Result<Self, Exit> {
-        let http = reqwest::Client::builder()
+        let http = hearth_http::client_builder()
             .build()
             .map_err(|e| Exit::from(anyhow::anyhow!("cannot build the HTTP client: {e}")))?;
         Ok(Self {

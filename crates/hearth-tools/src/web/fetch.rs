@@ -47,7 +47,7 @@ impl Fetcher {
         let resolver = GuardedResolver::new(allow, &config.resolve_overrides);
         // No automatic redirects (each hop must be re-checked), no proxy (a
         // proxy would resolve and connect on our behalf, unchecked).
-        let client = Client::builder()
+        let client = hearth_http::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .referer(false)

@@ -122,7 +122,7 @@ impl WebSearch {
     /// (e.g. no TLS roots), each call reports that as its error instead.
     pub fn new(mut config: WebSearchConfig) -> Self {
         config.max_results = config.max_results.clamp(1, MAX_COUNT);
-        let client = Client::builder()
+        let client = hearth_http::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .referer(false)
             .connect_timeout(config.timeout)
