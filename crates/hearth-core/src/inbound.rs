@@ -15,7 +15,7 @@ pub enum DeliveryMode {
 }
 
 /// One message received by a surface, ready for `Runtime::ingest`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Inbound {
     /// The surface it came from (`api`, `cli`, `telegram`, ...).
     pub source: String,
@@ -29,4 +29,12 @@ pub struct Inbound {
     pub delivery_mode: DeliveryMode,
     /// A key that makes a retried delivery return the same run.
     pub idempotency_key: Option<String>,
+    /// The space whose grants apply to the run (`discord:guild:<id>`,
+    /// `slack:team:<id>`, `telegram:chat:<id>`); `None` for `global`, or, for
+    /// a channel's thread, the scope its channel reports. Stored with the run,
+    /// so a run recovered after a restart is checked where it was asked.
+    pub scope: Option<String>,
+    /// The sender's role ids on the platform (a Discord member's roles), so
+    /// grants to `role:<id>` apply; stored with the run like `scope`.
+    pub roles: Vec<String>,
 }

@@ -54,23 +54,31 @@ impl Runtime {
             .await?
             .filter(|(r, _)| r.state == ConfirmationState::Pending)
             .ok_or(RuntimeError::ConfirmationNotFound)?;
-        let run_done = store
+        let Some(run) = store
             .get_run(&rec.run_id)
             .await?
-            .is_none_or(|r| r.status.is_terminal());
-        if run_done {
+            .filter(|r| !r.status.is_terminal())
+        else {
             // A cancelled run's question is moot.
             return Err(RuntimeError::ConfirmationNotFound);
-        }
+        };
+        // Grants count in the space the run was asked in.
+        let scope = run.scope.as_deref().unwrap_or("global");
         let now = now_ms();
         if now >= rec.expires_at {
             // The waiting run marks it expired itself; wake it so it does now.
             self.inner.engine.confirmations().wake(&rec.run_id);
             return Err(RuntimeError::ConfirmationNotFound);
         }
-        if rec.user_key != user_key && !self.may_resolve_any(user_key).await? {
-            self.append_audit(audit_event(user_key, &rec, "denied", Some(RESOLVE_ANY)))
-                .await;
+        if rec.user_key != user_key && !self.may_resolve_any(user_key, scope).await? {
+            self.append_audit(audit_event(
+                user_key,
+                &rec,
+                "denied",
+                Some(RESOLVE_ANY),
+                scope,
+            ))
+            .await;
             return Err(RuntimeError::Forbidden(format!(
                 "this confirmation belongs to another user; answering it needs capability {RESOLVE_ANY}"
             )));
@@ -83,7 +91,7 @@ impl Runtime {
         // The answer and its audit record are one transaction, except for
         // an incognito run: its confirmation lives in memory, the audit log
         // on disk.
-        let event = audit_event(user_key, &rec, state.as_str(), None);
+        let event = audit_event(user_key, &rec, state.as_str(), None, scope);
         let same_db = Arc::ptr_eq(&store, &self.inner.store);
         let Some(rec) = store
             .resolve_confirmation(&hash, state, user_key, now, same_db.then(|| event.clone()))
@@ -214,12 +222,14 @@ impl Runtime {
         self.inner.engine.confirmations().wake(&rec.run_id);
     }
 
-    async fn may_resolve_any(&self, user_key: &str) -> Result<bool> {
+    /// Whether `user_key` holds `confirmations.resolve_any` in `scope` (the
+    /// run's) or globally.
+    async fn may_resolve_any(&self, user_key: &str, scope: &str) -> Result<bool> {
         let policy = self.inner.engine.policy();
         if decide(policy, user_key, &[], RESOLVE_ANY, &[]).allowed {
             return Ok(true);
         }
-        let scopes = scope_chain("global").unwrap_or_else(|_| vec!["global".to_owned()]);
+        let scopes = scope_chain(scope).unwrap_or_else(|_| vec!["global".to_owned()]);
         let grants = self
             .inner
             .store
@@ -241,6 +251,7 @@ fn audit_event(
     rec: &ConfirmationRecord,
     outcome: &str,
     capability: Option<&str>,
+    scope: &str,
 ) -> AuditEvent {
     AuditEvent {
         at: now_ms(),
@@ -249,7 +260,7 @@ fn audit_event(
         target: format!("{}/{}", rec.run_id, rec.tool),
         outcome: outcome.to_owned(),
         capability: capability.map(str::to_owned),
-        scope: Some("global".into()),
+        scope: Some(scope.to_owned()),
     }
 }
 

@@ -200,13 +200,19 @@ impl Runtime {
             thread_key: run.thread_key.clone(),
             text: run.input.clone(),
             user_key: run.user_key.clone(),
-            // A channel's space (a guild, a group) when the thread's channel
-            // knows it: grants made there apply to its runs.
-            scope: inner
-                .replies
-                .get()
-                .and_then(|r| r.scope_of(&run.thread_key))
+            // The space the run was asked in (a guild, a group), stored with
+            // it; for runs stored before that, the thread's channel's answer.
+            scope: run
+                .scope
+                .clone()
+                .or_else(|| {
+                    inner
+                        .replies
+                        .get()
+                        .and_then(|r| r.scope_of(&run.thread_key))
+                })
                 .unwrap_or_else(|| "global".into()),
+            roles: run.roles.clone(),
             candidates,
             thinking,
             cancel,
@@ -230,6 +236,9 @@ impl Runtime {
                 input: text,
                 idempotency_key: None,
                 created_at: now_ms(),
+                // A steer the run did not see is the same sender in the same place.
+                scope: run.scope.clone(),
+                roles: run.roles.clone(),
             })
             .collect();
         self.finish(

@@ -2,6 +2,7 @@
 //! queued.
 
 use hearth_agent::firewall::SecretScanner;
+use hearth_agent::policy::{parse_subject, validate_scope};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus, now_ms};
 use hearth_store::{CreateRunOutcome, NewRun};
 use serde_json::json;
@@ -18,6 +19,29 @@ const STEER_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What an overloaded hearth suggests as the wait before a retry.
 const OVERLOADED_RETRY_AFTER_SECS: u64 = 1;
+
+/// The most role ids a message may carry (Discord allows 250 roles per
+/// guild), so a run's stored context stays small.
+const MAX_ROLES: usize = 250;
+
+/// Refuses a permission context a surface built wrong: a scope grants cannot
+/// be looked up in, or role ids that cannot be grant subjects.
+fn check_context(inbound: &Inbound) -> Result<()> {
+    if let Some(scope) = &inbound.scope {
+        validate_scope(scope).map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
+    }
+    if inbound.roles.len() > MAX_ROLES {
+        return Err(RuntimeError::InvalidInput(format!(
+            "roles holds {} ids; at most {MAX_ROLES} are accepted",
+            inbound.roles.len()
+        )));
+    }
+    for role in &inbound.roles {
+        parse_subject(&format!("role:{role}"))
+            .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
+    }
+    Ok(())
+}
 
 impl Runtime {
     /// Accepts a message: stored before this returns; a duplicate idempotency
@@ -44,6 +68,7 @@ impl Runtime {
         if let Some(k) = &inbound.idempotency_key {
             check_key("idempotency_key", k)?;
         }
+        check_context(&inbound)?;
         // Read before redaction: a token is random enough to look like a secret.
         if let Some(env) = self
             .confirmation_command(&inbound.thread_key, &inbound.user_key, &inbound.text)
@@ -121,6 +146,8 @@ impl Runtime {
                 input: inbound.text,
                 idempotency_key: inbound.idempotency_key,
                 created_at: now_ms(),
+                scope: inbound.scope,
+                roles: inbound.roles,
             })
             .await;
         let run = match outcome {

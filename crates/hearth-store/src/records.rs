@@ -20,6 +20,11 @@ pub struct NewRun {
     pub idempotency_key: Option<String>,
     /// Acceptance time.
     pub created_at: Timestamp,
+    /// The permission scope the run is checked in (`None`: the thread's
+    /// channel decides, else `global`).
+    pub scope: Option<String>,
+    /// The sender's platform role ids (grants to `role:<id>` apply).
+    pub roles: Vec<String>,
 }
 
 /// What `create_run` did.
@@ -68,6 +73,11 @@ pub struct RunRecord {
     pub updated_at: Timestamp,
     /// Id of the run's terminal event in its live event stream, once finished.
     pub last_event_seq: Option<u64>,
+    /// The permission scope it was asked in; `None` for runs stored before
+    /// scopes were (and for runs with no scope of their own).
+    pub scope: Option<String>,
+    /// The sender's platform role ids when it was asked.
+    pub roles: Vec<String>,
 }
 
 /// Filter for `list_runs`.

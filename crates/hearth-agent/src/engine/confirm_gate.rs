@@ -280,6 +280,7 @@ mod tests {
             text: String::new(),
             user_key: "test:user:1".into(),
             scope: "global".into(),
+            roles: Vec::new(),
             candidates: Vec::new(),
             thinking: hearth_core::ThinkingLevel::Off,
             cancel: tokio_util::sync::CancellationToken::new(),

@@ -45,6 +45,8 @@ pub struct RunInput {
     pub user_key: String,
     /// Where permissions are looked up: `global` or a channel's space.
     pub scope: String,
+    /// The user's platform role ids: grants to `role:<id>` apply.
+    pub roles: Vec<String>,
     /// The run's model first, then the models to fail over to, in order.
     pub candidates: Vec<Candidate>,
     /// Requested reasoning (clamped per candidate).

@@ -93,7 +93,7 @@ impl Engine {
         let grants = if needs_grants {
             let scopes = scope_chain(&input.scope).unwrap_or_else(|_| vec!["global".to_owned()]);
             self.store
-                .grants_for(&subjects(&input.user_key, &[]), &scopes)
+                .grants_for(&subjects(&input.user_key, &input.roles), &scopes)
                 .await?
         } else {
             Vec::new()
@@ -105,10 +105,20 @@ impl Engine {
                 t.capability().is_none_or(|cap| {
                     match t.capability_preset().and_then(Preset::parse) {
                         Some(least) => {
-                            decide_extra(&self.policy, &input.user_key, &[], cap, least, &grants)
+                            decide_extra(
+                                &self.policy,
+                                &input.user_key,
+                                &input.roles,
+                                cap,
+                                least,
+                                &grants,
+                            )
+                            .allowed
+                        }
+                        None => {
+                            decide(&self.policy, &input.user_key, &input.roles, cap, &grants)
                                 .allowed
                         }
-                        None => decide(&self.policy, &input.user_key, &[], cap, &grants).allowed,
                     }
                 })
             })

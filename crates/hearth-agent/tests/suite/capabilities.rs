@@ -57,6 +57,18 @@ async fn call(
     tool: &str,
     args: &str,
 ) -> String {
+    call_in(engine, store, fake, (tool, args), "global", &[]).await
+}
+
+/// [`call`] in `scope`, with [`USER`] holding `roles`.
+async fn call_in(
+    engine: &Engine,
+    store: &Arc<dyn Store>,
+    fake: &FakeOpenAi,
+    (tool, args): (&str, &str),
+    scope: &str,
+    roles: &[&str],
+) -> String {
     fake.push(Reply::tool_calls(vec![ToolCallSpec::new("c", tool, args)]));
     fake.push(Reply::text("ok"));
     let run_id = hearth_core::new_run_id();
@@ -69,6 +81,8 @@ async fn call(
             input: "go".into(),
             idempotency_key: None,
             created_at: hearth_core::now_ms(),
+            scope: Some(scope.into()),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
         })
         .await
         .unwrap();
@@ -84,7 +98,8 @@ async fn call(
                 thread_key: "api:cap".into(),
                 text: "go".into(),
                 user_key: USER.into(),
-                scope: "global".into(),
+                scope: scope.into(),
+                roles: roles.iter().map(|r| r.to_string()).collect(),
                 candidates: vec![Candidate {
                     model: ModelRef::parse("fake/m").unwrap(),
                     provider: Arc::new(provider),
@@ -217,5 +232,54 @@ async fn a_tool_the_channel_lacks_is_not_offered_and_a_call_is_refused_and_audit
             .iter()
             .any(|e| e.target == "web_fetch" && e.outcome == "denied" && e.capability.is_none()),
         "{audit:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_grant_to_a_role_in_a_scope_applies_to_holders_of_the_role_there_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("c.db"), Durability::Normal).unwrap());
+    let engine = Engine::new(
+        store.clone(),
+        registry(&store),
+        Limits::default(),
+        "sys".into(),
+    )
+    .with_policy(PolicyConfig {
+        default_preset: Preset::None,
+        admins: Vec::new(),
+    });
+    store
+        .add_grant(Grant {
+            subject: "role:111".into(),
+            capability: "memory.read".into(),
+            scope: "discord:guild:9".into(),
+            granted_at: 0,
+            granted_by: "test".into(),
+        })
+        .await
+        .unwrap();
+    let fake = FakeOpenAi::start().await;
+    let list = ("memory_list", "{}");
+    let with_role = call_in(
+        &engine,
+        &store,
+        &fake,
+        list,
+        "discord:guild:9",
+        &["5", "111"],
+    )
+    .await;
+    assert!(!with_role.contains("missing capability"), "{with_role}");
+    let other_role = call_in(&engine, &store, &fake, list, "discord:guild:9", &["222"]).await;
+    assert!(
+        other_role.contains("missing capability memory.read"),
+        "{other_role}"
+    );
+    let elsewhere = call_in(&engine, &store, &fake, list, "discord:guild:8", &["111"]).await;
+    assert!(
+        elsewhere.contains("missing capability memory.read"),
+        "{elsewhere}"
     );
 }

@@ -114,6 +114,8 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
             input: text.into(),
             idempotency_key: None,
             created_at: hearth_core::now_ms(),
+            scope: None,
+            roles: Vec::new(),
         })
         .await
         .unwrap();
@@ -128,6 +130,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         text: text.into(),
         user_key: "test:user:1".into(),
         scope: "global".into(),
+        roles: Vec::new(),
         candidates: vec![Candidate {
             model: ModelRef::parse("fake/m").unwrap(),
             provider: Arc::new(provider),

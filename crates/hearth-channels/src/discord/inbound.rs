@@ -108,6 +108,8 @@ pub(super) async fn ingest(
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(key.to_owned()),
+        scope: None,
+        roles: Vec::new(),
     };
     let run = match dc.runtime.ingest(inbound).await {
         Ok(run) => run,

@@ -134,6 +134,8 @@ async fn ingest(
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("slack:{}", cb.event_id)),
+        scope: None,
+        roles: Vec::new(),
     };
     let run = match slack.runtime.ingest(inbound).await {
         Ok(run) => run,

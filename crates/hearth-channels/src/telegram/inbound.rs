@@ -354,6 +354,8 @@ pub(super) async fn ingest(
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("telegram:{update_id}")),
+        scope: None,
+        roles: Vec::new(),
     };
     let run = match tg.runtime.ingest(inbound).await {
         Ok(run) => run,

@@ -74,6 +74,8 @@ async fn cancel_stops_a_running_write_tool_and_journals_it_as_unknown() {
             text: "deploy it".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
         })
         .await
         .unwrap();

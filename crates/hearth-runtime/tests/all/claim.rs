@@ -51,6 +51,8 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
                     text: format!("message {round} on {t}"),
                     delivery_mode: mode,
                     idempotency_key: None,
+                    scope: None,
+                    roles: Vec::new(),
                 })
                 .await
                 .unwrap()

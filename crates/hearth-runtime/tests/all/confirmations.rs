@@ -104,6 +104,8 @@ fn msg(thread: &str, user: &str, text: &str) -> Inbound {
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
     }
 }
 

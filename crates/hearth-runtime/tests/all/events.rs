@@ -44,6 +44,8 @@ async fn the_replay_after_the_live_log_is_gone_keeps_the_terminal_events_id() {
             text: "talk".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
         })
         .await
         .unwrap();

@@ -51,6 +51,8 @@ fn msg(thread: &str, text: &str) -> Inbound {
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
     }
 }
 

@@ -12,3 +12,4 @@ mod events;
 mod incognito;
 mod recovery;
 mod runtime;
+mod scope;

@@ -39,6 +39,8 @@ async fn a_run_whose_end_could_not_be_stored_is_run_again() {
             text: "hello".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
         })
         .await
         .unwrap();

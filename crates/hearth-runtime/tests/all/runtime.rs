@@ -70,6 +70,8 @@ fn msg(thread: &str, text: &str, mode: DeliveryMode) -> Inbound {
         text: text.into(),
         delivery_mode: mode,
         idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
     }
 }
 
@@ -261,6 +263,8 @@ async fn runs_left_queued_by_a_dead_process_are_recovered_at_start() {
                             input: "are you there?".into(),
                             idempotency_key: None,
                             created_at: now_ms(),
+                            scope: None,
+                            roles: Vec::new(),
                         })
                         .await
                         .unwrap();
@@ -313,6 +317,8 @@ async fn a_steer_stored_before_a_crash_reaches_the_recovered_run() {
                             input: "first".into(),
                             idempotency_key: None,
                             created_at: now_ms(),
+                            scope: None,
+                            roles: Vec::new(),
                         })
                         .await
                         .unwrap();

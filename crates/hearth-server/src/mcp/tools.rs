@@ -268,6 +268,8 @@ impl HearthMcp {
                 text: a.text,
                 delivery_mode: DeliveryMode::FollowUp,
                 idempotency_key: None,
+                scope: None,
+                roles: Vec::new(),
             })
             .await?;
         if !a.wait.unwrap_or(true) {

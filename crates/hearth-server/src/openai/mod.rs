@@ -198,6 +198,8 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
         text: conversation.text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
     };
     let env = st
         .runtime

@@ -64,6 +64,8 @@ pub async fn post_message(
             text: body.text,
             delivery_mode: body.delivery_mode.unwrap_or(DeliveryMode::FollowUp),
             idempotency_key,
+            scope: None,
+            roles: Vec::new(),
         })
         .await?;
     if !body.wait.unwrap_or(false) {

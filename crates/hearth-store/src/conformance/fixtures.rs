@@ -21,6 +21,8 @@ pub fn new_run(id: &str, thread: &str, key: Option<&str>) -> NewRun {
         input: format!("input of {id}"),
         idempotency_key: key.map(str::to_owned),
         created_at: 1_700_000_000_000,
+        scope: None,
+        roles: Vec::new(),
     }
 }
 

@@ -12,6 +12,7 @@ use crate::threads::ThreadStore;
 /// Runs every check of this suite, each on a store from `fresh` (empty).
 pub async fn runs_suite<S: RunStore + ThreadStore>(fresh: impl AsyncFn() -> S) {
     create_then_get_round_trips(fresh().await).await;
+    permission_context_is_stored_with_the_run(fresh().await).await;
     concurrent_identical_requests_create_one_run(fresh().await).await;
     finish_run_is_atomic_and_happens_once(fresh().await).await;
     steps_upsert_by_index(fresh().await).await;
@@ -30,6 +31,43 @@ async fn create_then_get_round_trips<S: RunStore + ThreadStore>(store: S) {
     let got = store.get_run("run_1").await.unwrap().unwrap();
     assert_eq!(got, run);
     assert!(store.get_run("run_missing").await.unwrap().is_none());
+}
+
+/// A run's scope and roles come back from every read (`get_run`,
+/// `list_runs`, `unfinished_runs`, a claim), so a recovered run is checked
+/// where it was asked; a run without them reads as `None` and `[]`.
+async fn permission_context_is_stored_with_the_run<S: RunStore + ThreadStore>(store: S) {
+    let mut asked = new_run("run_g", "discord:channel:5", None);
+    asked.scope = Some("discord:guild:9".into());
+    asked.roles = vec!["111".into(), "222".into()];
+    let CreateRunOutcome::Created(run) = store.create_run(asked).await.unwrap() else {
+        panic!("expected a new run");
+    };
+    assert_eq!(run.scope.as_deref(), Some("discord:guild:9"));
+    assert_eq!(run.roles, ["111", "222"]);
+    let plain = created(&store, "run_p", "t1").await;
+    assert_eq!((plain.scope, plain.roles), (None, Vec::<String>::new()));
+
+    assert_eq!(store.get_run("run_g").await.unwrap().unwrap(), run);
+    let unfinished = store.unfinished_runs().await.unwrap();
+    assert_eq!(unfinished.first(), Some(&run));
+    let listed = store.list_runs(&RunFilter::default()).await.unwrap();
+    assert!(
+        listed.contains(&run),
+        "list_runs lost the context: {listed:?}"
+    );
+    let claimed = store
+        .claim_run("run_g", "owner", i64::MAX, 0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (claimed.scope.as_deref(), claimed.roles.as_slice()),
+        (
+            Some("discord:guild:9"),
+            ["111".to_owned(), "222".to_owned()].as_slice()
+        )
+    );
 }
 
 /// Concurrent identical requests create one run.

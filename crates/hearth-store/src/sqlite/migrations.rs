@@ -16,10 +16,22 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (7, super::memory::MIGRATION_V7),
     (8, V8),
     (9, super::outbox::MIGRATION_V9),
+    (10, V10),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 9;
+pub(crate) const LATEST: u32 = 10;
+
+/// The permission context of a run (the space it was asked in and the
+/// sender's role ids, a JSON array), so a run recovered after a restart is
+/// checked where it was asked; runs stored before keep `NULL` and `[]`. The
+/// index serves a space's run statistics.
+const V10: &str = "
+ALTER TABLE runs ADD COLUMN scope TEXT;
+ALTER TABLE runs ADD COLUMN roles TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX IF NOT EXISTS runs_scope_created ON runs (scope, created_at)
+    WHERE scope IS NOT NULL;
+";
 
 /// The id of a finished run's terminal event, so a replay from the store
 /// numbers it as the live stream did (SSE `Last-Event-ID` resumes across

@@ -22,10 +22,12 @@ const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 1000;
 
 fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
+    let roles = to_json(&run.roles, "run roles")?;
     let inserted = db
         .stmt(
             "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
-             status, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7) \
+             status, created_at, updated_at, scope, roles) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7, ?8, ?9) \
              ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
         )?
         .execute(params![
@@ -35,7 +37,9 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
             run.source,
             run.input,
             run.idempotency_key,
-            run.created_at
+            run.created_at,
+            run.scope,
+            roles
         ])?;
     if inserted == 1 {
         let seq = db.conn().last_insert_rowid();
@@ -57,6 +61,8 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
             created_at: run.created_at,
             updated_at: run.created_at,
             last_event_seq: None,
+            scope: run.scope,
+            roles: run.roles,
         }));
     }
     let existing = db

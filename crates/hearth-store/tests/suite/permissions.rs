@@ -38,8 +38,12 @@ async fn a_version_4_database_gains_grants_and_audit() {
     drop(open(dir.path()));
     // Roll the file back to schema 4, as an older hearth left it.
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE grants; DROP TABLE audit; ALTER TABLE runs DROP COLUMN last_event_seq; PRAGMA user_version = 4;")
-        .unwrap();
+    conn.execute_batch(
+        "DROP TABLE grants; DROP TABLE audit; ALTER TABLE runs DROP COLUMN last_event_seq; \
+         DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
+         ALTER TABLE runs DROP COLUMN roles; PRAGMA user_version = 4;",
+    )
+    .unwrap();
     drop(conn);
     let store = open(dir.path());
     store.ping().await.unwrap();

@@ -236,7 +236,9 @@ async fn a_version_3_database_gains_the_secrets_table() {
     // Roll the file back to schema 3, as an older hearth left it.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE secrets; ALTER TABLE runs DROP COLUMN last_event_seq; PRAGMA user_version = 3;",
+        "DROP TABLE secrets; ALTER TABLE runs DROP COLUMN last_event_seq; \
+         DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
+         ALTER TABLE runs DROP COLUMN roles; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -244,6 +246,32 @@ async fn a_version_3_database_gains_the_secrets_table() {
     store.ping().await.unwrap();
     store.put_secret("s", vec![1], 1).await.unwrap();
     assert_eq!(store.get_secret("s").await.unwrap(), Some(vec![1]));
+}
+
+#[tokio::test]
+async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    {
+        let store = open(dir.path());
+        created(&store, "run_old", "discord:channel:5").await;
+    }
+    // Roll the file back to schema 9, as the hearth before run scopes left it.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
+         ALTER TABLE runs DROP COLUMN roles; PRAGMA user_version = 9;",
+    )
+    .unwrap();
+    drop(conn);
+    let store = open(dir.path());
+    let old = store.get_run("run_old").await.unwrap().unwrap();
+    assert_eq!((old.scope, old.roles), (None, Vec::<String>::new()));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: u32 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 10);
 }
 
 /// Makes every audit insert with outcome `boom` fail inside its transaction.
