@@ -166,13 +166,12 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let retry = &config.llm.retry;
     let skills = crate::skills::load(&config, &home)?;
     let mut tools = crate::tools::build_registry(&config, &store, &skills).await?;
-    // MCP servers start with hearth, not on first use; their tools join the
-    // registry as each server comes up.
+    // MCP servers and executable skills start with hearth, not on first
+    // use; their tools join the registry as each server comes up.
     let mcp = hearth_mcp::McpManager::new(&config.mcp, &env, &client);
-    if !mcp.is_empty() {
-        tools.add_source(Arc::new(mcp.clone()));
-        mcp.start();
-    }
+    crate::skills::run_executables(&skills, &mcp, &config);
+    tools.add_source(Arc::new(mcp.clone()));
+    mcp.start();
     let engine = Engine::new(store.clone(), tools, limits, system_prompt(&home))
         .with_prompt_hook(crate::skills::prompt_hook(&skills))
         .with_policy(policy_config(&config))

@@ -99,6 +99,35 @@ async fn reload_on_sighup(skills: Arc<Skills>) {
     }
 }
 
+/// Runs the verified executable skills as MCP servers through `mcp`, now
+/// and after every reload (HTTP or SIGHUP): new skills start, removed or
+/// refused ones stop, changed ones restart.
+pub fn run_executables(skills: &Arc<Skills>, mcp: &hearth_mcp::McpManager, config: &Config) {
+    let timeout_secs = config.skills.timeout_secs.max(1);
+    let servers = move |c: &Catalog| -> Vec<hearth_mcp::SkillServer> {
+        c.executables()
+            .map(|e| hearth_mcp::SkillServer {
+                name: e.name.clone(),
+                dir: e.dir.clone(),
+                entry: e.entry.clone(),
+                args: e.args.clone(),
+                env: e.env.clone(),
+                config: e.config.clone(),
+                timeout_secs,
+            })
+            .collect()
+    };
+    let synced = mcp.sync_skills(servers(&skills.catalog()));
+    if !synced.started.is_empty() {
+        tracing::info!(skills = ?synced.started, "executable skills starting");
+    }
+    let mcp = mcp.clone();
+    skills.on_reload(move |c| {
+        let synced = mcp.sync_skills(servers(c));
+        tracing::info!(started = ?synced.started, stopped = ?synced.stopped, "executable skills synced");
+    });
+}
+
 /// The engine's prompt hook over `skills`.
 pub fn prompt_hook(skills: &Arc<Skills>) -> hearth_agent::context::PromptHook {
     let skills = skills.clone();

@@ -27,8 +27,11 @@ pub struct SkillsConfig {
     /// it are listed by name only.
     pub prompt_budget_chars: usize,
     /// `[skills.config.<skill>]`: settings an executable skill's manifest
-    /// `requires` (a skill missing one is refused).
+    /// `requires` (a skill missing one is refused), given to the skill's
+    /// program as environment variables of those names.
     pub config: BTreeMap<String, BTreeMap<String, String>>,
+    /// Seconds an executable skill has to start, and to answer each call.
+    pub timeout_secs: u64,
 }
 
 impl Default for SkillsConfig {
@@ -39,6 +42,7 @@ impl Default for SkillsConfig {
             allowed_unsigned_dirs: Vec::new(),
             prompt_budget_chars: 4000,
             config: BTreeMap::new(),
+            timeout_secs: 60,
         }
     }
 }
@@ -92,6 +96,7 @@ mod tests {
         assert_eq!(c.skills.extra_dirs, vec!["/opt/skills"]);
         assert_eq!(c.skills.trusted_keys, vec![KEY]);
         assert_eq!(c.skills.prompt_budget_chars, 4000);
+        assert_eq!(c.skills.timeout_secs, 60);
         assert_eq!(c.skills.config["weather"]["API_URL"], "http://x");
         assert!(Config::default().skills.trusted_keys.is_empty());
     }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
@@ -44,6 +45,8 @@ pub enum Target {
         args: Vec<String>,
         /// Its whole environment (nothing else is inherited).
         env: BTreeMap<String, String>,
+        /// Its working folder (hearth's own when `None`).
+        cwd: Option<PathBuf>,
     },
     /// A streamable HTTP endpoint.
     Http {
@@ -137,9 +140,17 @@ pub async fn connect(label: &str, target: &Target) -> Result<Connection> {
         tools_changed: tools_changed.clone(),
     };
     let service = match target {
-        Target::Stdio { command, args, env } => {
+        Target::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args).env_clear().envs(env);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
             let (transport, stderr) = TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::piped())
                 .spawn()

@@ -4,17 +4,21 @@
 //! and offers their tools to the model as `<server>__<tool>` through the tool
 //! registry (the manager is a `ToolSource`). rmcp is used only in `client`,
 //! behind our own [`McpClient`] trait; the rest speaks the MCP wire shapes in
-//! JSON. This crate never decides permissions or confirmations: its tools
-//! declare a class and the capability `mcp.<server>`, and the engine decides.
+//! JSON. Verified executable skills run the same way ([`skills`]), their
+//! tools named `<skill>__<tool>`. This crate never decides permissions or
+//! confirmations: its tools declare a class and the capability
+//! `mcp.<server>` (`skills.use` for a skill's), and the engine decides.
 
 pub mod client;
 pub mod error;
 pub mod manager;
 pub mod names;
 pub mod render;
+pub mod skills;
 pub mod tool;
 
 pub use client::{Connection, McpClient, Target, connect};
 pub use error::{McpError, Result};
 pub use manager::{McpManager, ServerState, ServerStatus};
+pub use skills::{SkillServer, SkillsSynced};
 pub use tool::McpTool;

@@ -10,6 +10,7 @@
 //! `last_error`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::client::{Connection, McpClient, Target, connect};
 use crate::error::{McpError, Result};
+use crate::skills::SkillServer;
 use crate::tool::McpTool;
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -58,7 +60,7 @@ impl ServerState {
 /// One server as `GET /v1/mcp/servers` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerStatus {
-    /// Its name in `[mcp.servers.<name>]`.
+    /// Its name in `[mcp.servers.<name>]`, or the executable skill's name.
     pub name: String,
     /// `stdio` or `http`.
     pub transport: &'static str,
@@ -79,16 +81,23 @@ struct Live {
     tools: Arc<BTreeMap<String, Arc<McpTool>>>,
 }
 
-/// One configured server.
+/// One configured server, or one executable skill.
 pub(crate) struct Server {
     pub(crate) name: String,
     transport: &'static str,
     config: McpServerConfig,
-    /// `mcp.<name>`, leaked once per configured server: `Tool::capability`
-    /// hands out `&'static str`, and the set of servers is fixed at start.
+    /// `mcp.<name>`, leaked once per configured server (`Tool::capability`
+    /// hands out `&'static str`, and the configured servers are fixed at
+    /// start); `skills.use` for a skill.
     pub(crate) capability: &'static str,
-    /// The least preset holding `capability` (`[mcp.servers.<name>] preset`).
-    pub(crate) preset: &'static str,
+    /// The least preset holding `capability` (`[mcp.servers.<name>]
+    /// preset`); `None` for a skill, whose `skills.use` the permission model
+    /// knows.
+    pub(crate) preset: Option<&'static str>,
+    /// `mcp:<name>` or `skill:<name>`.
+    pub(crate) source: String,
+    /// What the skill was started from (`None` for a configured server).
+    pub(crate) skill: Option<SkillServer>,
     pub(crate) max_result_bytes: usize,
     /// `None` when the configuration cannot work here (a header variable is
     /// not set): the server stays failed with the reason.
@@ -251,12 +260,108 @@ impl Server {
     }
 }
 
-/// The configured MCP servers, their supervisors, and their tools as a
-/// [`ToolSource`] for the registry.
+impl Server {
+    /// A server of `[mcp.servers.<name>]`.
+    fn configured(
+        name: &str,
+        sc: &McpServerConfig,
+        max_result_bytes: usize,
+        env: &BTreeMap<String, String>,
+        http: &reqwest::Client,
+    ) -> Self {
+        Self::with(
+            name,
+            sc.clone(),
+            Box::leak(format!("mcp.{name}").into_boxed_str()),
+            Some(match sc.preset {
+                PresetName::None => "none",
+                PresetName::Member => "member",
+                PresetName::Trusted => "trusted",
+                PresetName::Admin => "admin",
+            }),
+            format!("mcp:{name}"),
+            max_result_bytes,
+            target(name, sc, env, http),
+        )
+    }
+
+    /// A verified executable skill's server.
+    pub(crate) fn skill(
+        skill: SkillServer,
+        max_result_bytes: usize,
+        env: &BTreeMap<String, String>,
+    ) -> Self {
+        let config = McpServerConfig {
+            command: Some(skill.entry.display().to_string()),
+            args: skill.args.clone(),
+            timeout_secs: skill.timeout_secs,
+            ..McpServerConfig::default()
+        };
+        let target = Ok(skill.target(env));
+        let mut server = Self::with(
+            &skill.name,
+            config,
+            crate::skills::CAPABILITY,
+            None,
+            format!("skill:{}", skill.name),
+            max_result_bytes,
+            target,
+        );
+        server.skill = Some(skill);
+        server
+    }
+
+    fn with(
+        name: &str,
+        config: McpServerConfig,
+        capability: &'static str,
+        preset: Option<&'static str>,
+        source: String,
+        max_result_bytes: usize,
+        target: std::result::Result<Target, String>,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            transport: if config.url.is_some() {
+                "http"
+            } else {
+                "stdio"
+            },
+            live: RwLock::new(Live {
+                state: if config.enabled {
+                    ServerState::Starting
+                } else {
+                    ServerState::Disabled
+                },
+                last_error: None,
+                client: None,
+                tools: Arc::default(),
+            }),
+            config,
+            capability,
+            preset,
+            source,
+            skill: None,
+            max_result_bytes,
+            target,
+            changed: tokio::sync::watch::channel(()).0,
+        }
+    }
+}
+
+/// The configured MCP servers and the executable skills, their supervisors,
+/// and their tools as a [`ToolSource`] for the registry.
 #[derive(Clone, Default)]
 pub struct McpManager {
-    servers: Arc<BTreeMap<String, Arc<Server>>>,
-    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    /// By name; configured servers are fixed, skills come and go on reload.
+    pub(crate) servers: Arc<RwLock<BTreeMap<String, Arc<Server>>>>,
+    /// Each running supervisor, by server name.
+    pub(crate) tasks: Arc<Mutex<BTreeMap<String, tokio::task::AbortHandle>>>,
+    /// Set by [`McpManager::start`]: servers added later start at once.
+    pub(crate) started: Arc<AtomicBool>,
+    /// hearth's environment, which skills' declared variables come from.
+    pub(crate) env: Arc<BTreeMap<String, String>>,
+    pub(crate) max_result_bytes: usize,
 }
 
 impl McpManager {
@@ -268,79 +373,86 @@ impl McpManager {
             .servers
             .iter()
             .map(|(name, sc)| {
-                let server = Server {
-                    name: name.clone(),
-                    transport: if sc.url.is_some() { "http" } else { "stdio" },
-                    config: sc.clone(),
-                    capability: Box::leak(format!("mcp.{name}").into_boxed_str()),
-                    preset: match sc.preset {
-                        PresetName::None => "none",
-                        PresetName::Member => "member",
-                        PresetName::Trusted => "trusted",
-                        PresetName::Admin => "admin",
-                    },
-                    max_result_bytes: config.max_result_bytes,
-                    target: target(name, sc, env, http),
-                    live: RwLock::new(Live {
-                        state: if sc.enabled {
-                            ServerState::Starting
-                        } else {
-                            ServerState::Disabled
-                        },
-                        last_error: None,
-                        client: None,
-                        tools: Arc::default(),
-                    }),
-                    changed: tokio::sync::watch::channel(()).0,
-                };
+                let server = Server::configured(name, sc, config.max_result_bytes, env, http);
                 (name.clone(), Arc::new(server))
             })
             .collect();
         Self {
-            servers: Arc::new(servers),
+            servers: Arc::new(RwLock::new(servers)),
             tasks: Arc::default(),
+            started: Arc::default(),
+            env: Arc::new(env.clone()),
+            max_result_bytes: config.max_result_bytes,
         }
     }
 
-    /// Starts a supervisor for every enabled server (inside a Tokio runtime).
+    pub(crate) fn servers(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Server>>> {
+        self.servers.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn server(&self, name: &str) -> Option<Arc<Server>> {
+        self.servers().get(name).cloned()
+    }
+
+    /// Starts a supervisor for every enabled server (inside a Tokio
+    /// runtime); servers added afterwards (skills) start as they are added.
     pub fn start(&self) {
+        self.started.store(true, Ordering::SeqCst);
+        let servers: Vec<Arc<Server>> = self.servers().values().cloned().collect();
+        for server in servers {
+            self.spawn(server);
+        }
+    }
+
+    /// Starts `server`'s supervisor unless it is disabled or already has one.
+    pub(crate) fn spawn(&self, server: Arc<Server>) {
+        if !server.config.enabled {
+            return;
+        }
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        for server in self.servers.values() {
-            if server.config.enabled {
-                tasks.push(tokio::spawn(server.clone().supervise()).abort_handle());
-            }
+        if !tasks.contains_key(&server.name) {
+            let name = server.name.clone();
+            tasks.insert(name, tokio::spawn(server.supervise()).abort_handle());
+        }
+    }
+
+    /// Stops `name`'s supervisor; its connection closes and a stdio child is
+    /// killed as it is dropped.
+    pub(crate) fn stop(&self, name: &str) {
+        if let Some(t) = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name)
+        {
+            t.abort();
         }
     }
 
     /// Stops every supervisor; the connections close and stdio children are
     /// killed as they are dropped.
     pub fn shutdown(&self) {
-        for t in self
-            .tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in tasks.into_values() {
             t.abort();
         }
     }
 
-    /// True when no server is configured.
+    /// True when no server is configured and no skill runs.
     pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
+        self.servers().is_empty()
     }
 
-    /// Every configured server, by name.
+    /// Every configured server and executable skill, by name.
     pub fn statuses(&self) -> Vec<ServerStatus> {
-        self.servers.values().map(|s| s.status()).collect()
+        self.servers().values().map(|s| s.status()).collect()
     }
 
     /// Calls `server`'s tool by its own name (not the `<server>__` one), for
     /// debugging; the raw MCP result.
     pub async fn call(&self, server: &str, tool: &str, args: Map<String, Value>) -> Result<Value> {
         let s = self
-            .servers
-            .get(server)
+            .server(server)
             .ok_or_else(|| McpError::UnknownServer(server.to_owned()))?;
         let client = s.client()?;
         tokio::time::timeout(s.timeout(), client.call_tool(tool, args))
@@ -357,7 +469,7 @@ impl McpManager {
         within: Duration,
         done: impl Fn(&ServerStatus) -> bool,
     ) -> bool {
-        let Some(s) = self.servers.get(server) else {
+        let Some(s) = self.server(server) else {
             return false;
         };
         let mut rx = s.changed.subscribe();
@@ -377,7 +489,7 @@ impl McpManager {
 
 impl ToolSource for McpManager {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.servers
+        self.servers()
             .values()
             .flat_map(|s| {
                 let tools = s.read().tools.clone();
@@ -390,7 +502,7 @@ impl ToolSource for McpManager {
     }
 
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.servers
+        self.servers()
             .values()
             .find_map(|s| s.read().tools.get(name).cloned())
             .map(|t| t as Arc<dyn Tool>)
@@ -442,5 +554,6 @@ fn target(
         command: sc.command.clone().unwrap_or_default(),
         args: sc.args.clone(),
         env: child,
+        cwd: None,
     })
 }

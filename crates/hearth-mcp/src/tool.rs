@@ -1,4 +1,4 @@
-//! One MCP server tool as a hearth [`Tool`].
+//! One MCP server tool (or executable skill tool) as a hearth [`Tool`].
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -18,7 +18,7 @@ pub struct McpTool {
     /// Weak: the server owns its tools; a tool outliving it answers an error.
     server: Weak<Server>,
     capability: &'static str,
-    preset: &'static str,
+    preset: Option<&'static str>,
     source: String,
     timeout: Duration,
 }
@@ -33,13 +33,8 @@ impl McpTool {
         read: bool,
     ) -> Self {
         let (capability, preset, source, timeout) = match server.upgrade() {
-            Some(s) => (
-                s.capability,
-                s.preset,
-                format!("mcp:{}", s.name),
-                s.timeout(),
-            ),
-            None => ("", "admin", String::new(), Duration::from_secs(60)),
+            Some(s) => (s.capability, s.preset, s.source.clone(), s.timeout()),
+            None => ("", Some("admin"), String::new(), Duration::from_secs(60)),
         };
         let description = listed
             .get("description")
@@ -87,7 +82,7 @@ impl Tool for McpTool {
     }
 
     fn capability_preset(&self) -> Option<&'static str> {
-        Some(self.preset)
+        self.preset
     }
 
     fn untrusted(&self) -> bool {

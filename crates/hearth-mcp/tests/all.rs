@@ -318,3 +318,152 @@ async fn a_server_that_cannot_start_fails_lists_nothing_and_disabled_ones_stay_o
     assert!(m.tools().is_empty());
     m.shutdown();
 }
+
+/// A skill folder whose entry is a script that refuses to start outside its
+/// folder, records its pid, and execs `fake-mcp`.
+fn skill_folder() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fake = hearth_testkit::fake_mcp::fake_mcp_bin();
+    let script = format!(
+        "#!/bin/sh\n[ -f marker ] || {{ echo 'not run from the skill folder' >&2; exit 1; }}\n\
+         echo $$ > pid\nexec '{}' \"$@\"\n",
+        fake.display()
+    );
+    let entry = dir.path().join("run.sh");
+    std::fs::write(&entry, script).unwrap();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.path().join("marker"), "").unwrap();
+    dir
+}
+
+fn skill(name: &str, dir: &std::path::Path) -> hearth_mcp::SkillServer {
+    hearth_mcp::SkillServer {
+        name: name.into(),
+        dir: dir.to_path_buf(),
+        entry: dir.join("run.sh"),
+        args: Vec::new(),
+        env: vec!["PASSED".into(), "DECLARED_BUT_UNSET".into()],
+        config: BTreeMap::from([("API_URL".to_owned(), "http://x".to_owned())]),
+        timeout_secs: 1,
+    }
+}
+
+/// Whether process `pid` has exited (or is a zombie nobody reaped yet).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
+    let folder = skill_folder();
+    let m = start(vec![("fk", server(|_| {}))], 1024).await;
+    let notes = skill("notes", folder.path());
+    let synced = m.sync_skills(vec![notes.clone(), skill("fk", folder.path())]);
+    assert_eq!(synced.started, vec!["notes"]);
+    assert_eq!(
+        synced.clashing,
+        vec!["fk"],
+        "a configured server keeps its name"
+    );
+    ready(&m, "notes").await;
+    let r = registry(&m);
+    let echo = r.get("notes__echo").unwrap();
+    assert_eq!(echo.capability(), Some("skills.use"));
+    assert_eq!(
+        echo.capability_preset(),
+        None,
+        "skills.use is a known capability"
+    );
+    assert_eq!(echo.source(), "skill:notes");
+    assert_eq!(
+        r.get("notes__write_note").unwrap().class(),
+        ToolClass::Write
+    );
+    let (err, v) = call(&r, "notes__echo", json!({"text": "from a skill"})).await;
+    assert!(!err, "{v}");
+    assert!(
+        v["untrusted_content"]
+            .as_str()
+            .unwrap()
+            .contains("from a skill"),
+        "{v}"
+    );
+    // Only the declared variables that are set, PATH, HOME and its config.
+    // (PWD is exported by the entry's own shell.)
+    let raw = m.call("notes", "env", Default::default()).await.unwrap();
+    let seen: Vec<&str> = raw["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .filter(|v| *v != "PWD")
+        .collect();
+    assert_eq!(seen, ["API_URL", "HOME", "PASSED", "PATH"]);
+    // The per-call timeout applies.
+    let (err, v) = call(&r, "notes__hang", json!({})).await;
+    assert!(err);
+    assert!(
+        v["error"].as_str().unwrap().contains("timed out after 1 s"),
+        "{v}"
+    );
+
+    // The same list again changes nothing; the child keeps running.
+    let pid = std::fs::read_to_string(folder.path().join("pid")).unwrap();
+    let pid = pid.trim().to_owned();
+    assert_eq!(
+        m.sync_skills(vec![notes.clone()]),
+        hearth_mcp::SkillsSynced::default()
+    );
+    assert!(!gone(&pid));
+
+    // A changed skill is restarted; a removed one is stopped and its tools go.
+    let mut changed = notes.clone();
+    changed.args = vec!["--changed".into()];
+    let synced = m.sync_skills(vec![changed]);
+    assert_eq!(
+        (synced.stopped, synced.started),
+        (vec!["notes".to_owned()], vec!["notes".to_owned()])
+    );
+    ready(&m, "notes").await;
+    let synced = m.sync_skills(Vec::new());
+    assert_eq!(synced.stopped, vec!["notes"]);
+    assert!(r.get("notes__echo").is_none());
+    assert!(m.statuses().iter().all(|s| s.name != "notes"));
+    let deadline = std::time::Instant::now() + WAIT;
+    while !gone(&pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child {pid} was not stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    m.shutdown();
+}
+
+#[tokio::test]
+async fn a_skill_that_crashes_at_start_is_retried_and_isolated() {
+    let folder = skill_folder();
+    std::fs::remove_file(folder.path().join("marker")).unwrap();
+    let m = start(Vec::new(), 1024).await;
+    m.sync_skills(vec![skill("broken", folder.path())]);
+    let failed = m
+        .wait_for("broken", WAIT, |s| s.state == ServerState::Failed)
+        .await;
+    assert!(failed, "{:?}", m.statuses());
+    let st = m.statuses().remove(0);
+    assert!(
+        st.last_error
+            .as_deref()
+            .unwrap()
+            .contains("not run from the skill folder"),
+        "{st:?}"
+    );
+    assert!(m.tools().is_empty());
+    m.shutdown();
+}

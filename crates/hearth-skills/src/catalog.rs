@@ -321,12 +321,24 @@ pub fn prompt_section(skills: &[Skill], budget: usize) -> String {
     out
 }
 
+/// Called with the new catalog after each reload.
+type ReloadListener = Box<dyn Fn(&Catalog) + Send + Sync>;
+
 /// The live skills: the options they were loaded with and the current
 /// catalog, replaced whole by [`Skills::reload`].
-#[derive(Debug)]
 pub struct Skills {
     options: SkillsOptions,
     current: RwLock<Arc<Catalog>>,
+    listeners: RwLock<Vec<ReloadListener>>,
+}
+
+impl std::fmt::Debug for Skills {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Skills")
+            .field("options", &self.options)
+            .field("current", &self.current)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Skills {
@@ -336,7 +348,18 @@ impl Skills {
         Self {
             options,
             current: RwLock::new(Arc::new(catalog)),
+            listeners: RwLock::default(),
         }
+    }
+
+    /// Calls `listener` with the new catalog after every reload, whoever
+    /// asked for it (HTTP, SIGHUP): the MCP client follows the executable
+    /// skills this way.
+    pub fn on_reload(&self, listener: impl Fn(&Catalog) + Send + Sync + 'static) {
+        self.listeners
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Box::new(listener));
     }
 
     /// The current catalog.
@@ -354,6 +377,14 @@ impl Skills {
             .current
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = catalog.clone();
+        for listener in self
+            .listeners
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            listener(&catalog);
+        }
         catalog
     }
 

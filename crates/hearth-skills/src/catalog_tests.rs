@@ -194,6 +194,12 @@ fn reload_sees_new_skills_and_executables_are_described() {
     o.trust.allowed_unsigned_dirs = vec![std::fs::canonicalize(t.path()).unwrap()];
     let skills = Skills::load(o);
     assert!(skills.catalog().skills.is_empty());
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let h = heard.clone();
+    skills.on_reload(move |c| {
+        let names = c.executables().map(|e| e.name.clone());
+        h.lock().unwrap().extend(names);
+    });
     write(t.path(), "a/SKILL.md", &md("a", "first", ""));
     write(
         t.path(),
@@ -214,6 +220,11 @@ fn reload_sees_new_skills_and_executables_are_described() {
     );
     let c = skills.reload();
     assert_eq!(skills.catalog().skills.len(), 3);
+    assert_eq!(
+        *heard.lock().unwrap(),
+        ["exe"],
+        "the listener saw the reload"
+    );
     let exe = c.get("exe").unwrap();
     assert_eq!(
         (exe.eligible, exe.signed, exe.description.as_str()),

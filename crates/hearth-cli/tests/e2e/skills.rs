@@ -226,3 +226,269 @@ async fn check_keygen_sign_and_verify() {
     assert_eq!(code, Some(1));
     assert!(err.contains("hash mismatch: server"), "{err}");
 }
+
+/// A signed executable skill `notes` under `<home>/skills`, whose entry is a
+/// script that refuses to run outside its folder, writes its pid where
+/// `NOTES_PID_FILE` says, and execs the testkit's `fake-mcp`. Returns the
+/// trusted public key.
+async fn signed_notes_skill(home: &Path) -> String {
+    let exe = home.join("skills/notes");
+    write(
+        &exe,
+        "hearth-skill.json",
+        r#"{"name":"notes","version":"1.0.0","description":"Notes as MCP tools","entry":"run.sh",
+            "env":["NOTES_PID_FILE","NOTES_TOKEN"],"hearth":">=0.1"}"#,
+    );
+    write(
+        &exe,
+        "run.sh",
+        &format!(
+            "#!/bin/sh\n[ -f hearth-skill.json ] || {{ echo 'not run from the skill folder' >&2; exit 1; }}\n\
+             echo $$ > \"$NOTES_PID_FILE\"\nexec '{}'\n",
+            hearth_testkit::fake_mcp::fake_mcp_bin().display()
+        ),
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let perms = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(exe.join("run.sh"), perms).unwrap();
+    }
+    let keys = home.join("keys");
+    let (code, public, err) =
+        hearth(home, &["skills", "keygen", "--out", keys.to_str().unwrap()]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let key = std::fs::read_dir(&keys)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let (code, _, err) = hearth(
+        home,
+        &[
+            "skills",
+            "sign",
+            exe.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    public.trim().to_owned()
+}
+
+/// The entry of `GET /v1/mcp/servers` named `name`, once it is ready (a
+/// server starts in the background with no event to await, so the API is
+/// asked until a deadline).
+async fn server_ready(h: &Hearth, name: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, v) = h.get("/v1/mcp/servers").await;
+        if let Some(e) = servers_named(&v, name).filter(|e| e["state"] == "ready") {
+            return e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} never became ready: {v}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+fn servers_named(v: &Value, name: &str) -> Option<Value> {
+    v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .cloned()
+}
+
+fn offered_tools(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` has exited (or is a zombie nobody reaped yet).
+fn process_gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_use() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_1",
+        "notes__echo",
+        r#"{"text":"hello from the skill"}"#,
+    )]));
+    fake.push(Reply::text("done"));
+    fake.push(Reply::text("no skill tools for you"));
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let public = signed_notes_skill(&home).await;
+    let pid_file = dir.path().join("notes.pid");
+    let config = format!(
+        "{}[skills]\ntrusted_keys = [\"{public}\"]\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start_with(
+        &home,
+        Some(&config),
+        &[
+            ("NOTES_PID_FILE", pid_file.to_str().unwrap()),
+            ("NOTES_TOKEN", "declared"),
+            ("OPENAI_API_KEY", "sk-not-for-skills"),
+        ],
+    )
+    .await;
+    let entry = server_ready(&h, "notes").await;
+    assert_eq!(
+        (&entry["transport"], &entry["tools"], &entry["last_error"]),
+        (&json!("stdio"), &json!(11), &Value::Null),
+        "{entry}"
+    );
+    let (_, tools) = h.get("/v1/tools").await;
+    let tool = |name: &str| {
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not in {tools}"))
+    };
+    let echo = tool("notes__echo");
+    assert_eq!(
+        (
+            &echo["source"],
+            &echo["capability"],
+            &echo["class"],
+            &echo["available"]
+        ),
+        (
+            &json!("skill:notes"),
+            &json!("skills.use"),
+            &json!("read"),
+            &json!(true)
+        )
+    );
+    assert_eq!(tool("notes__write_note")["class"], "write");
+
+    // Only the declared variables (and PATH, HOME) reach the program.
+    let (code, out, err) = hearth(
+        &home,
+        &["--url", &h.url, "mcp", "call", "notes", "env", "{}"],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("NOTES_TOKEN"), "{out}");
+    assert!(!out.contains("OPENAI_API_KEY"), "{out}");
+
+    // A user granted skills.use is offered the tool; its result reaches the model.
+    let r = h
+        .http
+        .post(h.at("/v1/permissions/grants"))
+        .json(&json!({"subject": "user:api:user:alice", "capability": "skills.use"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let (s, v) = h
+        .post(json!({"text": "note it", "thread_key": "api:alice", "user_key": "api:user:alice", "wait": true}))
+        .await;
+    assert_eq!((s, &v["status"]), (200, &json!("succeeded")), "{v}");
+    let reqs = fake.requests();
+    assert!(offered_tools(&reqs[0]).contains(&"notes__echo".to_owned()));
+    let result = reqs[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(result.contains("hello from the skill"), "{result}");
+    assert!(result.contains("untrusted-content"), "{result}");
+
+    // The default `member` user lacks skills.use: not offered.
+    let v = h.ask("api:anon", "note it").await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    let offered = offered_tools(&fake.requests()[2]);
+    assert!(
+        !offered.iter().any(|n| n.starts_with("notes__")),
+        "{offered:?}"
+    );
+
+    // Changed after signing: a reload refuses it and stops its child.
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(!process_gone(&pid));
+    let script = home.join("skills/notes/run.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("# changed\n");
+    std::fs::write(&script, text).unwrap();
+    let r = h.http.post(h.at("/v1/skills/reload")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let refused = |v: &Value| {
+        let notes = v["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "notes")
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            (&notes["eligible"], &notes["signed"]),
+            (&json!(false), &json!(false)),
+            "{notes}"
+        );
+        let reason = notes["reason"].as_str().unwrap();
+        assert!(reason.contains("hash mismatch: run.sh"), "{reason}");
+    };
+    refused(&h.get("/v1/skills").await.1);
+    assert_eq!(
+        servers_named(&h.get("/v1/mcp/servers").await.1, "notes"),
+        None
+    );
+    let (_, tools) = h.get("/v1/tools").await;
+    assert!(!tools.to_string().contains("notes__"), "{tools}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !process_gone(&pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refused skill's child {pid} still runs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    // Started again with the changed file: refused, and no child is started.
+    h.terminate().await;
+    std::fs::remove_file(&pid_file).unwrap();
+    let h = Hearth::start_with(
+        &home,
+        None,
+        &[("NOTES_PID_FILE", pid_file.to_str().unwrap())],
+    )
+    .await;
+    refused(&h.get("/v1/skills").await.1);
+    let (_, servers) = h.get("/v1/mcp/servers").await;
+    assert_eq!(servers_named(&servers, "notes"), None, "{servers}");
+    assert!(!pid_file.exists());
+}
