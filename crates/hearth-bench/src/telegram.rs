@@ -3,9 +3,10 @@
 //! this process), so the figures are hearth's channel path alone plus the
 //! fakes' own cost.
 //!
-//! Usage: hearth-telegram-load [--bin-dir target/release] [--secs 10] [--chats 100]
+//! Usage: hearth-telegram-load [--bin-dir target/release] [--secs 10] [--chats 100] [--discord]
 //!
-//! Prints: idle RSS with Telegram connected, answered messages per second
+//! Prints: idle RSS with Telegram connected (and Discord too, connected to
+//! the fake Discord gateway, with `--discord`), answered messages per second
 //! with `--chats` chats each sending its next message as soon as the answer
 //! arrives, and the per-message latency (update queued -> answer received by
 //! the fake) next to the fake provider's own latency, whose difference is
@@ -18,15 +19,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hearth_testkit::FakeOpenAi;
+use hearth_testkit::fake_discord::FakeDiscord;
 use hearth_testkit::fake_telegram::{FakeTelegram, User};
 use tokio::sync::Mutex;
 
 const TOKEN: &str = "7000000001:AAbenchTOKENbenchTOKENbenchTOKEN";
+const DISCORD_TOKEN: &str = "MTAwMDAwMDAwMDAwMDAwMDAx.Gfake.discordTOKENdiscordTOKEN";
 
 struct Args {
     bin_dir: PathBuf,
     secs: u64,
     chats: i64,
+    discord: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -34,6 +38,7 @@ fn parse_args() -> Result<Args> {
         bin_dir: PathBuf::from("target/release"),
         secs: 10,
         chats: 100,
+        discord: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -42,6 +47,7 @@ fn parse_args() -> Result<Args> {
             "--bin-dir" => a.bin_dir = PathBuf::from(val()?),
             "--secs" => a.secs = val()?.parse()?,
             "--chats" => a.chats = val()?.parse()?,
+            "--discord" => a.discord = true,
             other => bail!("unknown argument {other}"),
         }
     }
@@ -94,6 +100,7 @@ async fn start_hearth(bin_dir: &Path, home: &Path, cfg: &str) -> Result<(Proc, S
         .arg(home)
         .args(["--bind", &format!("127.0.0.1:{port}")])
         .env("TG_TOKEN", TOKEN)
+        .env("DC_TOKEN", DISCORD_TOKEN)
         .env_remove("OPENAI_API_KEY")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -105,12 +112,14 @@ async fn start_hearth(bin_dir: &Path, home: &Path, cfg: &str) -> Result<(Proc, S
     loop {
         if let Ok(r) = http.get(format!("{url}/v1/channels")).send().await
             && let Ok(v) = r.json::<serde_json::Value>().await
-            && v["channels"][0]["state"] == "connected"
+            && v["channels"]
+                .as_array()
+                .is_some_and(|all| !all.is_empty() && all.iter().all(|c| c["state"] == "connected"))
         {
             return Ok((proc, url));
         }
         if t0.elapsed() > Duration::from_secs(20) {
-            bail!("the Telegram channel did not connect within 20 s");
+            bail!("the channels did not connect within 20 s");
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -151,7 +160,23 @@ async fn main() -> Result<()> {
         fake.base_url(),
         tg.url()
     );
+    let discord = if args.discord {
+        Some(FakeDiscord::start(DISCORD_TOKEN).await)
+    } else {
+        None
+    };
+    let cfg = match &discord {
+        Some(dc) => format!(
+            "{cfg}[channels.discord]\nenabled = true\ntoken_env = \"DC_TOKEN\"\n\
+             api_base = \"{}\"\ngateway_url = \"\"\n",
+            dc.api_base()
+        ),
+        None => cfg,
+    };
     let (proc, _url) = start_hearth(&args.bin_dir, &tmp.join("home"), &cfg).await?;
+    if let Some(dc) = &discord {
+        dc.wait_ready(1).await;
+    }
     let pid = proc.0.id();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle = rss_kb(pid);
