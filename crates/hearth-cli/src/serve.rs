@@ -101,6 +101,10 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         None => config.log.format,
     };
     crate::logging::init(&config.log.level, format);
+    // Installing the recorder calibrates a TSC clock (busy for about a
+    // millisecond, more on a VM); done beside the store's opening instead of
+    // before serving.
+    let metrics = tokio::task::spawn_blocking(install_metrics);
     if report.created_home {
         info!(home = %home.display(), "created hearth home");
     }
@@ -200,7 +204,10 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         runtime.set_reply_router(Arc::new(channels.clone()));
     }
 
-    let metrics = install_metrics();
+    let metrics = metrics.await.unwrap_or_else(|e| {
+        warn!(error = %e, "metrics are disabled");
+        None
+    });
     let state = AppState {
         runtime: runtime.clone(),
         auth: Arc::new(Auth::new(runtime.clone(), is_loopback(&addr))),
