@@ -37,6 +37,32 @@ pub(crate) fn parse_command(text: &str) -> Option<Command<'_>> {
     looks_like_token(token).then_some(Command { approve, token })
 }
 
+/// Who answers a confirmation, as far as the surface they answer on knows
+/// them.
+#[derive(Debug, Clone, Copy)]
+pub struct Answerer<'a> {
+    /// Their user key.
+    pub user_key: &'a str,
+    /// Their role ids on the platform: grants of
+    /// `confirmations.resolve_any` to `role:<id>` apply.
+    pub roles: &'a [String],
+    /// The scope the platform says they administer (a Discord guild whose
+    /// owner they are or where they have Administrator): they may answer
+    /// the confirmations of runs asked in exactly that scope.
+    pub admin_of: Option<&'a str>,
+}
+
+impl<'a> Answerer<'a> {
+    /// A user known only by key.
+    pub fn user(user_key: &'a str) -> Self {
+        Self {
+            user_key,
+            roles: &[],
+            admin_of: None,
+        }
+    }
+}
+
 impl Runtime {
     /// Answers the confirmation `token` for `user_key`; returns the waiting
     /// run's envelope. Only the user who asked may answer, or a holder of
@@ -47,6 +73,20 @@ impl Runtime {
         user_key: &str,
         approve: bool,
     ) -> Result<RunEnvelope> {
+        self.resolve_confirmation_by(token, Answerer::user(user_key), approve)
+            .await
+    }
+
+    /// [`Runtime::resolve_confirmation`] by `who`: the user who asked, a
+    /// holder of `confirmations.resolve_any` in the run's scope (through a
+    /// grant to them or one of their roles), or an admin of the run's scope.
+    pub async fn resolve_confirmation_by(
+        &self,
+        token: &str,
+        who: Answerer<'_>,
+        approve: bool,
+    ) -> Result<RunEnvelope> {
+        let user_key = who.user_key;
         crate::runtime::check_key("user_key", user_key)?;
         let hash = hash_token(token);
         let (rec, store) = self
@@ -70,7 +110,11 @@ impl Runtime {
             self.inner.engine.confirmations().wake(&rec.run_id);
             return Err(RuntimeError::ConfirmationNotFound);
         }
-        if rec.user_key != user_key && !self.may_resolve_any(user_key, scope).await? {
+        let admin_here = who.admin_of.is_some_and(|a| a == scope && a != "global");
+        if rec.user_key != user_key
+            && !admin_here
+            && !self.may_resolve_any(user_key, who.roles, scope).await?
+        {
             self.append_audit(audit_event(
                 user_key,
                 &rec,
@@ -222,20 +266,20 @@ impl Runtime {
         self.inner.engine.confirmations().wake(&rec.run_id);
     }
 
-    /// Whether `user_key` holds `confirmations.resolve_any` in `scope` (the
-    /// run's) or globally.
-    async fn may_resolve_any(&self, user_key: &str, scope: &str) -> Result<bool> {
+    /// Whether `user_key` (with `roles`) holds `confirmations.resolve_any`
+    /// in `scope` (the run's) or globally.
+    async fn may_resolve_any(&self, user_key: &str, roles: &[String], scope: &str) -> Result<bool> {
         let policy = self.inner.engine.policy();
-        if decide(policy, user_key, &[], RESOLVE_ANY, &[]).allowed {
+        if decide(policy, user_key, roles, RESOLVE_ANY, &[]).allowed {
             return Ok(true);
         }
         let scopes = scope_chain(scope).unwrap_or_else(|_| vec!["global".to_owned()]);
         let grants = self
             .inner
             .store
-            .grants_for(&subjects(user_key, &[]), &scopes)
+            .grants_for(&subjects(user_key, roles), &scopes)
             .await?;
-        Ok(decide(policy, user_key, &[], RESOLVE_ANY, &grants).allowed)
+        Ok(decide(policy, user_key, roles, RESOLVE_ANY, &grants).allowed)
     }
 
     async fn append_audit(&self, event: AuditEvent) {

@@ -26,6 +26,7 @@ pub mod usage;
 
 pub use bus::{EventBus, RunLog};
 pub use catalog::{Capabilities, Catalog, CatalogEntry, ToolSupport};
+pub use confirmations::Answerer;
 pub use envelope::envelope;
 pub use error::{Result, RuntimeError};
 pub use events::RunEvents;

@@ -8,8 +8,8 @@ use hearth_core::{DeliveryMode, Inbound};
 use tracing::warn;
 
 use super::deliver::DiscordProgress;
-use super::types::Message;
-use super::{Discord, is_snowflake, thread_key, user_key};
+use super::types::{Member, Message};
+use super::{Discord, guild_scope, is_snowflake, thread_key, user_key};
 use crate::access::Admission;
 use crate::error::ChannelError;
 use crate::payload::Payload;
@@ -57,19 +57,14 @@ pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), Channel
             Admission::Ignored => return Ok(()),
         }
     }
-    if let Some(guild) = &m.guild_id {
-        dc.remember_guild(&m.channel_id, guild);
-    }
     let received = hearth_core::now_ms();
-    let run = ingest(
-        dc,
-        &format!("discord:{}", m.id),
-        &m.channel_id,
-        &user,
-        text,
-        true,
-    )
-    .await?;
+    let asked = Asked {
+        key: format!("discord:{}", m.id),
+        channel_id: m.channel_id.clone(),
+        user,
+        context: PermissionContext::of(m.guild_id.as_deref(), m.member.as_ref()),
+    };
+    let run = ingest(dc, asked, text, true).await?;
     let footer = m.guild_id.as_deref().is_some_and(|g| {
         dc.config
             .latency_footer_guilds
@@ -90,26 +85,76 @@ pub(super) fn strip_mention(text: &str, bot_id: &str) -> String {
         .to_owned()
 }
 
-/// Hands a message to the runtime (idempotent on `key`), showing progress
+/// Where and by whom a message or `/ask` was sent.
+pub(super) struct Asked {
+    /// The idempotency key (`discord:<message or interaction id>`).
+    pub(super) key: String,
+    /// The channel (its thread).
+    pub(super) channel_id: String,
+    /// The sender's user key.
+    pub(super) user: String,
+    /// The guild's scope and the member's roles.
+    pub(super) context: PermissionContext,
+}
+
+/// The permission context of a run asked in Discord: in a guild, its scope
+/// `discord:guild:<id>` and the member's role ids (which come with every
+/// event), so grants made there with `/permissions` apply; none in a DM.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct PermissionContext {
+    pub(super) scope: Option<String>,
+    pub(super) roles: Vec<String>,
+}
+
+impl PermissionContext {
+    /// The context of an event in `guild` (none for a DM) from `member`.
+    /// Ids that are not snowflakes are dropped, so a malformed role cannot
+    /// refuse the whole message.
+    pub(super) fn of(guild: Option<&str>, member: Option<&Member>) -> Self {
+        let Some(guild) = guild.filter(|g| is_snowflake(g)) else {
+            return Self::default();
+        };
+        let roles = member
+            .map(|m| {
+                m.roles
+                    .iter()
+                    .filter(|r| is_snowflake(r))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            scope: Some(guild_scope(guild)),
+            roles,
+        }
+    }
+}
+
+/// Hands a message to the runtime (idempotent on its key), showing progress
 /// in the channel when `follow`; the run's id, or `None` when the runtime
 /// refused the text (the user is told).
 pub(super) async fn ingest(
     dc: &Arc<Discord>,
-    key: &str,
-    channel_id: &str,
-    user: &str,
+    asked: Asked,
     text: String,
     follow: bool,
 ) -> Result<Option<String>, ChannelError> {
+    let Asked {
+        key,
+        channel_id,
+        user,
+        context,
+    } = asked;
+    let channel_id = channel_id.as_str();
     let inbound = Inbound {
         source: "discord".into(),
         thread_key: thread_key(channel_id),
-        user_key: user.to_owned(),
+        user_key: user,
         text,
         delivery_mode: DeliveryMode::FollowUp,
-        idempotency_key: Some(key.to_owned()),
-        scope: None,
-        roles: Vec::new(),
+        idempotency_key: Some(key),
+        scope: context.scope,
+        roles: context.roles,
     };
     let run = match dc.runtime.ingest(inbound).await {
         Ok(run) => run,
@@ -141,6 +186,33 @@ pub(super) async fn ingest(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guild_event_carries_the_guild_scope_and_the_members_roles() {
+        let member = Member {
+            roles: vec!["111".into(), "not a role".into(), "222".into()],
+            ..Member::default()
+        };
+        assert_eq!(
+            PermissionContext::of(Some("9"), Some(&member)),
+            PermissionContext {
+                scope: Some("discord:guild:9".into()),
+                roles: vec!["111".into(), "222".into()],
+            }
+        );
+        assert_eq!(
+            PermissionContext::of(Some("9"), None).scope.as_deref(),
+            Some("discord:guild:9")
+        );
+        assert_eq!(
+            PermissionContext::of(None, Some(&member)),
+            PermissionContext::default()
+        );
+        assert_eq!(
+            PermissionContext::of(Some("9/.."), Some(&member)),
+            PermissionContext::default()
+        );
+    }
 
     #[test]
     fn both_mention_forms_are_removed_and_newlines_kept() {

@@ -12,6 +12,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
+use hearth_runtime::Answerer;
+
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
 use super::{Discord, inbound, is_snowflake, permissions, thread_key, user_key};
@@ -151,11 +153,13 @@ async fn command(
                 return Ok(());
             };
             respond(dc, i, DEFERRED, json!({})).await;
-            let key = format!("discord:{}", i.id);
-            if let Some(guild) = &i.guild_id {
-                dc.remember_guild(channel, guild);
-            }
-            let queued = inbound::ingest(dc, &key, channel, &user, question.clone(), true).await?;
+            let asked = inbound::Asked {
+                key: format!("discord:{}", i.id),
+                channel_id: channel.to_owned(),
+                user: user.clone(),
+                context: inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref()),
+            };
+            let queued = inbound::ingest(dc, asked, question.clone(), true).await?;
             let text = match queued {
                 Some(_) => format!("> {}", question.replace('\n', "\n> ")),
                 None => "I cannot take that question.".to_owned(),
@@ -295,8 +299,9 @@ async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {
     }
 }
 
-/// An Approve/Deny press: only the asking user's counts (the runtime
-/// checks it); anyone else is told so privately.
+/// An Approve/Deny press: the asking user's counts, and in a guild its
+/// owner's or an Administrator's (the runtime checks it, in the run's
+/// scope); anyone else is told so privately.
 async fn button(dc: &Arc<Discord>, i: &Interaction, actor: &User) -> Result<(), ChannelError> {
     let custom_id = i
         .data
@@ -323,9 +328,21 @@ async fn button(dc: &Arc<Discord>, i: &Interaction, actor: &User) -> Result<(), 
             .collect();
         json!({ "content": text, "components": [], "allowed_mentions": { "parse": [] } })
     };
+    let presser = user_key(&actor.id);
+    let context = inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref());
+    // The guild owner and Administrators answer for anyone in their guild.
+    let admin_of = context
+        .scope
+        .as_deref()
+        .filter(|_| is_guild_admin(dc, i, actor));
+    let who = Answerer {
+        user_key: &presser,
+        roles: &context.roles,
+        admin_of,
+    };
     match dc
         .runtime
-        .resolve_confirmation(token, &user_key(&actor.id), approve)
+        .resolve_confirmation_by(token, who, approve)
         .await
     {
         Ok(_) => {
@@ -339,7 +356,12 @@ async fn button(dc: &Arc<Discord>, i: &Interaction, actor: &User) -> Result<(), 
             .await;
         }
         Err(hearth_runtime::RuntimeError::Forbidden(_)) => {
-            private(dc, i, "Only the person who asked can answer this.").await;
+            private(
+                dc,
+                i,
+                "Only the person who asked (or a server admin) can answer this.",
+            )
+            .await;
         }
         Err(hearth_runtime::RuntimeError::ConfirmationNotFound) => {
             respond(dc, i, UPDATE_MESSAGE, settle("No longer pending.".into())).await;

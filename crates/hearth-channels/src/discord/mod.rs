@@ -47,6 +47,12 @@ pub fn user_key(user_id: &str) -> String {
     format!("discord:user:{user_id}")
 }
 
+/// The permission scope of a guild: grants made there with `/permissions`
+/// apply to runs asked there.
+pub fn guild_scope(guild_id: &str) -> String {
+    format!("discord:guild:{guild_id}")
+}
+
 /// True for a snowflake (decimal digits only), so ids from events can be
 /// put in URL paths.
 fn is_snowflake(s: &str) -> bool {
@@ -80,10 +86,6 @@ pub struct Discord {
     /// When the message behind a run was received, for runs answered in a
     /// `latency_footer_guilds` guild (in memory: no footer after a restart).
     footers: Mutex<HashMap<String, Timestamp>>,
-    /// The guild of each guild channel messages came from, for the runs'
-    /// permission scope (in memory: a run recovered after a restart is
-    /// checked in `global` until its channel is heard from again).
-    guild_of: Mutex<HashMap<String, String>>,
     wake: Arc<tokio::sync::Notify>,
 }
 
@@ -122,7 +124,6 @@ impl Discord {
             me: OnceLock::new(),
             owners: Mutex::default(),
             footers: Mutex::default(),
-            guild_of: Mutex::default(),
             wake: Arc::new(tokio::sync::Notify::new()),
         })
     }
@@ -148,13 +149,6 @@ impl Discord {
         self.api
             .as_ref()
             .map_err(|e| DeliveryError::Transient(e.clone()))
-    }
-
-    /// Remembers that `channel_id` belongs to `guild_id` (runs there are
-    /// checked in the guild's scope).
-    fn remember_guild(&self, channel_id: &str, guild_id: &str) {
-        let mut guilds = self.guild_of.lock().unwrap_or_else(PoisonError::into_inner);
-        guilds.insert(channel_id.to_owned(), guild_id.to_owned());
     }
 
     fn owner_of(&self, guild_id: &str) -> Option<String> {
@@ -226,12 +220,6 @@ impl Channel for Discord {
 
     fn take_progress(&self, run_id: &str) -> Option<String> {
         self.progress.take(run_id)
-    }
-
-    fn scope_of(&self, thread_key: &str) -> Option<String> {
-        let channel = thread_key.strip_prefix(THREAD_PREFIX)?;
-        let guilds = self.guild_of.lock().unwrap_or_else(PoisonError::into_inner);
-        guilds.get(channel).map(|g| format!("discord:guild:{g}"))
     }
 
     async fn check(&self) -> Result<String, ChannelError> {

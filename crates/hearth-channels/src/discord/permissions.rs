@@ -3,13 +3,13 @@
 //! members with Administrator. Grants are stored and audited through the
 //! runtime, like `POST /v1/permissions/grants`.
 
-use hearth_agent::policy::{known_capability_names, parse_capability};
+use hearth_agent::policy::known_capability_names;
 use hearth_core::now_ms;
 use hearth_store::{AuditEvent, Grant};
 
 use super::interactions::{is_guild_admin, private};
 use super::types::{CommandOption, Interaction, User, option};
-use super::{Discord, is_snowflake, user_key};
+use super::{Discord, guild_scope, is_snowflake, user_key};
 use crate::error::ChannelError;
 
 /// Grants listed in one answer.
@@ -34,7 +34,7 @@ pub(super) async fn command(
         .await;
         return Ok(());
     }
-    let scope = format!("discord:guild:{guild}");
+    let scope = guild_scope(guild);
     let Some(sub) = sub else { return Ok(()) };
     if sub.name == "list" {
         let grants = dc.runtime.list_grants(Some(&scope)).await?;
@@ -52,8 +52,13 @@ pub(super) async fn command(
         return Ok(());
     }
     let capability = option(&sub.options, "capability").unwrap_or_default();
-    let Ok(capability) = parse_capability(capability.trim()).map(|c| c.to_string()) else {
-        let known = known_capability_names();
+    // A configured MCP server's `mcp.<server>` is grantable too.
+    let Ok(capability) = dc.runtime.grantable(capability.trim()) else {
+        let mut known = known_capability_names();
+        for extra in dc.runtime.extra_capabilities().into_keys() {
+            known.push_str(", ");
+            known.push_str(&extra);
+        }
         private(dc, i, &format!("Unknown capability. Known: {known}")).await;
         return Ok(());
     };

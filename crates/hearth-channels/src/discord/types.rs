@@ -106,6 +106,10 @@ pub struct Message {
     /// Webhook messages have no real author.
     #[serde(default)]
     pub webhook_id: Option<String>,
+    /// The author as a member of the guild (guild messages only), with
+    /// their role ids.
+    #[serde(default)]
+    pub member: Option<Member>,
 }
 
 /// `INTERACTION_CREATE`'s data.

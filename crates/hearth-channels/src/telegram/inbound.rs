@@ -354,7 +354,7 @@ pub(super) async fn ingest(
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("telegram:{update_id}")),
-        scope: None,
+        scope: super::group_scope(chat_id),
         roles: Vec::new(),
     };
     let run = match tg.runtime.ingest(inbound).await {

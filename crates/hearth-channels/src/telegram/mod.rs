@@ -40,6 +40,13 @@ pub fn user_key(user_id: i64) -> String {
     format!("telegram:user:{user_id}")
 }
 
+/// The permission scope of a group (`telegram:chat:<id>`): grants made there
+/// apply to runs asked there. Groups have negative chat ids; a private chat
+/// is the user's own and keeps the global scope (`None`).
+pub fn group_scope(chat_id: i64) -> Option<String> {
+    (chat_id < 0).then(|| format!("telegram:chat:{chat_id}"))
+}
+
 /// Who the bot is, from `getMe`.
 #[derive(Debug, Clone)]
 struct Identity {
@@ -155,10 +162,9 @@ impl Channel for Telegram {
     }
 
     fn scope_of(&self, thread_key: &str) -> Option<String> {
-        // Groups have negative chat ids; a private chat is the user's own
-        // and keeps the global scope.
-        let id: i64 = thread_key.strip_prefix(THREAD_PREFIX)?.parse().ok()?;
-        (id < 0).then(|| format!("telegram:chat:{id}"))
+        // Runs are stored with their scope; this answers for runs stored
+        // before they were.
+        group_scope(thread_key.strip_prefix(THREAD_PREFIX)?.parse().ok()?)
     }
 
     async fn check(&self) -> Result<String, ChannelError> {

@@ -28,17 +28,27 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
+    setup_with("").await
+}
+
+/// The channel's `hearth.toml` for the fakes, with `extra` (further tables)
+/// at the end.
+fn config(fake: &FakeOpenAi, dc: &FakeDiscord, extra: &str) -> String {
+    // An empty gateway_url: hearth asks GET /gateway/bot for it.
+    format!(
+        "{}\n[channels.discord]\nenabled = true\ntoken_env = \"DC_TOKEN\"\napi_base = \"{}\"\n\
+         gateway_url = \"\"\nallowed_users = [{ALICE}]\n\
+         latency_footer_guilds = [{TIMED_GUILD}]\n{extra}",
+        fake_config(&fake.base_url()),
+        dc.api_base()
+    )
+}
+
+async fn setup_with(extra: &str) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let dc = FakeDiscord::start(TOKEN).await;
-    // An empty gateway_url: hearth asks GET /gateway/bot for it.
-    let config = format!(
-        "{}\n[channels.discord]\nenabled = true\ntoken_env = \"DC_TOKEN\"\napi_base = \"{}\"\n\
-         gateway_url = \"\"\nallowed_users = [{ALICE}]\n\
-         latency_footer_guilds = [{TIMED_GUILD}]\n",
-        fake_config(&fake.base_url()),
-        dc.api_base()
-    );
+    let config = config(&fake, &dc, extra);
     let hearth = Hearth::start_with(
         &dir.path().join("home"),
         Some(&config),
@@ -465,4 +475,180 @@ async fn commands_change_the_channel_and_permissions_need_a_server_admin() {
     );
     assert_eq!(s.fake.request_count(), 0, "commands are not model calls");
     no_violations(&s.dc);
+}
+
+/// A role in [`GUILD`].
+const ROLE: &str = "600000000000000009";
+const CAROL: &str = "100000000000000003";
+
+/// Tool names offered to the model in a provider request.
+fn offered(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `/permissions grant` of `capability` to [`ROLE`] by an Administrator;
+/// the callback is the `n`th.
+async fn grant_to_role(s: &Setup, capability: &str, n: usize) {
+    let grant = json!([{ "name": "grant", "type": 1, "options": [
+        { "name": "capability", "type": 3, "value": capability },
+        { "name": "role", "type": 8, "value": ROLE },
+    ] }]);
+    s.dc.set_member_permissions("8");
+    let b = run_command(s, CAROL, "permissions", grant, n).await;
+    assert!(text(&b).starts_with("Granted"), "{b}");
+    s.dc.set_member_permissions("0");
+}
+
+#[tokio::test]
+async fn a_role_grant_in_a_guild_offers_the_tool_to_members_with_the_role_only() {
+    let s = setup_with("\n[permissions]\ndefault_preset = \"none\"\n").await;
+    grant_to_role(&s, "memory.read", 1).await;
+    s.dc.set_member_roles(ALICE, &["600000000000000001", ROLE]);
+    s.dc.set_member_roles(BOB, &["600000000000000001"]);
+    let mention = |t: &str| format!("<@{BOT_ID}> {t}");
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        false,
+        &mention("with the role"),
+    );
+    s.dc.wait_messages(1).await;
+    s.dc.message(GENERAL, Some(GUILD), BOB, false, &mention("without it"));
+    let msgs = s.dc.wait_messages(2).await;
+    assert_eq!(contents(&msgs), ["echo: with the role", "echo: without it"]);
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        offered(&reqs[0]).iter().any(|t| t == "memory_search"),
+        "{:?}",
+        offered(&reqs[0])
+    );
+    assert!(
+        !offered(&reqs[1]).iter().any(|t| t == "memory_search"),
+        "{:?}",
+        offered(&reqs[1])
+    );
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_server_admin_answers_another_members_confirmation_and_a_plain_member_cannot() {
+    let s = setup().await;
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        false,
+        &format!("<@{BOT_ID}> forget it"),
+    );
+    let msgs = s.dc.wait_messages(1).await;
+    let prompt = msgs
+        .iter()
+        .find(|m| m.components.is_some())
+        .unwrap_or_else(|| panic!("no prompt: {msgs:?}"));
+    let buttons = &prompt.components.as_ref().unwrap()[0]["components"];
+    let approve = buttons[0]["custom_id"].as_str().unwrap().to_owned();
+    let press = |user: &str| {
+        let message = json!({ "id": prompt.id, "content": prompt.content });
+        s.dc.interaction(
+            3,
+            GENERAL,
+            Some(GUILD),
+            user,
+            json!({ "custom_id": approve, "component_type": 2 }),
+            Some(message),
+        )
+    };
+    let bob = press(BOB);
+    let body = callback_of(&s.dc, &bob, 1).await;
+    assert_eq!(body["type"], 4);
+    assert_eq!(body["data"]["flags"], 64, "only Bob sees it: {body}");
+    assert!(text(&body).contains("server admin"), "{body}");
+
+    s.dc.set_member_permissions("8");
+    let carol = press(CAROL);
+    let body = callback_of(&s.dc, &carol, 2).await;
+    assert_eq!(body["type"], 7, "the prompt is updated: {body}");
+    assert!(text(&body).contains("Approved by"), "{body}");
+    let msgs = s.dc.wait_messages(2).await;
+    assert_eq!(msgs.last().unwrap().content, "forgotten");
+    let (_, audit) = s.hearth.get("/v1/audit?limit=20").await;
+    let scope = format!("discord:guild:{GUILD}");
+    assert!(
+        audit["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "confirmation.resolve"
+                && e["actor"] == format!("discord:user:{CAROL}")
+                && e["outcome"] == "approved"
+                && e["scope"] == scope),
+        "{audit}"
+    );
+    no_violations(&s.dc);
+}
+
+#[tokio::test]
+async fn a_guild_run_recovered_after_sigkill_is_still_checked_in_its_guild() {
+    let s = setup_with("\n[permissions]\ndefault_preset = \"none\"\n").await;
+    grant_to_role(&s, "memory.read", 1).await;
+    s.dc.set_member_roles(ALICE, &[ROLE]);
+    s.fake
+        .push(Reply::text("never delivered").with_delay(Duration::from_secs(120)));
+    s.fake.push(Reply::text("after the restart"));
+    s.dc.message(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        false,
+        &format!("<@{BOT_ID}> what do you remember?"),
+    );
+    s.fake.wait_for_requests(1).await;
+    let Setup {
+        _dir: dir,
+        fake,
+        dc,
+        hearth,
+    } = s;
+    hearth.kill().await;
+
+    // Nothing tells the new process which guild the channel is in but the
+    // stored run.
+    let hearth = Hearth::start_with(
+        &dir.path().join("home"),
+        Some(&config(
+            &fake,
+            &dc,
+            "\n[permissions]\ndefault_preset = \"none\"\n",
+        )),
+        &[("DC_TOKEN", TOKEN)],
+    )
+    .await;
+    let msgs = dc.wait_messages(1).await;
+    assert_eq!(contents(&msgs), ["after the restart"]);
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 2, "the run was asked again once");
+    for req in &reqs {
+        assert!(
+            offered(req).iter().any(|t| t == "memory_search"),
+            "{:?}",
+            offered(req)
+        );
+    }
+    no_violations(&dc);
+    drop(hearth);
 }

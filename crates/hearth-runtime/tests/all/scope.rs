@@ -6,16 +6,39 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_agent::policy::{PolicyConfig, Preset};
-use hearth_agent::{Engine, Limits};
+use hearth_agent::{ConfirmPolicy, Engine, Limits};
 use hearth_core::{Inbound, RunStatus, now_ms};
-use hearth_runtime::{Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
+use hearth_runtime::{Answerer, Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
 use hearth_store::{Grant, NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
-use hearth_tools::ToolRegistry;
+use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
 
 use crate::common;
 
 const GUILD: &str = "discord:guild:9";
+
+/// A write-class tool: its calls ask for a confirmation.
+struct Delete(hearth_core::ToolSpec);
+
+#[async_trait::async_trait]
+impl Tool for Delete {
+    fn spec(&self) -> &hearth_core::ToolSpec {
+        &self.0
+    }
+    fn class(&self) -> ToolClass {
+        ToolClass::Write
+    }
+    fn summary(&self, _args: &serde_json::Value) -> String {
+        "delete a file".into()
+    }
+    async fn call(
+        &self,
+        _ctx: &ToolContext,
+        _args: serde_json::Value,
+    ) -> Result<serde_json::Value, ToolError> {
+        Ok(serde_json::json!({ "deleted": true }))
+    }
+}
 
 /// A runtime over `store` whose users hold nothing by default, with the
 /// memory tools (gated by `memory.read` / `memory.write`).
@@ -29,12 +52,17 @@ async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi) -> Runtime {
     for t in hearth_tools::memory::tools(store.clone()) {
         tools.register(t);
     }
-    let engine = Engine::new(store.clone(), tools, Limits::default(), String::new()).with_policy(
-        PolicyConfig {
+    tools.register(Arc::new(Delete(hearth_core::ToolSpec {
+        name: "delete_file".into(),
+        description: "deletes a file".into(),
+        parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    })));
+    let engine = Engine::new(store.clone(), tools, Limits::default(), String::new())
+        .with_policy(PolicyConfig {
             default_preset: Preset::None,
             admins: Vec::new(),
-        },
-    );
+        })
+        .with_confirmations(ConfirmPolicy::default());
     let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
     rt.start().await.unwrap();
     rt
@@ -157,4 +185,100 @@ async fn ingest_stores_the_context_and_refuses_a_malformed_one() {
         rt.ingest(msg(None, &too_many)).await,
         Err(RuntimeError::InvalidInput(_))
     ));
+}
+
+/// Waits until `run_id` asks for a confirmation; its token.
+async fn asking(rt: &Runtime, run_id: &str) -> String {
+    match rt.wait(run_id, Duration::from_secs(30)).await.unwrap() {
+        WaitOutcome::Pending(env) if env.status == RunStatus::AwaitingConfirmation => {
+            env.confirmation.unwrap().token.unwrap()
+        }
+        other => panic!("not asking: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_admin_of_the_runs_scope_or_a_role_holding_resolve_any_there_answers_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store = common::store(dir.path());
+    store
+        .add_grant(Grant {
+            subject: "role:333".into(),
+            capability: "confirmations.resolve_any".into(),
+            scope: GUILD.into(),
+            granted_at: 0,
+            granted_by: "test".into(),
+        })
+        .await
+        .unwrap();
+    let rt = runtime(&store, &fake).await;
+    let save = || {
+        fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+            "c",
+            "delete_file",
+            r#"{"path": "a"}"#,
+        )]));
+        fake.push(Reply::text("saved"));
+    };
+    let ask = |n: u32| Inbound {
+        source: "test".into(),
+        thread_key: "discord:channel:1".into(),
+        user_key: "discord:user:alice".into(),
+        text: format!("remember {n}"),
+        scope: Some(GUILD.into()),
+        roles: vec!["111".into()],
+        ..Inbound::default()
+    };
+    let bob = "discord:user:bob";
+    let no_roles: &[String] = &[];
+
+    save();
+    let run = rt.ingest(ask(1)).await.unwrap();
+    let token = asking(&rt, &run.run_id).await;
+    for who in [
+        Answerer::user(bob),
+        Answerer {
+            user_key: bob,
+            roles: &["111".to_owned()],
+            admin_of: Some("discord:guild:8"),
+        },
+    ] {
+        assert!(
+            matches!(
+                rt.resolve_confirmation_by(&token, who, true).await,
+                Err(RuntimeError::Forbidden(_))
+            ),
+            "{who:?} answered"
+        );
+    }
+    let admin = Answerer {
+        user_key: bob,
+        roles: no_roles,
+        admin_of: Some(GUILD),
+    };
+    rt.resolve_confirmation_by(&token, admin, true)
+        .await
+        .unwrap();
+    finished(&rt, &run.run_id).await;
+
+    save();
+    let run = rt.ingest(ask(2)).await.unwrap();
+    let token = asking(&rt, &run.run_id).await;
+    let holder = Answerer {
+        user_key: bob,
+        roles: &["333".to_owned()],
+        admin_of: None,
+    };
+    rt.resolve_confirmation_by(&token, holder, false)
+        .await
+        .unwrap();
+    finished(&rt, &run.run_id).await;
+    let audit = store.list_audit(10).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "confirmation.resolve" && e.scope.as_deref() == Some(GUILD)),
+        "{audit:?}"
+    );
 }

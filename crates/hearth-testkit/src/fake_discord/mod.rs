@@ -80,6 +80,8 @@ pub(crate) struct Inner {
     pub(crate) forbidden: Vec<String>,
     /// The `permissions` bit set of members in interactions.
     pub(crate) member_permissions: Option<String>,
+    /// Role ids of members by user id, in guild messages and interactions.
+    pub(crate) member_roles: HashMap<String, Vec<String>>,
     pub(crate) next_id: u64,
     /// Interaction id -> (token, answered).
     pub(crate) interactions: HashMap<String, (String, bool)>,
@@ -234,7 +236,7 @@ impl FakeDiscord {
         });
         if let Some(g) = guild {
             d["guild_id"] = json!(g);
-            d["member"] = json!({ "roles": [] });
+            d["member"] = json!({ "roles": self.roles_of(author) });
         }
         self.dispatch("MESSAGE_CREATE", d);
         id
@@ -272,7 +274,8 @@ impl FakeDiscord {
                     .member_permissions
                     .clone()
                     .unwrap_or_else(|| "0".into());
-                d["member"] = json!({ "user": who, "roles": [], "permissions": perms });
+                let roles = self.roles_of(user);
+                d["member"] = json!({ "user": who, "roles": roles, "permissions": perms });
             }
             None => d["user"] = who,
         }
@@ -318,6 +321,22 @@ impl FakeDiscord {
     pub fn set_member_permissions(&self, perms: &str) {
         self.shared
             .with(|s| s.member_permissions = Some(perms.to_owned()));
+    }
+
+    /// The role ids `user` has as a member in later guild events.
+    pub fn set_member_roles(&self, user: &str, roles: &[&str]) {
+        let roles = roles.iter().map(|r| (*r).to_owned()).collect();
+        self.shared
+            .with(|s| s.member_roles.insert(user.to_owned(), roles));
+    }
+
+    fn roles_of(&self, user: &str) -> Vec<String> {
+        self.shared
+            .lock()
+            .member_roles
+            .get(user)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Answers posts to `channel` with 403 Missing Access.
