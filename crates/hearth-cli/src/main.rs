@@ -67,6 +67,9 @@ impl<E: Into<anyhow::Error>> From<E> for Exit {
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    if !matches!(args.command, cli::Command::Serve { .. }) {
+        default_sigpipe();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -83,5 +86,19 @@ fn main() -> ExitCode {
             eprintln!("hearth: {:#}", exit.error);
             ExitCode::from(exit.code)
         }
+    }
+}
+
+/// Gives SIGPIPE back its default action for the commands that print, so
+/// `hearth ... | head` ends hearth as it ends any Unix tool; Rust ignores the
+/// signal, which turns a closed pipe into a panic on the next print. `serve`
+/// keeps it ignored: a closed pipe to an MCP child must not end the server
+/// (sockets never raise it: Rust sends with `MSG_NOSIGNAL`).
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    // SAFETY: runs first thing in `main`, before any other thread exists, and
+    // only sets one signal's disposition to the default.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

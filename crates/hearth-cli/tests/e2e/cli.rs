@@ -297,3 +297,27 @@ async fn confirm_can_wait_for_the_answer() {
     let memories: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(memories["memories"], json!([]), "{memories}");
 }
+
+#[tokio::test]
+async fn output_into_a_closed_pipe_ends_quietly() {
+    // `hearth model list | head -0`: the reader is gone before hearth writes.
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), None).await;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args(["--json", "model", "list"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    // Ended by SIGPIPE, as `ls | head` ends `ls`: no exit code, no message.
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(13), "{:?} {err}", out.status);
+}
