@@ -20,6 +20,7 @@ mod recovery;
 pub mod retention;
 pub mod runtime;
 mod scheduler;
+mod stats;
 mod supplied;
 mod threads;
 pub mod usage;

@@ -91,6 +91,29 @@ pub struct RunFilter {
     pub limit: u32,
 }
 
+/// Aggregate health of the runs asked in one scope over a window (see
+/// `RunStore::run_stats`): counts and timings only, nothing per user.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunStats {
+    /// Runs by status, for the statuses that occur, in `RunStatus::ALL` order.
+    pub by_status: Vec<(RunStatus, u64)>,
+    /// Median time from acceptance to the end of finished runs, in ms
+    /// (`None` when none finished).
+    pub latency_p50_ms: Option<u64>,
+    /// 95th percentile of the same (nearest rank).
+    pub latency_p95_ms: Option<u64>,
+    /// The most called tools with their call counts, most called first
+    /// (ties by name).
+    pub top_tools: Vec<(String, u64)>,
+}
+
+impl RunStats {
+    /// Runs of every status.
+    pub fn total(&self) -> u64 {
+        self.by_status.iter().map(|(_, n)| n).sum()
+    }
+}
+
 /// Kind of a journal step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

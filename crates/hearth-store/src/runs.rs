@@ -5,7 +5,7 @@ use hearth_core::Timestamp;
 
 use crate::error::Result;
 use crate::records::{
-    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, SteerRecord, StepRecord,
+    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, RunStats, SteerRecord, StepRecord,
 };
 
 /// Runs, their leases and their journal.
@@ -21,6 +21,12 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// Runs matching `filter`, newest first.
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>>;
+
+    /// Aggregate health of the runs stored with `scope` (see
+    /// `NewRun::scope`) created at or after `since`: counts by status, the
+    /// p50/p95 of accept-to-end time of the finished ones, and the `top`
+    /// most called tools. Nothing per user.
+    async fn run_stats(&self, scope: &str, since: Timestamp, top: u32) -> Result<RunStats>;
 
     /// Runs not yet terminal (`queued`, `running`, `awaiting_confirmation`),
     /// oldest first: what recovery must pick up again.

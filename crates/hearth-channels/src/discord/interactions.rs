@@ -16,7 +16,7 @@ use hearth_runtime::Answerer;
 
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
-use super::{Discord, inbound, is_snowflake, permissions, thread_key, user_key};
+use super::{Discord, inbound, is_snowflake, permissions, stats, thread_key, user_key};
 use crate::error::ChannelError;
 
 /// Interaction callback types.
@@ -222,14 +222,8 @@ async fn command(
                 let text = cancel(dc, &thread).await?;
                 public(dc, i, text).await;
             }
-            _ => {
-                private(
-                    dc,
-                    i,
-                    "Run statistics are not available yet in this version of hearth.",
-                )
-                .await;
-            }
+            Some("stats") => stats::command(dc, i).await?,
+            _ => private(dc, i, "Use /agent cancel or /agent stats.").await,
         },
         _ => private(dc, i, "This command is no longer supported.").await,
     }

@@ -14,6 +14,7 @@ mod gateway;
 mod inbound;
 mod interactions;
 mod permissions;
+mod stats;
 pub mod types;
 
 use std::collections::HashMap;

@@ -652,3 +652,42 @@ async fn a_guild_run_recovered_after_sigkill_is_still_checked_in_its_guild() {
     no_violations(&dc);
     drop(hearth);
 }
+
+#[tokio::test]
+async fn agent_stats_reports_the_runs_of_its_guild_only() {
+    let s = setup().await;
+    const OTHER_GUILD: &str = "400000000000000003";
+    const OTHER: &str = "500000000000000003";
+    let mention = |t: &str| format!("<@{BOT_ID}> {t}");
+    s.dc.message(GENERAL, Some(GUILD), ALICE, false, &mention("one"));
+    s.dc.wait_messages(1).await;
+    s.dc.message(GENERAL, Some(GUILD), BOB, false, &mention("two"));
+    s.dc.wait_messages(2).await;
+    s.dc.message(OTHER, Some(OTHER_GUILD), BOB, false, &mention("three"));
+    s.dc.wait_messages(3).await;
+    // The answer is posted once the run's end is stored.
+    let stats = json!({ "name": "agent", "options": [{ "name": "stats", "type": 1 }] });
+    let here =
+        s.dc.interaction(2, GENERAL, Some(GUILD), CAROL, stats.clone(), None);
+    let body = callback_of(&s.dc, &here, 1).await;
+    assert_eq!(body["data"]["flags"], 64, "{body}");
+    let lines: Vec<&str> = text(&body).lines().collect();
+    assert_eq!(lines.len(), 4, "{body}");
+    for line in &lines[1..] {
+        assert!(
+            line.contains(": 2 runs (2 succeeded); latency p50 "),
+            "{line}"
+        );
+    }
+    let there =
+        s.dc.interaction(2, OTHER, Some(OTHER_GUILD), CAROL, stats.clone(), None);
+    let body = callback_of(&s.dc, &there, 2).await;
+    assert!(
+        text(&body).contains("Last hour: 1 run (1 succeeded)"),
+        "{body}"
+    );
+    let dm = s.dc.interaction(2, DM, None, ALICE, stats, None);
+    let body = callback_of(&s.dc, &dm, 3).await;
+    assert_eq!(text(&body), "Use this command in a server.");
+    no_violations(&s.dc);
+}

@@ -13,6 +13,7 @@ use crate::threads::ThreadStore;
 pub async fn runs_suite<S: RunStore + ThreadStore>(fresh: impl AsyncFn() -> S) {
     create_then_get_round_trips(fresh().await).await;
     permission_context_is_stored_with_the_run(fresh().await).await;
+    run_stats_aggregate_one_scopes_runs_in_the_window(fresh().await).await;
     concurrent_identical_requests_create_one_run(fresh().await).await;
     finish_run_is_atomic_and_happens_once(fresh().await).await;
     steps_upsert_by_index(fresh().await).await;
@@ -68,6 +69,133 @@ async fn permission_context_is_stored_with_the_run<S: RunStore + ThreadStore>(st
             ["111".to_owned(), "222".to_owned()].as_slice()
         )
     );
+}
+
+/// A run for the `run_stats` check: id, scope, creation time, its end
+/// (status and ms after creation) when finished, and its tool calls.
+type StatsRun = (
+    &'static str,
+    Option<&'static str>,
+    i64,
+    Option<(RunStatus, i64)>,
+    &'static [&'static str],
+);
+
+/// `run_stats` counts the runs of one scope created since the window's
+/// start by status, takes nearest-rank percentiles of the finished ones'
+/// accept-to-end times, and ranks tool calls; other scopes, runs without a
+/// scope, older runs and model-call steps do not count.
+async fn run_stats_aggregate_one_scopes_runs_in_the_window<S: RunStore + ThreadStore>(store: S) {
+    let guild = "discord:guild:1";
+    // (id, scope, created, end: (status, after ms), tool calls)
+    let runs: [StatsRun; 7] = [
+        (
+            "r_fast",
+            Some(guild),
+            1_000,
+            Some((RunStatus::Succeeded, 100)),
+            &["web_fetch", "web_fetch", "memory_search"],
+        ),
+        (
+            "r_slow",
+            Some(guild),
+            2_000,
+            Some((RunStatus::Failed, 300)),
+            &["web_fetch", "memory_search", "current_time"],
+        ),
+        (
+            "r_mid",
+            Some(guild),
+            2_500,
+            Some((RunStatus::Cancelled, 200)),
+            &[],
+        ),
+        ("r_open", Some(guild), 3_000, None, &["current_time"]),
+        (
+            "r_old",
+            Some(guild),
+            999,
+            Some((RunStatus::Succeeded, 9_000)),
+            &["old_tool"],
+        ),
+        (
+            "r_other",
+            Some("discord:guild:2"),
+            1_500,
+            Some((RunStatus::Succeeded, 5)),
+            &["other_tool"],
+        ),
+        (
+            "r_none",
+            None,
+            1_500,
+            Some((RunStatus::Failed, 5)),
+            &["other_tool"],
+        ),
+    ];
+    for (id, scope, created_at, end, tools) in runs {
+        let mut run = new_run(id, &format!("t_{id}"), None);
+        run.scope = scope.map(str::to_owned);
+        run.created_at = created_at;
+        store.create_run(run).await.unwrap();
+        let mut steps = vec![step(id, 0, StepStatus::Succeeded)];
+        for (i, name) in tools.iter().enumerate() {
+            let mut s = step(id, i as u32 + 1, StepStatus::Succeeded);
+            s.kind = StepKind::Tool;
+            s.name = (*name).to_owned();
+            steps.push(s);
+        }
+        match end {
+            Some((status, after)) => {
+                let mut f = finish(id, Vec::new());
+                f.status = status;
+                f.steps = steps;
+                f.finished_at = created_at + after;
+                assert!(store.finish_run(f).await.unwrap());
+            }
+            None => {
+                for s in steps {
+                    store.put_step(s).await.unwrap();
+                }
+            }
+        }
+    }
+
+    let stats = store.run_stats(guild, 1_000, 2).await.unwrap();
+    assert_eq!(
+        stats.by_status,
+        [
+            (RunStatus::Queued, 1),
+            (RunStatus::Succeeded, 1),
+            (RunStatus::Failed, 1),
+            (RunStatus::Cancelled, 1),
+        ]
+    );
+    assert_eq!(stats.total(), 4);
+    // Finished: 100, 200, 300 ms.
+    assert_eq!(
+        (stats.latency_p50_ms, stats.latency_p95_ms),
+        (Some(200), Some(300))
+    );
+    assert_eq!(
+        stats.top_tools,
+        // current_time and memory_search tie at 2: by name.
+        [("web_fetch".to_owned(), 3), ("current_time".to_owned(), 2)]
+    );
+
+    let later = store.run_stats(guild, 2_001, 10).await.unwrap();
+    assert_eq!(
+        later.by_status,
+        [(RunStatus::Queued, 1), (RunStatus::Cancelled, 1)]
+    );
+    assert_eq!(
+        (later.latency_p50_ms, later.latency_p95_ms),
+        (Some(200), Some(200))
+    );
+    assert_eq!(later.top_tools, [("current_time".to_owned(), 1)]);
+
+    let empty = store.run_stats("discord:guild:3", 0, 5).await.unwrap();
+    assert_eq!(empty, crate::records::RunStats::default());
 }
 
 /// Concurrent identical requests create one run.

@@ -10,8 +10,8 @@ use super::threads::append_message;
 use super::usage::record_llm_call;
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, SteerRecord, StepKind, StepRecord,
-    StepStatus,
+    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, RunStats, SteerRecord, StepKind,
+    StepRecord, StepStatus,
 };
 use crate::runs::RunStore;
 
@@ -311,6 +311,67 @@ fn unfinished_runs(db: &mut Db<'_>) -> Result<Vec<RunRecord>> {
     )
 }
 
+/// The finished runs' accept-to-end times, as an ordered column to pick
+/// percentiles from.
+const FINISHED_LATENCY: &str = "SELECT updated_at - created_at AS ms FROM runs \
+     WHERE scope = ?1 AND created_at >= ?2 AND status IN ('succeeded', 'failed', 'cancelled') \
+     ORDER BY ms LIMIT 1 OFFSET ?3";
+
+fn run_stats(db: &mut Db<'_>, scope: &str, since: Timestamp, top: u32) -> Result<RunStats> {
+    let mut stats = RunStats::default();
+    let mut counted = Vec::new();
+    {
+        let stmt = db.stmt(
+            "SELECT status, count(*) FROM runs WHERE scope = ?1 AND created_at >= ?2 \
+             GROUP BY status",
+        )?;
+        let mut found = stmt.query(params![scope, since])?;
+        while let Some(row) = found.next()? {
+            let status: String = rows::col(row, 0)?;
+            let status = RunStatus::parse(&status)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown run status {status:?}")))?;
+            counted.push((status, rows::count(row, 1)?));
+        }
+    }
+    stats.by_status = RunStatus::ALL
+        .into_iter()
+        .filter_map(|st| counted.iter().find(|(s, _)| *s == st).copied())
+        .collect();
+    let finished: u64 = stats
+        .by_status
+        .iter()
+        .filter(|(s, _)| s.is_terminal())
+        .map(|(_, n)| n)
+        .sum();
+    let mut percentile = |p: u64| -> Result<Option<u64>> {
+        if finished == 0 {
+            return Ok(None);
+        }
+        // Nearest rank: the smallest value with at least p% at or below it.
+        let rank = i64::try_from((finished * p).div_ceil(100).max(1) - 1)
+            .map_err(|_| StoreError::Corrupt(format!("{finished} finished runs")))?;
+        let ms: Option<i64> = db
+            .stmt(FINISHED_LATENCY)?
+            .query_row(params![scope, since, rank], |row| row.get(0))
+            .optional()?;
+        Ok(ms.map(|ms| u64::try_from(ms).unwrap_or(0)))
+    };
+    stats.latency_p50_ms = percentile(50)?;
+    stats.latency_p95_ms = percentile(95)?;
+    let stmt = db.stmt(
+        "SELECT s.name, count(*) AS calls FROM run_steps s JOIN runs r ON r.run_id = s.run_id \
+         WHERE r.scope = ?1 AND r.created_at >= ?2 AND s.kind = 'tool' \
+         GROUP BY s.name ORDER BY calls DESC, s.name LIMIT ?3",
+    )?;
+    let mut found = stmt.query(params![scope, since, top])?;
+    while let Some(row) = found.next()? {
+        stats
+            .top_tools
+            .push((rows::col(row, 0)?, rows::count(row, 1)?));
+    }
+    Ok(stats)
+}
+
 fn collect_runs(stmt: &mut Statement<'_>, params: impl Params) -> Result<Vec<RunRecord>> {
     let mut out = Vec::new();
     let mut found = stmt.query(params)?;
@@ -351,6 +412,11 @@ impl RunStore for SqliteStore {
 
     async fn unfinished_runs(&self) -> Result<Vec<RunRecord>> {
         self.read(unfinished_runs).await
+    }
+
+    async fn run_stats(&self, scope: &str, since: Timestamp, top: u32) -> Result<RunStats> {
+        let scope = scope.to_owned();
+        self.read(move |db| run_stats(db, &scope, since, top)).await
     }
 
     async fn claim_run(
