@@ -29,6 +29,12 @@ pub trait Channel: Send + Sync + 'static {
     /// channel owns, from its thread key; `None` for other threads.
     fn target_of(&self, thread_key: &str) -> Option<String>;
 
+    /// Where inside the target conversation replies on `thread_key` go
+    /// (a Slack thread's root ts), carried in the payload's `reply_to`.
+    fn reply_to_of(&self, _thread_key: &str) -> Option<String> {
+        None
+    }
+
     /// The channel's health, updated by its loops.
     fn health(&self) -> &Health;
 

@@ -335,7 +335,8 @@ impl ReplyRouter for Channels {
             return Vec::new();
         };
         let channel = e.channel.name();
-        let payload = match end.status {
+        let reply_to = e.channel.reply_to_of(&end.run.thread_key);
+        let mut payload = match end.status {
             RunStatus::Succeeded => Payload {
                 text: match end.output {
                     Some(t) if !t.trim().is_empty() => t.to_owned(),
@@ -350,6 +351,7 @@ impl ReplyRouter for Channels {
             )),
             _ => Payload::notice("Stopped."),
         };
+        payload.reply_to = reply_to;
         let mut items = vec![NewOutboxItem {
             channel: channel.to_owned(),
             target: target.clone(),
@@ -391,6 +393,7 @@ impl ReplyRouter for Channels {
                 confirm: Some(ConfirmButtons {
                     token: token.to_owned(),
                 }),
+                reply_to: e.channel.reply_to_of(&rec.thread_key),
                 ..Payload::default()
             }
             .to_json(),

@@ -3,8 +3,17 @@
 //! answered by `{ok: true, ...}` or `{ok: false, error}` (HTTP 200), or a
 //! 429 with `Retry-After`. Tokens travel only in the header, and neither
 //! `Debug` nor any error shows them.
+//!
+//! Rate limits: Slack limits each Web API method per workspace, so a 429
+//! blocks that method's bucket (every `chat.postMessage` of the app, in any
+//! conversation) until `Retry-After` has passed. A call on a blocked bucket
+//! fails at once as rate limited, without a request.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -27,6 +36,14 @@ pub enum ApiError {
         status: u16,
         /// `Retry-After`, seconds (429).
         retry_after: Option<u64>,
+    },
+    /// The method's bucket is blocked by an earlier 429; nothing was sent.
+    #[error("Slack rate limit on {method}: retry after {retry_after_ms} ms")]
+    Blocked {
+        /// The blocked method.
+        method: String,
+        /// How long the block lasts.
+        retry_after_ms: u64,
     },
     /// No answer: connection refused, reset, timed out.
     #[error("Slack unreachable: {0}")]
@@ -71,7 +88,7 @@ impl ApiError {
     pub fn code(&self) -> Option<&str> {
         match self {
             Self::Refused { error, .. } => Some(error),
-            Self::Network(_) | Self::Malformed(_) => None,
+            Self::Blocked { .. } | Self::Network(_) | Self::Malformed(_) => None,
         }
     }
 
@@ -90,6 +107,13 @@ impl ApiError {
             } => DeliveryError::RateLimited {
                 retry_after_ms: retry_after.unwrap_or(1).saturating_mul(1000),
                 message: error.clone(),
+            },
+            Self::Blocked {
+                retry_after_ms,
+                method,
+            } => DeliveryError::RateLimited {
+                retry_after_ms: *retry_after_ms,
+                message: format!("{method} rate limited"),
             },
             Self::Refused { error, .. } if error == "ratelimited" => DeliveryError::RateLimited {
                 retry_after_ms: 1000,
@@ -122,6 +146,8 @@ pub struct Api {
     client: reqwest::Client,
     base: String,
     bot_token: String,
+    /// Methods blocked by a 429, until when; shared by clones.
+    blocked: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -139,7 +165,27 @@ impl Api {
             client,
             base: api_base.trim_end_matches('/').to_owned(),
             bot_token,
+            blocked: Arc::default(),
         }
+    }
+
+    /// How long `method`'s bucket is still blocked, if it is.
+    fn blocked_for(&self, method: &str) -> Option<Duration> {
+        let now = Instant::now();
+        let map = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(method)
+            .filter(|until| **until > now)
+            .map(|until| *until - now)
+    }
+
+    /// Blocks `method`'s bucket for `d` (never shortening a longer block).
+    fn block(&self, method: &str, d: Duration) {
+        let now = Instant::now();
+        let until = now + d;
+        let mut map = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+        map.retain(|_, u| *u > now);
+        let e = map.entry(method.to_owned()).or_insert(until);
+        *e = (*e).max(until);
     }
 
     /// Calls `method` with the bot token.
@@ -159,12 +205,31 @@ impl Api {
         method: &str,
         body: &Value,
     ) -> Result<T, ApiError> {
+        if let Some(wait) = self.blocked_for(method) {
+            return Err(ApiError::Blocked {
+                method: method.to_owned(),
+                retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1),
+            });
+        }
         let req = self
             .client
             .post(format!("{}/{method}", self.base))
             .bearer_auth(token)
             .json(body);
-        send(req).await
+        let result = send(req).await;
+        if let Err(ApiError::Refused {
+            status: 429,
+            retry_after,
+            ..
+        }) = &result
+        {
+            // Slack always sends Retry-After with a 429; one second if not.
+            self.block(
+                method,
+                Duration::from_secs(retry_after.unwrap_or(1).clamp(1, 86_400)),
+            );
+        }
+        result
     }
 
     /// Posts `body` to a `response_url` Slack gave with a slash command or
@@ -285,6 +350,39 @@ mod tests {
             DeliveryError::Transient(_)
         ));
         assert!(refused("not_in_channel", 200, None).is("not_in_channel"));
+    }
+
+    #[tokio::test]
+    async fn a_429_blocks_the_method_for_every_conversation_without_a_request() {
+        // Nothing listens on port 1: a request would fail as Network.
+        let api = Api::new(
+            reqwest::Client::new(),
+            "http://127.0.0.1:1",
+            "xoxb-t".into(),
+        );
+        api.block("chat.postMessage", Duration::from_secs(30));
+        for channel in ["C1", "D2"] {
+            let body = serde_json::json!({ "channel": channel, "text": "hi" });
+            let err = api
+                .call::<Value>("chat.postMessage", &body)
+                .await
+                .unwrap_err();
+            match err.delivery() {
+                DeliveryError::RateLimited { retry_after_ms, .. } => {
+                    assert!(
+                        (29_000..=30_000).contains(&retry_after_ms),
+                        "{retry_after_ms}"
+                    );
+                }
+                other => panic!("expected a rate limit, got {other:?}"),
+            }
+        }
+        // Another method's bucket is not blocked: it reaches the network.
+        let err = api
+            .call::<Value>("chat.update", &serde_json::json!({}))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ApiError::Network(_)), "{err:?}");
     }
 
     #[test]

@@ -1,8 +1,16 @@
 //! The `/hearth` slash command: `new`, `model`, `thinking`, `usage`,
 //! `cancel`, `help`, as on Telegram. Answers are ephemeral, through the
 //! command's `response_url`; pickers are Block Kit buttons answered in
-//! [`super::interactive`]. Commands that act on a conversation work in a
-//! direct message with the bot, whose conversation they change.
+//! [`super::interactive`].
+//!
+//! Commands that act on a conversation (`new`, `model`, `thinking`,
+//! `cancel`) change, in a direct message, that DM's conversation. In a
+//! channel every hearth thread is its own conversation and Slack does not
+//! say which thread a command was typed in, so the command names it: a
+//! thread's link or root ts as its last word (`/hearth cancel
+//! https://…/archives/C1/p1700000000000100`); without one it acts on the
+//! newest thread of that channel where the user talked to hearth. A picker
+//! shown for a thread carries the thread's root in its `block_id`.
 
 use std::sync::Arc;
 
@@ -13,7 +21,7 @@ use tracing::warn;
 
 use super::mrkdwn::escape;
 use super::types::SlashCommand;
-use super::{Slack, dm_thread_key, is_id, user_key};
+use super::{Slack, THREAD_PREFIX, dm_thread_key, is_id, is_ts, thread_key, user_key};
 use crate::error::ChannelError;
 
 /// `action_id` prefix of the model picker's buttons (value: the model id).
@@ -24,14 +32,22 @@ pub(super) const THINKING_ACTION: &str = "hearth_thinking_";
 const PER_BLOCK: usize = 25;
 /// Models offered by the picker (Slack allows 50 blocks in a message).
 const MAX_MODELS: usize = 25 * 40;
+/// `block_id` prefix of a picker's rows shown for a channel thread:
+/// `hearth_thread:<root ts>:<row>`.
+const THREAD_BLOCK: &str = "hearth_thread:";
+/// Newest runs searched for the user's latest thread in a channel.
+const RECENT_RUNS: u32 = 200;
 
 const HELP: &str = "I am your hearth assistant. Write to me in a direct message, or mention me in a channel and I answer in a thread.\n\n\
 `/hearth new` starts a new conversation\n`/hearth model [id]` chooses the model\n`/hearth thinking [off|low|medium|high]` sets how hard it thinks\n\
-`/hearth usage` shows today's usage and cost\n`/hearth cancel` stops the answer being worked on";
+`/hearth usage` shows today's usage and cost\n`/hearth cancel` stops the answer being worked on\n\n\
+In a channel these act on your newest thread with me there, or on the thread whose link (or ts) you add last.";
 
 const PRIVATE: &str =
     "This assistant is private: send it a direct message to ask its owner for access.";
-const DM_ONLY: &str = "This works in a direct message with me: it changes that conversation.";
+const NO_THREAD: &str = "You have no conversation with me in this channel yet: mention me to start one, or name a thread by its link (More actions → Copy link) after the command.";
+const UNKNOWN_THREAD: &str =
+    "I have no conversation in that thread: mention me there first, or name another thread.";
 
 /// True when `user` may use the assistant's commands and settings.
 pub(super) async fn may_use(slack: &Slack, user: &str) -> Result<bool, ChannelError> {
@@ -41,6 +57,88 @@ pub(super) async fn may_use(slack: &Slack, user: &str) -> Result<bool, ChannelEr
 /// The conversation a command or picker in `channel` acts on: only a DM's.
 pub(super) fn dm_thread(channel: &str) -> Option<String> {
     (channel.starts_with('D') && is_id(channel)).then(|| dm_thread_key(channel))
+}
+
+/// The thread a picker row shown for a channel thread belongs to.
+pub(super) fn picker_thread(channel: &str, block_id: &str) -> Option<String> {
+    let rest = block_id.strip_prefix(THREAD_BLOCK)?;
+    let (root, _row) = rest.split_once(':')?;
+    (is_id(channel) && is_ts(root)).then(|| thread_key(channel, root))
+}
+
+/// The root ts a word names: a ts (`1700000000.000100`) or a message link
+/// (`https://x.slack.com/archives/C1/p1700000000000100`, a reply's link
+/// naming its thread in `thread_ts=`), with or without Slack's `<…>`.
+fn named_root(word: &str) -> Option<String> {
+    let word = word.trim_start_matches('<').trim_end_matches('>');
+    let word = word.split('|').next().unwrap_or(word);
+    if is_ts(word) && word.contains('.') {
+        return Some(word.to_owned());
+    }
+    let (path, query) = word.split_once('?').unwrap_or((word, ""));
+    if let Some(ts) = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("thread_ts="))
+        .filter(|ts| is_ts(ts) && ts.contains('.'))
+    {
+        return Some(ts.to_owned());
+    }
+    let digits = path.rsplit('/').next()?.strip_prefix('p')?;
+    if digits.len() <= 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (secs, micros) = digits.split_at(digits.len() - 6);
+    Some(format!("{secs}.{micros}"))
+}
+
+/// Which conversation a command acts on.
+enum Aim {
+    /// This thread key.
+    Thread(String),
+    /// None can be found; the user is told why.
+    Missing(&'static str),
+}
+
+/// The conversation a command in `cmd.channel_id` acts on, and the words
+/// left once a named thread is taken off.
+async fn aim<'a>(
+    slack: &Slack,
+    cmd: &SlashCommand,
+    mut args: Vec<&'a str>,
+) -> Result<(Aim, Vec<&'a str>), ChannelError> {
+    let channel = cmd.channel_id.as_str();
+    if let Some(thread) = dm_thread(channel) {
+        return Ok((Aim::Thread(thread), args));
+    }
+    if !is_id(channel) {
+        return Ok((Aim::Missing(NO_THREAD), args));
+    }
+    if let Some(root) = args.last().and_then(|w| named_root(w)) {
+        args.pop();
+        let aim = if super::inbound::answers(slack, channel, &root).await? {
+            Aim::Thread(thread_key(channel, &root))
+        } else {
+            Aim::Missing(UNKNOWN_THREAD)
+        };
+        return Ok((aim, args));
+    }
+    let prefix = format!("{THREAD_PREFIX}{channel}:");
+    let user = user_key(&cmd.user_id);
+    let filter = RunFilter {
+        thread_key: None,
+        status: None,
+        limit: RECENT_RUNS,
+    };
+    let latest = slack
+        .runtime
+        .list_runs(&filter)
+        .await?
+        .into_iter()
+        .find(|r| r.user_key == user && r.thread_key.starts_with(&prefix));
+    Ok((
+        latest.map_or(Aim::Missing(NO_THREAD), |r| Aim::Thread(r.thread_key)),
+        args,
+    ))
 }
 
 pub(super) async fn command(slack: &Arc<Slack>, cmd: SlashCommand) -> Result<(), ChannelError> {
@@ -81,8 +179,14 @@ async fn answer(slack: &Slack, cmd: &SlashCommand) -> Result<Value, ChannelError
     }
     let mut words = cmd.text.split_whitespace();
     let sub = words.next().unwrap_or("help").to_lowercase();
-    let arg = words.next();
-    let thread = dm_thread(&cmd.channel_id);
+    let rest: Vec<&str> = words.collect();
+    let (thread, arg) = match sub.as_str() {
+        "new" | "model" | "thinking" | "cancel" => match aim(slack, cmd, rest).await? {
+            (Aim::Thread(thread), args) => (Some(thread), args.first().copied()),
+            (Aim::Missing(why), _) => return Ok(text(why)),
+        },
+        _ => (None, None),
+    };
     Ok(match (sub.as_str(), thread) {
         ("help", _) => text(HELP),
         ("usage", _) => {
@@ -92,7 +196,6 @@ async fn answer(slack: &Slack, cmd: &SlashCommand) -> Result<Value, ChannelError
                 .await?;
             text(&usage_text(&rows))
         }
-        ("new" | "model" | "thinking" | "cancel", None) => text(DM_ONLY),
         ("new", Some(thread)) => {
             slack.runtime.new_session(&thread).await?;
             text("Started a new conversation.")
@@ -191,6 +294,7 @@ pub(super) async fn picker(
         })
         .collect();
     Ok(with_buttons(
+        thread,
         &format!("{title}\nNow: {}", escape(&current)),
         buttons,
     ))
@@ -213,20 +317,29 @@ pub(super) async fn thinking_picker(slack: &Slack, thread: &str) -> Result<Value
     })
     .collect();
     Ok(with_buttons(
+        thread,
         &format!("How hard should the model think?\nNow: {current}"),
         buttons,
     ))
 }
 
-/// An ephemeral message: a section and rows of buttons.
-fn with_buttons(title: &str, buttons: Vec<Value>) -> Value {
+/// An ephemeral message for `thread`: a section and rows of buttons. Rows
+/// shown for a channel thread name its root in their `block_id` (unique per
+/// row, as Slack requires), since a press says only the channel.
+fn with_buttons(thread: &str, title: &str, buttons: Vec<Value>) -> Value {
+    let root = thread
+        .strip_prefix(THREAD_PREFIX)
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, root)| root);
     let mut blocks =
         vec![json!({ "type": "section", "text": { "type": "mrkdwn", "text": title } })];
-    blocks.extend(
-        buttons
-            .chunks(PER_BLOCK)
-            .map(|row| json!({ "type": "actions", "elements": row })),
-    );
+    blocks.extend(buttons.chunks(PER_BLOCK).enumerate().map(|(i, row)| {
+        let mut block = json!({ "type": "actions", "elements": row });
+        if let Some(root) = root {
+            block["block_id"] = json!(format!("{THREAD_BLOCK}{root}:{i}"));
+        }
+        block
+    }));
     json!({ "response_type": "ephemeral", "replace_original": true, "text": title, "blocks": blocks })
 }
 
@@ -239,9 +352,17 @@ mod tests {
         let buttons: Vec<Value> = (0..60)
             .map(|i| json!({ "action_id": format!("{MODEL_ACTION}{i}") }))
             .collect();
-        let msg = with_buttons("Choose", buttons);
+        let msg = with_buttons("slack:thread:C1:17.5", "Choose", buttons);
         let blocks = msg["blocks"].as_array().unwrap();
         assert_eq!(blocks.len(), 1 + 3);
+        assert_eq!(blocks[3]["block_id"], "hearth_thread:17.5:2");
+        assert_eq!(
+            picker_thread("C1", "hearth_thread:17.5:2").as_deref(),
+            Some("slack:thread:C1:17.5")
+        );
+        assert_eq!(picker_thread("C1", "hearth_confirm"), None);
+        let dm = with_buttons("slack:channel:D1", "Choose", Vec::new());
+        assert!(dm["blocks"][0].get("block_id").is_none());
         assert!(
             blocks[1..]
                 .iter()
@@ -249,5 +370,30 @@ mod tests {
         );
         assert_eq!(dm_thread("D123").as_deref(), Some("slack:channel:D123"));
         assert_eq!(dm_thread("C123"), None);
+    }
+
+    #[test]
+    fn a_command_names_a_thread_by_link_or_ts() {
+        for word in [
+            "1700000000.000100",
+            "https://x.slack.com/archives/C1/p1700000000000100",
+            "<https://x.slack.com/archives/C1/p1700000000000100>",
+            "https://x.slack.com/archives/C1/p1700000009000200?thread_ts=1700000000.000100&cid=C1",
+        ] {
+            assert_eq!(
+                named_root(word).as_deref(),
+                Some("1700000000.000100"),
+                "{word}"
+            );
+        }
+        for word in [
+            "gpt-4o",
+            "high",
+            "p123",
+            "https://x.slack.com/archives/C1/pabc",
+            "",
+        ] {
+            assert_eq!(named_root(word), None, "{word}");
+        }
     }
 }

@@ -46,9 +46,14 @@ pub(super) fn blocks(text: &str, confirm: Option<&str>) -> Value {
     Value::Array(blocks)
 }
 
-/// `chat.postMessage` with `text` as the section and the notification text.
-pub(super) fn post_body(target: &str, text: &str, confirm: Option<&str>) -> Value {
-    let (channel, thread) = split_target(target);
+/// `chat.postMessage` to `channel` (in the thread with root `thread`) with
+/// `text` as the section and the notification text.
+pub(super) fn post_body(
+    channel: &str,
+    thread: Option<&str>,
+    text: &str,
+    confirm: Option<&str>,
+) -> Value {
     let mut body = json!({
         "channel": channel,
         "text": text,
@@ -68,7 +73,9 @@ pub(super) async fn deliver(
 ) -> Result<(), Undelivered> {
     let fail = |parts_done: u32, error: DeliveryError| Undelivered { parts_done, error };
     let api = slack.api().map_err(|e| fail(item.progress, e))?;
-    let (channel, _) = split_target(&item.target);
+    // A legacy target (`<C…>:<root ts>`) carries the thread itself.
+    let (channel, legacy_thread) = split_target(&item.target);
+    let thread = payload.reply_to.as_deref().or(legacy_thread);
     match item.kind {
         OutboxKind::Delete => {
             let Some(ts) = payload.message_id.as_deref() else {
@@ -106,9 +113,12 @@ pub(super) async fn deliver(
                     .flatten();
                 // Parts before this one are delivered: a retry resumes here.
                 let done = u32::try_from(i).unwrap_or(u32::MAX);
-                api.call::<Posted>("chat.postMessage", &post_body(&item.target, text, confirm))
-                    .await
-                    .map_err(|e| fail(done, e.delivery()))?;
+                api.call::<Posted>(
+                    "chat.postMessage",
+                    &post_body(channel, thread, text, confirm),
+                )
+                .await
+                .map_err(|e| fail(done, e.delivery()))?;
             }
             Ok(())
         }
@@ -138,7 +148,8 @@ impl ProgressSink for SlackProgress {
     async fn typing(&self, _target: &str) {}
 
     async fn post(&self, target: &str, text: &str) -> Option<String> {
-        let body = post_body(target, &progress_text(text), None);
+        let (channel, thread) = split_target(target);
+        let body = post_body(channel, thread, &progress_text(text), None);
         match self.api.call::<Posted>("chat.postMessage", &body).await {
             Ok(p) => Some(p.ts),
             Err(e) => {
@@ -172,14 +183,14 @@ mod tests {
 
     #[test]
     fn a_prompt_has_both_buttons_and_a_thread_reply_its_thread() {
-        let body = post_body("C1:17.5", "Approve?", Some("tok"));
+        let body = post_body("C1", Some("17.5"), "Approve?", Some("tok"));
         assert_eq!(body["channel"], "C1");
         assert_eq!(body["thread_ts"], "17.5");
         let actions = &body["blocks"][1]["elements"];
         assert_eq!(actions[0]["action_id"], APPROVE);
         assert_eq!(actions[1]["action_id"], DENY);
         assert_eq!(actions[1]["value"], "tok");
-        let dm = post_body("D1", "hi", None);
+        let dm = post_body("D1", None, "hi", None);
         assert!(dm.get("thread_ts").is_none());
         assert_eq!(dm["blocks"].as_array().map(Vec::len), Some(1));
     }

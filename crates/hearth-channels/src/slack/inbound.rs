@@ -108,7 +108,11 @@ enum Target {
 }
 
 /// True when hearth already has a conversation for this thread.
-async fn answers(slack: &Slack, channel: &str, root: &str) -> Result<bool, ChannelError> {
+pub(super) async fn answers(
+    slack: &Slack,
+    channel: &str,
+    root: &str,
+) -> Result<bool, ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread_key(channel, root)),
         status: None,
@@ -134,7 +138,7 @@ async fn ingest(
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("slack:{}", cb.event_id)),
-        scope: None,
+        scope: slack.scope_for(cb.team_id.as_deref()),
         roles: Vec::new(),
     };
     let run = match slack.runtime.ingest(inbound).await {

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use super::commands::{
-    MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, model_ids, picker, respond, thinking_picker,
+    MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, model_ids, picker, picker_thread, respond,
+    thinking_picker,
 };
 use super::deliver::{APPROVE, DENY, blocks};
 use super::types::Interaction;
@@ -62,7 +63,11 @@ pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), Channe
         );
         return Ok(());
     }
-    let Some(thread) = dm_thread(&channel) else {
+    let thread = match action.block_id.as_deref() {
+        Some(block) if !channel.starts_with('D') => picker_thread(&channel, block),
+        _ => dm_thread(&channel),
+    };
+    let Some(thread) = thread else {
         return Ok(());
     };
     let reply = if id.starts_with(MODEL_ACTION) {

@@ -5,9 +5,12 @@
 //! escaped mrkdwn within Slack's limits.
 //!
 //! Thread keys: a DM is `slack:channel:<D…>`, a mention in a channel
-//! `slack:thread:<C…>:<root ts>`. The outbox target is the conversation id
-//! for a DM and `<C…>:<root ts>` for a thread, so replies land in the thread
-//! and stay in order per thread.
+//! `slack:thread:<C…>:<root ts>`. The outbox target is the platform
+//! conversation id (`D…` or `C…`), as `/v1/outbox` promises; a thread's root
+//! ts travels in the item's payload (`reply_to`), so replies land in the
+//! thread. Items queued before that held `<C…>:<root ts>` as their target
+//! and are still delivered. Runs are checked in the workspace's scope,
+//! `slack:team:<T…>`.
 
 pub mod api;
 mod commands;
@@ -55,13 +58,19 @@ pub fn user_key(user: &str) -> String {
     format!("slack:user:{user}")
 }
 
-/// An outbox target: the conversation, and the thread's root when the
-/// reply belongs in a thread.
+/// A delivery target: the conversation, and the thread's root when the
+/// reply belongs in a thread. Progress targets (and outbox items queued
+/// before the target became the bare conversation id) are `<C…>:<root ts>`.
 pub(crate) fn split_target(target: &str) -> (&str, Option<&str>) {
     match target.split_once(':') {
         Some((channel, ts)) => (channel, Some(ts)),
         None => (target, None),
     }
+}
+
+/// The permission scope of a workspace.
+pub fn team_scope(team: &str) -> String {
+    format!("slack:team:{team}")
 }
 
 /// True for ids Slack gives conversations and users (`C0123ABC`): only
@@ -75,20 +84,32 @@ fn is_ts(s: &str) -> bool {
     !s.is_empty() && s.len() <= 32 && s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
-/// The outbox target of a Slack thread key.
-fn target_for(thread_key: &str) -> Option<String> {
+/// The conversation and, for a thread, its root ts, of a Slack thread key.
+fn parse_thread_key(thread_key: &str) -> Option<(&str, Option<&str>)> {
     if let Some(id) = thread_key.strip_prefix(DM_PREFIX) {
-        return is_id(id).then(|| id.to_owned());
+        return is_id(id).then_some((id, None));
     }
     let rest = thread_key.strip_prefix(THREAD_PREFIX)?;
     let (channel, ts) = rest.split_once(':')?;
-    (is_id(channel) && is_ts(ts)).then(|| format!("{channel}:{ts}"))
+    (is_id(channel) && is_ts(ts)).then_some((channel, Some(ts)))
+}
+
+/// The outbox target of a Slack thread key: the conversation id.
+fn target_for(thread_key: &str) -> Option<String> {
+    parse_thread_key(thread_key).map(|(channel, _)| channel.to_owned())
+}
+
+/// Where in the conversation a reply goes: a thread's root ts.
+fn reply_to_for(thread_key: &str) -> Option<String> {
+    parse_thread_key(thread_key).and_then(|(_, ts)| ts.map(str::to_owned))
 }
 
 /// Who the bot is, from `auth.test`.
 #[derive(Debug, Clone)]
 struct Identity {
     user_id: String,
+    /// The workspace (`T…`), when Slack said and it is a well-formed id.
+    team_id: Option<String>,
 }
 
 /// The Slack channel.
@@ -150,10 +171,21 @@ impl Slack {
         self.access.clone()
     }
 
-    /// Queues a reply outside a run (notices) and wakes the sender.
-    async fn notify(&self, target: &str, payload: Payload) -> Result<(), ChannelError> {
-        crate::outbox::queue_notice(self.store.as_ref(), &self.wake, "slack", target, &payload)
+    /// Queues a reply outside a run (notices) to `target` (a conversation
+    /// id, or `<C…>:<root ts>` for a thread) and wakes the sender.
+    async fn notify(&self, target: &str, mut payload: Payload) -> Result<(), ChannelError> {
+        let (channel, thread) = split_target(target);
+        payload.reply_to = thread.map(str::to_owned);
+        crate::outbox::queue_notice(self.store.as_ref(), &self.wake, "slack", channel, &payload)
             .await
+    }
+
+    /// The scope of a run from `team` (an event's `team_id`), or the bot's
+    /// workspace from `auth.test`.
+    fn scope_for(&self, team: Option<&str>) -> Option<String> {
+        team.filter(|t| is_id(t))
+            .or_else(|| self.me.get().and_then(|m| m.team_id.as_deref()))
+            .map(team_scope)
     }
 
     fn api(&self) -> Result<&Api, DeliveryError> {
@@ -182,6 +214,7 @@ impl Slack {
         tracing::info!(channel = "slack", bot_user = %me.user_id, team = ?me.team, "Slack bot identified");
         let _ = self.me.set(Identity {
             user_id: me.user_id,
+            team_id: me.team_id.filter(|t| is_id(t)),
         });
         Ok(())
     }
@@ -195,6 +228,17 @@ impl Channel for Slack {
 
     fn target_of(&self, thread_key: &str) -> Option<String> {
         target_for(thread_key)
+    }
+
+    fn reply_to_of(&self, thread_key: &str) -> Option<String> {
+        reply_to_for(thread_key)
+    }
+
+    fn scope_of(&self, thread_key: &str) -> Option<String> {
+        // Runs carry their scope since it was stored with them; this is the
+        // fallback for runs stored before, in the bot's workspace.
+        parse_thread_key(thread_key)?;
+        self.scope_for(None)
     }
 
     fn health(&self) -> &Health {
@@ -260,10 +304,13 @@ mod tests {
         assert_eq!(thread_key("C1", "17.5"), "slack:thread:C1:17.5");
         assert_eq!(user_key("U9"), "slack:user:U9");
         assert_eq!(target_for("slack:channel:D1").as_deref(), Some("D1"));
+        assert_eq!(target_for("slack:thread:C1:17.5").as_deref(), Some("C1"));
         assert_eq!(
-            target_for("slack:thread:C1:17.5").as_deref(),
-            Some("C1:17.5")
+            reply_to_for("slack:thread:C1:17.5").as_deref(),
+            Some("17.5")
         );
+        assert_eq!(reply_to_for("slack:channel:D1"), None);
+        assert_eq!(team_scope("T1"), "slack:team:T1");
         assert_eq!(target_for("slack:thread:C1:x"), None);
         assert_eq!(target_for("telegram:chat:1"), None);
     }

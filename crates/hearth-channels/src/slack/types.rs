@@ -122,6 +122,9 @@ pub struct MessageRef {
 pub struct Action {
     /// Which button (`hearth_confirm_approve`, `hearth_model`, ...).
     pub action_id: String,
+    /// The block the button is in (a picker row names its thread here).
+    #[serde(default)]
+    pub block_id: Option<String>,
     /// What it carries (a confirmation token, a model id, a level).
     #[serde(default)]
     pub value: Option<String>,

@@ -513,3 +513,194 @@ async fn a_slow_answer_shows_a_throttled_progress_message_that_the_answer_replac
     );
     no_violations(&s.slack);
 }
+
+/// Tool names offered to the model in a provider request.
+fn offered(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_grant_in_the_team_scope_applies_to_slack_runs_and_not_to_the_api() {
+    let s = setup("\n[permissions]\ndefault_preset = \"none\"\n", &[]).await;
+    s.slack.wait_connected(1, WAIT).await;
+    let r = s
+        .hearth
+        .http
+        .post(s.hearth.at("/v1/permissions/grants"))
+        .json(
+            &json!({ "subject": format!("user:slack:user:{ALICE}"), "capability": "memory.read",
+                       "scope": "slack:team:TFAKE" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    s.slack
+        .push_event("Ev80", dm(ALICE, "1700000000.000100", "in slack"));
+    s.slack.wait_posted("echo: in slack", WAIT).await;
+    // The same user over the HTTP API: its thread is in the global scope.
+    s.hearth
+        .post(json!({ "text": "over http", "thread_key": "api:scoped", "user_key": format!("slack:user:{ALICE}"), "wait": true }))
+        .await;
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        offered(&reqs[0]).iter().any(|t| t == "memory_search"),
+        "offered in Slack: {:?}",
+        offered(&reqs[0])
+    );
+    assert!(
+        !offered(&reqs[1]).iter().any(|t| t == "memory_search"),
+        "not offered over the API: {:?}",
+        offered(&reqs[1])
+    );
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn a_429_blocks_chat_post_message_in_every_conversation_until_retry_after() {
+    let s = socket().await;
+    let block = Duration::from_secs(3);
+    s.slack.rate_limit("chat.postMessage", 3);
+    s.slack
+        .push_event("Ev90", dm(ALICE, "1700000000.000100", "first"));
+    let limited = s.slack.wait_calls("chat.postMessage", 1, WAIT).await;
+    let t429 = Instant::now();
+    assert_eq!(limited[0]["channel"], DM);
+    // Another conversation asks while the method is blocked: its answer
+    // waits for the block too.
+    let root = "1700000000.000200";
+    s.slack
+        .push_event("Ev91", mention(BOB, "CGENERAL", root, None, "second"));
+    let in_thread = s.slack.wait_posted("echo: second", WAIT).await;
+    s.slack.wait_posted("echo: first", WAIT).await;
+    let posts = s.slack.calls_at("chat.postMessage");
+    assert_eq!(
+        posts.len(),
+        3,
+        "the limited one again, and the other: {posts:?}"
+    );
+    for (at, body) in &posts[1..] {
+        // The fake saw the 429'd call just before the test did.
+        let after = at.saturating_duration_since(t429) + Duration::from_millis(100);
+        assert!(after >= block, "sent {after:?} after the 429: {body}");
+    }
+    assert_eq!(posted_with(&s.slack, "echo: first").len(), 1);
+    assert_eq!(posted_with(&s.slack, "echo: second").len(), 1);
+    assert_eq!(
+        (in_thread.channel.as_str(), in_thread.thread_ts.as_deref()),
+        ("CGENERAL", Some(root))
+    );
+
+    // The outbox shows the platform conversation ids, the thread's too. An
+    // item is pending until its delivery is recorded, then sent: reading
+    // pending first, then sent, finds each at least once.
+    let mut items = Vec::new();
+    for status in ["pending", "sent"] {
+        let (_, outbox) = s.hearth.get(&format!("/v1/outbox?status={status}")).await;
+        items.extend(outbox["items"].as_array().cloned().unwrap_or_default());
+    }
+    let mut targets: Vec<(i64, String)> = items
+        .iter()
+        .filter(|i| i["kind"] == "message")
+        .map(|i| {
+            (
+                i["id"].as_i64().unwrap_or_default(),
+                i["target"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    let mut targets: Vec<String> = targets.into_iter().map(|(_, t)| t).collect();
+    targets.sort_unstable();
+    assert_eq!(targets, vec!["CGENERAL", DM], "{items:?}");
+    no_violations(&s.slack);
+}
+
+#[tokio::test]
+async fn the_hearth_command_in_a_channel_acts_on_the_users_thread_or_the_one_named() {
+    let s = socket().await;
+    let root = "1700000000.000100";
+    s.slack
+        .push_event("Ev100", mention(ALICE, "CGENERAL", root, None, "hello"));
+    s.slack.wait_posted("echo: hello", WAIT).await;
+    let cmd = |text: &str, id: &str| {
+        json!({ "command": "/hearth", "text": text, "user_id": ALICE, "channel_id": "CGENERAL", "team_id": "TFAKE",
+                "response_url": s.slack.response_url(id), "trigger_id": format!("trig-{id}") })
+    };
+    // No thread named: Alice's newest thread in the channel.
+    s.slack.push_envelope("slash_commands", cmd("model", "1"));
+    let replies = s.slack.wait_calls("response_url", 1, WAIT).await;
+    let picker = &replies[0];
+    let row = &picker["blocks"][1];
+    assert_eq!(
+        row["block_id"],
+        format!("hearth_thread:{root}:0"),
+        "{picker}"
+    );
+    let other = row["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["value"].as_str().unwrap().ends_with("other-model"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no other-model button: {picker}"));
+    s.slack.push_envelope(
+        "interactive",
+        json!({ "type": "block_actions", "user": { "id": ALICE }, "channel": { "id": "CGENERAL" },
+                "actions": [{ "action_id": other["action_id"], "block_id": row["block_id"], "value": other["value"], "type": "button" }],
+                "response_url": s.slack.response_url("2"), "trigger_id": "trig-2" }),
+    );
+    let replies = s.slack.wait_calls("response_url", 2, WAIT).await;
+    let now = replies[1]["text"].as_str().unwrap();
+    assert!(now.ends_with("other-model"), "{now}");
+
+    // A thread named by its link; one hearth never answered is refused.
+    let link = "https://fake.slack.com/archives/CGENERAL/p1700000000000100";
+    s.slack
+        .push_envelope("slash_commands", cmd(&format!("thinking high {link}"), "3"));
+    s.slack.push_envelope(
+        "slash_commands",
+        cmd(
+            "new https://fake.slack.com/archives/CGENERAL/p1700000099000000",
+            "4",
+        ),
+    );
+    let replies = s.slack.wait_calls("response_url", 4, WAIT).await;
+    let by_id = |id: &str| {
+        replies
+            .iter()
+            .find(|r| r["response_url_id"] == id)
+            .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
+            .unwrap()
+    };
+    assert_eq!(by_id("3"), "Thinking: high");
+    assert!(
+        by_id("4").contains("no conversation in that thread"),
+        "{}",
+        by_id("4")
+    );
+
+    // The thread continues on the model chosen for it; the DM does not.
+    s.slack.push_event(
+        "Ev101",
+        json!({ "type": "message", "channel": "CGENERAL", "channel_type": "channel", "user": ALICE, "text": "again", "ts": "1700000000.000300", "thread_ts": root }),
+    );
+    s.slack.wait_posted("echo: again", WAIT).await;
+    s.slack
+        .push_event("Ev102", dm(ALICE, "1700000000.000400", "in private"));
+    s.slack.wait_posted("echo: in private", WAIT).await;
+    let reqs = s.fake.requests();
+    assert_eq!(reqs.len(), 3, "commands are not model calls");
+    assert_eq!(reqs[1]["model"], "other-model");
+    assert_eq!(reqs[2]["model"], "fake-model");
+    no_violations(&s.slack);
+}

@@ -7,7 +7,10 @@
 //! limits (3000 characters of section text, 50 blocks, 25 buttons, 2000
 //! characters of button value), and that mrkdwn text escapes `&`, `<` and
 //! `>`. Broken invariants are collected in [`FakeSlack::violations`]. It
-//! answers 429 with `Retry-After` on demand ([`FakeSlack::rate_limit`]).
+//! answers 429 with `Retry-After` on demand ([`FakeSlack::rate_limit`]) and,
+//! as Slack limits each method per workspace, counts any call of that
+//! method before `Retry-After` has passed as a violation, whatever the
+//! conversation.
 //!
 //! The Socket Mode server (see [`socket`]) sends `hello`, delivers the
 //! envelopes a test pushes, checks each is acknowledged by its
@@ -19,11 +22,11 @@ pub mod socket;
 
 pub use socket::event_callback;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -52,6 +55,8 @@ pub struct Call {
     pub method: String,
     /// The JSON body.
     pub body: Value,
+    /// When the fake received it.
+    pub at: Instant,
 }
 
 /// A message the fake holds (posted by the bot).
@@ -76,6 +81,8 @@ pub(crate) struct Inner {
     calls: Vec<Call>,
     pub(crate) violations: Vec<String>,
     rate_limits: VecDeque<(String, u64)>,
+    /// Methods answered 429, until their `Retry-After` ends.
+    limited_until: HashMap<String, Instant>,
     messages: Vec<Posted>,
     next_ts: u64,
     pub(crate) socket: socket::SocketState,
@@ -175,6 +182,17 @@ impl FakeSlack {
             .iter()
             .filter(|c| c.method == method)
             .map(|c| c.body.clone())
+            .collect()
+    }
+
+    /// Every call of `method` so far with when it arrived.
+    pub fn calls_at(&self, method: &str) -> Vec<(Instant, Value)> {
+        self.shared
+            .lock()
+            .calls
+            .iter()
+            .filter(|c| c.method == method)
+            .map(|c| (c.at, c.body.clone()))
             .collect()
     }
 
@@ -313,10 +331,20 @@ async fn api(
     }
     let answer = {
         let mut s = shared.lock();
+        let now = Instant::now();
         s.calls.push(Call {
             method: method.clone(),
             body: parsed.clone(),
+            at: now,
         });
+        if let Some(until) = s.limited_until.get(&method)
+            && *until > now
+        {
+            violations.push(format!(
+                "call {index} ({method}): sent {:?} before the Retry-After of an earlier 429 ended",
+                *until - now
+            ));
+        }
         let limited = s
             .rate_limits
             .iter()
@@ -325,6 +353,8 @@ async fn api(
         if let Some(err) = token_error {
             Answer::Error(err.to_owned())
         } else if let Some((_, secs)) = limited {
+            s.limited_until
+                .insert(method.clone(), now + Duration::from_secs(secs));
             Answer::Limited(secs)
         } else {
             checks::check(&method, &parsed, index, &mut violations);
@@ -440,6 +470,7 @@ async fn respond(
         s.calls.push(Call {
             method: "response_url".into(),
             body,
+            at: Instant::now(),
         });
     }
     shared.changed.notify_waiters();
