@@ -216,6 +216,22 @@ pub fn parse_capability(name: &str) -> Result<CapabilityName, PolicyError> {
         .ok_or_else(|| PolicyError::UnknownCapability(name.to_owned()))
 }
 
+/// Parses a name that can be granted: what [`parse_capability`] accepts, or
+/// one of `extra`, the capabilities this hearth's tool sources declare
+/// beyond [`CAPABILITIES`] (a configured MCP server's `mcp.<server>`), each
+/// with the least preset holding it. Returns the canonical name, as stored
+/// in a grant.
+pub fn parse_grantable(
+    name: &str,
+    extra: &std::collections::BTreeMap<String, Preset>,
+) -> Result<String, PolicyError> {
+    match parse_capability(name) {
+        Ok(c) => Ok(c.to_string()),
+        Err(_) if extra.contains_key(name) => Ok(name.to_owned()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Parses `user:<user_key>` or `role:<id>`: the part after the prefix is
 /// non-empty, nothing contains a control character, and the whole is at most
 /// [`MAX_NAME_CHARS`] characters.

@@ -25,6 +25,9 @@ use tokio::sync::Notify;
 
 use crate::error::{McpError, Result};
 
+/// How long a failed start waits for the child's stderr to end.
+const STDERR_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A connected MCP server, as hearth uses it.
 #[async_trait::async_trait]
 pub trait McpClient: Send + Sync + 'static {
@@ -156,17 +159,26 @@ pub async fn connect(label: &str, target: &Target) -> Result<Connection> {
                 .spawn()
                 .map_err(|e| McpError::Start(format!("cannot run {command:?}: {e}")))?;
             let last_line = Arc::new(Mutex::new(String::new()));
-            if let Some(stderr) = stderr {
-                tokio::spawn(log_stderr(label.to_owned(), stderr, last_line.clone()));
-            }
-            let service = handler.serve(transport).await.map_err(|e| {
-                let said = last_line.lock().map(|l| l.clone()).unwrap_or_default();
-                McpError::Start(if said.is_empty() {
-                    format!("handshake failed: {e}")
-                } else {
-                    format!("handshake failed: {e} (its last stderr line: {said})")
-                })
-            })?;
+            let reader = stderr.map(|stderr| {
+                tokio::spawn(log_stderr(label.to_owned(), stderr, last_line.clone()))
+            });
+            let service = match handler.serve(transport).await {
+                Ok(service) => service,
+                Err(e) => {
+                    // The child is gone or going: its stderr ends soon, and
+                    // its last line usually says why. Bounded, for a child
+                    // that lingers.
+                    if let Some(reader) = reader {
+                        let _ = tokio::time::timeout(STDERR_GRACE, reader).await;
+                    }
+                    let said = last_line.lock().map(|l| l.clone()).unwrap_or_default();
+                    return Err(McpError::Start(if said.is_empty() {
+                        format!("handshake failed: {e}")
+                    } else {
+                        format!("handshake failed: {e} (its last stderr line: {said})")
+                    }));
+                }
+            };
             return Ok(wrap(service, tools_changed, Some(last_line)));
         }
         Target::Http {

@@ -507,6 +507,16 @@ impl ToolSource for McpManager {
             .find_map(|s| s.read().tools.get(name).cloned())
             .map(|t| t as Arc<dyn Tool>)
     }
+
+    /// Every configured server's `mcp.<name>` (disabled and failed ones
+    /// too, so a grant can be made before the server comes up); skills need
+    /// `skills.use`, which is not extra.
+    fn capabilities(&self) -> Vec<(String, &'static str)> {
+        self.servers()
+            .values()
+            .filter_map(|s| Some((s.capability.to_owned(), s.preset?)))
+            .collect()
+    }
 }
 
 /// How to reach server `name`, or why it cannot be reached with this

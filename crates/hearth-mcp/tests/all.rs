@@ -374,6 +374,11 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
     );
     ready(&m, "notes").await;
     let r = registry(&m);
+    // Grantable: the configured server's capability, not the skill's.
+    assert_eq!(
+        r.extra_capabilities(),
+        BTreeMap::from([("mcp.fk".to_owned(), "trusted")])
+    );
     let echo = r.get("notes__echo").unwrap();
     assert_eq!(echo.capability(), Some("skills.use"));
     assert_eq!(

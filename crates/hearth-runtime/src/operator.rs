@@ -4,7 +4,11 @@
 //! Surfaces call these instead of reaching into the store, the catalog or the
 //! engine, so a second store backend or a new surface changes one place.
 
-use hearth_agent::policy::{PolicyConfig, decide, scope_chain, subjects};
+use std::collections::BTreeMap;
+
+use hearth_agent::policy::{
+    PolicyConfig, PolicyError, Preset, decide, decide_extra, parse_grantable, scope_chain, subjects,
+};
 use hearth_core::ModelRef;
 use hearth_store::{AuditEvent, Grant, MemoryHit, MemoryScope};
 
@@ -144,11 +148,33 @@ impl Runtime {
             .store
             .grants_for(&subjects(user_key, &[]), &chain)
             .await?;
-        let d = decide(policy, user_key, &[], capability, &grants);
+        let d = match self.extra_capabilities().get(capability) {
+            Some(least) => decide_extra(policy, user_key, &[], capability, *least, &grants),
+            None => decide(policy, user_key, &[], capability, &grants),
+        };
         Ok(PermissionCheck {
             allowed: d.allowed,
             via: d.via.map(|v| v.as_str()),
         })
+    }
+
+    /// The capabilities beyond the fixed list that this hearth's tools need
+    /// (each configured MCP server's `mcp.<server>`), with the least preset
+    /// holding each.
+    pub fn extra_capabilities(&self) -> BTreeMap<String, Preset> {
+        self.inner
+            .engine
+            .tools()
+            .extra_capabilities()
+            .into_iter()
+            .filter_map(|(cap, preset)| Some((cap, Preset::parse(preset)?)))
+            .collect()
+    }
+
+    /// The canonical form of a name a grant may give: a fixed capability,
+    /// `preset:<name>`, or one of [`Runtime::extra_capabilities`].
+    pub fn grantable(&self, name: &str) -> std::result::Result<String, PolicyError> {
+        parse_grantable(name, &self.extra_capabilities())
     }
 
     /// The newest `limit` audit events, newest first.

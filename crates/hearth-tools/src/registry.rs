@@ -145,6 +145,13 @@ pub trait ToolSource: Send + Sync + 'static {
     fn tools(&self) -> Vec<Arc<dyn Tool>>;
     /// One of them by name.
     fn get(&self, name: &str) -> Option<Arc<dyn Tool>>;
+    /// Capabilities outside hearth's fixed list that its tools need, each
+    /// with the least preset holding it (a configured MCP server's
+    /// `mcp.<server>`), listed even while the source has no tools (its
+    /// server is down), so they can be granted.
+    fn capabilities(&self) -> Vec<(String, &'static str)> {
+        Vec::new()
+    }
 }
 
 /// The tools known to this process, by name.
@@ -201,6 +208,20 @@ impl ToolRegistry {
             all.insert(name.clone(), tool.clone());
         }
         all.into_values()
+    }
+
+    /// Every capability outside hearth's fixed list that a tool here needs
+    /// or a source declares, with the least preset holding it.
+    pub fn extra_capabilities(&self) -> BTreeMap<String, &'static str> {
+        let mut out: BTreeMap<String, &'static str> = self
+            .tools
+            .values()
+            .filter_map(|t| Some((t.capability()?.to_owned(), t.capability_preset()?)))
+            .collect();
+        for source in &self.sources {
+            out.extend(source.capabilities());
+        }
+        out
     }
 
     /// Specs of every tool, by name.

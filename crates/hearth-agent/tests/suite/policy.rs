@@ -580,3 +580,24 @@ fn via_values_are_exactly_those_of_api_md() {
     }
     assert_eq!(Decision::DENIED, DENIED);
 }
+
+#[test]
+fn a_configured_mcp_servers_capability_is_grantable_and_others_are_not() {
+    use hearth_agent::policy::parse_grantable;
+    let extra = std::collections::BTreeMap::from([("mcp.fs".to_owned(), Preset::Trusted)]);
+    assert_eq!(parse_grantable("mcp.fs", &extra).unwrap(), "mcp.fs");
+    assert_eq!(parse_grantable("web.fetch", &extra).unwrap(), "web.fetch");
+    assert_eq!(
+        parse_grantable("preset:member", &extra).unwrap(),
+        "preset:member"
+    );
+    for name in ["mcp.other", "mcp.", "mcp.FS", "mcp.fs ", "skills.use.x"] {
+        assert_eq!(
+            parse_grantable(name, &extra),
+            Err(PolicyError::UnknownCapability(name.to_owned())),
+            "{name}"
+        );
+    }
+    // Without the server configured it is not grantable.
+    assert!(parse_grantable("mcp.fs", &Default::default()).is_err());
+}

@@ -207,6 +207,76 @@ async fn a_server_preset_withholds_its_tools_from_users_below_it() {
     assert!(result.contains("missing capability mcp.fk"), "{result}");
 }
 
+#[tokio::test]
+async fn a_servers_capability_is_granted_checked_and_revoked_through_the_api() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_1",
+        "fk__echo",
+        r#"{"text":"granted"}"#,
+    )]));
+    fake.push(Reply::text("done"));
+    fake.push(Reply::text("nothing for you"));
+    let dir = tempfile::tempdir().unwrap();
+    // Preset `trusted` (the default): the `member` users need a grant.
+    let config = format!(
+        "{}[mcp.servers.fk]\ncommand = \"{}\"\n",
+        fake_config(&fake.base_url()),
+        hearth_testkit::fake_mcp::fake_mcp_bin().display()
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    ready(&h, "fk").await;
+    let grants = h.at("/v1/permissions/grants");
+    let bob = json!({"subject": "user:api:user:bob", "capability": "mcp.fk"});
+    let r = h.http.post(&grants).json(&bob).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(r.json::<Value>().await.unwrap()["capability"], "mcp.fk");
+    let r = h
+        .http
+        .post(&grants)
+        .json(&json!({"subject": "user:api:user:bob", "capability": "mcp.nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "unknown_capability", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no MCP server named \"nope\"") && message.contains("mcp.fk"),
+        "{message}"
+    );
+
+    let check = |user: &str| format!("/v1/permissions/check?user_key={user}&capability=mcp.fk");
+    let (s, v) = h.get(&check("api:user:bob")).await;
+    assert_eq!((s, &v), (200, &json!({"allowed": true, "via": "grant"})));
+    let (s, v) = h.get(&check("api:user:anonymous")).await;
+    assert_eq!((s, &v), (200, &json!({"allowed": false, "via": null})));
+
+    let (s, v) = h
+        .post(json!({"text": "echo", "thread_key": "api:bob", "user_key": "api:user:bob", "wait": true}))
+        .await;
+    assert_eq!((s, &v["status"]), (200, &json!("succeeded")), "{v}");
+    assert!(offered(&fake).iter().any(|n| n == "fk__echo"));
+    assert!(tool_result(&fake).contains("granted"));
+    let v = h.ask("api:anon", "echo").await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    let third: Vec<String> = fake.requests()[2]["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(!third.iter().any(|n| n.starts_with("fk__")), "{third:?}");
+
+    let r = h.http.delete(&grants).json(&bob).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, v) = h.get(&check("api:user:bob")).await;
+    assert_eq!(v["allowed"], false, "{v}");
+}
+
 /// Where `.ci/run` installed the reference servers, or `None` (skip) when
 /// not in CI.
 fn npm_dir() -> Option<PathBuf> {

@@ -31,10 +31,35 @@ fn scope_of(scope: Option<String>) -> Result<String, ApiError> {
     Ok(scope)
 }
 
-/// The canonical (subject, capability, scope) of a grant request.
-fn parse_grant(req: GrantRequest) -> Result<(String, String, String), ApiError> {
+/// The prefix of an MCP server's capability.
+const MCP_PREFIX: &str = "mcp.";
+
+/// The grantable `mcp.<server>` names, comma-separated (`none` when no
+/// server is configured).
+fn configured_mcp(st: &AppState) -> String {
+    let names: Vec<String> = st.runtime.extra_capabilities().into_keys().collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The canonical (subject, capability, scope) of a grant request; the
+/// capability may also be a configured MCP server's `mcp.<server>`.
+fn parse_grant(st: &AppState, req: GrantRequest) -> Result<(String, String, String), ApiError> {
     let subject = parse_subject(&req.subject)?.to_string();
-    let capability = parse_capability(&req.capability)?.to_string();
+    let capability = st.runtime.grantable(&req.capability).map_err(|e| {
+        match req.capability.strip_prefix(MCP_PREFIX) {
+            Some(server) => ApiError::UnknownCapability(format!(
+                "no MCP server named {server:?} is configured, so {:?} cannot be granted; \
+                 configured: {}",
+                req.capability,
+                configured_mcp(st)
+            )),
+            None => e.into(),
+        }
+    })?;
     let scope = scope_of(req.scope)?;
     Ok((subject, capability, scope))
 }
@@ -90,7 +115,7 @@ pub async fn add_grant(
     State(st): State<AppState>,
     ApiJson(req): ApiJson<GrantRequest>,
 ) -> Result<(StatusCode, Json<GrantView>), ApiError> {
-    let (subject, capability, scope) = parse_grant(req)?;
+    let (subject, capability, scope) = parse_grant(&st, req)?;
     let grant = Grant {
         subject: subject.clone(),
         capability: capability.clone(),
@@ -120,7 +145,7 @@ pub async fn remove_grant(
     State(st): State<AppState>,
     ApiJson(req): ApiJson<GrantRequest>,
 ) -> Result<Json<RemovedGrant>, ApiError> {
-    let (subject, capability, scope) = parse_grant(req)?;
+    let (subject, capability, scope) = parse_grant(&st, req)?;
     let not_found =
         || ApiError::NotFound(format!("{subject} has no grant of {capability} in {scope}"));
     let Some(existing) = find_grant(&st, &subject, &capability, &scope).await? else {
@@ -153,13 +178,17 @@ pub async fn check(
     let capability = q.capability.filter(|c| !c.is_empty()).ok_or_else(|| {
         ApiError::InvalidRequest("capability is required (e.g. web.fetch)".into())
     })?;
-    let capability = match parse_capability(&capability)? {
-        CapabilityName::Capability(c) => c,
-        CapabilityName::Preset(_) => {
+    let extra = st.runtime.extra_capabilities();
+    let capability = match parse_capability(&capability) {
+        Ok(CapabilityName::Capability(c)) => c,
+        Ok(CapabilityName::Preset(_)) => {
             return Err(ApiError::UnknownCapability(format!(
                 "{capability:?} is a preset; check one capability, such as web.fetch"
             )));
         }
+        // A configured MCP server's `mcp.<server>`.
+        Err(_) if extra.contains_key(&capability) => capability.as_str(),
+        Err(e) => return Err(e.into()),
     };
     let scope = scope_of(q.scope)?;
     let d = st
