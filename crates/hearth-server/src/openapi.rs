@@ -1,5 +1,6 @@
 //! The OpenAPI document, generated from the routes the server registers
-//! (`routes::ops` and `routes::v1`) and their handlers' annotations.
+//! (`routes::ops`, `routes::v1` and the OpenAI surface's two routes) and
+//! their handlers' annotations.
 
 use utoipa::OpenApi;
 use utoipa::openapi::path::Operation;
@@ -41,6 +42,14 @@ pub fn document() -> utoipa::openapi::OpenApi {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     doc.merge(crate::routes::ops_documented().into_openapi());
     doc.merge(crate::routes::v1_documented().into_openapi());
+    // Served by `openai::routes` (OpenAI's 405 and error envelope), listed
+    // here for the document only.
+    doc.merge(
+        utoipa_axum::router::OpenApiRouter::<crate::AppState>::new()
+            .routes(utoipa_axum::routes!(crate::openai::models))
+            .routes(utoipa_axum::routes!(crate::openai::chat_completions))
+            .into_openapi(),
+    );
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
         BEARER,
@@ -55,6 +64,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     );
     for (path, item) in doc.paths.paths.iter_mut() {
         let v1 = path.starts_with("/v1/");
+        let openai = path.starts_with("/openai/v1/");
         for op in [
             &mut item.get,
             &mut item.put,
@@ -67,6 +77,8 @@ pub fn document() -> utoipa::openapi::OpenApi {
         {
             if v1 {
                 require_bearer(op);
+            } else if openai {
+                require_openai_bearer(op);
             }
             describe_responses(op);
         }
@@ -93,6 +105,22 @@ fn require_bearer(op: &mut Operation) {
         RefOr::T(error_response(
             "Missing, unknown or revoked bearer token (`unauthorized`)",
         )),
+    );
+}
+
+/// The bearer token on `/openai/v1`, whose 401 is in OpenAI's error
+/// envelope (`{"error":{"message","type","param","code"}}`).
+fn require_openai_bearer(op: &mut Operation) {
+    op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+    op.responses.responses.insert(
+        "401".to_owned(),
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(
+                    "Missing or bad bearer token (OpenAI's envelope, code `invalid_api_key`)",
+                )
+                .build(),
+        ),
     );
 }
 
@@ -174,7 +202,7 @@ mod tests {
                         "{method} {path} {status}"
                     );
                 }
-                if path.starts_with("/v1/") {
+                if path.starts_with("/v1/") || path.starts_with("/openai/v1/") {
                     assert_eq!(op["security"][0]["bearer"], serde_json::json!([]), "{path}");
                     assert!(responses.contains_key("401"), "{method} {path}");
                 }

@@ -17,7 +17,7 @@ use super::error::OpenAiError;
 const TASK_PREFIX: &str = "### Task:";
 
 /// `POST /openai/v1/chat/completions`, the fields hearth reads.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatCompletionRequest {
     /// `hearth` or `hearth/<provider>/<model>`; echoed in the answer.
     pub model: String,
@@ -50,7 +50,7 @@ pub struct ChatCompletionRequest {
 }
 
 /// `stream_options`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct StreamOptions {
     /// Send the usage in a last chunk with no choices.
     #[serde(default)]
@@ -58,7 +58,7 @@ pub struct StreamOptions {
 }
 
 /// One message of the conversation.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatMessage {
     /// `system`, `developer`, `user` or `assistant`.
     pub role: String,
@@ -226,7 +226,7 @@ fn content_text(content: Option<&Value>, i: usize) -> Result<String, OpenAiError
 }
 
 /// `GET /openai/v1/models`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ModelList {
     /// Always `list`.
     pub object: &'static str,
@@ -235,7 +235,7 @@ pub struct ModelList {
 }
 
 /// One model.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ModelObject {
     /// `hearth` or `hearth/<provider>/<model>`.
     pub id: String,
@@ -248,7 +248,7 @@ pub struct ModelObject {
 }
 
 /// Token counts, OpenAI's names.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct UsageBody {
     /// Input tokens of every model call of the run.
     pub prompt_tokens: u64,

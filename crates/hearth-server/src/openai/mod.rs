@@ -98,7 +98,9 @@ pub async fn require_token(
 }
 
 /// `GET /openai/v1/models`: `hearth` and every configured model as `hearth/<provider>/<model>`.
-async fn models(State(st): State<AppState>) -> Json<ModelList> {
+#[utoipa::path(get, path = "/openai/v1/models", tag = "openai", operation_id = "openai_list_models",
+    responses((status = 200, description = "`hearth` and `hearth/<provider>/<model>` for each configured model", body = ModelList)))]
+pub(crate) async fn models(State(st): State<AppState>) -> Json<ModelList> {
     let list = st.runtime.models();
     let hearth = ModelObject {
         id: HEARTH_MODEL.to_owned(),
@@ -129,7 +131,20 @@ pub(crate) struct Reply {
     model: String,
 }
 
-async fn chat_completions(
+/// `POST /openai/v1/chat/completions`: the request's messages run as one
+/// hearth run; the answer in OpenAI's shapes.
+#[utoipa::path(post, path = "/openai/v1/chat/completions", tag = "openai",
+    operation_id = "openai_chat_completions", request_body = ChatCompletionRequest,
+    responses(
+        (status = 200, description = "A `chat.completion` object; with `stream: true`, `chat.completion.chunk` events (`text/event-stream`) ending with `data: [DONE]`, and with `stream_options.include_usage` a usage chunk with `choices: []` before it", body = Object),
+        (status = 400, description = "Bad input, or client-side `tools`, `functions`, `tool_choice` (`invalid_request_error`, `param` naming the field)", body = Object),
+        (status = 404, description = "Unknown model (`model_not_found`)", body = Object),
+        (status = 413, description = "Body over `[server] max_body_bytes` (`payload_too_large`)", body = Object),
+        (status = 429, description = "Budget exceeded (`insufficient_quota`)", body = Object),
+        (status = 500, description = "The run failed (`server_error`)", body = Object),
+        (status = 503, description = "Shutting down or saturated (`server_error`)", body = Object),
+        (status = 504, description = "The run did not finish in time (`timeout`)", body = Object)))]
+pub(crate) async fn chat_completions(
     State(st): State<AppState>,
     limit: Option<Extension<BodyLimit>>,
     headers: HeaderMap,
