@@ -54,6 +54,23 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
             "must be at least 1 (runs queued or running at once; default 10000)",
         ));
     }
+    let fraction = config.agent.context_fraction;
+    if !(fraction > 0.0 && fraction <= 1.0) {
+        return Err(problem(
+            "agent.context_fraction",
+            format!(
+                "{fraction} is not a share of the context window; use a number above 0 and at \
+                 most 1 (default 0.75)"
+            ),
+        ));
+    }
+    if config.agent.default_context_tokens < 1024 {
+        return Err(problem(
+            "agent.default_context_tokens",
+            "must be at least 1024 (tokens assumed for a model whose context window is not \
+             known; default 32000)",
+        ));
+    }
     for host in &config.server.allowed_hosts {
         if host.is_empty() || host.contains(['/', '@', ' ']) {
             return Err(problem(
@@ -83,7 +100,7 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
         let caps = pc
             .capabilities
             .keys()
-            .chain(pc.model_capabilities.values().flat_map(|m| m.keys()));
+            .chain(pc.model_capabilities.values().flat_map(|m| m.flags.keys()));
         for cap in caps {
             if !CAPABILITY_KEYS.contains(&cap.as_str()) {
                 return Err(problem(
@@ -240,6 +257,37 @@ mod tests {
 
     fn load(toml: &str) -> Result<Config, crate::ConfigError> {
         crate::load_str(toml, "/h/hearth.toml", Vec::new())
+    }
+
+    #[test]
+    fn context_windows_and_compaction_settings_load_and_are_checked() {
+        let c = load(
+            "[agent]\ncontext_fraction = 0.5\ncompaction = false\n\
+             [llm.providers.local]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+             context_window = 8000\nmodel_capabilities.small = { tools = false, context_window = 6000 }\n",
+        )
+        .unwrap();
+        assert!(!c.agent.compaction);
+        assert_eq!(c.agent.default_context_tokens, 32_000);
+        let p = &c.llm.providers["local"];
+        assert_eq!(p.context_window, Some(8000));
+        assert_eq!(p.model_capabilities["small"].context_window, Some(6000));
+        assert_eq!(p.model_capabilities["small"].flags.get("tools"), Some(&false));
+        for (toml, key) in [
+            ("[agent]\ncontext_fraction = 1.5", "agent.context_fraction"),
+            ("[agent]\ncontext_fraction = 0.0", "agent.context_fraction"),
+            ("[agent]\ndefault_context_tokens = 10", "agent.default_context_tokens"),
+        ] {
+            let err = load(toml).unwrap_err().to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+        let err = load(
+            "[llm.providers.local]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+             model_capabilities.small = { vision = true }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown capability"), "{err}");
     }
 
     #[test]

@@ -458,8 +458,12 @@ pub struct ProviderConfig {
     /// `parallel_tool_calls`, `streaming`, `usage_metrics`, `json_mode`, `thinking`).
     pub capabilities: BTreeMap<String, bool>,
     /// Capability overrides for single models, e.g.
-    /// `model_capabilities."llama3.2" = { tools = false }`.
-    pub model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
+    /// `model_capabilities."llama3.2" = { tools = false, context_window = 6000 }`.
+    pub model_capabilities: BTreeMap<String, ModelOverrides>,
+    /// Context window in tokens of every model of the provider, when the
+    /// built-in catalog does not know it (or knows it wrong).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
     /// Seconds to wait for response headers.
     pub request_timeout_secs: u64,
     /// Longest silence allowed inside a stream, in seconds.
@@ -486,7 +490,9 @@ struct RawProviderConfig {
     #[serde(default)]
     capabilities: BTreeMap<String, bool>,
     #[serde(default)]
-    model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
+    model_capabilities: BTreeMap<String, ModelOverrides>,
+    #[serde(default)]
+    context_window: Option<u32>,
     #[serde(default = "default_request_timeout")]
     request_timeout_secs: u64,
     #[serde(default = "default_idle_timeout")]
@@ -518,10 +524,24 @@ impl TryFrom<RawProviderConfig> for ProviderConfig {
             models: raw.models,
             capabilities: raw.capabilities,
             model_capabilities: raw.model_capabilities,
+            context_window: raw.context_window,
             request_timeout_secs: raw.request_timeout_secs,
             idle_timeout_secs: raw.idle_timeout_secs,
         })
     }
+}
+
+/// `model_capabilities."<model>"`: capability flags and the context window
+/// of one model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ModelOverrides {
+    /// Context window in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
+    /// Capability flags (`tools`, `thinking`, ...), checked against the
+    /// known names when the config loads.
+    #[serde(flatten)]
+    pub flags: BTreeMap<String, bool>,
 }
 
 /// Longest secret name.
@@ -638,8 +658,17 @@ pub struct AgentConfig {
     pub max_wall_secs: u64,
     /// Time one tool call may take, in seconds.
     pub tool_timeout_secs: u64,
-    /// How many past messages of the thread are sent to the model.
+    /// How many past messages of the thread are sent to the model; only
+    /// with `compaction = false` (compaction replaces this cap).
     pub history_messages: u32,
+    /// Summarize the oldest turns when a run's context would pass
+    /// `context_fraction` of the model's window.
+    pub compaction: bool,
+    /// Share of the context window a run's context may fill before the
+    /// oldest turns are summarized (0 < fraction <= 1).
+    pub context_fraction: f64,
+    /// Context window assumed for a model whose window is not known.
+    pub default_context_tokens: u32,
 }
 
 impl Default for AgentConfig {
@@ -651,6 +680,9 @@ impl Default for AgentConfig {
             max_wall_secs: 300,
             tool_timeout_secs: 30,
             history_messages: 50,
+            compaction: true,
+            context_fraction: 0.75,
+            default_context_tokens: 32_000,
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct Capabilities {
     pub json_mode: bool,
     /// Reasoning control.
     pub thinking: bool,
+    /// Context window in tokens, when known (the catalog fills it per model:
+    /// config override, then [`crate::known_context_window`]).
+    pub context_window: Option<u32>,
 }
 
 /// The capability names config may set, in the order they are documented.
@@ -52,6 +55,7 @@ impl Capabilities {
         usage_metrics: true,
         json_mode: false,
         thinking: true,
+        context_window: None,
     };
 
     /// An OpenAI-compatible server: like a native API, except that tools
@@ -70,6 +74,7 @@ impl Capabilities {
         usage_metrics: false,
         json_mode: false,
         thinking: false,
+        context_window: None,
     };
 
     /// Sets capability `key` (one of [`CAPABILITY_KEYS`]) to `value`; false

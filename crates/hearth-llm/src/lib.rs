@@ -9,6 +9,7 @@
 pub mod accumulator;
 pub mod anthropic;
 pub mod capabilities;
+pub mod context_window;
 mod classify;
 pub mod echo;
 pub mod error;
@@ -28,6 +29,7 @@ use hearth_core::{ChatRequest, StreamEvent};
 
 pub use accumulator::{Accumulator, AssistantTurn};
 pub use capabilities::{CAPABILITY_KEYS, Capabilities, ToolSupport};
+pub use context_window::known_context_window;
 pub use echo::EchoProvider;
 pub use error::{ErrorKind, LlmError};
 pub use openai_compat::{OpenAiCompatConfig, OpenAiCompatProvider};

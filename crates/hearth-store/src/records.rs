@@ -122,6 +122,9 @@ pub enum StepKind {
     Llm,
     /// A tool call.
     Tool,
+    /// A model call that summarized the oldest turns of the thread; its
+    /// payload's `detail` holds `tokens_before` and `tokens_after`.
+    Compaction,
 }
 
 impl StepKind {
@@ -130,6 +133,15 @@ impl StepKind {
         match self {
             Self::Llm => "llm",
             Self::Tool => "tool",
+            Self::Compaction => "compaction",
+        }
+    }
+
+    /// True for steps that are model calls (counted in usage).
+    pub fn is_model_call(self) -> bool {
+        match self {
+            Self::Llm | Self::Compaction => true,
+            Self::Tool => false,
         }
     }
 }

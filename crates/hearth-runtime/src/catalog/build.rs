@@ -69,6 +69,7 @@ fn detect_providers(env: &BTreeMap<String, String>) -> Vec<(&'static Detected, P
                 models: Vec::new(),
                 capabilities: BTreeMap::new(),
                 model_capabilities: BTreeMap::new(),
+                context_window: None,
                 request_timeout_secs: 120,
                 idle_timeout_secs: 90,
             };
@@ -189,7 +190,7 @@ fn check_capability_keys(name: &str, pc: &ProviderConfig) -> Result<(), RuntimeE
     let keys = pc
         .capabilities
         .keys()
-        .chain(pc.model_capabilities.values().flat_map(|m| m.keys()));
+        .chain(pc.model_capabilities.values().flat_map(|m| m.flags.keys()));
     for k in keys {
         if !CAPABILITY_KEYS.contains(&k.as_str()) {
             return Err(RuntimeError::InvalidInput(format!(
@@ -273,6 +274,7 @@ impl Catalog {
                 models: pc.models.clone(),
                 capabilities: pc.capabilities.clone(),
                 model_capabilities: pc.model_capabilities.clone(),
+                context_window: pc.context_window,
                 local: pc.kind == ProviderType::Echo
                     || pc.base_url.as_deref().is_some_and(is_local_url),
             };
@@ -287,6 +289,7 @@ impl Catalog {
                 models: vec![ECHO.into()],
                 capabilities: BTreeMap::new(),
                 model_capabilities: BTreeMap::new(),
+                context_window: None,
                 local: true,
             });
         let default = default_model(config, &configured, &mut origin)?;

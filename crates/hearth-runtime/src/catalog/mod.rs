@@ -33,7 +33,9 @@ pub struct CatalogEntry {
     /// Capability overrides from config, for every model.
     pub capabilities: BTreeMap<String, bool>,
     /// Capability overrides from config, per model.
-    pub model_capabilities: BTreeMap<String, BTreeMap<String, bool>>,
+    pub model_capabilities: BTreeMap<String, hearth_config::ModelOverrides>,
+    /// Context window of every model of the provider, from config.
+    pub context_window: Option<u32>,
     /// True when requests stay on this machine or a private network.
     pub local: bool,
 }
@@ -71,17 +73,24 @@ impl Catalog {
     }
 
     /// The capabilities of a model: the adapter's row of the matrix, then
-    /// the provider's overrides, then the model's.
+    /// the provider's overrides, then the model's. The context window is the
+    /// model's override, the provider's, then the built-in catalog's; `None`
+    /// when none knows it (the engine then assumes `default_context_tokens`).
     pub fn capabilities(&self, model: &ModelRef) -> Capabilities {
         let Some(entry) = self.providers.get(&model.provider) else {
             return Capabilities::TEXT_ONLY;
         };
         let per_model = entry.model_capabilities.get(&model.model);
-        entry
+        let mut caps = entry
             .provider
             .capabilities()
             .with_overrides(&entry.capabilities)
-            .with_overrides(per_model.into_iter().flatten())
+            .with_overrides(per_model.into_iter().flat_map(|m| &m.flags));
+        caps.context_window = per_model
+            .and_then(|m| m.context_window)
+            .or(entry.context_window)
+            .or_else(|| hearth_llm::known_context_window(&model.model));
+        caps
     }
 
     /// Providers by name.
@@ -166,11 +175,29 @@ mod tests {
         assert_eq!(b.tools, ToolSupport::Yes, "the model's override");
         assert!(!b.thinking);
         assert_eq!(c.capabilities(&model("echo/echo")), Capabilities::TEXT_ONLY);
+        assert_eq!(a.context_window, None, "not known, not configured");
         assert_eq!(
             c.capabilities(&model("nope/x")),
             Capabilities::TEXT_ONLY,
             "an unknown provider can do nothing special"
         );
+    }
+
+    #[test]
+    fn context_windows_are_model_then_provider_then_catalog() {
+        let c = catalog(
+            "[llm]\ndefault_model = \"local/a\"\n\
+             [llm.providers.local]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+             context_window = 8000\nmodel_capabilities.b = { context_window = 6000 }\n\
+             [llm.providers.or]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+        );
+        assert_eq!(c.capabilities(&model("local/a")).context_window, Some(8000));
+        assert_eq!(c.capabilities(&model("local/b")).context_window, Some(6000));
+        assert_eq!(
+            c.capabilities(&model("or/anthropic/claude-sonnet-4-5")).context_window,
+            Some(200_000)
+        );
+        assert_eq!(c.capabilities(&model("or/mystery")).context_window, None);
     }
 
     #[test]

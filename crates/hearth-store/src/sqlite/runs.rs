@@ -10,8 +10,8 @@ use super::threads::append_message;
 use super::usage::record_llm_call;
 use crate::error::{Result, StoreError};
 use crate::records::{
-    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, RunStats, SteerRecord, StepKind,
-    StepRecord, StepStatus,
+    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, RunStats, SteerRecord, StepRecord,
+    StepStatus,
 };
 use crate::runs::RunStore;
 
@@ -172,7 +172,7 @@ fn put_step(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
         tokens,
         payload
     ])?;
-    if step.kind == StepKind::Llm && step.status != StepStatus::Started {
+    if step.kind.is_model_call() && step.status != StepStatus::Started {
         record_llm_call(db, step)?;
     }
     Ok(())

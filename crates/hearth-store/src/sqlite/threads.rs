@@ -120,7 +120,7 @@ fn new_session(
 fn thread_history(db: &mut Db<'_>, thread_key: &str, limit: u32) -> Result<Vec<Message>> {
     let stmt = db.stmt(
         "SELECT role, content FROM (SELECT id, role, content FROM messages WHERE thread_key = ?1 \
-         ORDER BY id DESC LIMIT ?2) ORDER BY id",
+         AND covers_to IS NULL ORDER BY id DESC LIMIT ?2) ORDER BY id",
     )?;
     let mut out = Vec::new();
     let mut found = stmt.query(params![thread_key, limit])?;

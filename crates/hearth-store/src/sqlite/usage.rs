@@ -18,7 +18,7 @@ pub(super) fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> 
 /// Records a model call of a run that is not in this database (incognito),
 /// with no thread or user.
 fn record_anonymous_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
-    if step.kind != StepKind::Llm || step.status == StepStatus::Started {
+    if !step.kind.is_model_call() || step.status == StepStatus::Started {
         return Ok(());
     }
     insert_llm_call(db, step, true)
@@ -50,13 +50,13 @@ fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Resul
         "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
          output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
          error_kind, thread_key, user_key) \
-         VALUES (?1, ?2, ?3, ?4, ?5, 'chat', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?14, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, NULL, NULL) \
          ON CONFLICT (run_id, idx) DO NOTHING"
     } else {
         "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
          output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
          error_kind, thread_key, user_key) \
-         SELECT ?1, ?2, ?3, ?4, ?5, 'chat', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, thread_key, user_key \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?14, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, thread_key, user_key \
          FROM runs WHERE run_id = ?1 ON CONFLICT (run_id, idx) DO NOTHING"
     };
     db.stmt(sql)?.execute(params![
@@ -72,7 +72,12 @@ fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Resul
         tok("cache_write_tokens"),
         latency,
         status,
-        error_kind
+        error_kind,
+        // The router routes compaction calls apart; usage tells them apart.
+        match step.kind {
+            StepKind::Compaction => "compaction",
+            StepKind::Llm | StepKind::Tool => "chat",
+        }
     ])?;
     Ok(())
 }

@@ -238,7 +238,8 @@ async fn a_version_3_database_gains_the_secrets_table() {
     conn.execute_batch(
         "DROP TABLE secrets; ALTER TABLE runs DROP COLUMN last_event_seq; \
          DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
-         ALTER TABLE runs DROP COLUMN roles; PRAGMA user_version = 3;",
+         ALTER TABLE runs DROP COLUMN roles; \
+         DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
