@@ -6,8 +6,11 @@
 //! a clear error. It resumes from journaled steps after a crash: finished steps
 //! are not redone, and a write-class tool with no recorded outcome is reported
 //! as "outcome unknown" instead of being run again.
+//! When the context would outgrow the model's window, the oldest turns are
+//! summarized (`compaction`) instead of dropped.
 //! It does not decide when a run starts or write its final status: the runtime does.
 
+pub mod compaction;
 pub mod confirm;
 pub mod context;
 pub mod engine;
@@ -16,6 +19,7 @@ pub mod limits;
 pub mod policy;
 mod wall;
 
+pub use compaction::CompactionConfig;
 pub use engine::{
     Candidate, ConfirmPolicy, Engine, EventSink, Outcome, RunInput, RunResult, ToolMode,
 };

@@ -3,6 +3,7 @@
 
 mod suite {
     mod capabilities;
+    mod compaction;
     mod corpus;
     mod coverage;
     mod engine;

@@ -184,6 +184,11 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
             exempt: config.tools.no_confirm.clone(),
             ..Default::default()
         })
+        .with_compaction(hearth_agent::CompactionConfig {
+            enabled: config.agent.compaction,
+            fraction: config.agent.context_fraction,
+            default_context_tokens: config.agent.default_context_tokens,
+        })
         .with_retry(RetryPolicy {
             max_attempts: retry.max_attempts.max(1),
             initial_backoff: Duration::from_millis(retry.initial_backoff_ms),

@@ -272,11 +272,17 @@ mod tests {
         let p = &c.llm.providers["local"];
         assert_eq!(p.context_window, Some(8000));
         assert_eq!(p.model_capabilities["small"].context_window, Some(6000));
-        assert_eq!(p.model_capabilities["small"].flags.get("tools"), Some(&false));
+        assert_eq!(
+            p.model_capabilities["small"].flags.get("tools"),
+            Some(&false)
+        );
         for (toml, key) in [
             ("[agent]\ncontext_fraction = 1.5", "agent.context_fraction"),
             ("[agent]\ncontext_fraction = 0.0", "agent.context_fraction"),
-            ("[agent]\ndefault_context_tokens = 10", "agent.default_context_tokens"),
+            (
+                "[agent]\ndefault_context_tokens = 10",
+                "agent.default_context_tokens",
+            ),
         ] {
             let err = load(toml).unwrap_err().to_string();
             assert!(err.contains(key), "{toml}: {err}");

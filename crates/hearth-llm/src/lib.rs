@@ -9,8 +9,8 @@
 pub mod accumulator;
 pub mod anthropic;
 pub mod capabilities;
-pub mod context_window;
 mod classify;
+pub mod context_window;
 pub mod echo;
 pub mod error;
 pub mod gemini;

@@ -482,6 +482,7 @@ fn candidate(
             ToolSupport::ModelDependent => ToolMode::TryThenOmit,
         },
         thinking: caps.thinking,
+        context_window: caps.context_window,
         model,
         provider,
     }

@@ -13,6 +13,7 @@ pub mod envelope;
 pub mod error;
 pub mod events;
 mod execute;
+mod history;
 mod incognito;
 mod ingest;
 pub mod operator;

@@ -32,6 +32,8 @@ pub struct ModelList {
     pub default: ModelRef,
     /// Every configured model, by provider then model.
     pub models: Vec<ModelInfo>,
+    /// The window assumed for a model whose `context_window` is `None`.
+    pub default_context_tokens: u32,
 }
 
 /// One tool the model can be offered.
@@ -205,7 +207,11 @@ impl Runtime {
                 });
             }
         }
-        ModelList { default, models }
+        ModelList {
+            default,
+            models,
+            default_context_tokens: self.inner.engine.compaction().default_context_tokens,
+        }
     }
 
     /// Every registered tool; with `channel`, the tools that channel offers.

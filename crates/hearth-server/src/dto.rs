@@ -78,7 +78,7 @@ pub struct RunQuery {
 pub struct TraceStep {
     /// Position in the run.
     pub index: u32,
-    /// `llm` or `tool`.
+    /// `llm`, `tool`, `route` or `compaction`.
     pub kind: String,
     /// Model or tool name.
     pub name: String,
@@ -93,6 +93,69 @@ pub struct TraceStep {
     /// Token usage of a model call.
     #[schema(value_type = Option<Object>)]
     pub tokens: Option<serde_json::Value>,
+    /// What a `compaction` step did (`{"tokens_before","tokens_after"}`) or
+    /// how a `route` step chose; `null` for model and tool calls.
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<serde_json::Value>,
+}
+
+/// Query of `GET /v1/threads/{thread_key}/history`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// At most this many (default 50; values outside 1..=1000 are clamped).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+    /// Only messages older than this one: the `next_before` of the previous page.
+    pub before: Option<String>,
+}
+
+/// One stored message of a thread.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct HistoryMessage {
+    /// Its id (opaque; a page cursor).
+    pub id: String,
+    /// `user`, `assistant`, `tool` or `summary`.
+    pub role: String,
+    /// Its text; `null` for tool calls and results.
+    pub text: Option<String>,
+    /// The run that wrote it.
+    pub run_id: Option<String>,
+    /// RFC 3339.
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// True when a summary replaces it in what the model is sent (for a
+    /// summary: a newer summary does). It stays stored all the same.
+    pub compacted: bool,
+}
+
+/// `GET /v1/threads/{thread_key}/history`
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct History {
+    /// Newest first.
+    pub messages: Vec<HistoryMessage>,
+    /// `before` for the next (older) page; `null` on the last one.
+    pub next_before: Option<String>,
+}
+
+impl From<hearth_store::HistoryPage> for History {
+    fn from(p: hearth_store::HistoryPage) -> Self {
+        Self {
+            messages: p
+                .messages
+                .into_iter()
+                .map(|m| HistoryMessage {
+                    id: m.id.to_string(),
+                    role: m.role,
+                    text: m.text,
+                    run_id: m.run_id,
+                    created_at: hearth_core::rfc3339(m.created_at),
+                    compacted: m.compacted,
+                })
+                .collect(),
+            next_before: p.next_before.map(|b| b.to_string()),
+        }
+    }
 }
 
 /// `GET /v1/runs/{run_id}/trace`
@@ -119,6 +182,13 @@ pub struct Capabilities {
     pub json_mode: bool,
     /// Reasoning control.
     pub thinking: bool,
+    /// Context window in tokens that compaction works against.
+    #[serde(default)]
+    pub context_window: u32,
+    /// True when the window is not known and `[agent]
+    /// default_context_tokens` is assumed.
+    #[serde(default)]
+    pub context_window_assumed: bool,
 }
 
 /// One model of `GET /v1/models`.

@@ -76,6 +76,12 @@ pub const METRICS: &[(Kind, &str, Unit, &str)] = &[
     ),
     (
         Kind::Counter,
+        "hearth_compactions_total",
+        Unit::Count,
+        "Times the oldest turns of a thread were summarized to fit the model's window",
+    ),
+    (
+        Kind::Counter,
         "hearth_spend_alerts_total",
         Unit::Count,
         "Times the daily spend alert threshold was crossed",

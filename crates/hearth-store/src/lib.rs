@@ -55,8 +55,8 @@ pub use usage::UsageStore;
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, MemoryStore, RetentionStore, RunStore,
-        SecretStore, Store, ThreadStore, TokenStore, UsageStore,
+        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, MemoryStore, RetentionStore,
+        RunStore, SecretStore, Store, ThreadStore, TokenStore, UsageStore,
     };
 }
 

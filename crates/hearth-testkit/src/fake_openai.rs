@@ -49,6 +49,15 @@ impl FakeOpenAi {
         self.inner.push(reply);
     }
 
+    /// Answers requests the queue has no reply for with `f(body)` when it
+    /// returns one (a scripted summarizer, say), else with the default echo.
+    pub fn respond_with(
+        &self,
+        f: impl Fn(&serde_json::Value) -> Option<Reply> + Send + Sync + 'static,
+    ) {
+        self.inner.set_responder(Arc::new(f));
+    }
+
     /// Delays the first byte of default (unscripted) replies.
     pub fn set_default_delay(&self, delay: Duration) {
         self.inner.set_default_delay(delay);

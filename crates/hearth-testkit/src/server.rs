@@ -47,7 +47,13 @@ pub(crate) struct Shared<R> {
     count: AtomicUsize,
     arrived: Notify,
     default_delay_ns: AtomicU64,
+    /// Decides the reply to a request the queue has none for (before the
+    /// default one), from its JSON body.
+    responder: Mutex<Option<Responder<R>>>,
 }
+
+/// A reply chosen from the request body; `None` leaves the default reply.
+pub(crate) type Responder<R> = Arc<dyn Fn(&serde_json::Value) -> Option<R> + Send + Sync>;
 
 /// The router type a fake hands to [`FakeServer::bind`].
 pub(crate) type FakeRouter<R> = Router<Arc<Shared<R>>>;
@@ -83,6 +89,22 @@ impl<R> Shared<R> {
             } else {
                 None
             }
+        };
+        let reply = match reply {
+            Some(r) => Some(r),
+            None if take_reply => {
+                let responder = self
+                    .responder
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                responder.and_then(|f| {
+                    serde_json::from_slice::<serde_json::Value>(body)
+                        .ok()
+                        .and_then(|v| f(&v))
+                })
+            }
+            None => None,
         };
         self.count.fetch_add(1, Ordering::AcqRel);
         self.arrived.notify_waiters();
@@ -126,6 +148,7 @@ impl<R: Send + 'static> FakeServer<R> {
             count: AtomicUsize::new(0),
             arrived: Notify::new(),
             default_delay_ns: AtomicU64::new(0),
+            responder: Mutex::new(None),
         });
         let app = router
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -150,6 +173,15 @@ impl<R> FakeServer<R> {
     /// Queues a reply for the next request that takes one.
     pub(crate) fn push(&self, reply: R) {
         self.shared.lock().queue.push_back(reply);
+    }
+
+    /// Sets the responder asked for requests the queue has no reply for.
+    pub(crate) fn set_responder(&self, responder: Responder<R>) {
+        *self
+            .shared
+            .responder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(responder);
     }
 
     /// Delays the first byte of default (unscripted) replies.

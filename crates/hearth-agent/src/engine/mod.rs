@@ -16,12 +16,14 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::CompactionConfig;
 use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
+mod compact;
 mod confirm_gate;
 mod tools;
 
 use self::tools::{ToolCall, push_tool_result};
-use crate::context::{PromptHook, append_section, trim_history, unanswered_calls};
+use crate::context::{PromptHook, append_section, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
 use crate::policy::PolicyConfig;
@@ -94,6 +96,9 @@ pub struct Candidate {
     pub tools: ToolMode,
     /// Whether the model takes a reasoning level (else `off` is sent).
     pub thinking: bool,
+    /// Its context window in tokens; `None` when not known (compaction then
+    /// assumes `default_context_tokens`).
+    pub context_window: Option<u32>,
 }
 
 /// Whether a model gets the tool definitions.
@@ -158,6 +163,8 @@ pub struct Engine {
     /// The hook's last text and its redacted form: the list is the same
     /// `Arc` until a reload, so it is scanned once per reload, not per call.
     redacted_section: std::sync::Mutex<(Arc<str>, Arc<str>)>,
+    /// When and how the oldest turns are summarized.
+    compaction: CompactionConfig,
 }
 
 /// Which write-class calls need the user's confirmation.
@@ -219,6 +226,15 @@ struct Progress {
     /// Steer ids already shown to the model.
     seen_steer: HashSet<i64>,
     history: Vec<Message>,
+    /// Store ids of `history` (empty when its summaries are not stored:
+    /// incognito or supplied history).
+    history_ids: Vec<i64>,
+    /// Estimated tokens of `history`, kept current as it is compacted.
+    history_tokens: usize,
+    /// The summary that replaces the turns before `history`, if any.
+    summary: Option<String>,
+    /// Estimated tokens of the offered tools, once needed.
+    tools_tokens: Option<usize>,
     scratch: Vec<Message>,
     next_index: u32,
     llm_calls: u32,
@@ -249,7 +265,15 @@ impl Engine {
             hub: Arc::new(ConfirmationHub::default()),
             prompt_hook: None,
             redacted_section: std::sync::Mutex::new((Arc::from(""), Arc::from(""))),
+            compaction: CompactionConfig::default(),
         }
+    }
+
+    /// Compacts per `compaction` instead of the default (on, at 0.75 of the
+    /// window, 32k tokens for unknown windows).
+    pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
+        self.compaction = compaction;
+        self
     }
 
     /// Adds `hook`'s text to the system prompt of every model call.
@@ -285,6 +309,11 @@ impl Engine {
     /// The runs of this engine waiting for a confirmation.
     pub fn confirmations(&self) -> &Arc<ConfirmationHub> {
         &self.hub
+    }
+
+    /// When and how the oldest turns are summarized.
+    pub fn compaction(&self) -> &CompactionConfig {
+        &self.compaction
     }
 
     /// The permission policy.
@@ -421,6 +450,7 @@ impl Engine {
                     steered.push(json!({ "id": id, "text": text }));
                 }
             }
+            self.compact_if_needed(input, &mut p).await?;
             let step_started = now_ms();
             let (turn, answered_by) = self.call_model(input, sink, &mut p).await?;
             p.llm_calls += 1;
@@ -464,30 +494,7 @@ impl Engine {
         input: &RunInput,
         supplied: Option<Vec<Message>>,
     ) -> Result<Progress, Stop> {
-        let window = usize::try_from(self.limits.history_messages).unwrap_or(usize::MAX);
-        let from_thread = supplied.is_none();
-        let mut history = match supplied {
-            Some(mut h) => {
-                h.drain(..h.len().saturating_sub(window));
-                h
-            }
-            None => {
-                self.store
-                    .thread_history(&input.thread_key, self.limits.history_messages)
-                    .await?
-            }
-        };
-        if let Some(journal) = &input.journal
-            && from_thread
-        {
-            // An incognito thread continues from what it said before going
-            // incognito, then what it said since (kept only in memory).
-            history.extend(
-                journal
-                    .thread_history(&input.thread_key, self.limits.history_messages)
-                    .await?,
-            );
-        }
+        let loaded = self.load_history(input, supplied).await?;
         let journal = input.journal(&self.store);
         let steps = journal.steps(&input.run_id).await?;
         let stored_steers = journal.steers(&input.run_id).await?;
@@ -496,7 +503,11 @@ impl Engine {
             offered,
             pending_steer: Vec::new(),
             seen_steer: HashSet::new(),
-            history: trim_history(history),
+            history_tokens: crate::compaction::estimate_messages(&loaded.history),
+            history: loaded.history,
+            history_ids: loaded.ids,
+            summary: loaded.summary,
+            tools_tokens: None,
             scratch: vec![Message::text(Role::User, input.text.clone())],
             next_index: 0,
             llm_calls: 0,
@@ -529,6 +540,9 @@ impl Engine {
                     p.llm_calls += 1;
                     p.scratch.push(msg);
                 }
+                // Its summary is stored (or, incognito, made again): the
+                // history loaded above already reflects it.
+                StepKind::Compaction => {}
                 StepKind::Tool => {
                     let call_id = step.payload["call_id"]
                         .as_str()
@@ -610,6 +624,12 @@ impl Engine {
             let mut waited = Duration::ZERO;
             loop {
                 self.shape_request(&mut request, with_tools, &p.offered, &section);
+                if let Some(summary) = &p.summary {
+                    append_section(
+                        &mut request.system,
+                        &crate::compaction::summary_section(summary),
+                    );
+                }
                 attempt += 1;
                 let started = now_ms();
                 let (outcome, emitted) = self

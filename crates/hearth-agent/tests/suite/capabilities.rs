@@ -105,6 +105,7 @@ async fn call_in(
                     provider: Arc::new(provider),
                     tools: ToolMode::Send,
                     thinking: false,
+                    context_window: None,
                 }],
                 thinking: ThinkingLevel::Off,
                 cancel: Default::default(),

@@ -136,6 +136,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
             provider: Arc::new(provider),
             tools: ToolMode::Send,
             thinking: false,
+            context_window: None,
         }],
         thinking: ThinkingLevel::Off,
         cancel: CancellationToken::new(),

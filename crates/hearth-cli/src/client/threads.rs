@@ -103,6 +103,18 @@ async fn status(api: &Api, thread: String, json_out: bool) -> Result<(), Exit> {
         on.join(", ")
     };
     println!("capabilities  {caps}");
+    if let Some(c) = &s.capabilities {
+        if c.context_window_assumed {
+            println!(
+                "context       {} tokens (assumed: [agent] default_context_tokens; this model's \
+                 window is not known, set it with model_capabilities.\"<model>\" = \
+                 {{ context_window = N }} on its provider)",
+                c.context_window
+            );
+        } else {
+            println!("context       {} tokens", c.context_window);
+        }
+    }
     match &s.today {
         None => println!("today         no calls"),
         Some(r) => println!(

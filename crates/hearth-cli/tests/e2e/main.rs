@@ -7,6 +7,7 @@ mod harness;
 mod api;
 mod bad_input;
 mod cli;
+mod compaction;
 mod confirmations;
 mod discord;
 mod durability;

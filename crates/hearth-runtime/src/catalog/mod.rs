@@ -194,7 +194,8 @@ mod tests {
         assert_eq!(c.capabilities(&model("local/a")).context_window, Some(8000));
         assert_eq!(c.capabilities(&model("local/b")).context_window, Some(6000));
         assert_eq!(
-            c.capabilities(&model("or/anthropic/claude-sonnet-4-5")).context_window,
+            c.capabilities(&model("or/anthropic/claude-sonnet-4-5"))
+                .context_window,
             Some(200_000)
         );
         assert_eq!(c.capabilities(&model("or/mystery")).context_window, None);

@@ -151,6 +151,12 @@ pub async fn run_trace(
                 status: s.status.as_str().to_owned(),
                 started_at: rfc3339(s.started_at),
                 finished_at: s.finished_at.map(rfc3339),
+                // Only the step kinds that describe themselves: a model or
+                // tool call's payload holds prompts and outputs.
+                detail: match s.kind {
+                    hearth_store::StepKind::Compaction => s.payload.get("detail").cloned(),
+                    hearth_store::StepKind::Llm | hearth_store::StepKind::Tool => None,
+                },
                 tokens: s.tokens,
             })
             .collect(),

@@ -7,6 +7,7 @@
 
 pub mod channels;
 pub mod confirmations;
+pub mod history;
 pub mod mcp;
 pub mod messages;
 pub mod ops;
@@ -85,6 +86,7 @@ api! {
     threads::set_thinking,
     threads::new_session,
     threads::set_incognito,
+    history::history,
     channels::list_channels,
     channels::list_pairings,
     channels::approve_pairing,

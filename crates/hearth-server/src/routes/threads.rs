@@ -11,7 +11,7 @@ use crate::dto::{
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath};
 
-fn capabilities(c: hearth_runtime::Capabilities) -> Capabilities {
+fn capabilities(c: hearth_runtime::Capabilities, default_window: u32) -> Capabilities {
     Capabilities {
         // Model-dependent tools are offered (and dropped if the server refuses).
         tools: c.tools != hearth_runtime::ToolSupport::No,
@@ -20,6 +20,8 @@ fn capabilities(c: hearth_runtime::Capabilities) -> Capabilities {
         usage_metrics: c.usage_metrics,
         json_mode: c.json_mode,
         thinking: c.thinking,
+        context_window: c.context_window.unwrap_or(default_window),
+        context_window_assumed: c.context_window.is_none(),
     }
 }
 
@@ -36,7 +38,7 @@ pub async fn models(State(st): State<AppState>) -> Json<Models> {
             .map(|m| ModelInfo {
                 id: m.model.to_string(),
                 provider: m.model.provider,
-                capabilities: capabilities(m.capabilities),
+                capabilities: capabilities(m.capabilities, list.default_context_tokens),
             })
             .collect(),
     })

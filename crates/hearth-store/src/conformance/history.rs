@@ -8,9 +8,7 @@ use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
 /// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn history_suite<S: HistoryStore + ThreadStore + RunStore>(
-    fresh: impl AsyncFn() -> S,
-) {
+pub async fn history_suite<S: HistoryStore + ThreadStore + RunStore>(fresh: impl AsyncFn() -> S) {
     summaries_replace_what_they_cover_and_delete_nothing(fresh().await).await;
     pages_are_newest_first_and_mark_compaction(fresh().await).await;
 }
@@ -63,7 +61,15 @@ async fn summaries_replace_what_they_cover_and_delete_nothing<
     assert_eq!(texts, ["u3", "a3"], "the older summary is not context");
     let plain = store.thread_history("t1", 100).await.unwrap();
     assert_eq!(plain.len(), 8, "every message kept, no summary among them");
-    assert_eq!(store.history_page("t1", 100, None).await.unwrap().messages.len(), 10);
+    assert_eq!(
+        store
+            .history_page("t1", 100, None)
+            .await
+            .unwrap()
+            .messages
+            .len(),
+        10
+    );
 }
 
 /// Pages walk back with `next_before`; covered messages and superseded
@@ -89,7 +95,10 @@ async fn pages_are_newest_first_and_mark_compaction<S: HistoryStore + ThreadStor
     assert_eq!(first.messages[0].role, SUMMARY_ROLE);
     assert_eq!(first.messages[0].text.as_deref(), Some("s2"));
     assert!(!first.messages[0].compacted);
-    assert!(first.messages[1].compacted, "the older summary is superseded");
+    assert!(
+        first.messages[1].compacted,
+        "the older summary is superseded"
+    );
     assert_eq!(first.messages[1].id, old);
     assert_eq!(first.next_before, Some(ids[2]));
     let mut all = first.messages.clone();
@@ -121,6 +130,16 @@ async fn pages_are_newest_first_and_mark_compaction<S: HistoryStore + ThreadStor
     assert!(other.messages.iter().all(|m| !m.compacted));
     assert_eq!(other.next_before, None);
     let exact = store.history_page("t2", 2, None).await.unwrap();
-    assert_eq!(exact.next_before, None, "no older page when it ends exactly");
-    assert!(store.history_page("none", 10, None).await.unwrap().messages.is_empty());
+    assert_eq!(
+        exact.next_before, None,
+        "no older page when it ends exactly"
+    );
+    assert!(
+        store
+            .history_page("none", 10, None)
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
 }

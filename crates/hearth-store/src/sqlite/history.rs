@@ -169,7 +169,8 @@ impl HistoryStore for SqliteStore {
         covers_to: i64,
         at: Timestamp,
     ) -> Result<i64> {
-        let (thread_key, run_id, text) = (thread_key.to_owned(), run_id.to_owned(), text.to_owned());
+        let (thread_key, run_id, text) =
+            (thread_key.to_owned(), run_id.to_owned(), text.to_owned());
         self.write(move |db| append_summary(db, &thread_key, &run_id, &text, covers_to, at))
             .await
     }

@@ -1,0 +1,376 @@
+//! Compaction through the fake provider: long threads stay under the
+//! window, stated facts survive summaries of summaries, tool calls stay
+//! with their results, incognito summaries never reach the disk.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use std::sync::Arc;
+
+use hearth_agent::compaction::{PREVIOUS_SUMMARY_HEADING, SUMMARY_INSTRUCTIONS};
+use hearth_agent::{
+    Candidate, CompactionConfig, Engine, EventSink, Limits, Outcome, RunInput, ToolMode,
+};
+use hearth_core::{ModelRef, RunEventKind, RunStatus, ThinkingLevel, ToolSpec};
+use hearth_llm::{OpenAiCompatConfig, OpenAiCompatProvider};
+use hearth_store::{Durability, RunFinish, SUMMARY_ROLE, SqliteStore, StepKind, StepStatus, Store};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use hearth_tools::{Tool, ToolClass, ToolError, ToolRegistry};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// The window of the fake model, in tokens.
+const WINDOW: u32 = 6000;
+
+struct Sink;
+impl EventSink for Sink {
+    fn emit(&self, _kind: RunEventKind, _data: Value) {}
+}
+
+/// True for a summarizing request (its system prompt is the instructions).
+fn is_compaction(req: &Value) -> bool {
+    req["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with(SUMMARY_INSTRUCTIONS))
+}
+
+/// The fake summarizer: keeps every line of the previous summary and every
+/// user line that states a fact ("my ... is ..."), drops everything else.
+fn summarize(req: &Value) -> Reply {
+    let text = req["messages"][1]["content"].as_str().unwrap_or_default();
+    let mut facts: Vec<String> = Vec::new();
+    let mut in_previous = false;
+    for line in text.lines() {
+        if line.starts_with("## ") {
+            in_previous = line == PREVIOUS_SUMMARY_HEADING;
+            continue;
+        }
+        let fact = if in_previous {
+            line.strip_prefix("- ").map(str::to_owned)
+        } else {
+            line.strip_prefix("user: ")
+                .filter(|l| l.contains("my ") && l.contains(" is "))
+                .map(str::to_owned)
+        };
+        if let Some(f) = fact
+            && !facts.contains(&f)
+        {
+            facts.push(f);
+        }
+    }
+    if facts.is_empty() {
+        facts.push("nothing to remember".into());
+    }
+    Reply::text(
+        facts
+            .iter()
+            .map(|f| format!("- {f}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// Estimated tokens of a whole request body: its JSON bytes over four, an
+/// over-estimate (the framing counts too).
+fn request_tokens(req: &Value) -> usize {
+    req.to_string().len() / 4
+}
+
+struct Thread {
+    engine: Engine,
+    store: Arc<dyn Store>,
+    fake: FakeOpenAi,
+    _dir: tempfile::TempDir,
+}
+
+async fn thread(tools: ToolRegistry) -> Thread {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.path().join("c.db"), Durability::Normal).unwrap());
+    let confirm = hearth_agent::ConfirmPolicy {
+        confirm_writes: false,
+        ..Default::default()
+    };
+    let engine = Engine::new(store.clone(), tools, Limits::default(), "sys".into())
+        .with_confirmations(confirm)
+        .with_compaction(CompactionConfig::default());
+    Thread {
+        engine,
+        store,
+        fake: FakeOpenAi::start().await,
+        _dir: dir,
+    }
+}
+
+impl Thread {
+    /// One run of `text` on thread `t`, committed as the runtime commits it;
+    /// with `memory`, an incognito run kept in that store.
+    async fn say(&self, text: &str, memory: Option<&Arc<dyn Store>>) -> (String, Outcome) {
+        let store = memory.unwrap_or(&self.store);
+        let run_id = hearth_core::new_run_id();
+        store
+            .create_run(hearth_store::NewRun {
+                run_id: run_id.clone(),
+                thread_key: "t".into(),
+                user_key: "u".into(),
+                source: "test".into(),
+                input: text.into(),
+                idempotency_key: None,
+                created_at: hearth_core::now_ms(),
+            })
+            .await
+            .unwrap();
+        let provider = OpenAiCompatProvider::new(
+            OpenAiCompatConfig::new("fake", self.fake.base_url()),
+            reqwest::Client::new(),
+        )
+        .unwrap();
+        let input = RunInput {
+            run_id: run_id.clone(),
+            thread_key: "t".into(),
+            text: text.into(),
+            user_key: "test:user:1".into(),
+            scope: "global".into(),
+            candidates: vec![Candidate {
+                model: ModelRef::parse("fake/m").unwrap(),
+                provider: Arc::new(provider),
+                tools: ToolMode::Send,
+                thinking: false,
+                context_window: Some(WINDOW),
+            }],
+            thinking: ThinkingLevel::Off,
+            cancel: CancellationToken::new(),
+            steer: None,
+            incognito: memory.is_some(),
+            journal: memory.cloned(),
+            replies: None,
+        };
+        let result = self.engine.run(input, &Sink).await;
+        let output = match &result.outcome {
+            Outcome::Succeeded(t) => Some(t.clone()),
+            _ => None,
+        };
+        let finished = store
+            .finish_run(RunFinish {
+                run_id: run_id.clone(),
+                status: RunStatus::Succeeded,
+                output,
+                error_code: None,
+                error_message: None,
+                messages: result.messages,
+                steps: result.steps,
+                follow_ups: Vec::new(),
+                finished_at: hearth_core::now_ms(),
+                last_event_seq: None,
+                outbox: Vec::new(),
+            })
+            .await
+            .unwrap();
+        assert!(finished);
+        (run_id, result.outcome)
+    }
+}
+
+/// Filler that makes each turn cost about 60 tokens.
+fn small_talk(i: usize) -> String {
+    format!("turn {i}: tell me something about the weather today, any little detail will do")
+}
+
+#[tokio::test]
+async fn facts_survive_three_hundred_turns_and_repeated_compaction() {
+    let t = thread(ToolRegistry::new()).await;
+    t.fake
+        .respond_with(|req| is_compaction(req).then(|| summarize(req)));
+    let facts = [
+        (0, "my locker code is 4417"),
+        (7, "my cat is called Miso"),
+        (120, "my flight is on 12 March"),
+    ];
+    let mut compaction_runs = Vec::new();
+    for i in 0..320 {
+        let text = facts
+            .iter()
+            .find(|(at, _)| *at == i)
+            .map_or_else(|| small_talk(i), |(_, f)| (*f).to_owned());
+        let before = t.fake.request_count();
+        let (run_id, outcome) = t.say(&text, None).await;
+        assert!(
+            matches!(outcome, Outcome::Succeeded(_)),
+            "turn {i}: {outcome:?}"
+        );
+        if t.fake.request_count() - before > 1 {
+            compaction_runs.push(run_id);
+        }
+    }
+    let requests = t.fake.requests();
+    assert!(t.fake.violations().is_empty(), "{:?}", t.fake.violations());
+    for (i, r) in requests.iter().enumerate() {
+        let tokens = request_tokens(r);
+        assert!(tokens < WINDOW as usize, "request {i} is {tokens} tokens");
+    }
+    let compactions: Vec<&Value> = requests.iter().filter(|r| is_compaction(r)).collect();
+    assert!(
+        compactions.len() >= 3,
+        "only {} compactions",
+        compactions.len()
+    );
+    // A later compaction gets the earlier summary, facts included.
+    let last = compactions.last().unwrap().to_string();
+    for (_, fact) in facts {
+        assert!(last.contains(fact), "the last compaction lost {fact:?}");
+    }
+    assert!(last.contains(PREVIOUS_SUMMARY_HEADING));
+    // The last ordinary request still carries every fact, though their turns
+    // were replaced long ago.
+    let final_request = requests.iter().rev().find(|r| !is_compaction(r)).unwrap();
+    let sent = final_request.to_string();
+    for (_, fact) in facts {
+        assert!(sent.contains(fact), "the last request lost {fact:?}");
+    }
+    assert!(!sent.contains("turn 5:"), "old small talk was replaced");
+
+    // Nothing deleted: 640 messages plus one summary per compaction.
+    let mut all = Vec::new();
+    let mut before = None;
+    loop {
+        let page = t.store.history_page("t", 1000, before).await.unwrap();
+        all.extend(page.messages);
+        match page.next_before {
+            Some(b) => before = Some(b),
+            None => break,
+        }
+    }
+    let summaries = all.iter().filter(|m| m.role == SUMMARY_ROLE).count();
+    assert_eq!(summaries, compactions.len());
+    assert_eq!(all.len() - summaries, 640);
+    assert!(all.iter().any(|m| m.compacted));
+    assert!(!all[0].compacted, "the newest message is sent as it is");
+    let first = all.last().unwrap();
+    assert_eq!(first.text.as_deref(), Some("my locker code is 4417"));
+    assert!(first.compacted);
+
+    // Each compaction is a trace step with its token figures, and counted as
+    // a model call.
+    let steps = t.store.steps(&compaction_runs[0]).await.unwrap();
+    let step = steps
+        .iter()
+        .find(|s| s.kind == StepKind::Compaction)
+        .unwrap();
+    assert_eq!(step.status, StepStatus::Succeeded);
+    let detail = &step.payload["detail"];
+    let (b, a) = (
+        detail["tokens_before"].as_u64().unwrap(),
+        detail["tokens_after"].as_u64().unwrap(),
+    );
+    assert!(b > u64::from(WINDOW) * 3 / 4 && a < b * 2 / 3, "{detail}");
+    let usage = t
+        .store
+        .usage(&hearth_store::UsageQuery {
+            since: None,
+            until: None,
+            group_by: hearth_store::UsageGroup::Model,
+        })
+        .await
+        .unwrap();
+    assert_eq!(usage[0].calls as usize, requests.len());
+}
+
+/// A read tool whose output is long enough to fill the window fast.
+struct Lookup(ToolSpec);
+
+#[async_trait::async_trait]
+impl Tool for Lookup {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn class(&self) -> ToolClass {
+        ToolClass::Read
+    }
+    async fn call(
+        &self,
+        _ctx: &hearth_tools::ToolContext,
+        _args: Value,
+    ) -> Result<Value, ToolError> {
+        Ok(json!({ "found": "x".repeat(600) }))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_call_is_never_separated_from_its_result() {
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Lookup(ToolSpec {
+        name: "lookup".into(),
+        description: "looks up".into(),
+        parameters: json!({"type": "object"}),
+    })));
+    let t = thread(tools).await;
+    // Every turn: a tool call, then an answer once its result is in.
+    t.fake.respond_with(|req| {
+        if is_compaction(req) {
+            return Some(summarize(req));
+        }
+        let last = req["messages"].as_array()?.last()?;
+        Some(if last["role"] == "tool" {
+            Reply::text("done")
+        } else {
+            Reply::tool_calls(vec![ToolCallSpec::new("c", "lookup", "{}")])
+        })
+    });
+    for i in 0..60 {
+        let (_, outcome) = t.say(&small_talk(i), None).await;
+        assert_eq!(outcome, Outcome::Succeeded("done".into()), "turn {i}");
+    }
+    let requests = t.fake.requests();
+    assert!(requests.iter().filter(|r| is_compaction(r)).count() >= 2);
+    // The fake checks that every tool message answers a call earlier in
+    // the same request.
+    assert!(t.fake.violations().is_empty(), "{:?}", t.fake.violations());
+    for r in requests.iter().filter(|r| !is_compaction(r)) {
+        let msgs = r["messages"].as_array().unwrap();
+        assert_eq!(msgs[1]["role"], "user", "history starts with a whole turn");
+        assert!(request_tokens(r) < WINDOW as usize);
+    }
+}
+
+#[tokio::test]
+async fn an_incognito_thread_compacts_in_memory_only() {
+    let t = thread(ToolRegistry::new()).await;
+    t.fake
+        .respond_with(|req| is_compaction(req).then(|| summarize(req)));
+    let memory: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().unwrap());
+    t.say("my locker code is 4417", Some(&memory)).await;
+    for i in 1..120 {
+        t.say(&small_talk(i), Some(&memory)).await;
+    }
+    let requests = t.fake.requests();
+    let compactions = requests.iter().filter(|r| is_compaction(r)).count();
+    assert!(compactions >= 2, "only {compactions} compactions");
+    let last = requests.iter().rev().find(|r| !is_compaction(r)).unwrap();
+    assert!(last.to_string().contains("my locker code is 4417"));
+    for store in [&t.store, &memory] {
+        let page = store.history_page("t", 1000, None).await.unwrap();
+        assert!(
+            page.messages
+                .iter()
+                .all(|m| m.role != SUMMARY_ROLE && !m.compacted),
+            "a summary was stored"
+        );
+    }
+    assert!(
+        t.store
+            .history_page("t", 10, None)
+            .await
+            .unwrap()
+            .messages
+            .is_empty(),
+        "nothing of the thread reached the disk"
+    );
+}
+
+#[tokio::test]
+async fn a_run_that_fits_does_no_compaction() {
+    let t = thread(ToolRegistry::new()).await;
+    for i in 0..5 {
+        t.say(&small_talk(i), None).await;
+    }
+    assert_eq!(t.fake.request_count(), 5);
+    assert!(!t.fake.requests().iter().any(is_compaction));
+}

@@ -1,0 +1,163 @@
+//! Compaction end to end: a thread that outgrows its model's window is
+//! summarized, `GET /v1/threads/{k}/history` still pages through every
+//! message with the boundaries marked, the trace shows the compaction, and
+//! `hearth model status` says which window is used.
+
+use hearth_agent::compaction::{PREVIOUS_SUMMARY_HEADING, SUMMARY_INSTRUCTIONS};
+use hearth_testkit::{FakeOpenAi, Reply};
+use serde_json::Value;
+
+use crate::harness::{Hearth, command, fake_config};
+
+fn is_compaction(req: &Value) -> bool {
+    req["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with(SUMMARY_INSTRUCTIONS))
+}
+
+/// Keeps the previous summary's lines and the user's "my ... is ..." lines.
+fn summarize(req: &Value) -> Reply {
+    let text = req["messages"][1]["content"].as_str().unwrap_or_default();
+    let mut keep: Vec<&str> = Vec::new();
+    let mut previous = false;
+    for line in text.lines() {
+        if line.starts_with("## ") {
+            previous = line == PREVIOUS_SUMMARY_HEADING;
+        } else if previous || (line.starts_with("user: my ") && line.contains(" is ")) {
+            let line = line.trim_start_matches("- ");
+            if !keep.contains(&line) {
+                keep.push(line);
+            }
+        }
+    }
+    Reply::text(format!("- {}", keep.join("\n- ")))
+}
+
+#[tokio::test]
+async fn a_long_thread_is_compacted_and_its_history_pages_through_everything() {
+    let fake = FakeOpenAi::start().await;
+    fake.respond_with(|req| is_compaction(req).then(|| summarize(req)));
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}model_capabilities.fake-model = {{ context_window = 4000 }}\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let filler = "and a few words more about the garden, the rain and the long evenings".repeat(4);
+    let mut runs = Vec::new();
+    for i in 0..30 {
+        let text = if i == 0 {
+            "my locker code is 4417".to_owned()
+        } else {
+            format!("message {i} {filler}")
+        };
+        let v = h.ask("api:long", &text).await;
+        assert_eq!(v["status"], "succeeded", "{v}");
+        runs.push(v["run_id"].as_str().unwrap().to_owned());
+    }
+    let requests = fake.requests();
+    let compactions = requests.iter().filter(|r| is_compaction(r)).count();
+    assert!(compactions >= 2, "{compactions} compactions");
+    let last = requests.iter().rev().find(|r| !is_compaction(r)).unwrap();
+    assert!(last.to_string().contains("my locker code is 4417"));
+
+    // Every message, newest first, a page at a time.
+    let mut all: Vec<Value> = Vec::new();
+    let mut path = "/v1/threads/api:long/history?limit=7".to_owned();
+    loop {
+        let (s, page) = h.get(&path).await;
+        assert_eq!(s, 200, "{page}");
+        let msgs = page["messages"].as_array().unwrap();
+        assert!(msgs.len() <= 7);
+        all.extend(msgs.iter().cloned());
+        match page["next_before"].as_str() {
+            Some(b) => path = format!("/v1/threads/api:long/history?limit=7&before={b}"),
+            None => break,
+        }
+    }
+    let summaries: Vec<&Value> = all.iter().filter(|m| m["role"] == "summary").collect();
+    assert_eq!(summaries.len(), compactions);
+    assert_eq!(
+        all.len() - summaries.len(),
+        60,
+        "30 questions and 30 answers"
+    );
+    let ids: Vec<i64> = all
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] > w[1]),
+        "newest first, no repeats"
+    );
+    assert_eq!(all[0]["compacted"], false);
+    let oldest = all.last().unwrap();
+    assert_eq!(oldest["text"], "my locker code is 4417");
+    assert_eq!(oldest["compacted"], true);
+    assert_eq!(oldest["role"], "user");
+    assert_eq!(oldest["run_id"], runs[0].as_str());
+    assert!(
+        summaries
+            .iter()
+            .all(|s| s["text"].as_str().unwrap().contains("4417"))
+    );
+    assert_eq!(
+        summaries.iter().filter(|s| s["compacted"] == false).count(),
+        1,
+        "only the newest summary is in use"
+    );
+
+    // The trace shows each compaction with its figures, nothing of the text.
+    let mut found = 0;
+    for run in &runs {
+        let (_, trace) = h.get(&format!("/v1/runs/{run}/trace")).await;
+        for step in trace["steps"].as_array().unwrap() {
+            if step["kind"] == "compaction" {
+                found += 1;
+                let d = &step["detail"];
+                assert!(
+                    d["tokens_before"].as_u64().unwrap() > d["tokens_after"].as_u64().unwrap(),
+                    "{step}"
+                );
+                assert!(!step.to_string().contains("4417"), "{step}");
+            } else {
+                assert!(step["detail"].is_null(), "{step}");
+            }
+        }
+    }
+    assert_eq!(found, compactions);
+
+    let (s, bad) = h.get("/v1/threads/api:long/history?before=abc").await;
+    assert_eq!(s, 400, "{bad}");
+    assert_eq!(bad["error"]["code"], "invalid_request");
+
+    // The model status names the window, and says when it is assumed.
+    let status = |thread: &'static str| {
+        let home = h.home.clone();
+        let url = h.url.clone();
+        async move {
+            let out = command(&home)
+                .env("HEARTH_URL", url)
+                .args(["model", "status", "--thread", thread])
+                .output()
+                .await
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+    };
+    let known = status("api:long").await;
+    assert!(known.contains("context       4000 tokens\n"), "{known}");
+    let out = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args(["model", "set", "fake/other-model", "--thread", "api:other"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let assumed = status("api:other").await;
+    assert!(
+        assumed.contains("32000 tokens (assumed: [agent] default_context_tokens"),
+        "{assumed}"
+    );
+}

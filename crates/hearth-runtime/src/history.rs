@@ -1,0 +1,41 @@
+//! A thread's full stored history, for `GET /v1/threads/{k}/history`.
+
+use hearth_store::HistoryPage;
+
+use crate::error::{Result, RuntimeError};
+use crate::runtime::{Runtime, check_key};
+
+/// Messages per page when the caller does not say.
+pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
+/// Most messages one page returns.
+pub const MAX_HISTORY_LIMIT: u32 = 1000;
+
+impl Runtime {
+    /// Up to `limit` stored messages of a thread older than the message id
+    /// `before` (newest first), summaries included and covered messages
+    /// marked. What an incognito thread says is never stored, so never here.
+    pub async fn history(
+        &self,
+        thread_key: &str,
+        limit: Option<u32>,
+        before: Option<&str>,
+    ) -> Result<HistoryPage> {
+        check_key("thread_key", thread_key)?;
+        let limit = limit
+            .unwrap_or(DEFAULT_HISTORY_LIMIT)
+            .clamp(1, MAX_HISTORY_LIMIT);
+        let before = match before.filter(|b| !b.is_empty()) {
+            None => None,
+            Some(b) => Some(b.parse::<i64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                RuntimeError::InvalidInput(format!(
+                    "before {b:?} is not a message id; pass the next_before of the previous page"
+                ))
+            })?),
+        };
+        Ok(self
+            .inner
+            .store
+            .history_page(thread_key, limit, before)
+            .await?)
+    }
+}
