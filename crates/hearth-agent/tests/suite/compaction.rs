@@ -115,6 +115,8 @@ impl Thread {
                 input: text.into(),
                 idempotency_key: None,
                 created_at: hearth_core::now_ms(),
+                scope: None,
+                roles: Vec::new(),
             })
             .await
             .unwrap();
@@ -129,6 +131,7 @@ impl Thread {
             text: text.into(),
             user_key: "test:user:1".into(),
             scope: "global".into(),
+            roles: Vec::new(),
             candidates: vec![Candidate {
                 model: ModelRef::parse("fake/m").unwrap(),
                 provider: Arc::new(provider),

@@ -261,7 +261,8 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
-         ALTER TABLE runs DROP COLUMN roles; PRAGMA user_version = 9;",
+         ALTER TABLE runs DROP COLUMN roles; DROP INDEX messages_summaries; \
+         ALTER TABLE messages DROP COLUMN covers_to; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -272,7 +273,7 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
     let version: u32 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
 }
 
 /// Makes every audit insert with outcome `boom` fail inside its transaction.
