@@ -9,7 +9,7 @@
 //! `Store` is the sum of one trait per aggregate ([`RunStore`],
 //! [`ThreadStore`], [`UsageStore`], [`GrantStore`], [`TokenStore`],
 //! [`SecretStore`], [`MemoryStore`], [`ConfirmationStore`],
-//! [`RetentionStore`], [`ChannelStore`]); `use hearth_store::prelude::*` brings them all into
+//! [`RetentionStore`], [`ChannelStore`], [`JobStore`]); `use hearth_store::prelude::*` brings them all into
 //! scope. With the `conformance` feature, [`conformance`] holds one test
 //! suite per aggregate that every backend must pass.
 
@@ -19,6 +19,7 @@ pub mod confirmations;
 pub mod conformance;
 pub mod error;
 pub mod grants;
+pub mod jobs;
 pub mod memory;
 pub mod records;
 pub mod retention;
@@ -37,6 +38,7 @@ pub use channels::{
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
 pub use grants::GrantStore;
+pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore};
 pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
@@ -51,7 +53,7 @@ pub use usage::UsageStore;
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ChannelStore, ConfirmationStore, GrantStore, MemoryStore, RetentionStore, RunStore,
+        ChannelStore, ConfirmationStore, GrantStore, JobStore, MemoryStore, RetentionStore, RunStore,
         SecretStore, Store, ThreadStore, TokenStore, UsageStore,
     };
 }
@@ -71,6 +73,7 @@ pub trait Store:
     + ConfirmationStore
     + RetentionStore
     + ChannelStore
+    + JobStore
     + Send
     + Sync
     + 'static

@@ -19,6 +19,7 @@ mod channels;
 mod confirmations;
 pub mod fixtures;
 mod grants;
+mod jobs;
 mod memory;
 mod retention;
 mod runs;
@@ -30,6 +31,7 @@ mod usage;
 pub use channels::channels_suite;
 pub use confirmations::confirmations_suite;
 pub use grants::grants_suite;
+pub use jobs::jobs_suite;
 pub use memory::memory_suite;
 pub use retention::retention_suite;
 pub use runs::runs_suite;
@@ -53,4 +55,5 @@ pub async fn store_suite<S: Store>(fresh: impl AsyncFn() -> S) {
     confirmations_suite(&fresh).await;
     retention_suite(&fresh).await;
     channels_suite(&fresh).await;
+    jobs_suite(&fresh).await;
 }

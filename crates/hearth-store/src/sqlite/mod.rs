@@ -5,6 +5,7 @@ mod checkpoint;
 mod confirmations;
 mod db;
 mod grants;
+mod jobs;
 mod memory;
 mod migrations;
 mod outbox;
