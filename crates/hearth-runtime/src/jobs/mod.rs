@@ -266,6 +266,9 @@ impl Runtime {
                 text: job.text.clone(),
                 delivery_mode: DeliveryMode::FollowUp,
                 idempotency_key: Some(job_firing_key(&job.id, at)),
+                // The channel that owns the thread reports its scope; a job
+                // carries no platform roles.
+                ..Inbound::default()
             })
             .await?;
         info!(job_id = %job.id, run_id = %env.run_id, scheduled_at = %rfc3339(at), "job fired");
