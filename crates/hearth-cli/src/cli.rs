@@ -202,6 +202,11 @@ pub enum Command {
         #[command(subcommand)]
         command: PairCommand,
     },
+    /// Scheduled jobs: list, add, remove, run now.
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
+    },
     /// Replies queued for the chat channels.
     Outbox {
         #[command(subcommand)]
@@ -352,6 +357,46 @@ pub enum ThinkingCommand {
         /// The thread.
         #[arg(long, default_value = "cli:local")]
         thread: String,
+    },
+}
+
+/// `hearth jobs ...`
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Every job, oldest first.
+    List,
+    /// Add a job: it posts TEXT to the thread on SCHEDULE.
+    Add {
+        /// A name for people.
+        #[arg(long)]
+        name: String,
+        /// Cron (5 or 6 fields, e.g. "0 9 * * MON-FRI"), "every 15m", or an RFC 3339 instant.
+        #[arg(long)]
+        schedule: String,
+        /// IANA time zone the cron expression is read in (default UTC).
+        #[arg(long)]
+        timezone: Option<String>,
+        /// The thread it posts to (e.g. telegram:chat:42).
+        #[arg(long)]
+        thread: String,
+        /// The user it speaks as (default api:user:anonymous).
+        #[arg(long)]
+        user: Option<String>,
+        /// After downtime: latest (default), all or none.
+        #[arg(long)]
+        catch_up: Option<String>,
+        /// The message each firing sends.
+        text: String,
+    },
+    /// Remove a job (its runs stay).
+    Rm {
+        /// The job's id.
+        id: String,
+    },
+    /// Fire a job now, outside its schedule.
+    Run {
+        /// The job's id.
+        id: String,
     },
 }
 

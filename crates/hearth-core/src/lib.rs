@@ -6,6 +6,7 @@
 
 pub mod ids;
 pub mod inbound;
+pub mod job_key;
 pub mod message;
 pub mod run;
 pub mod stream;
@@ -13,6 +14,7 @@ pub mod time;
 
 pub use ids::{ModelRef, ModelRefError, new_run_id};
 pub use inbound::{DeliveryMode, Inbound};
+pub use job_key::{JOB_SOURCE, job_firing_key, parse_job_firing_key};
 pub use message::{ChatRequest, Content, Message, Role, ThinkingLevel, ToolSpec};
 pub use run::{Confirmation, RunEnvelope, RunError, RunEvent, RunEventKind, RunOutput, RunStatus};
 pub use stream::{FinishReason, StreamEvent, Usage};

@@ -107,6 +107,15 @@ pub struct RunEnvelope {
     pub confirmation: Option<Confirmation>,
     /// The model that ran it, `<provider>/<model>`.
     pub model: Option<String>,
+    /// The surface it came from (`api`, `cli`, `telegram`, `job`, ...).
+    #[serde(default)]
+    pub source: String,
+    /// The job that fired it (job runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The scheduled instant it fired for, RFC 3339 (job runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at: Option<String>,
     /// RFC 3339.
     pub created_at: String,
     /// RFC 3339.

@@ -1,10 +1,17 @@
 //! Stored run records rendered as the API's run envelope.
 
-use hearth_core::{RunEnvelope, RunError, RunOutput, RunStatus, rfc3339};
+use hearth_core::{
+    JOB_SOURCE, RunEnvelope, RunError, RunOutput, RunStatus, parse_job_firing_key, rfc3339,
+};
 use hearth_store::RunRecord;
 
 /// The envelope of a stored run.
 pub fn envelope(r: &RunRecord) -> RunEnvelope {
+    // A job's run carries its job and instant in its idempotency key.
+    let fired = match (r.source.as_str(), &r.idempotency_key) {
+        (JOB_SOURCE, Some(key)) => parse_job_firing_key(key),
+        _ => None,
+    };
     RunEnvelope {
         run_id: r.run_id.clone(),
         thread_key: r.thread_key.clone(),
@@ -20,6 +27,9 @@ pub fn envelope(r: &RunRecord) -> RunEnvelope {
         }),
         confirmation: None,
         model: r.model.clone(),
+        source: r.source.clone(),
+        job_id: fired.map(|(id, _)| id.to_owned()),
+        scheduled_at: fired.map(|(_, at)| at.to_owned()),
         created_at: rfc3339(r.created_at),
         updated_at: rfc3339(r.updated_at),
     }

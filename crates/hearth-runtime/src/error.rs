@@ -31,6 +31,12 @@ pub enum RuntimeError {
         /// Suggested wait before retrying.
         retry_after_secs: u64,
     },
+    /// A job's schedule or time zone was refused.
+    #[error(transparent)]
+    InvalidSchedule(#[from] crate::jobs::ScheduleError),
+    /// No such job.
+    #[error("no job with id {0:?}")]
+    JobNotFound(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

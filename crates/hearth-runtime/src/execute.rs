@@ -417,6 +417,7 @@ impl Runtime {
             }
             _ => (RunEventKind::Cancelled, json!({ "run_id": run.run_id })),
         };
+        self.job_run_ended(run, status, error.as_ref());
         self.inner.scheduler.ended(&run.run_id);
         log.push(kind, data, Some(status));
         self.inner.bus.finished(&run.run_id);

@@ -38,6 +38,7 @@ impl Runtime {
             info!(runs = recovered, "recovered unfinished runs");
         }
         self.start_retention();
+        self.start_jobs();
         let weak = Arc::downgrade(&self.inner);
         let every = self.inner.options.sweep_every;
         tokio::spawn(async move {

@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 use hearth_agent::{Engine, Outcome};
 use hearth_core::{RunEnvelope, RunStatus};
 use hearth_store::{ReplyRouter, RunFilter, RunRecord, StepRecord, Store};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::bus::EventBus;
 use crate::catalog::Catalog;
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::incognito::Incognito;
+use crate::notices::Notices;
 use crate::scheduler::{CancelFound, Scheduler};
 use crate::supplied::Supplied;
 use crate::usage::SpendAlert;
@@ -88,6 +89,10 @@ pub(crate) struct Inner {
     pub(crate) supplied: Supplied,
     /// The chat channels' reply router, set once they are built.
     pub(crate) replies: OnceLock<Arc<dyn ReplyRouter>>,
+    /// Runtime-wide notices (`job.failed`, ...).
+    pub(crate) notices: Notices,
+    /// Wakes the jobs ticker when jobs change.
+    pub(crate) jobs_wake: Arc<Notify>,
 }
 
 impl Inner {
@@ -155,6 +160,8 @@ impl Runtime {
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
                 replies: OnceLock::new(),
+                notices: Notices::default(),
+                jobs_wake: Arc::new(Notify::new()),
             }),
         }
     }

@@ -6,6 +6,7 @@
 //! | `IdempotencyMismatch` | 400 | `idempotency_mismatch` |
 //! | `UnknownModel` | 400 | `unknown_model` |
 //! | `UnknownCapability` | 400 | `unknown_capability` |
+//! | `InvalidSchedule` | 400 | `invalid_schedule` |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
 //! | `NotFound` | 404 | `not_found` |
@@ -42,6 +43,9 @@ pub enum ApiError {
     /// (or, where only capabilities are accepted, a preset).
     #[error("{0}")]
     UnknownCapability(String),
+    /// A job's schedule or time zone that is refused.
+    #[error("{0}")]
+    InvalidSchedule(String),
     /// Missing or bad token.
     #[error(
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
@@ -91,6 +95,7 @@ impl ApiError {
             Self::IdempotencyMismatch => (StatusCode::BAD_REQUEST, "idempotency_mismatch"),
             Self::UnknownModel(_) => (StatusCode::BAD_REQUEST, "unknown_model"),
             Self::UnknownCapability(_) => (StatusCode::BAD_REQUEST, "unknown_capability"),
+            Self::InvalidSchedule(_) => (StatusCode::BAD_REQUEST, "invalid_schedule"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
@@ -119,6 +124,8 @@ impl From<RuntimeError> for ApiError {
                 message: e.to_string(),
                 retry_after_secs,
             },
+            RuntimeError::InvalidSchedule(s) => Self::InvalidSchedule(s.to_string()),
+            RuntimeError::JobNotFound(_) => Self::NotFound(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
         }
     }

@@ -9,7 +9,7 @@
 //! `Store` is the sum of one trait per aggregate ([`RunStore`],
 //! [`ThreadStore`], [`UsageStore`], [`GrantStore`], [`TokenStore`],
 //! [`SecretStore`], [`MemoryStore`], [`ConfirmationStore`],
-//! [`RetentionStore`], [`ChannelStore`], [`HistoryStore`]); `use hearth_store::prelude::*` brings them all into
+//! [`RetentionStore`], [`ChannelStore`], [`HistoryStore`], [`JobStore`]); `use hearth_store::prelude::*` brings them all into
 //! scope. With the `conformance` feature, [`conformance`] holds one test
 //! suite per aggregate that every backend must pass.
 
@@ -20,6 +20,7 @@ pub mod conformance;
 pub mod error;
 pub mod grants;
 pub mod history;
+pub mod jobs;
 pub mod memory;
 pub mod records;
 pub mod retention;
@@ -41,6 +42,7 @@ pub use grants::GrantStore;
 pub use history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext,
 };
+pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore};
 pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
@@ -55,7 +57,7 @@ pub use usage::UsageStore;
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, MemoryStore, RetentionStore,
+        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore, MemoryStore, RetentionStore,
         RunStore, SecretStore, Store, ThreadStore, TokenStore, UsageStore,
     };
 }
@@ -76,6 +78,7 @@ pub trait Store:
     + RetentionStore
     + ChannelStore
     + HistoryStore
+    + JobStore
     + Send
     + Sync
     + 'static

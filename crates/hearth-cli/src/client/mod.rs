@@ -3,6 +3,7 @@
 
 mod channels;
 mod health;
+mod jobs;
 pub(crate) mod mcp;
 mod permissions;
 mod runs;
@@ -266,6 +267,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         Command::Channels => channels::channels(&api, g.json).await,
         Command::Pair { command } => channels::pair(&api, command, g.json).await,
         Command::Outbox { command } => channels::outbox(&api, command, g.json).await,
+        Command::Jobs { command } => jobs::jobs(&api, command, g.json).await,
         Command::Serve { .. }
         | Command::Doctor
         | Command::Token { .. }

@@ -14,6 +14,7 @@ mod durability;
 mod home_lock;
 mod http;
 mod incognito;
+mod jobs;
 mod mcp_client;
 mod mcp_server;
 mod memory;

@@ -10,6 +10,7 @@ mod confirmations;
 mod conformance;
 mod events;
 mod incognito;
+mod jobs;
 mod recovery;
 mod runtime;
 mod scope;

@@ -468,6 +468,9 @@ mod tests {
             error: None,
             confirmation: None,
             model: None,
+            source: "mcp".into(),
+            job_id: None,
+            scheduled_at: None,
             created_at: "2026-01-01T00:00:00Z".into(),
             updated_at: "2026-01-01T00:00:00Z".into(),
         }

@@ -174,7 +174,14 @@ impl From<RuntimeError> for OpenAiError {
                 param: None,
                 code: None,
             },
-            RuntimeError::RunNotFound(_) | RuntimeError::Store(_) => Self::Internal(e.to_string()),
+            RuntimeError::RunNotFound(_)
+            | RuntimeError::JobNotFound(_)
+            | RuntimeError::Store(_) => Self::Internal(e.to_string()),
+            RuntimeError::InvalidSchedule(_) => Self::InvalidRequest {
+                message: e.to_string(),
+                param: None,
+                code: None,
+            },
             RuntimeError::ConfirmationNotFound => Self::InvalidRequest {
                 message: e.to_string(),
                 param: Some("messages".into()),

@@ -8,6 +8,7 @@
 pub mod channels;
 pub mod confirmations;
 pub mod history;
+pub mod jobs;
 pub mod mcp;
 pub mod messages;
 pub mod ops;
@@ -95,6 +96,11 @@ api! {
     channels::remove_allowed,
     channels::list_outbox,
     channels::retry_outbox,
+    jobs::create_job,
+    jobs::list_jobs,
+    jobs::get_job,
+    jobs::delete_job,
+    jobs::run_job,
 }
 
 api! {

@@ -20,6 +20,7 @@ mod confirmations;
 pub mod fixtures;
 mod grants;
 mod history;
+mod jobs;
 mod memory;
 mod retention;
 mod runs;
@@ -32,6 +33,7 @@ pub use channels::channels_suite;
 pub use confirmations::confirmations_suite;
 pub use grants::grants_suite;
 pub use history::history_suite;
+pub use jobs::jobs_suite;
 pub use memory::memory_suite;
 pub use retention::retention_suite;
 pub use runs::runs_suite;
@@ -56,4 +58,5 @@ pub async fn store_suite<S: Store>(fresh: impl AsyncFn() -> S) {
     retention_suite(&fresh).await;
     channels_suite(&fresh).await;
     history_suite(&fresh).await;
+    jobs_suite(&fresh).await;
 }

@@ -6,6 +6,7 @@ mod confirmations;
 mod db;
 mod grants;
 mod history;
+mod jobs;
 mod memory;
 mod migrations;
 mod outbox;

@@ -1,0 +1,87 @@
+//! Scheduled jobs ([`JobStore`]).
+
+use crate::jobs::{CatchUp, JobFiring, JobRecord, JobStore};
+
+/// Runs every check of this suite, each on a store from `fresh` (empty).
+pub async fn jobs_suite<S: JobStore>(fresh: impl AsyncFn() -> S) {
+    jobs_round_trip_and_list_in_creation_order(fresh().await).await;
+    firings_move_the_job_forward_only(fresh().await).await;
+    delete_returns_the_job_once(fresh().await).await;
+}
+
+fn job(id: &str, created_at: i64) -> JobRecord {
+    JobRecord {
+        id: id.into(),
+        name: format!("name of {id}"),
+        schedule: "*/5 * * * *".into(),
+        timezone: "Europe/Paris".into(),
+        thread_key: "telegram:chat:42".into(),
+        user_key: "telegram:user:7".into(),
+        text: "the daily digest".into(),
+        catch_up: CatchUp::All,
+        next_run_at: Some(created_at + 300_000),
+        last_run_at: None,
+        last_run_id: None,
+        enabled: true,
+        created_at,
+    }
+}
+
+async fn jobs_round_trip_and_list_in_creation_order<S: JobStore>(store: S) {
+    let b = job("job_b", 2000);
+    let a = JobRecord {
+        catch_up: CatchUp::None,
+        ..job("job_a", 1000)
+    };
+    store.create_job(b.clone()).await.unwrap();
+    store.create_job(a.clone()).await.unwrap();
+    assert_eq!(store.get_job("job_b").await.unwrap(), Some(b.clone()));
+    assert_eq!(store.get_job("job_missing").await.unwrap(), None);
+    assert_eq!(store.list_jobs().await.unwrap(), vec![a, b.clone()]);
+    assert!(
+        store.create_job(b).await.is_err(),
+        "a second job with the same id must be refused"
+    );
+}
+
+async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
+    store.create_job(job("job_1", 1000)).await.unwrap();
+    let fired = JobFiring {
+        job_id: "job_1".into(),
+        fired: Some((301_000, "run_2".into())),
+        next_run_at: Some(601_000),
+        enabled: true,
+    };
+    assert!(store.record_job_firing(fired).await.unwrap());
+    // A catch-up firing of an older instant, recorded late, does not move
+    // the last run back.
+    let older = JobFiring {
+        job_id: "job_1".into(),
+        fired: Some((1_000, "run_1".into())),
+        next_run_at: None,
+        enabled: false,
+    };
+    assert!(store.record_job_firing(older).await.unwrap());
+    let stored = store.get_job("job_1").await.unwrap().unwrap();
+    assert_eq!(stored.last_run_at, Some(301_000));
+    assert_eq!(stored.last_run_id.as_deref(), Some("run_2"));
+    assert_eq!(stored.next_run_at, None);
+    assert!(!stored.enabled);
+
+    let gone = JobFiring {
+        job_id: "job_missing".into(),
+        fired: None,
+        next_run_at: None,
+        enabled: false,
+    };
+    assert!(!store.record_job_firing(gone).await.unwrap());
+}
+
+async fn delete_returns_the_job_once<S: JobStore>(store: S) {
+    let j = job("job_1", 1000);
+    store.create_job(j.clone()).await.unwrap();
+    assert_eq!(store.delete_job("job_1").await.unwrap(), Some(j));
+    assert_eq!(store.delete_job("job_1").await.unwrap(), None);
+    assert_eq!(store.get_job("job_1").await.unwrap(), None);
+    assert!(store.list_jobs().await.unwrap().is_empty());
+}
