@@ -22,6 +22,7 @@ pub mod grants;
 pub mod memory;
 pub mod records;
 pub mod retention;
+pub mod router;
 pub mod runs;
 pub mod secret_store;
 pub mod secrets;
@@ -40,6 +41,7 @@ pub use grants::GrantStore;
 pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
+pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
 pub use runs::RunStore;
 pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
@@ -51,8 +53,8 @@ pub use usage::UsageStore;
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ChannelStore, ConfirmationStore, GrantStore, MemoryStore, RetentionStore, RunStore,
-        SecretStore, Store, ThreadStore, TokenStore, UsageStore,
+        ChannelStore, ConfirmationStore, GrantStore, MemoryStore, RetentionStore, RouterStore,
+        RunStore, SecretStore, Store, ThreadStore, TokenStore, UsageStore,
     };
 }
 
@@ -71,6 +73,7 @@ pub trait Store:
     + ConfirmationStore
     + RetentionStore
     + ChannelStore
+    + RouterStore
     + Send
     + Sync
     + 'static

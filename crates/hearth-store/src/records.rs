@@ -122,6 +122,8 @@ pub enum StepKind {
     Llm,
     /// A tool call.
     Tool,
+    /// The router's choice of model (its `detail` in the payload).
+    Route,
 }
 
 impl StepKind {
@@ -130,6 +132,7 @@ impl StepKind {
         match self {
             Self::Llm => "llm",
             Self::Tool => "tool",
+            Self::Route => "route",
         }
     }
 }
@@ -214,6 +217,9 @@ pub struct RunFinish {
     /// Replies owed to a chat channel for this end (the answer, the clean-up
     /// of a progress message), queued in the same transaction.
     pub outbox: Vec<crate::channels::NewOutboxItem>,
+    /// What this run taught the router (added to its arms' counts in the
+    /// same transaction, so a kill cannot split them from the run's end).
+    pub arm_observations: Vec<crate::router::ArmStats>,
 }
 
 /// How `usage` groups its rows.

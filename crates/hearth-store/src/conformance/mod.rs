@@ -21,6 +21,7 @@ pub mod fixtures;
 mod grants;
 mod memory;
 mod retention;
+mod router;
 mod runs;
 mod secrets;
 mod threads;
@@ -32,6 +33,7 @@ pub use confirmations::confirmations_suite;
 pub use grants::grants_suite;
 pub use memory::memory_suite;
 pub use retention::retention_suite;
+pub use router::router_suite;
 pub use runs::runs_suite;
 pub use secrets::secrets_suite;
 pub use threads::threads_suite;
@@ -53,4 +55,5 @@ pub async fn store_suite<S: Store>(fresh: impl AsyncFn() -> S) {
     confirmations_suite(&fresh).await;
     retention_suite(&fresh).await;
     channels_suite(&fresh).await;
+    router_suite(&fresh).await;
 }

@@ -17,10 +17,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (8, V8),
     (9, super::outbox::MIGRATION_V9),
     (10, V10),
+    (11, super::router::MIGRATION_V11),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 10;
+pub(crate) const LATEST: u32 = 11;
 
 /// The permission context of a run (the space it was asked in and the
 /// sender's role ids, a JSON array), so a run recovered after a restart is

@@ -11,6 +11,7 @@ mod outbox;
 mod pairings;
 mod private_file;
 mod reader;
+mod router;
 mod rows;
 mod runs;
 mod secrets;

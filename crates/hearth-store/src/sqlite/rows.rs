@@ -68,6 +68,7 @@ pub(crate) fn step(row: &Row<'_>) -> Result<StepRecord> {
         kind: match kind.as_str() {
             "llm" => StepKind::Llm,
             "tool" => StepKind::Tool,
+            "route" => StepKind::Route,
             _ => return Err(StoreError::Corrupt(format!("unknown step kind {kind:?}"))),
         },
         name: col(row, 3)?,
