@@ -14,6 +14,7 @@ pub mod engine;
 pub mod firewall;
 pub mod limits;
 pub mod policy;
+pub mod router;
 mod wall;
 
 pub use engine::{

@@ -235,8 +235,16 @@ mod tests {
                 "router.arms[1].model",
                 "twice",
             ),
-            ("[[router.arms]]\nmodel = \"nonsense\"\n", "router.arms[0].model", "<provider>/<model>"),
-            ("[router]\ncost_weight = -1\n", "router.cost_weight", "0 to 10"),
+            (
+                "[[router.arms]]\nmodel = \"nonsense\"\n",
+                "router.arms[0].model",
+                "<provider>/<model>",
+            ),
+            (
+                "[router]\ncost_weight = -1\n",
+                "router.cost_weight",
+                "0 to 10",
+            ),
             ("[router]\nstrategy = \"best\"\n", "router.strategy", "best"),
         ] {
             let err = load(toml).unwrap_err().to_string();

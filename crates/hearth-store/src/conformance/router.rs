@@ -33,7 +33,10 @@ async fn observations_commit_with_the_run_end_and_only_once<S: RouterStore + Run
     for id in ["run_1", "run_2"] {
         created(&store, id, "t1").await;
         let mut end = finish(id, Vec::new());
-        end.arm_observations = vec![stats("p/good", "code", 1, 0, 1), stats("p/bad", "code", 0, 1, 0)];
+        end.arm_observations = vec![
+            stats("p/good", "code", 1, 0, 1),
+            stats("p/bad", "code", 0, 1, 0),
+        ];
         assert!(store.finish_run(end.clone()).await.unwrap());
         assert!(!store.finish_run(end).await.unwrap(), "already finished");
     }
@@ -67,12 +70,18 @@ async fn a_rating_counts_once_and_a_new_rating_replaces_it<S: RouterStore + RunS
         vec![stats("p/m", "chat", 1, 0, 0)]
     );
     assert!(store.rate_run(rate(Rating::Up)).await.unwrap().is_empty());
-    assert_eq!(store.arm_stats().await.unwrap(), vec![stats("p/m", "chat", 1, 0, 0)]);
+    assert_eq!(
+        store.arm_stats().await.unwrap(),
+        vec![stats("p/m", "chat", 1, 0, 0)]
+    );
     assert_eq!(
         store.rate_run(rate(Rating::Down)).await.unwrap(),
         vec![stats("p/m", "chat", -1, 1, 0)]
     );
-    assert_eq!(store.arm_stats().await.unwrap(), vec![stats("p/m", "chat", 0, 1, 0)]);
+    assert_eq!(
+        store.arm_stats().await.unwrap(),
+        vec![stats("p/m", "chat", 0, 1, 0)]
+    );
 }
 
 /// A route step keeps its kind and its detail.
