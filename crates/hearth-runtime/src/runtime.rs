@@ -88,6 +88,8 @@ pub(crate) struct Inner {
     pub(crate) supplied: Supplied,
     /// The chat channels' reply router, set once they are built.
     pub(crate) replies: OnceLock<Arc<dyn ReplyRouter>>,
+    /// The model router and what runs taught it, pending their commit.
+    pub(crate) routing: crate::routing::Routing,
 }
 
 impl Inner {
@@ -155,6 +157,7 @@ impl Runtime {
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
                 replies: OnceLock::new(),
+                routing: crate::routing::Routing::default(),
             }),
         }
     }

@@ -68,4 +68,10 @@ pub trait RouterStore: Send + Sync + 'static {
     /// (the same rating twice changes nothing). Returns the changes made to
     /// the counts (none when nothing changed).
     async fn rate_run(&self, feedback: RunFeedback) -> Result<Vec<ArmStats>>;
+
+    /// Journals a run's `route` step unless its index is taken (a run
+    /// resumed after a crash keeps the journal it has). Returns whether it
+    /// was written. Its loss in a power cut is harmless, so it may commit
+    /// without a sync of its own.
+    async fn put_route_step(&self, step: crate::records::StepRecord) -> Result<bool>;
 }

@@ -11,5 +11,6 @@ mod conformance;
 mod events;
 mod incognito;
 mod recovery;
+mod router;
 mod runtime;
 mod scope;

@@ -92,6 +92,11 @@ async fn route_steps_round_trip<S: RouterStore + RunStore>(store: S) {
     route.name = "p/m".to_owned();
     route.tokens = None;
     route.payload = json!({ "detail": { "task": "chat", "chosen": "p/m" } });
-    store.put_step(route.clone()).await.unwrap();
+    assert!(store.put_route_step(route.clone()).await.unwrap());
+    assert_eq!(store.steps("run_1").await.unwrap(), vec![route.clone()]);
+    // A taken index is left alone.
+    let mut again = route.clone();
+    again.name = "p/other".to_owned();
+    assert!(!store.put_route_step(again).await.unwrap());
     assert_eq!(store.steps("run_1").await.unwrap(), vec![route]);
 }

@@ -6,6 +6,7 @@ use rusqlite::{OptionalExtension, params};
 use super::SqliteStore;
 use super::db::Db;
 use crate::error::Result;
+use crate::records::StepRecord;
 use crate::router::{ArmStats, Rating, RouterStore, RunFeedback};
 
 /// Counts per (arm, task class), and one rating per run.
@@ -128,6 +129,27 @@ fn rate_run(db: &mut Db<'_>, f: &RunFeedback) -> Result<Vec<ArmStats>> {
     Ok(changes)
 }
 
+fn put_route_step(db: &mut Db<'_>, step: &StepRecord) -> Result<bool> {
+    let payload = super::rows::to_json(&step.payload, "route step payload")?;
+    let written = db
+        .stmt(
+            "INSERT INTO run_steps (run_id, idx, kind, name, status, started_at, finished_at, \
+             tokens, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8) \
+             ON CONFLICT (run_id, idx) DO NOTHING",
+        )?
+        .execute(params![
+            step.run_id,
+            step.index,
+            step.kind.as_str(),
+            step.name,
+            step.status.as_str(),
+            step.started_at,
+            step.finished_at,
+            payload
+        ])?;
+    Ok(written == 1)
+}
+
 #[async_trait::async_trait]
 impl RouterStore for SqliteStore {
     async fn arm_stats(&self) -> Result<Vec<ArmStats>> {
@@ -136,5 +158,9 @@ impl RouterStore for SqliteStore {
 
     async fn rate_run(&self, feedback: RunFeedback) -> Result<Vec<ArmStats>> {
         self.write(move |db| rate_run(db, &feedback)).await
+    }
+
+    async fn put_route_step(&self, step: StepRecord) -> Result<bool> {
+        self.write_lazy(move |db| put_route_step(db, &step)).await
     }
 }
