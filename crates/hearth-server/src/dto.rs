@@ -78,7 +78,7 @@ pub struct RunQuery {
 pub struct TraceStep {
     /// Position in the run.
     pub index: u32,
-    /// `llm` or `tool`.
+    /// `llm`, `tool`, `route` or `compaction`.
     pub kind: String,
     /// Model or tool name.
     pub name: String,
@@ -93,6 +93,10 @@ pub struct TraceStep {
     /// Token usage of a model call.
     #[schema(value_type = Option<Object>)]
     pub tokens: Option<serde_json::Value>,
+    /// What a `route` step decided (`task`, `candidates` with their
+    /// `model` and `score`, `chosen`, `reason`); null for other kinds.
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<serde_json::Value>,
 }
 
 /// `GET /v1/runs/{run_id}/trace`

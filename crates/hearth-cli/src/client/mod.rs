@@ -5,6 +5,7 @@ mod channels;
 mod health;
 pub(crate) mod mcp;
 mod permissions;
+mod router;
 mod runs;
 mod threads;
 mod usage;
@@ -266,6 +267,12 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         Command::Channels => channels::channels(&api, g.json).await,
         Command::Pair { command } => channels::pair(&api, command, g.json).await,
         Command::Outbox { command } => channels::outbox(&api, command, g.json).await,
+        Command::Feedback {
+            run_id,
+            rating,
+            user,
+        } => router::feedback(&api, &run_id, &rating, user, g.json).await,
+        Command::Router => router::router(&api, g.json).await,
         Command::Serve { .. }
         | Command::Doctor
         | Command::Token { .. }

@@ -11,7 +11,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, rfc3339};
 use hearth_runtime::{RunEvents, WaitOutcome};
-use hearth_store::RunFilter;
+use hearth_store::{RunFilter, StepKind};
 use tokio::sync::watch;
 
 use crate::AppState;
@@ -152,6 +152,12 @@ pub async fn run_trace(
                 started_at: rfc3339(s.started_at),
                 finished_at: s.finished_at.map(rfc3339),
                 tokens: s.tokens,
+                // Only the detail of these kinds is meant to be shown; the
+                // rest of a payload holds prompts and tool data.
+                detail: match s.kind {
+                    StepKind::Route => s.payload.get("detail").cloned(),
+                    StepKind::Llm | StepKind::Tool => None,
+                },
             })
             .collect(),
     }))

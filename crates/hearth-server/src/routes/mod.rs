@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod messages;
 pub mod ops;
 pub mod permissions;
+pub mod router;
 pub mod skills;
 pub mod threads;
 pub mod tools;
@@ -93,6 +94,8 @@ api! {
     channels::remove_allowed,
     channels::list_outbox,
     channels::retry_outbox,
+    router::get_router,
+    router::post_feedback,
 }
 
 api! {
