@@ -83,6 +83,8 @@ async fn ask(rt: &Runtime, thread: &str, text: &str) -> RunEnvelope {
             text: text.into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
         })
         .await
         .unwrap();

@@ -271,7 +271,7 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
     let version: u32 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 10);
+    assert_eq!(version, 11, "migrated to the latest version");
 }
 
 /// Makes every audit insert with outcome `boom` fail inside its transaction.
