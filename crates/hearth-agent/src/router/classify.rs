@@ -67,7 +67,9 @@ impl fmt::Display for TaskClass {
 
 /// Bytes of the text looked at: the instruction is nearly always at the
 /// start, and a pasted document should not make classification slow.
-const SCAN_BYTES: usize = 2048;
+const SCAN_BYTES: usize = 1024;
+/// Longest keyword: longer words cannot match one and are skipped.
+const LONGEST_KEYWORD: usize = 10;
 /// A text this long with no other signal is a paste to be summarized.
 const LONG_PASTE_BYTES: usize = 3000;
 
@@ -107,6 +109,10 @@ pub fn classify(text: &str) -> TaskClass {
         .filter(|w| !w.is_empty())
     {
         words.see(word);
+        if words.code {
+            // Code outranks every other class: the rest cannot change it.
+            return TaskClass::Code;
+        }
     }
     let has = |phrases: &[&str]| phrases.iter().any(|p| lower.contains(p));
     if words.code || has(&CODE_MARKS) {
@@ -176,6 +182,9 @@ struct Signals {
 
 impl Signals {
     fn see(&mut self, word: &str) {
+        if self.seen_first && word.len() > LONGEST_KEYWORD {
+            return;
+        }
         if !self.seen_first {
             self.seen_first = true;
             self.first_is_question = matches!(
