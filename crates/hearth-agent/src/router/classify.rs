@@ -271,7 +271,11 @@ mod tests {
 
     #[test]
     fn only_the_head_is_scanned_and_multibyte_text_is_cut_safely() {
-        let text = format!("{}{}", "é".repeat(SCAN_BYTES), " python code");
+        let text = format!(
+            "{}{}",
+            "é".repeat(LONG_PASTE_BYTES.max(SCAN_BYTES)),
+            " python code"
+        );
         assert_eq!(
             classify(&text),
             TaskClass::Summarize,
