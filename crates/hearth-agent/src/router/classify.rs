@@ -73,61 +73,40 @@ const LONGEST_KEYWORD: usize = 10;
 /// A text this long with no other signal is a paste to be summarized.
 const LONG_PASTE_BYTES: usize = 3000;
 
-/// Marks of code that are not words.
-const CODE_MARKS: [&str; 12] = [
-    "```",
-    "fn ",
-    "def ",
-    "#include",
-    "console.log",
-    "();",
-    "=>",
-    "::",
-    "</",
-    "{\n",
-    "traceback",
-    "stack trace",
-];
-const SUMMARY_PHRASES: [&str; 3] = ["tl;dr", "key points", "in short"];
-const TOOL_PHRASES: [&str; 6] = [
-    "http://",
-    "https://",
-    "www.",
-    "look up",
-    "what time",
-    "remind me",
-];
-const REASONING_PHRASES: [&str; 4] = ["step by step", "how many", "what if", "pros and cons"];
-
-/// The class of a run's text.
+/// The class of a run's text: one pass over its words (keywords and word
+/// pairs) and one over its bytes (marks of code and links), so the cost
+/// stays linear in the (capped) text.
 pub fn classify(text: &str) -> TaskClass {
     let head = prefix(text, SCAN_BYTES);
     let lower = head.to_lowercase();
     let mut words = Signals::default();
+    let mut prev = "";
     for word in lower
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
     {
         words.see(word);
+        words.pair(prev, word);
         if words.code {
             // Code outranks every other class: the rest cannot change it.
             return TaskClass::Code;
         }
+        prev = word;
     }
-    let has = |phrases: &[&str]| phrases.iter().any(|p| lower.contains(p));
-    if words.code || has(&CODE_MARKS) {
+    let marks = marks(lower.as_bytes());
+    if marks.code {
         return TaskClass::Code;
     }
-    if words.summarize || has(&SUMMARY_PHRASES) {
+    if words.summarize {
         return TaskClass::Summarize;
     }
-    if words.tools || has(&TOOL_PHRASES) {
+    if words.tools || marks.link {
         return TaskClass::Tools;
     }
     if words.writing {
         return TaskClass::Writing;
     }
-    if words.reasoning || has(&REASONING_PHRASES) || arithmetic(&lower) {
+    if words.reasoning || marks.arithmetic {
         return TaskClass::Reasoning;
     }
     if text.len() >= LONG_PASTE_BYTES {
@@ -137,6 +116,40 @@ pub fn classify(text: &str) -> TaskClass {
         return TaskClass::Question;
     }
     TaskClass::Chat
+}
+
+/// What the bytes of a text show besides its words.
+#[derive(Default)]
+struct Marks {
+    code: bool,
+    link: bool,
+    arithmetic: bool,
+}
+
+/// Marks of code (```` ``` ````, `();`, `=>`, `::`, `</`, `{` at a line end,
+/// `#include`), links (`://`) and sums (`12 * 7`), in one pass.
+fn marks(b: &[u8]) -> Marks {
+    let mut m = Marks::default();
+    for (i, &c) in b.iter().enumerate() {
+        let rest = &b[i..];
+        match c {
+            b'`' => m.code |= rest.starts_with(b"```"),
+            b'(' => m.code |= rest.starts_with(b"();"),
+            b'=' => m.code |= rest.starts_with(b"=>"),
+            b'<' => m.code |= rest.starts_with(b"</"),
+            b'{' => m.code |= rest.starts_with(b"{\n"),
+            b'#' => m.code |= rest.starts_with(b"#include"),
+            b':' => {
+                m.code |= rest.starts_with(b"::");
+                m.link |= rest.starts_with(b"://");
+            }
+            _ => {}
+        }
+        if matches!(c, b'+' | b'*' | b'/' | b'^' | b'=') && operands_around(b, i) {
+            m.arithmetic = true;
+        }
+    }
+    m
 }
 
 /// At most `max` bytes of `text`, cut at a character boundary.
@@ -151,21 +164,17 @@ fn prefix(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// A digit, an operator, a digit (`12 * 7`, `3+4`): a sum to work out.
-fn arithmetic(lower: &str) -> bool {
-    let b = lower.as_bytes();
-    b.iter().enumerate().any(|(i, &c)| {
-        matches!(c, b'+' | b'*' | b'/' | b'^' | b'=')
-            && b[..i]
-                .iter()
-                .rev()
-                .find(|c| **c != b' ')
-                .is_some_and(u8::is_ascii_digit)
-            && b[i + 1..]
-                .iter()
-                .find(|c| **c != b' ')
-                .is_some_and(u8::is_ascii_digit)
-    })
+/// A digit before and after the operator at `i` (spaces aside): `12 * 7`, `3+4`.
+fn operands_around(b: &[u8], i: usize) -> bool {
+    b[..i]
+        .iter()
+        .rev()
+        .find(|c| **c != b' ')
+        .is_some_and(u8::is_ascii_digit)
+        && b[i + 1..]
+            .iter()
+            .find(|c| **c != b' ')
+            .is_some_and(u8::is_ascii_digit)
 }
 
 /// Which classes the words of a text point to.
@@ -181,6 +190,19 @@ struct Signals {
 }
 
 impl Signals {
+    /// Two words in a row that mean more than each alone.
+    fn pair(&mut self, prev: &str, word: &str) {
+        match (prev, word) {
+            ("stack", "trace") | ("console", "log") => self.code = true,
+            ("tl", "dr") | ("key", "points") | ("in", "short") => self.summarize = true,
+            ("look", "up") | ("what", "time") => self.tools = true,
+            ("by", "step") | ("how", "many") | ("what", "if") | ("pros", "and") => {
+                self.reasoning = true;
+            }
+            _ => {}
+        }
+    }
+
     fn see(&mut self, word: &str) {
         if self.seen_first && word.len() > LONGEST_KEYWORD {
             return;
@@ -208,16 +230,16 @@ impl Signals {
             );
         }
         match word {
-            "code" | "function" | "bug" | "debug" | "regex" | "script" | "python" | "rust"
-            | "javascript" | "typescript" | "sql" | "java" | "golang" | "compile" | "compiler"
-            | "refactor" | "snippet" | "segfault" | "exception" | "struct" | "async" | "bash"
-            | "html" | "css" | "json" | "yaml" | "api" | "git" | "dockerfile" | "kotlin"
-            | "swift" | "cpp" => self.code = true,
+            "code" | "fn" | "def" | "traceback" | "function" | "bug" | "debug" | "regex"
+            | "script" | "python" | "rust" | "javascript" | "typescript" | "sql" | "java"
+            | "golang" | "compile" | "compiler" | "refactor" | "snippet" | "segfault"
+            | "exception" | "struct" | "async" | "bash" | "html" | "css" | "json" | "yaml"
+            | "api" | "git" | "dockerfile" | "kotlin" | "swift" | "cpp" => self.code = true,
             "summarize" | "summarise" | "summary" | "tldr" | "recap" | "condense" | "shorten"
             | "gist" => self.summarize = true,
-            "search" | "lookup" | "fetch" | "browse" | "remember" | "remind" | "reminder"
-            | "schedule" | "weather" | "news" | "latest" | "today" | "tomorrow" | "memory"
-            | "save" | "forget" | "website" | "url" | "link" => self.tools = true,
+            "search" | "www" | "lookup" | "fetch" | "browse" | "remember" | "remind"
+            | "reminder" | "schedule" | "weather" | "news" | "latest" | "today" | "tomorrow"
+            | "memory" | "save" | "forget" | "website" | "url" | "link" => self.tools = true,
             "write" | "draft" | "rewrite" | "essay" | "poem" | "story" | "letter" | "email"
             | "blog" | "article" | "translate" | "compose" | "paraphrase" | "proofread"
             | "tweet" | "slogan" | "lyrics" | "speech" | "outline" => self.writing = true,
@@ -256,6 +278,11 @@ mod tests {
             ("remind me to call mum at 5", TaskClass::Tools),
             ("search for flights to Oslo", TaskClass::Tools),
             ("Why is the sky blue?", TaskClass::Reasoning),
+            ("my console.log prints nothing", TaskClass::Code),
+            ("struct {\n  a: u8 }", TaskClass::Code),
+            ("got a stack trace from the server", TaskClass::Code),
+            ("open www.example.org for me", TaskClass::Tools),
+            ("what if we left at noon", TaskClass::Reasoning),
             ("what is 12 * 7", TaskClass::Reasoning),
             ("solve x^2 = 4 step by step", TaskClass::Reasoning),
         ] {
