@@ -17,6 +17,7 @@ pub mod engine;
 pub mod firewall;
 pub mod limits;
 pub mod policy;
+pub mod router;
 mod wall;
 
 pub use compaction::CompactionConfig;

@@ -159,6 +159,19 @@ pub enum Command {
         #[arg(long = "by", default_value = "provider")]
         by: String,
     },
+    /// Rate a run's answer: the model router learns from it.
+    Feedback {
+        /// The run.
+        run_id: String,
+        /// `up` or `down`.
+        #[arg(value_parser = ["up", "down"])]
+        rating: String,
+        /// Who rates.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// The model router: its strategy and what it has learnt per model and task.
+    Router,
     /// Permissions: grant, revoke, list and check capabilities.
     Permissions {
         #[command(subcommand)]

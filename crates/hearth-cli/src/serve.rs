@@ -201,7 +201,12 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         max_queued: config.server.max_queued_runs,
         ..RuntimeOptions::default()
     };
+    let router = hearth_runtime::build_router(&config.router, &catalog).map_err(Exit::config)?;
     let runtime = Runtime::new(store.clone(), catalog, engine, options);
+    runtime
+        .enable_router(router)
+        .await
+        .context("loading what the model router learnt")?;
     let channels = crate::channels::build(&config, &env, &secrets, &client, &runtime, &store);
     // The opened keys now live only inside the providers and the channels.
     drop(secrets);

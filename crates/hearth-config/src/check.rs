@@ -120,6 +120,10 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
         model_ref(config, &format!("llm.fallback[{i}]"), m)?;
     }
     crate::channels::validate(&config.channels).map_err(|(key, message)| problem(key, message))?;
+    crate::router::validate(&config.router).map_err(|(key, message)| problem(key, message))?;
+    for (i, arm) in config.router.arms.iter().enumerate() {
+        model_ref(config, &format!("router.arms[{i}].model"), &arm.model)?;
+    }
     Ok(())
 }
 

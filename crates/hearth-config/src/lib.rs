@@ -13,6 +13,7 @@ pub mod home;
 pub mod layer;
 pub mod mcp;
 pub mod model;
+pub mod router;
 pub mod skills;
 
 pub use channels::{
@@ -24,4 +25,5 @@ pub use home::{HomeReport, prepare_home};
 pub use layer::{load, load_str};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use model::*;
+pub use router::{ArmConfig, Quality, RouterConfig, RouterStrategy, TASK_CLASSES};
 pub use skills::SkillsConfig;

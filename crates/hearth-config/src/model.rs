@@ -28,6 +28,8 @@ pub struct Config {
     pub mcp: crate::mcp::McpConfig,
     /// `[skills]`
     pub skills: crate::skills::SkillsConfig,
+    /// `[router]`
+    pub router: crate::router::RouterConfig,
 }
 
 /// `[tools]`: what the model may call, and what it must ask first.

@@ -11,6 +11,7 @@ use tracing::{debug, warn};
 
 use crate::bus::RunLog;
 use crate::catalog::{Catalog, ToolSupport};
+use crate::routing::{RouteFailure, Routed};
 use crate::runtime::{Runtime, lease_ms};
 use crate::scheduler::{Enqueued, NextRun};
 
@@ -30,6 +31,9 @@ enum PrepareError {
          is on this machine or a private network)"
     )]
     NotLocal(ModelRef),
+    /// The router found no arm for the run.
+    #[error(transparent)]
+    Route(#[from] RouteFailure),
 }
 
 impl PrepareError {
@@ -38,6 +42,7 @@ impl PrepareError {
             Self::Store(_) => "store_error",
             Self::UnknownModel(_) => "unknown_model",
             Self::NotLocal(_) => "not_local",
+            Self::Route(f) => f.code(),
         };
         RunError {
             code: code.to_owned(),
@@ -51,6 +56,8 @@ struct Prepared {
     model: ModelRef,
     provider: Arc<dyn hearth_llm::Provider>,
     thinking: ThinkingLevel,
+    /// Set when the router chose the model.
+    route: Option<Routed>,
 }
 
 struct LogSink<'a>(&'a RunLog);
@@ -172,6 +179,7 @@ impl Runtime {
             model,
             provider,
             thinking,
+            route,
         } = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -189,7 +197,21 @@ impl Runtime {
         metrics::gauge!("hearth_runs_in_flight").increment(1.0);
         let journal = inner.incognito.store_of_run(&run.run_id);
         let local_only = inner.options.incognito_local_only && journal.is_some();
-        let fallbacks = inner.catalog.fallbacks_for(&model);
+        let mut fallbacks = inner.catalog.fallbacks_for(&model);
+        if let Some(routed) = &route {
+            self.journal_route(
+                &self.store_of_run(&run.run_id),
+                &run.run_id,
+                &routed.decision,
+            )
+            .await;
+            // The router's other candidates first, best first, then the
+            // configured fallbacks it did not already list.
+            let mut order: Vec<_> = routed.resolved.iter().skip(1).cloned().collect();
+            fallbacks.retain(|(m, _)| !order.iter().any(|(o, _)| o == m));
+            order.append(&mut fallbacks);
+            fallbacks = order;
+        }
         let candidates = std::iter::once((model, provider))
             .chain(fallbacks)
             .filter(|(m, _)| !local_only || inner.catalog.is_local(m))
@@ -225,6 +247,15 @@ impl Runtime {
             .engine
             .run_with_history(input, history, &LogSink(&log))
             .await;
+        if let Some(routed) = &route {
+            self.learn_from(
+                &run.run_id,
+                &routed.decision,
+                &result.outcome,
+                &result.steps,
+            )
+            .await;
+        }
         let follow_ups = result
             .unseen_steer
             .into_iter()
@@ -262,6 +293,21 @@ impl Runtime {
         model: Option<&str>,
     ) -> Result<Prepared, PrepareError> {
         let state = self.inner.store.thread_state(thread_key).await?;
+        let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
+        // A model named by the run or its thread always wins over the router.
+        if model.is_none()
+            && state.model.is_none()
+            && let Some(routed) = self.route_run(run_id, thread_key, thinking).await?
+            && !routed.resolved.is_empty()
+        {
+            let (model, provider) = routed.resolved[0].clone();
+            return Ok(Prepared {
+                model,
+                provider,
+                thinking,
+                route: Some(routed),
+            });
+        }
         let model = model
             .map(str::to_owned)
             .or_else(|| state.model.clone())
@@ -271,7 +317,6 @@ impl Runtime {
             .catalog
             .resolve(&model)
             .map_err(|e| PrepareError::UnknownModel(e.to_string()))?;
-        let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
         if self.inner.options.incognito_local_only
             && self.inner.incognito.store_of_run(run_id).is_some()
             && !self.inner.catalog.is_local(&model)
@@ -282,6 +327,7 @@ impl Runtime {
             model,
             provider,
             thinking,
+            route: None,
         })
     }
 
@@ -343,7 +389,9 @@ impl Runtime {
             // The terminal event is the next one this log pushes.
             last_event_seq: Some(log.last_seq() + 1),
             outbox: with_end,
+            arm_observations: self.take_observations(&run.run_id),
         };
+        let observed = finish.arm_observations.clone();
         if incognito {
             // Follow-ups are made in the same store; know them before they exist.
             for id in &follow_up_ids {
@@ -353,6 +401,7 @@ impl Runtime {
         let (mut status, mut output, mut error) = (status, output, error);
         match store.finish_run(finish).await {
             Ok(true) => {
+                self.observed(&observed);
                 if incognito {
                     self.count_incognito_usage(&store, &run.run_id).await;
                     if !after_end.is_empty()

@@ -93,6 +93,8 @@ pub(crate) struct Inner {
     pub(crate) notices: Notices,
     /// Wakes the jobs ticker when jobs change.
     pub(crate) jobs_wake: Arc<Notify>,
+    /// The model router and what runs taught it, pending their commit.
+    pub(crate) routing: crate::routing::Routing,
 }
 
 impl Inner {
@@ -162,6 +164,7 @@ impl Runtime {
                 replies: OnceLock::new(),
                 notices: Notices::default(),
                 jobs_wake: Arc::new(Notify::new()),
+                routing: crate::routing::Routing::default(),
             }),
         }
     }

@@ -24,6 +24,7 @@ pub mod jobs;
 pub mod memory;
 pub mod records;
 pub mod retention;
+pub mod router;
 pub mod runs;
 pub mod secret_store;
 pub mod secrets;
@@ -46,6 +47,7 @@ pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore};
 pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
+pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
 pub use runs::RunStore;
 pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
@@ -57,7 +59,7 @@ pub use usage::UsageStore;
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore, MemoryStore, RetentionStore,
+        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore, MemoryStore, RetentionStore, RouterStore,
         RunStore, SecretStore, Store, ThreadStore, TokenStore, UsageStore,
     };
 }
@@ -79,6 +81,7 @@ pub trait Store:
     + ChannelStore
     + HistoryStore
     + JobStore
+    + RouterStore
     + Send
     + Sync
     + 'static

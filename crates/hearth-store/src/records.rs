@@ -125,6 +125,8 @@ pub enum StepKind {
     /// A model call that summarized the oldest turns of the thread; its
     /// payload's `detail` holds `tokens_before` and `tokens_after`.
     Compaction,
+    /// The router's choice of model (its `detail` in the payload).
+    Route,
 }
 
 impl StepKind {
@@ -134,6 +136,7 @@ impl StepKind {
             Self::Llm => "llm",
             Self::Tool => "tool",
             Self::Compaction => "compaction",
+            Self::Route => "route",
         }
     }
 
@@ -141,7 +144,7 @@ impl StepKind {
     pub fn is_model_call(self) -> bool {
         match self {
             Self::Llm | Self::Compaction => true,
-            Self::Tool => false,
+            Self::Tool | Self::Route => false,
         }
     }
 }
@@ -226,6 +229,9 @@ pub struct RunFinish {
     /// Replies owed to a chat channel for this end (the answer, the clean-up
     /// of a progress message), queued in the same transaction.
     pub outbox: Vec<crate::channels::NewOutboxItem>,
+    /// What this run taught the router (added to its arms' counts in the
+    /// same transaction, so a kill cannot split them from the run's end).
+    pub arm_observations: Vec<crate::router::ArmStats>,
 }
 
 /// How `usage` groups its rows.

@@ -559,6 +559,8 @@ impl Engine {
                     p.tool_calls += 1;
                     push_tool_result(&mut p.scratch, call_id, output);
                 }
+                // The router's record: nothing the model said or saw.
+                StepKind::Route => {}
             }
         }
         // Steers stored before a crash that no model call showed yet.

@@ -6,6 +6,7 @@ mod health;
 mod jobs;
 pub(crate) mod mcp;
 mod permissions;
+mod router;
 mod runs;
 mod threads;
 mod usage;
@@ -268,6 +269,12 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         Command::Pair { command } => channels::pair(&api, command, g.json).await,
         Command::Outbox { command } => channels::outbox(&api, command, g.json).await,
         Command::Jobs { command } => jobs::jobs(&api, command, g.json).await,
+        Command::Feedback {
+            run_id,
+            rating,
+            user,
+        } => router::feedback(&api, &run_id, &rating, user, g.json).await,
+        Command::Router => router::router(&api, g.json).await,
         Command::Serve { .. }
         | Command::Doctor
         | Command::Token { .. }

@@ -23,6 +23,7 @@ mod ordering;
 mod outcome_unknown;
 mod permissions;
 mod providers;
+mod router;
 mod secrets;
 mod skills;
 mod slack;

@@ -12,5 +12,6 @@ mod events;
 mod incognito;
 mod jobs;
 mod recovery;
+mod router;
 mod runtime;
 mod scope;

@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod messages;
 pub mod ops;
 pub mod permissions;
+pub mod router;
 pub mod skills;
 pub mod threads;
 pub mod tools;
@@ -101,6 +102,8 @@ api! {
     jobs::get_job,
     jobs::delete_job,
     jobs::run_job,
+    router::get_router,
+    router::post_feedback,
 }
 
 api! {

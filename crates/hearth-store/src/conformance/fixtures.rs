@@ -81,6 +81,7 @@ pub fn finish(run_id: &str, messages: Vec<Message>) -> RunFinish {
         finished_at: 1_700_000_001_000,
         last_event_seq: Some(7),
         outbox: Vec::new(),
+        arm_observations: Vec::new(),
     }
 }
 

@@ -23,6 +23,7 @@ mod history;
 mod jobs;
 mod memory;
 mod retention;
+mod router;
 mod runs;
 mod secrets;
 mod threads;
@@ -36,6 +37,7 @@ pub use history::history_suite;
 pub use jobs::jobs_suite;
 pub use memory::memory_suite;
 pub use retention::retention_suite;
+pub use router::router_suite;
 pub use runs::runs_suite;
 pub use secrets::secrets_suite;
 pub use threads::threads_suite;
@@ -59,4 +61,5 @@ pub async fn store_suite<S: Store>(fresh: impl AsyncFn() -> S) {
     channels_suite(&fresh).await;
     history_suite(&fresh).await;
     jobs_suite(&fresh).await;
+    router_suite(&fresh).await;
 }

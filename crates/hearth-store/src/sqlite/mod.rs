@@ -13,6 +13,7 @@ mod outbox;
 mod pairings;
 mod private_file;
 mod reader;
+mod router;
 mod rows;
 mod runs;
 mod secrets;

@@ -69,6 +69,7 @@ pub(crate) fn step(row: &Row<'_>) -> Result<StepRecord> {
             "llm" => StepKind::Llm,
             "tool" => StepKind::Tool,
             "compaction" => StepKind::Compaction,
+            "route" => StepKind::Route,
             _ => return Err(StoreError::Corrupt(format!("unknown step kind {kind:?}"))),
         },
         name: col(row, 3)?,

@@ -212,6 +212,9 @@ fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
         create_run(db, run.clone())?;
     }
     super::outbox::enqueue(db, &finish.outbox, finish.finished_at)?;
+    for observed in &finish.arm_observations {
+        super::router::apply(db, observed)?;
+    }
     Ok(true)
 }
 
