@@ -154,7 +154,9 @@ pub async fn run_trace(
                 // Only the step kinds that describe themselves: a model or
                 // tool call's payload holds prompts and outputs.
                 detail: match s.kind {
-                    hearth_store::StepKind::Compaction => s.payload.get("detail").cloned(),
+                    hearth_store::StepKind::Compaction | hearth_store::StepKind::Route => {
+                        s.payload.get("detail").cloned()
+                    }
                     hearth_store::StepKind::Llm | hearth_store::StepKind::Tool => None,
                 },
                 tokens: s.tokens,

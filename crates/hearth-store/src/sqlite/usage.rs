@@ -76,7 +76,7 @@ fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Resul
         // The router routes compaction calls apart; usage tells them apart.
         match step.kind {
             StepKind::Compaction => "compaction",
-            StepKind::Llm | StepKind::Tool => "chat",
+            StepKind::Llm | StepKind::Tool | StepKind::Route => "chat",
         }
     ])?;
     Ok(())
