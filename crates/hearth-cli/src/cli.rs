@@ -159,6 +159,8 @@ pub enum Command {
         #[arg(long = "by", default_value = "provider")]
         by: String,
     },
+    /// Budget pools: limit, use, calls in flight and when each resets.
+    Budget,
     /// Permissions: grant, revoke, list and check capabilities.
     Permissions {
         #[command(subcommand)]

@@ -6,6 +6,7 @@
 //! the key path and what is wrong. Nothing else in hearth reads the environment
 //! for configuration.
 
+pub mod budget;
 pub mod channels;
 pub mod check;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod mcp;
 pub mod model;
 pub mod skills;
 
+pub use budget::{BudgetConfig, PoolConfig, PoolKind, PoolScope, PoolWindow};
 pub use channels::{
     ChannelsConfig, DiscordConfig, SlackConfig, SlackMode, TelegramConfig, TelegramMode,
 };

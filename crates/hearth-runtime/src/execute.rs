@@ -51,6 +51,8 @@ struct Prepared {
     model: ModelRef,
     provider: Arc<dyn hearth_llm::Provider>,
     thinking: ThinkingLevel,
+    /// Chosen explicitly (for the run or the thread), not by default.
+    pinned: bool,
 }
 
 struct LogSink<'a>(&'a RunLog);
@@ -172,6 +174,7 @@ impl Runtime {
             model,
             provider,
             thinking,
+            pinned,
         } = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -220,6 +223,7 @@ impl Runtime {
             incognito: journal.is_some(),
             journal,
             replies: inner.replies.get().cloned(),
+            pinned,
         };
         let result = inner
             .engine
@@ -262,6 +266,7 @@ impl Runtime {
         model: Option<&str>,
     ) -> Result<Prepared, PrepareError> {
         let state = self.inner.store.thread_state(thread_key).await?;
+        let pinned = model.is_some() || state.model.is_some();
         let model = model
             .map(str::to_owned)
             .or_else(|| state.model.clone())
@@ -282,6 +287,7 @@ impl Runtime {
             model,
             provider,
             thinking,
+            pinned,
         })
     }
 

@@ -6,6 +6,7 @@
 //! process, the event bus clients follow, and the model catalog. Surfaces never
 //! run the engine or touch the store's run tables themselves.
 
+pub mod budget;
 pub mod bus;
 pub mod catalog;
 mod confirmations;
@@ -16,6 +17,7 @@ mod execute;
 mod history;
 mod incognito;
 mod ingest;
+pub mod notices;
 pub mod operator;
 mod recovery;
 pub mod retention;
@@ -30,6 +32,7 @@ pub use bus::{EventBus, RunLog};
 pub use catalog::{Capabilities, Catalog, CatalogEntry, ToolSupport};
 pub use confirmations::Answerer;
 pub use envelope::envelope;
+pub use notices::{Notice, Notices};
 pub use error::{Result, RuntimeError};
 pub use events::RunEvents;
 pub use runtime::{Runtime, RuntimeOptions, WaitOutcome, check_key};

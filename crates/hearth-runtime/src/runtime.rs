@@ -88,6 +88,8 @@ pub(crate) struct Inner {
     pub(crate) supplied: Supplied,
     /// The chat channels' reply router, set once they are built.
     pub(crate) replies: OnceLock<Arc<dyn ReplyRouter>>,
+    /// Process-wide events (budget thresholds, the daily spend alert).
+    pub(crate) notices: crate::notices::Notices,
 }
 
 impl Inner {
@@ -155,6 +157,7 @@ impl Runtime {
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
                 replies: OnceLock::new(),
+                notices: crate::notices::Notices::default(),
             }),
         }
     }
@@ -164,6 +167,11 @@ impl Runtime {
     /// router is refused (returns false).
     pub fn set_reply_router(&self, router: Arc<dyn ReplyRouter>) -> bool {
         self.inner.replies.set(router).is_ok()
+    }
+
+    /// Process-wide events: `budget.threshold`, `spend.daily_exceeded`.
+    pub fn notices(&self) -> tokio::sync::broadcast::Receiver<crate::notices::Notice> {
+        self.inner.notices.subscribe()
     }
 
     /// One run's envelope.

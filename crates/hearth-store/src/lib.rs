@@ -49,7 +49,7 @@ pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;
 pub use tokens::TokenStore;
-pub use usage::UsageStore;
+pub use usage::{CallUsage, UsageStore};
 
 /// The store traits, for callers that use a concrete store (a trait object
 /// `dyn Store` reaches every aggregate's methods without them).
