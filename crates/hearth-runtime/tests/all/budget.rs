@@ -40,6 +40,8 @@ fn msg(thread: &str, user: &str) -> Inbound {
         text: "hello".into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
     }
 }
 
