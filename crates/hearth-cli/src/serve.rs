@@ -199,7 +199,8 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let engine = match budget {
         Some(budget) => engine.with_budget(budget),
         None => engine,
-    };
+    }
+    .with_max_output_tokens(config.agent.max_output_tokens);
     let options = RuntimeOptions {
         daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
         incognito_local_only: config.llm.incognito_local_only,

@@ -315,6 +315,7 @@ fn the_estimate_counts_the_text_and_the_answer() {
         )],
         tools: Vec::new(),
         thinking: hearth_core::ThinkingLevel::Off,
+        max_output_tokens: None,
     };
     assert_eq!(
         b.estimate(&request),

@@ -172,6 +172,8 @@ pub struct Engine {
     compaction: CompactionConfig,
     /// Limit pools every model call reserves from first.
     budget: Option<Arc<Budget>>,
+    /// Sent as each call's max tokens; `None` leaves the provider's default.
+    max_output_tokens: Option<u32>,
 }
 
 /// Which write-class calls need the user's confirmation.
@@ -281,6 +283,7 @@ impl Engine {
             redacted_section: std::sync::Mutex::new((Arc::from(""), Arc::from(""))),
             compaction: CompactionConfig::default(),
             budget: None,
+            max_output_tokens: None,
         }
     }
 
@@ -288,6 +291,13 @@ impl Engine {
     /// window, 32k tokens for unknown windows).
     pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
         self.compaction = compaction;
+        self
+    }
+
+    /// Asks every model call for at most `max` answer tokens
+    /// (`[agent] max_output_tokens`).
+    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = Some(max);
         self
     }
 
@@ -630,6 +640,7 @@ impl Engine {
             messages,
             tools: Vec::new(),
             thinking: ThinkingLevel::Off,
+            max_output_tokens: self.max_output_tokens,
         };
         let section = self.prompt_section(&input.text);
         let mut last = None;

@@ -38,6 +38,11 @@ async fn a_used_up_pool_refuses_the_run_and_the_budget_shows_it() {
         assert!(message.contains(part), "{part}: {message}");
     }
     assert_eq!(fake.request_count(), 2, "the refused run called no model");
+    assert_eq!(
+        fake.requests()[0]["max_tokens"],
+        4096,
+        "[agent] max_output_tokens goes to the provider"
+    );
 
     let (s, v) = h.get("/v1/budget").await;
     assert_eq!(s, 200, "{v}");
