@@ -23,8 +23,8 @@ mod confirm_gate;
 mod tools;
 
 use self::tools::{ToolCall, push_tool_result};
-use crate::context::{PromptHook, append_section, unanswered_calls};
 use crate::budget::{Budget, Payer, Refusal, Reservation, tokens_of};
+use crate::context::{PromptHook, append_section, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
 use crate::policy::PolicyConfig;

@@ -145,6 +145,7 @@ impl Thread {
             incognito: memory.is_some(),
             journal: memory.cloned(),
             replies: None,
+            pinned: false,
         };
         let result = self.engine.run(input, &Sink).await;
         let output = match &result.outcome {
