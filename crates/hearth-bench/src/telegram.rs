@@ -109,17 +109,24 @@ async fn start_hearth(bin_dir: &Path, home: &Path, cfg: &str) -> Result<(Proc, S
     let proc = Proc(child);
     let http = reqwest::Client::new();
     let t0 = Instant::now();
+    let mut last = serde_json::Value::Null;
     loop {
         if let Ok(r) = http.get(format!("{url}/v1/channels")).send().await
             && let Ok(v) = r.json::<serde_json::Value>().await
-            && v["channels"]
-                .as_array()
-                .is_some_and(|all| !all.is_empty() && all.iter().all(|c| c["state"] == "connected"))
         {
-            return Ok((proc, url));
+            let all = v["channels"].as_array();
+            if all.is_some_and(|all| {
+                !all.is_empty()
+                    && all
+                        .iter()
+                        .all(|c| c["enabled"] == false || c["state"] == "connected")
+            }) {
+                return Ok((proc, url));
+            }
+            last = v;
         }
         if t0.elapsed() > Duration::from_secs(20) {
-            bail!("the channels did not connect within 20 s");
+            bail!("the channels did not connect within 20 s: {last}");
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
