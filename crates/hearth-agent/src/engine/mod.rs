@@ -530,11 +530,15 @@ impl Engine {
         input: &RunInput,
         supplied: Option<Vec<Message>>,
     ) -> Result<Progress, Stop> {
-        let loaded = self.load_history(input, supplied).await?;
         let journal = input.journal(&self.store);
-        let steps = journal.steps(&input.run_id).await?;
-        let stored_steers = journal.steers(&input.run_id).await?;
-        let offered = self.offered_tools(input).await?;
+        // Independent reads, so one waits for the slowest rather than the sum.
+        let (loaded, steps, stored_steers, offered) = futures_util::future::try_join4(
+            self.load_history(input, supplied),
+            async { Ok::<_, Stop>(journal.steps(&input.run_id).await?) },
+            async { Ok::<_, Stop>(journal.steers(&input.run_id).await?) },
+            self.offered_tools(input),
+        )
+        .await?;
         let mut p = Progress {
             offered,
             pending_steer: Vec::new(),
