@@ -178,6 +178,7 @@ pub fn summary_request(
         messages: vec![Message::text(Role::User, text)],
         tools: Vec::new(),
         thinking: ThinkingLevel::Off,
+        max_output_tokens: None,
     }
 }
 

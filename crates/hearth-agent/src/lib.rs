@@ -10,6 +10,7 @@
 //! summarized (`compaction`) instead of dropped.
 //! It does not decide when a run starts or write its final status: the runtime does.
 
+pub mod budget;
 pub mod compaction;
 pub mod confirm;
 pub mod context;

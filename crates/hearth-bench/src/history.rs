@@ -83,6 +83,7 @@ async fn fill(store: &Arc<dyn Store>, thread: &str, runs: usize) -> Result<()> {
                         finished_at: 1_700_000_000_001,
                         last_event_seq: None,
                         outbox: Vec::new(),
+                        arm_observations: Vec::new(),
                     })
                     .await?;
             }

@@ -4,6 +4,7 @@
 //! fakes' own cost.
 //!
 //! Usage: hearth-telegram-load [--bin-dir target/release] [--secs 10] [--chats 100] [--discord]
+//!        [--fresh-chats]
 //!
 //! Prints: idle RSS with Telegram connected (and Discord too, connected to
 //! the fake Discord gateway, with `--discord`), answered messages per second
@@ -11,6 +12,13 @@
 //! arrives, and the per-message latency (update queued -> answer received by
 //! the fake) next to the fake provider's own latency, whose difference is
 //! the channel and runtime overhead.
+//!
+//! By default each chat is one thread that grows with every message, and
+//! with compaction every run sends the thread's whole history up to its
+//! context window, so a long run measures a long thread. `--fresh-chats`
+//! sends each message from a new private chat (a new thread), which holds
+//! the history constant and measures the channel path alone, as
+//! `hearth-load` does with a new thread per message.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,6 +39,7 @@ struct Args {
     secs: u64,
     chats: i64,
     discord: bool,
+    fresh_chats: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -39,6 +48,7 @@ fn parse_args() -> Result<Args> {
         secs: 10,
         chats: 100,
         discord: false,
+        fresh_chats: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -48,6 +58,7 @@ fn parse_args() -> Result<Args> {
             "--secs" => a.secs = val()?.parse()?,
             "--chats" => a.chats = val()?.parse()?,
             "--discord" => a.discord = true,
+            "--fresh-chats" => a.fresh_chats = true,
             other => bail!("unknown argument {other}"),
         }
     }
@@ -109,17 +120,24 @@ async fn start_hearth(bin_dir: &Path, home: &Path, cfg: &str) -> Result<(Proc, S
     let proc = Proc(child);
     let http = reqwest::Client::new();
     let t0 = Instant::now();
+    let mut last = serde_json::Value::Null;
     loop {
         if let Ok(r) = http.get(format!("{url}/v1/channels")).send().await
             && let Ok(v) = r.json::<serde_json::Value>().await
-            && v["channels"]
-                .as_array()
-                .is_some_and(|all| !all.is_empty() && all.iter().all(|c| c["state"] == "connected"))
         {
-            return Ok((proc, url));
+            let all = v["channels"].as_array();
+            if all.is_some_and(|all| {
+                !all.is_empty()
+                    && all
+                        .iter()
+                        .all(|c| c["enabled"] == false || c["state"] == "connected")
+            }) {
+                return Ok((proc, url));
+            }
+            last = v;
         }
         if t0.elapsed() > Duration::from_secs(20) {
-            bail!("the channels did not connect within 20 s");
+            bail!("the channels did not connect within 20 s: {last}");
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -193,6 +211,7 @@ async fn main() -> Result<()> {
         inboxes.insert(chat, tx);
         receivers.push((chat, rx));
     }
+    let n_chats = args.chats;
     let watcher = {
         let tg = tg.clone();
         tokio::spawn(async move {
@@ -208,7 +227,10 @@ async fn main() -> Result<()> {
                     tg.with_state(|st| st.sent()[seen..].iter().map(|m| m.chat_id).collect());
                 seen += chats.len();
                 for chat in chats {
-                    if let Some(tx) = inboxes.get(&chat) {
+                    // With fresh chats, message n of task c comes from chat
+                    // c + n * chats: the task is the chat id modulo chats.
+                    let task = (chat - 1).rem_euclid(n_chats) + 1;
+                    if let Some(tx) = inboxes.get(&task) {
                         let _ = tx.send(());
                     }
                 }
@@ -219,11 +241,12 @@ async fn main() -> Result<()> {
     let mut tasks = Vec::new();
     for (chat, mut rx) in receivers {
         let (tg, latencies) = (tg.clone(), latencies.clone());
+        let fresh = args.fresh_chats;
         tasks.push(tokio::spawn(async move {
-            let user = User::new(chat);
-            let mut n = 0usize;
+            let mut n = 0i64;
             while Instant::now() < deadline {
                 n += 1;
+                let user = User::new(if fresh { chat + n * n_chats } else { chat });
                 let t = Instant::now();
                 tg.push_update(tg.private_text(&user, &format!("message {n}")));
                 match tokio::time::timeout(Duration::from_secs(30), rx.recv()).await {

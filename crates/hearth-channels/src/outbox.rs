@@ -25,8 +25,11 @@ const RETRY_BASE: Duration = Duration::from_secs(1);
 const RETRY_CAP: Duration = Duration::from_secs(300);
 /// How long the sender waits on a store error before trying again.
 const STORE_PAUSE: Duration = Duration::from_secs(1);
-/// Longest idle wait: the pending gauge is refreshed at least this often.
+/// Longest idle wait.
 const IDLE: Duration = Duration::from_secs(5);
+/// The pending gauge is counted at most this often: a count per delivered
+/// reply would be a store read on every message's path.
+const GAUGE_EVERY: Duration = Duration::from_secs(1);
 
 /// Queues a notice for `target` outside a run (a command's answer, an
 /// "I cannot take that" reply) and wakes the channel's sender: every
@@ -60,6 +63,7 @@ pub async fn run_sender(
 ) {
     let name = channel.name();
     let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
+    let mut gauge_at: Option<tokio::time::Instant> = None;
     loop {
         if stop.is_cancelled() {
             return;
@@ -74,12 +78,23 @@ pub async fn run_sender(
             }
         };
         if due.is_empty() {
-            refresh_gauge(name, store.as_ref()).await;
+            let since_gauge = gauge_at.map(|t| t.elapsed());
+            let gauge_due = since_gauge.is_none_or(|d| d >= GAUGE_EVERY);
+            if gauge_due {
+                refresh_gauge(name, store.as_ref()).await;
+                gauge_at = Some(tokio::time::Instant::now());
+            }
             let next = store.next_outbox_due(name).await.ok().flatten();
+            // A skipped count is made up within GAUGE_EVERY.
+            let gauge_wait = match since_gauge {
+                Some(d) if !gauge_due => GAUGE_EVERY - d,
+                _ => IDLE,
+            };
             let wait = next
                 .map(|at| Duration::from_millis(u64::try_from(at - now).unwrap_or(0)))
                 .unwrap_or(IDLE)
-                .min(IDLE);
+                .min(IDLE)
+                .min(gauge_wait);
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = wake.notified() => {}

@@ -1,4 +1,5 @@
-//! Best-effort progress while a run works: a typing indicator at once, and,
+//! Best-effort progress while a run works: a typing indicator after a
+//! moment, and,
 //! if the run takes longer than a moment, one progress message edited as
 //! events arrive (at most one edit per second). Nothing here is journaled:
 //! the durable answer supersedes it, and the answer's outbox items include
@@ -19,6 +20,10 @@ pub const SHOW_AFTER: Duration = Duration::from_millis(1500);
 pub const EDIT_EVERY: Duration = Duration::from_secs(1);
 /// Typing indicators expire on the platforms after about five seconds.
 const TYPING_EVERY: Duration = Duration::from_secs(4);
+/// How long a run works before the first typing indicator: an answer that
+/// comes sooner would only make it flicker, and skipping it spares every
+/// quick answer a platform request.
+pub const TYPING_AFTER: Duration = Duration::from_millis(300);
 /// The tail of the partial answer shown in the progress message.
 const PARTIAL_CHARS: usize = 600;
 
@@ -108,7 +113,8 @@ impl Progress {
                 }
             }
             let now = Instant::now();
-            if last_typing.is_none_or(|t| now - t >= TYPING_EVERY) {
+            if now - started >= TYPING_AFTER && last_typing.is_none_or(|t| now - t >= TYPING_EVERY)
+            {
                 sink.typing(target).await;
                 last_typing = Some(now);
             }
@@ -123,7 +129,7 @@ impl Progress {
             }
             let wake = [
                 last_edit.map_or(started + SHOW_AFTER, |t| t + EDIT_EVERY),
-                last_typing.map_or(now, |t| t + TYPING_EVERY),
+                last_typing.map_or(started + TYPING_AFTER, |t| t + TYPING_EVERY),
             ]
             .into_iter()
             .min()

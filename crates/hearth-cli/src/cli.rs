@@ -172,6 +172,8 @@ pub enum Command {
     },
     /// The model router: its strategy and what it has learnt per model and task.
     Router,
+    /// Budget pools: limit, use, calls in flight and when each resets.
+    Budget,
     /// Permissions: grant, revoke, list and check capabilities.
     Permissions {
         #[command(subcommand)]

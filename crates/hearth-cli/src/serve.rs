@@ -176,6 +176,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     crate::skills::run_executables(&skills, &mcp, &config);
     tools.add_source(Arc::new(mcp.clone()));
     mcp.start();
+    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices);
     let engine = Engine::new(store.clone(), tools, limits, system_prompt(&home))
         .with_prompt_hook(crate::skills::prompt_hook(&skills))
         .with_policy(policy_config(&config))
@@ -195,13 +196,19 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
             max_backoff: Duration::from_millis(retry.max_backoff_ms),
             max_total_wait: Duration::from_secs(retry.max_total_wait_secs),
         });
+    let engine = match budget.clone() {
+        Some(budget) => engine.with_budget(budget),
+        None => engine,
+    }
+    .with_max_output_tokens(config.agent.max_output_tokens);
     let options = RuntimeOptions {
         daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
         incognito_local_only: config.llm.incognito_local_only,
         max_queued: config.server.max_queued_runs,
         ..RuntimeOptions::default()
     };
-    let router = hearth_runtime::build_router(&config.router, &catalog).map_err(Exit::config)?;
+    let router = hearth_runtime::build_router(&config.router, &catalog, budget.clone())
+        .map_err(Exit::config)?;
     let runtime = Runtime::new(store.clone(), catalog, engine, options);
     runtime
         .enable_router(router)

@@ -119,6 +119,20 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
     for (i, m) in config.llm.fallback.iter().enumerate() {
         model_ref(config, &format!("llm.fallback[{i}]"), m)?;
     }
+    if let Some(name) = config.budget.duplicate_name() {
+        return Err(problem(
+            "budget.pools",
+            format!(
+                "pool name {name:?} is used twice; each pool (shortcuts included) needs its own name"
+            ),
+        ));
+    }
+    if config.agent.max_output_tokens == 0 {
+        return Err(problem(
+            "agent.max_output_tokens",
+            "must be at least 1 (most tokens of one model answer; default 4096)",
+        ));
+    }
     crate::channels::validate(&config.channels).map_err(|(key, message)| problem(key, message))?;
     crate::router::validate(&config.router).map_err(|(key, message)| problem(key, message))?;
     for (i, arm) in config.router.arms.iter().enumerate() {

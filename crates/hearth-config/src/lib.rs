@@ -6,6 +6,7 @@
 //! the key path and what is wrong. Nothing else in hearth reads the environment
 //! for configuration.
 
+pub mod budget;
 pub mod channels;
 pub mod check;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod model;
 pub mod router;
 pub mod skills;
 
+pub use budget::{BudgetConfig, PoolConfig, PoolKind, PoolScope, PoolWindow};
 pub use channels::{
     ChannelsConfig, DiscordConfig, SlackConfig, SlackMode, TelegramConfig, TelegramMode,
 };

@@ -30,6 +30,8 @@ pub struct Config {
     pub skills: crate::skills::SkillsConfig,
     /// `[router]`
     pub router: crate::router::RouterConfig,
+    /// `[budget]`
+    pub budget: crate::budget::BudgetConfig,
 }
 
 /// `[tools]`: what the model may call, and what it must ask first.
@@ -470,6 +472,9 @@ pub struct ProviderConfig {
     pub request_timeout_secs: u64,
     /// Longest silence allowed inside a stream, in seconds.
     pub idle_timeout_secs: u64,
+    /// Its models cost nothing (local models): they never draw from
+    /// `cost_usd` budget pools.
+    pub free: bool,
 }
 
 /// `ProviderConfig` as written in the file, before the checks that span
@@ -499,6 +504,8 @@ struct RawProviderConfig {
     request_timeout_secs: u64,
     #[serde(default = "default_idle_timeout")]
     idle_timeout_secs: u64,
+    #[serde(default)]
+    free: bool,
 }
 
 impl TryFrom<RawProviderConfig> for ProviderConfig {
@@ -529,6 +536,7 @@ impl TryFrom<RawProviderConfig> for ProviderConfig {
             context_window: raw.context_window,
             request_timeout_secs: raw.request_timeout_secs,
             idle_timeout_secs: raw.idle_timeout_secs,
+            free: raw.free,
         })
     }
 }
@@ -602,23 +610,67 @@ pub struct LlmConfig {
     pub incognito_local_only: bool,
 }
 
-/// `[llm.prices."<model>"]`: USD per million tokens.
+/// `[llm.prices."<model>"]`: USD per million tokens. `input` and `output`
+/// are required unless `free = true` (then they are 0).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawPriceConfig")]
 pub struct PriceConfig {
     /// Uncached prompt tokens.
     pub input: f64,
     /// Completion tokens.
     pub output: f64,
     /// Cached prompt tokens; the input price when absent.
-    #[serde(default)]
     pub cached: Option<f64>,
     /// Prompt tokens written to a cache; the input price when absent.
-    #[serde(default)]
     pub cache_write: Option<f64>,
     /// Reasoning tokens are reported apart from output and billed as output.
-    #[serde(default)]
     pub reasoning_apart: bool,
+    /// The model costs nothing: it never draws from `cost_usd` budget pools.
+    pub free: bool,
+}
+
+/// `PriceConfig` as written, before the check that prices are given unless free.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPriceConfig {
+    #[serde(default)]
+    input: Option<f64>,
+    #[serde(default)]
+    output: Option<f64>,
+    #[serde(default)]
+    cached: Option<f64>,
+    #[serde(default)]
+    cache_write: Option<f64>,
+    #[serde(default)]
+    reasoning_apart: bool,
+    #[serde(default)]
+    free: bool,
+}
+
+impl TryFrom<RawPriceConfig> for PriceConfig {
+    type Error = String;
+
+    fn try_from(raw: RawPriceConfig) -> Result<Self, String> {
+        let (input, output) = match (raw.input, raw.output, raw.free) {
+            (Some(i), Some(o), _) => (i, o),
+            (None, None, true) => (0.0, 0.0),
+            _ => {
+                return Err(
+                    "give both `input` and `output` (USD per million tokens), or `free = true` \
+                     for a model that costs nothing"
+                        .into(),
+                );
+            }
+        };
+        Ok(Self {
+            input,
+            output,
+            cached: raw.cached,
+            cache_write: raw.cache_write,
+            reasoning_apart: raw.reasoning_apart,
+            free: raw.free,
+        })
+    }
 }
 
 /// `[llm.retry]`: capped exponential backoff with jitter.
@@ -671,6 +723,9 @@ pub struct AgentConfig {
     pub context_fraction: f64,
     /// Context window assumed for a model whose window is not known.
     pub default_context_tokens: u32,
+    /// Most tokens one model answer may have: sent to the provider as its
+    /// max tokens, and reserved from budget pools before each call.
+    pub max_output_tokens: u32,
 }
 
 impl Default for AgentConfig {
@@ -685,6 +740,7 @@ impl Default for AgentConfig {
             compaction: true,
             context_fraction: 0.75,
             default_context_tokens: 32_000,
+            max_output_tokens: 4096,
         }
     }
 }

@@ -145,4 +145,7 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// Requested reasoning effort.
     pub thinking: ThinkingLevel,
+    /// Most tokens the answer may have (`[agent] max_output_tokens`);
+    /// `None` leaves the provider's own default.
+    pub max_output_tokens: Option<u32>,
 }

@@ -64,6 +64,7 @@ mod tests {
             ],
             tools: vec![],
             thinking: ThinkingLevel::Off,
+            max_output_tokens: None,
         };
         let events: Vec<_> = EchoProvider::new()
             .stream(&req)

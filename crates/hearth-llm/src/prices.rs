@@ -99,6 +99,23 @@ impl PriceTable {
             .map(|(_, p)| *p)
     }
 
+    /// The highest input and the highest output price among every known
+    /// model (built-in and configured): what a model with no price is
+    /// assumed to cost where a limit must hold.
+    pub fn most_expensive(&self) -> Price {
+        let all = BUILTIN
+            .iter()
+            .map(|(_, p)| p)
+            .chain(self.overrides.values());
+        let mut top = p(0.0, 0.0, 0.0, None, false);
+        for price in all {
+            top.input = top.input.max(price.input);
+            top.output = top.output.max(price.output);
+        }
+        top.cached = Some(top.input);
+        top
+    }
+
     /// Estimated cost in USD, or `None` when the model has no price.
     pub fn cost(&self, model_ref: &str, t: Tokens) -> Option<f64> {
         let p = self.price(model_ref)?;
@@ -164,6 +181,16 @@ mod tests {
         let want = (1200.0 * 3.0 + 1024.0 * 0.30 + 150.0 * 3.75 + 40.0 * 15.0) / 1e6;
         assert!(close(c, want), "{c} vs {want}");
         assert_eq!(t.cost("x/unknown", Tokens::default()), None);
+    }
+
+    #[test]
+    fn most_expensive_takes_the_top_input_and_output() {
+        let top = PriceTable::default().most_expensive();
+        assert_eq!((top.input, top.output), (3.00, 15.00));
+        let mut o = BTreeMap::new();
+        o.insert("big".to_owned(), p(20.0, 1.0, 0.0, None, false));
+        let top = PriceTable::new(o).most_expensive();
+        assert_eq!((top.input, top.output), (20.0, 15.00));
     }
 
     #[test]

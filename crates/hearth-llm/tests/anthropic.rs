@@ -629,6 +629,7 @@ async fn history_is_converted_with_alternation_and_merged_results() {
         ],
         tools: Vec::new(),
         thinking: ThinkingLevel::Off,
+        max_output_tokens: None,
     };
     let t = turn(&provider(&fake), &req).await.unwrap();
     assert_eq!(t.text(), "echo: bye");
@@ -689,6 +690,7 @@ async fn fake_flags_broken_requests() {
         ],
         tools: Vec::new(),
         thinking: ThinkingLevel::Off,
+        max_output_tokens: None,
     };
     turn(&p, &req).await.unwrap();
     let v = fake.violations();

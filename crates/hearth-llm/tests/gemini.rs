@@ -780,3 +780,18 @@ async fn crlf_framing_split_at_awkward_bytes() {
     );
     assert!(fake.violations().is_empty(), "{:?}", fake.violations());
 }
+
+#[tokio::test]
+async fn max_output_tokens_goes_in_the_generation_config() {
+    let fake = FakeGemini::start().await;
+    let p = provider(&fake);
+    let mut req = request("hi");
+    req.max_output_tokens = Some(321);
+    turn(&p, &req).await.unwrap();
+    req.thinking = ThinkingLevel::Low;
+    turn(&p, &req).await.unwrap();
+    let sent = fake.requests();
+    assert_eq!(sent[0]["generationConfig"], json!({"maxOutputTokens": 321}));
+    assert_eq!(sent[1]["generationConfig"]["maxOutputTokens"], 321);
+    assert!(sent[1]["generationConfig"]["thinkingConfig"].is_object());
+}

@@ -18,6 +18,7 @@ pub fn request_for(model: &str, text: &str) -> ChatRequest {
         messages: vec![Message::text(Role::User, text)],
         tools: Vec::new(),
         thinking: ThinkingLevel::Off,
+        max_output_tokens: None,
     }
 }
 

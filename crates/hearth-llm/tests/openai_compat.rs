@@ -579,6 +579,7 @@ async fn history_with_tool_calls_and_results_is_converted() {
         ],
         tools: Vec::new(),
         thinking: ThinkingLevel::Low,
+        max_output_tokens: None,
     };
     let t = turn(&provider(&fake), &req).await.unwrap();
     assert_eq!(t.text(), "echo: thanks, bye");
@@ -626,6 +627,7 @@ async fn fake_flags_orphan_tool_results() {
         ],
         tools: Vec::new(),
         thinking: ThinkingLevel::Off,
+        max_output_tokens: None,
     };
     turn(&provider(&fake), &req).await.unwrap();
     let v = fake.violations();
@@ -648,4 +650,17 @@ async fn concurrent_requests_are_all_recorded() {
     }
     assert_eq!(fake.request_count(), 8);
     assert_eq!(fake.requests().len(), 8);
+}
+
+#[tokio::test]
+async fn max_output_tokens_is_sent_as_max_tokens() {
+    let fake = FakeOpenAi::start().await;
+    let p = provider(&fake);
+    let mut req = request("hi");
+    turn(&p, &req).await.unwrap();
+    req.max_output_tokens = Some(321);
+    turn(&p, &req).await.unwrap();
+    let sent = fake.requests();
+    assert!(sent[0].get("max_tokens").is_none(), "{}", sent[0]);
+    assert_eq!(sent[1]["max_tokens"], 321);
 }

@@ -798,6 +798,7 @@ async fn history_is_converted_to_input_items() {
         ],
         tools: vec![tool("ls"), tool("du")],
         thinking: ThinkingLevel::Off,
+        max_output_tokens: None,
     };
     let t = turn(&provider(&fake), &req).await.unwrap();
     assert_eq!(t.text(), "echo: bye");
@@ -852,6 +853,7 @@ async fn fake_flags_broken_requests() {
         ],
         tools: Vec::new(),
         thinking: ThinkingLevel::Off,
+        max_output_tokens: None,
     };
     turn(&p, &req).await.unwrap();
     let v = fake.violations();

@@ -58,6 +58,8 @@ struct Prepared {
     thinking: ThinkingLevel,
     /// Set when the router chose the model.
     route: Option<Routed>,
+    /// Chosen explicitly (for the run or the thread), not by default.
+    pinned: bool,
 }
 
 struct LogSink<'a>(&'a RunLog);
@@ -180,6 +182,7 @@ impl Runtime {
             provider,
             thinking,
             route,
+            pinned,
         } = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -242,6 +245,7 @@ impl Runtime {
             incognito: journal.is_some(),
             journal,
             replies: inner.replies.get().cloned(),
+            pinned,
         };
         let result = inner
             .engine
@@ -294,9 +298,9 @@ impl Runtime {
     ) -> Result<Prepared, PrepareError> {
         let state = self.inner.store.thread_state(thread_key).await?;
         let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
+        let pinned = model.is_some() || state.model.is_some();
         // A model named by the run or its thread always wins over the router.
-        if model.is_none()
-            && state.model.is_none()
+        if !pinned
             && let Some(routed) = self.route_run(run_id, thread_key, thinking).await?
             && !routed.resolved.is_empty()
         {
@@ -306,6 +310,7 @@ impl Runtime {
                 provider,
                 thinking,
                 route: Some(routed),
+                pinned: false,
             });
         }
         let model = model
@@ -328,6 +333,7 @@ impl Runtime {
             provider,
             thinking,
             route: None,
+            pinned,
         })
     }
 

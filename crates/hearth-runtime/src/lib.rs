@@ -6,6 +6,7 @@
 //! process, the event bus clients follow, and the model catalog. Surfaces never
 //! run the engine or touch the store's run tables themselves.
 
+pub mod budget;
 pub mod bus;
 pub mod catalog;
 mod confirmations;
@@ -36,7 +37,7 @@ pub use envelope::envelope;
 pub use error::{Result, RuntimeError};
 pub use events::RunEvents;
 pub use jobs::{CatchUp, NewJob, Schedule, ScheduleError};
-pub use notices::Notice;
+pub use notices::{Notice, Notices};
 pub use routing::{RouterReport, build_router};
 pub use runtime::{Runtime, RuntimeOptions, WaitOutcome, check_key};
 pub use supplied::RunOverrides;

@@ -1,56 +1,52 @@
-//! Runtime-wide notices for operators: events that are about hearth rather
-//! than about one run's stream (`job.failed`; budgets and channels may add
-//! theirs). Alert rules subscribe here and decide where each goes.
-//!
-//! A notice is `{event, at, summary, data}`, the body an alert webhook
-//! sends. It carries ids and codes, never message text or model output.
-//! Delivery is best effort: a subscriber that lags loses the oldest ones.
+//! Notices: process-wide events that belong to no run, for alerts to
+//! consume. Published now: `budget.threshold` (a budget pool passed 80 % or
+//! 100 % of its limit; once per window) and `spend.daily_exceeded` (the
+//! day's estimated spend reached `[llm] daily_spend_alert_usd`; once per UTC
+//! day) and `job.failed` (a run fired by a scheduled job ended failed). A
+//! notice nobody listens to is dropped.
 
 use hearth_core::Timestamp;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast;
-
-/// Notices kept for a subscriber that has not read them yet.
-const BACKLOG: usize = 256;
 
 /// `job.failed`: a run fired by a job ended `failed`. `data`:
 /// `{"job_id", "run_id", "thread_key", "scheduled_at", "code"}`.
 pub const JOB_FAILED: &str = "job.failed";
 
-/// One notice.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One process-wide event.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
-    /// The event name, e.g. `job.failed`.
-    pub event: &'static str,
-    /// When it happened (unix ms).
+    /// What happened: `budget.threshold`, `spend.daily_exceeded`.
+    pub event: String,
+    /// When, unix ms.
     pub at: Timestamp,
-    /// One sentence for people.
-    pub summary: String,
-    /// Ids and codes that identify what it is about.
+    /// Its details (ids and numbers, never message text).
     pub data: Value,
 }
 
-/// The publishing side, held by the runtime.
-pub(crate) struct Notices {
+/// Where notices are published; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Notices {
     tx: broadcast::Sender<Notice>,
 }
 
 impl Default for Notices {
     fn default() -> Self {
         Self {
-            tx: broadcast::Sender::new(BACKLOG),
+            tx: broadcast::channel(256).0,
         }
     }
 }
 
 impl Notices {
-    /// Publishes to whoever listens (nobody is fine).
-    pub(crate) fn publish(&self, notice: Notice) {
+    /// Publishes `notice` to every current subscriber.
+    pub fn publish(&self, notice: Notice) {
         let _ = self.tx.send(notice);
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Notice> {
+    /// Notices from now on. A subscriber that falls more than 256 behind
+    /// misses the oldest ones (and is told how many).
+    pub fn subscribe(&self) -> broadcast::Receiver<Notice> {
         self.tx.subscribe()
     }
 }

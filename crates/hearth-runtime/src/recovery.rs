@@ -33,6 +33,7 @@ impl Runtime {
                 info!(runs = released, "released the leases of a previous process");
             }
         }
+        self.start_budget().await?;
         let recovered = self.sweep().await?;
         if recovered > 0 {
             info!(runs = recovered, "recovered unfinished runs");

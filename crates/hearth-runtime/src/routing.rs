@@ -67,8 +67,13 @@ pub struct RouterReport {
 
 /// The router for `config` over the catalog's models. Arms are the
 /// `[[router.arms]]` entries, or else every model a provider lists (and the
-/// default model), `echo` only when listed.
-pub fn build_router(config: &RouterConfig, catalog: &Catalog) -> Result<Router> {
+/// default model), `echo` only when listed. With `budget`, arms whose pools
+/// cannot afford a run are left out and scarce pools make their arms dearer.
+pub fn build_router(
+    config: &RouterConfig,
+    catalog: &Catalog,
+    budget: Option<Arc<hearth_agent::budget::Budget>>,
+) -> Result<Router> {
     let mut arms: Vec<Arm> = Vec::new();
     if config.arms.is_empty() {
         let mut models: Vec<String> = Vec::new();
@@ -116,11 +121,11 @@ pub fn build_router(config: &RouterConfig, catalog: &Catalog) -> Result<Router> 
         cost_weight: config.cost_weight,
         scarcity_weight: config.scarcity_weight,
     };
-    Ok(Router::new(
-        settings,
-        arms,
-        Arc::new(hearth_agent::router::NoPools),
-    ))
+    let pools: Arc<dyn hearth_agent::router::Pools> = match budget {
+        Some(budget) => budget,
+        None => Arc::new(hearth_agent::router::NoPools),
+    };
+    Ok(Router::new(settings, arms, pools))
 }
 
 fn arm(

@@ -89,7 +89,8 @@ pub(crate) struct Inner {
     pub(crate) supplied: Supplied,
     /// The chat channels' reply router, set once they are built.
     pub(crate) replies: OnceLock<Arc<dyn ReplyRouter>>,
-    /// Runtime-wide notices (`job.failed`, ...).
+    /// Process-wide events (budget thresholds, the daily spend alert,
+    /// failed jobs).
     pub(crate) notices: Notices,
     /// Wakes the jobs ticker when jobs change.
     pub(crate) jobs_wake: Arc<Notify>,
@@ -174,6 +175,12 @@ impl Runtime {
     /// router is refused (returns false).
     pub fn set_reply_router(&self, router: Arc<dyn ReplyRouter>) -> bool {
         self.inner.replies.set(router).is_ok()
+    }
+
+    /// Process-wide events: `budget.threshold`, `spend.daily_exceeded`,
+    /// `job.failed`.
+    pub fn notices(&self) -> tokio::sync::broadcast::Receiver<crate::notices::Notice> {
+        self.inner.notices.subscribe()
     }
 
     /// One run's envelope.

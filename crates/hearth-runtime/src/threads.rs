@@ -148,6 +148,11 @@ impl Runtime {
             .crossed(now / 86_400_000, spent, threshold)
         {
             metrics::counter!("hearth_spend_alerts_total").increment(1);
+            self.inner.notices.publish(crate::notices::Notice {
+                event: "spend.daily_exceeded".into(),
+                at: now,
+                data: serde_json::json!({ "spent_usd": spent, "threshold_usd": threshold }),
+            });
             warn!(
                 spent_usd = spent,
                 threshold_usd = threshold,

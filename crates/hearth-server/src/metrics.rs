@@ -75,6 +75,18 @@ pub const METRICS: &[(Kind, &str, Unit, &str)] = &[
         "Duration of model calls, by provider and outcome",
     ),
     (
+        Kind::Gauge,
+        "hearth_budget_used",
+        Unit::Count,
+        "Use of each budget pool in its current window (USD, tokens or requests; a scoped pool shows its most used subject)",
+    ),
+    (
+        Kind::Gauge,
+        "hearth_budget_limit",
+        Unit::Count,
+        "Limit of each budget pool per window (USD, tokens or requests)",
+    ),
+    (
         Kind::Counter,
         "hearth_compactions_total",
         Unit::Count,

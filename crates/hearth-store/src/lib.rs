@@ -53,14 +53,15 @@ pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;
 pub use tokens::TokenStore;
-pub use usage::UsageStore;
+pub use usage::{CallUsage, UsageStore};
 
 /// The store traits, for callers that use a concrete store (a trait object
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore, MemoryStore, RetentionStore, RouterStore,
-        RunStore, SecretStore, Store, ThreadStore, TokenStore, UsageStore,
+        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore, MemoryStore,
+        RetentionStore, RouterStore, RunStore, SecretStore, Store, ThreadStore, TokenStore,
+        UsageStore,
     };
 }
 

@@ -288,6 +288,7 @@ mod tests {
             incognito: false,
             journal: None,
             replies: None,
+            pinned: false,
         };
         let question = || {
             Ok((

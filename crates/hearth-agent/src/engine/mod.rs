@@ -23,6 +23,7 @@ mod confirm_gate;
 mod tools;
 
 use self::tools::{ToolCall, push_tool_result};
+use crate::budget::{Budget, Payer, Refusal, Reservation, tokens_of};
 use crate::context::{PromptHook, append_section, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
@@ -66,6 +67,10 @@ pub struct RunInput {
     /// Decides the chat prompt a confirmation owes (queued with it), when a
     /// channel owns the thread.
     pub replies: Option<Arc<dyn hearth_store::ReplyRouter>>,
+    /// The run's model was chosen explicitly (the thread's `model set`, or
+    /// given with the message): a budget refusal fails the run instead of
+    /// moving to another candidate.
+    pub pinned: bool,
 }
 
 impl RunInput {
@@ -165,6 +170,10 @@ pub struct Engine {
     redacted_section: std::sync::Mutex<(Arc<str>, Arc<str>)>,
     /// When and how the oldest turns are summarized.
     compaction: CompactionConfig,
+    /// Limit pools every model call reserves from first.
+    budget: Option<Arc<Budget>>,
+    /// Sent as each call's max tokens; `None` leaves the provider's default.
+    max_output_tokens: Option<u32>,
 }
 
 /// Which write-class calls need the user's confirmation.
@@ -207,6 +216,13 @@ fn limit(message: String) -> Stop {
     Stop::Failed(RunError {
         code: "limit_exceeded".into(),
         message,
+    })
+}
+
+fn budget_exceeded(refusal: &Refusal) -> Stop {
+    Stop::Failed(RunError {
+        code: "budget_exceeded".into(),
+        message: refusal.to_string(),
     })
 }
 
@@ -266,6 +282,8 @@ impl Engine {
             prompt_hook: None,
             redacted_section: std::sync::Mutex::new((Arc::from(""), Arc::from(""))),
             compaction: CompactionConfig::default(),
+            budget: None,
+            max_output_tokens: None,
         }
     }
 
@@ -274,6 +292,24 @@ impl Engine {
     pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
         self.compaction = compaction;
         self
+    }
+
+    /// Asks every model call for at most `max` answer tokens
+    /// (`[agent] max_output_tokens`).
+    pub fn with_max_output_tokens(mut self, max: u32) -> Self {
+        self.max_output_tokens = Some(max);
+        self
+    }
+
+    /// Makes every model call reserve from `budget`'s pools first.
+    pub fn with_budget(mut self, budget: Arc<Budget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The limit pools, when any are configured.
+    pub fn budget(&self) -> Option<&Arc<Budget>> {
+        self.budget.as_ref()
     }
 
     /// Adds `hook`'s text to the system prompt of every model call.
@@ -494,11 +530,15 @@ impl Engine {
         input: &RunInput,
         supplied: Option<Vec<Message>>,
     ) -> Result<Progress, Stop> {
-        let loaded = self.load_history(input, supplied).await?;
         let journal = input.journal(&self.store);
-        let steps = journal.steps(&input.run_id).await?;
-        let stored_steers = journal.steers(&input.run_id).await?;
-        let offered = self.offered_tools(input).await?;
+        // Independent reads, so one waits for the slowest rather than the sum.
+        let (loaded, steps, stored_steers, offered) = futures_util::future::try_join4(
+            self.load_history(input, supplied),
+            async { Ok::<_, Stop>(journal.steps(&input.run_id).await?) },
+            async { Ok::<_, Stop>(journal.steers(&input.run_id).await?) },
+            self.offered_tools(input),
+        )
+        .await?;
         let mut p = Progress {
             offered,
             pending_steer: Vec::new(),
@@ -606,10 +646,13 @@ impl Engine {
             messages,
             tools: Vec::new(),
             thinking: ThinkingLevel::Off,
+            max_output_tokens: self.max_output_tokens,
         };
         let section = self.prompt_section(&input.text);
         let mut last = None;
-        for c in &input.candidates {
+        // The first refusal, reported when no candidate could be afforded.
+        let mut refused: Option<Refusal> = None;
+        'candidates: for c in &input.candidates {
             let model = &c.model;
             request.model.clone_from(&model.model);
             request.thinking = if c.thinking {
@@ -632,11 +675,23 @@ impl Engine {
                         &crate::compaction::summary_section(summary),
                     );
                 }
+                let hold = match self.reserve(input, model, &request) {
+                    Ok(hold) => hold,
+                    Err(refusal) if input.pinned => return Err(budget_exceeded(&refusal)),
+                    Err(refusal) => {
+                        tracing::info!(run_id = %input.run_id, model = %model, pool = %refusal.pool, "budget pool cannot afford this model; trying the next one");
+                        refused.get_or_insert(refusal);
+                        continue 'candidates;
+                    }
+                };
                 attempt += 1;
                 let started = now_ms();
                 let (outcome, emitted) = self
                     .attempt(model, c.provider.as_ref(), &request, sink)
                     .await;
+                if let Some(hold) = hold {
+                    hold.settle(outcome.as_ref().ok().map(|t| tokens_of(&t.usage)));
+                }
                 let err = match outcome {
                     Ok(turn) => return Ok((turn, model.clone())),
                     Err(e) => e,
@@ -674,14 +729,36 @@ impl Engine {
                 break;
             }
         }
-        match last {
-            Some(err) => Err(llm_failure(&err)),
-            None => Err(llm_failure(&LlmError::new(
+        match (last, refused) {
+            (Some(err), _) => Err(llm_failure(&err)),
+            (None, Some(refusal)) => Err(budget_exceeded(&refusal)),
+            (None, None) => Err(llm_failure(&LlmError::new(
                 "hearth",
                 ErrorKind::InvalidRequest,
                 "no model to call",
             ))),
         }
+    }
+
+    /// Holds the call's estimate in the budget's pools (nothing without a
+    /// budget). Dropped with the call when the run is cancelled, it releases
+    /// what it held.
+    fn reserve(
+        &self,
+        input: &RunInput,
+        model: &ModelRef,
+        request: &ChatRequest,
+    ) -> Result<Option<Reservation>, Refusal> {
+        let Some(budget) = &self.budget else {
+            return Ok(None);
+        };
+        let payer = Payer {
+            user_key: &input.user_key,
+            thread_key: &input.thread_key,
+        };
+        budget
+            .reserve(&model.to_string(), payer, budget.estimate(request))
+            .map(Some)
     }
 
     /// Tools and the system prompt for a call with or without tools.

@@ -113,6 +113,7 @@ async fn call_in(
                 incognito: false,
                 journal: None,
                 replies: None,
+                pinned: false,
             },
             &NoEvents,
         )

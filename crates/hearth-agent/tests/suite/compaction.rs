@@ -145,6 +145,7 @@ impl Thread {
             incognito: memory.is_some(),
             journal: memory.cloned(),
             replies: None,
+            pinned: false,
         };
         let result = self.engine.run(input, &Sink).await;
         let output = match &result.outcome {
@@ -164,6 +165,7 @@ impl Thread {
                 finished_at: hearth_core::now_ms(),
                 last_event_seq: None,
                 outbox: Vec::new(),
+                arm_observations: Vec::new(),
             })
             .await
             .unwrap();

@@ -144,6 +144,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         incognito: false,
         journal: None,
         replies: None,
+        pinned: false,
     };
     engine.run(input, &Sink).await.outcome
 }

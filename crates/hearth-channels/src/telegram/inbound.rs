@@ -116,22 +116,30 @@ async fn poll(
     backoff: &mut Backoff,
 ) {
     let timeout = tg.config.poll_timeout_secs;
-    loop {
-        let offset = match tg.store.cursor("telegram", OFFSET).await {
-            Ok(v) => v.and_then(|s| s.parse::<i64>().ok()).unwrap_or(0),
+    let mut offset = loop {
+        match tg.store.cursor("telegram", OFFSET).await {
+            Ok(v) => break v.and_then(|s| s.parse::<i64>().ok()).unwrap_or(0),
             Err(e) => {
                 warn!(channel = "telegram", error = %e, "cannot read the update offset");
                 if !pause(stop, backoff.next_delay()).await {
                     return;
                 }
-                continue;
             }
-        };
+        }
+    };
+    // The offset is stored beside polling, not before the next poll: the
+    // updates themselves are stored before they are acknowledged, and a
+    // batch received again after a crash (the stored offset one batch
+    // behind) is deduplicated by its update ids, so the write need not
+    // hold up the next message.
+    let (stored, to_store) = tokio::sync::watch::channel(offset);
+    let writer = tokio::spawn(store_offsets(tg.clone(), to_store));
+    loop {
         let body = json!({ "offset": offset, "timeout": timeout, "allowed_updates": ["message", "callback_query"] });
         let call =
             api.call_within::<Vec<Value>>("getUpdates", &body, Duration::from_secs(timeout + 15));
         let updates = tokio::select! {
-            () = stop.cancelled() => return,
+            () = stop.cancelled() => break,
             r = call => r,
         };
         let updates = match updates {
@@ -145,7 +153,7 @@ async fn poll(
                 }
                 failed(tg, "getUpdates", &e);
                 if !pause(stop, backoff.next_delay()).await {
-                    return;
+                    break;
                 }
                 continue;
             }
@@ -157,14 +165,8 @@ async fn poll(
         }
         match handle_batch(tg, updates).await {
             Ok(next) => {
-                if let Err(e) = tg
-                    .store
-                    .set_cursor("telegram", OFFSET, &next.to_string())
-                    .await
-                {
-                    // The batch comes again; its messages are deduplicated.
-                    warn!(channel = "telegram", error = %e, "cannot store the update offset");
-                }
+                offset = offset.max(next);
+                stored.send_replace(offset);
                 tg.health.event();
             }
             Err(e) => {
@@ -172,9 +174,28 @@ async fn poll(
                 warn!(channel = "telegram", error = %e, "could not store incoming updates; they will be received again");
                 tg.health.failed(format!("storing updates: {e}"));
                 if !pause(stop, backoff.next_delay()).await {
-                    return;
+                    break;
                 }
             }
+        }
+    }
+    // The writer stores the last offset, then ends with the channel.
+    drop(stored);
+    let _ = writer.await;
+}
+
+/// Stores the newest acknowledged offset, one write at a time; offsets
+/// that arrive during a write are folded into the next one.
+async fn store_offsets(tg: Arc<Telegram>, mut offsets: tokio::sync::watch::Receiver<i64>) {
+    while offsets.changed().await.is_ok() {
+        let offset = *offsets.borrow_and_update();
+        if let Err(e) = tg
+            .store
+            .set_cursor("telegram", OFFSET, &offset.to_string())
+            .await
+        {
+            // The updates come again after a restart; they are deduplicated.
+            warn!(channel = "telegram", error = %e, "cannot store the update offset");
         }
     }
 }

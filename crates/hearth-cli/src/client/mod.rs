@@ -1,6 +1,7 @@
 //! Client commands: talk to a running server over its HTTP API, reading its
 //! answers as the server's own response types. One module per command group.
 
+mod budget;
 mod channels;
 mod health;
 mod jobs;
@@ -263,6 +264,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         Command::Usage { since, until, by } => {
             usage::usage(&api, &since, until.as_deref(), &by, g.json).await
         }
+        Command::Budget => budget::budget(&api, g.json).await,
         Command::Permissions { command } => permissions::permissions(&api, command, g.json).await,
         Command::Audit { limit } => permissions::audit(&api, limit, g.json).await,
         Command::Channels => channels::channels(&api, g.json).await,

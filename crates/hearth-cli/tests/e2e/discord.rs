@@ -481,18 +481,6 @@ async fn commands_change_the_channel_and_permissions_need_a_server_admin() {
 const ROLE: &str = "600000000000000009";
 const CAROL: &str = "100000000000000003";
 
-/// Tool names offered to the model in a provider request.
-fn offered(req: &Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// `/permissions grant` of `capability` to [`ROLE`] by an Administrator;
 /// the callback is the `n`th.
 async fn grant_to_role(s: &Setup, capability: &str, n: usize) {
@@ -527,14 +515,18 @@ async fn a_role_grant_in_a_guild_offers_the_tool_to_members_with_the_role_only()
     let reqs = s.fake.requests();
     assert_eq!(reqs.len(), 2);
     assert!(
-        offered(&reqs[0]).iter().any(|t| t == "memory_search"),
+        crate::harness::offered_tools(&reqs[0])
+            .iter()
+            .any(|t| t == "memory_search"),
         "{:?}",
-        offered(&reqs[0])
+        crate::harness::offered_tools(&reqs[0])
     );
     assert!(
-        !offered(&reqs[1]).iter().any(|t| t == "memory_search"),
+        !crate::harness::offered_tools(&reqs[1])
+            .iter()
+            .any(|t| t == "memory_search"),
         "{:?}",
-        offered(&reqs[1])
+        crate::harness::offered_tools(&reqs[1])
     );
     no_violations(&s.dc);
 }
@@ -644,9 +636,11 @@ async fn a_guild_run_recovered_after_sigkill_is_still_checked_in_its_guild() {
     assert_eq!(reqs.len(), 2, "the run was asked again once");
     for req in &reqs {
         assert!(
-            offered(req).iter().any(|t| t == "memory_search"),
+            crate::harness::offered_tools(req)
+                .iter()
+                .any(|t| t == "memory_search"),
             "{:?}",
-            offered(req)
+            crate::harness::offered_tools(req)
         );
     }
     no_violations(&dc);

@@ -240,3 +240,15 @@ fn parse_sse_reads_each_event() {
     );
     assert_eq!(events[1].2["output"]["text"], "hi");
 }
+
+/// The tool names a provider request offered the model.
+pub fn offered_tools(req: &serde_json::Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}

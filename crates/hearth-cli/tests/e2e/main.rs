@@ -6,6 +6,7 @@ mod harness;
 
 mod api;
 mod bad_input;
+mod budget;
 mod cli;
 mod compaction;
 mod confirmations;

@@ -61,14 +61,7 @@ fn tool_result(fake: &FakeOpenAi) -> String {
 }
 
 fn offered(fake: &FakeOpenAi) -> Vec<String> {
-    fake.requests()[0]["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::harness::offered_tools(&fake.requests()[0])
 }
 
 #[tokio::test]

@@ -306,17 +306,6 @@ fn servers_named(v: &Value, name: &str) -> Option<Value> {
         .cloned()
 }
 
-fn offered_tools(req: &Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Whether process `pid` has exited (or is a zombie nobody reaped yet).
 fn process_gone(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -413,7 +402,7 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
         .await;
     assert_eq!((s, &v["status"]), (200, &json!("succeeded")), "{v}");
     let reqs = fake.requests();
-    assert!(offered_tools(&reqs[0]).contains(&"notes__echo".to_owned()));
+    assert!(crate::harness::offered_tools(&reqs[0]).contains(&"notes__echo".to_owned()));
     let result = reqs[1]["messages"]
         .as_array()
         .unwrap()
@@ -428,7 +417,7 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     // The default `member` user lacks skills.use: not offered.
     let v = h.ask("api:anon", "note it").await;
     assert_eq!(v["status"], "succeeded", "{v}");
-    let offered = offered_tools(&fake.requests()[2]);
+    let offered = crate::harness::offered_tools(&fake.requests()[2]);
     assert!(
         !offered.iter().any(|n| n.starts_with("notes__")),
         "{offered:?}"

@@ -514,18 +514,6 @@ async fn a_slow_answer_shows_a_throttled_progress_message_that_the_answer_replac
     no_violations(&s.slack);
 }
 
-/// Tool names offered to the model in a provider request.
-fn offered(req: &Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn a_grant_in_the_team_scope_applies_to_slack_runs_and_not_to_the_api() {
     let s = setup("\n[permissions]\ndefault_preset = \"none\"\n", &[]).await;
@@ -552,14 +540,18 @@ async fn a_grant_in_the_team_scope_applies_to_slack_runs_and_not_to_the_api() {
     let reqs = s.fake.requests();
     assert_eq!(reqs.len(), 2);
     assert!(
-        offered(&reqs[0]).iter().any(|t| t == "memory_search"),
+        crate::harness::offered_tools(&reqs[0])
+            .iter()
+            .any(|t| t == "memory_search"),
         "offered in Slack: {:?}",
-        offered(&reqs[0])
+        crate::harness::offered_tools(&reqs[0])
     );
     assert!(
-        !offered(&reqs[1]).iter().any(|t| t == "memory_search"),
+        !crate::harness::offered_tools(&reqs[1])
+            .iter()
+            .any(|t| t == "memory_search"),
         "not offered over the API: {:?}",
-        offered(&reqs[1])
+        crate::harness::offered_tools(&reqs[1])
     );
     no_violations(&s.slack);
 }

@@ -618,18 +618,6 @@ async fn formatting_refused_by_telegram_goes_out_plain() {
     no_rejections(&s.tg);
 }
 
-/// Tool names offered to the model in a provider request.
-fn offered(req: &serde_json::Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn a_grant_in_a_groups_scope_applies_to_runs_in_that_group_only() {
     let s = setup("\n[permissions]\ndefault_preset = \"none\"\n").await;
@@ -654,14 +642,18 @@ async fn a_grant_in_a_groups_scope_applies_to_runs_in_that_group_only() {
     let reqs = s.fake.requests();
     assert_eq!(reqs.len(), 2);
     assert!(
-        offered(&reqs[0]).iter().any(|t| t == "memory_search"),
+        crate::harness::offered_tools(&reqs[0])
+            .iter()
+            .any(|t| t == "memory_search"),
         "{:?}",
-        offered(&reqs[0])
+        crate::harness::offered_tools(&reqs[0])
     );
     assert!(
-        !offered(&reqs[1]).iter().any(|t| t == "memory_search"),
+        !crate::harness::offered_tools(&reqs[1])
+            .iter()
+            .any(|t| t == "memory_search"),
         "{:?}",
-        offered(&reqs[1])
+        crate::harness::offered_tools(&reqs[1])
     );
     no_rejections(&s.tg);
 }

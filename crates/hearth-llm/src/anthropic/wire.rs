@@ -159,6 +159,8 @@ impl<'a> WireRequest<'a> {
     /// unless the request continues a tool-use turn that has no thinking
     /// block to send back (see `unthought_tool_turn`).
     pub(crate) fn from_request(req: &'a ChatRequest, provider: &str, max_tokens: u32) -> Self {
+        // The run's own limit wins over the provider's configured default.
+        let max_tokens = req.max_output_tokens.unwrap_or(max_tokens);
         let mut messages: Vec<WireMessage<'a>> = Vec::with_capacity(req.messages.len());
         for msg in &req.messages {
             let mut own = Vec::with_capacity(msg.content.len());
@@ -369,6 +371,7 @@ mod tests {
             messages,
             tools: Vec::new(),
             thinking,
+            max_output_tokens: None,
         }
     }
 
@@ -393,6 +396,10 @@ mod tests {
         assert!(v.get("system").is_none());
         assert!(v.get("tools").is_none());
         assert_eq!(v["max_tokens"], 100);
+        let mut r = req(vec![Message::text(Role::User, "x")], ThinkingLevel::Off);
+        r.max_output_tokens = Some(321);
+        let v = serde_json::to_value(WireRequest::from_request(&r, "p", 8192)).unwrap();
+        assert_eq!(v["max_tokens"], 321, "the run's limit wins");
     }
 
     #[test]

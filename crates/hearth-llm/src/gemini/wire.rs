@@ -86,7 +86,10 @@ struct FunctionDeclaration<'a> {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct GenerationConfig {
-    thinking_config: ThinkingConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<ThinkingConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]
@@ -372,12 +375,15 @@ impl<'a> WireRequest<'a> {
                     .collect(),
             }]
         };
-        let generation_config = thinking_budget(req.thinking).map(|budget| GenerationConfig {
-            thinking_config: ThinkingConfig {
-                thinking_budget: budget,
-                include_thoughts: true,
-            },
+        let thinking_config = thinking_budget(req.thinking).map(|budget| ThinkingConfig {
+            thinking_budget: budget,
+            include_thoughts: true,
         });
+        let generation_config = (thinking_config.is_some() || req.max_output_tokens.is_some())
+            .then_some(GenerationConfig {
+                thinking_config,
+                max_output_tokens: req.max_output_tokens,
+            });
         Ok(Self {
             contents,
             system_instruction,

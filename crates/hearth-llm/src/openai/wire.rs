@@ -33,6 +33,8 @@ pub(crate) struct WireRequest<'a> {
     reasoning: Option<ReasoningConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     include: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
 }
 
 /// One input item.
@@ -238,6 +240,7 @@ impl<'a> WireRequest<'a> {
             } else {
                 Vec::new()
             },
+            max_output_tokens: req.max_output_tokens,
         }
     }
 }
@@ -390,6 +393,7 @@ mod tests {
             messages,
             tools: Vec::new(),
             thinking,
+            max_output_tokens: None,
         }
     }
 
@@ -410,6 +414,16 @@ mod tests {
         assert_eq!(decode_signature(&encode_signature(&two)), two);
         assert!(decode_signature("EqQBsig==").is_empty());
         assert!(decode_signature(r#"{"id":"rs","encrypted_content":""}"#).is_empty());
+    }
+
+    #[test]
+    fn max_output_tokens_is_sent_when_set() {
+        let mut r = req(vec![Message::text(Role::User, "hi")], ThinkingLevel::Off);
+        let v = serde_json::to_value(WireRequest::from_request(&r, "p")).unwrap();
+        assert!(v.get("max_output_tokens").is_none(), "{v}");
+        r.max_output_tokens = Some(321);
+        let v = serde_json::to_value(WireRequest::from_request(&r, "p")).unwrap();
+        assert_eq!(v["max_output_tokens"], 321);
     }
 
     #[test]

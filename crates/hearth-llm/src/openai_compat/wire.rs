@@ -22,6 +22,10 @@ pub(crate) struct WireRequest<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'static str>,
+    /// `max_tokens`: the field every compatible server (Ollama, vLLM, LM
+    /// Studio, LiteLLM, OpenRouter) reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]
@@ -180,6 +184,7 @@ impl<'a> WireRequest<'a> {
             },
             tools,
             reasoning_effort,
+            max_tokens: req.max_output_tokens,
         }
     }
 }

@@ -72,6 +72,7 @@ fn detect_providers(env: &BTreeMap<String, String>) -> Vec<(&'static Detected, P
                 context_window: None,
                 request_timeout_secs: 120,
                 idle_timeout_secs: 90,
+                free: false,
             };
             (d, pc)
         })

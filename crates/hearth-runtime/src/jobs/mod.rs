@@ -137,11 +137,6 @@ impl Runtime {
         Ok(env)
     }
 
-    /// A stream of runtime notices (`job.failed`, ...), for alerts.
-    pub fn subscribe_notices(&self) -> tokio::sync::broadcast::Receiver<Notice> {
-        self.inner.notices.subscribe()
-    }
-
     /// Starts the ticker (called by `start`): a first pass at once, which
     /// catches up what was missed while hearth was down.
     pub(crate) fn start_jobs(&self) {
@@ -289,9 +284,8 @@ impl Runtime {
         let Some(job_id) = env.job_id else { return };
         let code = error.map_or("unknown", |e| e.code.as_str());
         self.inner.notices.publish(Notice {
-            event: JOB_FAILED,
+            event: JOB_FAILED.to_owned(),
             at: now_ms(),
-            summary: format!("job {job_id} failed on {} ({code})", run.thread_key),
             data: json!({
                 "job_id": job_id,
                 "run_id": run.run_id,

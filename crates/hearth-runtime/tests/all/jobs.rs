@@ -185,7 +185,7 @@ async fn a_failed_job_run_publishes_job_failed() {
     ));
     let store = common::store(dir.path());
     let rt = runtime(&store, &fake);
-    let mut notices = rt.subscribe_notices();
+    let mut notices = rt.notices();
     let created = rt
         .create_job(job("every 1h", "api:failing", CatchUp::Latest))
         .await

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod budget;
 mod cancel;
 mod claim;
 mod confirmations;

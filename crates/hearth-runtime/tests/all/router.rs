@@ -50,7 +50,9 @@ async fn runtime(
     let store = common::store(dir);
     let config = hearth_config::load_str(toml, "test", Vec::new()).unwrap();
     let catalog = common::catalog(toml);
-    let mut router = build_router(&config.router, &catalog).unwrap();
+    // `[budget]` in the config: the real pools, for the engine and the router.
+    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices);
+    let mut router = build_router(&config.router, &catalog, budget.clone()).unwrap();
     if let Some(p) = pools {
         router = router.with_pools(p);
     }
@@ -68,6 +70,10 @@ async fn runtime(
         "be brief".into(),
     )
     .with_retry(retry);
+    let engine = match budget {
+        Some(b) => engine.with_budget(b),
+        None => engine,
+    };
     let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
     rt.enable_router(router).await.unwrap();
     rt.start().await.unwrap();
@@ -262,4 +268,37 @@ async fn an_exhausted_pool_removes_its_arms_at_once() {
         "{}",
         err.message
     );
+}
+
+#[tokio::test]
+async fn a_budget_pool_that_runs_out_takes_its_arm_out_of_routing() {
+    let arms = Arms::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The good arm is the clear favourite but its pool takes two requests a
+    // day; the other arm has no pool.
+    let toml = format!(
+        "[llm]\ndefault_model = \"good/m\"\n\
+         [llm.providers.good]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
+         [llm.providers.bad]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
+         [router]\nstrategy = \"learn\"\nseed = 11\n\
+         [[router.arms]]\nmodel = \"bad/m\"\nquality = 0.02\n\
+         [[router.arms]]\nmodel = \"good/m\"\nquality = 0.98\n\
+         [[budget.pools]]\nname = \"good-calls\"\nkind = \"requests\"\nlimit = 2\n\
+         models = [\"good/*\"]\n",
+        arms.good.base_url(),
+        arms.bad.base_url()
+    );
+    let (rt, _store) = runtime(dir.path(), &toml, None).await;
+    let mut models = Vec::new();
+    for i in 0..5 {
+        let env = ask(&rt, "api:pool", &format!("hello {i}")).await;
+        assert_eq!(env.status, RunStatus::Succeeded, "{env:?}");
+        models.push(env.model.unwrap_or_default());
+    }
+    // Two runs on the favourite, then its pool is spent and every run goes
+    // to the arm that can still be afforded, with no refusal.
+    assert_eq!(models, ["good/m", "good/m", "bad/m", "bad/m", "bad/m"]);
+    let status = rt.budget_status();
+    let pool = status.iter().find(|p| p.name == "good-calls").unwrap();
+    assert_eq!(pool.used, 2.0, "{pool:?}");
 }

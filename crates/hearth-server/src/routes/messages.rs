@@ -11,7 +11,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, rfc3339};
 use hearth_runtime::{RunEvents, WaitOutcome};
-use hearth_store::{RunFilter, StepKind};
+use hearth_store::RunFilter;
 use tokio::sync::watch;
 
 use crate::AppState;
@@ -160,12 +160,6 @@ pub async fn run_trace(
                     hearth_store::StepKind::Llm | hearth_store::StepKind::Tool => None,
                 },
                 tokens: s.tokens,
-                // Only the detail of these kinds is meant to be shown; the
-                // rest of a payload holds prompts and tool data.
-                detail: match s.kind {
-                    StepKind::Route => s.payload.get("detail").cloned(),
-                    StepKind::Llm | StepKind::Tool => None,
-                },
             })
             .collect(),
     }))

@@ -5,6 +5,7 @@
 //! one (through `utoipa_axum::routes!`): a route cannot be served without
 //! being documented.
 
+pub mod budget;
 pub mod channels;
 pub mod confirmations;
 pub mod history;
@@ -72,6 +73,7 @@ api! {
     messages::run_trace,
     threads::models,
     usage::usage,
+    budget::budget,
     tools::tools,
     mcp::servers,
     mcp::call,

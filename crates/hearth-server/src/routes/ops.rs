@@ -72,6 +72,9 @@ pub async fn readyz(
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus metrics", content_type = "text/plain")))]
 pub async fn metrics(State(st): State<AppState>) -> Response {
+    // Rolls the budget windows first, so a pool whose window turned over
+    // since its last call does not show the old use.
+    let _ = st.runtime.budget_status();
     let body = st.metrics.as_ref().map(|h| h.render()).unwrap_or_default();
     (
         [(

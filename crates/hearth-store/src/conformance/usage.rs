@@ -11,6 +11,7 @@ use crate::usage::UsageStore;
 pub async fn usage_suite<S: UsageStore + RunStore>(fresh: impl AsyncFn() -> S) {
     model_calls_are_grouped_for_usage(fresh().await).await;
     anonymous_model_calls_count_without_a_run(fresh().await).await;
+    calls_since_lists_each_call_with_its_thread_and_user(fresh().await).await;
 }
 
 fn llm(
@@ -152,4 +153,41 @@ async fn anonymous_model_calls_count_without_a_run<S: UsageStore + RunStore>(sto
         ),
         ("a/m1", 1, 7, 3)
     );
+}
+
+/// Budgets rebuild their use from each call since a time: with its thread
+/// and user, reported tokens (0 when none), oldest first.
+async fn calls_since_lists_each_call_with_its_thread_and_user<S: UsageStore + RunStore>(store: S) {
+    created(&store, "run_c", "t:c").await;
+    store
+        .put_step(llm(
+            "run_c",
+            1,
+            "a/m1",
+            StepStatus::Succeeded,
+            tokens(100, 10, 40),
+        ))
+        .await
+        .unwrap();
+    store
+        .put_step(llm("run_c", 0, "a/m1", StepStatus::Failed, None))
+        .await
+        .unwrap();
+    let calls = store.calls_since(1_700_000_000_000).await.unwrap();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].at, 1_700_000_000_000, "oldest first");
+    assert_eq!(calls[0].input_tokens, 0, "a failed call reported nothing");
+    let c = &calls[1];
+    assert_eq!(
+        (
+            c.model.as_str(),
+            c.thread_key.as_deref(),
+            c.input_tokens,
+            c.output_tokens,
+            c.cached_tokens
+        ),
+        ("a/m1", Some("t:c"), 100, 10, 40)
+    );
+    assert!(c.user_key.is_some(), "the run's user");
+    assert_eq!(store.calls_since(1_700_000_000_001).await.unwrap().len(), 1);
 }

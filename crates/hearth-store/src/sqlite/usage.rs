@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::records::{
     ModelUsage, StepKind, StepRecord, StepStatus, UsageGroup, UsageQuery, UsageRow,
 };
-use crate::usage::UsageStore;
+use crate::usage::{CallUsage, UsageStore};
 
 /// The usage row of a finished model-call step (ids and counts only).
 pub(super) fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
@@ -153,8 +153,40 @@ const USAGE_BY_MODEL: &str = usage_sql!("provider || '/' || model");
 
 const USAGE_BY_DAY: &str = usage_sql!("strftime('%Y-%m-%d', at / 1000, 'unixepoch')");
 
+fn calls_since(db: &mut Db<'_>, since: i64) -> Result<Vec<CallUsage>> {
+    let stmt = db.stmt(
+        "SELECT at, provider || '/' || model, thread_key, user_key, \
+         COALESCE(input_tokens, 0), COALESCE(output_tokens, 0), COALESCE(cached_tokens, 0), \
+         COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0) \
+         FROM llm_calls WHERE at >= ?1 ORDER BY at",
+    )?;
+    let mut found = stmt.query(params![since])?;
+    let mut out = Vec::new();
+    while let Some(row) = found.next()? {
+        let n = |i: usize| -> rusqlite::Result<u64> {
+            Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
+        };
+        out.push(CallUsage {
+            at: row.get(0)?,
+            model: row.get(1)?,
+            thread_key: row.get(2)?,
+            user_key: row.get(3)?,
+            input_tokens: n(4)?,
+            output_tokens: n(5)?,
+            cached_tokens: n(6)?,
+            cache_write_tokens: n(7)?,
+            reasoning_tokens: n(8)?,
+        });
+    }
+    Ok(out)
+}
+
 #[async_trait::async_trait]
 impl UsageStore for SqliteStore {
+    async fn calls_since(&self, since: i64) -> Result<Vec<CallUsage>> {
+        self.read(move |db| calls_since(db, since)).await
+    }
+
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>> {
         let query = query.clone();
         self.read(move |db| usage(db, &query)).await
