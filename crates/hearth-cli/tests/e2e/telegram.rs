@@ -657,3 +657,47 @@ async fn a_grant_in_a_groups_scope_applies_to_runs_in_that_group_only() {
     );
     no_rejections(&s.tg);
 }
+
+#[tokio::test]
+async fn an_incognito_chat_gets_the_confirmation_prompt_and_its_buttons_work() {
+    let s = setup("").await;
+    let r = s
+        .hearth
+        .http
+        .put(s.hearth.at("/v1/threads/telegram:chat:1001/incognito"))
+        .json(&json!({ "enabled": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    let alice = User::new(ALICE);
+    s.tg.push_update(s.tg.private_text(&alice, "forget it"));
+    let ok =
+        s.tg.wait_for(
+            |st| st.visible_in(ALICE).iter().any(|m| !m.buttons.is_empty()),
+            WAIT,
+        )
+        .await;
+    assert!(
+        ok,
+        "no prompt in the incognito chat: {:?}",
+        s.tg.with_state(|st| texts(st, ALICE))
+    );
+    let prompt = s.tg.with_state(|st| {
+        st.visible_in(ALICE)
+            .into_iter()
+            .find(|m| !m.buttons.is_empty())
+            .unwrap()
+            .clone()
+    });
+    let approve = prompt.buttons[0][0].callback_data.clone().unwrap();
+    s.tg.push_update(s.tg.callback_query(&alice, ALICE, prompt.message_id, &approve));
+    wait_text(&s.tg, ALICE, "forgotten").await;
+    no_rejections(&s.tg);
+}
