@@ -701,3 +701,54 @@ async fn an_incognito_chat_gets_the_confirmation_prompt_and_its_buttons_work() {
     wait_text(&s.tg, ALICE, "forgotten").await;
     no_rejections(&s.tg);
 }
+
+#[tokio::test]
+async fn a_resolve_any_grant_in_the_group_lets_another_member_answer() {
+    let s = setup("").await;
+    let group = -100_778;
+    let r = s
+        .hearth
+        .http
+        .post(s.hearth.at("/v1/permissions/grants"))
+        .json(&json!({ "subject": format!("user:telegram:user:{BOB}"),
+                       "capability": "confirmations.resolve_any",
+                       "scope": format!("telegram:chat:{group}") }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let (alice, bob) = (User::new(ALICE), User::new(BOB));
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    s.tg.push_update(s.tg.group_text(group, &alice, "forget it", true));
+    let ok =
+        s.tg.wait_for(
+            |st| st.visible_in(group).iter().any(|m| !m.buttons.is_empty()),
+            WAIT,
+        )
+        .await;
+    assert!(
+        ok,
+        "no prompt: {:?}",
+        s.tg.with_state(|st| texts(st, group))
+    );
+    let prompt = s.tg.with_state(|st| {
+        st.visible_in(group)
+            .into_iter()
+            .find(|m| !m.buttons.is_empty())
+            .unwrap()
+            .clone()
+    });
+    let approve = prompt.buttons[0][0].callback_data.clone().unwrap();
+    s.tg.push_update(s.tg.callback_query(&bob, group, prompt.message_id, &approve));
+    wait_text(&s.tg, group, "forgotten").await;
+    assert!(
+        s.tg.with_state(|st| st.callback_answers().iter().all(|a| !a.show_alert)),
+        "Bob holds the grant in this group and was refused"
+    );
+    no_rejections(&s.tg);
+}
