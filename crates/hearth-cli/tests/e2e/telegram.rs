@@ -752,3 +752,42 @@ async fn a_resolve_any_grant_in_the_group_lets_another_member_answer() {
     );
     no_rejections(&s.tg);
 }
+
+#[tokio::test]
+async fn a_progress_message_left_by_a_killed_process_is_removed_with_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let fake = FakeOpenAi::start().await;
+    let tg = FakeTelegram::start(TOKEN).await;
+    let cfg = config(&fake, &tg, "");
+    let h = start(&home, &cfg).await;
+    // Slow enough that the progress message shows before hearth is killed.
+    fake.push(
+        Reply::text("word ".repeat(100))
+            .in_pieces(200)
+            .with_chunk_delay(Duration::from_millis(50)),
+    );
+    fake.push(Reply::text("answered after the restart"));
+    tg.push_update(tg.private_text(&User::new(ALICE), "take your time"));
+    // Killed once the message was edited: by then its id is stored (right
+    // after it was posted), which the kill cannot be ordered after otherwise.
+    let ok = tg
+        .wait_for(|st| st.calls("editMessageText") >= 1, WAIT)
+        .await;
+    assert!(ok, "no progress message was shown");
+    h.kill().await;
+    let _h = start(&home, &cfg).await;
+    let ok = tg
+        .wait_for(
+            |st| texts(st, ALICE) == ["answered after the restart"],
+            WAIT,
+        )
+        .await;
+    assert!(
+        ok,
+        "the progress message stays beside the answer: {:?}\n{}",
+        tg.with_state(|st| texts(st, ALICE)),
+        std::fs::read_to_string(home.join("serve.log")).unwrap_or_default()
+    );
+    no_rejections(&tg);
+}
