@@ -55,6 +55,11 @@ pub trait Channel: Send + Sync + 'static {
     /// stop.
     fn take_progress(&self, run_id: &str) -> Option<String>;
 
+    /// Takes back what a previous process left that the next answers need
+    /// (the progress messages of runs still unfinished); called once before
+    /// recovered runs execute.
+    async fn restore(&self) {}
+
     /// Checks the token with the platform (`hearth doctor`): a line naming
     /// the bot on success.
     async fn check(&self) -> Result<String, ChannelError>;

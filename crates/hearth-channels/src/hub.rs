@@ -116,6 +116,14 @@ impl Channels {
         self.inner.enabled.is_empty()
     }
 
+    /// Lets every channel take back what a previous process left (see
+    /// [`Channel::restore`]); call before the runtime recovers runs.
+    pub async fn restore(&self) {
+        for e in &self.inner.enabled {
+            e.channel.restore().await;
+        }
+    }
+
     /// Starts every channel's inbound loop and outbox sender. Pending
     /// replies left by a previous process are delivered; no run is executed
     /// again for them.

@@ -3,15 +3,21 @@
 //! if the run takes longer than a moment, one progress message edited as
 //! events arrive (at most one edit per second). Nothing here is journaled:
 //! the durable answer supersedes it, and the answer's outbox items include
-//! the clean-up of the progress message.
+//! the clean-up of the progress message. Only the ids of the progress
+//! messages shown are kept in the store (the channel's `progress` cursor),
+//! so the answer of a run recovered after a restart still cleans up the
+//! message the dead process posted.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hearth_core::{RunEvent, RunEventKind};
 use hearth_runtime::{RunEvents, Runtime};
+use hearth_store::Store;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
+use tracing::warn;
 
 /// How long a run works before a progress message is posted; quicker
 /// answers arrive without one.
@@ -40,31 +46,140 @@ pub trait ProgressSink: Send + Sync + 'static {
     async fn delete(&self, target: &str, message_id: &str);
 }
 
+/// The name of the channel cursor that holds the shown progress messages.
+const CURSOR: &str = "progress";
+
 #[derive(Default)]
 struct Entry {
     message_id: Option<String>,
+    target: String,
     taken: bool,
+}
+
+/// A shown progress message, as stored: `{run_id: {target, message_id}}`.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct Shown {
+    target: String,
+    message_id: String,
+}
+
+/// Where the shown progress messages are kept.
+struct Saved {
+    store: Arc<dyn Store>,
+    channel: &'static str,
+    /// One write at a time, each of the state when it starts, so an older
+    /// state never overwrites a newer one.
+    turn: tokio::sync::Mutex<()>,
 }
 
 /// The progress messages of one channel's running runs.
 #[derive(Default)]
 pub struct Progress {
     runs: Mutex<HashMap<String, Entry>>,
+    saved: Option<Saved>,
 }
 
 impl Progress {
+    /// Progress whose shown messages are kept in `store` as a cursor of
+    /// `channel`, for [`Progress::restore`] after a restart.
+    pub fn durable(store: Arc<dyn Store>, channel: &'static str) -> Self {
+        Self {
+            runs: Mutex::default(),
+            saved: Some(Saved {
+                store,
+                channel,
+                turn: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Entry>) -> T) -> T {
         f(&mut self.runs.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Stops progress for `run_id` and gives the id of its progress message
     /// (to clean up with the answer).
-    pub fn take(&self, run_id: &str) -> Option<String> {
-        self.with(|runs| {
+    pub fn take(self: &Arc<Self>, run_id: &str) -> Option<String> {
+        let taken = self.with(|runs| {
             let entry = runs.get_mut(run_id)?;
             entry.taken = true;
             entry.message_id.take()
-        })
+        });
+        // Called while the answer is being committed (synchronously): the
+        // stored list follows in the background. Should the process die in
+        // between, the message is cleaned up by the run's next answer.
+        if taken.is_some() && self.saved.is_some() {
+            let this = self.clone();
+            tokio::spawn(async move { this.save().await });
+        }
+        taken
+    }
+
+    /// Takes back the progress messages a previous process showed for runs
+    /// that are still unfinished (a recovered run's answer then cleans its
+    /// message up); called before recovered runs execute.
+    pub async fn restore(&self, runtime: &Runtime) {
+        let Some(saved) = &self.saved else { return };
+        let stored = match saved.store.cursor(saved.channel, CURSOR).await {
+            Ok(v) => v,
+            Err(e) => {
+                warn!(channel = saved.channel, error = %e, "could not read the progress messages of the previous process");
+                return;
+            }
+        };
+        let Some(stored) = stored else { return };
+        let shown: BTreeMap<String, Shown> = match serde_json::from_str(&stored) {
+            Ok(v) => v,
+            Err(e) => {
+                warn!(channel = saved.channel, error = %e, "ignoring malformed stored progress messages");
+                BTreeMap::new()
+            }
+        };
+        for (run_id, s) in shown {
+            // Finished runs queued the clean-up with their answer already.
+            let unfinished = runtime
+                .get_run(&run_id)
+                .await
+                .is_ok_and(|env| !env.status.is_terminal());
+            if unfinished {
+                self.with(|runs| {
+                    runs.entry(run_id).or_insert(Entry {
+                        message_id: Some(s.message_id),
+                        target: s.target,
+                        taken: false,
+                    });
+                });
+            }
+        }
+        self.save().await;
+    }
+
+    /// Stores the progress messages shown now.
+    async fn save(&self) {
+        let Some(saved) = &self.saved else { return };
+        let _turn = saved.turn.lock().await;
+        let shown: BTreeMap<String, Shown> = self.with(|runs| {
+            runs.iter()
+                .filter_map(|(run_id, e)| {
+                    let message_id = e.message_id.clone()?;
+                    let shown = Shown {
+                        target: e.target.clone(),
+                        message_id,
+                    };
+                    Some((run_id.clone(), shown))
+                })
+                .collect()
+        });
+        let value = match serde_json::to_string(&shown) {
+            Ok(v) => v,
+            Err(e) => {
+                warn!(channel = saved.channel, error = %e, "could not encode the progress messages");
+                return;
+            }
+        };
+        if let Err(e) = saved.store.set_cursor(saved.channel, CURSOR, &value).await {
+            warn!(channel = saved.channel, error = %e, "could not store the progress messages");
+        }
     }
 
     /// Shows the progress of `run_id` in `target` until the run ends or its
@@ -79,12 +194,20 @@ impl Progress {
         // Registered before the task starts, so an answer queued at once
         // still finds (and stops) it.
         self.with(|runs| {
-            runs.entry(run_id.clone()).or_default();
+            runs.entry(run_id.clone()).or_insert_with(|| Entry {
+                target: target.clone(),
+                ..Entry::default()
+            });
         });
         let this = self.clone();
         tokio::spawn(async move {
             this.show(runtime, &run_id, &target, sink.as_ref()).await;
-            this.with(|runs| runs.remove(&run_id));
+            let dropped = this.with(|runs| runs.remove(&run_id));
+            // A message nobody took (the run's events ended otherwise) is
+            // no longer followed; the stored list forgets it too.
+            if dropped.is_some_and(|e| e.message_id.is_some()) {
+                this.save().await;
+            }
         });
     }
 
@@ -160,6 +283,8 @@ impl Progress {
                 // will clean it up, so remove it now.
                 if orphan {
                     sink.delete(target, &id).await;
+                } else {
+                    self.save().await;
                 }
             }
         }
@@ -284,12 +409,13 @@ mod tests {
 
     #[test]
     fn take_stops_and_hands_over_the_message() {
-        let p = Progress::default();
+        let p = Arc::new(Progress::default());
         p.with(|runs| {
             runs.insert(
                 "r1".into(),
                 Entry {
                     message_id: Some("42".into()),
+                    target: "t".into(),
                     taken: false,
                 },
             );

@@ -453,6 +453,10 @@ pub enum PermissionsCommand {
         /// `global` or a channel's space.
         #[arg(long, default_value = "global")]
         scope: String,
+        /// Role ids the user holds there, comma-separated (a Discord
+        /// member's roles): grants to `role:<id>` count.
+        #[arg(long, default_value = "")]
+        roles: String,
     },
 }
 

@@ -247,6 +247,9 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("reading the bound address")?;
 
+    // Before recovery: a recovered run's answer must find the progress
+    // message the previous process showed, to clean it up.
+    channels.restore().await;
     let recovered = runtime
         .start()
         .await

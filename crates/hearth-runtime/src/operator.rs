@@ -135,12 +135,14 @@ impl Runtime {
             .await?)
     }
 
-    /// Whether `user_key` holds `capability` in `scope` (and its parents)
-    /// under `policy`.
+    /// Whether `user_key`, holding `roles` (a Discord member's role ids;
+    /// grants to `role:<id>` count), holds `capability` in `scope` (and its
+    /// parents) under `policy`.
     pub async fn check_permission(
         &self,
         policy: &PolicyConfig,
         user_key: &str,
+        roles: &[String],
         capability: &str,
         scope: &str,
     ) -> Result<PermissionCheck> {
@@ -148,11 +150,11 @@ impl Runtime {
         let grants = self
             .inner
             .store
-            .grants_for(&subjects(user_key, &[]), &chain)
+            .grants_for(&subjects(user_key, roles), &chain)
             .await?;
         let d = match self.extra_capabilities().get(capability) {
-            Some(least) => decide_extra(policy, user_key, &[], capability, *least, &grants),
-            None => decide(policy, user_key, &[], capability, &grants),
+            Some(least) => decide_extra(policy, user_key, roles, capability, *least, &grants),
+            None => decide(policy, user_key, roles, capability, &grants),
         };
         Ok(PermissionCheck {
             allowed: d.allowed,

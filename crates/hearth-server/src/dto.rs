@@ -467,6 +467,9 @@ pub struct CheckParams {
     pub capability: Option<String>,
     /// `global` (the default) or a channel's space.
     pub scope: Option<String>,
+    /// Role ids the user holds, comma-separated (a Discord member's roles
+    /// in the guild named by `scope`): grants to `role:<id>` count.
+    pub roles: Option<String>,
 }
 
 /// `GET /v1/permissions/check`

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{RunError, RunEventKind, now_ms};
-use hearth_store::ConfirmationStore;
+use hearth_store::{ChannelStore, ConfirmationStore};
 use hearth_store::{ConfirmationRecord, ConfirmationState, StoreError};
 use hearth_tools::ToolClass;
 use serde_json::{Value, json};
@@ -95,7 +95,13 @@ impl Engine {
             );
             clock.pause();
         };
-        let rec = await_answer(store, &self.hub, input, call_id, question, asked).await?;
+        // An incognito run's question lives in memory; its chat prompt is
+        // queued on disk after it (as its answer is), or the chat never sees
+        // buttons and the run waits out the TTL.
+        let outbox = input
+            .incognito
+            .then(|| self.store.as_ref() as &dyn ChannelStore);
+        let rec = await_answer(store, outbox, &self.hub, input, call_id, question, asked).await?;
         clock.resume();
         let why = match (rec.state, rec.resolved_by.as_deref()) {
             (ConfirmationState::Approved, _) => return Ok(None),
@@ -134,9 +140,12 @@ impl Engine {
 
 /// Stores the question of call `call_id` (or finds the one asked before a
 /// restart), tells `asked` while it is pending, and waits for its answer or
-/// its expiry. Returns the answered (or expired) record.
+/// its expiry. Returns the answered (or expired) record. The chat prompt
+/// commits with the question, or goes to `outbox` right after when given
+/// (the question is in a store in memory, the outbox on disk).
 async fn await_answer(
     store: &dyn ConfirmationStore,
+    outbox: Option<&dyn ChannelStore>,
     hub: &Arc<ConfirmationHub>,
     input: &RunInput,
     call_id: &str,
@@ -152,17 +161,33 @@ async fn await_answer(
         None => {
             let (rec, token) = question()?;
             let prompt = match &input.replies {
-                Some(replies) if !input.incognito => replies.on_confirmation(&rec, &token),
-                _ => Vec::new(),
+                Some(replies) => replies.on_confirmation(&rec, &token),
+                None => Vec::new(),
             };
             let channels: Vec<String> = prompt.iter().map(|p| p.channel.clone()).collect();
-            let stored = store.request_confirmation(rec.clone(), prompt).await?;
+            let (with_question, after) = match outbox {
+                Some(_) => (Vec::new(), prompt),
+                None => (prompt, Vec::new()),
+            };
+            let stored = store
+                .request_confirmation(rec.clone(), with_question)
+                .await?;
+            let fresh = stored.token_hash == rec.token_hash;
+            // Queued only for a question this call stored: one found already
+            // there was prompted by whoever stored it.
+            if let Some(outbox) = outbox
+                && fresh
+                && !after.is_empty()
+                && let Err(e) = outbox.enqueue_outbox(after, now_ms()).await
+            {
+                tracing::warn!(run_id = %input.run_id, error = %e, "could not queue the confirmation prompt of an incognito run");
+            }
             if let Some(replies) = &input.replies {
                 for channel in &channels {
                     replies.committed(channel);
                 }
             }
-            let token = (stored.token_hash == rec.token_hash).then_some(token);
+            let token = fresh.then_some(token);
             (stored, token)
         }
     };
@@ -312,7 +337,7 @@ mod tests {
         };
         let answer = tokio::time::timeout(
             Duration::from_secs(10),
-            await_answer(&store, &hub, &input, "c1", question, |_, _| {}),
+            await_answer(&store, None, &hub, &input, "c1", question, |_, _| {}),
         )
         .await
         .expect("the run slept through the answer (lost wake-up)");

@@ -222,7 +222,7 @@ async fn command(
                 let text = cancel(dc, &thread).await?;
                 public(dc, i, text).await;
             }
-            Some("stats") => stats::command(dc, i).await?,
+            Some("stats") => stats::command(dc, i, actor).await?,
             _ => private(dc, i, "Use /agent cancel or /agent stats.").await,
         },
         _ => private(dc, i, "This command is no longer supported.").await,

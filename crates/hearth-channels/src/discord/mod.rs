@@ -113,6 +113,7 @@ impl Discord {
             .as_ref()
             .map(|t| Api::new(client, &config.api_base, &t.0))
             .map_err(Clone::clone);
+        let progress = Arc::new(Progress::durable(store.clone(), "discord"));
         Arc::new(Self {
             config,
             token,
@@ -121,7 +122,7 @@ impl Discord {
             store,
             access,
             health: Health::default(),
-            progress: Arc::new(Progress::default()),
+            progress,
             me: OnceLock::new(),
             owners: Mutex::default(),
             footers: Mutex::default(),
@@ -221,6 +222,10 @@ impl Channel for Discord {
 
     fn take_progress(&self, run_id: &str) -> Option<String> {
         self.progress.take(run_id)
+    }
+
+    async fn restore(&self) {
+        self.progress.restore(&self.runtime).await;
     }
 
     async fn check(&self) -> Result<String, ChannelError> {

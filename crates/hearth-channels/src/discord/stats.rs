@@ -5,8 +5,8 @@
 use hearth_core::{RunStatus, now_ms};
 use hearth_store::RunStats;
 
-use super::interactions::private;
-use super::types::Interaction;
+use super::interactions::{is_guild_admin, private};
+use super::types::{Interaction, User};
 use super::{Discord, guild_scope, is_snowflake};
 use crate::error::ChannelError;
 
@@ -17,12 +17,27 @@ const WINDOWS: [(&str, i64); 3] = [
     ("Last 7 days", 7 * 86_400_000),
 ];
 
-/// Answers `/agent stats` privately to the member who asked.
-pub(super) async fn command(dc: &Discord, i: &Interaction) -> Result<(), ChannelError> {
+/// Answers `/agent stats` privately to the member who asked, when they are
+/// an admin of the guild (its owner, or Administrator): the guild's run
+/// health is the admins' business, not every member's.
+pub(super) async fn command(
+    dc: &Discord,
+    i: &Interaction,
+    actor: &User,
+) -> Result<(), ChannelError> {
     let Some(guild) = i.guild_id.as_deref().filter(|g| is_snowflake(g)) else {
         private(dc, i, "Use this command in a server.").await;
         return Ok(());
     };
+    if !is_guild_admin(dc, i, actor) {
+        private(
+            dc,
+            i,
+            "Only server admins (the owner, or members with Administrator) can see this server's run health.",
+        )
+        .await;
+        return Ok(());
+    }
     let scope = guild_scope(guild);
     let now = now_ms();
     let mut lines = vec!["Runs asked in this server:".to_owned()];

@@ -151,6 +151,7 @@ impl Slack {
         let api = bot_token
             .map(|t| Api::new(client, &config.api_base, t))
             .map_err(|e| e.to_string());
+        let progress = Arc::new(Progress::durable(store.clone(), "slack"));
         Arc::new(Self {
             config,
             api,
@@ -160,7 +161,7 @@ impl Slack {
             store,
             access,
             health: Health::default(),
-            progress: Arc::new(Progress::default()),
+            progress,
             me: OnceLock::new(),
             wake: Arc::new(tokio::sync::Notify::new()),
         })
@@ -262,6 +263,10 @@ impl Channel for Slack {
 
     fn take_progress(&self, run_id: &str) -> Option<String> {
         self.progress.take(run_id)
+    }
+
+    async fn restore(&self) {
+        self.progress.restore(&self.runtime).await;
     }
 
     async fn check(&self) -> Result<String, ChannelError> {

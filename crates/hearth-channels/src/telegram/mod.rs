@@ -90,6 +90,7 @@ impl Telegram {
         let api = token
             .map(|t| Api::new(client, &config.api_base, t))
             .map_err(|e| e.to_string());
+        let progress = Arc::new(Progress::durable(store.clone(), "telegram"));
         Arc::new(Self {
             config,
             api,
@@ -98,7 +99,7 @@ impl Telegram {
             store,
             access,
             health: Health::default(),
-            progress: Arc::new(Progress::default()),
+            progress,
             me: OnceLock::new(),
             wake: Arc::new(tokio::sync::Notify::new()),
         })
@@ -159,6 +160,10 @@ impl Channel for Telegram {
 
     fn take_progress(&self, run_id: &str) -> Option<String> {
         self.progress.take(run_id)
+    }
+
+    async fn restore(&self) {
+        self.progress.restore(&self.runtime).await;
     }
 
     fn scope_of(&self, thread_key: &str) -> Option<String> {

@@ -74,13 +74,15 @@ pub(super) async fn permissions(
             user_key,
             capability,
             scope,
+            roles,
         } => {
             let c: CheckResult = api
                 .get(&format!(
-                    "/v1/permissions/check?user_key={}&capability={}&scope={}",
+                    "/v1/permissions/check?user_key={}&capability={}&scope={}&roles={}",
                     enc(&user_key),
                     enc(&capability),
-                    enc(&scope)
+                    enc(&scope),
+                    enc(&roles)
                 ))
                 .await?;
             if json_out {

@@ -661,9 +661,17 @@ async fn agent_stats_reports_the_runs_of_its_guild_only() {
     s.dc.wait_messages(3).await;
     // The answer is posted once the run's end is stored.
     let stats = json!({ "name": "agent", "options": [{ "name": "stats", "type": 1 }] });
+    // A member who is not an admin of the guild sees no guild-wide health.
+    let refused =
+        s.dc.interaction(2, GENERAL, Some(GUILD), CAROL, stats.clone(), None);
+    let body = callback_of(&s.dc, &refused, 1).await;
+    assert_eq!(body["data"]["flags"], 64, "{body}");
+    assert!(!text(&body).contains("runs"), "{body}");
+    assert!(text(&body).contains("server admins"), "{body}");
+    s.dc.set_member_permissions("8");
     let here =
         s.dc.interaction(2, GENERAL, Some(GUILD), CAROL, stats.clone(), None);
-    let body = callback_of(&s.dc, &here, 1).await;
+    let body = callback_of(&s.dc, &here, 2).await;
     assert_eq!(body["data"]["flags"], 64, "{body}");
     let lines: Vec<&str> = text(&body).lines().collect();
     assert_eq!(lines.len(), 4, "{body}");
@@ -675,13 +683,13 @@ async fn agent_stats_reports_the_runs_of_its_guild_only() {
     }
     let there =
         s.dc.interaction(2, OTHER, Some(OTHER_GUILD), CAROL, stats.clone(), None);
-    let body = callback_of(&s.dc, &there, 2).await;
+    let body = callback_of(&s.dc, &there, 3).await;
     assert!(
         text(&body).contains("Last hour: 1 run (1 succeeded)"),
         "{body}"
     );
     let dm = s.dc.interaction(2, DM, None, ALICE, stats, None);
-    let body = callback_of(&s.dc, &dm, 3).await;
+    let body = callback_of(&s.dc, &dm, 4).await;
     assert_eq!(text(&body), "Use this command in a server.");
     no_violations(&s.dc);
 }

@@ -226,6 +226,63 @@ async fn grants_checks_and_the_audit_log() {
 }
 
 #[tokio::test]
+async fn a_check_can_name_the_members_roles_in_a_guild() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let (s, _) = grant(
+        &h,
+        json!({ "subject": "role:777", "capability": "jobs.manage", "scope": "discord:guild:42" }),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let path = |extra: &str| {
+        format!("/v1/permissions/check?user_key=discord:user:5&capability=jobs.manage{extra}")
+    };
+    let (s, v) = h.get(&path("&scope=discord:guild:42&roles=1,777")).await;
+    assert_eq!(
+        (s, v),
+        (200, json!({ "allowed": true, "via": "grant" })),
+        "a member with the role, in the guild"
+    );
+    for extra in [
+        "&scope=discord:guild:42",
+        "&roles=777",
+        "&scope=discord:guild:43&roles=777",
+    ] {
+        let (s, v) = h.get(&path(extra)).await;
+        assert_eq!(
+            (s, v),
+            (200, json!({ "allowed": false, "via": null })),
+            "{extra}"
+        );
+    }
+    let (code, out, err) = hearth(
+        &h,
+        &[
+            "permissions",
+            "check",
+            "discord:user:5",
+            "jobs.manage",
+            "--scope",
+            "discord:guild:42",
+            "--roles",
+            "1,777",
+        ],
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "allowed (via grant)"), "{err}");
+    for bad in ["&roles=1,,2", "&roles=a%0Ab"] {
+        let (s, v) = h.get(&path(bad)).await;
+        assert_eq!(
+            (s, v["error"]["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{bad}: {v}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn permission_and_audit_commands() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();

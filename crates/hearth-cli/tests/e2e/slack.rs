@@ -384,6 +384,46 @@ async fn confirmation_buttons_count_only_for_the_asking_user() {
     no_violations(&s.slack);
 }
 
+#[tokio::test]
+async fn a_resolve_any_grant_in_the_team_lets_another_member_answer() {
+    let s = socket().await;
+    let r = s
+        .hearth
+        .http
+        .post(s.hearth.at("/v1/permissions/grants"))
+        .json(&json!({ "subject": format!("user:slack:user:{BOB}"),
+                       "capability": "confirmations.resolve_any", "scope": "slack:team:TFAKE" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    let root = "1700000000.000300";
+    s.slack
+        .push_event("Ev62", mention(ALICE, "CTEAM", root, None, "forget it"));
+    let prompt = s.slack.wait_posted("Approve this action?", WAIT).await;
+    let approve = prompt.blocks[1]["elements"][0].clone();
+    s.slack.push_envelope(
+        "interactive",
+        json!({ "type": "block_actions", "user": { "id": BOB, "team_id": "TFAKE" },
+                "team": { "id": "TFAKE" }, "channel": { "id": "CTEAM" },
+                "message": { "ts": prompt.ts, "text": prompt.text, "thread_ts": root },
+                "actions": [{ "action_id": "hearth_confirm_approve", "value": approve["value"], "type": "button" }],
+                "response_url": s.slack.response_url("t-bob"), "trigger_id": "t-bob" }),
+    );
+    s.slack.wait_posted("forgotten", WAIT).await;
+    assert!(
+        s.slack.calls("chat.postEphemeral").is_empty(),
+        "Bob holds the grant in this workspace and was refused"
+    );
+    no_violations(&s.slack);
+}
+
 /// POSTs `body` to hearth's events route signed with `secret` at `ts`.
 async fn post_signed(
     h: &Hearth,

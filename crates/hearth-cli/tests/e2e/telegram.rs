@@ -657,3 +657,137 @@ async fn a_grant_in_a_groups_scope_applies_to_runs_in_that_group_only() {
     );
     no_rejections(&s.tg);
 }
+
+#[tokio::test]
+async fn an_incognito_chat_gets_the_confirmation_prompt_and_its_buttons_work() {
+    let s = setup("").await;
+    let r = s
+        .hearth
+        .http
+        .put(s.hearth.at("/v1/threads/telegram:chat:1001/incognito"))
+        .json(&json!({ "enabled": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    let alice = User::new(ALICE);
+    s.tg.push_update(s.tg.private_text(&alice, "forget it"));
+    let ok =
+        s.tg.wait_for(
+            |st| st.visible_in(ALICE).iter().any(|m| !m.buttons.is_empty()),
+            WAIT,
+        )
+        .await;
+    assert!(
+        ok,
+        "no prompt in the incognito chat: {:?}",
+        s.tg.with_state(|st| texts(st, ALICE))
+    );
+    let prompt = s.tg.with_state(|st| {
+        st.visible_in(ALICE)
+            .into_iter()
+            .find(|m| !m.buttons.is_empty())
+            .unwrap()
+            .clone()
+    });
+    let approve = prompt.buttons[0][0].callback_data.clone().unwrap();
+    s.tg.push_update(s.tg.callback_query(&alice, ALICE, prompt.message_id, &approve));
+    wait_text(&s.tg, ALICE, "forgotten").await;
+    no_rejections(&s.tg);
+}
+
+#[tokio::test]
+async fn a_resolve_any_grant_in_the_group_lets_another_member_answer() {
+    let s = setup("").await;
+    let group = -100_778;
+    let r = s
+        .hearth
+        .http
+        .post(s.hearth.at("/v1/permissions/grants"))
+        .json(&json!({ "subject": format!("user:telegram:user:{BOB}"),
+                       "capability": "confirmations.resolve_any",
+                       "scope": format!("telegram:chat:{group}") }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let (alice, bob) = (User::new(ALICE), User::new(BOB));
+    s.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    s.fake.push(Reply::text("forgotten"));
+    s.tg.push_update(s.tg.group_text(group, &alice, "forget it", true));
+    let ok =
+        s.tg.wait_for(
+            |st| st.visible_in(group).iter().any(|m| !m.buttons.is_empty()),
+            WAIT,
+        )
+        .await;
+    assert!(
+        ok,
+        "no prompt: {:?}",
+        s.tg.with_state(|st| texts(st, group))
+    );
+    let prompt = s.tg.with_state(|st| {
+        st.visible_in(group)
+            .into_iter()
+            .find(|m| !m.buttons.is_empty())
+            .unwrap()
+            .clone()
+    });
+    let approve = prompt.buttons[0][0].callback_data.clone().unwrap();
+    s.tg.push_update(s.tg.callback_query(&bob, group, prompt.message_id, &approve));
+    wait_text(&s.tg, group, "forgotten").await;
+    assert!(
+        s.tg.with_state(|st| st.callback_answers().iter().all(|a| !a.show_alert)),
+        "Bob holds the grant in this group and was refused"
+    );
+    no_rejections(&s.tg);
+}
+
+#[tokio::test]
+async fn a_progress_message_left_by_a_killed_process_is_removed_with_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let fake = FakeOpenAi::start().await;
+    let tg = FakeTelegram::start(TOKEN).await;
+    let cfg = config(&fake, &tg, "");
+    let h = start(&home, &cfg).await;
+    // Slow enough that the progress message shows before hearth is killed.
+    fake.push(
+        Reply::text("word ".repeat(100))
+            .in_pieces(200)
+            .with_chunk_delay(Duration::from_millis(50)),
+    );
+    fake.push(Reply::text("answered after the restart"));
+    tg.push_update(tg.private_text(&User::new(ALICE), "take your time"));
+    // Killed once the message was edited: by then its id is stored (right
+    // after it was posted), which the kill cannot be ordered after otherwise.
+    let ok = tg
+        .wait_for(|st| st.calls("editMessageText") >= 1, WAIT)
+        .await;
+    assert!(ok, "no progress message was shown");
+    h.kill().await;
+    let _h = start(&home, &cfg).await;
+    let ok = tg
+        .wait_for(
+            |st| texts(st, ALICE) == ["answered after the restart"],
+            WAIT,
+        )
+        .await;
+    assert!(
+        ok,
+        "the progress message stays beside the answer: {:?}\n{}",
+        tg.with_state(|st| texts(st, ALICE)),
+        std::fs::read_to_string(home.join("serve.log")).unwrap_or_default()
+    );
+    no_rejections(&tg);
+}

@@ -31,6 +31,30 @@ fn scope_of(scope: Option<String>) -> Result<String, ApiError> {
     Ok(scope)
 }
 
+/// Most role ids a check names (a Discord member has at most 250 roles).
+const MAX_ROLES: usize = 250;
+
+/// The role ids of a check's comma-separated `roles`, each valid as a grant's
+/// `role:<id>` subject; none when absent or empty.
+fn roles_of(roles: Option<&str>) -> Result<Vec<String>, ApiError> {
+    let Some(roles) = roles.filter(|r| !r.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<String> = roles.split(',').map(str::to_owned).collect();
+    if ids.len() > MAX_ROLES {
+        return Err(ApiError::InvalidRequest(format!(
+            "roles names {} role ids; at most {MAX_ROLES}",
+            ids.len()
+        )));
+    }
+    for id in &ids {
+        parse_subject(&format!("role:{id}")).map_err(|e| {
+            ApiError::InvalidRequest(format!("roles: {e}; give role ids separated by commas"))
+        })?;
+    }
+    Ok(ids)
+}
+
 /// The prefix of an MCP server's capability.
 const MCP_PREFIX: &str = "mcp.";
 
@@ -191,9 +215,10 @@ pub async fn check(
         Err(e) => return Err(e.into()),
     };
     let scope = scope_of(q.scope)?;
+    let roles = roles_of(q.roles.as_deref())?;
     let d = st
         .runtime
-        .check_permission(&st.policy, &user_key, capability, &scope)
+        .check_permission(&st.policy, &user_key, &roles, capability, &scope)
         .await?;
     Ok(Json(CheckResult {
         allowed: d.allowed,
