@@ -10,6 +10,13 @@
 //!
 //! Usage: hearth-load [--bin-dir target/release] [--secs 10] [--concurrency 1,16,64]
 //!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4] [--openai]
+//!        [--extra-toml FILE]
+//!
+//! `--extra-toml FILE` appends FILE to every hearth.toml the driver writes
+//! (`FAKE_URL` in it becomes the fake provider's address):
+//! e.g. `[router] strategy = "learn"` with arms and a budget pool, to compare
+//! the router and budgets against the default fixed model
+//! (`crates/hearth-bench/learn-pool.toml`).
 //!
 //! `--openai` drives the same server through `/openai/v1/chat/completions`
 //! too (non-streaming, a new `user`, so a new thread, per message), for the
@@ -39,6 +46,8 @@ struct Args {
     strict_concurrency: Vec<usize>,
     emulate_fsync_ms: Option<u64>,
     openai: bool,
+    /// TOML appended to every hearth.toml the driver writes.
+    extra_toml: String,
 }
 
 /// Which endpoint a load level drives.
@@ -58,6 +67,7 @@ fn parse_args() -> Result<Args> {
         strict_concurrency: vec![16, 64],
         emulate_fsync_ms: None,
         openai: false,
+        extra_toml: String::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -69,6 +79,11 @@ fn parse_args() -> Result<Args> {
             "--strict-concurrency" => a.strict_concurrency = list(&val()?)?,
             "--emulate-fsync-ms" => a.emulate_fsync_ms = Some(val()?.parse()?),
             "--openai" => a.openai = true,
+            "--extra-toml" => {
+                let path = val()?;
+                a.extra_toml = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading --extra-toml {path}"))?;
+            }
             other => bail!("unknown argument {other}; see the doc at the top of hearth-load"),
         }
     }
@@ -220,6 +235,7 @@ async fn start_hearth(
     fake_url: &str,
     strict: bool,
     preload: Option<(&Path, u64)>,
+    extra_toml: &str,
 ) -> Result<Server> {
     std::fs::create_dir_all(home)?;
     set_private(home)?;
@@ -230,6 +246,8 @@ async fn start_hearth(
     if strict {
         cfg.push_str("[store]\ndurability = \"strict\"\n");
     }
+    // The fake provider's address is known only now.
+    cfg.push_str(&extra_toml.replace("FAKE_URL", fake_url));
     // Written before the clock starts: the measured start-up is hearth's own
     // (home check, config, store creation and migration, listener).
     std::fs::write(home.join("hearth.toml"), cfg)?;
@@ -511,6 +529,7 @@ async fn main() -> Result<()> {
             &fake_url,
             false,
             None,
+            &args.extra_toml,
         )
         .await?;
         startups.push(s.startup.as_micros() as u64);
@@ -523,7 +542,15 @@ async fn main() -> Result<()> {
         startups[4] as f64 / 1000.0
     );
 
-    let normal = start_hearth(&args.bin_dir, &tmp.join("normal"), &fake_url, false, None).await?;
+    let normal = start_hearth(
+        &args.bin_dir,
+        &tmp.join("normal"),
+        &fake_url,
+        false,
+        None,
+        &args.extra_toml,
+    )
+    .await?;
     let pid = normal.proc.0.id();
     tokio::time::sleep(Duration::from_secs(2)).await;
     println!(
@@ -560,8 +587,15 @@ async fn main() -> Result<()> {
     let rate = fsync_rate(&tmp)?;
     println!("\nthis disk: {rate:.0} fsyncs/s (4 KiB write + fdatasync, 2 s)");
     if !args.strict_concurrency.is_empty() {
-        let strict =
-            start_hearth(&args.bin_dir, &tmp.join("strict"), &fake_url, true, None).await?;
+        let strict = start_hearth(
+            &args.bin_dir,
+            &tmp.join("strict"),
+            &fake_url,
+            true,
+            None,
+            &args.extra_toml,
+        )
+        .await?;
         let pid = strict.proc.0.id();
         let mut levels = Vec::new();
         for &c in &args.strict_concurrency {
@@ -592,7 +626,15 @@ async fn main() -> Result<()> {
         std::fs::create_dir_all(&home)?;
         let emulated = fsync_rate_with(&lib, ms, &home)?;
         println!("\nemulated slow disk: +{ms} ms per fsync, measured {emulated:.0} fsyncs/s");
-        let strict = start_hearth(&args.bin_dir, &home, &fake_url, true, Some((&lib, ms))).await?;
+        let strict = start_hearth(
+            &args.bin_dir,
+            &home,
+            &fake_url,
+            true,
+            Some((&lib, ms)),
+            &args.extra_toml,
+        )
+        .await?;
         let pid = strict.proc.0.id();
         let mut levels = Vec::new();
         for &c in &args.strict_concurrency {
