@@ -3,7 +3,7 @@
 //! arrive and are acknowledged; repeated failures make it `degraded` until a
 //! call succeeds again.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use hearth_core::{Timestamp, now_ms};
 
@@ -54,10 +54,21 @@ struct Inner {
     last_event_at: Option<Timestamp>,
 }
 
+/// Called with the last error when a channel becomes degraded.
+pub type OnDegraded = Box<dyn Fn(&str) + Send + Sync>;
+
 /// Shared, updated by the channel's loops.
-#[derive(Debug)]
 pub struct Health {
     inner: Mutex<Inner>,
+    on_degraded: OnceLock<OnDegraded>,
+}
+
+impl std::fmt::Debug for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Health")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Health {
@@ -69,6 +80,7 @@ impl Default for Health {
                 last_error: None,
                 last_event_at: None,
             }),
+            on_degraded: OnceLock::new(),
         }
     }
 }
@@ -98,13 +110,24 @@ impl Health {
         });
     }
 
+    /// Calls `hook` each time the channel becomes degraded (once per
+    /// stretch of failures, not per failure). Set once; a second hook is
+    /// ignored.
+    pub fn on_degraded(&self, hook: OnDegraded) {
+        let _ = self.on_degraded.set(hook);
+    }
+
     /// A platform call failed with `error` (already free of secrets).
     pub fn failed(&self, error: impl Into<String>) {
         let error = error.into();
-        self.with(|h| {
+        let became_degraded = self.with(|h| {
             h.failures = h.failures.saturating_add(1);
-            h.last_error = Some(error);
+            h.last_error = Some(error.clone());
+            h.failures == DEGRADED_AFTER
         });
+        if became_degraded && let Some(hook) = self.on_degraded.get() {
+            hook(&error);
+        }
     }
 
     /// The current snapshot.
@@ -146,5 +169,27 @@ mod tests {
         assert_eq!(s.state, ChannelState::Connected);
         assert!(s.last_event_at.is_some());
         assert_eq!(s.last_error, None);
+    }
+
+    #[test]
+    fn the_degraded_hook_runs_once_per_stretch_of_failures() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let h = Health::default();
+        let calls = Arc::new(AtomicU32::new(0));
+        let seen = calls.clone();
+        h.on_degraded(Box::new(move |e| {
+            assert_eq!(e, "HTTP 502");
+            seen.fetch_add(1, Ordering::SeqCst);
+        }));
+        for _ in 0..DEGRADED_AFTER * 3 {
+            h.failed("HTTP 502");
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        h.ok();
+        for _ in 0..DEGRADED_AFTER {
+            h.failed("HTTP 502");
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 }

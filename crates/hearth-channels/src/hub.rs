@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{RunStatus, Timestamp, now_ms};
+use hearth_runtime::{Notice, Notices};
 use hearth_store::{
     ConfirmationRecord, NewOutboxItem, OutboxItem, OutboxKind, OutboxStatus, PairingRecord,
     ReplyRouter, RunEnd, Store,
@@ -18,6 +19,9 @@ use crate::channel::Channel;
 use crate::error::ChannelError;
 use crate::health::ChannelState;
 use crate::payload::{ConfirmButtons, Payload};
+
+/// `channel.degraded`: a channel failed repeatedly. `data`: `{"channel", "error"}`.
+pub const CHANNEL_DEGRADED: &str = "channel.degraded";
 
 /// Every channel hearth knows, enabled or not, in API order.
 pub const NAMES: [&str; 3] = ["telegram", "discord", "slack"];
@@ -71,6 +75,7 @@ struct Inner {
     store: Arc<dyn Store>,
     enabled: Vec<Enabled>,
     max_age: Duration,
+    notices: Notices,
     stop: CancellationToken,
 }
 
@@ -83,22 +88,40 @@ pub struct Channels {
 impl Channels {
     /// No channel enabled.
     pub fn none(store: Arc<dyn Store>) -> Self {
-        Self::new(store, Vec::new(), Duration::from_secs(24 * 3600))
+        Self::new(
+            store,
+            Vec::new(),
+            Duration::from_secs(24 * 3600),
+            Notices::default(),
+        )
     }
 
     /// The enabled `channels`, each with its access rules; undelivered
-    /// replies fail after `max_age`.
+    /// replies fail after `max_age`. A channel becoming degraded and a reply
+    /// that fails are published on `notices` (`channel.degraded`,
+    /// `outbox.failed`).
     pub fn new(
         store: Arc<dyn Store>,
         channels: Vec<(Arc<dyn Channel>, Access)>,
         max_age: Duration,
+        notices: Notices,
     ) -> Self {
         let enabled = channels
             .into_iter()
-            .map(|(channel, access)| Enabled {
-                wake: channel.outbox_wake(),
-                channel,
-                access,
+            .map(|(channel, access)| {
+                let (name, bus) = (channel.name(), notices.clone());
+                channel.health().on_degraded(Box::new(move |error| {
+                    bus.publish(Notice {
+                        event: CHANNEL_DEGRADED.to_owned(),
+                        at: now_ms(),
+                        data: serde_json::json!({ "channel": name, "error": error }),
+                    });
+                }));
+                Enabled {
+                    wake: channel.outbox_wake(),
+                    channel,
+                    access,
+                }
             })
             .collect();
         Self {
@@ -106,6 +129,7 @@ impl Channels {
                 store,
                 enabled,
                 max_age,
+                notices,
                 stop: CancellationToken::new(),
             }),
         }
@@ -136,6 +160,7 @@ impl Channels {
                 self.inner.store.clone(),
                 e.wake.clone(),
                 self.inner.max_age,
+                self.inner.notices.clone(),
                 stop,
             ));
             tracing::info!(channel = e.channel.name(), "channel started");
@@ -166,6 +191,29 @@ impl Channels {
             .enabled
             .iter()
             .find_map(|e| e.channel.target_of(thread_key).map(|t| (e, t)))
+    }
+
+    /// Queues `payload` for the conversation of `thread_key` on whichever
+    /// channel owns it, and wakes that channel's sender. False when no
+    /// enabled channel owns the thread.
+    pub async fn queue_to_thread(
+        &self,
+        thread_key: &str,
+        mut payload: Payload,
+    ) -> Result<bool, ChannelError> {
+        let Some((e, target)) = self.owner(thread_key) else {
+            return Ok(false);
+        };
+        payload.reply_to = e.channel.reply_to_of(thread_key);
+        crate::outbox::queue_notice(
+            self.inner.store.as_ref(),
+            &e.wake,
+            e.channel.name(),
+            &target,
+            &payload,
+        )
+        .await?;
+        Ok(true)
     }
 
     /// Every channel with its state.

@@ -9,6 +9,7 @@
 //! conversation, by one sender per channel ([`outbox`]).
 
 pub mod access;
+pub mod alerts;
 pub mod backoff;
 pub mod channel;
 #[cfg(feature = "discord")]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{Timestamp, now_ms};
+use hearth_runtime::{Notice, Notices};
 use hearth_store::{OutboxItem, Store};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
@@ -53,12 +54,18 @@ pub async fn queue_notice(
     Ok(())
 }
 
-/// Runs `channel`'s sender until `stop`.
+/// `outbox.failed`: an item ended `failed`. `data`:
+/// `{"id", "channel", "target", "kind", "run_id", "error"}`.
+pub const OUTBOX_FAILED: &str = "outbox.failed";
+
+/// Runs `channel`'s sender until `stop`; items that fail are published on
+/// `notices` as `outbox.failed` (alerts themselves excepted).
 pub async fn run_sender(
     channel: Arc<dyn Channel>,
     store: Arc<dyn Store>,
     wake: Arc<Notify>,
     max_age: Duration,
+    notices: Notices,
     stop: CancellationToken,
 ) {
     let name = channel.name();
@@ -104,9 +111,9 @@ pub async fn run_sender(
         }
         let mut round = JoinSet::new();
         for item in due {
-            let (channel, store) = (channel.clone(), store.clone());
+            let (channel, store, notices) = (channel.clone(), store.clone(), notices.clone());
             round.spawn(async move {
-                deliver_one(channel.as_ref(), store.as_ref(), item, max_age_ms).await
+                deliver_one(channel.as_ref(), store.as_ref(), &notices, item, max_age_ms).await
             });
         }
         while round.join_next().await.is_some() {}
@@ -131,9 +138,17 @@ async fn refresh_gauge(name: &'static str, store: &dyn Store) {
 }
 
 /// Delivers one item and records what happened.
-async fn deliver_one(channel: &dyn Channel, store: &dyn Store, item: OutboxItem, max_age_ms: i64) {
+async fn deliver_one(
+    channel: &dyn Channel,
+    store: &dyn Store,
+    notices: &Notices,
+    item: OutboxItem,
+    max_age_ms: i64,
+) {
     let name = channel.name();
-    let outcome = match Payload::from_json(&item.payload) {
+    let payload = Payload::from_json(&item.payload);
+    let is_alert = payload.as_ref().is_ok_and(|p| p.alert);
+    let outcome = match payload {
         Ok(payload) => channel.deliver(&item, &payload).await,
         Err(e) => Err(Undelivered {
             parts_done: item.progress,
@@ -153,7 +168,24 @@ async fn deliver_one(channel: &dyn Channel, store: &dyn Store, item: OutboxItem,
             {
                 warn!(channel = name, id = item.id, error = %e, "cannot record delivered parts");
             }
-            settle_failure(name, store, &item, error, now, max_age_ms).await
+            match settle_failure(name, store, &item, error, now, max_age_ms).await {
+                Ok(Some(why)) if !is_alert => {
+                    notices.publish(Notice {
+                        event: OUTBOX_FAILED.to_owned(),
+                        at: now,
+                        data: serde_json::json!({
+                            "id": item.id,
+                            "channel": name,
+                            "target": item.target,
+                            "kind": item.kind.as_str(),
+                            "run_id": item.run_id,
+                            "error": why,
+                        }),
+                    });
+                    Ok(())
+                }
+                other => other.map(|_| ()),
+            }
         }
     };
     if let Err(e) = result {
@@ -162,6 +194,7 @@ async fn deliver_one(channel: &dyn Channel, store: &dyn Store, item: OutboxItem,
     }
 }
 
+/// Records a failed attempt: a retry, or the item's end (`Some(why)`).
 async fn settle_failure(
     name: &'static str,
     store: &dyn Store,
@@ -169,12 +202,12 @@ async fn settle_failure(
     error: DeliveryError,
     now: Timestamp,
     max_age_ms: i64,
-) -> hearth_store::Result<()> {
+) -> hearth_store::Result<Option<String>> {
     let too_old = |next: Timestamp| next.saturating_sub(item.created_at) > max_age_ms;
     let fail = async |why: String| {
         metrics::counter!("hearth_outbox_failed_total", "channel" => name).increment(1);
         warn!(channel = name, id = item.id, kind = item.kind.as_str(), error = %why, "outbox item failed");
-        store.outbox_failed(item.id, &why).await
+        store.outbox_failed(item.id, &why).await.map(|()| Some(why))
     };
     match error {
         DeliveryError::Permanent(why) => fail(why).await,
@@ -185,7 +218,7 @@ async fn settle_failure(
                 fail(format!("{why} (gave up: older than outbox_max_age)")).await
             } else {
                 info!(channel = name, id = item.id, attempts = item.attempts + 1, error = %why, "delivery failed; will retry");
-                store.outbox_retry(item.id, next, &why).await
+                store.outbox_retry(item.id, next, &why).await.map(|()| None)
             }
         }
         DeliveryError::RateLimited {
@@ -202,7 +235,10 @@ async fn settle_failure(
                     retry_after_ms,
                     "rate limited; the conversation waits"
                 );
-                store.outbox_retry(item.id, next, &message).await
+                store
+                    .outbox_retry(item.id, next, &message)
+                    .await
+                    .map(|()| None)
             }
         }
     }

@@ -23,6 +23,10 @@ pub struct Payload {
     /// interaction token, a message to reply to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
+    /// An alert: when it cannot be delivered, no `outbox.failed` alert is
+    /// raised about it (that could go round in a loop).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub alert: bool,
 }
 
 /// Approve/Deny buttons of a confirmation prompt.

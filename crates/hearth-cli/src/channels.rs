@@ -142,5 +142,10 @@ pub fn build(
         );
     }
     let _ = (client, runtime, &sources);
-    Channels::new(store.clone(), enabled, ch.outbox_max_age())
+    Channels::new(
+        store.clone(),
+        enabled,
+        ch.outbox_max_age(),
+        runtime.notice_bus(),
+    )
 }

@@ -215,6 +215,23 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         .await
         .context("loading what the model router learnt")?;
     let channels = crate::channels::build(&config, &env, &secrets, &client, &runtime, &store);
+    let alert_secret = config
+        .alerts
+        .webhook_secret_env
+        .as_deref()
+        .and_then(|var| env.get(var))
+        .cloned();
+    let alerts = hearth_channels::alerts::Alerts::new(
+        &config.alerts,
+        alert_secret,
+        client.clone(),
+        store.clone(),
+        channels.clone(),
+        config.channels.outbox_max_age(),
+    )
+    .map_err(|e| Exit::config(anyhow::Error::new(e)))?;
+    // Before recovery, so a recovered run that fails is alerted about too.
+    let alerts_stop = alerts.map(|a| a.start(runtime.notices()));
     // The opened keys now live only inside the providers and the channels.
     drop(secrets);
     if !channels.is_empty() {
@@ -288,6 +305,9 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     );
     let left = rt.shutdown(grace).await;
     channels.shutdown();
+    if let Some(stop) = alerts_stop {
+        stop.cancel();
+    }
     mcp.shutdown();
     if left > 0 {
         info!(

@@ -135,6 +135,14 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
     }
     crate::channels::validate(&config.channels).map_err(|(key, message)| problem(key, message))?;
     crate::router::validate(&config.router).map_err(|(key, message)| problem(key, message))?;
+    let ch = &config.channels;
+    crate::alerts::validate(&config.alerts, |name| match name {
+        "telegram" => ch.telegram.enabled,
+        "discord" => ch.discord.enabled,
+        "slack" => ch.slack.enabled,
+        _ => false,
+    })
+    .map_err(|(key, message)| problem(key, message))?;
     for (i, arm) in config.router.arms.iter().enumerate() {
         model_ref(config, &format!("router.arms[{i}].model"), &arm.model)?;
     }

@@ -6,6 +6,7 @@
 //! the key path and what is wrong. Nothing else in hearth reads the environment
 //! for configuration.
 
+pub mod alerts;
 pub mod budget;
 pub mod channels;
 pub mod check;
@@ -17,6 +18,7 @@ pub mod model;
 pub mod router;
 pub mod skills;
 
+pub use alerts::{ALERT_EVENTS, AlertRule, AlertTarget, AlertsConfig};
 pub use budget::{BudgetConfig, PoolConfig, PoolKind, PoolScope, PoolWindow};
 pub use channels::{
     ChannelsConfig, DiscordConfig, SlackConfig, SlackMode, TelegramConfig, TelegramMode,

@@ -32,6 +32,8 @@ pub struct Config {
     pub router: crate::router::RouterConfig,
     /// `[budget]`
     pub budget: crate::budget::BudgetConfig,
+    /// `[alerts]`
+    pub alerts: crate::alerts::AlertsConfig,
 }
 
 /// `[tools]`: what the model may call, and what it must ask first.

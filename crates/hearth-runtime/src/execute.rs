@@ -472,6 +472,18 @@ impl Runtime {
             }
             _ => (RunEventKind::Cancelled, json!({ "run_id": run.run_id })),
         };
+        if status == RunStatus::Failed {
+            self.inner.notices.publish(crate::notices::Notice {
+                event: crate::notices::RUN_FAILED.to_owned(),
+                at: now_ms(),
+                data: json!({
+                    "run_id": run.run_id,
+                    "thread_key": run.thread_key,
+                    "source": run.source,
+                    "code": error.as_ref().map_or("unknown", |e| e.code.as_str()),
+                }),
+            });
+        }
         self.job_run_ended(run, status, error.as_ref());
         self.inner.scheduler.ended(&run.run_id);
         log.push(kind, data, Some(status));

@@ -1,13 +1,18 @@
-//! Notices: process-wide events that belong to no run, for alerts to
-//! consume. Published now: `budget.threshold` (a budget pool passed 80 % or
-//! 100 % of its limit; once per window) and `spend.daily_exceeded` (the
-//! day's estimated spend reached `[llm] daily_spend_alert_usd`; once per UTC
-//! day) and `job.failed` (a run fired by a scheduled job ended failed). A
-//! notice nobody listens to is dropped.
+//! Notices: process-wide events for alerts to consume. Published:
+//! `run.failed` (a run ended failed), `budget.threshold` (a budget pool
+//! passed 80 % or 100 % of its limit; once per window),
+//! `spend.daily_exceeded` (the day's estimated spend reached `[llm]
+//! daily_spend_alert_usd`; once per UTC day), `job.failed` (a run fired by a
+//! scheduled job ended failed), and by the channels `channel.degraded` and
+//! `outbox.failed`. A notice nobody listens to is dropped.
 
 use hearth_core::Timestamp;
 use serde_json::Value;
 use tokio::sync::broadcast;
+
+/// `run.failed`: a run ended `failed`. `data`:
+/// `{"run_id", "thread_key", "source", "code"}`.
+pub const RUN_FAILED: &str = "run.failed";
 
 /// `job.failed`: a run fired by a job ended `failed`. `data`:
 /// `{"job_id", "run_id", "thread_key", "scheduled_at", "code"}`.
@@ -16,7 +21,7 @@ pub const JOB_FAILED: &str = "job.failed";
 /// One process-wide event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
-    /// What happened: `budget.threshold`, `spend.daily_exceeded`.
+    /// What happened: `run.failed`, `budget.threshold`, ...
     pub event: String,
     /// When, unix ms.
     pub at: Timestamp,

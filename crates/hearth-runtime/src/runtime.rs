@@ -177,10 +177,16 @@ impl Runtime {
         self.inner.replies.set(router).is_ok()
     }
 
-    /// Process-wide events: `budget.threshold`, `spend.daily_exceeded`,
-    /// `job.failed`.
+    /// Process-wide events: `run.failed`, `budget.threshold`,
+    /// `spend.daily_exceeded`, `job.failed`.
     pub fn notices(&self) -> tokio::sync::broadcast::Receiver<crate::notices::Notice> {
         self.inner.notices.subscribe()
+    }
+
+    /// Where notices are published, for the parts outside the runtime that
+    /// publish their own (the channels: `channel.degraded`, `outbox.failed`).
+    pub fn notice_bus(&self) -> Notices {
+        self.inner.notices.clone()
     }
 
     /// One run's envelope.

@@ -1,0 +1,192 @@
+//! Alert webhooks: an outbox "channel" whose conversations are URLs. Each
+//! body is POSTed as JSON with `X-Hearth-Signature: sha256=<hex>`, the
+//! HMAC-SHA256 of the body keyed by `[alerts] webhook_secret_env`'s value,
+//! and retried through the outbox like any reply.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_store::OutboxItem;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::channel::{Channel, Undelivered};
+use crate::error::{ChannelError, DeliveryError};
+use crate::health::Health;
+use crate::payload::Payload;
+
+/// The outbox channel name of alert webhooks.
+pub const WEBHOOK: &str = "webhook";
+
+/// How long one POST may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// The wait after a 429 without `Retry-After`.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Delivers alert bodies to webhook URLs.
+pub struct Webhooks {
+    client: reqwest::Client,
+    secret: String,
+    health: Health,
+    wake: Arc<Notify>,
+}
+
+impl Webhooks {
+    /// A sender signing with `secret`.
+    pub fn new(client: reqwest::Client, secret: String) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            secret,
+            health: Health::default(),
+            wake: Arc::new(Notify::new()),
+        })
+    }
+}
+
+/// `sha256=` and the hex HMAC-SHA256 of `body` keyed by `secret`.
+pub fn signature(secret: &str, body: &[u8]) -> String {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
+        // HMAC takes keys of any length; this cannot happen.
+        return String::new();
+    };
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let mut out = String::with_capacity(7 + digest.len() * 2);
+    out.push_str("sha256=");
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// What a webhook's answer means for the item.
+fn classify(status: reqwest::StatusCode, retry_after: Option<&str>) -> Result<(), DeliveryError> {
+    if status.is_success() {
+        return Ok(());
+    }
+    let what = format!("the webhook answered HTTP {}", status.as_u16());
+    if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+        let wait = retry_after
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(DEFAULT_RETRY_AFTER, Duration::from_secs);
+        return Err(DeliveryError::RateLimited {
+            retry_after_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            message: what,
+        });
+    }
+    if status.is_server_error() || status == reqwest::StatusCode::REQUEST_TIMEOUT {
+        Err(DeliveryError::Transient(what))
+    } else {
+        // Another 4xx: the URL or the receiver's checks are wrong; sending
+        // the same body again will not help.
+        Err(DeliveryError::Permanent(what))
+    }
+}
+
+#[async_trait::async_trait]
+impl Channel for Webhooks {
+    fn name(&self) -> &'static str {
+        WEBHOOK
+    }
+
+    fn target_of(&self, _thread_key: &str) -> Option<String> {
+        None
+    }
+
+    fn health(&self) -> &Health {
+        &self.health
+    }
+
+    fn outbox_wake(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    async fn run(self: Arc<Self>, stop: CancellationToken) {
+        // Nothing comes in on a webhook; only the sender works.
+        stop.cancelled().await;
+    }
+
+    async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
+        let undelivered = |error| Undelivered {
+            parts_done: item.progress,
+            error,
+        };
+        let body = payload.text.clone().into_bytes();
+        let sent = self
+            .client
+            .post(&item.target)
+            .timeout(TIMEOUT)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("X-Hearth-Signature", signature(&self.secret, &body))
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(resp) => {
+                let retry_after = resp
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                classify(resp.status(), retry_after.as_deref()).map_err(undelivered)
+            }
+            // Without the URL: a webhook URL often carries its own secret.
+            Err(e) => Err(undelivered(DeliveryError::Transient(format!(
+                "the webhook could not be reached: {}",
+                e.without_url()
+            )))),
+        }
+    }
+
+    fn take_progress(&self, _run_id: &str) -> Option<String> {
+        None
+    }
+
+    async fn check(&self) -> Result<String, ChannelError> {
+        Ok("alert webhooks (checked when an alert is sent)".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::StatusCode;
+
+    #[test]
+    fn the_signature_is_the_hex_hmac_of_the_body() {
+        // RFC 4231 test case 2.
+        assert_eq!(
+            signature("Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn answers_are_sorted_into_done_retry_and_give_up() {
+        assert_eq!(classify(StatusCode::NO_CONTENT, None), Ok(()));
+        assert!(matches!(
+            classify(StatusCode::SERVICE_UNAVAILABLE, None),
+            Err(DeliveryError::Transient(_))
+        ));
+        assert!(matches!(
+            classify(StatusCode::NOT_FOUND, None),
+            Err(DeliveryError::Permanent(_))
+        ));
+        assert_eq!(
+            classify(StatusCode::TOO_MANY_REQUESTS, Some("7")),
+            Err(DeliveryError::RateLimited {
+                retry_after_ms: 7000,
+                message: "the webhook answered HTTP 429".into()
+            })
+        );
+        assert!(matches!(
+            classify(StatusCode::TOO_MANY_REQUESTS, Some("soon")),
+            Err(DeliveryError::RateLimited {
+                retry_after_ms: 30_000,
+                ..
+            })
+        ));
+    }
+}
