@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod alerts;
 mod api;
 mod bad_input;
 mod budget;
