@@ -170,6 +170,11 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let retry = &config.llm.retry;
     let skills = crate::skills::load(&config, &home)?;
     let mut tools = crate::tools::build_registry(&config, &store, &skills).await?;
+    // Bound to the runtime once it exists (it is built from these tools).
+    let job_tools = hearth_runtime::jobs::JobTools::default();
+    for tool in job_tools.tools() {
+        tools.register(tool);
+    }
     // MCP servers and executable skills start with hearth, not on first
     // use; their tools join the registry as each server comes up.
     let mcp = hearth_mcp::McpManager::new(&config.mcp, &env, &client);
@@ -210,6 +215,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let router = hearth_runtime::build_router(&config.router, &catalog, budget.clone())
         .map_err(Exit::config)?;
     let runtime = Runtime::new(store.clone(), catalog, engine, options);
+    job_tools.bind(&runtime);
     runtime
         .enable_router(router)
         .await

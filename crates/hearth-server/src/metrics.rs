@@ -94,6 +94,12 @@ pub const METRICS: &[(Kind, &str, Unit, &str)] = &[
     ),
     (
         Kind::Counter,
+        "hearth_alerts_total",
+        Unit::Count,
+        "Alerts queued for a chat or webhook, by event",
+    ),
+    (
+        Kind::Counter,
         "hearth_spend_alerts_total",
         Unit::Count,
         "Times the daily spend alert threshold was crossed",

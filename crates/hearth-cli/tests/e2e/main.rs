@@ -16,6 +16,7 @@ mod durability;
 mod home_lock;
 mod http;
 mod incognito;
+mod job_tools;
 mod jobs;
 mod mcp_client;
 mod mcp_server;

@@ -10,6 +10,7 @@
 //! per the job's `catch_up`.
 
 mod schedule;
+mod tools;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,7 @@ pub use schedule::{
     ALL_MAX, CatchUp, DEFAULT_TIMEZONE, Due, LATEST_WINDOW_MS, ON_TIME_MS, Schedule, ScheduleError,
     due,
 };
+pub use tools::{CancelJob, JobTools, ListJobs, ScheduleJob};
 
 /// The ticker looks at the jobs at least this often, so a clock that jumps
 /// (suspend, NTP) is noticed without a change to the jobs.
