@@ -158,13 +158,22 @@ async fn failed_runs_reach_a_signed_webhook_retried_and_at_most_one_per_interval
     assert_eq!(body["data"]["thread_key"], "api:alert-2", "{body}");
     assert_eq!(body["suppressed"], 1);
 
-    let (s, outbox) = h.get("/v1/outbox?limit=10").await;
-    assert_eq!(s, 200);
-    let items = outbox["items"].as_array().unwrap();
-    assert_eq!(items.len(), 2, "{outbox}");
-    for item in items {
-        assert_eq!(item["channel"], "webhook");
-        assert_eq!(item["status"], "sent", "{item}");
+    // The receiver has answered; hearth records the delivery just after.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (s, outbox) = h.get("/v1/outbox?limit=10").await;
+        assert_eq!(s, 200);
+        let items = outbox["items"].as_array().unwrap();
+        assert_eq!(items.len(), 2, "{outbox}");
+        assert!(items.iter().all(|i| i["channel"] == "webhook"), "{outbox}");
+        if items.iter().all(|i| i["status"] == "sent") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not recorded as sent: {outbox}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(hooks.try_recv().is_err(), "an alert too many");
 }
