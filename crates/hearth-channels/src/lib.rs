@@ -6,7 +6,8 @@
 //! storage. Replies that matter (answers, confirmation prompts, pairing
 //! notices) go through a durable outbox in the store, queued in the same
 //! commit as their cause and delivered at least once, in order per
-//! conversation, by one sender per channel ([`outbox`]).
+//! conversation, by one sender per channel ([`outbox`]). A 👍 or 👎 the
+//! asker puts on an answer (Telegram, Discord) rates the run for the router.
 
 pub mod access;
 pub mod alerts;
@@ -21,6 +22,8 @@ pub mod hub;
 pub mod outbox;
 pub mod payload;
 pub mod progress;
+#[cfg(any(feature = "telegram", feature = "discord"))]
+mod reactions;
 pub mod secrets;
 #[cfg(feature = "slack")]
 pub mod slack;

@@ -26,6 +26,11 @@ pub const CONFIRMATION_TTL_DAYS: i64 = 7;
 /// redeliveries come within minutes, and a week of outbox history is enough
 /// to look into a missed reply.
 pub const CHANNEL_RECORDS_TTL_DAYS: i64 = 7;
+/// Which platform message carries which run's answer: a 👍 or 👎 on an
+/// answer rates its run for the router while this is kept. Reactions come
+/// soon after an answer is read, and a rating of a month-old answer says
+/// little about the router's choices now.
+pub const REPLY_MESSAGES_TTL_DAYS: i64 = 30;
 /// How often the clean-up runs (and once at start; `Runtime::start` runs it).
 pub const RETENTION_EVERY: Duration = Duration::from_secs(6 * 60 * 60);
 
@@ -36,6 +41,7 @@ pub fn cutoffs(now: Timestamp) -> RetentionCutoffs {
         audit_before: now.saturating_sub(AUDIT_TTL_DAYS * DAY_MS),
         confirmations_expired_before: now.saturating_sub(CONFIRMATION_TTL_DAYS * DAY_MS),
         channel_records_before: now.saturating_sub(CHANNEL_RECORDS_TTL_DAYS * DAY_MS),
+        reply_messages_before: now.saturating_sub(REPLY_MESSAGES_TTL_DAYS * DAY_MS),
     }
 }
 
@@ -48,6 +54,7 @@ pub async fn run_once(store: &dyn Store, now: Timestamp) -> hearth_store::Result
         audit_events = report.audit_events,
         confirmations = report.confirmations,
         channel_records = report.channel_records,
+        reply_messages = report.reply_messages,
         "retention clean-up done"
     );
     Ok(report)
@@ -70,6 +77,7 @@ mod tests {
                 audit_before: 600 * DAY_MS,
                 confirmations_expired_before: 993 * DAY_MS,
                 channel_records_before: 993 * DAY_MS,
+                reply_messages_before: 970 * DAY_MS,
             }
         );
     }
@@ -102,6 +110,7 @@ mod tests {
                 audit_events: 0,
                 confirmations: 0,
                 channel_records: 0,
+                reply_messages: 0,
             }
         );
         let scope = MemoryScope {

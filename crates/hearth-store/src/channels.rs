@@ -1,7 +1,8 @@
 //! What the chat channels (Telegram, Discord, Slack) keep durably: the
 //! outbox of replies owed to a conversation, pairing requests, the users a
-//! channel lets in, the platform cursors (Telegram's update offset) and the
-//! platform event ids already handled.
+//! channel lets in, the platform cursors (Telegram's update offset), the
+//! platform event ids already handled, and which platform messages carry a
+//! run's answer (so a reaction to one rates the run).
 
 use hearth_core::Timestamp;
 
@@ -170,6 +171,21 @@ pub struct AllowedUser {
     pub added_at: Timestamp,
 }
 
+/// A platform message that carries (a part of) a run's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyMessage {
+    /// `telegram`, `discord` or `slack`.
+    pub channel: String,
+    /// The platform conversation id, as in the outbox.
+    pub target: String,
+    /// The platform's id of the message, unique within `target`.
+    pub message_id: String,
+    /// The run whose answer it is.
+    pub run_id: String,
+    /// When it was posted.
+    pub sent_at: Timestamp,
+}
+
 /// The channels' durable state.
 #[async_trait::async_trait]
 pub trait ChannelStore: Send + Sync + 'static {
@@ -264,6 +280,20 @@ pub trait ChannelStore: Send + Sync + 'static {
     /// Records a platform event id; true when it was new (so a redelivered
     /// event is handled once).
     async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool>;
+
+    /// Remembers that a posted message carries a run's answer, so that a
+    /// reaction to it can be traced to the run. Recording the same message
+    /// again (a retried delivery) keeps one record, of the latest run.
+    async fn record_reply_message(&self, reply: ReplyMessage) -> Result<()>;
+
+    /// The run whose answer message `message_id` in `target` carries, if it
+    /// was recorded and not yet purged by retention.
+    async fn reply_message_run(
+        &self,
+        channel: &str,
+        target: &str,
+        message_id: &str,
+    ) -> Result<Option<String>>;
 }
 
 /// A run's end, as the reply router sees it.

@@ -19,6 +19,9 @@ pub struct RetentionCutoffs {
     /// Outbox items delivered or failed before this (by creation time), and
     /// channel event ids and pairing requests seen before this.
     pub channel_records_before: Timestamp,
+    /// Records of which message carries which run's answer, for messages
+    /// posted before this (a reaction to them no longer rates the run).
+    pub reply_messages_before: Timestamp,
 }
 
 /// How many records one purge deleted.
@@ -32,6 +35,8 @@ pub struct PurgeReport {
     pub confirmations: u64,
     /// Outbox items, seen event ids and pairing requests.
     pub channel_records: u64,
+    /// Records of answer messages.
+    pub reply_messages: u64,
 }
 
 /// Deleting expired records.

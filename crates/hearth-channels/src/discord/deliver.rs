@@ -14,6 +14,7 @@ use crate::channel::Undelivered;
 use crate::error::DeliveryError;
 use crate::payload::Payload;
 use crate::progress::ProgressSink;
+use crate::reactions;
 use crate::text::split_markdown;
 
 /// Discord's limit on a message's content, in characters.
@@ -170,9 +171,14 @@ pub(super) async fn deliver(
                     .then(|| payload.confirm.as_ref().and_then(|c| buttons(&c.token)))
                     .flatten();
                 let n = nonce(item.id, item.created_at, i);
-                post(api, channel, &message_body(content, Some(n), components))
+                let posted = post(api, channel, &message_body(content, Some(n), components))
                     .await
                     .map_err(|e| fail(done, e.delivery()))?;
+                if let Some(id) = posted.get("id").and_then(Value::as_str) {
+                    let id = id.to_owned();
+                    reactions::remember_answer(dc.store.as_ref(), "discord", item, payload, id)
+                        .await;
+                }
             }
             if let Some(run_id) = item.run_id.as_deref().filter(|_| footer.is_some()) {
                 dc.footer_sent(run_id);

@@ -25,9 +25,15 @@ use crate::backoff::Backoff;
 /// resumes go to READY's `resume_gateway_url` as Discord asks.
 const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
 
-/// Guild metadata, guild and DM messages, and their text.
+/// Guild metadata, guild and DM messages, their text, and reactions to
+/// them (a 👍 or 👎 on an answer rates its run).
 fn intents() -> Intents {
-    Intents::GUILDS | Intents::GUILD_MESSAGES | Intents::DIRECT_MESSAGES | Intents::MESSAGE_CONTENT
+    Intents::GUILDS
+        | Intents::GUILD_MESSAGES
+        | Intents::DIRECT_MESSAGES
+        | Intents::MESSAGE_CONTENT
+        | Intents::GUILD_MESSAGE_REACTIONS
+        | Intents::DIRECT_MESSAGE_REACTIONS
 }
 
 #[derive(Deserialize)]
@@ -200,6 +206,16 @@ pub(super) async fn dispatch(dc: &Arc<Discord>, json: &str) -> bool {
                     error!(channel = "discord", error = %e, "could not take a Discord message");
                     dc.health.failed(format!("taking a message: {e}"));
                     return true;
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        },
+        "MESSAGE_REACTION_ADD" => match serde_json::from_value(frame.d) {
+            Ok(r) => {
+                if let Err(e) = inbound::reaction(dc, r).await {
+                    // Only a rating is lost: no need to mark the channel down.
+                    warn!(channel = "discord", error = %e, "could not take a reaction");
                 }
                 Ok(())
             }

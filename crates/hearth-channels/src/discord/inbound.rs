@@ -1,6 +1,6 @@
 //! Messages: who is answered (DMs by access rules, guild messages only
 //! when they mention the bot, never bots) and what the runtime sees (the
-//! bot's mention removed).
+//! bot's mention removed); reactions to answers, as ratings.
 
 use std::sync::Arc;
 
@@ -8,11 +8,12 @@ use hearth_core::{DeliveryMode, Inbound};
 use tracing::warn;
 
 use super::deliver::DiscordProgress;
-use super::types::{Member, Message};
+use super::types::{Member, Message, ReactionAdd};
 use super::{Discord, guild_scope, is_snowflake, thread_key, user_key};
 use crate::access::Admission;
 use crate::error::ChannelError;
 use crate::payload::Payload;
+use crate::reactions;
 
 /// Handles a `MESSAGE_CREATE`. Errors are the store's or the runtime's.
 pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), ChannelError> {
@@ -75,6 +76,39 @@ pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), Channel
         dc.time_reply(&run_id, received);
     }
     Ok(())
+}
+
+/// Handles a `MESSAGE_REACTION_ADD`: a 👍 or 👎 on an answer by the user
+/// who asked it rates the run. The bot's own reactions, custom emoji and
+/// other users' reactions change nothing; a removal is not an event here.
+pub(super) async fn reaction(dc: &Arc<Discord>, r: ReactionAdd) -> Result<(), ChannelError> {
+    let Some(me) = dc.me.get() else {
+        return Ok(());
+    };
+    let bot = r
+        .member
+        .as_ref()
+        .and_then(|m| m.user.as_ref())
+        .is_some_and(|u| u.bot);
+    if r.user_id == me.user_id || bot || r.emoji.id.is_some() {
+        return Ok(());
+    }
+    let Some(rating) = r.emoji.name.as_deref().and_then(reactions::rating_of) else {
+        return Ok(());
+    };
+    let Some(run_id) = reactions::rated_run(
+        &dc.runtime,
+        dc.store.as_ref(),
+        "discord",
+        &r.channel_id,
+        &r.message_id,
+        &user_key(&r.user_id),
+    )
+    .await?
+    else {
+        return Ok(());
+    };
+    reactions::rate(&dc.runtime, "discord", &run_id, rating).await
 }
 
 /// Removes the bot's mention (`<@id>` and the older `<@!id>`).

@@ -112,6 +112,37 @@ pub struct Message {
     pub member: Option<Member>,
 }
 
+/// `MESSAGE_REACTION_ADD`'s data.
+#[derive(Debug, Deserialize)]
+pub struct ReactionAdd {
+    /// Who reacted.
+    pub user_id: String,
+    /// Where the message is.
+    pub channel_id: String,
+    /// The message reacted to.
+    pub message_id: String,
+    /// Absent in DMs.
+    #[serde(default)]
+    pub guild_id: Option<String>,
+    /// The emoji.
+    pub emoji: Emoji,
+    /// Who reacted, as a member of the guild (guild reactions only).
+    #[serde(default)]
+    pub member: Option<Member>,
+}
+
+/// A reaction's emoji: a Unicode emoji has only its `name` (the emoji
+/// itself); a custom one has an `id` too.
+#[derive(Debug, Deserialize)]
+pub struct Emoji {
+    /// Custom emoji only.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The emoji, or a custom emoji's name (absent for a deleted one).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
 /// `INTERACTION_CREATE`'s data.
 #[derive(Debug, Deserialize)]
 pub struct Interaction {

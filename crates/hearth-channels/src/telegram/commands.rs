@@ -33,7 +33,7 @@ const HELP: &str = "I am your hearth assistant. Write to me and I answer.\n\n\
 
 /// Seen-before check for updates that do something other than a run (a
 /// redelivered batch must not repeat them).
-async fn first_time(tg: &Telegram, update_id: i64) -> Result<bool, ChannelError> {
+pub(super) async fn first_time(tg: &Telegram, update_id: i64) -> Result<bool, ChannelError> {
     Ok(tg
         .store
         .first_sight("telegram", &format!("update:{update_id}"), now_ms())

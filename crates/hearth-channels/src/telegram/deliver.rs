@@ -11,6 +11,7 @@ use crate::channel::Undelivered;
 use crate::error::DeliveryError;
 use crate::payload::Payload;
 use crate::progress::ProgressSink;
+use crate::reactions;
 use crate::text::split_markdown;
 
 /// Telegram's limit on a message's text, in UTF-16 units after entity parsing.
@@ -105,9 +106,21 @@ pub(super) async fn deliver(
                     .flatten();
                 // Parts before this one are delivered: a retry resumes here.
                 let done = u32::try_from(i).unwrap_or(u32::MAX);
-                send_part(api, chat_id, chunk, *rich, markup)
-                    .await
-                    .map_err(|e| fail(done, e.delivery()))?;
+                let mut posted = Vec::new();
+                let sent = send_part(api, chat_id, chunk, *rich, markup, &mut posted).await;
+                // Recorded even when a later message of the part failed:
+                // those posted stay in the chat and can be reacted to.
+                for message_id in posted {
+                    reactions::remember_answer(
+                        tg.store.as_ref(),
+                        "telegram",
+                        item,
+                        payload,
+                        message_id.to_string(),
+                    )
+                    .await;
+                }
+                sent.map_err(|e| fail(done, e.delivery()))?;
             }
             Ok(())
         }
@@ -122,13 +135,15 @@ fn buttons(token: &str) -> Value {
 }
 
 /// Sends one part: as HTML when `rich`, and as plain text (possibly in
-/// several messages) when Telegram rejects its entities.
+/// several messages) when Telegram rejects its entities. The ids of the
+/// messages posted are pushed on `posted`.
 async fn send_part(
     api: &super::api::Api,
     chat_id: i64,
     chunk: &str,
     rich: bool,
     markup: Option<Value>,
+    posted: &mut Vec<i64>,
 ) -> Result<(), ApiError> {
     if rich {
         let mut body =
@@ -137,7 +152,10 @@ async fn send_part(
             body["reply_markup"] = m.clone();
         }
         match api.call::<Value>("sendMessage", &body).await {
-            Ok(_) => return Ok(()),
+            Ok(m) => {
+                posted.extend(message_id(&m));
+                return Ok(());
+            }
             Err(e) if e.is_entity_error() => {
                 tracing::warn!(error = %e, "Telegram refused the formatting; sending the text plain");
             }
@@ -153,9 +171,16 @@ async fn send_part(
         {
             body["reply_markup"] = m.clone();
         }
-        api.call::<Value>("sendMessage", &body).await?;
+        let m = api.call::<Value>("sendMessage", &body).await?;
+        posted.extend(message_id(&m));
     }
     Ok(())
+}
+
+/// The id of a sent `Message`, read leniently: the message is posted
+/// whatever else its object holds, and failing here would post it again.
+fn message_id(message: &Value) -> Option<i64> {
+    message.get("message_id").and_then(Value::as_i64)
 }
 
 /// Progress through the Bot API; every failure is only logged at debug.

@@ -13,15 +13,20 @@ use tracing::{debug, error, info, warn};
 
 use super::api::ApiError;
 use super::deliver::TelegramProgress;
-use super::types::{Me, Message, Update};
+use super::types::{Me, Message, MessageReactionUpdated, Update};
 use super::{Identity, Telegram, commands, thread_key, user_key};
 use crate::access::Admission;
 use crate::backoff::Backoff;
 use crate::error::ChannelError;
 use crate::payload::Payload;
+use crate::reactions;
 
 /// The stored cursor: the next `getUpdates` offset.
 const OFFSET: &str = "offset";
+
+/// The updates hearth reads. `message_reaction` is not in Telegram's
+/// default set: it comes only when asked for.
+const ALLOWED_UPDATES: [&str; 3] = ["message", "callback_query", "message_reaction"];
 
 pub(super) async fn run(tg: Arc<Telegram>, stop: CancellationToken) {
     let api = match &tg.api {
@@ -86,7 +91,7 @@ async fn set_webhook(tg: &Telegram, api: &super::api::Api) {
         );
         return;
     };
-    let mut body = json!({ "url": url, "allowed_updates": ["message", "callback_query"] });
+    let mut body = json!({ "url": url, "allowed_updates": ALLOWED_UPDATES });
     if let Some(secret) = &tg.webhook_secret {
         body["secret_token"] = json!(secret);
     }
@@ -135,7 +140,8 @@ async fn poll(
     let (stored, to_store) = tokio::sync::watch::channel(offset);
     let writer = tokio::spawn(store_offsets(tg.clone(), to_store));
     loop {
-        let body = json!({ "offset": offset, "timeout": timeout, "allowed_updates": ["message", "callback_query"] });
+        let body =
+            json!({ "offset": offset, "timeout": timeout, "allowed_updates": ALLOWED_UPDATES });
         let call =
             api.call_within::<Vec<Value>>("getUpdates", &body, Duration::from_secs(timeout + 15));
         let updates = tokio::select! {
@@ -258,6 +264,7 @@ fn chat_of(u: &Update) -> i64 {
                 .and_then(|c| c.message.as_ref())
                 .map(|m| m.chat.id)
         })
+        .or_else(|| u.message_reaction.as_ref().map(|r| r.chat.id))
         .unwrap_or(0)
 }
 
@@ -266,6 +273,9 @@ fn chat_of(u: &Update) -> i64 {
 pub(super) async fn handle(tg: &Arc<Telegram>, u: Update) -> Result<(), ChannelError> {
     if let Some(q) = u.callback_query {
         return commands::callback(tg, u.update_id, q).await;
+    }
+    if let Some(r) = u.message_reaction {
+        return reaction(tg, u.update_id, r).await;
     }
     let Some(msg) = u.message else {
         debug!(
@@ -312,6 +322,42 @@ pub(super) async fn handle(tg: &Arc<Telegram>, u: Update) -> Result<(), ChannelE
         return commands::command(tg, u.update_id, &msg, &user, cmd).await;
     }
     ingest(tg, u.update_id, msg.chat.id, &user, text).await
+}
+
+/// A change of someone's reactions: a 👍 or 👎 newly set on an answer by
+/// the user who asked it rates the run. Removals, other emoji, anonymous
+/// admins and other users' reactions change nothing.
+async fn reaction(
+    tg: &Arc<Telegram>,
+    update_id: i64,
+    r: MessageReactionUpdated,
+) -> Result<(), ChannelError> {
+    let Some(from) = r.user.as_ref().filter(|u| !u.is_bot) else {
+        return Ok(());
+    };
+    let ratings: Vec<_> = r.added_emoji().filter_map(reactions::rating_of).collect();
+    // 👍 and 👎 set at once (premium users may set several) say nothing.
+    let [rating] = ratings[..] else {
+        return Ok(());
+    };
+    let Some(run_id) = reactions::rated_run(
+        &tg.runtime,
+        tg.store.as_ref(),
+        "telegram",
+        &r.chat.id.to_string(),
+        &r.message_id.to_string(),
+        &user_key(from.id),
+    )
+    .await?
+    else {
+        return Ok(());
+    };
+    // Seen only now, after the reads: a batch refused for a store error
+    // comes again and is rated then.
+    if !commands::first_time(tg, update_id).await? {
+        return Ok(());
+    }
+    reactions::rate(&tg.runtime, "telegram", &run_id, rating).await
 }
 
 /// In a group: the text addressed to the bot (mention removed), or `None`
@@ -421,5 +467,37 @@ mod tests {
         assert_eq!(strip_mention("no mention", "@hearthbot"), "no mention");
         assert!(is_command_for_me("/model@hearthbot", "hearthbot"));
         assert!(!is_command_for_me("/model@otherbot", "hearthbot"));
+    }
+
+    fn reaction_update(old: Value, new: Value) -> Update {
+        serde_json::from_value(json!({"update_id": 9, "message_reaction": {
+            "chat": {"id": -100, "type": "supergroup", "title": "G"}, "message_id": 4,
+            "user": {"id": 7, "is_bot": false, "first_name": "A"}, "date": 1,
+            "old_reaction": old, "new_reaction": new,
+        }}))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_reactions_newly_set_are_read() {
+        let emoji = |e: &str| json!({"type": "emoji", "emoji": e});
+        let custom = json!({"type": "custom_emoji", "custom_emoji_id": "5"});
+        let added = |old, new| {
+            let u = reaction_update(old, new);
+            assert_eq!(chat_of(&u), -100);
+            let r = u.message_reaction.unwrap();
+            r.added_emoji().map(str::to_owned).collect::<Vec<_>>()
+        };
+        assert_eq!(added(json!([]), json!([emoji("👍")])), ["👍"]);
+        assert_eq!(
+            added(json!([emoji("👍")]), json!([emoji("👍"), emoji("👎")])),
+            ["👎"]
+        );
+        assert!(
+            added(json!([emoji("👍")]), json!([])).is_empty(),
+            "a removal"
+        );
+        assert!(added(json!([emoji("👍")]), json!([emoji("👍")])).is_empty());
+        assert!(added(json!([]), json!([custom, {"type": "paid"}])).is_empty());
     }
 }

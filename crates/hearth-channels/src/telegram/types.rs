@@ -15,6 +15,57 @@ pub struct Update {
     /// A press of an inline button.
     #[serde(default)]
     pub callback_query: Option<CallbackQuery>,
+    /// A change of a user's reactions to a message (sent only when asked
+    /// for in `allowed_updates`).
+    #[serde(default)]
+    pub message_reaction: Option<MessageReactionUpdated>,
+}
+
+/// `MessageReactionUpdated`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MessageReactionUpdated {
+    /// Where the message is.
+    pub chat: Chat,
+    /// The message reacted to.
+    pub message_id: i64,
+    /// Who changed their reactions (absent for anonymous group admins).
+    #[serde(default)]
+    pub user: Option<User>,
+    /// The user's reactions before.
+    #[serde(default)]
+    pub old_reaction: Vec<ReactionType>,
+    /// The user's reactions now.
+    #[serde(default)]
+    pub new_reaction: Vec<ReactionType>,
+}
+
+impl MessageReactionUpdated {
+    /// The emoji newly set by this change (in `new_reaction`, not in
+    /// `old_reaction`): a removal adds none.
+    pub fn added_emoji(&self) -> impl Iterator<Item = &str> {
+        self.new_reaction
+            .iter()
+            .filter(|r| !self.old_reaction.contains(r))
+            .filter_map(|r| match r {
+                ReactionType::Emoji { emoji } => Some(emoji.as_str()),
+                ReactionType::Other => None,
+            })
+    }
+}
+
+/// `ReactionType`: an emoji, or a custom emoji or paid reaction (which
+/// hearth does not read).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReactionType {
+    /// `ReactionTypeEmoji`.
+    Emoji {
+        /// The emoji.
+        emoji: String,
+    },
+    /// Any other kind.
+    #[serde(other)]
+    Other,
 }
 
 /// `Message`.

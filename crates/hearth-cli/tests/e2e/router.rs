@@ -16,7 +16,7 @@ fn config(base_url: &str) -> String {
 }
 
 /// The (alpha, beta, runs) of `model` on `task` in `GET /v1/router`.
-fn posterior(router: &Value, model: &str, task: &str) -> (f64, f64, u64) {
+pub(crate) fn posterior(router: &Value, model: &str, task: &str) -> (f64, f64, u64) {
     let arm = router["arms"]
         .as_array()
         .unwrap()

@@ -4,6 +4,7 @@
 use super::fixtures::{confirmation, created, finish};
 use crate::channels::{
     ChannelStore, NewOutboxItem, OutboxKind, OutboxStatus, PairingOutcome, PairingRecord,
+    ReplyMessage,
 };
 use crate::confirmations::ConfirmationStore;
 use crate::runs::RunStore;
@@ -21,6 +22,79 @@ pub async fn channels_suite<
     pairing_requests_are_bounded_and_decided_once(fresh().await).await;
     cursors_and_first_sight(fresh().await).await;
     retention_keeps_pending_replies(fresh().await).await;
+    answer_messages_lead_back_to_their_run(fresh().await).await;
+}
+
+fn reply(channel: &str, target: &str, message_id: &str, run_id: &str, at: i64) -> ReplyMessage {
+    ReplyMessage {
+        channel: channel.into(),
+        target: target.into(),
+        message_id: message_id.into(),
+        run_id: run_id.into(),
+        sent_at: at,
+    }
+}
+
+/// A message is found by channel, conversation and id together; recording
+/// it again keeps one record; retention forgets old ones.
+async fn answer_messages_lead_back_to_their_run<
+    S: ChannelStore + crate::retention::RetentionStore,
+>(
+    store: S,
+) {
+    for r in [
+        reply("telegram", "chat1", "10", "run_a", 100),
+        reply("discord", "chat1", "10", "run_b", 100),
+        reply("telegram", "chat2", "11", "run_b", 100),
+    ] {
+        store.record_reply_message(r).await.unwrap();
+    }
+    let run = async |channel: &str, target: &str, id: &str| {
+        store.reply_message_run(channel, target, id).await.unwrap()
+    };
+    assert_eq!(
+        run("telegram", "chat1", "10").await.as_deref(),
+        Some("run_a")
+    );
+    assert_eq!(
+        run("discord", "chat1", "10").await.as_deref(),
+        Some("run_b")
+    );
+    assert_eq!(
+        run("telegram", "chat2", "11").await.as_deref(),
+        Some("run_b")
+    );
+    assert_eq!(run("telegram", "chat1", "11").await, None);
+    assert_eq!(run("telegram", "chat2", "10").await, None);
+    assert_eq!(run("slack", "chat1", "10").await, None);
+
+    // A retried delivery records its message again: one record, the latest.
+    store
+        .record_reply_message(reply("telegram", "chat1", "10", "run_c", 300))
+        .await
+        .unwrap();
+    assert_eq!(
+        run("telegram", "chat1", "10").await.as_deref(),
+        Some("run_c")
+    );
+
+    let report = store
+        .purge_expired(crate::retention::RetentionCutoffs {
+            memories_unused_since: 0,
+            audit_before: 0,
+            confirmations_expired_before: 0,
+            channel_records_before: 0,
+            reply_messages_before: 200,
+        })
+        .await
+        .unwrap();
+    assert_eq!((report.reply_messages, report.channel_records), (2, 0));
+    assert_eq!(
+        run("telegram", "chat1", "10").await.as_deref(),
+        Some("run_c")
+    );
+    assert_eq!(run("discord", "chat1", "10").await, None);
+    assert_eq!(run("telegram", "chat2", "11").await, None);
 }
 
 /// Retention deletes settled replies and old event ids, never a pending reply.
@@ -41,6 +115,7 @@ async fn retention_keeps_pending_replies<S: ChannelStore + crate::retention::Ret
             audit_before: 0,
             confirmations_expired_before: 0,
             channel_records_before: 500,
+            reply_messages_before: 0,
         })
         .await
         .unwrap();

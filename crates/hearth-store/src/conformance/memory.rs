@@ -256,6 +256,7 @@ async fn purge_deletes_memories_unused_since_the_cutoff<
             audit_before: 0,
             confirmations_expired_before: 0,
             channel_records_before: 0,
+            reply_messages_before: 0,
         })
         .await
         .unwrap();

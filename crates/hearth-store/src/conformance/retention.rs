@@ -59,6 +59,7 @@ where
             audit_before: 5_000,
             confirmations_expired_before: 5_000,
             channel_records_before: 0,
+            reply_messages_before: 0,
         })
         .await
         .unwrap();

@@ -260,11 +260,13 @@ fn purge(db: &mut Db<'_>, c: RetentionCutoffs) -> Result<PurgeReport> {
         .execute(params![c.confirmations_expired_before])?,
     );
     let channel_records = super::outbox::purge(db, c.channel_records_before)?;
+    let reply_messages = super::reply_messages::purge(db, c.reply_messages_before)?;
     Ok(PurgeReport {
         memories,
         audit_events,
         confirmations,
         channel_records,
+        reply_messages,
     })
 }
 

@@ -20,10 +20,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (11, super::history::MIGRATION_V11),
     (12, super::jobs::MIGRATION_V12),
     (13, super::router::MIGRATION_V13),
+    (14, super::reply_messages::MIGRATION_V14),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 13;
+pub(crate) const LATEST: u32 = 14;
 
 /// The permission context of a run (the space it was asked in and the
 /// sender's role ids, a JSON array), so a run recovered after a restart is

@@ -13,6 +13,7 @@ mod outbox;
 mod pairings;
 mod private_file;
 mod reader;
+mod reply_messages;
 mod router;
 mod rows;
 mod runs;

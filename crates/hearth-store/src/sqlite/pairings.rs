@@ -1,6 +1,6 @@
 //! Pairing requests, paired users, cursors and seen platform events on
 //! SQLite, and the [`ChannelStore`] implementation (the outbox half lives in
-//! `outbox.rs`).
+//! `outbox.rs`, answer messages in `reply_messages.rs`).
 
 use hearth_core::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
@@ -8,10 +8,11 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::SqliteStore;
 use super::db::Db;
 use super::outbox;
+use super::reply_messages;
 use super::rows::col;
 use crate::channels::{
     AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
-    PairingOutcome, PairingRecord,
+    PairingOutcome, PairingRecord, ReplyMessage,
 };
 use crate::error::Result;
 
@@ -331,6 +332,24 @@ impl ChannelStore for SqliteStore {
     async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool> {
         let (channel, event_id) = (channel.to_owned(), event_id.to_owned());
         self.write(move |db| first_sight(db, &channel, &event_id, now))
+            .await
+    }
+
+    async fn record_reply_message(&self, reply: ReplyMessage) -> Result<()> {
+        // Losing one in a power cut only loses a reaction's rating.
+        self.write_lazy(move |db| reply_messages::record(db, &reply))
+            .await
+    }
+
+    async fn reply_message_run(
+        &self,
+        channel: &str,
+        target: &str,
+        message_id: &str,
+    ) -> Result<Option<String>> {
+        let (channel, target, message_id) =
+            (channel.to_owned(), target.to_owned(), message_id.to_owned());
+        self.read(move |db| reply_messages::run_of(db, &channel, &target, &message_id))
             .await
     }
 }

@@ -92,10 +92,18 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                             close(&mut ws, 4004, "Authentication failed.").await;
                             return;
                         }
-                        if d["intents"].as_u64() != Some(EXPECTED_INTENTS) {
+                        // Bits above DIRECT_MESSAGE_POLLS (1 << 25) are no intent.
+                        let Some(intents) = d["intents"].as_u64().filter(|i| *i < 1 << 26) else {
                             shared.violation(format!("gateway: IDENTIFY with intents {}", d["intents"]));
                             close(&mut ws, 4013, "Invalid intent(s).").await;
                             return;
+                        };
+                        // Discord takes any valid set and then sends only the
+                        // events it covers; hearth must ask for what it reads.
+                        if intents != EXPECTED_INTENTS {
+                            shared.violation(format!(
+                                "gateway: IDENTIFY with intents {intents}, not {EXPECTED_INTENTS}"
+                            ));
                         }
                         if d["properties"]["os"].as_str().is_none() {
                             shared.violation("gateway: IDENTIFY without properties.os".into());
@@ -105,7 +113,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                             close(&mut ws, 4005, "Already authenticated.").await;
                             return;
                         };
-                        identified(&shared, tx);
+                        identified(&shared, tx, intents);
                     }
                     Some(6) => {
                         let d = &frame["d"];
@@ -134,11 +142,12 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     }
 }
 
-/// A new session: READY, then what was pushed before it.
-fn identified(shared: &Shared, tx: mpsc::UnboundedSender<Ctl>) {
+/// A new session with `intents`: READY, then what was pushed before it.
+fn identified(shared: &Shared, tx: mpsc::UnboundedSender<Ctl>, intents: u64) {
     let resume_url = format!("ws://{}/resume", shared.gateway_addr);
     shared.with(|s| {
         s.identifies += 1;
+        s.intents = intents;
         let session = format!("session-{}", s.identifies);
         s.session_id = Some(session.clone());
         s.seq = 0;

@@ -10,7 +10,8 @@
 //!
 //! Gateway (`gateway_url()`): HELLO, IDENTIFY checked (token, intents),
 //! READY with `session_id` and `resume_gateway_url` (`/resume` on the same
-//! server), heartbeat ACKs, dispatches pushed by the test, a connection
+//! server), heartbeat ACKs, dispatches pushed by the test (messages and
+//! reactions only when the session's intents cover them), a connection
 //! dropped on demand, then RESUME checked (URL, session id, sequence) and
 //! the missed dispatches replayed before RESUMED.
 //!
@@ -28,9 +29,45 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+/// The GUILD_MESSAGES intent: messages in guilds.
+pub const GUILD_MESSAGES: u64 = 1 << 9;
+/// The GUILD_MESSAGE_REACTIONS intent: reactions in guilds.
+pub const GUILD_MESSAGE_REACTIONS: u64 = 1 << 10;
+/// The DIRECT_MESSAGES intent: messages in DMs.
+pub const DIRECT_MESSAGES: u64 = 1 << 12;
+/// The DIRECT_MESSAGE_REACTIONS intent: reactions in DMs.
+pub const DIRECT_MESSAGE_REACTIONS: u64 = 1 << 13;
 /// The intents hearth must identify with: GUILDS, GUILD_MESSAGES,
-/// DIRECT_MESSAGES, MESSAGE_CONTENT.
-pub const EXPECTED_INTENTS: u64 = 1 | (1 << 9) | (1 << 12) | (1 << 15);
+/// GUILD_MESSAGE_REACTIONS, DIRECT_MESSAGES, DIRECT_MESSAGE_REACTIONS,
+/// MESSAGE_CONTENT.
+pub const EXPECTED_INTENTS: u64 = 1
+    | GUILD_MESSAGES
+    | GUILD_MESSAGE_REACTIONS
+    | DIRECT_MESSAGES
+    | DIRECT_MESSAGE_REACTIONS
+    | (1 << 15);
+
+/// The intent without which a gateway does not send event `t` with data
+/// `d` (for the events of the intents hearth uses that a test can push).
+fn intent_of(t: &str, d: &Value) -> Option<u64> {
+    let in_guild = d.get("guild_id").is_some_and(|g| !g.is_null());
+    match t {
+        "MESSAGE_CREATE" => Some(if in_guild {
+            GUILD_MESSAGES
+        } else {
+            DIRECT_MESSAGES
+        }),
+        "MESSAGE_REACTION_ADD"
+        | "MESSAGE_REACTION_REMOVE"
+        | "MESSAGE_REACTION_REMOVE_ALL"
+        | "MESSAGE_REACTION_REMOVE_EMOJI" => Some(if in_guild {
+            GUILD_MESSAGE_REACTIONS
+        } else {
+            DIRECT_MESSAGE_REACTIONS
+        }),
+        _ => None,
+    }
+}
 /// The bot's user id.
 pub const BOT_ID: &str = "900000000000000001";
 /// The bot's application id.
@@ -93,6 +130,8 @@ pub(crate) struct Inner {
     pub(crate) unsequenced: Vec<(String, Value)>,
     pub(crate) live: Option<mpsc::UnboundedSender<Ctl>>,
     pub(crate) identifies: u32,
+    /// The intents the current session identified with.
+    pub(crate) intents: u64,
     pub(crate) resumes: Vec<(String, u64)>,
 }
 
@@ -102,15 +141,20 @@ impl Inner {
         (800_000_000_000_000_000 + self.next_id).to_string()
     }
 
-    /// Sequences a dispatch and sends it when a connection is live.
-    pub(crate) fn dispatch(&mut self, t: &str, d: Value) -> u64 {
+    /// Sequences a dispatch and sends it when a connection is live; its
+    /// sequence number, or `None` when the session's intents do not cover
+    /// it (a gateway never sends it then).
+    pub(crate) fn dispatch(&mut self, t: &str, d: Value) -> Option<u64> {
+        if intent_of(t, &d).is_some_and(|i| self.intents & i == 0) {
+            return None;
+        }
         self.seq += 1;
         let frame = json!({ "op": 0, "t": t, "s": self.seq, "d": d }).to_string();
         self.log.push((self.seq, frame.clone()));
         if let Some(tx) = &self.live {
             let _ = tx.send(Ctl::Send(frame));
         }
-        self.seq
+        Some(self.seq)
     }
 }
 
@@ -201,16 +245,47 @@ impl FakeDiscord {
     }
 
     /// Pushes a dispatch (`t`, `d`) to the bot; its sequence number. Sent
-    /// at once when a connection is live, replayed on RESUME otherwise.
+    /// at once when a connection is live, replayed on RESUME otherwise;
+    /// `None` when held until the first READY, or never sent because the
+    /// session's intents do not cover it.
     pub fn dispatch(&self, t: &str, d: Value) -> Option<u64> {
         self.shared.with(|s| {
             if s.session_id.is_none() {
                 s.unsequenced.push((t.to_owned(), d));
                 None
             } else {
-                Some(s.dispatch(t, d))
+                s.dispatch(t, d)
             }
         })
+    }
+
+    /// Pushes a `MESSAGE_REACTION_ADD`: `user` reacting with the Unicode
+    /// `emoji` to message `message` in `channel` (a DM when `guild` is
+    /// `None`). Its sequence number, as [`FakeDiscord::dispatch`]: only
+    /// sent when the bot asked for the guild or DM reaction intent.
+    pub fn reaction(
+        &self,
+        channel: &str,
+        guild: Option<&str>,
+        message: &str,
+        user: &str,
+        emoji: &str,
+    ) -> Option<u64> {
+        let author = self.shared.lock().messages.iter().any(|m| m.id == message);
+        let mut d = json!({
+            "user_id": user, "channel_id": channel, "message_id": message,
+            "emoji": { "id": null, "name": emoji }, "burst": false, "type": 0,
+        });
+        if author {
+            d["message_author_id"] = json!(BOT_ID);
+        }
+        if let Some(g) = guild {
+            d["guild_id"] = json!(g);
+            let who =
+                json!({ "id": user, "username": format!("user{user}"), "bot": user == BOT_ID });
+            d["member"] = json!({ "user": who, "roles": self.roles_of(user) });
+        }
+        self.dispatch("MESSAGE_REACTION_ADD", d)
     }
 
     /// Pushes a `MESSAGE_CREATE` from user `author` in `channel` (a DM

@@ -133,11 +133,17 @@ pub(super) fn call(st: &mut TelegramState, method: &str, p: &Params) -> Answer {
             drop_pending(st, p)?;
             Ok(json!(true))
         }
-        "getWebhookInfo" => Ok(json!({
-            "url": st.webhook.clone().unwrap_or_default(),
-            "has_custom_certificate": false,
-            "pending_update_count": st.pending_updates(),
-        })),
+        "getWebhookInfo" => {
+            let mut info = json!({
+                "url": st.webhook.clone().unwrap_or_default(),
+                "has_custom_certificate": false,
+                "pending_update_count": st.pending_updates(),
+            });
+            if let Some(kinds) = &st.allowed_updates {
+                info["allowed_updates"] = json!(kinds);
+            }
+            Ok(info)
+        }
         "logOut" => Ok(json!(true)),
         _ => Err(ApiError::new(404, "Not Found")),
     }
@@ -148,17 +154,7 @@ pub(super) async fn get_updates(shared: &Shared, p: &Params) -> Answer {
     let offset = int(p, "offset")?;
     let limit = usize::try_from(int(p, "limit")?.unwrap_or(100).clamp(1, 100)).unwrap_or(100);
     let timeout = u64::try_from(int(p, "timeout")?.unwrap_or(0)).unwrap_or(0);
-    let allowed = match json_field(p, "allowed_updates")? {
-        None => None,
-        Some(Value::Array(kinds)) => Some(
-            kinds
-                .iter()
-                .map(|k| k.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| ApiError::bad_request("can't parse allowed updates"))?,
-        ),
-        Some(_) => return Err(ApiError::bad_request("can't parse allowed updates")),
-    };
+    let allowed = allowed_updates(p)?;
     let generation = {
         let mut st = shared.lock();
         if st.webhook.is_some() {
@@ -201,10 +197,9 @@ pub(super) async fn get_updates(shared: &Shared, p: &Params) -> Answer {
             if st.webhook.is_some() {
                 return Err(ApiError::new(409, WEBHOOK_ACTIVE));
             }
-            if let Some(kinds) = st.allowed_updates.clone() {
-                st.updates
-                    .retain(|u| update_kind(u).is_some_and(|k| kinds.iter().any(|a| a == k)));
-            }
+            let allowed = st.allowed_updates.clone();
+            st.updates
+                .retain(|u| wanted(allowed.as_deref(), update_kind(u)));
             let confirmed = st.confirmed;
             let batch: Vec<Value> = st
                 .updates
@@ -224,6 +219,34 @@ pub(super) async fn get_updates(shared: &Shared, p: &Params) -> Answer {
 }
 
 /// The update's type: its one field besides `update_id`.
+/// The `allowed_updates` parameter (of getUpdates and setWebhook).
+fn allowed_updates(p: &Params) -> Result<Option<Vec<String>>, ApiError> {
+    match json_field(p, "allowed_updates")? {
+        None => Ok(None),
+        Some(Value::Array(kinds)) => kinds
+            .iter()
+            .map(|k| k.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request("can't parse allowed updates")),
+        Some(_) => Err(ApiError::bad_request("can't parse allowed updates")),
+    }
+}
+
+/// Update kinds outside the default set: Telegram sends them only to bots
+/// that list them in `allowed_updates`.
+const OPT_IN_UPDATES: [&str; 3] = ["chat_member", "message_reaction", "message_reaction_count"];
+
+/// Whether an update of `kind` reaches a bot that asked for `allowed`
+/// (`None`: the default set, every kind but the opt-in ones).
+fn wanted(allowed: Option<&[String]>, kind: Option<&str>) -> bool {
+    match (allowed, kind) {
+        (Some(kinds), Some(kind)) => kinds.iter().any(|a| a == kind),
+        (Some(_), None) => false,
+        (None, kind) => !kind.is_some_and(|k| OPT_IN_UPDATES.contains(&k)),
+    }
+}
+
 fn update_kind(update: &Value) -> Option<&str> {
     update
         .as_object()?
@@ -442,6 +465,10 @@ fn set_webhook(st: &mut TelegramState, p: &Params) -> Answer {
                 "bad webhook: secret token contains unallowed characters",
             ));
         }
+    }
+    // One setting for both ways of receiving updates, as Telegram keeps it.
+    if let Some(kinds) = allowed_updates(p)? {
+        st.allowed_updates = (!kinds.is_empty()).then_some(kinds);
     }
     if url.is_empty() {
         st.webhook = None;

@@ -6,9 +6,11 @@
 //! Requests go to `{url}/bot<token>/<method>` (POST with a JSON body, or GET
 //! with a query). It keeps the chats as users would see them: messages
 //! after edits and deletions, with their buttons. Tests push updates
-//! (builders for private and group messages and button presses), inject
-//! failures (429 with `retry_after`, 5xx, any error) or make the server
-//! unreachable, and wait on conditions over the state without sleeping.
+//! (builders for private and group messages, button presses and
+//! reactions; `message_reaction` only reaches a bot that asked for it in
+//! `allowed_updates`, as on Telegram), inject failures (429 with
+//! `retry_after`, 5xx, any error) or make the server unreachable, and wait
+//! on conditions over the state without sleeping.
 //! Every request Telegram would refuse is counted in
 //! [`FakeTelegram::rejections`], so a test can assert there was none.
 

@@ -567,6 +567,43 @@ async fn allowed_updates_filter_what_is_delivered() {
 }
 
 #[tokio::test]
+async fn reactions_reach_only_a_bot_that_asked_for_them() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let bob = User::new(12);
+    fake.push_update(fake.private_text(&bob, "text"));
+    fake.push_update(fake.reaction(&bob, 12, 1, &[], &["👍"]));
+    // The default set leaves reactions out.
+    let (_, got) = call(&fake, "getUpdates", json!({})).await;
+    let got = got["result"].as_array().unwrap().clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].get("message").is_some());
+
+    let next = got[0]["update_id"].as_i64().unwrap() + 1;
+    let id = fake.push_update(fake.reaction(&bob, 12, 1, &["👍"], &["👎"]));
+    let ask = json!({"offset": next, "allowed_updates": ["message", "message_reaction"]});
+    let (_, got) = call(&fake, "getUpdates", ask).await;
+    assert_eq!(
+        got["result"][0]["update_id"],
+        json!(id),
+        "the first reaction was never sent"
+    );
+    let r = &got["result"][0]["message_reaction"];
+    assert_eq!(r["chat"]["id"], json!(12));
+    assert_eq!(r["chat"]["type"], json!("private"));
+    assert_eq!(r["message_id"], json!(1));
+    assert_eq!(r["user"]["id"], json!(12));
+    assert_eq!(r["old_reaction"], json!([{"type": "emoji", "emoji": "👍"}]));
+    assert_eq!(r["new_reaction"], json!([{"type": "emoji", "emoji": "👎"}]));
+
+    // setWebhook keeps the same setting.
+    let hook = json!({"url": "https://example.org/h", "allowed_updates": ["message"]});
+    assert_eq!(call(&fake, "setWebhook", hook).await.0, 200);
+    let (_, info) = call(&fake, "getWebhookInfo", json!({})).await;
+    assert_eq!(info["result"]["allowed_updates"], json!(["message"]));
+    assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
+}
+
+#[tokio::test]
 async fn injected_failures_answer_like_telegram_and_are_not_rejections() {
     let fake = FakeTelegram::start(TOKEN).await;
     fake.add_chat(42);

@@ -1,7 +1,8 @@
 //! Builders for the updates a test pushes: what users do in chats. Each
-//! builder records the user's message in the fake's chat (so the bot can
-//! reply to it or be shown it again) and returns the update without its
-//! `update_id`, which [`FakeTelegram::push_update`] assigns.
+//! message builder records the user's message in the fake's chat (so the
+//! bot can reply to it or be shown it again); every builder returns the
+//! update without its `update_id`, which [`FakeTelegram::push_update`]
+//! assigns.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -138,6 +139,36 @@ impl FakeTelegram {
         json!({"callback_query": {
             "id": id, "from": from.json(), "message": message,
             "chat_instance": format!("ci{chat_id}"), "data": data,
+        }})
+    }
+
+    /// `from` changing their reactions to message `message_id` of
+    /// `chat_id` from the emoji `old` to `new` (a `message_reaction`
+    /// update). Telegram sends it only to bots that list
+    /// `message_reaction` in `allowed_updates`, and never for reactions
+    /// set by bots.
+    pub fn reaction(
+        &self,
+        from: &User,
+        chat_id: i64,
+        message_id: i64,
+        old: &[&str],
+        new: &[&str],
+    ) -> Value {
+        let st = self.shared.lock();
+        let chat = st
+            .chats
+            .get(&chat_id)
+            .cloned()
+            .unwrap_or(json!({"id": chat_id}));
+        let emoji = |list: &[&str]| -> Vec<Value> {
+            list.iter()
+                .map(|e| json!({"type": "emoji", "emoji": e}))
+                .collect()
+        };
+        json!({"message_reaction": {
+            "chat": chat, "message_id": message_id, "user": from.json(), "date": now(),
+            "old_reaction": emoji(old), "new_reaction": emoji(new),
         }})
     }
 }
