@@ -202,12 +202,13 @@ impl Runtime {
         let local_only = inner.options.incognito_local_only && journal.is_some();
         let mut fallbacks = inner.catalog.fallbacks_for(&model);
         if let Some(routed) = &route {
+            // Not awaited: the step is the trace's, and the engine starts
+            // its own steps after it (`first_step`).
             self.journal_route(
-                &self.store_of_run(&run.run_id),
+                self.store_of_run(&run.run_id),
                 &run.run_id,
                 &routed.decision,
-            )
-            .await;
+            );
             // The router's other candidates first, best first, then the
             // configured fallbacks it did not already list.
             let mut order: Vec<_> = routed.resolved.iter().skip(1).cloned().collect();
@@ -246,6 +247,7 @@ impl Runtime {
             journal,
             replies: inner.replies.get().cloned(),
             pinned,
+            first_step: u32::from(route.is_some()),
         };
         let result = inner
             .engine

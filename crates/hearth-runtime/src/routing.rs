@@ -280,8 +280,11 @@ impl Runtime {
     }
 
     /// Journals the run's `route` step as its first step (a resumed run
-    /// keeps the journal it has).
-    pub(crate) async fn journal_route(&self, store: &Arc<dyn Store>, run_id: &str, d: &Decision) {
+    /// keeps the journal it has), without waiting for the commit: the step
+    /// is for the trace, and waiting would add a commit to every routed
+    /// run's latency. Lost in a crash, it is written again when the run
+    /// resumes.
+    pub(crate) fn journal_route(&self, store: Arc<dyn Store>, run_id: &str, d: &Decision) {
         let at = now_ms();
         let step = StepRecord {
             run_id: run_id.to_owned(),
@@ -294,10 +297,13 @@ impl Runtime {
             tokens: None,
             payload: json!({ "detail": d.detail() }),
         };
-        if let Err(e) = store.put_route_step(step).await {
-            // The run goes on: only its trace lacks the step.
-            warn!(run_id, error = %e, "could not journal a run's route step");
-        }
+        tokio::spawn(async move {
+            let run_id = step.run_id.clone();
+            if let Err(e) = store.put_route_step(step).await {
+                // The run goes on: only its trace lacks the step.
+                warn!(%run_id, error = %e, "could not journal a run's route step");
+            }
+        });
     }
 
     /// Works out what a routed run's end teaches and keeps it for `finish`

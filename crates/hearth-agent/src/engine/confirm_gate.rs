@@ -314,6 +314,7 @@ mod tests {
             journal: None,
             replies: None,
             pinned: false,
+            first_step: 0,
         };
         let question = || {
             Ok((

@@ -71,6 +71,10 @@ pub struct RunInput {
     /// given with the message): a budget refusal fails the run instead of
     /// moving to another candidate.
     pub pinned: bool,
+    /// The first step index the engine may use: the ones below are the
+    /// caller's (a routed run's `route` step at 0), journaled by it and
+    /// perhaps not committed yet when the engine reads the journal.
+    pub first_step: u32,
 }
 
 impl RunInput {
@@ -549,7 +553,7 @@ impl Engine {
             summary: loaded.summary,
             tools_tokens: None,
             scratch: vec![Message::text(Role::User, input.text.clone())],
-            next_index: 0,
+            next_index: input.first_step,
             llm_calls: 0,
             tool_calls: 0,
         };

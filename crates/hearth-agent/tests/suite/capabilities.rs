@@ -114,6 +114,7 @@ async fn call_in(
                 journal: None,
                 replies: None,
                 pinned: false,
+                first_step: 0,
             },
             &NoEvents,
         )

@@ -146,6 +146,7 @@ impl Thread {
             journal: memory.cloned(),
             replies: None,
             pinned: false,
+            first_step: 0,
         };
         let result = self.engine.run(input, &Sink).await;
         let output = match &result.outcome {

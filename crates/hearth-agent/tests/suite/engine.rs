@@ -145,6 +145,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         journal: None,
         replies: None,
         pinned: false,
+        first_step: 0,
     };
     engine.run(input, &Sink).await.outcome
 }

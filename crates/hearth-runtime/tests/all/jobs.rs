@@ -194,10 +194,19 @@ async fn a_failed_job_run_publishes_job_failed() {
     assert_eq!(env.job_id.as_deref(), Some(created.id.as_str()));
     let end = finished(&rt, &env.run_id).await;
     assert_eq!(end.status, RunStatus::Failed);
-    let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(5), notices.recv())
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    // Every failed run publishes run.failed; a job's run then job.failed.
+    let notice = next().await;
+    assert_eq!(notice.event, "run.failed");
+    assert_eq!(notice.data["run_id"], env.run_id.as_str());
+    assert_eq!(notice.data["source"], "job");
+    assert_eq!(notice.data["code"], "provider_invalid_request");
+    let notice = next().await;
     assert_eq!(notice.event, "job.failed");
     assert_eq!(notice.data["job_id"], created.id.as_str());
     assert_eq!(notice.data["run_id"], env.run_id.as_str());
