@@ -295,8 +295,11 @@ impl Budget {
 
     /// The estimate of a call with `request`: its text in tokens (about four
     /// bytes each, the usual rule for English and code) plus the most the
-    /// answer may have.
-    pub fn estimate(&self, request: &ChatRequest) -> Estimate {
+    /// answer may have. `tools_bytes` is [`tools_bytes`] of `request.tools`,
+    /// which a run's calls share: the caller works it out once per run
+    /// (serializing the schemas on every call cost more than the rest of
+    /// the estimate).
+    pub fn estimate(&self, request: &ChatRequest, tools_bytes: usize) -> Estimate {
         let mut bytes = request.system.len();
         for m in &request.messages {
             // A few tokens of framing per message.
@@ -311,8 +314,8 @@ impl Budget {
                 };
             }
         }
-        for t in &request.tools {
-            bytes += t.name.len() + t.description.len() + t.parameters.to_string().len();
+        if !request.tools.is_empty() {
+            bytes += tools_bytes;
         }
         Estimate {
             input_tokens: (bytes as u64).div_ceil(4),
@@ -694,4 +697,13 @@ impl crate::router::Pools for Budget {
             },
         )
     }
+}
+
+/// The bytes `tools` add to a request, for [`Budget::estimate`]: names,
+/// descriptions and the schemas as JSON.
+pub fn tools_bytes(tools: &[hearth_core::ToolSpec]) -> usize {
+    tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum()
 }

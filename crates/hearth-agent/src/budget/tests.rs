@@ -318,7 +318,7 @@ fn the_estimate_counts_the_text_and_the_answer() {
         max_output_tokens: None,
     };
     assert_eq!(
-        b.estimate(&request),
+        b.estimate(&request, 0),
         Estimate {
             input_tokens: 200,
             output_tokens: 1000

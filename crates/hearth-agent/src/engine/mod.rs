@@ -255,6 +255,8 @@ struct Progress {
     summary: Option<String>,
     /// Estimated tokens of the offered tools, once needed.
     tools_tokens: Option<usize>,
+    /// [`crate::budget::tools_bytes`] of `offered`, once a budget asked.
+    tools_bytes: Option<usize>,
     scratch: Vec<Message>,
     next_index: u32,
     llm_calls: u32,
@@ -552,6 +554,7 @@ impl Engine {
             history_ids: loaded.ids,
             summary: loaded.summary,
             tools_tokens: None,
+            tools_bytes: None,
             scratch: vec![Message::text(Role::User, input.text.clone())],
             next_index: input.first_step,
             llm_calls: 0,
@@ -653,6 +656,13 @@ impl Engine {
             max_output_tokens: self.max_output_tokens,
         };
         let section = self.prompt_section(&input.text);
+        // Worked out once per run, and only when a budget needs it.
+        let tools_bytes = match &self.budget {
+            Some(_) => *p
+                .tools_bytes
+                .get_or_insert_with(|| crate::budget::tools_bytes(&p.offered)),
+            None => 0,
+        };
         let mut last = None;
         // The first refusal, reported when no candidate could be afforded.
         let mut refused: Option<Refusal> = None;
@@ -679,7 +689,7 @@ impl Engine {
                         &crate::compaction::summary_section(summary),
                     );
                 }
-                let hold = match self.reserve(input, model, &request) {
+                let hold = match self.reserve(input, model, &request, tools_bytes) {
                     Ok(hold) => hold,
                     Err(refusal) if input.pinned => return Err(budget_exceeded(&refusal)),
                     Err(refusal) => {
@@ -752,6 +762,7 @@ impl Engine {
         input: &RunInput,
         model: &ModelRef,
         request: &ChatRequest,
+        tools_bytes: usize,
     ) -> Result<Option<Reservation>, Refusal> {
         let Some(budget) = &self.budget else {
             return Ok(None);
@@ -761,7 +772,11 @@ impl Engine {
             thread_key: &input.thread_key,
         };
         budget
-            .reserve(&model.to_string(), payer, budget.estimate(request))
+            .reserve(
+                &model.to_string(),
+                payer,
+                budget.estimate(request, tools_bytes),
+            )
             .map(Some)
     }
 
