@@ -258,9 +258,8 @@ impl Runtime {
                 &run.run_id,
                 &routed.decision,
                 &result.outcome,
-                &result.steps,
-            )
-            .await;
+                &result.model_calls,
+            );
         }
         let follow_ups = result
             .unseen_steer

@@ -9,11 +9,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use hearth_agent::Outcome;
 use hearth_agent::router::{
     Arm, ArmPrice, Decision, Estimate, Posterior, RouteError, RouteRequest, Router, RouterSettings,
     Strategy, TaskClass,
 };
+use hearth_agent::{ModelCall, Outcome};
 use hearth_config::{RouterConfig, RouterStrategy};
 use hearth_core::{ModelRef, ThinkingLevel, now_ms};
 use hearth_llm::{Provider, ToolSupport};
@@ -306,26 +306,20 @@ impl Runtime {
         });
     }
 
-    /// Works out what a routed run's end teaches and keeps it for `finish`
-    /// to commit with the end.
-    pub(crate) async fn learn_from(
+    /// Works out what a routed run's end teaches (from the model calls the
+    /// engine reports, those before a resume included) and keeps it for
+    /// `finish` to commit with the end.
+    pub(crate) fn learn_from(
         &self,
         run_id: &str,
         decision: &Decision,
         outcome: &Outcome,
-        last_steps: &[StepRecord],
+        calls: &[ModelCall],
     ) {
         if self.inner.incognito.store_of_run(run_id).is_some() {
             return;
         }
-        let steps = match self.inner.store.steps(run_id).await {
-            Ok(s) => s,
-            Err(e) => {
-                warn!(run_id, error = %e, "could not read a routed run's steps; the router learns nothing from it");
-                return;
-            }
-        };
-        let observed = observations(decision, outcome, steps.iter().chain(last_steps));
+        let observed = observations(decision, outcome, calls);
         if !observed.is_empty() {
             self.inner
                 .routing
@@ -356,20 +350,16 @@ impl Runtime {
 /// failed anyway, e.g. at a limit; nothing when cancelled); an arm whose
 /// calls all failed (and was failed over from) scores a failure. The
 /// chosen arm counts one routed run.
-fn observations<'a>(
-    decision: &Decision,
-    outcome: &Outcome,
-    steps: impl Iterator<Item = &'a StepRecord>,
-) -> Vec<ArmStats> {
+fn observations(decision: &Decision, outcome: &Outcome, calls: &[ModelCall]) -> Vec<ArmStats> {
     let task = decision.task.as_str();
     // model -> (answered, failed)
     let mut seen: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
-    for s in steps.filter(|s| s.kind == StepKind::Llm) {
-        let e = seen.entry(s.name.as_str()).or_default();
-        match s.status {
-            StepStatus::Succeeded => e.0 = true,
-            StepStatus::Failed => e.1 = true,
-            StepStatus::Started | StepStatus::Unknown => {}
+    for c in calls {
+        let e = seen.entry(c.model.as_str()).or_default();
+        if c.answered {
+            e.0 = true;
+        } else {
+            e.1 = true;
         }
     }
     let mut out: Vec<ArmStats> = Vec::new();
@@ -440,17 +430,10 @@ mod tests {
         }
     }
 
-    fn step(model: &str, status: StepStatus) -> StepRecord {
-        StepRecord {
-            run_id: "r".into(),
-            index: 0,
-            kind: StepKind::Llm,
-            name: model.into(),
-            status,
-            started_at: 0,
-            finished_at: Some(0),
-            tokens: None,
-            payload: json!({}),
+    fn call(model: &str, answered: bool) -> ModelCall {
+        ModelCall {
+            model: model.into(),
+            answered,
         }
     }
 
@@ -466,30 +449,23 @@ mod tests {
 
     #[test]
     fn a_failover_fails_the_arm_that_failed_and_credits_the_one_that_answered() {
-        let steps = [
-            step("p/a", StepStatus::Failed),
-            step("p/a", StepStatus::Failed),
-            step("p/b", StepStatus::Succeeded),
-        ];
-        let got = observations(&decision(), &Outcome::Succeeded("x".into()), steps.iter());
+        let calls = [call("p/a", false), call("p/a", false), call("p/b", true)];
+        let got = observations(&decision(), &Outcome::Succeeded("x".into()), &calls);
         assert_eq!(got, [stats("p/a", 0, 1, 1), stats("p/b", 1, 0, 0)]);
     }
 
     #[test]
     fn a_retry_that_answers_is_a_success_and_a_failed_run_fails_its_arm() {
-        let steps = [
-            step("p/a", StepStatus::Failed),
-            step("p/a", StepStatus::Succeeded),
-        ];
-        let ok = observations(&decision(), &Outcome::Succeeded("x".into()), steps.iter());
+        let calls = [call("p/a", false), call("p/a", true)];
+        let ok = observations(&decision(), &Outcome::Succeeded("x".into()), &calls);
         assert_eq!(ok, [stats("p/a", 1, 0, 1)]);
         let failed = Outcome::Failed(RunError {
             code: "limit_exceeded".into(),
             message: String::new(),
         });
-        let got = observations(&decision(), &failed, steps[1..].iter());
+        let got = observations(&decision(), &failed, &calls[1..]);
         assert_eq!(got, [stats("p/a", 0, 1, 1)]);
-        let got = observations(&decision(), &Outcome::Cancelled, steps[1..].iter());
+        let got = observations(&decision(), &Outcome::Cancelled, &calls[1..]);
         assert_eq!(got, [stats("p/a", 0, 0, 1)], "a cancel only counts the run");
     }
 }

@@ -148,6 +148,33 @@ pub struct RunResult {
     /// Messages steered into the run that it did not get to see; the caller
     /// must deliver them another way (as follow-ups).
     pub unseen_steer: Vec<String>,
+    /// Every model call of the run, in order, those journaled before a
+    /// resume included: what the router learns from, without reading the
+    /// journal back.
+    pub model_calls: Vec<ModelCall>,
+}
+
+/// One model call of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCall {
+    /// `provider/model`.
+    pub model: String,
+    /// It answered (false: it failed and the run retried or failed over).
+    pub answered: bool,
+}
+
+/// The model calls of a run, kept outside its future: a cancel or the wall
+/// limit drops the future mid-call, and what it called still counts.
+type ModelCalls = Arc<std::sync::Mutex<Vec<ModelCall>>>;
+
+fn record_call(calls: &ModelCalls, model: &str, answered: bool) {
+    calls
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(ModelCall {
+            model: model.to_owned(),
+            answered,
+        });
 }
 
 /// The engine: shared by every run of the process.
@@ -257,6 +284,8 @@ struct Progress {
     tools_tokens: Option<usize>,
     /// [`crate::budget::tools_bytes`] of `offered`, once a budget asked.
     tools_bytes: Option<usize>,
+    /// The run's model calls so far.
+    calls: ModelCalls,
     scratch: Vec<Message>,
     next_index: u32,
     llm_calls: u32,
@@ -400,8 +429,9 @@ impl Engine {
         let cancel = input.cancel.clone();
         let max_wall = self.limits.max_wall;
         let clock = WallClock::new(max_wall);
+        let calls = ModelCalls::default();
         let result = {
-            let body = self.drive(&mut input, history, sink, &clock);
+            let body = self.drive(&mut input, history, sink, &clock, &calls);
             tokio::pin!(body);
             loop {
                 tokio::select! {
@@ -444,11 +474,17 @@ impl Engine {
             Err(Stop::Failed(e)) => (Outcome::Failed(e), Vec::new(), Vec::new()),
             Err(Stop::Cancelled) => (Outcome::Cancelled, Vec::new(), Vec::new()),
         };
+        let model_calls = std::mem::take(
+            &mut *calls
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         RunResult {
             outcome,
             messages,
             steps,
             unseen_steer,
+            model_calls,
         }
     }
 
@@ -458,8 +494,9 @@ impl Engine {
         history: Option<Vec<Message>>,
         sink: &dyn EventSink,
         clock: &WallClock,
+        calls: &ModelCalls,
     ) -> Result<(String, Vec<Message>, Vec<StepRecord>, HashSet<i64>), Stop> {
-        let mut p = self.resume(input, history).await?;
+        let mut p = self.resume(input, history, calls.clone()).await?;
         loop {
             // Tool calls of the last model turn that have no result yet run first
             // (also after a crash between a model call and its tools).
@@ -507,6 +544,7 @@ impl Engine {
                 tokens: serde_json::to_value(turn.usage).ok(),
                 payload: json!({ "message": turn.message, "steered": steered }),
             };
+            record_call(&p.calls, &step.name, true);
             p.next_index += 1;
             let has_calls = turn.tool_calls().next().is_some();
             p.scratch.push(turn.message.clone());
@@ -535,6 +573,7 @@ impl Engine {
         &self,
         input: &RunInput,
         supplied: Option<Vec<Message>>,
+        calls: ModelCalls,
     ) -> Result<Progress, Stop> {
         let journal = input.journal(&self.store);
         // Independent reads, so one waits for the slowest rather than the sum.
@@ -555,6 +594,7 @@ impl Engine {
             summary: loaded.summary,
             tools_tokens: None,
             tools_bytes: None,
+            calls,
             scratch: vec![Message::text(Role::User, input.text.clone())],
             next_index: input.first_step,
             llm_calls: 0,
@@ -564,6 +604,7 @@ impl Engine {
             p.next_index = p.next_index.max(step.index + 1);
             match step.kind {
                 StepKind::Llm => {
+                    record_call(&p.calls, &step.name, step.status == StepStatus::Succeeded);
                     if step.status != StepStatus::Succeeded {
                         continue;
                     }
@@ -874,6 +915,7 @@ impl Engine {
             tokens: None,
             payload: json!({ "error": { "kind": err.kind.as_str(), "message": err.message } }),
         };
+        record_call(&p.calls, &step.name, false);
         p.next_index += 1;
         input.journal(&self.store).put_step(step).await?;
         Ok(())
