@@ -16,6 +16,7 @@ pub mod confirm;
 pub mod context;
 pub mod engine;
 pub mod firewall;
+pub mod json_len;
 pub mod limits;
 pub mod policy;
 pub mod router;

@@ -201,14 +201,8 @@ impl Runtime {
         let journal = inner.incognito.store_of_run(&run.run_id);
         let local_only = inner.options.incognito_local_only && journal.is_some();
         let mut fallbacks = inner.catalog.fallbacks_for(&model);
+        let routed_at = now_ms();
         if let Some(routed) = &route {
-            // Not awaited: the step is the trace's, and the engine starts
-            // its own steps after it (`first_step`).
-            self.journal_route(
-                self.store_of_run(&run.run_id),
-                &run.run_id,
-                &routed.decision,
-            );
             // The router's other candidates first, best first, then the
             // configured fallbacks it did not already list.
             let mut order: Vec<_> = routed.resolved.iter().skip(1).cloned().collect();
@@ -277,12 +271,19 @@ impl Runtime {
                 roles: run.roles.clone(),
             })
             .collect();
+        let mut steps = result.steps;
+        if let Some(routed) = &route {
+            steps.insert(
+                0,
+                crate::routing::route_step(&run.run_id, &routed.decision, routed_at),
+            );
+        }
         self.finish(
             run,
             &log,
             result.outcome,
             result.messages,
-            result.steps,
+            steps,
             follow_ups,
         )
         .await;

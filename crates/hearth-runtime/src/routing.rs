@@ -17,7 +17,7 @@ use hearth_agent::{ModelCall, Outcome};
 use hearth_config::{RouterConfig, RouterStrategy};
 use hearth_core::{ModelRef, ThinkingLevel, now_ms};
 use hearth_llm::{Provider, ToolSupport};
-use hearth_store::{ArmStats, Rating, RunFeedback, StepKind, StepRecord, StepStatus, Store};
+use hearth_store::{ArmStats, Rating, RunFeedback, StepKind, StepRecord, StepStatus};
 use serde_json::json;
 use tracing::{debug, warn};
 
@@ -279,33 +279,6 @@ impl Runtime {
         Ok(Some(Routed { decision, resolved }))
     }
 
-    /// Journals the run's `route` step as its first step (a resumed run
-    /// keeps the journal it has), without waiting for the commit: the step
-    /// is for the trace, and waiting would add a commit to every routed
-    /// run's latency. Lost in a crash, it is written again when the run
-    /// resumes.
-    pub(crate) fn journal_route(&self, store: Arc<dyn Store>, run_id: &str, d: &Decision) {
-        let at = now_ms();
-        let step = StepRecord {
-            run_id: run_id.to_owned(),
-            index: 0,
-            kind: StepKind::Route,
-            name: d.chosen().to_owned(),
-            status: StepStatus::Succeeded,
-            started_at: at,
-            finished_at: Some(at),
-            tokens: None,
-            payload: json!({ "detail": d.detail() }),
-        };
-        tokio::spawn(async move {
-            let run_id = step.run_id.clone();
-            if let Err(e) = store.put_route_step(step).await {
-                // The run goes on: only its trace lacks the step.
-                warn!(%run_id, error = %e, "could not journal a run's route step");
-            }
-        });
-    }
-
     /// Works out what a routed run's end teaches (from the model calls the
     /// engine reports, those before a resume included) and keeps it for
     /// `finish` to commit with the end.
@@ -382,6 +355,24 @@ fn observations(decision: &Decision, outcome: &Outcome, calls: &[ModelCall]) -> 
         }
     }
     out
+}
+
+/// A routed run's `route` step (index 0; the engine starts its own steps
+/// after it). It is written with the run's end, in the same commit: it is
+/// for the trace, and a commit of its own cost every routed run a write. A
+/// run that resumes after a crash is routed again and records that choice.
+pub(crate) fn route_step(run_id: &str, d: &Decision, at: hearth_core::Timestamp) -> StepRecord {
+    StepRecord {
+        run_id: run_id.to_owned(),
+        index: 0,
+        kind: StepKind::Route,
+        name: d.chosen().to_owned(),
+        status: StepStatus::Succeeded,
+        started_at: at,
+        finished_at: Some(at),
+        tokens: None,
+        payload: json!({ "detail": d.detail() }),
+    }
 }
 
 /// Why a run could not be routed.

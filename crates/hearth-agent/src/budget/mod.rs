@@ -704,6 +704,6 @@ impl crate::router::Pools for Budget {
 pub fn tools_bytes(tools: &[hearth_core::ToolSpec]) -> usize {
     tools
         .iter()
-        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .map(|t| t.name.len() + t.description.len() + crate::json_len::json_len(&t.parameters))
         .sum()
 }
