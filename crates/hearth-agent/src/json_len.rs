@@ -1,9 +1,12 @@
-//! The length of a value's compact JSON text, worked out by walking it:
-//! estimates of a request's size (budget reservations, compaction) need the
-//! size of the offered tools' schemas on every run, and serializing them to
-//! measure them cost more than the rest of both estimates together.
+//! The length of a value's compact JSON text, worked out by walking it,
+//! and [`ToolSizes`], which remembers it per tool: estimates of a request's
+//! size (budget reservations, compaction) need the size of the offered
+//! tools' schemas on every run, and measuring them each time cost more than
+//! the rest of both estimates together.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::{Mutex, PoisonError};
 
 use hearth_core::ToolSpec;
 use serde_json::Value;
@@ -38,6 +41,74 @@ pub fn tools_json_len(tools: &[ToolSpec]) -> usize {
         .map(|t| FRAME + str_len(&t.name) + str_len(&t.description) + json_len(&t.parameters))
         .sum::<usize>()
         + tools.len().saturating_sub(1)
+}
+
+/// The sizes of a list of tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListSize {
+    /// Names, descriptions and schemas (as JSON), for budget estimates.
+    pub text_bytes: usize,
+    /// Bytes of `serde_json::to_string(tools)`, for compaction estimates.
+    pub json: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    /// What the sizes were measured for: a tool whose description or schema
+    /// changes shape under the same name (an MCP server updated) is
+    /// measured again.
+    shape: (usize, usize, usize),
+    text_bytes: usize,
+    json: usize,
+}
+
+fn shape(t: &ToolSpec) -> (usize, usize, usize) {
+    let props = t
+        .parameters
+        .get("properties")
+        .and_then(Value::as_object)
+        .map_or(0, serde_json::Map::len);
+    (
+        t.description.len(),
+        t.parameters.as_object().map_or(0, serde_json::Map::len),
+        props,
+    )
+}
+
+/// Tool sizes remembered by tool name, shared by every run of an engine.
+#[derive(Debug, Default)]
+pub struct ToolSizes(Mutex<HashMap<String, Measured>>);
+
+impl ToolSizes {
+    /// The sizes of `tools`, measuring only the tools not seen before.
+    pub fn measure(&self, tools: &[ToolSpec]) -> ListSize {
+        // {"name":N,"description":D,"parameters":P}
+        const FRAME: usize = 2 + 7 + 1 + 14 + 1 + 13;
+        let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut total = ListSize {
+            text_bytes: 0,
+            json: 2 + tools.len().saturating_sub(1),
+        };
+        for t in tools {
+            let shape = shape(t);
+            let m = match known.get(&t.name) {
+                Some(m) if m.shape == shape => *m,
+                _ => {
+                    let params = json_len(&t.parameters);
+                    let m = Measured {
+                        shape,
+                        text_bytes: t.name.len() + t.description.len() + params,
+                        json: FRAME + str_len(&t.name) + str_len(&t.description) + params,
+                    };
+                    known.insert(t.name.clone(), m);
+                    m
+                }
+            };
+            total.text_bytes += m.text_bytes;
+            total.json += m.json;
+        }
+        total
+    }
 }
 
 /// A string with its quotes and escapes, as serde_json writes it.
@@ -103,12 +174,29 @@ mod tests {
     fn tool_lists_match_what_serde_json_writes() {
         let tools = hearth_tools::ToolRegistry::with_builtins().specs();
         assert!(!tools.is_empty());
+        let sizes = ToolSizes::default();
         for n in [0, 1, tools.len()] {
             let some = &tools[..n];
-            assert_eq!(
-                tools_json_len(some),
-                serde_json::to_string(some).unwrap().len()
-            );
+            let json = serde_json::to_string(some).unwrap().len();
+            assert_eq!(tools_json_len(some), json);
+            // Measured, then remembered: the same either way.
+            for _ in 0..2 {
+                let got = sizes.measure(some);
+                assert_eq!(got.json, json);
+                let text: usize = some
+                    .iter()
+                    .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+                    .sum();
+                assert_eq!(got.text_bytes, text);
+            }
         }
+        // A tool whose schema changes shape under its name is measured again.
+        let mut changed = tools[0].clone();
+        changed.parameters = json!({"type": "object", "properties": {}});
+        let list = [changed];
+        assert_eq!(
+            sizes.measure(&list).json,
+            serde_json::to_string(&list).unwrap().len()
+        );
     }
 }

@@ -295,10 +295,10 @@ impl Budget {
 
     /// The estimate of a call with `request`: its text in tokens (about four
     /// bytes each, the usual rule for English and code) plus the most the
-    /// answer may have. `tools_bytes` is [`tools_bytes`] of `request.tools`,
-    /// which a run's calls share: the caller works it out once per run
-    /// (serializing the schemas on every call cost more than the rest of
-    /// the estimate).
+    /// answer may have. `tools_bytes` is the size of `request.tools`
+    /// ([`crate::json_len::ListSize::text_bytes`]), which the caller
+    /// remembers: measuring the schemas on every call cost more than the
+    /// rest of the estimate.
     pub fn estimate(&self, request: &ChatRequest, tools_bytes: usize) -> Estimate {
         let mut bytes = request.system.len();
         for m in &request.messages {
@@ -697,13 +697,4 @@ impl crate::router::Pools for Budget {
             },
         )
     }
-}
-
-/// The bytes `tools` add to a request, for [`Budget::estimate`]: names,
-/// descriptions and the schemas as JSON.
-pub fn tools_bytes(tools: &[hearth_core::ToolSpec]) -> usize {
-    tools
-        .iter()
-        .map(|t| t.name.len() + t.description.len() + crate::json_len::json_len(&t.parameters))
-        .sum()
 }

@@ -103,9 +103,7 @@ impl Engine {
 
     /// Tokens of the next call besides the history.
     fn fixed_tokens(&self, input: &RunInput, p: &mut Progress) -> usize {
-        let tools = *p
-            .tools_tokens
-            .get_or_insert_with(|| crate::json_len::tools_json_len(&p.offered).div_ceil(4));
+        let tools = self.tools_size(p).json.div_ceil(4);
         estimate_text(&self.system_prompt)
             + estimate_text(&self.prompt_section(&input.text))
             + tools

@@ -190,6 +190,8 @@ pub struct Engine {
     policy: PolicyConfig,
     /// Models whose server rejected tool definitions (model-dependent tools).
     no_tools: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Sizes of the tools offered, for estimates.
+    tool_sizes: crate::json_len::ToolSizes,
     /// Which write-class tools ask the user first.
     confirm: ConfirmPolicy,
     /// Runs waiting for an answer.
@@ -280,10 +282,8 @@ struct Progress {
     history_tokens: usize,
     /// The summary that replaces the turns before `history`, if any.
     summary: Option<String>,
-    /// Estimated tokens of the offered tools, once needed.
-    tools_tokens: Option<usize>,
-    /// [`crate::budget::tools_bytes`] of `offered`, once a budget asked.
-    tools_bytes: Option<usize>,
+    /// Sizes of `offered`, once an estimate needed them.
+    tools_size: Option<crate::json_len::ListSize>,
     /// The run's model calls so far.
     calls: ModelCalls,
     scratch: Vec<Message>,
@@ -312,6 +312,7 @@ impl Engine {
             scanner,
             policy: PolicyConfig::default(),
             no_tools: std::sync::Mutex::new(std::collections::HashSet::new()),
+            tool_sizes: crate::json_len::ToolSizes::default(),
             confirm: ConfirmPolicy::default(),
             hub: Arc::new(ConfirmationHub::default()),
             prompt_hook: None,
@@ -592,8 +593,7 @@ impl Engine {
             history: loaded.history,
             history_ids: loaded.ids,
             summary: loaded.summary,
-            tools_tokens: None,
-            tools_bytes: None,
+            tools_size: None,
             calls,
             scratch: vec![Message::text(Role::User, input.text.clone())],
             next_index: input.first_step,
@@ -699,9 +699,7 @@ impl Engine {
         let section = self.prompt_section(&input.text);
         // Worked out once per run, and only when a budget needs it.
         let tools_bytes = match &self.budget {
-            Some(_) => *p
-                .tools_bytes
-                .get_or_insert_with(|| crate::budget::tools_bytes(&p.offered)),
+            Some(_) => self.tools_size(p).text_bytes,
             None => 0,
         };
         let mut last = None;
@@ -838,6 +836,13 @@ impl Engine {
             request.tools.clear();
             request.system.push_str(PROMPT_ONLY_NOTE);
         }
+    }
+
+    /// The sizes of the run's offered tools (measured once per run, and
+    /// per tool once per process).
+    fn tools_size(&self, p: &mut Progress) -> crate::json_len::ListSize {
+        *p.tools_size
+            .get_or_insert_with(|| self.tool_sizes.measure(&p.offered))
     }
 
     fn rejected_tools(&self, model: &ModelRef) -> bool {
