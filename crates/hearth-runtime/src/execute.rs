@@ -352,6 +352,7 @@ impl Runtime {
     ) {
         // A run cancelled before it started leaves its overrides unused.
         self.inner.supplied.take(&run.run_id);
+        self.forget_route_input(&run.run_id);
         let (status, output, error) = match outcome {
             Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
             Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),

@@ -160,6 +160,7 @@ impl Runtime {
         }
         // Before it is scheduled: its worker takes them when it starts.
         self.inner.supplied.put(&run.run_id, overrides);
+        self.remember_route_input(&run);
         metrics::counter!("hearth_runs_accepted_total").increment(1);
         let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
         log.push(

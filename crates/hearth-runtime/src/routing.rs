@@ -37,9 +37,19 @@ pub(crate) struct Routing {
     router: OnceLock<Arc<Router>>,
     /// Per run: what its end teaches, added to the counts by `finish`.
     pending: Mutex<HashMap<String, Vec<ArmStats>>>,
+    /// The message and user of runs ingested here and not routed yet, so
+    /// routing them reads nothing back (a recovered run is read instead).
+    inputs: Mutex<HashMap<String, (String, String)>>,
 }
 
 impl Routing {
+    fn input(&self, run_id: &str) -> Option<(String, String)> {
+        self.inputs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id)
+    }
+
     fn take(&self, run_id: &str) -> Vec<ArmStats> {
         self.pending
             .lock()
@@ -245,15 +255,19 @@ impl Runtime {
         if router.strategy() == Strategy::Fixed {
             return Ok(None);
         }
-        // A run that is gone is not claimed either: nothing to route.
-        let Some(run) = self.store_of_run(run_id).get_run(run_id).await? else {
-            return Ok(None);
+        let (text, user_key) = match self.inner.routing.input(run_id) {
+            Some(known) => known,
+            None => match self.store_of_run(run_id).get_run(run_id).await? {
+                Some(run) => (run.input, run.user_key),
+                // A run that is gone is not claimed either: nothing to route.
+                None => return Ok(None),
+            },
         };
         let incognito = self.inner.incognito.store_of_run(run_id).is_some();
         let tools = self.inner.engine.tools();
         let req = RouteRequest {
-            text: &run.input,
-            user: &run.user_key,
+            text: &text,
+            user: &user_key,
             thread: thread_key,
             needs_tools: tools
                 .for_channel(hearth_tools::channel_of(thread_key))
@@ -262,7 +276,7 @@ impl Runtime {
             needs_thinking: thinking != ThinkingLevel::Off,
             local_only: incognito && self.inner.options.incognito_local_only,
             estimate: Estimate {
-                input_tokens: run.input.len() as u64 / CHARS_PER_TOKEN + 1,
+                input_tokens: text.len() as u64 / CHARS_PER_TOKEN + 1,
                 output_tokens: OUTPUT_ESTIMATE,
             },
         };
@@ -301,6 +315,33 @@ impl Runtime {
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(run_id.to_owned(), observed);
         }
+    }
+
+    /// Keeps a just-ingested run's message and user for its routing (only
+    /// when runs are routed).
+    pub(crate) fn remember_route_input(&self, run: &hearth_store::RunRecord) {
+        let routes = self
+            .inner
+            .routing
+            .router
+            .get()
+            .is_some_and(|r| r.strategy() != Strategy::Fixed);
+        if routes {
+            self.inner
+                .routing
+                .inputs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(
+                    run.run_id.clone(),
+                    (run.input.clone(), run.user_key.clone()),
+                );
+        }
+    }
+
+    /// Forgets what routing kept for a run that ends without being routed.
+    pub(crate) fn forget_route_input(&self, run_id: &str) {
+        self.inner.routing.input(run_id);
     }
 
     /// The observations waiting for this run's end (taken once).
