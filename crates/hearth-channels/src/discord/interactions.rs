@@ -353,7 +353,7 @@ async fn button(dc: &Arc<Discord>, i: &Interaction, actor: &User) -> Result<(), 
             private(
                 dc,
                 i,
-                "Only the person who asked (or a server admin) can answer this.",
+                "Only the person who asked, a server admin or someone allowed to answer for others can answer this.",
             )
             .await;
         }

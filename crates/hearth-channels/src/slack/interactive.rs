@@ -111,7 +111,7 @@ async fn confirm(
             let mut body = json!({
                 "channel": channel,
                 "user": presser,
-                "text": "Only the person who asked can answer this.",
+                "text": "Only the person who asked, or someone allowed to answer for others, can answer this.",
             });
             if let Some(ts) = ix.message.as_ref().and_then(|m| m.thread_ts.clone()) {
                 body["thread_ts"] = json!(ts);

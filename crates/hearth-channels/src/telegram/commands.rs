@@ -271,7 +271,7 @@ pub(super) async fn callback(
                     answer(
                         tg,
                         &q.id,
-                        "Only the person who asked can answer this.",
+                        "Only the person who asked, or someone allowed to answer for others, can answer this.",
                         true,
                     )
                     .await;
