@@ -11,16 +11,18 @@ use hearth_core::{
 use hearth_llm::retry::{RetryPolicy, jitter};
 use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_store::{StepKind, StepRecord, StepStatus, Store, StoreError};
-use hearth_tools::{ToolContext, ToolRegistry};
+use hearth_tools::ToolRegistry;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::compaction::CompactionConfig;
 use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
 mod compact;
 mod confirm_gate;
+mod run_io;
 mod tools;
+
+pub use run_io::{Candidate, ModelCall, Outcome, RunInput, RunResult, ToolMode};
+use run_io::{ModelCalls, record_call};
 
 use self::tools::{ToolCall, push_tool_result};
 use crate::budget::{Budget, Payer, Refusal, Reservation, tokens_of};
@@ -36,146 +38,9 @@ pub trait EventSink: Send + Sync {
     fn emit(&self, kind: RunEventKind, data: Value);
 }
 
-/// What one run needs besides the engine's shared parts.
-pub struct RunInput {
-    /// The run.
-    pub run_id: String,
-    /// Its thread.
-    pub thread_key: String,
-    /// The user's message.
-    pub text: String,
-    /// Who sent it: tool permissions are theirs.
-    pub user_key: String,
-    /// Where permissions are looked up: `global` or a channel's space.
-    pub scope: String,
-    /// The user's platform role ids: grants to `role:<id>` apply.
-    pub roles: Vec<String>,
-    /// The run's model first, then the models to fail over to, in order.
-    pub candidates: Vec<Candidate>,
-    /// Requested reasoning (clamped per candidate).
-    pub thinking: ThinkingLevel,
-    /// Cancels the run.
-    pub cancel: CancellationToken,
-    /// Messages steered into the run (`(id, text)`, already stored); read
-    /// before each model call.
-    pub steer: Option<mpsc::Receiver<(i64, String)>>,
-    /// True when nothing of the thread may be written to disk.
-    pub incognito: bool,
-    /// Where this run's journal and its thread's new messages live, when not
-    /// in the engine's store (incognito runs: a store in memory).
-    pub journal: Option<Arc<dyn Store>>,
-    /// Decides the chat prompt a confirmation owes (queued with it), when a
-    /// channel owns the thread.
-    pub replies: Option<Arc<dyn hearth_store::ReplyRouter>>,
-    /// The run's model was chosen explicitly (the thread's `model set`, or
-    /// given with the message): a budget refusal fails the run instead of
-    /// moving to another candidate.
-    pub pinned: bool,
-    /// The first step index the engine may use: the ones below are the
-    /// caller's (a routed run's `route` step at 0), journaled by it and
-    /// perhaps not committed yet when the engine reads the journal.
-    pub first_step: u32,
-}
-
-impl RunInput {
-    /// The store that holds this run.
-    fn journal<'a>(&'a self, engine_store: &'a Arc<dyn Store>) -> &'a Arc<dyn Store> {
-        self.journal.as_ref().unwrap_or(engine_store)
-    }
-
-    /// What the run's tool calls see of it.
-    fn tool_context(&self) -> ToolContext {
-        ToolContext {
-            run_id: self.run_id.clone(),
-            thread_key: self.thread_key.clone(),
-            user_key: self.user_key.clone(),
-            incognito: self.incognito,
-        }
-    }
-}
-
-/// A model the run may call, with what it can take.
-#[derive(Clone)]
-pub struct Candidate {
-    /// `<provider>/<model>`.
-    pub model: ModelRef,
-    /// Its provider.
-    pub provider: Arc<dyn Provider>,
-    /// Whether tool definitions are sent.
-    pub tools: ToolMode,
-    /// Whether the model takes a reasoning level (else `off` is sent).
-    pub thinking: bool,
-    /// Its context window in tokens; `None` when not known (compaction then
-    /// assumes `default_context_tokens`).
-    pub context_window: Option<u32>,
-}
-
-/// Whether a model gets the tool definitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolMode {
-    /// Always.
-    Send,
-    /// Never: prompt-only mode, said in the system prompt.
-    Omit,
-    /// Sent until the server rejects them for this model; then omitted.
-    TryThenOmit,
-}
-
 /// Added to the system prompt when a model gets no tools.
 const PROMPT_ONLY_NOTE: &str = "\n\nNo tools are available with this model: answer from what you \
 know, and say so when something would need checking.";
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// The answer.
-    Succeeded(String),
-    /// What went wrong.
-    Failed(RunError),
-    /// Cancelled.
-    Cancelled,
-}
-
-/// The end of a run, for the runtime to commit in one transaction.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunResult {
-    /// How it ended.
-    pub outcome: Outcome,
-    /// Messages to append to the thread (empty unless it succeeded).
-    pub messages: Vec<Message>,
-    /// Steps not yet journaled (the final model call).
-    pub steps: Vec<StepRecord>,
-    /// Messages steered into the run that it did not get to see; the caller
-    /// must deliver them another way (as follow-ups).
-    pub unseen_steer: Vec<String>,
-    /// Every model call of the run, in order, those journaled before a
-    /// resume included: what the router learns from, without reading the
-    /// journal back.
-    pub model_calls: Vec<ModelCall>,
-}
-
-/// One model call of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelCall {
-    /// `provider/model`.
-    pub model: String,
-    /// It answered (false: it failed and the run retried or failed over).
-    pub answered: bool,
-}
-
-/// The model calls of a run, kept outside its future: a cancel or the wall
-/// limit drops the future mid-call, and what it called still counts.
-type ModelCalls = Arc<std::sync::Mutex<Vec<ModelCall>>>;
-
-fn record_call(calls: &ModelCalls, model: &str, answered: bool) {
-    calls
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(ModelCall {
-            model: model.to_owned(),
-            answered,
-        });
-}
 
 /// The engine: shared by every run of the process.
 pub struct Engine {
