@@ -120,9 +120,14 @@ impl Hearth {
 
     /// POST /v1/messages; returns status and body.
     pub async fn post(&self, body: Value) -> (u16, Value) {
+        self.send(reqwest::Method::POST, "/v1/messages", body).await
+    }
+
+    /// `method` on `path` with a JSON body; returns status and body.
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
         let r = self
             .http
-            .post(self.at("/v1/messages"))
+            .request(method, self.at(path))
             .json(&body)
             .send()
             .await

@@ -10,18 +10,6 @@ use crate::harness::{Hearth, fake_config, offered_tools};
 const THREAD: &str = "api:jobtools";
 const USER: &str = "api:user:jt-alice";
 
-async fn send(h: &Hearth, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
-    let r = h
-        .http
-        .request(method, h.at(path))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let s = r.status().as_u16();
-    (s, r.json().await.unwrap())
-}
-
 /// Asks on [`THREAD`] as [`USER`] with the model's next turn scripted to call
 /// `tool(args)` and then answer "done"; approves a confirmation if one is
 /// asked. Returns the finished run.
@@ -42,13 +30,13 @@ async fn call_tool(h: &Hearth, fake: &FakeOpenAi, tool: &str, args: Value, confi
     assert_eq!(s, 202, "{tool} should wait for confirmation: {v}");
     assert_eq!(v["confirmation"]["tool"], tool, "{v}");
     let token = v["confirmation"]["token"].as_str().unwrap();
-    let (s, c) = send(
-        h,
-        reqwest::Method::POST,
-        &format!("/v1/confirmations/{token}"),
-        json!({ "user_key": USER, "approve": true }),
-    )
-    .await;
+    let (s, c) = h
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/confirmations/{token}"),
+            json!({ "user_key": USER, "approve": true }),
+        )
+        .await;
     assert_eq!(s, 200, "{c}");
     h.wait_run(v["run_id"].as_str().unwrap()).await
 }
@@ -83,13 +71,13 @@ async fn the_model_schedules_lists_and_cancels_only_its_conversations_jobs() {
         !offered.iter().any(|t| t.contains("job")),
         "offered without jobs.manage: {offered:?}"
     );
-    let (s, g) = send(
-        &h,
-        reqwest::Method::POST,
-        "/v1/permissions/grants",
-        json!({ "subject": format!("user:{USER}"), "capability": "jobs.manage" }),
-    )
-    .await;
+    let (s, g) = h
+        .send(
+            reqwest::Method::POST,
+            "/v1/permissions/grants",
+            json!({ "subject": format!("user:{USER}"), "capability": "jobs.manage" }),
+        )
+        .await;
     assert_eq!(s, 201, "{g}");
 
     let done = call_tool(
@@ -116,14 +104,14 @@ async fn the_model_schedules_lists_and_cancels_only_its_conversations_jobs() {
     assert_eq!(job["timezone"], "Europe/Paris");
 
     // Someone else's job, made through the API on another thread.
-    let (s, other) = send(
-        &h,
-        reqwest::Method::POST,
-        "/v1/jobs",
-        json!({"name": "theirs", "schedule": "every 2h", "thread_key": "api:elsewhere",
+    let (s, other) = h
+        .send(
+            reqwest::Method::POST,
+            "/v1/jobs",
+            json!({"name": "theirs", "schedule": "every 2h", "thread_key": "api:elsewhere",
                "user_key": "api:user:bob", "text": "hello"}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(s, 201, "{other}");
     let other_id = other["id"].as_str().unwrap().to_owned();
 

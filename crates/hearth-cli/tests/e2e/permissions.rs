@@ -5,24 +5,14 @@ use serde_json::{Value, json};
 
 use crate::harness::{Hearth, command, fake_config};
 
-async fn send(h: &Hearth, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
-    let r = h
-        .http
-        .request(method, h.at(path))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let s = r.status().as_u16();
-    (s, r.json().await.unwrap())
-}
-
 async fn grant(h: &Hearth, body: Value) -> (u16, Value) {
-    send(h, reqwest::Method::POST, "/v1/permissions/grants", body).await
+    h.send(reqwest::Method::POST, "/v1/permissions/grants", body)
+        .await
 }
 
 async fn revoke(h: &Hearth, body: Value) -> (u16, Value) {
-    send(h, reqwest::Method::DELETE, "/v1/permissions/grants", body).await
+    h.send(reqwest::Method::DELETE, "/v1/permissions/grants", body)
+        .await
 }
 
 async fn check(h: &Hearth, user: &str, cap: &str, scope: Option<&str>) -> Value {

@@ -31,15 +31,12 @@ pub(crate) fn posterior(router: &Value, model: &str, task: &str) -> (f64, f64, u
 }
 
 async fn feedback(h: &Hearth, run_id: &str, body: Value) -> (u16, Value) {
-    let r = h
-        .http
-        .post(h.at(&format!("/v1/runs/{run_id}/feedback")))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let s = r.status().as_u16();
-    (s, r.json().await.unwrap())
+    h.send(
+        reqwest::Method::POST,
+        &format!("/v1/runs/{run_id}/feedback"),
+        body,
+    )
+    .await
 }
 
 #[tokio::test]
