@@ -134,14 +134,46 @@ pub struct ModelCall {
 
 /// The model calls of a run, kept outside its future: a cancel or the wall
 /// limit drops the future mid-call, and what it called still counts.
-pub(super) type ModelCalls = Arc<std::sync::Mutex<Vec<ModelCall>>>;
+#[derive(Default)]
+pub(super) struct CallLog {
+    /// Every finished model call, in order.
+    pub(super) calls: Vec<ModelCall>,
+    /// The journal step of the model call on the wire, written as failed
+    /// with kind `cancelled`: when the run's future is dropped mid-call, the
+    /// engine journals it so usage counts a call the provider bills.
+    pub(super) in_flight: Option<StepRecord>,
+}
 
-pub(super) fn record_call(calls: &ModelCalls, model: &str, answered: bool) {
+/// Shared between a run's future and the engine that may drop it.
+pub(super) type ModelCalls = Arc<std::sync::Mutex<CallLog>>;
+
+fn lock(calls: &ModelCalls) -> std::sync::MutexGuard<'_, CallLog> {
     calls
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(ModelCall {
-            model: model.to_owned(),
-            answered,
-        });
+}
+
+pub(super) fn record_call(calls: &ModelCalls, model: &str, answered: bool) {
+    lock(calls).calls.push(ModelCall {
+        model: model.to_owned(),
+        answered,
+    });
+}
+
+/// Marks a model call as sent: until [`call_ended`], a drop of the run's
+/// future leaves `step` (a failed step of kind `cancelled`) to journal.
+pub(super) fn call_sent(calls: &ModelCalls, step: StepRecord) {
+    lock(calls).in_flight = Some(step);
+}
+
+/// The model call sent last has ended (it journals itself).
+pub(super) fn call_ended(calls: &ModelCalls) {
+    lock(calls).in_flight = None;
+}
+
+/// The step of a call cut off mid-way, if the run's future was dropped
+/// during one; and every call the run made.
+pub(super) fn take_calls(calls: &ModelCalls) -> (Option<StepRecord>, Vec<ModelCall>) {
+    let mut log = lock(calls);
+    (log.in_flight.take(), std::mem::take(&mut log.calls))
 }
