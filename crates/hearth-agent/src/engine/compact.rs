@@ -10,7 +10,10 @@ use hearth_llm::{Accumulator, AssistantTurn, LlmError, Provider};
 use hearth_store::{StepKind, StepRecord, StepStatus};
 use serde_json::json;
 
+use super::call::{answer_bytes, cut_off_step, reported};
+use super::run_io::{call_ended, call_sent};
 use super::{Candidate, Engine, Progress, RunInput, Stop};
+use crate::budget::Reservation;
 use crate::compaction::{
     SUMMARY_INSTRUCTIONS, estimate_messages, estimate_text, plan, summary_request,
 };
@@ -158,6 +161,12 @@ impl Engine {
     /// Replaces the first `n` messages of the history with a summary of them
     /// (and of the previous summary). False when no model could write one:
     /// the call then goes out uncompacted, which is better than no answer.
+    ///
+    /// Each summarizing call is reserved from the budget and settled like
+    /// any model call. One the budget refuses is not sent: the next model
+    /// is tried, and when none can be afforded the run's own call goes out
+    /// uncompacted, where the budget refuses it in turn (the run fails with
+    /// `budget_exceeded` naming the pool) unless it can afford it.
     async fn summarize(
         &self,
         input: &RunInput,
@@ -174,20 +183,41 @@ impl Engine {
                 &p.history[..n],
                 chunk.saturating_mul(4),
             );
+            let hold = match self.reserve(input, &c.model, &request, 0) {
+                Ok(hold) => hold,
+                Err(refusal) => {
+                    tracing::info!(run_id = %input.run_id, model = %c.model, pool = %refusal.pool,
+                        "budget pool cannot afford a summarizing call to this model");
+                    continue;
+                }
+            };
             let started = now_ms();
-            let outcome = collect(c.provider.as_ref(), &request, &c.model.provider)
-                .await
-                .and_then(|turn| {
-                    if turn.message.joined_text().trim().is_empty() {
-                        Err(LlmError::new(
-                            &c.model.provider,
-                            hearth_llm::ErrorKind::MalformedResponse,
-                            "the summary came back empty",
-                        ))
-                    } else {
-                        Ok(turn)
-                    }
-                });
+            call_sent(
+                &p.calls,
+                cut_off_step(input, p.next_index, StepKind::Compaction, &c.model, started),
+            );
+            let outcome = collect(
+                c.provider.as_ref(),
+                &request,
+                &c.model.provider,
+                hold.as_ref(),
+            )
+            .await;
+            call_ended(&p.calls);
+            if let Some(hold) = hold {
+                hold.settle(reported(&outcome));
+            }
+            let outcome = outcome.and_then(|turn| {
+                if turn.message.joined_text().trim().is_empty() {
+                    Err(LlmError::new(
+                        &c.model.provider,
+                        hearth_llm::ErrorKind::MalformedResponse,
+                        "the summary came back empty",
+                    ))
+                } else {
+                    Ok(turn)
+                }
+            });
             let turn = match outcome {
                 Ok(turn) => turn,
                 Err(e) => {
@@ -273,15 +303,21 @@ impl Engine {
 }
 
 /// One summarizing call, collected; nothing reaches the run's followers.
+/// What streams is noted on `hold`, so a call cut off is charged it.
 async fn collect(
     provider: &dyn Provider,
     request: &hearth_core::ChatRequest,
     provider_name: &str,
+    hold: Option<&Reservation>,
 ) -> Result<AssistantTurn, LlmError> {
     let mut stream = provider.stream(request).await?;
     let mut acc = Accumulator::new();
     while let Some(item) = stream.next().await {
-        acc.push(&item?);
+        let ev = item?;
+        if let Some(hold) = hold {
+            hold.streamed(answer_bytes(&ev));
+        }
+        acc.push(&ev);
     }
     acc.finish(provider_name)
 }
