@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::call::{answer_bytes, cut_off_step, reported};
 use super::run_io::{call_ended, call_sent};
+use super::supplied::Prefixes;
 use super::{Candidate, Engine, Progress, RunInput, Stop};
 use crate::budget::Reservation;
 use crate::compaction::{
@@ -33,6 +34,8 @@ pub(super) struct Loaded {
     /// Store ids of `history`, when a summary of it may be stored.
     pub(super) ids: Vec<i64>,
     pub(super) summary: Option<String>,
+    /// For a supplied history, the hashes its summaries are cached under.
+    pub(super) supplied: Option<Prefixes>,
 }
 
 impl Engine {
@@ -73,6 +76,7 @@ impl Engine {
                 history: trim_history(history),
                 ids: Vec::new(),
                 summary: None,
+                supplied: None,
             });
         }
         let (mut history, mut ids, summary) = match supplied {
@@ -97,10 +101,34 @@ impl Engine {
         if !ids.is_empty() {
             ids.drain(..first_user);
         }
+        if from_thread {
+            return Ok(Loaded {
+                history,
+                ids,
+                summary,
+                supplied: None,
+            });
+        }
+        // A supplied history: its oldest turns may have been summarized for
+        // an earlier request that carried them.
+        let model = input
+            .candidates
+            .first()
+            .map(|c| c.model.to_string())
+            .unwrap_or_default();
+        let mut prefixes = Prefixes::of(&input.user_key, &model, &history);
+        let summary = self.summaries.longest(&prefixes).map(|(summary, covered)| {
+            history.drain(..covered);
+            prefixes.covered = covered;
+            tracing::debug!(run_id = %input.run_id, replaced_messages = covered,
+                "a summary of this supplied history was made before; reusing it");
+            summary
+        });
         Ok(Loaded {
             history,
             ids,
             summary,
+            supplied: Some(prefixes),
         })
     }
 
@@ -236,6 +264,10 @@ impl Engine {
                 p.history_ids.drain(..n);
             }
             p.history_tokens = p.history_tokens.saturating_sub(replaced);
+            if let Some(prefixes) = &mut p.supplied {
+                prefixes.covered += n;
+                self.summaries.remember(prefixes, prefixes.covered, &text);
+            }
             p.summary = Some(text);
             let tokens_after = self.fixed_tokens(input, p) + p.history_tokens;
             if let (Some(covers_to), Some(summary)) = (covers_to, &p.summary) {

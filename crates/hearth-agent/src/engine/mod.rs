@@ -17,6 +17,7 @@ mod call;
 mod compact;
 mod confirm_gate;
 mod run_io;
+mod supplied;
 mod tools;
 
 pub use run_io::{Candidate, ModelCall, Outcome, RunInput, RunResult, ToolMode};
@@ -68,6 +69,9 @@ pub struct Engine {
     compaction: CompactionConfig,
     /// Limit pools every model call reserves from first.
     budget: Option<Arc<Budget>>,
+    /// Summaries of client-supplied history, so the same history is
+    /// summarized once.
+    summaries: supplied::SummaryCache,
     /// Sent as each call's max tokens; `None` leaves the provider's default.
     max_output_tokens: Option<u32>,
 }
@@ -145,6 +149,9 @@ struct Progress {
     history_tokens: usize,
     /// The summary that replaces the turns before `history`, if any.
     summary: Option<String>,
+    /// For a history the client supplied: its prefixes' hashes, under which
+    /// the summaries made of it are cached.
+    supplied: Option<supplied::Prefixes>,
     /// Sizes of `offered`, once an estimate needed them.
     tools_size: Option<crate::json_len::ListSize>,
     /// The run's model calls so far.
@@ -182,6 +189,7 @@ impl Engine {
             redacted_section: std::sync::Mutex::new((Arc::from(""), Arc::from(""))),
             compaction: CompactionConfig::default(),
             budget: None,
+            summaries: supplied::SummaryCache::default(),
             max_output_tokens: None,
         }
     }
@@ -455,6 +463,7 @@ impl Engine {
             history: loaded.history,
             history_ids: loaded.ids,
             summary: loaded.summary,
+            supplied: loaded.supplied,
             tools_size: None,
             calls,
             scratch: vec![Message::text(Role::User, input.text.clone())],
