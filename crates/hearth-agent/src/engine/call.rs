@@ -10,7 +10,7 @@ use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_store::{StepKind, StepRecord, StepStatus};
 use serde_json::json;
 
-use super::run_io::{call_ended, call_sent, record_call};
+use super::run_io::{InFlight, call_ended, call_sent, record_call};
 use super::{
     Engine, EventSink, PROMPT_ONLY_NOTE, Progress, RunInput, Stop, ToolMode, budget_exceeded,
     llm_failure,
@@ -84,7 +84,12 @@ impl Engine {
                 let started = now_ms();
                 call_sent(
                     &p.calls,
-                    cut_off_step(input, p.next_index, StepKind::Llm, model, started),
+                    InFlight {
+                        index: p.next_index,
+                        kind: StepKind::Llm,
+                        model: model.to_string(),
+                        started_at: started,
+                    },
                 );
                 let (outcome, emitted) = self
                     .attempt(model, c.provider.as_ref(), &request, sink, hold.as_ref())
@@ -141,11 +146,24 @@ impl Engine {
         }
     }
 
-    /// Journals a model call the run's end cut off (the step
-    /// [`cut_off_step`] made), so usage counts it; the budget already
+    /// Journals a model call the run's end (a cancel, the wall limit) cut
+    /// off, as failed with kind `cancelled`, so usage counts it; the budget
     /// charged it when its reservation was dropped.
-    pub(super) async fn journal_cut_off(&self, input: &RunInput, mut step: StepRecord) {
-        step.finished_at = Some(now_ms());
+    pub(super) async fn journal_cut_off(&self, input: &RunInput, call: InFlight) {
+        let step = StepRecord {
+            run_id: input.run_id.clone(),
+            index: call.index,
+            kind: call.kind,
+            name: call.model,
+            status: StepStatus::Failed,
+            started_at: call.started_at,
+            finished_at: Some(now_ms()),
+            tokens: None,
+            payload: json!({ "error": {
+                "kind": "cancelled",
+                "message": "the run ended while this call was streaming; it was cut off",
+            } }),
+        };
         tracing::info!(run_id = %input.run_id, model = %step.name,
             "a model call was cut off by the run's end; counted in usage");
         if let Err(e) = input.journal(&self.store).put_step(step).await {
@@ -325,31 +343,5 @@ pub(super) fn answer_bytes(ev: &StreamEvent) -> usize {
                 + arguments.len()
         }
         StreamEvent::Usage(_) | StreamEvent::Finish(_) => 0,
-    }
-}
-
-/// The journal step of a model call that is cut off before it ends (the
-/// run's future dropped by a cancel or the wall limit): a failed step of
-/// kind `cancelled`, so usage counts the call.
-pub(super) fn cut_off_step(
-    input: &RunInput,
-    index: u32,
-    kind: StepKind,
-    model: &ModelRef,
-    started_at: hearth_core::Timestamp,
-) -> StepRecord {
-    StepRecord {
-        run_id: input.run_id.clone(),
-        index,
-        kind,
-        name: model.to_string(),
-        status: StepStatus::Failed,
-        started_at,
-        finished_at: None,
-        tokens: None,
-        payload: json!({ "error": {
-            "kind": "cancelled",
-            "message": "the run ended while this call was streaming; it was cut off",
-        } }),
     }
 }

@@ -10,8 +10,8 @@ use hearth_llm::{Accumulator, AssistantTurn, LlmError, Provider};
 use hearth_store::{StepKind, StepRecord, StepStatus};
 use serde_json::json;
 
-use super::call::{answer_bytes, cut_off_step, reported};
-use super::run_io::{call_ended, call_sent};
+use super::call::{answer_bytes, reported};
+use super::run_io::{InFlight, call_ended, call_sent};
 use super::supplied::Prefixes;
 use super::{Candidate, Engine, Progress, RunInput, Stop};
 use crate::budget::Reservation;
@@ -204,6 +204,7 @@ impl Engine {
         chunk: usize,
     ) -> Result<bool, Stop> {
         let journal = input.journal(&self.store);
+        let mut refused = false;
         for c in self.compaction_candidates(input) {
             let request = summary_request(
                 &c.model.model,
@@ -216,13 +217,19 @@ impl Engine {
                 Err(refusal) => {
                     tracing::info!(run_id = %input.run_id, model = %c.model, pool = %refusal.pool,
                         "budget pool cannot afford a summarizing call to this model");
+                    refused = true;
                     continue;
                 }
             };
             let started = now_ms();
             call_sent(
                 &p.calls,
-                cut_off_step(input, p.next_index, StepKind::Compaction, &c.model, started),
+                InFlight {
+                    index: p.next_index,
+                    kind: StepKind::Compaction,
+                    model: c.model.to_string(),
+                    started_at: started,
+                },
             );
             let outcome = collect(
                 c.provider.as_ref(),
@@ -304,8 +311,14 @@ impl Engine {
                 stored = covers_to.is_some(), "compacted the oldest turns of a thread");
             return Ok(true);
         }
-        tracing::warn!(run_id = %input.run_id, tokens_before,
-            "no model could summarize the oldest turns; sending the context uncompacted");
+        if refused {
+            tracing::info!(run_id = %input.run_id, tokens_before,
+                "no budget could afford a summarizing call; the context goes out uncompacted, \
+                 if the budget affords that");
+        } else {
+            tracing::warn!(run_id = %input.run_id, tokens_before,
+                "no model could summarize the oldest turns; sending the context uncompacted");
+        }
         Ok(false)
     }
 

@@ -131,7 +131,7 @@ async fn concurrent_runs_cannot_overshoot_a_pool() {
 }
 
 #[tokio::test]
-async fn a_cancelled_call_leaves_no_reservation() {
+async fn a_cancelled_call_leaves_no_reservation_and_is_charged() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
@@ -151,7 +151,12 @@ async fn a_cancelled_call_leaves_no_reservation() {
     );
     let cancelled = rt.cancel(&env.run_id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    assert_eq!(rt.budget_status()[0].reserved, 0.0);
+    let status = &rt.budget_status()[0];
+    // Nothing streamed: the prompt estimate, without the answer's reserve.
+    assert!(
+        status.reserved == 0.0 && status.used > 0.0 && status.used < held - 4096.0 + 1.0,
+        "{status:?}"
+    );
 }
 
 /// Waits until the run has streamed some answer text to its followers.
