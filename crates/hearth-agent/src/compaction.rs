@@ -143,7 +143,10 @@ pub fn plan(history: &[Message], fixed: usize, threshold: usize, chunk: usize) -
 
 /// The request that folds `turns` into `previous` (the summary they follow).
 /// `max_chars` caps the rendered turns, so an enormous tool output cannot
-/// make the summarizing call itself too big.
+/// make the summarizing call itself too big: the longest messages lose the
+/// middle of their text, never their end (where a tool's output or an
+/// answer usually concludes) nor their start, so every turn the summary
+/// replaces reaches it.
 pub fn summary_request(
     model: &str,
     previous: Option<&str>,
@@ -159,19 +162,14 @@ pub fn summary_request(
     }
     text.push_str(TURNS_HEADING);
     text.push('\n');
-    let mut rendered = String::new();
+    let mut lines = Vec::new();
     for m in turns {
-        render(&mut rendered, m);
+        render(&mut lines, m);
     }
-    if rendered.len() > max_chars {
-        let mut cut = max_chars;
-        while !rendered.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        rendered.truncate(cut);
-        rendered.push_str("\n[... the rest of these turns was too long to include]");
+    fit(&mut lines, max_chars);
+    for line in &lines {
+        text.push_str(line);
     }
-    text.push_str(&rendered);
     ChatRequest {
         model: model.to_owned(),
         system: SUMMARY_INSTRUCTIONS.to_owned(),
@@ -182,38 +180,73 @@ pub fn summary_request(
     }
 }
 
+/// Bytes a cut line's marker takes, at most.
+const MARKER_BYTES: usize = 48;
+
+/// Bytes a cut line keeps at least, besides its marker.
+const MIN_KEPT: usize = 192;
+
+/// Cuts the middle of the longest `lines` until they total at most
+/// `max_chars` bytes: every line longer than one cap keeps its first third
+/// and last two thirds of the cap. When even the cap's floor is too much
+/// (a great many lines), they keep the floor and the total passes
+/// `max_chars` by what the floor costs.
+fn fit(lines: &mut [String], max_chars: usize) {
+    let cost = |cap: usize| -> usize { lines.iter().map(|l| l.len().min(cap)).sum() };
+    let longest = lines.iter().map(String::len).max().unwrap_or(0);
+    if cost(longest) <= max_chars {
+        return;
+    }
+    // The largest cap whose cost fits, found by bisection (cost grows with
+    // the cap).
+    let (mut lo, mut hi) = (MIN_KEPT + MARKER_BYTES, longest);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if cost(mid) <= max_chars {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    for line in lines.iter_mut().filter(|l| l.len() > lo) {
+        cut_middle(line, lo - MARKER_BYTES);
+    }
+}
+
+/// Keeps about `keep` bytes of `line`, a third from its start and two
+/// thirds from its end, and says how much of the middle was left out.
+fn cut_middle(line: &mut String, keep: usize) {
+    let mut head = keep / 3;
+    while !line.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = line.len() - (keep - keep / 3);
+    while !line.is_char_boundary(tail) {
+        tail += 1;
+    }
+    let left_out = line[head..tail].chars().count();
+    let marker = format!(" [... {left_out} characters left out ...] ");
+    line.replace_range(head..tail, &marker);
+}
+
 /// One message as transcript lines; reasoning is left out (it is the
 /// model's scratch work, and signatures mean nothing to another call).
-fn render(out: &mut String, m: &Message) {
+fn render(out: &mut Vec<String>, m: &Message) {
     let who = match m.role {
         Role::User => "user",
         Role::Assistant => "assistant",
         Role::Tool => "tool",
     };
     for c in &m.content {
-        match c {
-            Content::Text { text } => {
-                out.push_str(who);
-                out.push_str(": ");
-                out.push_str(text);
-                out.push('\n');
-            }
-            Content::Thinking { .. } => {}
+        let line = match c {
+            Content::Text { text } => format!("{who}: {text}\n"),
+            Content::Thinking { .. } => continue,
             Content::ToolCall {
                 name, arguments, ..
-            } => {
-                out.push_str("assistant called ");
-                out.push_str(name);
-                out.push(' ');
-                out.push_str(arguments);
-                out.push('\n');
-            }
-            Content::ToolResult { output, .. } => {
-                out.push_str("tool result: ");
-                out.push_str(output);
-                out.push('\n');
-            }
-        }
+            } => format!("assistant called {name} {arguments}\n"),
+            Content::ToolResult { output, .. } => format!("tool result: {output}\n"),
+        };
+        out.push(line);
     }
 }
 
@@ -333,7 +366,56 @@ mod tests {
         let cut = summary_request("m", None, &turns, 40);
         let text = cut.messages[0].joined_text();
         assert!(text.starts_with(TURNS_HEADING));
-        assert!(text.contains("too long"));
+        assert!(text.contains("characters left out"));
+    }
+
+    #[test]
+    fn a_long_message_loses_its_middle_never_its_end() {
+        let mut output = "log line: all quiet\n".repeat(10 * 1024);
+        output.push_str("my parking spot is B12");
+        let long = Message {
+            role: Role::Tool,
+            content: vec![Content::ToolResult {
+                call_id: "c1".into(),
+                output,
+            }],
+        };
+        let turns = vec![
+            user("read the logs"),
+            call("c1"),
+            long,
+            assistant("the parking spot is in the logs"),
+        ];
+        let r = summary_request("m", None, &turns, 8000);
+        let text = r.messages[0].joined_text();
+        assert!(text.len() < 8000 + 200, "{}", text.len());
+        assert!(text.contains("my parking spot is B12"), "the end is kept");
+        assert!(
+            text.contains("tool result: log line: all quiet"),
+            "so is the start"
+        );
+        assert!(text.contains("characters left out"));
+        // The short messages around it are whole.
+        assert!(text.contains("user: read the logs\n"));
+        assert!(text.contains("assistant: the parking spot is in the logs\n"));
+    }
+
+    #[test]
+    fn fitting_cuts_the_longest_lines_first_and_keeps_char_boundaries() {
+        let mut lines = vec![
+            "short\n".to_owned(),
+            format!("{}\n", "é".repeat(3000)),
+            format!("{}\n", "b".repeat(900)),
+        ];
+        fit(&mut lines, 2000);
+        assert_eq!(lines[0], "short\n");
+        let total: usize = lines.iter().map(String::len).sum();
+        assert!(total <= 2000, "{total}");
+        assert!(lines[1].ends_with("é\n") && lines[1].starts_with('é'));
+        assert!(lines[1].contains("left out"));
+        let mut many = vec!["x".repeat(1000); 50];
+        fit(&mut many, 100);
+        assert!(many.iter().all(|l| l.len() <= MIN_KEPT + MARKER_BYTES));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::reply::{Reply, ReplyKind, echo_body};
 use crate::server::{
-    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body,
+    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body, stalled_body,
 };
 
 /// A fake OpenAI-compatible server on 127.0.0.1; stops when dropped.
@@ -230,9 +230,10 @@ async fn scripted(reply: Reply, model: &str) -> Response {
         }
         ReplyKind::RawSse(raw) => sse_response(Body::from(raw), content_type),
         ReplyKind::Hang => sse_response(hang_body(), content_type),
-        ReplyKind::Text(_) | ReplyKind::ToolCalls(_) => {
-            sse_response(frames_body(frames, reply.chunk_delay), content_type)
-        }
+        ReplyKind::Text(_) | ReplyKind::ToolCalls(_) => match reply.stall_after {
+            Some(n) => sse_response(stalled_body(frames, n), content_type),
+            None => sse_response(frames_body(frames, reply.chunk_delay), content_type),
+        },
     };
     append_headers(&mut resp, &reply.headers);
     resp

@@ -85,6 +85,8 @@ pub struct Reply {
     pub(crate) content_type: Option<String>,
     /// Pieces a text answer is streamed in.
     pub(crate) pieces: usize,
+    /// Frames sent before the stream stalls for good, if it does.
+    pub(crate) stall_after: Option<usize>,
 }
 
 impl Reply {
@@ -99,6 +101,7 @@ impl Reply {
             finish_reason: None,
             content_type: None,
             pieces: 3,
+            stall_after: None,
         }
     }
 
@@ -145,6 +148,13 @@ impl Reply {
     /// Waits this long between two streamed chunks.
     pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
         self.chunk_delay = delay;
+        self
+    }
+
+    /// Sends the first `frames` chunks of the stream (the role chunk counts),
+    /// then nothing more, never ending: the client has to cut it off.
+    pub fn stalling_after(mut self, frames: usize) -> Self {
+        self.stall_after = Some(frames);
         self
     }
 

@@ -299,6 +299,22 @@ pub(crate) fn frames_body(frames: Option<Vec<Vec<u8>>>, gap: Duration) -> Body {
     }
 }
 
+/// The first `n` frames at once, then nothing more and no end: a stream the
+/// client has to cut off (a run cancelled mid-answer).
+pub(crate) fn stalled_body(frames: Option<Vec<Vec<u8>>>, n: usize) -> Body {
+    let head: Vec<u8> = frames
+        .unwrap_or_default()
+        .into_iter()
+        .take(n)
+        .flatten()
+        .collect();
+    let stream = futures_util::StreamExt::chain(
+        futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(head))]),
+        futures_util::stream::pending(),
+    );
+    Body::from_stream(stream)
+}
+
 /// A body that never sends a byte nor ends.
 pub(crate) fn hang_body() -> Body {
     Body::from_stream(futures_util::stream::pending::<Result<Bytes, Infallible>>())

@@ -4,11 +4,14 @@
 //! request's text, plus the run's `max_output_tokens` at the model's output
 //! price) in every pool its model draws from, and is refused when
 //! `used + reserved + estimate > limit` in any of them; when it ends, the
-//! reservation is settled to what the provider reported. A reservation that
-//! is dropped unsettled (the run was cancelled mid-call) is released, so none
-//! leaks. Because the check and the hold happen under one lock, concurrent
-//! calls can pass a pool's limit only by what their real use exceeds their
-//! estimate.
+//! reservation is settled to what the provider reported. A call the provider
+//! reported nothing for (it failed, its stream carried no usage, or it was
+//! cut off because the run was cancelled and the reservation dropped
+//! unsettled) was still sent and is billed: it is charged its prompt
+//! estimate plus the answer that streamed, and counts as a request, so
+//! cancelling cannot buy free calls. Because the check and the hold happen
+//! under one lock, concurrent calls can pass a pool's limit only by what
+//! their real use exceeds their estimate.
 //!
 //! Use lives in memory and is rebuilt from the store's usage at start
 //! (`Budget::restore`), so it survives restarts. A model with no known price
@@ -24,6 +27,7 @@ mod account;
 mod window;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hearth_core::{ChatRequest, Content, Timestamp, Usage, now_ms, rfc3339};
@@ -378,6 +382,8 @@ impl Budget {
             budget: self.clone(),
             model: model.to_owned(),
             holds,
+            prompt_tokens: estimate.input_tokens,
+            streamed_bytes: AtomicU64::new(0),
             settled: false,
         })
     }
@@ -445,7 +451,7 @@ impl Budget {
                 let Some(subject) = subject else {
                     continue;
                 };
-                let amount = self.actual(pool.kind, &call.model, Some(call.tokens));
+                let amount = self.actual(pool.kind, &call.model, call.tokens);
                 accounts
                     .entry((i, subject))
                     .or_default()
@@ -516,8 +522,8 @@ impl Budget {
         out
     }
 
-    /// Releases `holds` and counts what the call really used.
-    fn settle(&self, holds: &[(Key, f64)], model: &str, usage: Option<Tokens>) {
+    /// Releases `holds` and counts what the call used.
+    fn settle(&self, holds: &[(Key, f64)], model: &str, usage: Tokens) {
         let now = now_ms();
         let mut accounts = self.lock();
         let mut crossed = Vec::new();
@@ -551,17 +557,6 @@ impl Budget {
         }
     }
 
-    /// Releases `holds` without counting anything.
-    fn release(&self, holds: &[(Key, f64)]) {
-        let mut accounts = self.lock();
-        for (key, held) in holds {
-            if let Some(a) = accounts.get_mut(key) {
-                a.reserved = (a.reserved - held).max(0.0);
-            }
-        }
-        self.set_gauges(&accounts);
-    }
-
     /// True when calls to `model` draw from `pool`.
     fn draws(&self, pool: &PoolSpec, model: &str) -> bool {
         if pool.kind == PoolKind::CostUsd && self.free.contains(model) {
@@ -585,8 +580,7 @@ impl Budget {
         }
     }
 
-    fn actual(&self, kind: PoolKind, model: &str, usage: Option<Tokens>) -> f64 {
-        let t = usage.unwrap_or_default();
+    fn actual(&self, kind: PoolKind, model: &str, t: Tokens) -> f64 {
         match kind {
             PoolKind::Requests => 1.0,
             PoolKind::Tokens => (t.input + t.output) as f64,
@@ -636,21 +630,45 @@ pub fn tokens_of(usage: &Usage) -> Tokens {
     }
 }
 
-/// Estimates held for one call. Settle it with what the call used; dropped
-/// unsettled, it releases them.
+/// Estimates held for one call that was sent. Settle it with what the call
+/// used; dropped unsettled (the call was cut off), it charges what
+/// [`Reservation::settle`] charges for a call that reported nothing.
 #[must_use = "a reservation is settled when its call ends"]
 pub struct Reservation {
     budget: Arc<Budget>,
     model: String,
     holds: Vec<(Key, f64)>,
+    /// The prompt part of the estimate.
+    prompt_tokens: u64,
+    /// Bytes of answer (text, reasoning, tool calls) streamed so far.
+    streamed_bytes: AtomicU64,
     settled: bool,
 }
 
 impl Reservation {
-    /// Replaces the holds with what the call used (`None`: nothing reported,
-    /// e.g. a failed call; it still counts as a request).
+    /// Notes `bytes` more of the answer as it streams in, so a call cut off
+    /// midway is charged what it produced.
+    pub fn streamed(&self, bytes: usize) {
+        self.streamed_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// What a call charges when its provider reported nothing: the prompt
+    /// estimate plus the answer streamed (about four bytes a token).
+    pub fn unreported(&self) -> Tokens {
+        Tokens {
+            input: self.prompt_tokens,
+            output: self.streamed_bytes.load(Ordering::Relaxed).div_ceil(4),
+            ..Tokens::default()
+        }
+    }
+
+    /// Replaces the holds with what the call used; `None` (a failed call, a
+    /// stream without usage) charges [`Reservation::unreported`]. Either way
+    /// the call counts as a request.
     pub fn settle(mut self, usage: Option<Tokens>) {
         self.settled = true;
+        let usage = usage.unwrap_or_else(|| self.unreported());
         self.budget.settle(&self.holds, &self.model, usage);
     }
 }
@@ -658,7 +676,9 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.settled {
-            self.budget.release(&self.holds);
+            // Cut off mid-call: the request was sent, and is billed.
+            self.budget
+                .settle(&self.holds, &self.model, self.unreported());
         }
     }
 }

@@ -102,7 +102,7 @@ fn refuses_when_used_plus_reserved_plus_estimate_passes_the_limit() {
     assert_eq!(
         b.status()[0].reserved,
         2000.0,
-        "a dropped reservation releases its hold"
+        "a dropped reservation gives up its hold (and is charged instead)"
     );
     let third = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
     second.settle(None);
@@ -324,4 +324,65 @@ fn the_estimate_counts_the_text_and_the_answer() {
             output_tokens: 1000
         }
     );
+}
+
+#[test]
+fn a_dropped_reservation_is_charged_not_released() {
+    // A call cut off mid-stream (the run was cancelled) was sent: the
+    // provider bills it, so the pools count it.
+    let b = budget(vec![
+        pool("calls", PoolKind::Requests, 2.0, Scope::User, &["*"]),
+        pool("tok", PoolKind::Tokens, 1e6, Scope::Global, &["*"]),
+        pool("usd", PoolKind::CostUsd, 1.0, Scope::Global, &["*"]),
+    ]);
+    for _ in 0..2 {
+        let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+        drop(r);
+    }
+    let s = b.status();
+    assert_eq!((s[0].used, s[0].reserved), (2.0, 0.0), "{s:?}");
+    assert_eq!(
+        (s[1].used, s[1].reserved),
+        (2000.0, 0.0),
+        "the prompt estimate of each call: {s:?}"
+    );
+    assert!((s[2].used - 2.0 * 1000.0 / 1e6).abs() < 1e-12, "{s:?}");
+    let refused = b.reserve("x/cheap", ALICE, est(1000)).err().unwrap();
+    assert_eq!(refused.pool, "calls");
+}
+
+#[test]
+fn a_call_with_no_reported_usage_is_charged_its_estimate() {
+    // A failed attempt, or a stream that ended without a usage chunk.
+    let b = budget(vec![pool(
+        "tok",
+        PoolKind::Tokens,
+        1e6,
+        Scope::Global,
+        &["*"],
+    )]);
+    b.reserve("x/cheap", ALICE, est(1000)).unwrap().settle(None);
+    assert_eq!(b.status()[0].used, 1000.0);
+}
+
+#[test]
+fn a_call_cut_off_mid_stream_is_charged_what_streamed() {
+    let b = budget(vec![pool(
+        "tok",
+        PoolKind::Tokens,
+        1e6,
+        Scope::Global,
+        &["*"],
+    )]);
+    let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+    r.streamed(300);
+    r.streamed(100);
+    assert_eq!(r.unreported(), tokens(1000, 100));
+    drop(r);
+    assert_eq!(b.status()[0].used, 1100.0);
+    // Reported usage wins over the estimate.
+    let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+    r.streamed(4000);
+    r.settle(Some(tokens(10, 5)));
+    assert_eq!(b.status()[0].used, 1115.0);
 }

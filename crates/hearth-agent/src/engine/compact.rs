@@ -10,7 +10,11 @@ use hearth_llm::{Accumulator, AssistantTurn, LlmError, Provider};
 use hearth_store::{StepKind, StepRecord, StepStatus};
 use serde_json::json;
 
+use super::call::{answer_bytes, reported};
+use super::run_io::{InFlight, call_ended, call_sent};
+use super::supplied::Prefixes;
 use super::{Candidate, Engine, Progress, RunInput, Stop};
+use crate::budget::Reservation;
 use crate::compaction::{
     SUMMARY_INSTRUCTIONS, estimate_messages, estimate_text, plan, summary_request,
 };
@@ -30,6 +34,8 @@ pub(super) struct Loaded {
     /// Store ids of `history`, when a summary of it may be stored.
     pub(super) ids: Vec<i64>,
     pub(super) summary: Option<String>,
+    /// For a supplied history, the hashes its summaries are cached under.
+    pub(super) supplied: Option<Prefixes>,
 }
 
 impl Engine {
@@ -70,6 +76,7 @@ impl Engine {
                 history: trim_history(history),
                 ids: Vec::new(),
                 summary: None,
+                supplied: None,
             });
         }
         let (mut history, mut ids, summary) = match supplied {
@@ -94,10 +101,34 @@ impl Engine {
         if !ids.is_empty() {
             ids.drain(..first_user);
         }
+        if from_thread {
+            return Ok(Loaded {
+                history,
+                ids,
+                summary,
+                supplied: None,
+            });
+        }
+        // A supplied history: its oldest turns may have been summarized for
+        // an earlier request that carried them.
+        let model = input
+            .candidates
+            .first()
+            .map(|c| c.model.to_string())
+            .unwrap_or_default();
+        let mut prefixes = Prefixes::of(&input.user_key, &model, &history);
+        let summary = self.summaries.longest(&prefixes).map(|(summary, covered)| {
+            history.drain(..covered);
+            prefixes.covered = covered;
+            tracing::debug!(run_id = %input.run_id, replaced_messages = covered,
+                "a summary of this supplied history was made before; reusing it");
+            summary
+        });
         Ok(Loaded {
             history,
             ids,
             summary,
+            supplied: Some(prefixes),
         })
     }
 
@@ -158,6 +189,12 @@ impl Engine {
     /// Replaces the first `n` messages of the history with a summary of them
     /// (and of the previous summary). False when no model could write one:
     /// the call then goes out uncompacted, which is better than no answer.
+    ///
+    /// Each summarizing call is reserved from the budget and settled like
+    /// any model call. One the budget refuses is not sent: the next model
+    /// is tried, and when none can be afforded the run's own call goes out
+    /// uncompacted, where the budget refuses it in turn (the run fails with
+    /// `budget_exceeded` naming the pool) unless it can afford it.
     async fn summarize(
         &self,
         input: &RunInput,
@@ -167,6 +204,7 @@ impl Engine {
         chunk: usize,
     ) -> Result<bool, Stop> {
         let journal = input.journal(&self.store);
+        let mut refused = false;
         for c in self.compaction_candidates(input) {
             let request = summary_request(
                 &c.model.model,
@@ -174,20 +212,47 @@ impl Engine {
                 &p.history[..n],
                 chunk.saturating_mul(4),
             );
+            let hold = match self.reserve(input, &c.model, &request, 0) {
+                Ok(hold) => hold,
+                Err(refusal) => {
+                    tracing::info!(run_id = %input.run_id, model = %c.model, pool = %refusal.pool,
+                        "budget pool cannot afford a summarizing call to this model");
+                    refused = true;
+                    continue;
+                }
+            };
             let started = now_ms();
-            let outcome = collect(c.provider.as_ref(), &request, &c.model.provider)
-                .await
-                .and_then(|turn| {
-                    if turn.message.joined_text().trim().is_empty() {
-                        Err(LlmError::new(
-                            &c.model.provider,
-                            hearth_llm::ErrorKind::MalformedResponse,
-                            "the summary came back empty",
-                        ))
-                    } else {
-                        Ok(turn)
-                    }
-                });
+            call_sent(
+                &p.calls,
+                InFlight {
+                    index: p.next_index,
+                    kind: StepKind::Compaction,
+                    model: c.model.to_string(),
+                    started_at: started,
+                },
+            );
+            let outcome = collect(
+                c.provider.as_ref(),
+                &request,
+                &c.model.provider,
+                hold.as_ref(),
+            )
+            .await;
+            call_ended(&p.calls);
+            if let Some(hold) = hold {
+                hold.settle(reported(&outcome));
+            }
+            let outcome = outcome.and_then(|turn| {
+                if turn.message.joined_text().trim().is_empty() {
+                    Err(LlmError::new(
+                        &c.model.provider,
+                        hearth_llm::ErrorKind::MalformedResponse,
+                        "the summary came back empty",
+                    ))
+                } else {
+                    Ok(turn)
+                }
+            });
             let turn = match outcome {
                 Ok(turn) => turn,
                 Err(e) => {
@@ -206,6 +271,10 @@ impl Engine {
                 p.history_ids.drain(..n);
             }
             p.history_tokens = p.history_tokens.saturating_sub(replaced);
+            if let Some(prefixes) = &mut p.supplied {
+                prefixes.covered += n;
+                self.summaries.remember(prefixes, prefixes.covered, &text);
+            }
             p.summary = Some(text);
             let tokens_after = self.fixed_tokens(input, p) + p.history_tokens;
             if let (Some(covers_to), Some(summary)) = (covers_to, &p.summary) {
@@ -242,8 +311,14 @@ impl Engine {
                 stored = covers_to.is_some(), "compacted the oldest turns of a thread");
             return Ok(true);
         }
-        tracing::warn!(run_id = %input.run_id, tokens_before,
-            "no model could summarize the oldest turns; sending the context uncompacted");
+        if refused {
+            tracing::info!(run_id = %input.run_id, tokens_before,
+                "no budget could afford a summarizing call; the context goes out uncompacted, \
+                 if the budget affords that");
+        } else {
+            tracing::warn!(run_id = %input.run_id, tokens_before,
+                "no model could summarize the oldest turns; sending the context uncompacted");
+        }
         Ok(false)
     }
 
@@ -273,15 +348,21 @@ impl Engine {
 }
 
 /// One summarizing call, collected; nothing reaches the run's followers.
+/// What streams is noted on `hold`, so a call cut off is charged it.
 async fn collect(
     provider: &dyn Provider,
     request: &hearth_core::ChatRequest,
     provider_name: &str,
+    hold: Option<&Reservation>,
 ) -> Result<AssistantTurn, LlmError> {
     let mut stream = provider.stream(request).await?;
     let mut acc = Accumulator::new();
     while let Some(item) = stream.next().await {
-        acc.push(&item?);
+        let ev = item?;
+        if let Some(hold) = hold {
+            hold.streamed(answer_bytes(&ev));
+        }
+        acc.push(&ev);
     }
     acc.finish(provider_name)
 }

@@ -2,31 +2,30 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures_util::StreamExt;
-use hearth_core::{
-    ChatRequest, Message, ModelRef, Role, RunError, RunEventKind, ThinkingLevel, now_ms,
-};
-use hearth_llm::retry::{RetryPolicy, jitter};
-use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
+use hearth_core::{Message, Role, RunError, RunEventKind, now_ms};
+use hearth_llm::LlmError;
+use hearth_llm::retry::RetryPolicy;
 use hearth_store::{StepKind, StepRecord, StepStatus, Store, StoreError};
 use hearth_tools::ToolRegistry;
 use serde_json::{Value, json};
 
 use crate::compaction::CompactionConfig;
 use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
+mod call;
 mod compact;
 mod confirm_gate;
 mod run_io;
+mod supplied;
 mod tools;
 
 pub use run_io::{Candidate, ModelCall, Outcome, RunInput, RunResult, ToolMode};
-use run_io::{ModelCalls, record_call};
+use run_io::{ModelCalls, record_call, take_calls};
 
 use self::tools::{ToolCall, push_tool_result};
-use crate::budget::{Budget, Payer, Refusal, Reservation, tokens_of};
-use crate::context::{PromptHook, append_section, unanswered_calls};
+use crate::budget::{Budget, Refusal};
+use crate::context::{PromptHook, unanswered_calls};
 use crate::firewall::SecretScanner;
 use crate::limits::Limits;
 use crate::policy::PolicyConfig;
@@ -70,6 +69,9 @@ pub struct Engine {
     compaction: CompactionConfig,
     /// Limit pools every model call reserves from first.
     budget: Option<Arc<Budget>>,
+    /// Summaries of client-supplied history, so the same history is
+    /// summarized once.
+    summaries: supplied::SummaryCache,
     /// Sent as each call's max tokens; `None` leaves the provider's default.
     max_output_tokens: Option<u32>,
 }
@@ -147,6 +149,9 @@ struct Progress {
     history_tokens: usize,
     /// The summary that replaces the turns before `history`, if any.
     summary: Option<String>,
+    /// For a history the client supplied: its prefixes' hashes, under which
+    /// the summaries made of it are cached.
+    supplied: Option<supplied::Prefixes>,
     /// Sizes of `offered`, once an estimate needed them.
     tools_size: Option<crate::json_len::ListSize>,
     /// The run's model calls so far.
@@ -184,6 +189,7 @@ impl Engine {
             redacted_section: std::sync::Mutex::new((Arc::from(""), Arc::from(""))),
             compaction: CompactionConfig::default(),
             budget: None,
+            summaries: supplied::SummaryCache::default(),
             max_output_tokens: None,
         }
     }
@@ -315,6 +321,10 @@ impl Engine {
                 }
             }
         };
+        let (cut_off, model_calls) = take_calls(&calls);
+        if let Some(step) = cut_off {
+            self.journal_cut_off(&input, step).await;
+        }
         if matches!(result, Err(Stop::Cancelled)) {
             self.mark_cut_calls(&input).await;
         }
@@ -340,11 +350,6 @@ impl Engine {
             Err(Stop::Failed(e)) => (Outcome::Failed(e), Vec::new(), Vec::new()),
             Err(Stop::Cancelled) => (Outcome::Cancelled, Vec::new(), Vec::new()),
         };
-        let model_calls = std::mem::take(
-            &mut *calls
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
         RunResult {
             outcome,
             messages,
@@ -458,6 +463,7 @@ impl Engine {
             history: loaded.history,
             history_ids: loaded.ids,
             summary: loaded.summary,
+            supplied: loaded.supplied,
             tools_size: None,
             calls,
             scratch: vec![Message::text(Role::User, input.text.clone())],
@@ -541,259 +547,4 @@ impl Engine {
             .collect();
         (!missing.is_empty()).then_some(missing)
     }
-
-    /// One model turn: the run's model with bounded retries, then each
-    /// fallback in order. Every failed attempt is journaled as a failed step.
-    async fn call_model(
-        &self,
-        input: &RunInput,
-        sink: &dyn EventSink,
-        p: &mut Progress,
-    ) -> Result<(AssistantTurn, ModelRef), Stop> {
-        let mut messages = Vec::with_capacity(p.history.len() + p.scratch.len());
-        messages.extend_from_slice(&p.history);
-        messages.extend_from_slice(&p.scratch);
-        let mut request = ChatRequest {
-            model: String::new(),
-            system: String::new(),
-            messages,
-            tools: Vec::new(),
-            thinking: ThinkingLevel::Off,
-            max_output_tokens: self.max_output_tokens,
-        };
-        let section = self.prompt_section(&input.text);
-        // Worked out once per run, and only when a budget needs it.
-        let tools_bytes = match &self.budget {
-            Some(_) => self.tools_size(p).text_bytes,
-            None => 0,
-        };
-        let mut last = None;
-        // The first refusal, reported when no candidate could be afforded.
-        let mut refused: Option<Refusal> = None;
-        'candidates: for c in &input.candidates {
-            let model = &c.model;
-            request.model.clone_from(&model.model);
-            request.thinking = if c.thinking {
-                input.thinking
-            } else {
-                ThinkingLevel::Off
-            };
-            let mut with_tools = match c.tools {
-                ToolMode::Send => true,
-                ToolMode::Omit => false,
-                ToolMode::TryThenOmit => !self.rejected_tools(model),
-            };
-            let mut attempt = 0;
-            let mut waited = Duration::ZERO;
-            loop {
-                self.shape_request(&mut request, with_tools, &p.offered, &section);
-                if let Some(summary) = &p.summary {
-                    append_section(
-                        &mut request.system,
-                        &crate::compaction::summary_section(summary),
-                    );
-                }
-                let hold = match self.reserve(input, model, &request, tools_bytes) {
-                    Ok(hold) => hold,
-                    Err(refusal) if input.pinned => return Err(budget_exceeded(&refusal)),
-                    Err(refusal) => {
-                        tracing::info!(run_id = %input.run_id, model = %model, pool = %refusal.pool, "budget pool cannot afford this model; trying the next one");
-                        refused.get_or_insert(refusal);
-                        continue 'candidates;
-                    }
-                };
-                attempt += 1;
-                let started = now_ms();
-                let (outcome, emitted) = self
-                    .attempt(model, c.provider.as_ref(), &request, sink)
-                    .await;
-                if let Some(hold) = hold {
-                    hold.settle(outcome.as_ref().ok().map(|t| tokens_of(&t.usage)));
-                }
-                let err = match outcome {
-                    Ok(turn) => return Ok((turn, model.clone())),
-                    Err(e) => e,
-                };
-                self.journal_failed_attempt(input, p, model, started, &err)
-                    .await?;
-                if emitted {
-                    // Text already went out to followers; a retry would repeat it.
-                    return Err(llm_failure(&err));
-                }
-                if with_tools && c.tools == ToolMode::TryThenOmit && rejects_tools(&err) {
-                    // This model takes no tools: remember it and go prompt-only.
-                    self.remember_rejected_tools(model);
-                    with_tools = false;
-                    continue;
-                }
-                if err.is_retryable()
-                    && let Some(delay) =
-                        self.retry
-                            .next_delay(attempt, err.retry_after, waited, jitter())
-                {
-                    tokio::time::sleep(delay).await;
-                    waited += delay;
-                    continue;
-                }
-                let fail_over = err.is_retryable()
-                    || matches!(
-                        err.kind,
-                        ErrorKind::Auth | ErrorKind::NotFound | ErrorKind::MalformedResponse
-                    );
-                if !fail_over {
-                    return Err(llm_failure(&err));
-                }
-                last = Some(err);
-                break;
-            }
-        }
-        match (last, refused) {
-            (Some(err), _) => Err(llm_failure(&err)),
-            (None, Some(refusal)) => Err(budget_exceeded(&refusal)),
-            (None, None) => Err(llm_failure(&LlmError::new(
-                "hearth",
-                ErrorKind::InvalidRequest,
-                "no model to call",
-            ))),
-        }
-    }
-
-    /// Holds the call's estimate in the budget's pools (nothing without a
-    /// budget). Dropped with the call when the run is cancelled, it releases
-    /// what it held.
-    fn reserve(
-        &self,
-        input: &RunInput,
-        model: &ModelRef,
-        request: &ChatRequest,
-        tools_bytes: usize,
-    ) -> Result<Option<Reservation>, Refusal> {
-        let Some(budget) = &self.budget else {
-            return Ok(None);
-        };
-        let payer = Payer {
-            user_key: &input.user_key,
-            thread_key: &input.thread_key,
-        };
-        budget
-            .reserve(
-                &model.to_string(),
-                payer,
-                budget.estimate(request, tools_bytes),
-            )
-            .map(Some)
-    }
-
-    /// Tools and the system prompt for a call with or without tools.
-    fn shape_request(
-        &self,
-        request: &mut ChatRequest,
-        with_tools: bool,
-        offered: &[hearth_core::ToolSpec],
-        section: &str,
-    ) {
-        request.system.clear();
-        request.system.push_str(&self.system_prompt);
-        append_section(&mut request.system, section);
-        if with_tools {
-            request.tools = offered.to_vec();
-        } else {
-            request.tools.clear();
-            request.system.push_str(PROMPT_ONLY_NOTE);
-        }
-    }
-
-    /// The sizes of the run's offered tools (measured once per run, and
-    /// per tool once per process).
-    fn tools_size(&self, p: &mut Progress) -> crate::json_len::ListSize {
-        *p.tools_size
-            .get_or_insert_with(|| self.tool_sizes.measure(&p.offered))
-    }
-
-    fn rejected_tools(&self, model: &ModelRef) -> bool {
-        self.no_tools
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(&model.to_string())
-    }
-
-    fn remember_rejected_tools(&self, model: &ModelRef) {
-        tracing::info!(model = %model, "model rejected tool definitions; using it prompt-only");
-        self.no_tools
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(model.to_string());
-    }
-
-    /// One streamed call; also says whether any delta reached followers.
-    async fn attempt(
-        &self,
-        model: &ModelRef,
-        provider: &dyn Provider,
-        request: &ChatRequest,
-        sink: &dyn EventSink,
-    ) -> (Result<AssistantTurn, LlmError>, bool) {
-        let t0 = Instant::now();
-        let mut emitted = false;
-        let outcome = async {
-            let mut stream = provider.stream(request).await?;
-            let mut acc = Accumulator::new();
-            while let Some(item) = stream.next().await {
-                let ev = item?;
-                match &ev {
-                    hearth_core::StreamEvent::TextDelta(t) if !t.is_empty() => {
-                        emitted = true;
-                        sink.emit(RunEventKind::TextDelta, json!({ "text": t }));
-                    }
-                    hearth_core::StreamEvent::ThinkingDelta { text, .. } if !text.is_empty() => {
-                        emitted = true;
-                        sink.emit(RunEventKind::ThinkingDelta, json!({ "text": text }));
-                    }
-                    _ => {}
-                }
-                acc.push(&ev);
-            }
-            acc.finish(&model.provider)
-        }
-        .await;
-        let status = match &outcome {
-            Ok(_) => "ok",
-            Err(e) => e.kind.as_str(),
-        };
-        metrics::histogram!("hearth_llm_call_duration_seconds",
-            "provider" => model.provider.clone(), "status" => status)
-        .record(t0.elapsed().as_secs_f64());
-        (outcome, emitted)
-    }
-
-    async fn journal_failed_attempt(
-        &self,
-        input: &RunInput,
-        p: &mut Progress,
-        model: &ModelRef,
-        started_at: hearth_core::Timestamp,
-        err: &LlmError,
-    ) -> Result<(), Stop> {
-        let step = StepRecord {
-            run_id: input.run_id.clone(),
-            index: p.next_index,
-            kind: StepKind::Llm,
-            name: model.to_string(),
-            status: StepStatus::Failed,
-            started_at,
-            finished_at: Some(now_ms()),
-            tokens: None,
-            payload: json!({ "error": { "kind": err.kind.as_str(), "message": err.message } }),
-        };
-        record_call(&p.calls, &step.name, false);
-        p.next_index += 1;
-        input.journal(&self.store).put_step(step).await?;
-        Ok(())
-    }
-}
-
-/// The server refused the tool definitions: hearth-llm classifies the
-/// wordings of Ollama, vLLM, OpenRouter, Gemini and others as one kind.
-fn rejects_tools(err: &LlmError) -> bool {
-    err.kind == ErrorKind::ToolsUnsupported
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use hearth_core::{Message, ModelRef, RunError, ThinkingLevel};
 use hearth_llm::Provider;
-use hearth_store::{StepRecord, Store};
+use hearth_store::{StepKind, StepRecord, Store};
 use hearth_tools::ToolContext;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -134,14 +134,58 @@ pub struct ModelCall {
 
 /// The model calls of a run, kept outside its future: a cancel or the wall
 /// limit drops the future mid-call, and what it called still counts.
-pub(super) type ModelCalls = Arc<std::sync::Mutex<Vec<ModelCall>>>;
+#[derive(Default)]
+pub(super) struct CallLog {
+    /// Every finished model call, in order.
+    pub(super) calls: Vec<ModelCall>,
+    /// The model call on the wire: when the run's future is dropped
+    /// mid-call, the engine journals it (failed, of kind `cancelled`) so
+    /// usage counts a call the provider bills.
+    pub(super) in_flight: Option<InFlight>,
+}
 
-pub(super) fn record_call(calls: &ModelCalls, model: &str, answered: bool) {
+/// A model call sent and not ended yet.
+pub(super) struct InFlight {
+    /// Its step index.
+    pub(super) index: u32,
+    /// A chat or a summarizing call.
+    pub(super) kind: StepKind,
+    /// `<provider>/<model>`.
+    pub(super) model: String,
+    /// When it was sent.
+    pub(super) started_at: hearth_core::Timestamp,
+}
+
+/// Shared between a run's future and the engine that may drop it.
+pub(super) type ModelCalls = Arc<std::sync::Mutex<CallLog>>;
+
+fn lock(calls: &ModelCalls) -> std::sync::MutexGuard<'_, CallLog> {
     calls
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(ModelCall {
-            model: model.to_owned(),
-            answered,
-        });
+}
+
+pub(super) fn record_call(calls: &ModelCalls, model: &str, answered: bool) {
+    lock(calls).calls.push(ModelCall {
+        model: model.to_owned(),
+        answered,
+    });
+}
+
+/// Marks a model call as sent: until [`call_ended`], a drop of the run's
+/// future leaves it to journal.
+pub(super) fn call_sent(calls: &ModelCalls, call: InFlight) {
+    lock(calls).in_flight = Some(call);
+}
+
+/// The model call sent last has ended (it journals itself).
+pub(super) fn call_ended(calls: &ModelCalls) {
+    lock(calls).in_flight = None;
+}
+
+/// The call cut off mid-way, if the run's future was dropped during one;
+/// and every call the run made.
+pub(super) fn take_calls(calls: &ModelCalls) -> (Option<InFlight>, Vec<ModelCall>) {
+    let mut log = lock(calls);
+    (log.in_flight.take(), std::mem::take(&mut log.calls))
 }

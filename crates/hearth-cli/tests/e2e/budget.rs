@@ -1,12 +1,15 @@
 //! Budget pools in the real binary: a used-up pool refuses the run with
 //! `budget_exceeded`, `GET /v1/budget` and `hearth budget` show the numbers,
-//! they survive a restart, and a bad pool is a config error (exit 2).
+//! they survive a restart, cancelled calls count, and a bad pool is a
+//! config error (exit 2).
 
-use serde_json::json;
+use std::time::Duration;
 
-use hearth_testkit::FakeOpenAi;
+use serde_json::{Value, json};
 
-use crate::harness::{Hearth, command, fake_config};
+use hearth_testkit::{FakeOpenAi, Reply};
+
+use crate::harness::{Hearth, command, fake_config, parse_sse};
 
 fn config(base_url: &str) -> String {
     format!(
@@ -116,6 +119,73 @@ async fn a_used_up_pool_refuses_the_run_and_the_budget_shows_it() {
     assert_eq!(v["pools"][0]["used"], 2.0, "{v}");
     let refused = h.ask("api:b4", "four").await;
     assert_eq!(refused["error"]["code"], "budget_exceeded", "{refused}");
+}
+
+/// Reads `run_id`'s event stream until its first `text.delta`.
+async fn first_delta(h: &Hearth, run_id: &str) {
+    let mut r = h
+        .http
+        .get(h.at(&format!("/v1/runs/{run_id}/events")))
+        .send()
+        .await
+        .unwrap();
+    let mut body = String::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(chunk) = r.chunk().await.unwrap() {
+            body.push_str(&String::from_utf8_lossy(&chunk));
+            if parse_sse(&body).iter().any(|(_, ev, _)| ev == "text.delta") {
+                return;
+            }
+        }
+        panic!("the event stream ended without a text.delta: {body}");
+    })
+    .await
+    .expect("no text.delta within 30 s");
+}
+
+#[tokio::test]
+async fn cancelled_streamed_calls_count_against_a_requests_pool() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&config(&fake.base_url()))).await;
+    for i in 0..2 {
+        // The first piece of the answer streams, the rest never comes.
+        fake.push(
+            Reply::text("a long answer, cut off after its first piece")
+                .in_pieces(4)
+                .stalling_after(2),
+        );
+        let (s, v) = h
+            .post(json!({ "text": "tell me a story", "thread_key": format!("api:cut{i}") }))
+            .await;
+        assert_eq!(s, 202, "{v}");
+        let run_id = v["run_id"].as_str().unwrap().to_owned();
+        first_delta(&h, &run_id).await;
+        let (s, v) = h
+            .send(
+                reqwest::Method::POST,
+                &format!("/v1/runs/{run_id}/cancel"),
+                json!({}),
+            )
+            .await;
+        assert_eq!((s, v["status"].as_str()), (200, Some("cancelled")), "{v}");
+    }
+    let (_, v) = h.get("/v1/budget").await;
+    assert_eq!(
+        (&v["pools"][0]["used"], &v["pools"][0]["reserved"]),
+        (&json!(2.0), &json!(0.0)),
+        "{v}"
+    );
+    let refused = h.ask("api:cut2", "and another").await;
+    assert_eq!(refused["error"]["code"], "budget_exceeded", "{refused}");
+    assert_eq!(fake.request_count(), 2, "the third call was never sent");
+    // Usage shows both calls, and a restart still counts them.
+    let (_, usage) = h.get("/v1/usage?group_by=model").await;
+    assert_eq!(usage["rows"][0]["calls"], 2, "{usage}");
+    h.terminate().await;
+    let h = Hearth::start(dir.path(), None).await;
+    let (_, v): (u16, Value) = h.get("/v1/budget").await;
+    assert_eq!(v["pools"][0]["used"], 2.0, "{v}");
 }
 
 #[tokio::test]

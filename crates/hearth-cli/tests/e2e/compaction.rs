@@ -1,11 +1,12 @@
 //! Compaction end to end: a thread that outgrows its model's window is
 //! summarized, `GET /v1/threads/{k}/history` still pages through every
 //! message with the boundaries marked, the trace shows the compaction, and
-//! `hearth model status` says which window is used.
+//! `hearth model status` says which window is used; an OpenAI client that
+//! resends a long conversation has its old turns summarized once.
 
 use hearth_agent::compaction::{PREVIOUS_SUMMARY_HEADING, SUMMARY_INSTRUCTIONS};
 use hearth_testkit::{FakeOpenAi, Reply};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::harness::{Hearth, command, fake_config};
 
@@ -159,5 +160,60 @@ async fn a_long_thread_is_compacted_and_its_history_pages_through_everything() {
     assert!(
         assumed.contains("32000 tokens (assumed: [agent] default_context_tokens"),
         "{assumed}"
+    );
+}
+
+#[tokio::test]
+async fn an_openai_client_resending_a_long_conversation_has_it_summarized_once() {
+    let fake = FakeOpenAi::start().await;
+    fake.respond_with(|req| is_compaction(req).then(|| summarize(req)));
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}model_capabilities.fake-model = {{ context_window = 4000 }}\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let filler = "and a few words more about the garden, the rain and the long evenings".repeat(4);
+    let mut messages = vec![
+        json!({"role": "user", "content": "my locker code is 4417"}),
+        json!({"role": "assistant", "content": "noted"}),
+    ];
+    for i in 1..25 {
+        messages.push(json!({"role": "user", "content": format!("message {i} {filler}")}));
+        messages.push(json!({"role": "assistant", "content": format!("answer {i}")}));
+    }
+    messages.push(json!({"role": "user", "content": "what is my locker code?"}));
+    let body = json!({"model": "hearth", "user": "alice", "messages": messages});
+    let compactions = || fake.requests().iter().filter(|r| is_compaction(r)).count();
+    let mut after = Vec::new();
+    // The same conversation twice (a regenerated answer, say).
+    for _ in 0..2 {
+        let (s, v) = h
+            .send(
+                reqwest::Method::POST,
+                "/openai/v1/chat/completions",
+                body.clone(),
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        assert!(v["choices"][0]["message"]["content"].is_string(), "{v}");
+        let requests = fake.requests();
+        let sent = requests.iter().rev().find(|r| !is_compaction(r)).unwrap();
+        assert!(sent.to_string().contains("4417"), "the summary is sent");
+        assert!(
+            !sent.to_string().contains("message 1 "),
+            "the old turns are not"
+        );
+        after.push(compactions());
+    }
+    assert!(after[0] >= 1, "the long history was compacted");
+    assert_eq!(after[1], after[0], "the same history was summarized again");
+
+    // Every call counts in usage, the summarizing ones included.
+    let (_, usage) = h.get("/v1/usage?group_by=model").await;
+    assert_eq!(
+        usage["rows"][0]["calls"].as_u64(),
+        Some(fake.request_count() as u64),
+        "{usage}"
     );
 }

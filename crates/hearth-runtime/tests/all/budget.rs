@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_agent::{Engine, Limits};
-use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus};
-use hearth_runtime::{Runtime, RuntimeOptions, WaitOutcome};
-use hearth_store::Store;
+use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus};
+use hearth_runtime::{RunEvents, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_store::{StepKind, StepStatus, Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
 
@@ -131,7 +131,7 @@ async fn concurrent_runs_cannot_overshoot_a_pool() {
 }
 
 #[tokio::test]
-async fn a_cancelled_call_leaves_no_reservation() {
+async fn a_cancelled_call_leaves_no_reservation_and_is_charged() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
@@ -151,7 +151,101 @@ async fn a_cancelled_call_leaves_no_reservation() {
     );
     let cancelled = rt.cancel(&env.run_id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    assert_eq!(rt.budget_status()[0].reserved, 0.0);
+    let status = &rt.budget_status()[0];
+    // Nothing streamed: the prompt estimate, without the answer's reserve.
+    assert!(
+        status.reserved == 0.0 && status.used > 0.0 && status.used < held - 4096.0 + 1.0,
+        "{status:?}"
+    );
+}
+
+/// Waits until the run has streamed some answer text to its followers.
+async fn first_delta(rt: &Runtime, run_id: &str) {
+    let RunEvents::Live(log) = rt.events(run_id).await.unwrap() else {
+        panic!("run {run_id} has no live log");
+    };
+    let mut rx = log.subscribe();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        rx.wait_for(|_| {
+            log.since(0)
+                .iter()
+                .any(|e| e.kind == RunEventKind::TextDelta)
+        }),
+    )
+    .await
+    .expect("no text streamed within 30 s")
+    .unwrap();
+}
+
+/// A streamed call cancelled midway was sent, and the provider bills it:
+/// it counts against the pools (the prompt estimate plus what streamed) and
+/// in usage, so a user who cancels cannot make unlimited calls, and a
+/// restart does not forget it.
+#[tokio::test]
+async fn cancelled_streamed_calls_are_charged_and_counted_in_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    let pools = format!(
+        "{TWO_CALLS}[[budget.pools]]\nname = \"tok\"\nkind = \"tokens\"\nlimit = 1000000\n"
+    );
+    let rt = runtime(&store, &fake, &pools).await;
+    let answer = "one two three four five six seven eight ".repeat(10);
+    let mut cancelled = Vec::new();
+    for i in 0..2 {
+        // The role chunk and the first piece stream at once, the rest never
+        // comes.
+        fake.push(Reply::text(answer.clone()).in_pieces(4).stalling_after(2));
+        let env = rt
+            .ingest(msg(&format!("t:cut{i}"), "u:user:a"))
+            .await
+            .unwrap();
+        first_delta(&rt, &env.run_id).await;
+        let c = rt.cancel(&env.run_id).await.unwrap();
+        assert_eq!(c.status, RunStatus::Cancelled);
+        cancelled.push(env.run_id);
+    }
+    let status = rt.budget_status();
+    assert_eq!(
+        (status[0].used, status[0].reserved),
+        (2.0, 0.0),
+        "both calls count: {status:?}"
+    );
+    // The prompt estimate (tools and system prompt included) plus the
+    // quarter of the answer that streamed, for each call.
+    let streamed = (answer.len() / 4) as f64 / 4.0;
+    assert!(
+        status[1].used > 2.0 * streamed && status[1].reserved == 0.0,
+        "{status:?}"
+    );
+    let refused = run(&rt, "t:cut2", "u:user:a").await;
+    assert_eq!(refused.error.unwrap().code, "budget_exceeded");
+    assert_eq!(fake.request_count(), 2, "the third call was never sent");
+
+    // Each cut-off call is journaled as failed with kind `cancelled`, and
+    // usage counts it.
+    for run_id in &cancelled {
+        let steps = store.steps(run_id).await.unwrap();
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert_eq!(
+            (steps[0].kind, steps[0].status),
+            (StepKind::Llm, StepStatus::Failed)
+        );
+        assert_eq!(steps[0].payload["error"]["kind"], "cancelled");
+    }
+    let usage = store
+        .usage(&UsageQuery {
+            since: None,
+            until: None,
+            group_by: UsageGroup::Model,
+        })
+        .await
+        .unwrap();
+    assert_eq!(usage[0].calls, 2, "{usage:?}");
+    rt.shutdown(Duration::from_secs(5)).await;
+    let rt = runtime(&store, &fake, &pools).await;
+    assert_eq!(rt.budget_status()[0].used, 2.0, "rebuilt after a restart");
 }
 
 #[tokio::test]
