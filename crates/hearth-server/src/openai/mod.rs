@@ -218,7 +218,14 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
     };
     let env = st
         .runtime
-        .ingest_with(inbound, RunOverrides { history, model })
+        .ingest_with(
+            inbound,
+            RunOverrides {
+                history,
+                model,
+                background: false,
+            },
+        )
         .await
         .map_err(|e| match e {
             RuntimeError::UnknownModel(_) => OpenAiError::ModelNotFound(req.model.clone()),
