@@ -199,6 +199,22 @@ impl Runtime {
         }
     }
 
+    /// The thread a `confirm <token>` / `deny <token>` text would answer on:
+    /// where the confirmation it names still waits. `None` for any other
+    /// text, or a token that is unknown or answered. Lets a surface that
+    /// derives a thread per conversation route an answer to the
+    /// conversation that asked.
+    pub async fn pending_confirmation_thread(&self, text: &str) -> Result<Option<String>> {
+        let Some(cmd) = parse_command(text) else {
+            return Ok(None);
+        };
+        Ok(self
+            .find_confirmation(&hash_token(cmd.token))
+            .await?
+            .filter(|(r, _)| r.state == ConfirmationState::Pending)
+            .map(|(r, _)| r.thread_key))
+    }
+
     /// Denies what runs of `thread_key` wait for of `sender`: their new
     /// message means they moved on. Only the confirmations `sender` could
     /// answer are denied (theirs, or any when they hold
