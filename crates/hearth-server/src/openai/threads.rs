@@ -17,8 +17,8 @@
 //! - a background prompt: the thread above with `:tasks` appended, so it
 //!   neither waits behind the chat's run nor lands in its history.
 //!
-//! Each part is a hash prefix (16 hex digits, 64 bits), so a key stays short
-//! and holds no message text.
+//! The conversation's part is a hash prefix (16 hex digits, 64 bits), so a
+//! key stays short and holds no message text.
 
 use sha2::{Digest, Sha256};
 
