@@ -1,9 +1,9 @@
 //! Answering confirmations: over the API, by a `confirm <token>` / `deny
-//! <token>` message, or implicitly by a new message on the thread.
+//! <token>` message, or implicitly by the asker's new message on the thread.
 
 use hearth_agent::confirm::{hash_token, looks_like_token};
 use hearth_agent::policy::{decide, scope_chain, subjects};
-use hearth_core::{Confirmation, RunEnvelope, RunStatus, now_ms, rfc3339};
+use hearth_core::{Confirmation, Inbound, RunEnvelope, RunStatus, now_ms, rfc3339};
 use std::sync::Arc;
 
 use hearth_store::{AuditEvent, ConfirmationRecord, ConfirmationState, RunRecord, Store};
@@ -18,6 +18,14 @@ const RESOLVE_ANY: &str = "confirmations.resolve_any";
 
 /// Who hearth records as the answerer when a new message denies.
 const BY_NEW_MESSAGE: &str = "hearth:new_message";
+
+/// The sender of a message that is their own turn in the conversation:
+/// it may deny what the thread waits for of them.
+pub(crate) struct Sender {
+    pub(crate) user_key: String,
+    /// Their role ids on the platform (grants to `role:<id>` apply).
+    pub(crate) roles: Vec<String>,
+}
 
 /// `confirm <token>` or `deny <token>`, parsed.
 pub(crate) struct Command<'a> {
@@ -151,37 +159,72 @@ impl Runtime {
         self.get_run(&rec.run_id).await
     }
 
-    /// When `text` is `confirm <token>` / `deny <token>` for a confirmation
-    /// pending on `thread_key`, answers it and returns the run's envelope.
+    /// When `inbound` is `confirm <token>` / `deny <token>` for a
+    /// confirmation pending on its thread that its sender may answer,
+    /// answers it and returns the run's envelope. A token that cannot be
+    /// answered (unknown, another user's, expired, its run ended) gives
+    /// `None`: the text is an ordinary message, as any other text is. Only
+    /// a failure to read or write the store is an error.
     pub(crate) async fn confirmation_command(
         &self,
-        thread_key: &str,
-        user_key: &str,
-        text: &str,
+        inbound: &Inbound,
     ) -> Result<Option<RunEnvelope>> {
-        let Some(cmd) = parse_command(text) else {
+        let Some(cmd) = parse_command(&inbound.text) else {
             return Ok(None);
         };
         let on_thread = self
             .find_confirmation(&hash_token(cmd.token))
             .await?
             .is_some_and(|(r, _)| {
-                r.thread_key == thread_key && r.state == ConfirmationState::Pending
+                r.thread_key == inbound.thread_key && r.state == ConfirmationState::Pending
             });
         if !on_thread {
             return Ok(None);
         }
-        self.resolve_confirmation(cmd.token, user_key, cmd.approve)
+        let who = Answerer {
+            user_key: &inbound.user_key,
+            roles: &inbound.roles,
+            admin_of: None,
+        };
+        match self
+            .resolve_confirmation_by(cmd.token, who, cmd.approve)
             .await
-            .map(Some)
+        {
+            Ok(env) => Ok(Some(env)),
+            Err(e @ (RuntimeError::ConfirmationNotFound | RuntimeError::Forbidden(_))) => {
+                info!(thread_key = %inbound.thread_key, reason = %e, "a confirm/deny message could not answer; taken as an ordinary message");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// Denies what runs of `thread_key` wait for: a new message means the
-    /// user moved on. Looked up only for runs waiting in this process or
-    /// active on the thread (one recovered after a restart may not have
-    /// reached its question again yet), so the common case, a thread with
-    /// nothing running, costs no query.
-    pub(crate) async fn deny_pending_on_thread(&self, thread_key: &str) {
+    /// The thread a `confirm <token>` / `deny <token>` text would answer on:
+    /// where the confirmation it names still waits. `None` for any other
+    /// text, or a token that is unknown or answered. Lets a surface that
+    /// derives a thread per conversation route an answer to the
+    /// conversation that asked.
+    pub async fn pending_confirmation_thread(&self, text: &str) -> Result<Option<String>> {
+        let Some(cmd) = parse_command(text) else {
+            return Ok(None);
+        };
+        Ok(self
+            .find_confirmation(&hash_token(cmd.token))
+            .await?
+            .filter(|(r, _)| r.state == ConfirmationState::Pending)
+            .map(|(r, _)| r.thread_key))
+    }
+
+    /// Denies what runs of `thread_key` wait for of `sender`: their new
+    /// message means they moved on. Only the confirmations `sender` could
+    /// answer are denied (theirs, or any when they hold
+    /// `confirmations.resolve_any` in the run's scope): someone else
+    /// talking in a shared thread does not cancel another user's approval.
+    /// Looked up only for runs waiting in this process or active on the
+    /// thread (one recovered after a restart may not have reached its
+    /// question again yet), so the common case, a thread with nothing
+    /// running, costs no query.
+    pub(crate) async fn deny_pending_on_thread(&self, thread_key: &str, sender: &Sender) {
         let mut runs = self.inner.engine.confirmations().waiting_on(thread_key);
         if let Some(active) = self.inner.scheduler.active_run(thread_key)
             && !runs.contains(&active)
@@ -198,7 +241,41 @@ impl Runtime {
                 }
             };
             for rec in pending {
-                self.deny_for_new_message(&store, &rec).await;
+                if self.may_deny(&store, &rec, sender).await {
+                    self.deny_for_new_message(&store, &rec).await;
+                }
+            }
+        }
+    }
+
+    /// Whether a new message of `sender` answers `rec` (as a denial): they
+    /// asked, or they hold `confirmations.resolve_any` where the run was
+    /// asked. A failed look-up leaves the question standing.
+    async fn may_deny(
+        &self,
+        store: &Arc<dyn Store>,
+        rec: &ConfirmationRecord,
+        sender: &Sender,
+    ) -> bool {
+        if rec.user_key == sender.user_key {
+            return true;
+        }
+        let scope = match store.get_run(&rec.run_id).await {
+            Ok(run) => run.and_then(|r| r.scope),
+            Err(e) => {
+                warn!(run_id = %rec.run_id, error = %e, "could not read a run to decide whether a message denies its confirmation");
+                return false;
+            }
+        };
+        let scope = scope.as_deref().unwrap_or("global");
+        match self
+            .may_resolve_any(&sender.user_key, &sender.roles, scope)
+            .await
+        {
+            Ok(allowed) => allowed,
+            Err(e) => {
+                warn!(run_id = %rec.run_id, error = %e, "could not read grants to decide whether a message denies a confirmation");
+                false
             }
         }
     }

@@ -8,6 +8,7 @@ use hearth_store::{CreateRunOutcome, NewRun};
 use serde_json::json;
 use tracing::info;
 
+use crate::confirmations::Sender;
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::runtime::{Runtime, check_key};
@@ -69,10 +70,15 @@ impl Runtime {
             check_key("idempotency_key", k)?;
         }
         check_context(&inbound)?;
+        // Only the sender's own turn answers or denies what the thread waits
+        // for: not a job firing, not a client's background task.
+        let turn = (!overrides.background).then(|| Sender {
+            user_key: inbound.user_key.clone(),
+            roles: inbound.roles.clone(),
+        });
         // Read before redaction: a token is random enough to look like a secret.
-        if let Some(env) = self
-            .confirmation_command(&inbound.thread_key, &inbound.user_key, &inbound.text)
-            .await?
+        if turn.is_some()
+            && let Some(env) = self.confirmation_command(&inbound).await?
         {
             return Ok(env);
         }
@@ -96,7 +102,10 @@ impl Runtime {
                 .store_of_run(&run_id)
                 .add_steer(&run_id, &inbound.text, now_ms())
                 .await?;
-            self.deny_pending_on_thread(&inbound.thread_key).await;
+            if let Some(sender) = &turn {
+                self.deny_pending_on_thread(&inbound.thread_key, sender)
+                    .await;
+            }
             if self.inner.scheduler.send_steer(
                 &inbound.thread_key,
                 &run_id,
@@ -119,7 +128,9 @@ impl Runtime {
         let env = self.ingest_stored(inbound, overrides).await?;
         // Stored first: an ordinary message denies what the thread waits for
         // only once it is safe.
-        self.deny_pending_on_thread(&thread_key).await;
+        if let Some(sender) = &turn {
+            self.deny_pending_on_thread(&thread_key, sender).await;
+        }
         Ok(env)
     }
 

@@ -24,6 +24,11 @@ pub struct RunOverrides {
     pub history: Option<Vec<Message>>,
     /// `<provider>/<model>` for this run, in place of the thread's model.
     pub model: Option<String>,
+    /// The message is not its sender's turn in the conversation (a client's
+    /// background task: a title, tags, follow-up suggestions): it neither
+    /// answers nor denies the confirmations the thread waits for. Read at
+    /// ingest, not kept for the run.
+    pub background: bool,
 }
 
 impl RunOverrides {
@@ -103,6 +108,7 @@ mod tests {
         let o = RunOverrides {
             history: Some(vec![Message::text(Role::User, "hi")]),
             model: Some("echo/echo".into()),
+            background: false,
         };
         s.put("r2", o.clone());
         assert_eq!(s.take("r2"), o);

@@ -440,6 +440,11 @@ impl ConfirmationState {
     }
 }
 
+/// Who `resolved_by` names when a run ended (succeeded, failed or was
+/// cancelled) with its question unanswered: the store marks such a
+/// confirmation `expired` in the write that ends the run.
+pub const RUN_ENDED: &str = "hearth:run_ended";
+
 /// A write-class tool call waiting for (or past) the user's answer. The
 /// token itself is never stored, only its hash.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -88,9 +88,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// The messages steered into a run, oldest first.
     async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>>;
 
-    /// Ends a run: sets its terminal status, output or error, and appends
-    /// `messages` to its thread's history and creates `follow_ups`, all in one
-    /// transaction. Returns false
-    /// (and changes nothing) when the run was already terminal.
+    /// Ends a run: sets its terminal status, output or error, appends
+    /// `messages` to its thread's history, creates `follow_ups` and marks
+    /// its pending confirmations `expired` by [`crate::RUN_ENDED`], all in
+    /// one transaction. Returns false (and changes nothing) when the run was
+    /// already terminal.
     async fn finish_run(&self, finish: RunFinish) -> Result<bool>;
 }

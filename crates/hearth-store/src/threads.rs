@@ -31,7 +31,8 @@ pub trait ThreadStore: Send + Sync + 'static {
     async fn clear_thread_history(&self, thread_key: &str) -> Result<()>;
 
     /// Starts a new session on a thread: marks `cancelled_run` (a run of that
-    /// thread) `cancelled` unless it is already terminal, and deletes the
+    /// thread) `cancelled` unless it is already terminal (its pending
+    /// confirmations `expired` by [`crate::RUN_ENDED`]), and deletes the
     /// thread's message history, in one transaction; so a cancelled run that
     /// finishes late cannot append to the new session, and a failure leaves
     /// both as they were.

@@ -254,3 +254,61 @@ async fn a_new_message_after_a_restart_denies_the_waiting_action() {
         "not forgotten"
     );
 }
+
+#[tokio::test]
+async fn a_confirm_text_that_cannot_answer_is_an_ordinary_message() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let id = saved(&h, &fake, "api:refused", "The key is under the mat").await;
+    script_forget(&fake, id, "should not happen");
+    let (s, waiting) = h
+        .post(json!({ "text": "forget the key", "thread_key": "api:refused", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(s, 202, "{waiting}");
+    let token = waiting["confirmation"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+    let text = format!("confirm {token}");
+
+    // Someone else's token: a message like any other, queued behind the
+    // waiting run, which still waits for its asker.
+    let (s, bobs) = h
+        .post(json!({ "text": text, "thread_key": "api:refused", "user_key": OTHER }))
+        .await;
+    assert_eq!(s, 202, "another user's confirm text is a message: {bobs}");
+    assert_eq!(bobs["status"], "queued", "{bobs}");
+    assert_ne!(bobs["run_id"], run_id.as_str());
+    let (_, still) = h.get(&format!("/v1/runs/{run_id}")).await;
+    assert_eq!(still["status"], "awaiting_confirmation", "{still}");
+
+    // The waiting run is cancelled: its token answers nothing any more.
+    let (s, cancelled) = h
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/runs/{run_id}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert_eq!((s, &cancelled["status"]), (200, &json!("cancelled")));
+    let (s, late) = h
+        .post(json!({ "text": text, "thread_key": "api:refused", "user_key": USER, "wait": true }))
+        .await;
+    assert_eq!(
+        s, 200,
+        "a confirm text for an ended run is a message: {late}"
+    );
+    assert_eq!(late["status"], "succeeded", "{late}");
+    assert_ne!(late["run_id"], run_id.as_str());
+    assert_eq!(
+        export(&h).await["memories"].as_array().unwrap().len(),
+        1,
+        "nothing was forgotten"
+    );
+    let (s, v) = confirm(&h, &token, USER, true).await;
+    assert_eq!(s, 404, "{v}");
+    let (_, runs) = h.get("/v1/runs?thread_key=api:refused").await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 4, "{runs}");
+}

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use hearth_testkit::FakeOpenAi;
+use hearth_testkit::{FakeOpenAi, Reply};
 use serde_json::{Value, json};
 
 use crate::harness::{Hearth, command, fake_config};
@@ -39,6 +39,16 @@ async fn the_official_openai_client_talks_to_hearth() {
     );
 
     let fake = FakeOpenAi::start().await;
+    // "what time is it?": a turn that says something and calls a tool, then
+    // the answer once the tool's result is back.
+    fake.respond_with(|req| {
+        let messages = req["messages"].as_array()?;
+        let last = messages.last()?;
+        if last["role"] == "tool" {
+            return Some(Reply::text("It is noon."));
+        }
+        (last["content"] == "what time is it?").then(|| text_then_tool_call("Let me look. "))
+    });
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let h = Hearth::start(&home, Some(&fake_config(&fake.base_url()))).await;
@@ -89,6 +99,7 @@ async fn the_official_openai_client_talks_to_hearth() {
                 "content": "echo: streamed question", "finish_reason": "stop",
                 "usage": [12, 7, 19], "chunks": null,
             },
+            "tool_turn": {"plain": "It is noon.", "stream": "It is noon."},
             "tools": {"status": 400, "param": "tools", "type": "invalid_request_error"},
             "bad_key": {"status": 401, "code": "invalid_api_key"},
         }),
@@ -117,4 +128,23 @@ async fn the_official_openai_client_talks_to_hearth() {
     let runs: Value = r.json().await.unwrap();
     assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
     assert_eq!(runs["runs"][0]["user_key"], "openai:user:py");
+}
+
+/// A model turn that says `text`, then calls `current_time` (read-only).
+fn text_then_tool_call(text: &str) -> Reply {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+               "model": "fake-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let frames = [
+        chunk(json!({"role": "assistant", "content": text}), Value::Null),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_t", "type": "function",
+                "function": {"name": "current_time", "arguments": "{}"}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+    ];
+    let body: String = frames.iter().map(|f| format!("data: {f}\n\n")).collect();
+    Reply::raw_sse(format!("{body}data: [DONE]\n\n"))
 }

@@ -3,7 +3,8 @@
 Usage: openai_client.py <base_url> <api_key>
 
 Makes the calls an OpenAI client makes (models, a plain and a streaming chat
-completion, client-side tools) and prints what it got as one JSON object; the
+completion, both again for a run with a tool call in the middle, client-side
+tools) and prints what it got as one JSON object; the
 Rust test (openai.rs) asserts on it. Any exception fails the script.
 """
 
@@ -51,6 +52,17 @@ def main() -> None:
             text += choice.delta.content or ""
             finish = choice.finish_reason or finish
     out["stream"] = {"content": text, "finish_reason": finish, "usage": usage, "chunks": chunks}
+
+    # The model says something, calls a tool, then answers: plain and
+    # streamed, the client gets the same answer.
+    ask = [{"role": "user", "content": "what time is it?"}]
+    plain = client.chat.completions.create(model="hearth", messages=ask).choices[0].message.content
+    streamed = "".join(
+        c.choices[0].delta.content or ""
+        for c in client.chat.completions.create(model="hearth", messages=ask, stream=True)
+        if c.choices
+    )
+    out["tool_turn"] = {"plain": plain, "stream": streamed}
 
     try:
         client.chat.completions.create(

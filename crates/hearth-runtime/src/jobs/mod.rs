@@ -26,6 +26,7 @@ use tracing::{info, warn};
 use crate::error::{Result, RuntimeError};
 use crate::notices::{JOB_FAILED, Notice};
 use crate::runtime::{Runtime, check_key};
+use crate::supplied::RunOverrides;
 
 pub use schedule::{
     ALL_MAX, CatchUp, DEFAULT_TIMEZONE, Due, LATEST_WINDOW_MS, ON_TIME_MS, Schedule, ScheduleError,
@@ -255,18 +256,27 @@ impl Runtime {
 
     /// Ingests one firing of `job` for the instant `at`.
     async fn fire(&self, job: &JobRecord, at: Timestamp) -> Result<RunEnvelope> {
+        // A firing is not its owner's turn: it leaves the confirmations the
+        // thread waits for alone (neither answers nor denies them).
+        let background = RunOverrides {
+            background: true,
+            ..RunOverrides::default()
+        };
         let env = self
-            .ingest(Inbound {
-                source: JOB_SOURCE.to_owned(),
-                thread_key: job.thread_key.clone(),
-                user_key: job.user_key.clone(),
-                text: job.text.clone(),
-                delivery_mode: DeliveryMode::FollowUp,
-                idempotency_key: Some(job_firing_key(&job.id, at)),
-                // The channel that owns the thread reports its scope; a job
-                // carries no platform roles.
-                ..Inbound::default()
-            })
+            .ingest_inner(
+                Inbound {
+                    source: JOB_SOURCE.to_owned(),
+                    thread_key: job.thread_key.clone(),
+                    user_key: job.user_key.clone(),
+                    text: job.text.clone(),
+                    delivery_mode: DeliveryMode::FollowUp,
+                    idempotency_key: Some(job_firing_key(&job.id, at)),
+                    // The channel that owns the thread reports its scope; a job
+                    // carries no platform roles.
+                    ..Inbound::default()
+                },
+                background,
+            )
             .await?;
         info!(job_id = %job.id, run_id = %env.run_id, scheduled_at = %rfc3339(at), "job fired");
         Ok(env)

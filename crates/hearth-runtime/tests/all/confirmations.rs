@@ -438,3 +438,191 @@ async fn waiting_does_not_count_against_the_wall_time_limit() {
         RunStatus::Succeeded
     );
 }
+
+/// Whether `run_id` still has a confirmation pending in the store.
+async fn still_pending(s: &Setup, run_id: &str) -> bool {
+    !s.store
+        .pending_confirmations(Some(run_id), None)
+        .await
+        .unwrap()
+        .is_empty()
+}
+
+#[tokio::test]
+async fn a_confirm_message_nobody_can_answer_with_it_is_an_ordinary_message() {
+    let s = setup(Duration::from_secs(300)).await;
+    let env = awaiting(&s, "t:refused", ALICE).await;
+    let confirm = format!("confirm {}", token_in(&env));
+
+    // Not the asker's: a message like any other (a new run behind the
+    // waiting one), not an error, and the question stays Alice's.
+    let bobs =
+        s.rt.ingest(msg("t:refused", BOB, &confirm))
+            .await
+            .expect("a confirm text from another user is an ordinary message");
+    assert_ne!(bobs.run_id, env.run_id);
+    assert_eq!(bobs.status, RunStatus::Queued);
+    assert!(still_pending(&s, &env.run_id).await);
+    assert_eq!(s.runs.load(Ordering::SeqCst), 0);
+
+    // The run ended (cancelled): its question is moot, the text a message.
+    s.rt.cancel(&env.run_id).await.unwrap();
+    let late =
+        s.rt.ingest(msg("t:refused", ALICE, &confirm))
+            .await
+            .expect("a confirm text for an ended run is an ordinary message");
+    assert_ne!(late.run_id, env.run_id);
+    assert_ne!(late.run_id, bobs.run_id);
+    finished(&s.rt, &late.run_id).await;
+    assert_eq!(s.runs.load(Ordering::SeqCst), 0, "nothing was approved");
+
+    // Over the API the token itself is unknown.
+    let api =
+        s.rt.resolve_confirmation(&token_in(&env), ALICE, true)
+            .await;
+    assert!(
+        matches!(api, Err(RuntimeError::ConfirmationNotFound)),
+        "{api:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_run_leaves_no_confirmation_pending() {
+    let s = setup(Duration::from_secs(300)).await;
+    let env = awaiting(&s, "t:ended", ALICE).await;
+    let cancelled = s.rt.cancel(&env.run_id).await.unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    assert!(
+        !still_pending(&s, &env.run_id).await,
+        "the run's end resolves its question"
+    );
+    let on_thread = s
+        .store
+        .pending_confirmations(None, Some("t:ended"))
+        .await
+        .unwrap();
+    assert!(on_thread.is_empty(), "{on_thread:?}");
+}
+
+#[tokio::test]
+async fn only_the_askers_own_message_denies_what_the_thread_waits_for() {
+    let s = setup(Duration::from_secs(300)).await;
+    let env = awaiting(&s, "t:group", ALICE).await;
+
+    // Bob talks to the bot in the same group: Alice's question stands.
+    let bobs =
+        s.rt.ingest(msg("t:group", BOB, "what is the weather?"))
+            .await
+            .unwrap();
+    assert!(
+        still_pending(&s, &env.run_id).await,
+        "another user's message must not deny Alice's confirmation"
+    );
+    let still = s.rt.get_run(&env.run_id).await.unwrap();
+    assert_eq!(still.status, RunStatus::AwaitingConfirmation);
+
+    // Alice moving on denies it; the run goes on and Bob's runs after.
+    let alices =
+        s.rt.ingest(msg("t:group", ALICE, "never mind"))
+            .await
+            .unwrap();
+    assert!(!still_pending(&s, &env.run_id).await);
+    assert_eq!(
+        finished(&s.rt, &env.run_id).await.status,
+        RunStatus::Succeeded
+    );
+    assert!(
+        tool_result(&s.fake).contains("new message"),
+        "{}",
+        tool_result(&s.fake)
+    );
+    finished(&s.rt, &bobs.run_id).await;
+    finished(&s.rt, &alices.run_id).await;
+    assert_eq!(s.runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_holder_of_resolve_any_moving_on_denies_too() {
+    let s = setup(Duration::from_secs(300)).await;
+    let env = awaiting(&s, "t:admin", ALICE).await;
+    // An admin holds confirmations.resolve_any: their message counts as an answer.
+    let next =
+        s.rt.ingest(msg("t:admin", ADMIN, "stop that"))
+            .await
+            .unwrap();
+    assert!(!still_pending(&s, &env.run_id).await);
+    finished(&s.rt, &env.run_id).await;
+    finished(&s.rt, &next.run_id).await;
+    assert_eq!(s.runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_job_firing_never_denies_a_confirmation() {
+    let s = setup(Duration::from_secs(300)).await;
+    let env = awaiting(&s, "t:job", ALICE).await;
+    // A job of Alice's own, on the same thread.
+    let job =
+        s.rt.create_job(hearth_runtime::NewJob {
+            name: "digest".into(),
+            schedule: "every 1h".into(),
+            timezone: None,
+            thread_key: "t:job".into(),
+            user_key: ALICE.into(),
+            text: "send the digest".into(),
+            catch_up: hearth_runtime::CatchUp::Latest,
+        })
+        .await
+        .unwrap();
+    let fired = s.rt.run_job_now(&job.id).await.unwrap();
+    assert_ne!(fired.run_id, env.run_id);
+    assert!(
+        still_pending(&s, &env.run_id).await,
+        "a job firing is not the user's turn"
+    );
+    s.rt.resolve_confirmation(&token_in(&env), ALICE, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        finished(&s.rt, &env.run_id).await.status,
+        RunStatus::Succeeded
+    );
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1);
+    finished(&s.rt, &fired.run_id).await;
+}
+
+#[tokio::test]
+async fn a_background_request_leaves_the_users_confirmation_alone() {
+    let s = setup(Duration::from_secs(300)).await;
+    let env = awaiting(&s, "t:task", ALICE).await;
+    let overrides = hearth_runtime::RunOverrides {
+        background: true,
+        ..Default::default()
+    };
+    let task =
+        s.rt.ingest_with(
+            msg("t:task", ALICE, "### Task:\nSuggest a title"),
+            overrides,
+        )
+        .await
+        .unwrap();
+    assert!(still_pending(&s, &env.run_id).await);
+    // Nor does a background request answer one.
+    let confirm = format!("confirm {}", token_in(&env));
+    let overrides = hearth_runtime::RunOverrides {
+        background: true,
+        ..Default::default()
+    };
+    let not_an_answer =
+        s.rt.ingest_with(msg("t:task", ALICE, &confirm), overrides)
+            .await
+            .unwrap();
+    assert_ne!(not_an_answer.run_id, env.run_id);
+    assert!(still_pending(&s, &env.run_id).await);
+    s.rt.resolve_confirmation(&token_in(&env), ALICE, true)
+        .await
+        .unwrap();
+    finished(&s.rt, &env.run_id).await;
+    finished(&s.rt, &task.run_id).await;
+    finished(&s.rt, &not_an_answer.run_id).await;
+    assert_eq!(s.runs.load(Ordering::SeqCst), 1);
+}

@@ -75,15 +75,31 @@ pub struct ChatMessage {
 pub struct Conversation {
     /// The messages before the last user message.
     pub history: Vec<Message>,
-    /// The last user message (with any instructions sent just before it).
+    /// The last user message (with any instructions sent just before it),
+    /// or the instructions that end a request with no user message after
+    /// them.
     pub text: String,
+    /// The first user message as the client sent it (without the
+    /// instructions before it), which every later request of the same
+    /// conversation repeats; the text itself when there is none.
+    pub opening: String,
+    /// The request ends with instructions and no user message after them:
+    /// nothing new from the user (a client's own prompt about the chat).
+    pub no_user_turn: bool,
 }
 
 impl Conversation {
-    /// A task prompt (title, tags) rather than a turn of the chat: it runs on
-    /// the user's own OpenAI thread, never on a named one.
+    /// A task prompt (title, tags, follow-up suggestions) rather than a turn
+    /// of the chat.
     pub fn is_task(&self) -> bool {
         self.text.trim_start().starts_with(TASK_PREFIX)
+    }
+
+    /// Not the user's turn: a client's task prompt, or a request with no new
+    /// user message. It runs apart from the chat and neither answers nor
+    /// denies what the chat waits for.
+    pub fn is_background(&self) -> bool {
+        self.no_user_turn || self.is_task()
     }
 }
 
@@ -132,14 +148,20 @@ impl ChatCompletionRequest {
     /// The conversation as hearth's history and new message. System and
     /// developer messages are the client's instructions: they join the next
     /// user message (hearth's own system prompt stays first and in charge).
+    /// Instructions with no user message after them are the message
+    /// themselves, of a request that is not the user's turn.
     pub fn conversation(&self) -> Result<Conversation, OpenAiError> {
         let mut history = Vec::with_capacity(self.messages.len());
         let mut instructions: Vec<String> = Vec::new();
+        let mut opening = None;
         for (i, m) in self.messages.iter().enumerate() {
             let text = content_text(m.content.as_ref(), i)?;
             match m.role.as_str() {
                 "system" | "developer" => instructions.push(text),
                 "user" => {
+                    if opening.is_none() {
+                        opening = Some(text.clone());
+                    }
                     instructions.push(text);
                     let joined = instructions
                         .drain(..)
@@ -174,22 +196,38 @@ impl ChatCompletionRequest {
             }
         }
         let last = self.messages.len().saturating_sub(1);
-        let text = match history.pop() {
-            Some(m) if m.role == Role::User && instructions.is_empty() => m.joined_text(),
-            _ => {
-                return Err(OpenAiError::invalid(
-                    "the last message must be the user's (role \"user\")",
-                    format!("messages[{last}]"),
-                ));
+        let no_user_turn = !instructions.is_empty();
+        let text = if no_user_turn {
+            instructions
+                .into_iter()
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        } else {
+            match history.pop() {
+                Some(m) if m.role == Role::User => m.joined_text(),
+                _ => {
+                    return Err(OpenAiError::invalid(
+                        "the last message must be the user's (role \"user\") or instructions \
+                         (role \"system\" or \"developer\")",
+                        format!("messages[{last}]"),
+                    ));
+                }
             }
         };
         if text.trim().is_empty() {
             return Err(OpenAiError::invalid(
-                "the last user message has no text",
+                "the last message has no text",
                 format!("messages[{last}].content"),
             ));
         }
-        Ok(Conversation { history, text })
+        let opening = opening.unwrap_or_else(|| text.clone());
+        Ok(Conversation {
+            history,
+            text,
+            opening,
+            no_user_turn,
+        })
     }
 }
 
@@ -284,8 +322,43 @@ mod tests {
                     Message::text(Role::Assistant, "hello"),
                 ],
                 text: "how are you".into(),
+                opening: "hi".into(),
+                no_user_turn: false,
             }
         );
+    }
+
+    #[test]
+    fn instructions_after_the_last_user_message_are_not_the_users_turn() {
+        let r = req(json!({"model": "hearth", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "system", "content": "Suggest a title for this chat."},
+        ]}));
+        let c = r.conversation().unwrap();
+        assert_eq!(
+            c,
+            Conversation {
+                history: vec![
+                    Message::text(Role::User, "hi"),
+                    Message::text(Role::Assistant, "hello"),
+                ],
+                text: "Suggest a title for this chat.".into(),
+                opening: "hi".into(),
+                no_user_turn: true,
+            }
+        );
+        assert!(c.is_background() && !c.is_task());
+        // Instructions alone: the same, and they name the conversation.
+        let r = req(json!({"model": "hearth", "messages": [
+            {"role": "developer", "content": "Summarize: ..."}]}));
+        let c = r.conversation().unwrap();
+        assert!(c.is_background());
+        assert_eq!(c.opening, "Summarize: ...");
+        // A user's message is their turn.
+        let r = req(json!({"model": "hearth", "messages": [
+            {"role": "system", "content": "be terse"}, {"role": "user", "content": "hi"}]}));
+        assert!(!r.conversation().unwrap().is_background());
     }
 
     #[test]
@@ -352,9 +425,11 @@ mod tests {
     fn task_prompts_are_recognised() {
         let r = req(json!({"model": "hearth", "messages": [
             {"role": "user", "content": "### Task:\nGenerate a concise, 3-5 word title"}]}));
-        assert!(r.conversation().unwrap().is_task());
+        let c = r.conversation().unwrap();
+        assert!(c.is_task() && c.is_background());
         let r =
             req(json!({"model": "hearth", "messages": [{"role": "user", "content": "a task"}]}));
-        assert!(!r.conversation().unwrap().is_task());
+        let c = r.conversation().unwrap();
+        assert!(!c.is_task() && !c.is_background());
     }
 }

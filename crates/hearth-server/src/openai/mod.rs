@@ -6,16 +6,19 @@
 //! request into an ordinary run: hearth's tools, memory, skills, policy and
 //! budget apply, and its tool calls are not shown to the client. OpenAI
 //! clients resend the whole conversation, so the request's messages are the
-//! run's history (`RunOverrides`) and the run is stored on the thread
-//! `openai:<user or "anonymous">`. The header `X-Hearth-Thread` runs the
-//! last user message on that thread with its stored history instead; task
-//! prompts (titles, tags) never go to a named thread. Model ids: `hearth`
-//! (the thread's model) and `hearth/<provider>/<model>` (that model, for
-//! this run only). It never touches the store: only `Runtime`.
+//! run's history (`RunOverrides`); `threads` says which thread the run is
+//! stored on (one per user, or per conversation for clients that send no
+//! `user`, and apart for background prompts such as titles, which are not
+//! the user's turn and leave the chat's confirmations alone). The header
+//! `X-Hearth-Thread` runs the last user message on that thread with its
+//! stored history instead. Model ids: `hearth` (the thread's model) and
+//! `hearth/<provider>/<model>` (that model, for this run only). It never
+//! touches the store: only `Runtime`.
 
 mod dto;
 mod error;
 mod stream;
+mod threads;
 
 use std::time::Duration;
 
@@ -44,6 +47,10 @@ const HEARTH_MODEL: &str = "hearth";
 
 /// The header naming a thread whose stored history the run continues.
 const THREAD_HEADER: &str = "x-hearth-thread";
+
+/// The header Open WebUI names its chat in (when it forwards user
+/// information): one thread per chat for clients that send no `user`.
+const CHAT_ID_HEADER: &str = "x-openwebui-chat-id";
 
 /// How long a plain (non-streaming) request waits for its run.
 const WAIT: Duration = Duration::from_secs(600);
@@ -187,12 +194,7 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
         ),
     };
     let conversation = req.conversation()?;
-    let user = req
-        .user
-        .as_deref()
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-        .unwrap_or("anonymous");
+    let user = req.user.as_deref().map(str::trim).filter(|u| !u.is_empty());
     let named = match headers.get(THREAD_HEADER) {
         None => None,
         Some(v) => Some(v.to_str().map_err(|_| OpenAiError::InvalidRequest {
@@ -201,15 +203,40 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
             code: None,
         })?),
     };
-    let task = conversation.is_task();
-    let (thread_key, history) = match named {
-        Some(t) if !task => (t.to_owned(), None),
-        _ => (format!("openai:{user}"), Some(conversation.history)),
-    };
+    // Only a hint: one that is not text leaves the conversation to its
+    // first message.
+    let chat_id = headers
+        .get(CHAT_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
+    let placement = threads::place(
+        &threads::Request {
+            user,
+            named,
+            chat_id,
+        },
+        &conversation,
+    );
+    let mut thread_key = placement.thread_key;
+    // An answer goes to the conversation that asked, also when the client
+    // changed the first message since (a file's text added to it, say).
+    if user.is_none()
+        && threads::is_anonymous_conversation(&thread_key)
+        && let Some(asked) = st
+            .runtime
+            .pending_confirmation_thread(&conversation.text)
+            .await?
+        && threads::is_anonymous_conversation(&asked)
+    {
+        thread_key = asked;
+    }
+    let background = conversation.is_background();
+    let history = placement.supplied.then_some(conversation.history);
     let inbound = Inbound {
         source: "openai".into(),
         thread_key,
-        user_key: format!("openai:user:{user}"),
+        user_key: format!("openai:user:{}", user.unwrap_or("anonymous")),
         text: conversation.text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
@@ -218,7 +245,14 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
     };
     let env = st
         .runtime
-        .ingest_with(inbound, RunOverrides { history, model })
+        .ingest_with(
+            inbound,
+            RunOverrides {
+                history,
+                model,
+                background,
+            },
+        )
         .await
         .map_err(|e| match e {
             RuntimeError::UnknownModel(_) => OpenAiError::ModelNotFound(req.model.clone()),

@@ -1,7 +1,12 @@
 //! Streaming answers: a run's events as `chat.completion.chunk` events.
 //!
-//! The run's text deltas become content deltas; tool and thinking events are
-//! hearth's own business and are not sent. The stream ends with a chunk
+//! The content is the run's answer and nothing else, as in a plain
+//! completion: the text of a model turn that ends in tool calls is not part
+//! of the answer, and a turn's text cannot be known to be the last until
+//! the run ends, so the answer goes out in one content delta at the end
+//! (the role chunk opens the stream at once, and SSE keep-alives hold the
+//! connection meanwhile). Tool and thinking events are hearth's own
+//! business and are not sent. The stream ends with a chunk
 //! carrying `finish_reason`, the usage chunk (`choices: []`) when the client
 //! asked for `stream_options.include_usage`, and `data: [DONE]`. A run that
 //! fails after the stream began ends with an `{"error": ...}` event, which
@@ -105,11 +110,6 @@ impl Chunks {
             return;
         };
         match ev.kind {
-            RunEventKind::TextDelta => {
-                if let Some(t) = ev.data["text"].as_str() {
-                    self.push_content(t);
-                }
-            }
             RunEventKind::ConfirmationRequired => {
                 let text = confirmation_prompt(
                     ev.data["tool"].as_str().unwrap_or("a tool"),
@@ -119,7 +119,12 @@ impl Chunks {
                 self.push_content(&text);
                 self.end_ok().await;
             }
-            RunEventKind::Succeeded => self.end_ok().await,
+            RunEventKind::Succeeded => {
+                // The stored answer, as a plain completion gives it.
+                let text = ev.data["output"]["text"].as_str().unwrap_or_default();
+                self.push_content(text);
+                self.end_ok().await;
+            }
             RunEventKind::Failed => {
                 let e = serde_json::from_value::<RunError>(ev.data["error"].clone())
                     .unwrap_or_else(|_| RunError {

@@ -8,4 +8,5 @@ mod errors;
 mod listen;
 mod mcp;
 mod openai;
+mod openai_threads;
 mod parsers;

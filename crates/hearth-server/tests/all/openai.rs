@@ -13,13 +13,13 @@ use serde_json::{Value, json};
 
 use crate::harness::Server;
 
-struct Setup {
-    s: Server,
-    fake: FakeOpenAi,
+pub(crate) struct Setup {
+    pub(crate) s: Server,
+    pub(crate) fake: FakeOpenAi,
 }
 
 /// hearth on 127.0.0.1 whose default model `fake/fake-model` is the fake.
-async fn setup() -> Setup {
+pub(crate) async fn setup() -> Setup {
     let fake = FakeOpenAi::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -59,7 +59,7 @@ async fn setup() -> Setup {
 }
 
 impl Setup {
-    async fn chat(&self, body: Value) -> (u16, reqwest::header::HeaderMap, Value) {
+    pub(crate) async fn chat(&self, body: Value) -> (u16, reqwest::header::HeaderMap, Value) {
         self.s
             .send(
                 self.s
@@ -68,6 +68,46 @@ impl Setup {
                     .json(&body),
             )
             .await
+    }
+
+    /// A run's envelope from `/v1/runs/{run_id}`.
+    pub(crate) async fn run(&self, run_id: &str) -> Value {
+        let (status, _, run) = self
+            .s
+            .send(self.s.http.get(self.s.url(&format!("/v1/runs/{run_id}"))))
+            .await;
+        assert_eq!(status, 200, "{run}");
+        run
+    }
+
+    /// A streamed completion: the content it carried, and its run's id.
+    pub(crate) async fn stream(&self, body: Value) -> (String, String) {
+        let r = self
+            .s
+            .http
+            .post(self.s.url("/openai/v1/chat/completions"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let run_id = r.headers()["x-hearth-run-id"].to_str().unwrap().to_owned();
+        let datas = datas(&r.text().await.unwrap());
+        assert_eq!(
+            datas.last().map(String::as_str),
+            Some("[DONE]"),
+            "{datas:?}"
+        );
+        let text = datas[..datas.len() - 1]
+            .iter()
+            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+            .filter_map(|c| {
+                c["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        (text, run_id)
     }
 
     /// The messages of the last request the fake provider got, as (role, text).
@@ -95,7 +135,7 @@ fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 /// The `data:` payloads of an SSE body, in order.
-fn datas(body: &str) -> Vec<String> {
+pub(crate) fn datas(body: &str) -> Vec<String> {
     body.split("\n\n")
         .flat_map(|block| block.lines())
         .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
@@ -319,10 +359,14 @@ async fn a_named_thread_keeps_its_history_and_gets_only_the_last_message() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(count(&t.s.send(t.s.http.get(&url)).await.2), before);
     let run_id = headers["x-hearth-run-id"].to_str().unwrap();
-    let (_, _, run) =
-        t.s.send(t.s.http.get(t.s.url(&format!("/v1/runs/{run_id}"))))
-            .await;
-    assert_eq!(run["thread_key"], "openai:anonymous");
+    let thread = t.run(run_id).await["thread_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        thread.starts_with("openai:anonymous:") && thread.ends_with(":tasks"),
+        "{thread}"
+    );
 }
 
 #[tokio::test]
@@ -548,4 +592,46 @@ async fn a_confirmation_is_asked_and_answered_in_the_chat() {
         t.s.send(t.s.http.get(t.s.url("/v1/runs?thread_key=openai:carol")))
             .await;
     assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
+}
+
+/// A model turn that says something, then calls `current_time` (read-only,
+/// no confirmation): the text of a turn that is not the answer.
+fn text_then_tool_call(text: &str) -> Reply {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+               "model": "fake-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let frames = [
+        chunk(json!({"role": "assistant", "content": text}), Value::Null),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_t", "type": "function",
+                "function": {"name": "current_time", "arguments": "{}"}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+    ];
+    let body: String = frames.iter().map(|f| format!("data: {f}\n\n")).collect();
+    Reply::raw_sse(format!("{body}data: [DONE]\n\n"))
+}
+
+#[tokio::test]
+async fn the_streamed_answer_is_the_plain_answer_also_after_a_tool_call() {
+    let t = setup().await;
+    for _ in 0..2 {
+        t.fake
+            .push(text_then_tool_call("Let me look at the clock. "));
+        t.fake.push(Reply::text("It is noon."));
+    }
+    let ask = json!([{"role": "user", "content": "what time is it?"}]);
+    let (status, _, v) = t.chat(json!({"model": "hearth", "messages": ask})).await;
+    assert_eq!(status, 200, "{v}");
+    let plain = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert_eq!(plain, "It is noon.");
+    let (streamed, _) = t
+        .stream(json!({"model": "hearth", "stream": true, "messages": ask}))
+        .await;
+    assert_eq!(
+        streamed, plain,
+        "the stream carries the answer, not the text of the turn before the tool call"
+    );
 }

@@ -2,18 +2,21 @@
 
 use hearth_core::RunStatus;
 
-use super::fixtures::{audit, awaiting, confirmation, created};
+use super::fixtures::{audit, awaiting, confirmation, created, finish};
 use crate::confirmations::ConfirmationStore;
 use crate::grants::GrantStore;
-use crate::records::ConfirmationState;
+use crate::records::{ConfirmationState, RUN_ENDED};
 use crate::runs::RunStore;
+use crate::threads::ThreadStore;
 
 /// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn confirmations_suite<S: ConfirmationStore + RunStore + GrantStore>(
+pub async fn confirmations_suite<S: ConfirmationStore + RunStore + GrantStore + ThreadStore>(
     fresh: impl AsyncFn() -> S,
 ) {
     a_run_awaiting_confirmation_keeps_its_status_when_claimed(fresh().await).await;
     resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves(fresh().await).await;
+    the_end_of_a_run_resolves_its_pending_confirmations(fresh().await).await;
+    a_new_session_that_cancels_a_run_resolves_its_pending_confirmations(fresh().await).await;
 }
 
 /// A run awaiting confirmation keeps its status when claimed.
@@ -89,4 +92,65 @@ async fn resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves<
             .is_none()
     );
     assert_eq!(store.list_audit(0).await.unwrap(), vec![audit("approved")]);
+}
+
+/// A run that ends (whatever its status) leaves no confirmation pending: its
+/// question is moot, and a `confirm <token>` for it must find nothing to
+/// answer. The end and the resolution are one write; other runs' questions
+/// stay pending.
+async fn the_end_of_a_run_resolves_its_pending_confirmations<
+    S: ConfirmationStore + RunStore + GrantStore + ThreadStore,
+>(
+    store: S,
+) {
+    awaiting(&store).await;
+    created(&store, "run_2", "t1").await;
+    store
+        .request_confirmation(confirmation("run_2", "call_1", "hash_2"), vec![])
+        .await
+        .unwrap();
+    let mut end = finish("run_1", Vec::new());
+    end.status = RunStatus::Cancelled;
+    end.output = None;
+    assert!(store.finish_run(end.clone()).await.unwrap());
+
+    let rec = store.confirmation_by_hash("hash_1").await.unwrap().unwrap();
+    assert_eq!(rec.state, ConfirmationState::Expired);
+    assert_eq!(rec.resolved_by.as_deref(), Some(RUN_ENDED));
+    assert_eq!(rec.resolved_at, Some(end.finished_at));
+    assert!(
+        store
+            .pending_confirmations(Some("run_1"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let others = store.pending_confirmations(None, Some("t1")).await.unwrap();
+    assert_eq!(others.len(), 1);
+    assert_eq!(others[0].token_hash, "hash_2");
+    // Nobody can answer it any more.
+    assert!(
+        store
+            .resolve_confirmation("hash_1", ConfirmationState::Approved, "user:1", 3_000, None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// A new session cancels the thread's active run and resolves its pending
+/// confirmations in the same write.
+async fn a_new_session_that_cancels_a_run_resolves_its_pending_confirmations<
+    S: ConfirmationStore + RunStore + GrantStore + ThreadStore,
+>(
+    store: S,
+) {
+    awaiting(&store).await;
+    let session = store.new_session("t1", Some("run_1"), 4_000).await.unwrap();
+    assert!(session.cancelled);
+    let rec = store.confirmation_by_hash("hash_1").await.unwrap().unwrap();
+    assert_eq!(
+        (rec.state, rec.resolved_by.as_deref(), rec.resolved_at),
+        (ConfirmationState::Expired, Some(RUN_ENDED), Some(4_000))
+    );
 }

@@ -10,7 +10,7 @@ use super::grants::append_audit;
 use crate::channels::NewOutboxItem;
 use crate::confirmations::ConfirmationStore;
 use crate::error::{Result, StoreError};
-use crate::records::{AuditEvent, ConfirmationRecord, ConfirmationState};
+use crate::records::{AuditEvent, ConfirmationRecord, ConfirmationState, RUN_ENDED};
 
 fn record(row: &Row<'_>) -> rusqlite::Result<(ConfirmationRecord, String)> {
     let state: String = row.get(9)?;
@@ -153,6 +153,19 @@ pub(crate) fn resolve(
         append_audit(db, event)?;
     }
     Ok(Some(rec))
+}
+
+/// Marks the pending confirmations of `run_id`, which is ending, expired by
+/// [`RUN_ENDED`]: called inside the transaction that writes the run's end,
+/// so no question outlives its run (a token for it is then unknown, and a
+/// `confirm <token>` message for it an ordinary message).
+pub(crate) fn end_of_run(db: &mut Db<'_>, run_id: &str, at: Timestamp) -> Result<()> {
+    db.stmt(
+        "UPDATE confirmations SET state = 'expired', resolved_by = ?2, resolved_at = ?3 \
+         WHERE run_id = ?1 AND state = 'pending'",
+    )?
+    .execute(params![run_id, RUN_ENDED, at])?;
+    Ok(())
 }
 
 #[async_trait::async_trait]

@@ -202,6 +202,7 @@ fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
     let Some(thread_key) = thread_key else {
         return Ok(false);
     };
+    super::confirmations::end_of_run(db, &finish.run_id, finish.finished_at)?;
     for step in &finish.steps {
         put_step(db, step)?;
     }

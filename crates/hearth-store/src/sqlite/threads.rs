@@ -98,13 +98,18 @@ fn new_session(
 ) -> Result<NewSession> {
     let cancelled = match cancelled_run {
         Some(run_id) => {
-            db.stmt(
-                "UPDATE runs SET status = 'cancelled', updated_at = ?3, lease_owner = NULL, \
+            let cancelled = db
+                .stmt(
+                    "UPDATE runs SET status = 'cancelled', updated_at = ?3, lease_owner = NULL, \
                  lease_until = NULL WHERE run_id = ?1 AND thread_key = ?2 \
                  AND status NOT IN ('succeeded', 'failed', 'cancelled')",
-            )?
-            .execute(params![run_id, thread_key, at])?
-                == 1
+                )?
+                .execute(params![run_id, thread_key, at])?
+                == 1;
+            if cancelled {
+                super::confirmations::end_of_run(db, run_id, at)?;
+            }
+            cancelled
         }
         None => false,
     };
