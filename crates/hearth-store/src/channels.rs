@@ -150,6 +150,18 @@ pub struct PairingRecord {
     pub expires_at: Timestamp,
 }
 
+/// The bounds a channel puts on pairing requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PairingLimits {
+    /// Pending, unexpired requests kept per channel. A request beyond them
+    /// replaces the oldest (whose code stops working), so strangers who keep
+    /// asking cannot lock a newcomer out. At least 1.
+    pub max_pending: u32,
+    /// How long after the owner denied a user's request that user's new
+    /// requests are ignored, in milliseconds.
+    pub denied_cooldown_ms: i64,
+}
+
 /// What asking for a pairing did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PairingOutcome {
@@ -158,8 +170,12 @@ pub enum PairingOutcome {
     /// The user already has a pending, unexpired code (it is not repeated to
     /// them, so one stranger gets one message).
     Existing(PairingRecord),
-    /// The channel already has its maximum of pending requests.
-    TooMany,
+    /// The owner denied this user's request within the cool-down: nothing
+    /// is stored or sent.
+    CoolingDown {
+        /// When the user may ask again.
+        until: Timestamp,
+    },
 }
 
 /// A user a channel lets in through pairing.
@@ -236,12 +252,14 @@ pub trait ChannelStore: Send + Sync + 'static {
 
     /// Stores a pairing request and queues `notice` (the message telling
     /// the user their code) to its target in the same transaction, unless
-    /// the user has a pending one (`Existing`) or the channel has
-    /// `max_pending` unexpired ones (`TooMany`); then nothing is stored.
+    /// the user has a pending one (`Existing`) or was denied within
+    /// `limits.denied_cooldown_ms` (`CoolingDown`); then nothing is stored.
+    /// A user's expired request is replaced; when the channel already has
+    /// `limits.max_pending` unexpired requests, the oldest give way.
     async fn request_pairing(
         &self,
         rec: PairingRecord,
-        max_pending: u32,
+        limits: PairingLimits,
         notice: String,
     ) -> Result<PairingOutcome>;
 

@@ -35,7 +35,7 @@ pub mod usage;
 
 pub use channels::{
     AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
-    PairingOutcome, PairingRecord, ReplyMessage, ReplyRouter, RunEnd,
+    PairingLimits, PairingOutcome, PairingRecord, ReplyMessage, ReplyRouter, RunEnd,
 };
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
