@@ -43,7 +43,7 @@ pub use grants::GrantStore;
 pub use history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext,
 };
-pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore};
+pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
