@@ -218,8 +218,10 @@ pub trait ChannelStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<OutboxItem>>;
 
-    /// When the next pending item of `channel` is due, if any.
-    async fn next_outbox_due(&self, channel: &str) -> Result<Option<Timestamp>>;
+    /// The earliest time after `after` at which the oldest pending item of
+    /// one of `channel`'s targets is due, if any (items behind a target's
+    /// oldest wait for it, so their own times do not count).
+    async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>>;
 
     /// Records that the first `progress` parts of a pending item were delivered.
     async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()>;

@@ -193,7 +193,18 @@ async fn outbox_delivers_in_order_per_target<S: ChannelStore>(store: S) {
         .map(|i| i.id)
         .collect();
     assert_eq!(heads, vec![ids[2]]);
-    assert_eq!(store.next_outbox_due("telegram").await.unwrap(), Some(100));
+    // Only heads count: chat1's second item (due at 100) waits for its head
+    // (500); chat2's head (100) is due already and so not after 200.
+    assert_eq!(
+        store.next_outbox_due("telegram", 99).await.unwrap(),
+        Some(100)
+    );
+    assert_eq!(
+        store.next_outbox_due("telegram", 200).await.unwrap(),
+        Some(500)
+    );
+    assert_eq!(store.next_outbox_due("telegram", 500).await.unwrap(), None);
+    assert_eq!(store.next_outbox_due("discord", 0).await.unwrap(), None);
 
     store.outbox_progress(ids[0], 2).await.unwrap();
     store.outbox_sent(ids[0]).await.unwrap();

@@ -255,9 +255,10 @@ impl ChannelStore for SqliteStore {
             .await
     }
 
-    async fn next_outbox_due(&self, channel: &str) -> Result<Option<Timestamp>> {
+    async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>> {
         let channel = channel.to_owned();
-        self.read(move |db| outbox::next_due(db, &channel)).await
+        self.read(move |db| outbox::next_due(db, &channel, after))
+            .await
     }
 
     async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()> {
