@@ -57,6 +57,23 @@ pub async fn queue_notice(
     Ok(())
 }
 
+/// Records, as soon as they are delivered, that the first `progress` parts
+/// of a reply sent as several platform messages went out (the platforms
+/// call it after each part but the last, whose delivery ends the item), so
+/// that a crash between parts resends at most the part in flight. Best
+/// effort: when the store fails, the parts are recorded again if the
+/// delivery fails, and a crash resends them.
+pub(crate) async fn save_progress(
+    store: &dyn Store,
+    channel: &'static str,
+    item: &OutboxItem,
+    progress: u32,
+) {
+    if let Err(e) = store.outbox_progress(item.id, progress).await {
+        warn!(channel, id = item.id, error = %e, "cannot record a delivered part; a crash now would send it again");
+    }
+}
+
 /// `outbox.failed`: an item ended `failed`. `data`:
 /// `{"id", "channel", "target", "kind", "run_id", "error"}`.
 pub const OUTBOX_FAILED: &str = "outbox.failed";
@@ -217,7 +234,10 @@ async fn deliver_one(
             store.outbox_sent(item.id).await
         }
         Err(Undelivered { parts_done, error }) => {
-            if parts_done > item.progress
+            // Platforms record each part as it goes out; this catches up
+            // when one of those writes failed. (Not `>`: Telegram packs a
+            // part's plain-text messages into the count.)
+            if parts_done != item.progress
                 && let Err(e) = store.outbox_progress(item.id, parts_done).await
             {
                 warn!(channel = name, id = item.id, error = %e, "cannot record delivered parts");

@@ -109,8 +109,9 @@ pub struct OutboxItem {
     pub payload: String,
     /// Delivery attempts that failed.
     pub attempts: u32,
-    /// Parts already delivered, for a reply split into several platform
-    /// messages (a retry resumes after them).
+    /// How far the delivery of a reply split into several platform
+    /// messages got, as its channel counts it (parts delivered, recorded
+    /// as each goes out); a retry resumes from there.
     pub progress: u32,
     /// Where it stands.
     pub status: OutboxStatus,
