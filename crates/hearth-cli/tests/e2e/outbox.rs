@@ -223,3 +223,49 @@ async fn a_plain_text_fallback_cut_short_resumes_where_it_stopped() {
     assert_eq!(parts.len(), 2);
     s.no_rejections();
 }
+
+#[tokio::test]
+async fn on_slack_a_kill_between_the_parts_of_an_answer_resends_only_the_part_in_flight() {
+    use hearth_testkit::fake_slack::{APP_TOKEN, BOT_TOKEN, FakeSlack};
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let fake = FakeOpenAi::start().await;
+    let slack = FakeSlack::start().await.unwrap();
+    let config = format!(
+        "{}\n[channels.slack]\nenabled = true\napi_base = \"{}\"\nallowed_users = [\"UALICE\"]\n",
+        fake_config(&fake.base_url()),
+        slack.api_base()
+    );
+    let env = [
+        ("SLACK_BOT_TOKEN", BOT_TOKEN),
+        ("SLACK_APP_TOKEN", APP_TOKEN),
+    ];
+    let h = Hearth::start_with(&home, Some(&config), &env).await;
+    slack.wait_connected(1, WAIT).await;
+    fake.push(Reply::text(two_part_answer()));
+    slack.hold("chat.postMessage", END, 1);
+    let ts = "1700000000.000100";
+    slack.push_event(
+        "Ev1",
+        serde_json::json!({ "type": "message", "channel": "DALICE", "channel_type": "im",
+                            "user": "UALICE", "text": "write a lot", "ts": ts, "event_ts": ts }),
+    );
+    slack.wait_held(1, WAIT).await;
+    let before = slack.messages().len();
+    assert!(before >= 1, "the parts before the last are delivered");
+    h.kill().await;
+
+    let _h = Hearth::start_with(&home, Some(&config), &env).await;
+    slack.wait_posted(END, WAIT).await;
+    let texts: Vec<String> = slack.messages().into_iter().map(|m| m.text).collect();
+    assert_eq!(
+        texts.len(),
+        before + 1,
+        "a part delivered before the kill was sent again: {} messages",
+        texts.len()
+    );
+    assert!(texts[before].ends_with(END));
+    assert_eq!(fake.request_count(), 1, "the run was executed again");
+    assert_eq!(slack.violations(), Vec::<String>::new());
+}
