@@ -63,6 +63,7 @@ pub async fn queue_notice(
 /// that a crash between parts resends at most the part in flight. Best
 /// effort: when the store fails, the parts are recorded again if the
 /// delivery fails, and a crash resends them.
+#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
 pub(crate) async fn save_progress(
     store: &dyn Store,
     channel: &'static str,
