@@ -8,15 +8,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{Timestamp, now_ms};
-use hearth_store::{PairingOutcome, PairingRecord, Store};
+use hearth_store::{PairingLimits, PairingOutcome, PairingRecord, Store};
 
 use crate::error::ChannelError;
 use crate::payload::Payload;
 
 /// How long a pairing code stays valid.
 pub const PAIRING_TTL: Duration = Duration::from_secs(3600);
-/// Pending pairing requests per channel; more strangers are told nothing.
-pub const MAX_PENDING: u32 = 3;
+/// Pending pairing requests a channel keeps (one per user: asking again
+/// while a code is pending sends nothing; after it expired, a new code
+/// replaces it). A request beyond them replaces the oldest, so strangers
+/// who keep asking cannot lock a newcomer out; the owner sees the most
+/// recent ones.
+pub const MAX_PENDING: u32 = 50;
+/// How long a user whose request the owner denied is ignored (no new
+/// code, no message). Shorter than the retention of channel records
+/// (7 days), which keeps the denial this long.
+pub const DENIED_COOLDOWN: Duration = Duration::from_secs(24 * 3600);
 /// Letters and digits that cannot be mistaken for each other (no 0/O, 1/I/L).
 const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// Characters in a pairing code.
@@ -29,8 +37,8 @@ pub enum Admission {
     Allowed,
     /// A stranger: a pairing code was queued for them (durably).
     PairingOffered(PairingRecord),
-    /// A stranger already told their code, or one the channel has no room
-    /// for: nothing is sent.
+    /// A stranger already told their code, or one the owner denied within
+    /// [`DENIED_COOLDOWN`]: nothing is sent.
     Ignored,
 }
 
@@ -95,18 +103,30 @@ impl Access {
             expires_at: now + ttl_ms(),
         };
         let notice = Payload::notice(pairing_notice(&rec.code)).to_json();
-        match self.store.request_pairing(rec, MAX_PENDING, notice).await? {
+        let limits = PairingLimits {
+            max_pending: MAX_PENDING,
+            denied_cooldown_ms: millis(DENIED_COOLDOWN),
+        };
+        match self.store.request_pairing(rec, limits, notice).await? {
             PairingOutcome::Created(rec) => {
                 tracing::info!(channel = self.channel, user_key = %rec.user_key, "pairing requested");
                 Ok(Admission::PairingOffered(rec))
             }
-            PairingOutcome::Existing(_) | PairingOutcome::TooMany => Ok(Admission::Ignored),
+            PairingOutcome::Existing(_) => Ok(Admission::Ignored),
+            PairingOutcome::CoolingDown { until } => {
+                tracing::debug!(channel = self.channel, user_key = %user_key, until = %hearth_core::rfc3339(until), "pairing request of a denied user ignored");
+                Ok(Admission::Ignored)
+            }
         }
     }
 }
 
 fn ttl_ms() -> Timestamp {
-    i64::try_from(PAIRING_TTL.as_millis()).unwrap_or(i64::MAX)
+    millis(PAIRING_TTL)
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// What a stranger is told.
@@ -153,5 +173,97 @@ mod tests {
         assert!(!looks_like_code("ABCDEFG0"));
         assert!(!looks_like_code("abcdefgh"));
         assert!(pairing_notice(&a).contains(&a));
+    }
+
+    fn access(store: &Arc<dyn Store>) -> Access {
+        Access::new("telegram", Vec::new(), false, store.clone())
+    }
+
+    async fn ask(access: &Access, user: u32) -> Admission {
+        let key = format!("telegram:user:{user}");
+        access
+            .admit_private(&key, "Someone", &user.to_string())
+            .await
+            .unwrap()
+    }
+
+    async fn queued(store: &Arc<dyn Store>) -> usize {
+        store.list_outbox(None, 1_000).await.unwrap().len()
+    }
+
+    /// Three strangers holding a request each (renewing it every hour) once
+    /// took every place a channel had; now a newcomer still gets a code, and
+    /// a crowd of strangers leaves the channel its most recent requests.
+    #[tokio::test]
+    async fn strangers_holding_requests_do_not_lock_a_newcomer_out() {
+        let store: Arc<dyn Store> = Arc::new(hearth_store::SqliteStore::open_in_memory().unwrap());
+        let access = access(&store);
+        for user in 1..=3 {
+            assert!(matches!(
+                ask(&access, user).await,
+                Admission::PairingOffered(_)
+            ));
+        }
+        assert!(
+            matches!(ask(&access, 4).await, Admission::PairingOffered(_)),
+            "a fourth stranger was refused a code"
+        );
+        // Asking again while a code is pending sends nothing more.
+        assert_eq!(ask(&access, 4).await, Admission::Ignored);
+        assert_eq!(queued(&store).await, 4);
+
+        for user in 5..=(MAX_PENDING + 10) {
+            assert!(matches!(
+                ask(&access, user).await,
+                Admission::PairingOffered(_)
+            ));
+        }
+        let pending = store.pending_pairings(now_ms()).await.unwrap();
+        assert_eq!(pending.len(), MAX_PENDING as usize);
+        assert!(
+            pending
+                .iter()
+                .any(|p| p.user_key == format!("telegram:user:{}", MAX_PENDING + 10)),
+            "the newest request is kept"
+        );
+        assert!(
+            !pending.iter().any(|p| p.user_key == "telegram:user:1"),
+            "the oldest request gave way"
+        );
+    }
+
+    /// A user the owner turned down is not offered a new code (nor sent
+    /// anything) for a day.
+    #[tokio::test]
+    async fn a_denied_user_cannot_ask_again_during_the_cool_down() {
+        let store: Arc<dyn Store> = Arc::new(hearth_store::SqliteStore::open_in_memory().unwrap());
+        let access = access(&store);
+        let Admission::PairingOffered(rec) = ask(&access, 7).await else {
+            panic!("no code offered");
+        };
+        assert!(
+            store
+                .deny_pairing(&rec.code, now_ms())
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let before = queued(&store).await;
+        assert_eq!(
+            ask(&access, 7).await,
+            Admission::Ignored,
+            "asked again at once"
+        );
+        assert_eq!(
+            queued(&store).await,
+            before,
+            "a denied user was sent something"
+        );
+        assert!(store.pending_pairings(now_ms()).await.unwrap().is_empty());
+        // Someone else is not affected.
+        assert!(matches!(
+            ask(&access, 8).await,
+            Admission::PairingOffered(_)
+        ));
     }
 }

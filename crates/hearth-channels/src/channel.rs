@@ -12,8 +12,9 @@ use crate::payload::Payload;
 /// Why an item was not (completely) delivered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Undelivered {
-    /// Parts of the item delivered in total, counting those of earlier
-    /// attempts (`item.progress`); a retry resumes after them.
+    /// How far the item got, counting earlier attempts (`item.progress`),
+    /// as the channel counts it (parts delivered; Telegram also packs in
+    /// the plain-text messages of a part); a retry resumes from there.
     pub parts_done: u32,
     /// What went wrong.
     pub error: DeliveryError,
@@ -47,7 +48,10 @@ pub trait Channel: Send + Sync + 'static {
     async fn run(self: Arc<Self>, stop: CancellationToken);
 
     /// Delivers `item` (rendered from `payload`), skipping its first
-    /// `item.progress` parts, which were delivered before.
+    /// `item.progress` parts, which were delivered before. A reply sent as
+    /// several platform messages records each part as it goes out
+    /// ([`crate::outbox::save_progress`]), so that a crash between parts
+    /// resends at most the one in flight.
     async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered>;
 
     /// The progress message shown for `run_id`, if any, which the answer

@@ -1,7 +1,8 @@
 //! The per-channel sender: delivers the outbox at least once, in order per
-//! conversation, concurrently across conversations, with retry and capped
-//! exponential backoff, honouring the platform's rate limits.
+//! conversation, each conversation independently of the others, with retry
+//! and capped exponential backoff, honouring the platform's rate limits.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +19,10 @@ use crate::channel::{Channel, Undelivered};
 use crate::error::DeliveryError;
 use crate::payload::Payload;
 
-/// Conversations served per round.
+/// Due items fetched at once (beyond the conversations under way).
 const ROUND: u32 = 128;
+/// Conversations delivered to at the same time.
+const IN_FLIGHT: usize = 128;
 /// First retry delay after a transient failure.
 const RETRY_BASE: Duration = Duration::from_secs(1);
 /// Longest retry delay.
@@ -54,12 +57,37 @@ pub async fn queue_notice(
     Ok(())
 }
 
+/// Records, as soon as they are delivered, that the first `progress` parts
+/// of a reply sent as several platform messages went out (the platforms
+/// call it after each part but the last, whose delivery ends the item), so
+/// that a crash between parts resends at most the part in flight. Best
+/// effort: when the store fails, the parts are recorded again if the
+/// delivery fails, and a crash resends them.
+#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+pub(crate) async fn save_progress(
+    store: &dyn Store,
+    channel: &'static str,
+    item: &OutboxItem,
+    progress: u32,
+) {
+    if let Err(e) = store.outbox_progress(item.id, progress).await {
+        warn!(channel, id = item.id, error = %e, "cannot record a delivered part; a crash now would send it again");
+    }
+}
+
 /// `outbox.failed`: an item ended `failed`. `data`:
 /// `{"id", "channel", "target", "kind", "run_id", "error"}`.
 pub const OUTBOX_FAILED: &str = "outbox.failed";
 
 /// Runs `channel`'s sender until `stop`; items that fail are published on
 /// `notices` as `outbox.failed` (alerts themselves excepted).
+///
+/// Each conversation (outbox target) is delivered on its own: the head of
+/// its queue goes out as soon as it is due and the conversation's previous
+/// delivery has ended, whatever other conversations are waiting on, so a
+/// slow or failing send delays only its own conversation. Within one
+/// conversation items go out one at a time, in order. On `stop`, no new
+/// delivery starts and those under way are waited for.
 pub async fn run_sender(
     channel: Arc<dyn Channel>,
     store: Arc<dyn Store>,
@@ -71,53 +99,97 @@ pub async fn run_sender(
     let name = channel.name();
     let max_age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
     let mut gauge_at: Option<tokio::time::Instant> = None;
+    // Deliveries under way, and the conversation each one holds.
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut busy: HashMap<tokio::task::Id, String> = HashMap::new();
     loop {
+        while let Some(done) = tasks.try_join_next_with_id() {
+            settle(&mut busy, done);
+        }
         if stop.is_cancelled() {
+            while let Some(done) = tasks.join_next_with_id().await {
+                settle(&mut busy, done);
+            }
             return;
         }
         let now = now_ms();
-        let due = match store.due_outbox(name, now, ROUND).await {
-            Ok(due) => due,
-            Err(e) => {
-                warn!(channel = name, error = %e, "cannot read the outbox; retrying");
-                pause(&stop, STORE_PAUSE).await;
+        if busy.len() < IN_FLIGHT {
+            // Busy conversations' heads are among the due items: fetching
+            // that many more leaves room for a full round of others.
+            let limit = ROUND.saturating_add(u32::try_from(busy.len()).unwrap_or(u32::MAX));
+            let due = match store.due_outbox(name, now, limit).await {
+                Ok(due) => due,
+                Err(e) => {
+                    warn!(channel = name, error = %e, "cannot read the outbox; retrying");
+                    pause(&stop, STORE_PAUSE).await;
+                    continue;
+                }
+            };
+            let fetched = due.len();
+            let mut started = 0;
+            for item in due {
+                if busy.len() >= IN_FLIGHT {
+                    break;
+                }
+                if busy.values().any(|t| *t == item.target) {
+                    continue;
+                }
+                let target = item.target.clone();
+                let (channel, store, notices) = (channel.clone(), store.clone(), notices.clone());
+                let task = tasks.spawn(async move {
+                    deliver_one(channel.as_ref(), store.as_ref(), &notices, item, max_age_ms).await;
+                });
+                busy.insert(task.id(), target);
+                started += 1;
+            }
+            if started > 0 && u32::try_from(fetched).is_ok_and(|n| n >= limit) {
+                // There may be more due than one fetch returned.
                 continue;
             }
+        }
+        let since_gauge = gauge_at.map(|t| t.elapsed());
+        let gauge_due = since_gauge.is_none_or(|d| d >= GAUGE_EVERY);
+        if gauge_due {
+            refresh_gauge(name, store.as_ref()).await;
+            gauge_at = Some(tokio::time::Instant::now());
+        }
+        // Every due head is under way now, so the next one to wait for is
+        // due later: a retry, or a conversation's next item once its
+        // delivery ends (which wakes this loop).
+        let next = store.next_outbox_due(name, now).await.ok().flatten();
+        // A skipped count is made up within GAUGE_EVERY.
+        let gauge_wait = match since_gauge {
+            Some(d) if !gauge_due => GAUGE_EVERY.saturating_sub(d),
+            _ => IDLE,
         };
-        if due.is_empty() {
-            let since_gauge = gauge_at.map(|t| t.elapsed());
-            let gauge_due = since_gauge.is_none_or(|d| d >= GAUGE_EVERY);
-            if gauge_due {
-                refresh_gauge(name, store.as_ref()).await;
-                gauge_at = Some(tokio::time::Instant::now());
-            }
-            let next = store.next_outbox_due(name).await.ok().flatten();
-            // A skipped count is made up within GAUGE_EVERY.
-            let gauge_wait = match since_gauge {
-                Some(d) if !gauge_due => GAUGE_EVERY - d,
-                _ => IDLE,
-            };
-            let wait = next
-                .map(|at| Duration::from_millis(u64::try_from(at - now).unwrap_or(0)))
-                .unwrap_or(IDLE)
-                .min(IDLE)
-                .min(gauge_wait);
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = wake.notified() => {}
-                () = tokio::time::sleep(wait) => {}
-            }
-            continue;
+        let wait = next
+            .map(|at| Duration::from_millis(u64::try_from(at - now).unwrap_or(0)))
+            .unwrap_or(IDLE)
+            .min(IDLE)
+            .min(gauge_wait);
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = wake.notified() => {}
+            () = tokio::time::sleep(wait) => {}
+            Some(done) = tasks.join_next_with_id() => settle(&mut busy, done),
         }
-        let mut round = JoinSet::new();
-        for item in due {
-            let (channel, store, notices) = (channel.clone(), store.clone(), notices.clone());
-            round.spawn(async move {
-                deliver_one(channel.as_ref(), store.as_ref(), &notices, item, max_age_ms).await
-            });
-        }
-        while round.join_next().await.is_some() {}
     }
+}
+
+/// Frees the conversation of a delivery that ended.
+fn settle(
+    busy: &mut HashMap<tokio::task::Id, String>,
+    done: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
+) {
+    let id = match done {
+        Ok((id, ())) => id,
+        Err(e) => {
+            // The item stays pending and is delivered again.
+            warn!(error = %e, "an outbox delivery ended abnormally");
+            e.id()
+        }
+    };
+    busy.remove(&id);
 }
 
 async fn pause(stop: &CancellationToken, d: Duration) {
@@ -163,7 +235,10 @@ async fn deliver_one(
             store.outbox_sent(item.id).await
         }
         Err(Undelivered { parts_done, error }) => {
-            if parts_done > item.progress
+            // Platforms record each part as it goes out; this catches up
+            // when one of those writes failed. (Not `>`: Telegram packs a
+            // part's plain-text messages into the count.)
+            if parts_done != item.progress
                 && let Err(e) = store.outbox_progress(item.id, parts_done).await
             {
                 warn!(channel = name, id = item.id, error = %e, "cannot record delivered parts");
@@ -247,3 +322,7 @@ async fn settle_failure(
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+#[path = "outbox_tests.rs"]
+mod tests;

@@ -109,8 +109,9 @@ pub struct OutboxItem {
     pub payload: String,
     /// Delivery attempts that failed.
     pub attempts: u32,
-    /// Parts already delivered, for a reply split into several platform
-    /// messages (a retry resumes after them).
+    /// How far the delivery of a reply split into several platform
+    /// messages got, as its channel counts it (parts delivered, recorded
+    /// as each goes out); a retry resumes from there.
     pub progress: u32,
     /// Where it stands.
     pub status: OutboxStatus,
@@ -150,6 +151,18 @@ pub struct PairingRecord {
     pub expires_at: Timestamp,
 }
 
+/// The bounds a channel puts on pairing requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PairingLimits {
+    /// Pending, unexpired requests kept per channel. A request beyond them
+    /// replaces the oldest (whose code stops working), so strangers who keep
+    /// asking cannot lock a newcomer out. At least 1.
+    pub max_pending: u32,
+    /// How long after the owner denied a user's request that user's new
+    /// requests are ignored, in milliseconds.
+    pub denied_cooldown_ms: i64,
+}
+
 /// What asking for a pairing did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PairingOutcome {
@@ -158,8 +171,12 @@ pub enum PairingOutcome {
     /// The user already has a pending, unexpired code (it is not repeated to
     /// them, so one stranger gets one message).
     Existing(PairingRecord),
-    /// The channel already has its maximum of pending requests.
-    TooMany,
+    /// The owner denied this user's request within the cool-down: nothing
+    /// is stored or sent.
+    CoolingDown {
+        /// When the user may ask again.
+        until: Timestamp,
+    },
 }
 
 /// A user a channel lets in through pairing.
@@ -202,8 +219,10 @@ pub trait ChannelStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<OutboxItem>>;
 
-    /// When the next pending item of `channel` is due, if any.
-    async fn next_outbox_due(&self, channel: &str) -> Result<Option<Timestamp>>;
+    /// The earliest time after `after` at which the oldest pending item of
+    /// one of `channel`'s targets is due, if any (items behind a target's
+    /// oldest wait for it, so their own times do not count).
+    async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>>;
 
     /// Records that the first `progress` parts of a pending item were delivered.
     async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()>;
@@ -236,12 +255,14 @@ pub trait ChannelStore: Send + Sync + 'static {
 
     /// Stores a pairing request and queues `notice` (the message telling
     /// the user their code) to its target in the same transaction, unless
-    /// the user has a pending one (`Existing`) or the channel has
-    /// `max_pending` unexpired ones (`TooMany`); then nothing is stored.
+    /// the user has a pending one (`Existing`) or was denied within
+    /// `limits.denied_cooldown_ms` (`CoolingDown`); then nothing is stored.
+    /// A user's expired request is replaced; when the channel already has
+    /// `limits.max_pending` unexpired requests, the oldest give way.
     async fn request_pairing(
         &self,
         rec: PairingRecord,
-        max_pending: u32,
+        limits: PairingLimits,
         notice: String,
     ) -> Result<PairingOutcome>;
 

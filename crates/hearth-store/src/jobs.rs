@@ -75,6 +75,15 @@ pub struct JobFiring {
     pub job_id: String,
     /// The scheduled instant fired, when a run was made for one.
     pub fired: Option<(Timestamp, String)>,
+    /// The job's schedule after the firing, as the ticker planned it;
+    /// `None` for a firing by hand, which leaves the stored schedule alone
+    /// (what it read before firing may be stale by then).
+    pub next: Option<NextFiring>,
+}
+
+/// Where a job's schedule stands after the ticker fired or skipped it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextFiring {
     /// The next instant not yet fired.
     pub next_run_at: Option<Timestamp>,
     /// Whether the job stays enabled.
@@ -96,8 +105,9 @@ pub trait JobStore: Send + Sync + 'static {
     /// Deletes a job and returns it as it was; `None` when there is no such job.
     async fn delete_job(&self, id: &str) -> Result<Option<JobRecord>>;
 
-    /// Records a firing (or a skip): the last run, the next instant and
-    /// whether the job stays enabled. The last run only moves forward: a
+    /// Records a firing (or a skip): the last run, and when `firing.next`
+    /// is given the next instant and whether the job stays enabled. The
+    /// last run only moves forward: a
     /// firing of an instant older than the recorded one leaves
     /// `last_run_at`/`last_run_id` alone. False when the job is gone.
     async fn record_job_firing(&self, firing: JobFiring) -> Result<bool>;

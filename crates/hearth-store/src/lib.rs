@@ -35,7 +35,7 @@ pub mod usage;
 
 pub use channels::{
     AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
-    PairingOutcome, PairingRecord, ReplyMessage, ReplyRouter, RunEnd,
+    PairingLimits, PairingOutcome, PairingRecord, ReplyMessage, ReplyRouter, RunEnd,
 };
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
@@ -43,7 +43,7 @@ pub use grants::GrantStore;
 pub use history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext,
 };
-pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore};
+pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};

@@ -12,6 +12,7 @@ use super::api::{Api, ApiError};
 use super::{Discord, is_snowflake};
 use crate::channel::Undelivered;
 use crate::error::DeliveryError;
+use crate::outbox::save_progress;
 use crate::payload::Payload;
 use crate::progress::ProgressSink;
 use crate::reactions;
@@ -178,6 +179,9 @@ pub(super) async fn deliver(
                     let id = id.to_owned();
                     reactions::remember_answer(dc.store.as_ref(), "discord", item, payload, id)
                         .await;
+                }
+                if i < last {
+                    save_progress(dc.store.as_ref(), "discord", item, done.saturating_add(1)).await;
                 }
             }
             if let Some(run_id) = item.run_id.as_deref().filter(|_| footer.is_some()) {

@@ -10,6 +10,7 @@ use super::types::Posted;
 use super::{Slack, split_target};
 use crate::channel::Undelivered;
 use crate::error::DeliveryError;
+use crate::outbox::save_progress;
 use crate::payload::Payload;
 use crate::progress::ProgressSink;
 
@@ -119,6 +120,10 @@ pub(super) async fn deliver(
                 )
                 .await
                 .map_err(|e| fail(done, e.delivery()))?;
+                if i < last {
+                    save_progress(slack.store.as_ref(), "slack", item, done.saturating_add(1))
+                        .await;
+                }
             }
             Ok(())
         }

@@ -9,6 +9,7 @@ use super::api::ApiError;
 use super::format;
 use crate::channel::Undelivered;
 use crate::error::DeliveryError;
+use crate::outbox::save_progress;
 use crate::payload::Payload;
 use crate::progress::ProgressSink;
 use crate::reactions;
@@ -100,14 +101,27 @@ pub(super) async fn deliver(
         OutboxKind::Message | OutboxKind::Prompt => {
             let parts = parts(payload);
             let last = parts.len().saturating_sub(1);
-            for (i, (chunk, rich)) in parts.iter().enumerate().skip(item.progress as usize) {
+            let resume = Resume::from_progress(item.progress);
+            let to = Sending {
+                tg,
+                api,
+                item,
+                chat_id,
+            };
+            for (i, (chunk, rich)) in parts.iter().enumerate().skip(resume.part as usize) {
                 let markup = (i == last)
                     .then(|| payload.confirm.as_ref().map(|c| buttons(&c.token)))
                     .flatten();
-                // Parts before this one are delivered: a retry resumes here.
-                let done = u32::try_from(i).unwrap_or(u32::MAX);
+                let at = Resume {
+                    part: u32::try_from(i).unwrap_or(u32::MAX),
+                    plain: if i == resume.part as usize {
+                        resume.plain
+                    } else {
+                        0
+                    },
+                };
                 let mut posted = Vec::new();
-                let sent = send_part(api, chat_id, chunk, *rich, markup, &mut posted).await;
+                let sent = send_part(&to, chunk, *rich, markup, at, &mut posted).await;
                 // Recorded even when a later message of the part failed:
                 // those posted stay in the chat and can be reacted to.
                 for message_id in posted {
@@ -120,10 +134,47 @@ pub(super) async fn deliver(
                     )
                     .await;
                 }
-                sent.map_err(|e| fail(done, e.delivery()))?;
+                sent.map_err(|(e, stopped)| fail(stopped.progress(), e.delivery()))?;
+                if i < last {
+                    let next = Resume {
+                        part: at.part.saturating_add(1),
+                        plain: 0,
+                    };
+                    save_progress(tg.store.as_ref(), "telegram", item, next.progress()).await;
+                }
             }
             Ok(())
         }
+    }
+}
+
+/// Where the delivery of a reply stands, stored as the item's `progress`:
+/// `part` parts delivered and, of the next one, `plain` messages when its
+/// formatting was refused and its text goes out as plain text in several
+/// messages (a retry resumes with the next of those, not with the part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Resume {
+    part: u32,
+    plain: u32,
+}
+
+impl Resume {
+    /// Packed as `part + (plain << 16)`, so that a plain count of parts
+    /// (what earlier versions stored) reads the same. A reply has far fewer
+    /// than 65,536 parts and a part fewer plain messages; beyond, the count
+    /// saturates and a retry resends from there.
+    const SHIFT: u32 = 16;
+    const MAX: u32 = (1 << Self::SHIFT) - 1;
+
+    fn from_progress(progress: u32) -> Self {
+        Self {
+            part: progress & Self::MAX,
+            plain: progress >> Self::SHIFT,
+        }
+    }
+
+    fn progress(self) -> u32 {
+        self.part.min(Self::MAX) | (self.plain.min(Self::MAX) << Self::SHIFT)
     }
 }
 
@@ -134,18 +185,22 @@ fn buttons(token: &str) -> Value {
     ]]})
 }
 
-/// Sends one part: as HTML when `rich`, and as plain text (possibly in
-/// several messages) when Telegram rejects its entities. The ids of the
-/// messages posted are pushed on `posted`.
+/// Sends part `at.part`: as HTML when `rich`, and as plain text (possibly
+/// in several messages) when Telegram rejects its entities or an earlier
+/// attempt already began it so (`at.plain` of those messages delivered,
+/// which are skipped). Each plain message but the last is recorded as
+/// delivered at once. The ids of the messages posted are pushed on
+/// `posted`; on failure, where the part stopped.
 async fn send_part(
-    api: &super::api::Api,
-    chat_id: i64,
+    to: &Sending<'_>,
     chunk: &str,
     rich: bool,
     markup: Option<Value>,
+    at: Resume,
     posted: &mut Vec<i64>,
-) -> Result<(), ApiError> {
-    if rich {
+) -> Result<(), (ApiError, Resume)> {
+    let (api, chat_id) = (to.api, to.chat_id);
+    if rich && at.plain == 0 {
         let mut body =
             json!({ "chat_id": chat_id, "text": format::to_html(chunk), "parse_mode": "HTML" });
         if let Some(m) = &markup {
@@ -159,22 +214,44 @@ async fn send_part(
             Err(e) if e.is_entity_error() => {
                 tracing::warn!(error = %e, "Telegram refused the formatting; sending the text plain");
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err((e, at)),
         }
     }
     let plain = format::plain_parts(chunk);
     let last = plain.len().saturating_sub(1);
-    for (i, text) in plain.into_iter().enumerate() {
+    for (j, text) in plain.into_iter().enumerate().skip(at.plain as usize) {
         let mut body = json!({ "chat_id": chat_id, "text": text });
-        if i == last
+        if j == last
             && let Some(m) = &markup
         {
             body["reply_markup"] = m.clone();
         }
-        let m = api.call::<Value>("sendMessage", &body).await?;
+        let stopped = Resume {
+            part: at.part,
+            plain: u32::try_from(j).unwrap_or(u32::MAX),
+        };
+        let m = api
+            .call::<Value>("sendMessage", &body)
+            .await
+            .map_err(|e| (e, stopped))?;
         posted.extend(message_id(&m));
+        if j < last {
+            let done = Resume {
+                plain: stopped.plain.saturating_add(1),
+                ..stopped
+            };
+            save_progress(to.tg.store.as_ref(), "telegram", to.item, done.progress()).await;
+        }
     }
     Ok(())
+}
+
+/// What every part of one item is sent with.
+struct Sending<'a> {
+    tg: &'a Telegram,
+    api: &'a super::api::Api,
+    item: &'a OutboxItem,
+    chat_id: i64,
 }
 
 /// The id of a sent `Message`, read leniently: the message is posted
@@ -239,6 +316,33 @@ fn first_plain(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resume_point_packs_into_the_progress_count() {
+        // A count of parts (stored by earlier versions) reads as parts.
+        assert_eq!(Resume::from_progress(3), Resume { part: 3, plain: 0 });
+        for at in [
+            Resume { part: 0, plain: 0 },
+            Resume { part: 2, plain: 1 },
+            Resume {
+                part: Resume::MAX,
+                plain: Resume::MAX,
+            },
+        ] {
+            assert_eq!(Resume::from_progress(at.progress()), at);
+        }
+        let huge = Resume {
+            part: u32::MAX,
+            plain: u32::MAX,
+        };
+        assert_eq!(
+            Resume::from_progress(huge.progress()),
+            Resume {
+                part: Resume::MAX,
+                plain: Resume::MAX
+            }
+        );
+    }
 
     #[test]
     fn callback_data_fits_in_64_bytes() {

@@ -23,6 +23,7 @@ mod mcp_server;
 mod memory;
 mod openai;
 mod ordering;
+mod outbox;
 mod outcome_unknown;
 mod permissions;
 mod providers;

@@ -19,7 +19,7 @@ use hearth_core::{
     DeliveryMode, Inbound, JOB_SOURCE, RunEnvelope, RunError, RunStatus, Timestamp, job_firing_key,
     now_ms, rfc3339,
 };
-use hearth_store::{JobFiring, JobRecord, RunRecord};
+use hearth_store::{JobFiring, JobRecord, NextFiring, RunRecord};
 use serde_json::json;
 use tracing::{info, warn};
 
@@ -123,7 +123,8 @@ impl Runtime {
     }
 
     /// Fires a job now, outside its schedule (the instant is now); its
-    /// schedule is unchanged.
+    /// schedule is unchanged: only the ticker moves it, so a firing by hand
+    /// records its run and nothing it read before firing.
     pub async fn run_job_now(&self, id: &str) -> Result<RunEnvelope> {
         let job = self.get_job(id).await?;
         let at = now_ms();
@@ -133,8 +134,7 @@ impl Runtime {
             .record_job_firing(JobFiring {
                 job_id: job.id.clone(),
                 fired: Some((at, env.run_id.clone())),
-                next_run_at: job.next_run_at,
-                enabled: job.enabled,
+                next: None,
             })
             .await?;
         Ok(env)
@@ -244,8 +244,10 @@ impl Runtime {
         let firing = JobFiring {
             job_id: job.id.clone(),
             fired,
-            next_run_at,
-            enabled,
+            next: Some(NextFiring {
+                next_run_at,
+                enabled,
+            }),
         };
         if let Err(e) = self.inner.store.record_job_firing(firing).await {
             // The runs exist; the next pass re-plans from the old instant

@@ -9,7 +9,8 @@ use hearth_agent::{Engine, Limits};
 use hearth_core::{RunStatus, rfc3339};
 use hearth_runtime::{CatchUp, NewJob, Runtime, RuntimeOptions, WaitOutcome};
 use hearth_store::{
-    ConfirmationRecord, JobFiring, NewOutboxItem, OutboxKind, ReplyRouter, RunEnd, RunFilter, Store,
+    ConfirmationRecord, JobFiring, NewOutboxItem, NextFiring, OutboxKind, ReplyRouter, RunEnd,
+    RunFilter, Store,
 };
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
@@ -95,8 +96,10 @@ async fn a_firing_happens_once_per_instant_also_after_a_restart() {
         .record_job_firing(JobFiring {
             job_id: created.id.clone(),
             fired: None,
-            next_run_at: Some(first),
-            enabled: true,
+            next: Some(NextFiring {
+                next_run_at: Some(first),
+                enabled: true,
+            }),
         })
         .await
         .unwrap();
@@ -214,6 +217,40 @@ async fn a_failed_job_run_publishes_job_failed() {
     // Its schedule is untouched by a manual run.
     let after = rt.get_job(&created.id).await.unwrap();
     assert_eq!(after.next_run_at, created.next_run_at);
+    assert_eq!(after.last_run_id.as_deref(), Some(env.run_id.as_str()));
+}
+
+/// A firing by hand must not write back the schedule it read before firing:
+/// the ticker may have moved the job on (or ended a one-shot job) meanwhile.
+#[tokio::test]
+async fn running_a_job_by_hand_keeps_what_the_ticker_did_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store = common::store(dir.path());
+    let rt = runtime(&store, &fake);
+    let created = rt
+        .create_job(job("every 1h", "api:by-hand", CatchUp::Latest))
+        .await
+        .unwrap();
+    let moved_to = created.next_run_at.unwrap() + 3_600_000;
+    // Stands in for the ticker recording a firing while the manual one is
+    // in flight: the run it inserts moves the job on in the same commit.
+    let db = rusqlite::Connection::open(dir.path().join("h.db")).unwrap();
+    db.execute_batch(&format!(
+        "CREATE TRIGGER ticker_meanwhile AFTER INSERT ON runs BEGIN \
+         UPDATE jobs SET next_run_at = {moved_to} WHERE id = '{}'; END;",
+        created.id
+    ))
+    .unwrap();
+    let env = rt.run_job_now(&created.id).await.unwrap();
+    finished(&rt, &env.run_id).await;
+    let after = rt.get_job(&created.id).await.unwrap();
+    assert_eq!(
+        after.next_run_at,
+        Some(moved_to),
+        "run_job_now wrote back the schedule it read before firing"
+    );
+    assert!(after.enabled);
     assert_eq!(after.last_run_id.as_deref(), Some(env.run_id.as_str()));
 }
 

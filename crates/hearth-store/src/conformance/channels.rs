@@ -3,8 +3,8 @@
 
 use super::fixtures::{confirmation, created, finish};
 use crate::channels::{
-    ChannelStore, NewOutboxItem, OutboxKind, OutboxStatus, PairingOutcome, PairingRecord,
-    ReplyMessage,
+    ChannelStore, NewOutboxItem, OutboxKind, OutboxStatus, PairingLimits, PairingOutcome,
+    PairingRecord, ReplyMessage,
 };
 use crate::confirmations::ConfirmationStore;
 use crate::runs::RunStore;
@@ -20,6 +20,7 @@ pub async fn channels_suite<
     a_run_end_queues_its_replies_only_when_it_ends_the_run(fresh().await).await;
     a_confirmation_queues_its_prompt_once(fresh().await).await;
     pairing_requests_are_bounded_and_decided_once(fresh().await).await;
+    a_denied_user_waits_out_the_cool_down(fresh().await).await;
     cursors_and_first_sight(fresh().await).await;
     retention_keeps_pending_replies(fresh().await).await;
     answer_messages_lead_back_to_their_run(fresh().await).await;
@@ -192,7 +193,18 @@ async fn outbox_delivers_in_order_per_target<S: ChannelStore>(store: S) {
         .map(|i| i.id)
         .collect();
     assert_eq!(heads, vec![ids[2]]);
-    assert_eq!(store.next_outbox_due("telegram").await.unwrap(), Some(100));
+    // Only heads count: chat1's second item (due at 100) waits for its head
+    // (500); chat2's head (100) is due already and so not after 200.
+    assert_eq!(
+        store.next_outbox_due("telegram", 99).await.unwrap(),
+        Some(100)
+    );
+    assert_eq!(
+        store.next_outbox_due("telegram", 200).await.unwrap(),
+        Some(500)
+    );
+    assert_eq!(store.next_outbox_due("telegram", 500).await.unwrap(), None);
+    assert_eq!(store.next_outbox_due("discord", 0).await.unwrap(), None);
 
     store.outbox_progress(ids[0], 2).await.unwrap();
     store.outbox_sent(ids[0]).await.unwrap();
@@ -331,11 +343,17 @@ fn pairing(code: &str, user: &str, at: i64) -> PairingRecord {
     }
 }
 
-/// One pending code per user, at most `max_pending` per channel, expiry, and
-/// an approval that lets the user in and tells them in one transaction.
+const LIMITS: PairingLimits = PairingLimits {
+    max_pending: 2,
+    denied_cooldown_ms: 500,
+};
+
+/// One pending code per user, at most `max_pending` per channel (the oldest
+/// gives way to a newcomer), expiry, and an approval that lets the user in
+/// and tells them in one transaction.
 async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S) {
     let first = store
-        .request_pairing(pairing("AAAA1111", "1", 100), 2, "{}".into())
+        .request_pairing(pairing("AAAA1111", "1", 100), LIMITS, "{}".into())
         .await
         .unwrap();
     assert_eq!(
@@ -343,7 +361,7 @@ async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S
         PairingOutcome::Created(pairing("AAAA1111", "1", 100))
     );
     let again = store
-        .request_pairing(pairing("BBBB2222", "1", 200), 2, "{}".into())
+        .request_pairing(pairing("BBBB2222", "1", 200), LIMITS, "{}".into())
         .await
         .unwrap();
     assert_eq!(
@@ -351,37 +369,44 @@ async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S
         PairingOutcome::Existing(pairing("AAAA1111", "1", 100))
     );
     store
-        .request_pairing(pairing("CCCC3333", "2", 200), 2, "{}".into())
+        .request_pairing(pairing("CCCC3333", "2", 200), LIMITS, "{}".into())
         .await
         .unwrap();
+    // The channel is full: the newcomer gets a code and the oldest gives way.
     assert_eq!(
         store
-            .request_pairing(pairing("DDDD4444", "3", 300), 2, "{}".into())
+            .request_pairing(pairing("DDDD4444", "3", 300), LIMITS, "{}".into())
             .await
             .unwrap(),
-        PairingOutcome::TooMany
+        PairingOutcome::Created(pairing("DDDD4444", "3", 300))
     );
-    let pending = store.pending_pairings(300).await.unwrap();
-    assert_eq!(
-        pending.iter().map(|p| p.code.as_str()).collect::<Vec<_>>(),
-        vec!["AAAA1111", "CCCC3333"]
+    let codes = async |now| {
+        store
+            .pending_pairings(now)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.code)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(codes(300).await, ["CCCC3333", "DDDD4444"]);
+    assert!(
+        store
+            .approve_pairing("AAAA1111", 300, "{}".into())
+            .await
+            .unwrap()
+            .is_none(),
+        "a code that gave way still works"
     );
-    // After the first expires, there is room, and its user may ask again.
-    assert_eq!(store.pending_pairings(1_100).await.unwrap().len(), 1);
+    // After one expires its user may ask again.
+    assert_eq!(codes(1_250).await, ["DDDD4444"]);
     assert!(matches!(
         store
-            .request_pairing(pairing("EEEE5555", "1", 1_150), 2, "{}".into())
+            .request_pairing(pairing("EEEE5555", "1", 1_250), LIMITS, "{}".into())
             .await
             .unwrap(),
         PairingOutcome::Created(_)
     ));
-    assert!(
-        store
-            .approve_pairing("AAAA1111", 1_150, "{}".into())
-            .await
-            .unwrap()
-            .is_none()
-    );
 
     assert!(
         !store
@@ -390,7 +415,7 @@ async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S
             .unwrap()
     );
     let approved = store
-        .approve_pairing("EEEE5555", 1_160, "{\"text\":\"approved\"}".into())
+        .approve_pairing("EEEE5555", 1_260, "{\"text\":\"approved\"}".into())
         .await
         .unwrap()
         .unwrap();
@@ -407,57 +432,65 @@ async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S
             .await
             .unwrap()
     );
-    // Three codes were told (AAAA1111, CCCC3333, EEEE5555), then the approval;
-    // the refused and repeated requests queued nothing.
+    // Four codes were told (AAAA1111, CCCC3333, DDDD4444, EEEE5555), then
+    // the approval; the repeated request queued nothing.
     let notice = store.list_outbox(None, 10).await.unwrap();
-    assert_eq!(notice.len(), 4);
+    assert_eq!(notice.len(), 5);
     assert_eq!(
         (notice[0].target.as_str(), notice[0].payload.as_str()),
         ("1", "{\"text\":\"approved\"}")
     );
     assert!(
         store
-            .approve_pairing("EEEE5555", 1_170, "{}".into())
+            .approve_pairing("EEEE5555", 1_270, "{}".into())
             .await
             .unwrap()
             .is_none()
     );
     assert!(
         store
-            .deny_pairing("EEEE5555", 1_170)
+            .deny_pairing("EEEE5555", 1_270)
             .await
             .unwrap()
             .is_none()
+    );
+    assert!(
+        store
+            .deny_pairing("CCCC3333", 1_270)
+            .await
+            .unwrap()
+            .is_none(),
+        "expired"
     );
 
     assert_eq!(
         store
-            .deny_pairing("CCCC3333", 1_100)
+            .deny_pairing("DDDD4444", 1_270)
             .await
             .unwrap()
             .map(|p| p.code),
-        Some("CCCC3333".into())
+        Some("DDDD4444".into())
     );
     assert!(
         store
-            .approve_pairing("CCCC3333", 1_100, "{}".into())
+            .approve_pairing("DDDD4444", 1_270, "{}".into())
             .await
             .unwrap()
             .is_none()
     );
     assert!(
         !store
-            .is_allowed("telegram", "telegram:user:2")
+            .is_allowed("telegram", "telegram:user:3")
             .await
             .unwrap()
     );
-    assert!(store.pending_pairings(1_170).await.unwrap().is_empty());
+    assert!(codes(1_270).await.is_empty());
 
     let allowed = store.allowed_users("telegram").await.unwrap();
     assert_eq!(allowed.len(), 1);
     assert_eq!(
         (allowed[0].user_key.as_str(), allowed[0].added_at),
-        ("telegram:user:1", 1_160)
+        ("telegram:user:1", 1_260)
     );
     assert!(
         store
@@ -477,6 +510,54 @@ async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S
             .await
             .unwrap()
     );
+}
+
+/// A denied user's requests are ignored (nothing stored, nothing queued)
+/// until the cool-down has passed; other users and channels are not held up.
+async fn a_denied_user_waits_out_the_cool_down<S: ChannelStore>(store: S) {
+    store
+        .request_pairing(pairing("AAAA1111", "1", 100), LIMITS, "{}".into())
+        .await
+        .unwrap();
+    assert!(store.deny_pairing("AAAA1111", 200).await.unwrap().is_some());
+    assert_eq!(
+        store
+            .request_pairing(pairing("BBBB2222", "1", 300), LIMITS, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::CoolingDown { until: 700 }
+    );
+    let mut on_discord = pairing("CCCC3333", "1", 300);
+    on_discord.channel = "discord".into();
+    assert!(matches!(
+        store
+            .request_pairing(on_discord, LIMITS, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::Created(_)
+    ));
+    assert!(matches!(
+        store
+            .request_pairing(pairing("DDDD4444", "2", 300), LIMITS, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::Created(_)
+    ));
+    assert_eq!(store.list_outbox(None, 10).await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .request_pairing(pairing("EEEE5555", "1", 699), LIMITS, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::CoolingDown { until: 700 }
+    );
+    assert!(matches!(
+        store
+            .request_pairing(pairing("FFFF6666", "1", 701), LIMITS, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::Created(_)
+    ));
 }
 
 /// Cursors are per channel and name; an event id is new once.

@@ -1,6 +1,6 @@
 //! Scheduled jobs ([`JobStore`]).
 
-use crate::jobs::{CatchUp, JobFiring, JobRecord, JobStore};
+use crate::jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 
 /// Runs every check of this suite, each on a store from `fresh` (empty).
 pub async fn jobs_suite<S: JobStore>(fresh: impl AsyncFn() -> S) {
@@ -49,8 +49,10 @@ async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
     let fired = JobFiring {
         job_id: "job_1".into(),
         fired: Some((301_000, "run_2".into())),
-        next_run_at: Some(601_000),
-        enabled: true,
+        next: Some(NextFiring {
+            next_run_at: Some(601_000),
+            enabled: true,
+        }),
     };
     assert!(store.record_job_firing(fired).await.unwrap());
     // A catch-up firing of an older instant, recorded late, does not move
@@ -58,8 +60,10 @@ async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
     let older = JobFiring {
         job_id: "job_1".into(),
         fired: Some((1_000, "run_1".into())),
-        next_run_at: None,
-        enabled: false,
+        next: Some(NextFiring {
+            next_run_at: None,
+            enabled: false,
+        }),
     };
     assert!(store.record_job_firing(older).await.unwrap());
     let stored = store.get_job("job_1").await.unwrap().unwrap();
@@ -68,13 +72,31 @@ async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
     assert_eq!(stored.next_run_at, None);
     assert!(!stored.enabled);
 
-    let gone = JobFiring {
-        job_id: "job_missing".into(),
-        fired: None,
-        next_run_at: None,
-        enabled: false,
+    // A firing by hand records its run and leaves the schedule alone.
+    let by_hand = JobFiring {
+        job_id: "job_1".into(),
+        fired: Some((400_000, "run_3".into())),
+        next: None,
     };
-    assert!(!store.record_job_firing(gone).await.unwrap());
+    assert!(store.record_job_firing(by_hand).await.unwrap());
+    let stored = store.get_job("job_1").await.unwrap().unwrap();
+    assert_eq!(stored.last_run_id.as_deref(), Some("run_3"));
+    assert_eq!((stored.next_run_at, stored.enabled), (None, false));
+
+    for next in [
+        None,
+        Some(NextFiring {
+            next_run_at: None,
+            enabled: false,
+        }),
+    ] {
+        let gone = JobFiring {
+            job_id: "job_missing".into(),
+            fired: None,
+            next,
+        };
+        assert!(!store.record_job_firing(gone).await.unwrap());
+    }
 }
 
 async fn delete_returns_the_job_once<S: JobStore>(store: S) {

@@ -1,6 +1,6 @@
 //! Scheduled jobs on SQLite.
 
-use rusqlite::{Row, params};
+use rusqlite::{OptionalExtension, Row, params};
 
 use super::SqliteStore;
 use super::db::Db;
@@ -117,9 +117,17 @@ fn delete_job(db: &mut Db<'_>, id: &str) -> Result<Option<JobRecord>> {
 }
 
 fn record_job_firing(db: &mut Db<'_>, f: &JobFiring) -> Result<bool> {
-    let changed = db
-        .stmt("UPDATE jobs SET next_run_at = ?2, enabled = ?3 WHERE id = ?1")?
-        .execute(params![f.job_id, f.next_run_at, f.enabled])?;
+    let changed = match f.next {
+        Some(next) => db
+            .stmt("UPDATE jobs SET next_run_at = ?2, enabled = ?3 WHERE id = ?1")?
+            .execute(params![f.job_id, next.next_run_at, next.enabled])?,
+        None => usize::from(
+            db.stmt("SELECT 1 FROM jobs WHERE id = ?1")?
+                .query_row(params![f.job_id], |_| Ok(()))
+                .optional()?
+                .is_some(),
+        ),
+    };
     if let Some((at, run_id)) = &f.fired {
         db.stmt(
             "UPDATE jobs SET last_run_at = ?2, last_run_id = ?3 \

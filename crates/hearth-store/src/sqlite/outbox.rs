@@ -152,10 +152,19 @@ pub(crate) fn due(
     items(stmt, params![channel, now, limit])
 }
 
-pub(crate) fn next_due(db: &mut Db<'_>, channel: &str) -> Result<Option<Timestamp>> {
+pub(crate) fn next_due(
+    db: &mut Db<'_>,
+    channel: &str,
+    after: Timestamp,
+) -> Result<Option<Timestamp>> {
     let next: Option<Timestamp> = db
-        .stmt("SELECT min(next_attempt_at) FROM outbox WHERE channel = ?1 AND status = 'pending'")?
-        .query_row(params![channel], |row| row.get(0))?;
+        .stmt(
+            "SELECT min(next_attempt_at) FROM outbox o WHERE channel = ?1 AND status = 'pending' \
+             AND next_attempt_at > ?2 \
+             AND id = (SELECT min(id) FROM outbox h WHERE h.channel = o.channel \
+                       AND h.target = o.target AND h.status = 'pending')",
+        )?
+        .query_row(params![channel, after], |row| row.get(0))?;
     Ok(next)
 }
 

@@ -12,7 +12,7 @@ use super::reply_messages;
 use super::rows::col;
 use crate::channels::{
     AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
-    PairingOutcome, PairingRecord, ReplyMessage,
+    PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
 };
 use crate::error::Result;
 
@@ -43,29 +43,58 @@ fn pending_of(
     found.next()?.map(pairing).transpose()
 }
 
+/// When a denial of `user_key` on `channel` after `since` ends its
+/// cool-down, if there is one.
+fn denied_until(
+    db: &mut Db<'_>,
+    channel: &str,
+    user_key: &str,
+    since: Timestamp,
+    cooldown_ms: i64,
+) -> Result<Option<Timestamp>> {
+    let last: Option<Timestamp> = db
+        .stmt(
+            "SELECT max(decided_at) FROM pairings WHERE channel = ?1 AND user_key = ?2 \
+             AND state = 'denied' AND decided_at > ?3",
+        )?
+        .query_row(params![channel, user_key, since], |row| row.get(0))?;
+    Ok(last.map(|at| at.saturating_add(cooldown_ms)))
+}
+
 fn request(
     db: &mut Db<'_>,
     rec: &PairingRecord,
-    max_pending: u32,
+    limits: PairingLimits,
     notice: String,
 ) -> Result<PairingOutcome> {
     let now = rec.requested_at;
     if let Some(existing) = pending_of(db, &rec.channel, &rec.user_key, now)? {
         return Ok(PairingOutcome::Existing(existing));
     }
-    let pending: i64 = db
-        .stmt(
-            "SELECT count(*) FROM pairings WHERE channel = ?1 AND state = 'pending' \
-             AND expires_at > ?2",
-        )?
-        .query_row(params![rec.channel, now], |row| row.get(0))?;
-    if pending >= i64::from(max_pending) {
-        return Ok(PairingOutcome::TooMany);
+    let cooldown = limits.denied_cooldown_ms.max(0);
+    if let Some(until) = denied_until(
+        db,
+        &rec.channel,
+        &rec.user_key,
+        now.saturating_sub(cooldown),
+        cooldown,
+    )? {
+        return Ok(PairingOutcome::CoolingDown { until });
     }
     // An expired request of the same user (or an old used code) must not
     // block the new one.
     db.stmt("DELETE FROM pairings WHERE code = ?1 OR (channel = ?2 AND user_key = ?3 AND state = 'pending')")?
         .execute(params![rec.code, rec.channel, rec.user_key])?;
+    // The oldest pending requests give way, so that the channel keeps at
+    // most `max_pending` with this one: strangers who keep asking cannot
+    // take every place and lock a newcomer out.
+    let keep = limits.max_pending.max(1) - 1;
+    db.stmt(
+        "DELETE FROM pairings WHERE code IN (SELECT code FROM pairings WHERE channel = ?1 \
+         AND state = 'pending' AND expires_at > ?2 ORDER BY requested_at DESC, code DESC \
+         LIMIT -1 OFFSET ?3)",
+    )?
+    .execute(params![rec.channel, now, keep])?;
     db.stmt(
         "INSERT INTO pairings (code, channel, user_key, display_name, target, requested_at, \
          expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -226,9 +255,10 @@ impl ChannelStore for SqliteStore {
             .await
     }
 
-    async fn next_outbox_due(&self, channel: &str) -> Result<Option<Timestamp>> {
+    async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>> {
         let channel = channel.to_owned();
-        self.read(move |db| outbox::next_due(db, &channel)).await
+        self.read(move |db| outbox::next_due(db, &channel, after))
+            .await
     }
 
     async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()> {
@@ -275,10 +305,10 @@ impl ChannelStore for SqliteStore {
     async fn request_pairing(
         &self,
         rec: PairingRecord,
-        max_pending: u32,
+        limits: PairingLimits,
         notice: String,
     ) -> Result<PairingOutcome> {
-        self.write(move |db| request(db, &rec, max_pending, notice))
+        self.write(move |db| request(db, &rec, limits, notice))
             .await
     }
 

@@ -18,6 +18,7 @@
 //! higher `retry_attempt` on the next connection.
 
 mod checks;
+mod hold;
 pub mod socket;
 
 pub use socket::event_callback;
@@ -85,6 +86,11 @@ pub(crate) struct Inner {
     limited_until: HashMap<String, Instant>,
     messages: Vec<Posted>,
     next_ts: u64,
+    holds: Vec<hold::HoldRule>,
+    /// Calls held so far, released or not.
+    held: usize,
+    /// Bumped by each release: calls held before it go on.
+    release_generation: u64,
     pub(crate) socket: socket::SocketState,
 }
 
@@ -93,6 +99,8 @@ pub(crate) struct Shared {
     inner: Mutex<Inner>,
     /// Notified on every call, connection and acknowledgement.
     pub(crate) changed: Notify,
+    /// Held calls may go on.
+    released: Notify,
     pub(crate) http_addr: SocketAddr,
     pub(crate) ws_addr: SocketAddr,
 }
@@ -139,6 +147,7 @@ impl FakeSlack {
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner::default()),
             changed: Notify::new(),
+            released: Notify::new(),
             http_addr: http.local_addr()?,
             ws_addr: ws.local_addr()?,
         });
@@ -329,6 +338,7 @@ async fn api(
     if let Some(err) = token_error {
         violations.push(format!("call {index} ({method}): token refused: {err}"));
     }
+    hold::hold_if_matching(&shared, &method, &parsed).await;
     let answer = {
         let mut s = shared.lock();
         let now = Instant::now();

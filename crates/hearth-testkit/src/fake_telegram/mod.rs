@@ -17,6 +17,7 @@
 mod api;
 mod html;
 mod net;
+mod script;
 mod updates;
 
 use std::collections::{HashMap, VecDeque};
@@ -38,6 +39,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 pub use html::{Entity, Parsed, parse_html};
+pub use script::Matching;
 pub use updates::User;
 
 use api::ApiError;
@@ -148,7 +150,12 @@ pub struct TelegramState {
     queries: HashMap<String, bool>,
     next_query: u64,
     callback_answers: Vec<CallbackAnswer>,
-    failures: VecDeque<(Option<String>, Failure)>,
+    failures: VecDeque<(Matching, Failure)>,
+    holds: Vec<script::HoldRule>,
+    /// Calls held so far, released or not.
+    held: usize,
+    /// Bumped by each release: calls held before it go on.
+    release_generation: u64,
     requests: Vec<ApiRequest>,
     rejections: Vec<String>,
 }
@@ -184,6 +191,11 @@ impl TelegramState {
     /// description`); injected failures are not counted.
     pub fn rejections(&self) -> &[String] {
         &self.rejections
+    }
+
+    /// Calls held so far (see [`FakeTelegram::hold`]), released or not.
+    pub fn held(&self) -> usize {
+        self.held
     }
 
     /// `sendChatAction` calls: chat and action.
@@ -228,6 +240,8 @@ struct Shared {
     changed: Notify,
     /// New updates or a newer poll, for waiting getUpdates calls.
     polls: Notify,
+    /// Held calls may go on.
+    released: Notify,
     unreachable: AtomicBool,
     connections: Connections,
 }
@@ -298,6 +312,7 @@ impl FakeTelegram {
             state: Mutex::new(state),
             changed: Notify::new(),
             polls: Notify::new(),
+            released: Notify::new(),
             unreachable: AtomicBool::new(false),
             connections: Connections::default(),
         });
@@ -368,13 +383,14 @@ impl FakeTelegram {
     /// Answers the next `n` requests (any method) with `failure`.
     pub fn fail_next(&self, n: usize, failure: Failure) {
         let mut st = self.shared.lock();
-        st.failures.extend(std::iter::repeat_n((None, failure), n));
+        st.failures
+            .extend(std::iter::repeat_n((Matching::default(), failure), n));
     }
 
     /// Answers the next `n` calls of `method` with `failure`.
     pub fn fail_method(&self, method: &str, n: usize, failure: Failure) {
         let mut st = self.shared.lock();
-        let entry = (Some(method.to_owned()), failure);
+        let entry = (Matching::method(method), failure);
         st.failures.extend(std::iter::repeat_n(entry, n));
     }
 
@@ -466,12 +482,13 @@ async fn call(
     method: &'static str,
     params: &Map<String, Value>,
 ) -> Result<Value, Outcome> {
+    script::hold_if_matching(shared, method, params).await;
     let injected = {
         let mut st = shared.lock();
         let pos = st
             .failures
             .iter()
-            .position(|(m, _)| m.as_deref().is_none_or(|m| m.eq_ignore_ascii_case(method)));
+            .position(|(m, _)| m.matches(method, params));
         pos.and_then(|p| st.failures.remove(p)).map(|(_, f)| f)
     };
     if let Some(failure) = injected {
@@ -549,4 +566,4 @@ async fn not_found() -> Response {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

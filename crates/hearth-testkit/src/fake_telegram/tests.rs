@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 
 use super::*;
 
-const TOKEN: &str = "123456:TEST-token_x";
+pub(crate) const TOKEN: &str = "123456:TEST-token_x";
 
 /// One keep-alive HTTP/1.1 connection to the fake.
 struct Conn {
@@ -70,7 +70,7 @@ impl Conn {
 }
 
 /// Calls `method` with a JSON body on a fresh connection.
-async fn call(fake: &FakeTelegram, method: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn call(fake: &FakeTelegram, method: &str, body: Value) -> (u16, Value) {
     let path = format!("/bot{TOKEN}/{method}");
     Conn::open(fake)
         .await
