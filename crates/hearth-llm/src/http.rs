@@ -11,13 +11,14 @@
 //! is monomorphised per format (no dispatch on the hot path of decoding),
 //! and adding a format touches no shared `match`.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hearth_core::ChatRequest;
 use reqwest::Url;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
 use crate::classify::ErrorFacts;
 use crate::decoder::{EventDecoder, EventFormat};
@@ -178,37 +179,62 @@ impl<W: WireFormat> HttpProvider<W> {
     /// values, the wire format's own settings) and builds the provider on
     /// `client`.
     pub fn new(config: HttpConfig<W>, client: reqwest::Client) -> Result<Self, LlmError> {
-        let name = config.name;
+        let HttpConfig {
+            name,
+            base_url,
+            api_key,
+            api_key_env,
+            headers: extra,
+            request_timeout,
+            idle_timeout,
+            wire,
+        } = config;
         let invalid = |msg: String| LlmError::new(name.as_str(), ErrorKind::InvalidRequest, msg);
-        let base = config.base_url.trim_end_matches('/');
-        let url = match W::ROUTE {
-            Route::Fixed(path) => {
-                transport::parse_endpoint(&format!("{base}{path}"), &config.base_url, invalid)?
-            }
-            Route::PerModel(_) => transport::parse_endpoint(base, &config.base_url, invalid)?,
+        let base = base_url.trim_end_matches('/');
+        let endpoint = match W::ROUTE {
+            Route::Fixed(path) => Cow::Owned(format!("{base}{path}")),
+            Route::PerModel(_) => Cow::Borrowed(base),
         };
-        config.wire.validate(&url).map_err(invalid)?;
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &config.api_key {
-            let KeyHeader { name, prefix } = W::KEY;
-            transport::insert_key(&mut headers, name, prefix, key, invalid)?;
+        let url = Url::parse(&endpoint)
+            .map_err(|e| invalid(format!("base_url {base_url:?} is not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid(format!(
+                "base_url {base_url:?} must use http or https"
+            )));
         }
-        config.wire.headers(&mut headers).map_err(invalid)?;
-        transport::append_headers(&mut headers, &config.headers, invalid)?;
+        wire.validate(&url).map_err(invalid)?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &api_key {
+            // Sensitive, so it never shows in logs or debug output.
+            let mut value = HeaderValue::from_str(&format!("{}{key}", W::KEY.prefix))
+                .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
+            value.set_sensitive(true);
+            headers.insert(W::KEY.name, value);
+        }
+        wire.headers(&mut headers).map_err(invalid)?;
+        for (k, v) in &extra {
+            let hname = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
+            // Neither echoed nor shown: the value may be a credential too.
+            let mut value = HeaderValue::from_str(v)
+                .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
+            value.set_sensitive(true);
+            headers.append(hname, value);
+        }
         let call_context = Arc::new(CallContext::new(
             &url,
-            config.api_key.is_some(),
-            config.api_key_env.as_deref(),
+            api_key.is_some(),
+            api_key_env.as_deref(),
         ));
         Ok(Self {
             name: Arc::from(name),
             url,
             headers,
             client,
-            request_timeout: config.request_timeout,
-            idle_timeout: config.idle_timeout,
+            request_timeout,
+            idle_timeout,
             call_context,
-            wire: config.wire,
+            wire,
         })
     }
 

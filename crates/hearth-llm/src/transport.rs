@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use hearth_core::StreamEvent;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 
 use crate::decoder::{EventDecoder, EventFormat};
@@ -21,56 +21,6 @@ use crate::{ErrorKind, EventStream, LlmError};
 pub(crate) const ERROR_BODY_CAP: usize = 64 * 1024;
 /// Longest provider-supplied text copied into an error message.
 pub(crate) const MESSAGE_CAP: usize = 500;
-
-/// Parses `endpoint` (built from `base_url`) and requires http or https.
-pub(crate) fn parse_endpoint(
-    endpoint: &str,
-    base_url: &str,
-    invalid: impl Fn(String) -> LlmError,
-) -> Result<Url, LlmError> {
-    let url = Url::parse(endpoint)
-        .map_err(|e| invalid(format!("base_url {base_url:?} is not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid(format!(
-            "base_url {base_url:?} must use http or https"
-        )));
-    }
-    Ok(url)
-}
-
-/// Appends the configured extra headers, all marked sensitive.
-pub(crate) fn append_headers(
-    headers: &mut HeaderMap,
-    extra: &[(String, String)],
-    invalid: impl Fn(String) -> LlmError,
-) -> Result<(), LlmError> {
-    for (k, v) in extra {
-        let hname = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
-        // The value is not echoed: it may be a credential.
-        let mut value = HeaderValue::from_str(v)
-            .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
-        value.set_sensitive(true);
-        headers.append(hname, value);
-    }
-    Ok(())
-}
-
-/// Inserts the API key as header `name` (value `prefix` + key), marked
-/// sensitive so it never shows in logs or debug output.
-pub(crate) fn insert_key(
-    headers: &mut HeaderMap,
-    name: HeaderName,
-    prefix: &str,
-    key: &str,
-    invalid: impl Fn(String) -> LlmError,
-) -> Result<(), LlmError> {
-    let mut value = HeaderValue::from_str(&format!("{prefix}{key}"))
-        .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
-    value.set_sensitive(true);
-    headers.insert(name, value);
-    Ok(())
-}
 
 /// Posts a JSON `body` asking for an event stream, waiting at most
 /// `request_timeout` for the response headers; the status is not checked.
