@@ -5,10 +5,12 @@
 //! every adapter reads the body with [`ErrorFacts::from_json`] and takes the
 //! kind from [`ErrorFacts::kind`]; only where the facts come from differs.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::ErrorKind;
-use crate::transport::{MESSAGE_CAP, cap};
+use crate::transport::{MESSAGE_CAP, cap, parse_seconds};
 
 /// What an error response or an error event says, in any of the shapes
 /// servers use: Anthropic `{"type":"error","error":{"type","message"}}`,
@@ -227,6 +229,11 @@ impl<'a> ErrorFacts<'a> {
             .any(|p| m.contains(p))
     }
 
+    /// How long to wait before a retry, from `retry_delay` (`"37s"`, `"1.5s"`).
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
+        parse_seconds(self.retry_delay?.trim().strip_suffix('s')?)
+    }
+
     /// Appends `: <code or type>: <message>` for people, capped.
     pub(crate) fn describe(&self, out: &mut String) {
         if let Some(c) = self.code.or(self.err_type).or(self.grpc_status) {
@@ -279,6 +286,21 @@ mod tests {
             (Some("RESOURCE_EXHAUSTED"), Some("37s"))
         );
         assert!(!f.key_invalid);
+    }
+
+    #[test]
+    fn parses_retry_delays() {
+        let after = |delay| {
+            ErrorFacts {
+                retry_delay: Some(delay),
+                ..ErrorFacts::default()
+            }
+            .retry_after()
+        };
+        assert_eq!(after("37s"), Some(Duration::from_secs(37)));
+        assert_eq!(after("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(after("37"), None);
+        assert_eq!(ErrorFacts::default().retry_after(), None);
     }
 
     #[test]

@@ -1,19 +1,23 @@
 //! hearth-llm: talking to model providers.
 //!
-//! Owns the `Provider` trait (one required method, `stream`), the adapters
-//! (`anthropic`, `openai`, `gemini`, `openai_compat`, `echo`), SSE decoding, the `Accumulator` that turns a stream
-//! of `StreamEvent`s into an assistant message, the error taxonomy and its
-//! one classification, the capability matrix, and retry with backoff.
-//! Wire types stay private to each adapter module.
+//! Owns the `Provider` trait (one required method, `stream`), the one HTTP
+//! provider ([`HttpProvider`]) and the wire formats it speaks (`anthropic`,
+//! `openai` Responses, `gemini`, `openai_compat`), the `echo` provider, SSE
+//! decoding, the `Accumulator` that turns a stream of `StreamEvent`s into an
+//! assistant message, the error taxonomy and its one classification, the
+//! capability matrix, and retry with backoff. Wire types stay private to
+//! each vendor module; a new vendor is a new wire format, not a new provider.
 
 pub mod accumulator;
 pub mod anthropic;
 pub mod capabilities;
 mod classify;
 pub mod context_window;
+mod decoder;
 pub mod echo;
 pub mod error;
 pub mod gemini;
+mod http;
 mod items;
 pub mod openai;
 pub mod openai_compat;
@@ -30,9 +34,11 @@ use hearth_core::{ChatRequest, StreamEvent};
 pub use accumulator::{Accumulator, AssistantTurn};
 pub use capabilities::{CAPABILITY_KEYS, Capabilities, ToolSupport};
 pub use context_window::known_context_window;
+pub use decoder::EventDecoder;
 pub use echo::EchoProvider;
 pub use error::{ErrorKind, LlmError};
-pub use openai_compat::{OpenAiCompatConfig, OpenAiCompatProvider};
+pub use http::{HttpConfig, HttpProvider, WireFormat};
+pub use openai_compat::{OpenAiCompatConfig, OpenAiCompatProvider, OpenAiCompatWire};
 pub use retry::RetryPolicy;
 
 /// A stream of events from one model call. It ends after `StreamEvent::Finish`

@@ -1,9 +1,9 @@
-//! The HTTP plumbing the streaming adapters share: building the header map,
-//! sending the request, reading an error body, checking the content type,
-//! driving an adapter's decoder from the response body with an idle
+//! The HTTP plumbing under [`crate::http::HttpProvider`]: building the
+//! header map, sending the request, reading an error body, checking the
+//! content type, driving a decoder from the response body with an idle
 //! timeout, and naming the URL and key source in every error of a call.
-//! The wire format stays in the adapter; error classification is shared
-//! (`classify`).
+//! The wire format stays in the vendor module; error classification is
+//! shared (`classify`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,106 +11,16 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use hearth_core::StreamEvent;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 
+use crate::decoder::{EventDecoder, EventFormat};
 use crate::{ErrorKind, EventStream, LlmError};
 
 /// How much of an error response body is read to find the provider's message.
 pub(crate) const ERROR_BODY_CAP: usize = 64 * 1024;
 /// Longest provider-supplied text copied into an error message.
 pub(crate) const MESSAGE_CAP: usize = 500;
-
-/// An adapter's stream parser as the driver sees it: bytes in, events out.
-pub(crate) trait StreamDecoder: Send + 'static {
-    /// The provider name errors and logs carry.
-    fn provider(&self) -> &Arc<str>;
-    /// Why the answer is over, once it is.
-    fn outcome(&self) -> Option<&'static str>;
-    fn push(&mut self, bytes: &[u8]);
-    fn end_of_body(&mut self);
-    fn next_event(&mut self) -> Result<Option<StreamEvent>, LlmError>;
-    fn is_done(&self) -> bool;
-}
-
-/// Implements [`StreamDecoder`] for a decoder with `provider: Arc<str>` and
-/// `outcome: Option<&'static str>` fields and the inherent `push`,
-/// `end_of_body`, `next_event` and `is_done` methods.
-macro_rules! impl_stream_decoder {
-    ($ty:ty) => {
-        impl $crate::transport::StreamDecoder for $ty {
-            fn provider(&self) -> &std::sync::Arc<str> {
-                &self.provider
-            }
-            fn outcome(&self) -> Option<&'static str> {
-                self.outcome
-            }
-            fn push(&mut self, bytes: &[u8]) {
-                <$ty>::push(self, bytes)
-            }
-            fn end_of_body(&mut self) {
-                <$ty>::end_of_body(self)
-            }
-            fn next_event(&mut self) -> Result<Option<hearth_core::StreamEvent>, $crate::LlmError> {
-                <$ty>::next_event(self)
-            }
-            fn is_done(&self) -> bool {
-                <$ty>::is_done(self)
-            }
-        }
-    };
-}
-pub(crate) use impl_stream_decoder;
-
-/// Parses `endpoint` (built from `base_url`) and requires http or https.
-pub(crate) fn parse_endpoint(
-    endpoint: &str,
-    base_url: &str,
-    invalid: impl Fn(String) -> LlmError,
-) -> Result<Url, LlmError> {
-    let url = Url::parse(endpoint)
-        .map_err(|e| invalid(format!("base_url {base_url:?} is not a URL: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid(format!(
-            "base_url {base_url:?} must use http or https"
-        )));
-    }
-    Ok(url)
-}
-
-/// Appends the configured extra headers, all marked sensitive.
-pub(crate) fn append_headers(
-    headers: &mut HeaderMap,
-    extra: &[(String, String)],
-    invalid: impl Fn(String) -> LlmError,
-) -> Result<(), LlmError> {
-    for (k, v) in extra {
-        let hname = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| invalid(format!("invalid header name {k:?}")))?;
-        // The value is not echoed: it may be a credential.
-        let mut value = HeaderValue::from_str(v)
-            .map_err(|_| invalid(format!("invalid value for header {k:?}")))?;
-        value.set_sensitive(true);
-        headers.append(hname, value);
-    }
-    Ok(())
-}
-
-/// Inserts the API key as header `name` (value `prefix` + key), marked
-/// sensitive so it never shows in logs or debug output.
-pub(crate) fn insert_key(
-    headers: &mut HeaderMap,
-    name: HeaderName,
-    prefix: &str,
-    key: &str,
-    invalid: impl Fn(String) -> LlmError,
-) -> Result<(), LlmError> {
-    let mut value = HeaderValue::from_str(&format!("{prefix}{key}"))
-        .map_err(|_| invalid("api_key holds characters not allowed in a header".into()))?;
-    value.set_sensitive(true);
-    headers.insert(name, value);
-    Ok(())
-}
 
 /// Posts a JSON `body` asking for an event stream, waiting at most
 /// `request_timeout` for the response headers; the status is not checked.
@@ -228,8 +138,8 @@ impl ErrorBody {
 /// Drives `decoder` from `body`: the stream of its events, ending after the
 /// answer or with an error item (a transport failure, an idle gap longer
 /// than `idle_timeout`, or the decoder's own error).
-pub(crate) fn event_stream<D: StreamDecoder>(
-    decoder: D,
+pub(crate) fn event_stream<F: EventFormat>(
+    decoder: EventDecoder<F>,
     body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
     idle_timeout: Duration,
     started: Instant,
@@ -251,8 +161,8 @@ pub(crate) fn event_stream<D: StreamDecoder>(
 type ByteStream = std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// Everything one streamed answer needs between two polls.
-struct StreamState<D> {
-    decoder: D,
+struct StreamState<F> {
+    decoder: EventDecoder<F>,
     /// Appended to every error: the URL called and the key used.
     context: Arc<CallContext>,
     body: ByteStream,
@@ -265,7 +175,7 @@ struct StreamState<D> {
     started: Instant,
 }
 
-impl<D: StreamDecoder> StreamState<D> {
+impl<F: EventFormat> StreamState<F> {
     fn error(&self, kind: ErrorKind, message: impl Into<String>) -> LlmError {
         LlmError::new(&**self.decoder.provider(), kind, message).at(&self.context)
     }
@@ -283,9 +193,9 @@ impl<D: StreamDecoder> StreamState<D> {
 }
 
 /// One step of the event stream: the next event, a final error, or the end.
-async fn next_item<D: StreamDecoder>(
-    mut st: StreamState<D>,
-) -> Option<(Result<StreamEvent, LlmError>, StreamState<D>)> {
+async fn next_item<F: EventFormat>(
+    mut st: StreamState<F>,
+) -> Option<(Result<StreamEvent, LlmError>, StreamState<F>)> {
     if st.failed {
         return None;
     }
@@ -363,7 +273,7 @@ pub(crate) struct CallContext {
     key: KeySource,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum KeySource {
     /// The variable (or `secret <name>`) the key came from.
     Named(String),
@@ -375,19 +285,31 @@ enum KeySource {
 impl CallContext {
     /// The context of calls to `url` with or without a key, from `key_env`.
     pub(crate) fn new(url: &Url, has_key: bool, key_env: Option<&str>) -> Self {
-        let mut shown = url.clone();
-        // Userinfo in a base URL is a credential too.
-        let _ = shown.set_username("");
-        let _ = shown.set_password(None);
         let key = match (has_key, key_env) {
             (_, Some(var)) => KeySource::Named(var.to_owned()),
             (true, None) => KeySource::Unnamed,
             (false, None) => KeySource::None,
         };
         Self {
-            target: format!("POST {shown}"),
+            target: Self::target(url),
             key,
         }
+    }
+
+    /// The same key source for calls to another `url` of the provider.
+    pub(crate) fn with_url(&self, url: &Url) -> Self {
+        Self {
+            target: Self::target(url),
+            key: self.key.clone(),
+        }
+    }
+
+    /// `POST <url>`, without the credentials a URL's userinfo may hold.
+    fn target(url: &Url) -> String {
+        let mut shown = url.clone();
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        format!("POST {shown}")
     }
 
     /// What an error of `kind` ends with, e.g. ` (POST https://host/v1/messages,
@@ -470,5 +392,21 @@ mod tests {
         for s in [unnamed, none] {
             assert!(!s.contains("hunter2") && !s.contains("user@"), "{s}");
         }
+    }
+
+    #[test]
+    fn parses_retry_after() {
+        let p = |s: &str| parse_retry_after(&HeaderValue::from_str(s).unwrap());
+        assert_eq!(p("7"), Some(Duration::from_secs(7)));
+        assert_eq!(p(" 1.5 "), Some(Duration::from_millis(1500)));
+        assert_eq!(p("-1"), None);
+        assert_eq!(p("1e300"), None);
+        assert_eq!(p("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+
+    #[test]
+    fn caps_at_char_boundary() {
+        assert_eq!(cap("héllo", 2), "h…");
+        assert_eq!(cap("abc", 5), "abc");
     }
 }

@@ -383,6 +383,41 @@ async fn every_adapter_classifies_real_error_bodies_alike() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// Google's rate-limit body, with how long to wait in its details.
+fn google_rate_limit() -> Value {
+    json!({"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
+        "status": "RESOURCE_EXHAUSTED",
+        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}]}})
+}
+
+/// A proxy relaying Gemini (LiteLLM, OpenRouter) passes Google's body on
+/// through any wire format: its retry delay counts wherever it arrives.
+#[tokio::test]
+async fn every_adapter_reads_a_retry_delay_from_the_body() {
+    let fakes = Fakes::start().await;
+    for a in ADAPTERS {
+        let p = a.provider(&fakes.base(a), None);
+        fakes.push_http_error(a, 429, google_rate_limit());
+        let err = call_error(p.as_ref(), &request_for("m", "hi")).await;
+        assert_eq!(err.kind.as_str(), "rate_limited", "{a:?}: {err}");
+        assert_eq!(
+            err.retry_after,
+            Some(Duration::from_secs(37)),
+            "{a:?}: {err}"
+        );
+    }
+    let fake = &fakes.compat;
+    let p = Adapter::Compat.provider(&fakes.base(Adapter::Compat), None);
+    fake.push(Reply::raw_sse(format!("data: {}\n\n", google_rate_limit())));
+    let err = call_error(p.as_ref(), &request_for("m", "hi")).await;
+    assert_eq!(err.kind.as_str(), "rate_limited", "in a stream: {err}");
+    assert_eq!(
+        err.retry_after,
+        Some(Duration::from_secs(37)),
+        "in a stream: {err}"
+    );
+}
+
 #[tokio::test]
 async fn errors_sent_inside_a_compatible_stream_are_classified_too() {
     let fake = FakeOpenAi::start().await;

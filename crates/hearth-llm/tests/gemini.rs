@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use hearth_core::{
     ChatRequest, Content, FinishReason, Message, Role, StreamEvent, ThinkingLevel, ToolSpec, Usage,
 };
-use hearth_llm::gemini::{GeminiConfig, GeminiProvider};
+use hearth_llm::gemini::{GeminiConfig, GeminiProvider, GeminiWire};
 use hearth_llm::{Accumulator, AssistantTurn, ErrorKind, LlmError, Provider};
 use hearth_testkit::fake_gemini::{FakeGemini, GeminiReply, GeminiUsage};
 use serde_json::json;
@@ -27,6 +27,7 @@ fn config(fake: &FakeGemini, name: &str) -> GeminiConfig {
         headers: vec![("x-extra".into(), "1".into())],
         request_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(10),
+        wire: GeminiWire,
     }
 }
 

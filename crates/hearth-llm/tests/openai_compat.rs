@@ -11,7 +11,7 @@ use hearth_core::{
 };
 use hearth_llm::{
     Accumulator, AssistantTurn, ErrorKind, LlmError, OpenAiCompatConfig, OpenAiCompatProvider,
-    Provider,
+    OpenAiCompatWire, Provider,
 };
 use hearth_testkit::{FakeOpenAi, FakeUsage, Reply, ToolCallSpec};
 use serde_json::json;
@@ -29,6 +29,7 @@ fn config(fake: &FakeOpenAi) -> OpenAiCompatConfig {
         headers: Vec::new(),
         request_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(10),
+        wire: OpenAiCompatWire,
     }
 }
 

@@ -69,7 +69,7 @@ async fn plain_text_answer_and_request_shape() {
     let fake = FakeResponses::start().await;
     fake.push(ResponsesReply::text("Hello there, wonderful world"));
     let mut cfg = config(&fake);
-    cfg.organization = Some("org-fake".into());
+    cfg.wire.organization = Some("org-fake".into());
     cfg.headers = vec![("OpenAI-Project".into(), "proj_123".into())];
     assert!(!format!("{cfg:?}").contains(KEY));
     let p = OpenAiProvider::new(cfg, reqwest::Client::new()).unwrap();
