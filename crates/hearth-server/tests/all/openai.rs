@@ -373,6 +373,7 @@ async fn client_tools_and_unsupported_input_are_400_naming_the_field() {
         t.s.send(
             t.s.http
                 .post(t.s.url("/openai/v1/chat/completions"))
+                .header("content-type", "application/json")
                 .body("{"),
         )
         .await;
@@ -548,4 +549,60 @@ async fn a_confirmation_is_asked_and_answered_in_the_chat() {
         t.s.send(t.s.http.get(t.s.url("/v1/runs?thread_key=openai:carol")))
             .await;
     assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
+}
+
+#[tokio::test]
+async fn strangers_are_refused_in_openais_envelope() {
+    let t = setup().await;
+    let body = json!({"model": "hearth", "messages": [{"role": "user", "content": "hi"}]});
+    let post = || {
+        t.s.http
+            .post(t.s.url("/openai/v1/chat/completions"))
+            .body(body.to_string())
+    };
+    let cases = [
+        (
+            post()
+                .header("content-type", "application/json")
+                .header("host", "evil.example"),
+            403,
+            "forbidden_host",
+        ),
+        (
+            post()
+                .header("content-type", "application/json")
+                .header("origin", "https://evil.example"),
+            403,
+            "forbidden_origin",
+        ),
+        (
+            post().header("content-type", "text/plain"),
+            415,
+            "unsupported_media_type",
+        ),
+        (
+            t.s.http
+                .get(t.s.url("/openai/v1/models"))
+                .header("host", "evil.example"),
+            403,
+            "forbidden_host",
+        ),
+    ];
+    for (rb, status, code) in cases {
+        let (got, _, v) = t.s.send(rb).await;
+        assert_eq!(got, status, "{v}");
+        assert_eq!(
+            (&v["error"]["code"], &v["error"]["type"]),
+            (&json!(code), &json!("invalid_request_error")),
+            "{v}"
+        );
+        assert!(
+            v["error"].get("param").is_some(),
+            "OpenAI's four fields: {v}"
+        );
+    }
+    assert!(
+        t.fake.requests().is_empty(),
+        "a refused request reached the model"
+    );
 }
