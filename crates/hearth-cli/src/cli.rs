@@ -244,8 +244,11 @@ pub enum McpCommand {
     /// The MCP servers the running hearth started: transport, state, tool
     /// count and last error (`--json` for the API's answer).
     List,
-    /// Calls one tool of a server the running hearth started, for debugging
-    /// (no run, no model, no confirmation).
+    /// Calls one tool of a server the running hearth started, as a run with
+    /// no model: the same rules as a model's call (capabilities; a
+    /// write-class tool asks for confirmation, here on the terminal; the
+    /// audit log). Without a terminal, a call that asks prints its token
+    /// and exits 3 (answer with `hearth confirm`), unless --yes.
     Call {
         /// The server, as in `[mcp.servers.<name>]`.
         server: String,
@@ -254,6 +257,13 @@ pub enum McpCommand {
         /// The arguments, a JSON object.
         #[arg(default_value = "{}")]
         args: String,
+        /// Approve the call's confirmation without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Call as this user (their capabilities apply) instead of as the
+        /// operator, who holds every capability.
+        #[arg(long)]
+        user: Option<String>,
     },
     /// Connects to a streamable HTTP MCP server itself (no hearth needed),
     /// lists its tools and calls those named by --call.

@@ -254,11 +254,10 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         metrics,
         policy: policy_config(&config),
     };
-    let mcp_hosts =
-        hearth_server::mcp::AllowedHosts::new(Some(addr.ip()), &config.server.allowed_hosts);
+    let hosts = hearth_server::AllowedHosts::new(Some(addr.ip()), &config.server.allowed_hosts);
     let app = hearth_server::with_state(
         routes
-            .with_mcp_hosts(mcp_hosts)
+            .with_allowed_hosts(hosts)
             .with_channels(channels.clone()),
         state,
         config.server.max_body_bytes,

@@ -382,9 +382,10 @@ pub struct ServerConfig {
     /// Runs queued or running at once; past it new messages get 503
     /// `overloaded` with Retry-After instead of growing the queue.
     pub max_queued_runs: usize,
-    /// Host names (or `host:port`) that `/mcp` accepts in Host and Origin
-    /// besides the loopback names and the bind address (DNS-rebinding
-    /// protection): the names a reverse proxy or LAN clients use.
+    /// Host names (or `host:port`) every route accepts in Host besides the
+    /// loopback names and the bind address (DNS-rebinding protection), and
+    /// accepts as a browser Origin: the names a reverse proxy or LAN
+    /// clients use.
     pub allowed_hosts: Vec<String>,
 }
 

@@ -448,8 +448,11 @@ impl McpManager {
         self.servers().values().map(|s| s.status()).collect()
     }
 
-    /// Calls `server`'s tool by its own name (not the `<server>__` one), for
-    /// debugging; the raw MCP result.
+    /// Calls `server`'s tool by its own name (not the `<server>__` one); the
+    /// raw MCP result. No permission, confirmation or audit applies here: a
+    /// person's call goes through `Runtime::call_tool` (with
+    /// [`McpManager::tool_name`]), this is for tests and tools that speak to
+    /// a server themselves.
     pub async fn call(&self, server: &str, tool: &str, args: Map<String, Value>) -> Result<Value> {
         let s = self
             .server(server)
@@ -458,6 +461,22 @@ impl McpManager {
         tokio::time::timeout(s.timeout(), client.call_tool(tool, args))
             .await
             .map_err(|_| McpError::Timeout(s.config.timeout_secs))?
+    }
+
+    /// The registry's name (`<server>__<tool>`, shortened when long) of
+    /// `server`'s tool `tool` (the server's own name for it), as last
+    /// listed: `Ok(None)` when the server is up and lists no such tool;
+    /// `UnknownServer`, or why the server is down when it never listed it.
+    pub fn tool_name(&self, server: &str, tool: &str) -> Result<Option<String>> {
+        let s = self
+            .server(server)
+            .ok_or_else(|| McpError::UnknownServer(server.to_owned()))?;
+        let tools = s.read().tools.clone();
+        if let Some(t) = tools.values().find(|t| t.remote() == tool) {
+            return Ok(Some(t.spec().name.clone()));
+        }
+        s.client()?;
+        Ok(None)
     }
 
     /// Waits until `server`'s status satisfies `done` (tests, and callers

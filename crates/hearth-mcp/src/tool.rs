@@ -67,6 +67,13 @@ impl McpTool {
     }
 }
 
+impl McpTool {
+    /// The server's own name for the tool.
+    pub(crate) fn remote(&self) -> &str {
+        &self.remote
+    }
+}
+
 #[async_trait::async_trait]
 impl Tool for McpTool {
     fn spec(&self) -> &ToolSpec {

@@ -162,6 +162,19 @@ async fn tools_are_listed_with_class_capability_and_untrusted_results() {
         .unwrap();
     assert_eq!(raw["content"][0]["text"], "x");
     assert!(m.call("nope", "echo", Default::default()).await.is_err());
+    // The registry's name of a server's tool, for a direct call.
+    assert_eq!(
+        m.tool_name("fk", "echo").unwrap().as_deref(),
+        Some("fk__echo")
+    );
+    let long = format!("long_{}", "n".repeat(75));
+    let short = m.tool_name("fk", &long).unwrap().unwrap();
+    assert!(
+        short.len() <= 64 && short.starts_with("fk__long_"),
+        "{short}"
+    );
+    assert_eq!(m.tool_name("fk", "nope").unwrap(), None);
+    assert!(m.tool_name("nope", "echo").is_err());
     m.shutdown();
 }
 

@@ -62,7 +62,8 @@ struct Prepared {
     pinned: bool,
 }
 
-struct LogSink<'a>(&'a RunLog);
+/// Publishes the engine's events on a run's log, keeping its status.
+pub(crate) struct LogSink<'a>(pub(crate) &'a RunLog);
 
 impl hearth_agent::EventSink for LogSink<'_> {
     fn emit(&self, kind: RunEventKind, data: Value) {
@@ -115,21 +116,26 @@ impl Runtime {
         let store = self.store_of_run(&run_id);
         let overrides = inner.supplied.take(&run_id);
         // Prepared before the claim (it only reads), so the claim records
-        // the model in the same write.
-        let prepared = self
-            .prepare(&run_id, thread_key, overrides.model.as_deref())
-            .await;
+        // the model in the same write. A direct tool call uses no model.
+        let prepared = if inner.direct.take(&run_id) {
+            None
+        } else {
+            Some(
+                self.prepare(&run_id, thread_key, overrides.model.as_deref())
+                    .await,
+            )
+        };
         let now = now_ms();
         let until = now + lease_ms(&inner.options);
         let owner = &inner.options.owner;
         let claimed = match &prepared {
-            Ok(p) => {
+            Some(Ok(p)) => {
                 let model = p.model.to_string();
                 store
                     .claim_run_with_model(&run_id, owner, until, now, &model)
                     .await
             }
-            Err(_) => store.claim_run(&run_id, owner, until, now).await,
+            Some(Err(_)) | None => store.claim_run(&run_id, owner, until, now).await,
         };
         let run = match claimed {
             Ok(Some(run)) => run,
@@ -145,8 +151,13 @@ impl Runtime {
             }
         };
         inner.executing_insert(&run_id);
-        self.run_claimed(&run, prepared, cancel, steer, overrides.history)
-            .await;
+        match prepared {
+            Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
+                self.run_claimed(&run, prepared, cancel, steer, overrides.history)
+                    .await;
+            }
+            _ => self.run_direct(&run, cancel).await,
+        }
         inner.executing_remove(&run_id);
     }
 

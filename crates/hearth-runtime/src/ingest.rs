@@ -66,6 +66,13 @@ impl Runtime {
         check_key("thread_key", &inbound.thread_key)?;
         check_key("user_key", &inbound.user_key)?;
         check_key("source", &inbound.source)?;
+        if inbound.source == crate::direct::DIRECT_SOURCE {
+            return Err(RuntimeError::InvalidInput(format!(
+                "source {:?} is reserved for direct tool calls (POST /v1/mcp/servers/{{name}}/call); \
+                 name another source",
+                inbound.source
+            )));
+        }
         if let Some(k) = &inbound.idempotency_key {
             check_key("idempotency_key", k)?;
         }
@@ -125,7 +132,7 @@ impl Runtime {
             });
         }
         let thread_key = inbound.thread_key.clone();
-        let env = self.ingest_stored(inbound, overrides).await?;
+        let env = self.ingest_stored(inbound, overrides, false).await?;
         // Stored first: an ordinary message denies what the thread waits for
         // only once it is safe.
         if let Some(sender) = &turn {
@@ -134,11 +141,13 @@ impl Runtime {
         Ok(env)
     }
 
-    /// Stores a validated message as a new run (or finds its idempotent twin) and queues it.
-    async fn ingest_stored(
+    /// Stores a validated message as a new run (or finds its idempotent twin) and queues it;
+    /// `direct` marks it a direct tool call (`crate::direct`).
+    pub(crate) async fn ingest_stored(
         &self,
         inbound: Inbound,
         overrides: RunOverrides,
+        direct: bool,
     ) -> Result<RunEnvelope> {
         let lock = self.inner.scheduler.ingest_lock(&inbound.thread_key);
         let guard = lock.lock().await;
@@ -171,6 +180,9 @@ impl Runtime {
         }
         // Before it is scheduled: its worker takes them when it starts.
         self.inner.supplied.put(&run.run_id, overrides);
+        if direct {
+            self.inner.direct.put(&run.run_id);
+        }
         self.remember_route_input(&run);
         metrics::counter!("hearth_runs_accepted_total").increment(1);
         let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);

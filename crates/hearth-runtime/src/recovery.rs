@@ -98,6 +98,9 @@ impl Runtime {
             if !free {
                 continue;
             }
+            if run.source == crate::direct::DIRECT_SOURCE {
+                self.inner.direct.put(&run.run_id);
+            }
             self.inner.bus.open(&run.run_id, run.status);
             self.schedule(&run.thread_key, &run.run_id);
             n += 1;

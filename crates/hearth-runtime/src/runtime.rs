@@ -87,6 +87,8 @@ pub(crate) struct Inner {
     pub(crate) incognito: Incognito,
     /// Overrides of runs accepted and not started yet.
     pub(crate) supplied: Supplied,
+    /// Direct tool calls accepted (or recovered) and not started yet.
+    pub(crate) direct: crate::direct::DirectRuns,
     /// The chat channels' reply router, set once they are built.
     pub(crate) replies: OnceLock<Arc<dyn ReplyRouter>>,
     /// Process-wide events (budget thresholds, the daily spend alert,
@@ -162,6 +164,7 @@ impl Runtime {
                 spend_alert: SpendAlert::default(),
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
+                direct: crate::direct::DirectRuns::default(),
                 replies: OnceLock::new(),
                 notices: Notices::default(),
                 jobs_wake: Arc::new(Notify::new()),

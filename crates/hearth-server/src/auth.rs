@@ -104,17 +104,30 @@ pub enum Caller {
     Local,
 }
 
-/// Middleware on `/v1`: 401 `unauthorized` unless `Auth::check` passes.
+impl Caller {
+    /// The user key of this caller acting as the operator: `api:operator:<token
+    /// name>`, or `api:operator:local` on a loopback hearth without tokens.
+    pub fn operator_key(&self) -> String {
+        match self {
+            Self::Token(name) => format!("api:operator:{name}"),
+            Self::Local => "api:operator:local".to_owned(),
+        }
+    }
+}
+
+/// Middleware on `/v1`: 401 `unauthorized` unless `Auth::identify`
+/// passes; who passed goes to the handlers as a [`Caller`] extension.
 pub async fn require_token(
     State(state): State<AppState>,
-    req: Request,
+    mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
     let header = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
-    state.auth.check(header).await?;
+    let caller = state.auth.identify(header).await?;
+    req.extensions_mut().insert(caller);
     Ok(next.run(req).await)
 }
 

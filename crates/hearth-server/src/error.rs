@@ -9,9 +9,12 @@
 //! | `InvalidSchedule` | 400 | `invalid_schedule` |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
+//! | `ForbiddenHost` | 403 | `forbidden_host` (a Host this server does not answer to) |
+//! | `ForbiddenOrigin` | 403 | `forbidden_origin` (a browser page of another origin) |
 //! | `NotFound` | 404 | `not_found` |
 //! | `MethodNotAllowed` | 405 | `method_not_allowed` (with `Allow`) |
 //! | `PayloadTooLarge` | 413 | `payload_too_large` |
+//! | `UnsupportedMediaType` | 415 | `unsupported_media_type` |
 //! | `NotImplemented` | 501 | `not_implemented` |
 //! | `Unavailable` | 503 | `unavailable` |
 //! | `Overloaded` | 503 | `overloaded` (with `Retry-After`) |
@@ -54,6 +57,12 @@ pub enum ApiError {
     /// Authenticated, but not allowed to do this.
     #[error("{0}")]
     Forbidden(String),
+    /// The `Host` does not name this server (DNS rebinding).
+    #[error("{0}")]
+    ForbiddenHost(String),
+    /// A state-changing request from a browser page of another origin.
+    #[error("{0}")]
+    ForbiddenOrigin(String),
     /// No such thing.
     #[error("{0}")]
     NotFound(String),
@@ -68,6 +77,10 @@ pub enum ApiError {
     /// Body over the limit.
     #[error("the request body is larger than the limit of {0} bytes ([server] max_body_bytes)")]
     PayloadTooLarge(usize),
+    /// A body whose Content-Type the route does not take (JSON routes
+    /// take only `application/json`).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// A documented endpoint whose feature is not built yet.
     #[error("{0}")]
     NotImplemented(String),
@@ -98,9 +111,14 @@ impl ApiError {
             Self::InvalidSchedule(_) => (StatusCode::BAD_REQUEST, "invalid_schedule"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
+            Self::ForbiddenOrigin(_) => (StatusCode::FORBIDDEN, "forbidden_origin"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
             Self::NotImplemented(_) => (StatusCode::NOT_IMPLEMENTED, "not_implemented"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),

@@ -9,7 +9,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 
-/// A JSON body parsed strictly (the DTOs deny unknown fields).
+/// A JSON body parsed strictly (the DTOs deny unknown fields), sent as
+/// `Content-Type: application/json` (else 415 `unsupported_media_type`).
 pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
@@ -20,6 +21,10 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        // Before the body is read: a page on another site can send
+        // `text/plain` or a form without a CORS preflight, and such a body
+        // must never reach the JSON parser.
+        crate::door::json_content_type(req.headers()).map_err(ApiError::UnsupportedMediaType)?;
         let limit = req
             .extensions()
             .get::<BodyLimit>()

@@ -7,6 +7,7 @@
 //! Permission decisions are made by `hearth_agent::policy` inside the runtime.
 
 pub mod auth;
+pub mod door;
 pub mod dto;
 pub mod error;
 pub mod extract;
@@ -27,6 +28,7 @@ use hearth_runtime::Runtime;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 pub use auth::{Auth, generate_token, hash_token};
+pub use door::{AllowedHosts, CsrfValidator, Door};
 pub use error::ApiError;
 pub use listen::{ServeLimits, serve};
 
@@ -54,7 +56,7 @@ pub struct Routes {
     ops: Router<AppState>,
     v1: Router<AppState>,
     openai: Router<AppState>,
-    mcp_hosts: mcp::AllowedHosts,
+    door: Door,
     channels: routes::channels::ChannelsHandle,
 }
 
@@ -65,7 +67,7 @@ impl Routes {
             ops: routes::ops(),
             v1: routes::v1(),
             openai: openai::routes(),
-            mcp_hosts: mcp::AllowedHosts::default(),
+            door: Door::default(),
             channels: routes::channels::ChannelsHandle::default(),
         }
     }
@@ -77,10 +79,19 @@ impl Routes {
         self
     }
 
-    /// The hosts `/mcp` accepts in Host and Origin (the loopback names
-    /// unless set).
-    pub fn with_mcp_hosts(mut self, hosts: mcp::AllowedHosts) -> Self {
-        self.mcp_hosts = hosts;
+    /// The names every route answers to in Host, and the configured ones
+    /// it also takes as a browser Origin (the loopback names unless set):
+    /// the bind address and `[server] allowed_hosts`.
+    pub fn with_allowed_hosts(mut self, hosts: AllowedHosts) -> Self {
+        self.door = self.door.with_hosts(hosts);
+        self
+    }
+
+    /// Lets a browser request with `Origin: null` and `Sec-Fetch-Site:
+    /// same-origin` pass when `validator` accepts its CSRF token (for the
+    /// dashboard's forms; without one, `null` is always refused).
+    pub fn with_csrf(mut self, validator: std::sync::Arc<dyn CsrfValidator>) -> Self {
+        self.door = self.door.with_csrf(validator);
         self
     }
 }
@@ -91,7 +102,7 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         ops,
         v1,
         openai,
-        mcp_hosts,
+        door,
         channels,
     } = routes;
     // Webhooks check their own signatures, not the bearer token.
@@ -101,7 +112,7 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         .map(hearth_channels::Channels::push_routes)
         .unwrap_or_default()
         .with_state(());
-    let mcp = mcp::router(state.clone(), mcp_hosts, max_body_bytes);
+    let mcp = mcp::router(state.clone(), max_body_bytes);
     let v1 = v1.layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::require_token,
@@ -112,8 +123,9 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         openai::require_token,
     ));
     // Layers run outside-in from the last one added: request ids and metrics
-    // see every answer, panics become 500s inside them, and the body limit is
-    // known to whoever refuses a body.
+    // see every answer, the door (Host, Origin) refuses strangers before
+    // anything else runs, panics become 500s inside them, and the body limit
+    // is known to whoever refuses a body.
     Router::new()
         .merge(ops)
         .merge(v1)
@@ -127,6 +139,7 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(Extension(extract::BodyLimit(max_body_bytes)))
         .layer(Extension(channels))
+        .layer(axum::middleware::from_fn_with_state(door, door::guard))
         .layer(axum::middleware::from_fn(middleware::request_context))
         .with_state(state)
 }

@@ -28,6 +28,12 @@ pub const METRICS: &[(Kind, &str, Unit, &str)] = &[
     ),
     (
         Kind::Counter,
+        "hearth_http_refused_total",
+        Unit::Count,
+        "Requests refused at the door with 403, by reason: host (a Host this server does not answer to, DNS rebinding) or origin (a browser page of another origin)",
+    ),
+    (
+        Kind::Counter,
         "hearth_auth_failures_total",
         Unit::Count,
         "Requests to /v1 refused with 401: missing, unknown or revoked bearer token",

@@ -89,6 +89,12 @@ pub async fn mark_route(req: Request, next: Next) -> Response {
     resp
 }
 
+/// Records `route` as the route label of a response made before
+/// `mark_route` ran (the door's refusals).
+pub(crate) fn label_route(resp: &mut Response, route: &str) {
+    resp.extensions_mut().insert(RouteLabel(route.to_owned()));
+}
+
 /// Turns a panic in a handler into 500 `internal` in the error envelope
 /// (and an ERROR log line) instead of a dropped connection.
 pub async fn catch_panic(req: Request, next: Next) -> Response {
@@ -141,6 +147,11 @@ pub async fn envelope_bare_errors(req: Request, next: Next) -> Response {
         },
         StatusCode::NOT_FOUND => ApiError::NotFound("no such endpoint; see /openapi.json".into()),
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(limit),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType(if text.is_empty() {
+            "send the body as JSON with Content-Type: application/json".into()
+        } else {
+            text
+        }),
         s if s.is_server_error() => ApiError::Internal(text),
         _ => ApiError::InvalidRequest(if text.is_empty() {
             format!("the request was refused ({status})")

@@ -65,21 +65,22 @@ pub fn document() -> utoipa::openapi::OpenApi {
     for (path, item) in doc.paths.paths.iter_mut() {
         let v1 = path.starts_with("/v1/");
         let openai = path.starts_with("/openai/v1/");
-        for op in [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
+        for (op, changes) in [
+            (&mut item.get, false),
+            (&mut item.put, true),
+            (&mut item.post, true),
+            (&mut item.delete, true),
+            (&mut item.patch, true),
         ]
         .into_iter()
-        .flatten()
+        .filter_map(|(op, changes)| op.as_mut().map(|op| (op, changes)))
         {
             if v1 {
                 require_bearer(op);
             } else if openai {
                 require_openai_bearer(op);
             }
+            describe_door(op, openai, changes);
             describe_responses(op);
         }
     }
@@ -122,6 +123,48 @@ fn require_openai_bearer(op: &mut Operation) {
                 .build(),
         ),
     );
+}
+
+/// The door's answers (`crate::door`): 403 for a Host this server does not
+/// answer to, and on a state-changing operation for a browser Origin of
+/// another site; 415 for a JSON body that is not `application/json`. In
+/// OpenAI's envelope under `/openai`.
+fn describe_door(op: &mut Operation, openai: bool, changes: bool) {
+    let mut refusal = "refused at the door: `forbidden_host` (the Host does not name this server: \
+                       add the name to `[server] allowed_hosts`)"
+        .to_owned();
+    if changes {
+        refusal.push_str(
+            ", or `forbidden_origin` (sent by a browser page of another origin; \
+             `Origin: null` is refused)",
+        );
+    }
+    if openai {
+        refusal.push_str(" (OpenAI's envelope)");
+    }
+    let response = |description: &str| -> RefOr<Response> {
+        if openai {
+            RefOr::T(ResponseBuilder::new().description(description).build())
+        } else {
+            RefOr::T(error_response(description))
+        }
+    };
+    let responses = &mut op.responses.responses;
+    match responses.get_mut("403") {
+        Some(RefOr::T(existing)) => {
+            existing.description = format!("{}; or {refusal}", existing.description);
+        }
+        _ => {
+            let refusal = format!("R{}", &refusal[1..]);
+            responses.insert("403".to_owned(), response(&refusal));
+        }
+    }
+    if op.request_body.is_some() && !responses.contains_key("415") {
+        responses.insert(
+            "415".to_owned(),
+            response("The body is not `application/json` (`unsupported_media_type`)"),
+        );
+    }
 }
 
 /// Gives every response without one the standard description of its status.

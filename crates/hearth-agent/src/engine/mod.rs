@@ -16,10 +16,12 @@ use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
 mod call;
 mod compact;
 mod confirm_gate;
+mod direct;
 mod run_io;
 mod supplied;
 mod tools;
 
+pub use direct::{DIRECT_CALL_ID, DirectCall};
 pub use run_io::{Candidate, ModelCall, Outcome, RunInput, RunResult, ToolMode};
 use run_io::{ModelCalls, record_call, take_calls};
 
@@ -160,6 +162,10 @@ struct Progress {
     next_index: u32,
     llm_calls: u32,
     tool_calls: u32,
+    /// How each call of this process's part of the run ended, by call id.
+    ends: Vec<(String, tools::CallEnd)>,
+    /// A person called the tool directly (no model reads the result).
+    direct: bool,
 }
 
 impl Engine {
@@ -470,6 +476,8 @@ impl Engine {
             next_index: input.first_step,
             llm_calls: 0,
             tool_calls: 0,
+            ends: Vec::new(),
+            direct: false,
         };
         for step in steps {
             p.next_index = p.next_index.max(step.index + 1);

@@ -45,7 +45,8 @@ impl Engine {
             if self.needs_confirmation(p, &first.name, &first.arguments) {
                 check_call_limits(&self.limits, p)?;
                 if let Some(refusal) = self.confirm(input, sink, &first, clock).await? {
-                    let call = self.begin_call(input, sink, p, first, false).await?;
+                    let mut call = self.begin_call(input, sink, p, first, false).await?;
+                    call.unconfirmed = true;
                     self.end_call(input, sink, p, call, refusal).await?;
                     continue;
                 }
@@ -60,9 +61,17 @@ impl Engine {
             }
             let timeout = self.limits.tool_timeout;
             let ctx = &ctx;
+            let direct = p.direct;
             let outputs = futures_util::future::join_all(batch.iter().map(|c| async move {
                 match c.refused {
                     Some(refusal) => self.deny(input, &c.name, refusal).await,
+                    // A person asked for it and reads the result: no model
+                    // needs warning about what an outside source said.
+                    None if direct => {
+                        self.tools
+                            .execute_direct(ctx, &c.name, &c.arguments, timeout)
+                            .await
+                    }
                     None => {
                         self.tools
                             .execute(ctx, &c.name, &c.arguments, timeout)
@@ -84,7 +93,24 @@ impl Engine {
         &self,
         input: &RunInput,
     ) -> Result<Vec<hearth_core::ToolSpec>, Stop> {
+        self.offered_tools_as(input, false).await
+    }
+
+    /// As `offered_tools`; `operator` makes the user hold every capability,
+    /// as an admin does (the API token holder calling a tool directly).
+    pub(super) async fn offered_tools_as(
+        &self,
+        input: &RunInput,
+        operator: bool,
+    ) -> Result<Vec<hearth_core::ToolSpec>, Stop> {
         let channel = channel_of(&input.thread_key);
+        if operator {
+            return Ok(self
+                .tools
+                .for_channel(channel)
+                .map(|t| t.spec().clone())
+                .collect());
+        }
         let needs_grants = self.tools.for_channel(channel).any(|t| {
             t.capability().is_some_and(|cap| {
                 !self.policy.is_admin(&input.user_key) && !self.policy.default_preset.contains(cap)
@@ -258,6 +284,7 @@ impl Engine {
             arguments,
             class,
             refused,
+            unconfirmed: false,
             step,
         })
     }
@@ -276,6 +303,12 @@ impl Engine {
         // Tool output is outside content: secrets in it never reach the
         // model, the journal or the history.
         let output = self.redact_tool_json(output.json, "result");
+        let end = match (call.refused, call.unconfirmed, ok) {
+            (Some(_), _, _) => CallEnd::Refused,
+            (None, true, _) => CallEnd::NotConfirmed,
+            (None, false, true) => CallEnd::Ok,
+            (None, false, false) => CallEnd::Error,
+        };
         let mut step = call.step;
         step.status = if ok {
             StepStatus::Succeeded
@@ -284,7 +317,11 @@ impl Engine {
         };
         step.finished_at = Some(now_ms());
         step.payload["output"] = Value::String(output.clone());
+        if let Some(why) = end.not_run() {
+            step.payload["not_run"] = Value::from(why);
+        }
         input.journal(&self.store).put_step(step).await?;
+        p.ends.push((call.call_id.clone(), end));
         sink.emit(
             RunEventKind::ToolFinished,
             json!({ "call_id": call.call_id, "name": call.name, "ok": ok }),
@@ -328,7 +365,33 @@ struct PendingCall {
     class: Option<ToolClass>,
     /// The capability the user lacks, when the call is refused.
     refused: Option<Refusal>,
+    /// The user did not confirm it (declined, moved on, or let it expire).
+    unconfirmed: bool,
     step: StepRecord,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CallEnd {
+    /// It ran and answered.
+    Ok,
+    /// It ran (or could not run: bad arguments, unknown tool) and failed.
+    Error,
+    /// The user may not make it (a capability, or not on this channel).
+    Refused,
+    /// It needed the user's confirmation and did not get it.
+    NotConfirmed,
+}
+
+impl CallEnd {
+    /// Why it did not run, as journaled (`None` when it ran).
+    pub(super) fn not_run(self) -> Option<&'static str> {
+        match self {
+            Self::Refused => Some("refused"),
+            Self::NotConfirmed => Some("not_confirmed"),
+            Self::Ok | Self::Error => None,
+        }
+    }
 }
 
 /// Why a call is not run.

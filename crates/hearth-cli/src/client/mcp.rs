@@ -7,8 +7,10 @@
 //! conformance suite's client mode runs it with the scenario's URL last.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, IsTerminal, Write};
 
-use hearth_server::routes::mcp::{McpCallResult, McpServerList};
+use hearth_core::{RunEnvelope, RunStatus};
+use hearth_server::routes::mcp::McpServerList;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -21,6 +23,8 @@ use crate::cli::{Global, McpCommand};
 struct CallBody<'a> {
     tool: &'a str,
     arguments: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_key: Option<&'a str>,
 }
 
 /// Parses a tool's arguments: a JSON object, `{}` when empty.
@@ -42,7 +46,13 @@ fn arguments(raw: &str) -> Result<Map<String, Value>, Exit> {
 pub async fn run(g: &Global, command: McpCommand) -> Result<(), Exit> {
     match command {
         McpCommand::List => list(g).await,
-        McpCommand::Call { server, tool, args } => call(g, &server, &tool, &args).await,
+        McpCommand::Call {
+            server,
+            tool,
+            args,
+            yes,
+            user,
+        } => call(g, &server, &tool, &args, yes, user.as_deref()).await,
         McpCommand::Probe {
             url,
             call,
@@ -92,20 +102,119 @@ async fn list(g: &Global) -> Result<(), Exit> {
     Ok(())
 }
 
-async fn call(g: &Global, server: &str, tool: &str, args: &str) -> Result<(), Exit> {
+async fn call(
+    g: &Global,
+    server: &str,
+    tool: &str,
+    args: &str,
+    yes: bool,
+    user: Option<&str>,
+) -> Result<(), Exit> {
     let api = Api::new(g)?;
     let body = CallBody {
         tool,
         arguments: arguments(args)?,
+        user_key: user,
     };
-    let answer: McpCallResult = api
+    let mut env: RunEnvelope = api
         .post(&format!("/v1/mcp/servers/{}/call", enc(server)), &body)
         .await?;
-    print_result(g, &answer.result);
-    if answer.result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(anyhow::anyhow!("the tool reported an error").into());
+    if env.status == RunStatus::AwaitingConfirmation {
+        env = confirm(&api, g, env, yes).await?;
+    } else if !env.status.is_terminal() {
+        env = super::runs::wait(&api, &env.run_id, None).await?;
     }
-    Ok(())
+    print_call(g, &env)
+}
+
+/// Answers the call's confirmation (with `--yes`, or as the person at the
+/// terminal says) and waits for the call's end. Without a terminal and
+/// without `--yes`, says how to answer and exits 3.
+async fn confirm(api: &Api, g: &Global, env: RunEnvelope, yes: bool) -> Result<RunEnvelope, Exit> {
+    let (summary, token) = env
+        .confirmation
+        .as_ref()
+        .map(|c| (c.summary.clone(), c.token.clone()))
+        .unwrap_or_default();
+    let Some(token) = token else {
+        return Err(Exit::pending(anyhow::anyhow!(
+            "run {} awaits a confirmation whose token this answer does not carry; answer with the token given when it was asked",
+            env.run_id
+        )));
+    };
+    let approve = if yes {
+        true
+    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        eprint!("hearth asks before it runs this: {summary}\nrun it? [y/N] ");
+        std::io::stderr().flush().map_err(anyhow::Error::new)?;
+        let mut answer = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut answer)
+            .map_err(anyhow::Error::new)?;
+        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    } else {
+        if g.json {
+            crate::output::print_json(&env);
+        } else {
+            println!("run {} awaits confirmation: {summary}", env.run_id);
+            println!(
+                "answer with: hearth confirm {token} --user {} --wait   (or: hearth deny {token} --user {})",
+                env.user_key, env.user_key
+            );
+        }
+        return Err(Exit::pending(anyhow::anyhow!(
+            "the call waits for a confirmation (pass --yes to approve it when calling)"
+        )));
+    };
+    let _: RunEnvelope = api
+        .post(
+            &format!("/v1/confirmations/{}", enc(&token)),
+            &json!({ "user_key": env.user_key, "approve": approve }),
+        )
+        .await?;
+    super::runs::wait(api, &env.run_id, Some(&token)).await
+}
+
+/// Prints the call's result: its text (or JSON) on success, the run with
+/// `--json`; a failed call is an error exit.
+fn print_call(g: &Global, env: &RunEnvelope) -> Result<(), Exit> {
+    if g.json {
+        crate::output::print_json(env);
+    }
+    match env.status {
+        RunStatus::Succeeded => {
+            if !g.json {
+                let text = env.output.as_ref().map_or("", |o| o.text.as_str());
+                match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(map)) if map.len() == 1 && map["text"].is_string() => {
+                        println!("{}", map["text"].as_str().unwrap_or_default());
+                    }
+                    Ok(v) => crate::output::print_json(&v),
+                    Err(_) => println!("{text}"),
+                }
+            }
+            Ok(())
+        }
+        RunStatus::Failed => {
+            let (code, message) = env
+                .error
+                .as_ref()
+                .map(|e| (e.code.as_str(), e.message.as_str()))
+                .unwrap_or(("failed", "the call failed"));
+            Err(anyhow::anyhow!("the call failed ({code}): {message}").into())
+        }
+        RunStatus::Cancelled => {
+            Err(anyhow::anyhow!("the call (run {}) was cancelled", env.run_id).into())
+        }
+        RunStatus::AwaitingConfirmation | RunStatus::Queued | RunStatus::Running => {
+            Err(Exit::pending(anyhow::anyhow!(
+                "run {id} is still {status}; follow it with `hearth run wait {id}`",
+                id = env.run_id,
+                status = env.status.as_str()
+            )))
+        }
+    }
 }
 
 /// Prints a `tools/call` result: the JSON with `--json`, else its text blocks.

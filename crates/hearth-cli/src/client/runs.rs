@@ -99,7 +99,11 @@ fn run_path(run_id: &str) -> String {
 
 /// Waits until the run ends or asks a question other than `answered` (the
 /// confirmation token just answered, whose request is replayed first).
-async fn wait(api: &Api, run_id: &str, answered: Option<&str>) -> Result<RunEnvelope, Exit> {
+pub(super) async fn wait(
+    api: &Api,
+    run_id: &str,
+    answered: Option<&str>,
+) -> Result<RunEnvelope, Exit> {
     // A question is new unless it carries the token just answered (after a
     // restart a question may carry no token: then it is new only when none
     // was answered).

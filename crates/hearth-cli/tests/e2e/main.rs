@@ -12,6 +12,7 @@ mod cli;
 mod compaction;
 mod confirmations;
 mod discord;
+mod door;
 mod durability;
 mod home_lock;
 mod http;

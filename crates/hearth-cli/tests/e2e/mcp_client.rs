@@ -484,3 +484,256 @@ async fn the_conformance_suite_passes_in_client_mode() {
     .await;
     assert!(ok, "auth scenarios (expected failures):\n{text}");
 }
+
+/// `[mcp.servers.fk]` running fake-mcp, which writes every call it gets to
+/// `calls`; `member` holds `mcp.fk`, and users here hold `none`.
+fn logging_config(fake: &FakeOpenAi, calls: &std::path::Path) -> String {
+    format!(
+        "{}[permissions]\ndefault_preset = \"none\"\n\
+         [mcp.servers.fk]\ncommand = \"{}\"\nargs = [\"--calls\", \"{}\"]\npreset = \"member\"\n",
+        fake_config(&fake.base_url()),
+        hearth_testkit::fake_mcp::fake_mcp_bin().display(),
+        calls.display()
+    )
+}
+
+/// The calls fake-mcp got, by tool name.
+fn calls_of(calls: &std::path::Path, tool: &str) -> usize {
+    std::fs::read_to_string(calls)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split(' ').next() == Some(tool))
+        .count()
+}
+
+/// `POST /v1/mcp/servers/fk/call`.
+async fn direct(h: &Hearth, body: Value) -> (u16, Value) {
+    h.send(reqwest::Method::POST, "/v1/mcp/servers/fk/call", body)
+        .await
+}
+
+/// The `tool.direct_call` records of the audit log, newest first, as
+/// (actor, target, outcome).
+async fn direct_audit(h: &Hearth) -> Vec<(String, String, String)> {
+    let (_, v) = h.get("/v1/audit").await;
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "tool.direct_call")
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+            (s("actor"), s("target"), s("outcome"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_direct_call_of_a_write_tool_runs_only_once_confirmed_and_is_audited() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.log");
+    let h = Hearth::start(
+        &dir.path().join("home"),
+        Some(&logging_config(&fake, &calls)),
+    )
+    .await;
+    ready(&h, "fk").await;
+
+    // A read-class tool answers at once.
+    let (s, v) = direct(&h, json!({"tool": "echo", "arguments": {"text": "hi"}})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["status"], "succeeded", "{v}");
+    let out: Value = serde_json::from_str(v["output"]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(out, json!({"text": "hi"}));
+    assert_eq!(calls_of(&calls, "echo"), 1);
+
+    // A write-class one waits for a confirmation and does not run before it.
+    let (s, v) = direct(
+        &h,
+        json!({"tool": "write_note", "arguments": {"text": "direct"}}),
+    )
+    .await;
+    assert_eq!(s, 202, "{v}");
+    assert_eq!(v["status"], "awaiting_confirmation", "{v}");
+    assert_eq!(v["confirmation"]["tool"], "fk__write_note", "{v}");
+    assert_eq!(v["user_key"], "api:operator:local", "{v}");
+    assert_eq!(
+        calls_of(&calls, "write_note"),
+        0,
+        "it ran before the answer"
+    );
+    let run_id = v["run_id"].as_str().unwrap().to_owned();
+    let token = v["confirmation"]["token"].as_str().unwrap().to_owned();
+    let (s, v) = h
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/confirmations/{token}"),
+            json!({"user_key": "api:operator:local", "approve": true}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let v = h.wait_run(&run_id).await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert!(
+        v["output"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("noted: direct"),
+        "{v}"
+    );
+    assert_eq!(calls_of(&calls, "write_note"), 1);
+
+    // Denied: it never runs.
+    let (s, v) = direct(
+        &h,
+        json!({"tool": "write_note", "arguments": {"text": "no"}}),
+    )
+    .await;
+    assert_eq!(s, 202, "{v}");
+    let token = v["confirmation"]["token"].as_str().unwrap().to_owned();
+    let run_id = v["run_id"].as_str().unwrap().to_owned();
+    h.send(
+        reqwest::Method::POST,
+        &format!("/v1/confirmations/{token}"),
+        json!({"user_key": "api:operator:local", "approve": false}),
+    )
+    .await;
+    let v = h.wait_run(&run_id).await;
+    assert_eq!(
+        (&v["status"], &v["error"]["code"]),
+        (&json!("failed"), &json!("not_confirmed")),
+        "{v}"
+    );
+    assert_eq!(calls_of(&calls, "write_note"), 1);
+
+    // A named user is held to their own capabilities: mcp.fk is beyond `none`.
+    let (s, v) = direct(
+        &h,
+        json!({"tool": "echo", "arguments": {"text": "x"}, "user_key": "api:user:eve"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        (&v["status"], &v["error"]["code"]),
+        (&json!("failed"), &json!("forbidden")),
+        "{v}"
+    );
+    assert_eq!(calls_of(&calls, "echo"), 1);
+
+    assert_eq!(
+        direct_audit(&h).await,
+        [
+            ("api:user:eve", "fk__echo", "denied"),
+            ("api:operator:local", "fk__write_note", "not_confirmed"),
+            ("api:operator:local", "fk__write_note", "ok"),
+            ("api:operator:local", "fk__echo", "ok"),
+        ]
+        .map(|(a, t, o)| (a.to_owned(), t.to_owned(), o.to_owned()))
+    );
+    assert_eq!(fake.request_count(), 0, "a direct call reached a model");
+
+    // The CLI: without a terminal the question is printed and the call waits
+    // (exit 3); `hearth confirm` answers it; `--yes` approves at once.
+    let out = command(&h.home)
+        .args([
+            "--url",
+            &h.url,
+            "mcp",
+            "call",
+            "fk",
+            "write_note",
+            r#"{"text":"cli"}"#,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(calls_of(&calls, "write_note"), 1, "{stdout}");
+    let token = stdout
+        .split_whitespace()
+        .skip_while(|w| *w != "confirm")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no token in {stdout:?}"))
+        .to_owned();
+    let out = command(&h.home)
+        .args([
+            "--url",
+            &h.url,
+            "confirm",
+            &token,
+            "--user",
+            "api:operator:local",
+            "--wait",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("noted: cli"),
+        "{out:?}"
+    );
+    let out = command(&h.home)
+        .args([
+            "--url",
+            &h.url,
+            "mcp",
+            "call",
+            "--yes",
+            "fk",
+            "write_note",
+            r#"{"text":"yes"}"#,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "noted: yes");
+    assert_eq!(calls_of(&calls, "write_note"), 3);
+}
+
+#[tokio::test]
+#[ignore = "races the MCP server's start after the restart: a recovered run resumes before its \
+            server lists its tools (issue 17, 'Recovered runs start before MCP servers are up'); \
+            run it once that is fixed. The runtime's tests cover the recovery in-process"]
+async fn a_direct_call_waiting_for_its_confirmation_survives_a_kill() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.log");
+    let home = dir.path().join("home");
+    let config = logging_config(&fake, &calls);
+    let h = Hearth::start(&home, Some(&config)).await;
+    ready(&h, "fk").await;
+    let (s, v) = direct(
+        &h,
+        json!({"tool": "write_note", "arguments": {"text": "later"}}),
+    )
+    .await;
+    assert_eq!(s, 202, "{v}");
+    let token = v["confirmation"]["token"].as_str().unwrap().to_owned();
+    let run_id = v["run_id"].as_str().unwrap().to_owned();
+    h.kill().await;
+
+    // After the restart it is still a direct call waiting for the same
+    // answer, not a message for a model.
+    let h = Hearth::start(&home, Some(&config)).await;
+    ready(&h, "fk").await;
+    let (s, v) = h
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/confirmations/{token}"),
+            json!({"user_key": "api:operator:local", "approve": true}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let v = h.wait_run(&run_id).await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(calls_of(&calls, "write_note"), 1);
+    assert_eq!(
+        fake.request_count(),
+        0,
+        "the recovered call reached a model"
+    );
+}

@@ -791,3 +791,43 @@ async fn a_progress_message_left_by_a_killed_process_is_removed_with_the_answer(
     );
     no_rejections(&tg);
 }
+
+#[tokio::test]
+async fn the_webhook_is_exempt_from_the_origin_rule_but_not_from_the_host_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let tg = FakeTelegram::start(TOKEN).await;
+    let cfg = config(
+        &fake,
+        &tg,
+        "mode = \"webhook\"\nwebhook_secret_env = \"TG_SECRET\"\n",
+    );
+    let h = Hearth::start_with(
+        &dir.path().join("home"),
+        Some(&cfg),
+        &[("TG_TOKEN", TOKEN), ("TG_SECRET", "s3cret-token")],
+    )
+    .await;
+    let mut update = tg.private_text(&User::new(ALICE), "through a proxy");
+    update["update_id"] = json!(777);
+    let post = || {
+        h.http
+            .post(h.at("/channels/telegram/webhook"))
+            .header("X-Telegram-Bot-Api-Secret-Token", "s3cret-token")
+            .json(&update)
+    };
+    // A name hearth does not answer to is refused before the secret is looked at.
+    let r = post().header("host", "evil.example").send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "forbidden_host", "{v}");
+    // The platform signs its requests; an Origin does not matter here.
+    let r = post()
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    wait_text(&tg, ALICE, "echo: through a proxy").await;
+    no_rejections(&tg);
+}

@@ -9,6 +9,7 @@ mod cancel;
 mod claim;
 mod confirmations;
 mod conformance;
+mod direct;
 mod events;
 mod incognito;
 mod jobs;

@@ -6,10 +6,13 @@
 //! | `InvalidRequest` | 400 | `invalid_request_error` | `null` or given |
 //! | `Unauthorized` | 401 | `invalid_request_error` | `invalid_api_key` |
 //! | `Forbidden` | 403 | `invalid_request_error` | `forbidden` |
+//! | `ForbiddenHost` | 403 | `invalid_request_error` | `forbidden_host` |
+//! | `ForbiddenOrigin` | 403 | `invalid_request_error` | `forbidden_origin` |
 //! | `ModelNotFound` | 404 | `invalid_request_error` | `model_not_found` |
 //! | `NotFound` | 404 | `invalid_request_error` | `unknown_url` |
 //! | `MethodNotAllowed` | 405 | `invalid_request_error` | `method_not_allowed` |
 //! | `PayloadTooLarge` | 413 | `invalid_request_error` | `payload_too_large` |
+//! | `UnsupportedMediaType` | 415 | `invalid_request_error` | `unsupported_media_type` |
 //! | `BudgetExceeded` | 429 | `insufficient_quota` | `budget_exceeded` |
 //! | `RunFailed` | 500 | `server_error` | the run's error code |
 //! | `Timeout` | 504 | `server_error` | `timeout` |
@@ -48,6 +51,15 @@ pub enum OpenAiError {
     /// Authenticated, but not allowed.
     #[error("{0}")]
     Forbidden(String),
+    /// The `Host` does not name this server (DNS rebinding).
+    #[error("{0}")]
+    ForbiddenHost(String),
+    /// A browser page of another origin.
+    #[error("{0}")]
+    ForbiddenOrigin(String),
+    /// A body that is not `application/json`.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// A model id that is not `hearth` or `hearth/<provider>/<model>` of a configured model.
     #[error("the model `{0}` does not exist; GET /openai/v1/models lists the ones hearth serves")]
     ModelNotFound(String),
@@ -110,6 +122,13 @@ impl OpenAiError {
             }
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, INVALID, code("invalid_api_key")),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, INVALID, code("forbidden")),
+            Self::ForbiddenHost(_) => (StatusCode::FORBIDDEN, INVALID, code("forbidden_host")),
+            Self::ForbiddenOrigin(_) => (StatusCode::FORBIDDEN, INVALID, code("forbidden_origin")),
+            Self::UnsupportedMediaType(_) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                INVALID,
+                code("unsupported_media_type"),
+            ),
             Self::ModelNotFound(_) => (StatusCode::NOT_FOUND, INVALID, code("model_not_found")),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, INVALID, code("unknown_url")),
             Self::MethodNotAllowed { .. } => (

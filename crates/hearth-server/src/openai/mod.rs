@@ -147,6 +147,7 @@ pub(crate) struct Reply {
         (status = 400, description = "Bad input, or client-side `tools`, `functions`, `tool_choice` (`invalid_request_error`, `param` naming the field)", body = Object),
         (status = 404, description = "Unknown model (`model_not_found`)", body = Object),
         (status = 413, description = "Body over `[server] max_body_bytes` (`payload_too_large`)", body = Object),
+        (status = 415, description = "The body is not `application/json` (`unsupported_media_type`)", body = Object),
         (status = 429, description = "Budget exceeded (`insufficient_quota`)", body = Object),
         (status = 500, description = "The run failed (`server_error`)", body = Object),
         (status = 503, description = "Shutting down or saturated (`server_error`)", body = Object),
@@ -157,6 +158,11 @@ pub(crate) async fn chat_completions(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    // A page on another site can post `text/plain` without a CORS
+    // preflight; such a body never reaches the JSON parser.
+    if let Err(why) = crate::door::json_content_type(&headers) {
+        return OpenAiError::UnsupportedMediaType(why).into_response();
+    }
     let body = match body {
         Ok(b) => b,
         Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {

@@ -1,14 +1,22 @@
-//! The MCP servers hearth is a client of: their state, and a debugging call.
+//! The MCP servers hearth is a client of: their state, and a direct call of
+//! one of their tools (through the runtime, as a run).
 //!
 //! The manager reaches handlers as an `Extension` that `hearth serve` adds;
 //! without it (tests, a build with no MCP) there are no servers.
 
+use std::time::Duration;
+
 use axum::Json;
-use axum::extract::Extension;
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use hearth_core::RunEnvelope;
 use hearth_mcp::{McpError, McpManager};
+use hearth_runtime::{ToolCallRequest, WaitOutcome};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::AppState;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath};
 
@@ -46,15 +54,16 @@ pub struct McpCallRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub arguments: serde_json::Map<String, serde_json::Value>,
-}
-
-/// The answer of `POST /v1/mcp/servers/{name}/call`.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct McpCallResult {
-    /// The server's `tools/call` result as it sent it
-    /// (`{content, structuredContent, isError}`).
-    #[schema(value_type = Object)]
-    pub result: serde_json::Value,
+    /// Who calls: that user's capabilities apply, and they answer the
+    /// confirmation. Default: the operator (`api:operator:<token name>`, or
+    /// `api:operator:local` on a loopback hearth without tokens), who holds
+    /// every capability. 1 to 256 bytes, no control characters.
+    #[schema(min_length = 1, max_length = 256)]
+    pub user_key: Option<String>,
+    /// How long to wait for the call to end, in seconds (default 60, at
+    /// most 600). A call that waits for a confirmation answers at once.
+    #[schema(minimum = 0, maximum = 600)]
+    pub wait_timeout_secs: Option<u64>,
 }
 
 /// The path of `POST /v1/mcp/servers/{name}/call`.
@@ -64,6 +73,9 @@ pub struct ServerName {
     /// The server, as named in `[mcp.servers.<name>]`.
     pub name: String,
 }
+
+const DEFAULT_WAIT_SECS: u64 = 60;
+const MAX_WAIT_SECS: u64 = 600;
 
 /// Every configured MCP server, with its state and tool count.
 #[utoipa::path(get, path = "/v1/mcp/servers", tag = "mcp",
@@ -84,33 +96,68 @@ pub async fn servers(mcp: Option<Extension<McpManager>>) -> Json<McpServerList> 
     Json(McpServerList { servers })
 }
 
-/// Calls one tool of a server directly, for debugging (`hearth mcp call`):
-/// no run, no model, no confirmation; the API token holder is the operator.
+/// Calls one tool of a server directly (`hearth mcp call`), as a run of its
+/// own with no model: the same rules as a model's call of the tool. The
+/// caller's capabilities are checked (the operator holds every one), a
+/// write-class tool waits for a confirmation (`POST
+/// /v1/confirmations/{token}`, as the run's `user_key`), and the call is
+/// written to the audit log (`tool.direct_call`). The run's `output.text` is
+/// the tool's result (JSON); a run that failed says why in `error.code`:
+/// `forbidden` (a capability the user lacks), `not_confirmed`, `tool_error`.
 #[utoipa::path(post, path = "/v1/mcp/servers/{name}/call", tag = "mcp",
     params(ServerName),
     request_body = McpCallRequest,
     responses(
-        (status = 200, description = "The tool's result (isError inside when the tool failed)", body = McpCallResult),
-        (status = 400, description = "Bad input, or the server refused the call", body = crate::dto::ErrorBody),
-        (status = 404, description = "No server of that name", body = crate::dto::ErrorBody),
-        (status = 503, description = "The server is down or the call timed out", body = crate::dto::ErrorBody)))]
+        (status = 200, description = "The call ended within the wait: the run's envelope (`succeeded` with the tool's result in `output.text`, or `failed`)", body = RunEnvelope),
+        (status = 202, description = "The call awaits a confirmation (`awaiting_confirmation`, with the token in `confirmation`) or did not end within the wait: the run's envelope", body = RunEnvelope),
+        (status = 400, description = "Bad input", body = crate::dto::ErrorBody),
+        (status = 404, description = "No server of that name, or it lists no such tool", body = crate::dto::ErrorBody),
+        (status = 503, description = "The server is down and has not listed its tools, or hearth is shutting down or saturated", body = crate::dto::ErrorBody)))]
 pub async fn call(
+    State(st): State<AppState>,
+    Extension(caller): Extension<Caller>,
     mcp: Option<Extension<McpManager>>,
     ApiPath(ServerName { name }): ApiPath<ServerName>,
     ApiJson(body): ApiJson<McpCallRequest>,
-) -> Result<Json<McpCallResult>, ApiError> {
+) -> Result<(StatusCode, Json<RunEnvelope>), ApiError> {
+    let wait_secs = body.wait_timeout_secs.unwrap_or(DEFAULT_WAIT_SECS);
+    if wait_secs > MAX_WAIT_SECS {
+        return Err(ApiError::InvalidRequest(format!(
+            "wait_timeout_secs must be at most {MAX_WAIT_SECS}"
+        )));
+    }
     let manager = mcp.map(|Extension(m)| m).unwrap_or_default();
-    let result = manager
-        .call(&name, &body.tool, body.arguments)
-        .await
+    let tool = manager
+        .tool_name(&name, &body.tool)
         .map_err(|e| match e {
             McpError::UnknownServer(_) => ApiError::NotFound(e.to_string()),
-            McpError::Server(_) => ApiError::InvalidRequest(e.to_string()),
-            McpError::Start(_)
-            | McpError::Closed(_)
-            | McpError::Protocol(_)
-            | McpError::Unavailable { .. }
-            | McpError::Timeout(_) => ApiError::Unavailable(e.to_string()),
+            other => ApiError::Unavailable(other.to_string()),
+        })?
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "MCP server {name:?} lists no tool {:?}; GET /v1/tools shows its tools (as {name}__<tool>)",
+                body.tool
+            ))
         })?;
-    Ok(Json(McpCallResult { result }))
+    let (user_key, operator) = match body.user_key {
+        Some(user) => (user, false),
+        None => (caller.operator_key(), true),
+    };
+    let env = st
+        .runtime
+        .call_tool(ToolCallRequest {
+            tool,
+            arguments: body.arguments,
+            user_key,
+            operator,
+        })
+        .await?;
+    match st
+        .runtime
+        .wait(&env.run_id, Duration::from_secs(wait_secs))
+        .await?
+    {
+        WaitOutcome::Finished(env) => Ok((StatusCode::OK, Json(env))),
+        WaitOutcome::Pending(env) => Ok((StatusCode::ACCEPTED, Json(env))),
+    }
 }

@@ -100,7 +100,7 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_timeout() {
     };
     let s = Server::start(limits, 1024).await;
     let mut conn = TcpStream::connect(s.addr).await.unwrap();
-    conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n")
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
     let mut got = Vec::new();

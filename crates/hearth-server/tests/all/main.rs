@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod door;
 mod errors;
 mod listen;
 mod mcp;

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use hearth_agent::{Engine, Limits};
 use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
-use hearth_server::mcp::AllowedHosts;
-use hearth_server::{AppState, Auth, Routes, ServeLimits, hash_token};
+use hearth_server::{AllowedHosts, AppState, Auth, Routes, ServeLimits, hash_token};
 use hearth_store::{Durability, NewMemory, NewToken, SqliteStore, Store};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
@@ -47,7 +46,7 @@ async fn start(fake: &FakeOpenAi, hosts: AllowedHosts) -> Server {
         metrics: None,
         policy: Default::default(),
     };
-    let app = hearth_server::with_state(Routes::build().with_mcp_hosts(hosts), state, 1 << 20);
+    let app = hearth_server::with_state(Routes::build().with_allowed_hosts(hosts), state, 1 << 20);
     Server::serve(app, ServeLimits::default(), store, dir).await
 }
 
@@ -372,24 +371,69 @@ async fn other_hosts_and_origins_get_403() {
     let s = start(&fake, AllowedHosts::new(None, &["hearth.lan".into()])).await;
     let c = Client::new(&s);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-    for headers in [
-        vec![("host", "evil.example")],
-        vec![("host", "evil.example:7777")],
-        vec![("origin", "http://evil.example")],
-        vec![("origin", "null")],
-        vec![("host", "hearth.lan"), ("origin", "https://evil.example")],
+    let port = s.addr.port().to_string();
+    let another_port = format!("http://127.0.0.1:{}", s.addr.port().wrapping_add(1));
+    for (headers, want) in [
+        (vec![("host", "evil.example")], "forbidden_host"),
+        (vec![("host", "evil.example:7777")], "forbidden_host"),
+        (vec![("origin", "http://evil.example")], "forbidden_origin"),
+        (vec![("origin", "null")], "forbidden_origin"),
+        (
+            vec![("origin", "null"), ("sec-fetch-site", "same-origin")],
+            "forbidden_origin",
+        ),
+        // Another local program's page is another origin.
+        (vec![("origin", another_port.as_str())], "forbidden_origin"),
+        (
+            vec![("host", "hearth.lan"), ("origin", "https://evil.example")],
+            "forbidden_origin",
+        ),
     ] {
         let a = c.post_with(&ping, &headers).await;
         assert_eq!(a.status, 403, "{headers:?}: {}", a.body);
-        assert_eq!(code(&serde_json::from_str(&a.body).unwrap()), "forbidden");
+        assert_eq!(code(&serde_json::from_str(&a.body).unwrap()), want);
+    }
+    // MCP asks for the Origin check on every request, GETs (the SSE
+    // stream) and DELETEs (ending a session) included.
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let r = s
+            .http
+            .request(method.clone(), s.url("/mcp"))
+            .header("origin", "http://evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 403, "{method}");
     }
     // Allowed names pass the check (and reach MCP, which wants a session).
+    let own = format!("http://127.0.0.1:{port}");
     for headers in [
         vec![("host", "localhost:7777")],
         vec![("host", "hearth.lan"), ("origin", "https://hearth.lan")],
-        vec![("origin", "http://127.0.0.1:3000")],
+        vec![("origin", own.as_str())],
     ] {
         let a = c.post_with(&ping, &headers).await;
         assert_ne!(a.status, 403, "{headers:?}: {}", a.body);
+    }
+}
+
+#[tokio::test]
+async fn a_post_that_is_not_json_is_415() {
+    let fake = fake().await;
+    let s = start(&fake, AllowedHosts::default()).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    for ct in ["text/plain", "application/x-www-form-urlencoded"] {
+        let r = s
+            .http
+            .post(s.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", ct)
+            .body(ping.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 415, "{ct}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(code(&v), "unsupported_media_type", "{v}");
     }
 }

@@ -417,6 +417,7 @@ async fn client_tools_and_unsupported_input_are_400_naming_the_field() {
         t.s.send(
             t.s.http
                 .post(t.s.url("/openai/v1/chat/completions"))
+                .header("content-type", "application/json")
                 .body("{"),
         )
         .await;
@@ -633,5 +634,61 @@ async fn the_streamed_answer_is_the_plain_answer_also_after_a_tool_call() {
     assert_eq!(
         streamed, plain,
         "the stream carries the answer, not the text of the turn before the tool call"
+    );
+}
+
+#[tokio::test]
+async fn strangers_are_refused_in_openais_envelope() {
+    let t = setup().await;
+    let body = json!({"model": "hearth", "messages": [{"role": "user", "content": "hi"}]});
+    let post = || {
+        t.s.http
+            .post(t.s.url("/openai/v1/chat/completions"))
+            .body(body.to_string())
+    };
+    let cases = [
+        (
+            post()
+                .header("content-type", "application/json")
+                .header("host", "evil.example"),
+            403,
+            "forbidden_host",
+        ),
+        (
+            post()
+                .header("content-type", "application/json")
+                .header("origin", "https://evil.example"),
+            403,
+            "forbidden_origin",
+        ),
+        (
+            post().header("content-type", "text/plain"),
+            415,
+            "unsupported_media_type",
+        ),
+        (
+            t.s.http
+                .get(t.s.url("/openai/v1/models"))
+                .header("host", "evil.example"),
+            403,
+            "forbidden_host",
+        ),
+    ];
+    for (rb, status, code) in cases {
+        let (got, _, v) = t.s.send(rb).await;
+        assert_eq!(got, status, "{v}");
+        assert_eq!(
+            (&v["error"]["code"], &v["error"]["type"]),
+            (&json!(code), &json!("invalid_request_error")),
+            "{v}"
+        );
+        assert!(
+            v["error"].get("param").is_some(),
+            "OpenAI's four fields: {v}"
+        );
+    }
+    assert!(
+        t.fake.requests().is_empty(),
+        "a refused request reached the model"
     );
 }

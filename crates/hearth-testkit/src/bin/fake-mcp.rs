@@ -15,6 +15,10 @@
 //! - `big {bytes}`: answers that many `x`;
 //! - `fail`: answers `isError: true`;
 //! - a tool whose name is 80 characters long.
+//!
+//! With `--calls <file>`, every `tools/call` it gets is appended to the file
+//! as one line, `<name> <arguments as JSON>`, before it answers: a test sees
+//! which calls really reached the server.
 
 use std::io::{BufRead, Write};
 
@@ -61,6 +65,25 @@ fn main() {
         tool("fail", true),
         tool(&long_name(), true),
     ];
+    let mut calls_log: Option<std::fs::File> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--calls"
+            && let Some(path) = args.next()
+        {
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                Ok(f) => calls_log = Some(f),
+                Err(e) => {
+                    eprintln!("fake-mcp: cannot open {path}: {e}");
+                    std::process::exit(2);
+                }
+            }
+        }
+    }
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -104,6 +127,19 @@ fn main() {
                 let said = arg("text")
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default();
+                if let Some(log) = calls_log.as_mut() {
+                    let arguments = msg
+                        .pointer("/params/arguments")
+                        .cloned()
+                        .unwrap_or(json!({}));
+                    if writeln!(log, "{name} {arguments}")
+                        .and_then(|()| log.flush())
+                        .is_err()
+                    {
+                        eprintln!("fake-mcp: cannot write to the calls file");
+                        std::process::exit(2);
+                    }
+                }
                 match name {
                     "echo" => send(&mut out, &text(&id, &said)),
                     "write_note" => send(&mut out, &text(&id, &format!("noted: {said}"))),
