@@ -26,6 +26,7 @@ mod ordering;
 mod outcome_unknown;
 mod permissions;
 mod providers;
+mod refused;
 mod reactions;
 mod router;
 mod secrets;
