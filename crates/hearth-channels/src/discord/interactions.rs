@@ -17,6 +17,7 @@ use hearth_runtime::Answerer;
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
 use super::{Discord, inbound, is_snowflake, permissions, stats, thread_key, user_key};
+use crate::control::{self, Place};
 use crate::error::ChannelError;
 
 /// Interaction callback types.
@@ -50,6 +51,7 @@ async fn handle_inner(dc: &Arc<Discord>, i: &Interaction) -> Result<(), ChannelE
     if !is_snowflake(&i.id)
         || !is_snowflake(channel)
         || !is_snowflake(&actor.id)
+        || i.guild_id.as_deref().is_some_and(|g| !is_snowflake(g))
         || !token_ok(&i.token)
     {
         warn!(
@@ -144,6 +146,24 @@ async fn command(
     let Some(data) = &i.data else { return Ok(()) };
     let thread = thread_key(channel);
     let sub = data.options.first();
+    // Who acts and where, for the rules on changing and cancelling.
+    let context = inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref());
+    let who = Answerer {
+        user_key: &user,
+        roles: &context.roles,
+        admin_of: context
+            .scope
+            .as_deref()
+            .filter(|_| is_guild_admin(dc, i, actor)),
+    };
+    let place = match context.scope.as_deref() {
+        Some(scope) => Place::Shared {
+            scope,
+            thread: &thread,
+        },
+        None => Place::Private,
+    };
+    let may_change = || control::may_change(&dc.runtime, who, place);
     match data.name.as_str() {
         "ping" => private(dc, i, "Pong.").await,
         "ask" => {
@@ -174,16 +194,18 @@ async fn command(
                     .models
                     .iter()
                     .any(|m| m.model.to_string() == name);
-                if known {
-                    dc.runtime.set_model(&thread, &name).await?;
-                    public(dc, i, &format!("Model: {name}")).await;
-                } else {
+                if !known {
                     private(
                         dc,
                         i,
                         &format!("Unknown model {name:?}. {}", models_text(dc)),
                     )
                     .await;
+                } else if may_change().await? {
+                    dc.runtime.set_model(&thread, &name).await?;
+                    public(dc, i, &format!("Model: {name}")).await;
+                } else {
+                    private(dc, i, control::CHANGE_REFUSED).await;
                 }
             }
             None => {
@@ -193,10 +215,11 @@ async fn command(
         },
         "thinking" => match option(&data.options, "level") {
             Some(level) => match ThinkingLevel::parse(&level) {
-                Some(l) => {
+                Some(l) if may_change().await? => {
                     dc.runtime.set_thinking(&thread, l).await?;
                     public(dc, i, &format!("Thinking: {}", l.as_str())).await;
                 }
+                Some(_) => private(dc, i, control::CHANGE_REFUSED).await,
                 None => private(dc, i, "Choose off, low, medium or high.").await,
             },
             None => {
@@ -204,11 +227,12 @@ async fn command(
                 private(dc, i, &format!("Thinking: {now}.")).await;
             }
         },
-        "new" => {
+        "new" if may_change().await? => {
             dc.runtime.new_session(&thread).await?;
             info!(channel = "discord", "new session by command");
             public(dc, i, "Started a new conversation.").await;
         }
+        "new" => private(dc, i, control::CHANGE_REFUSED).await,
         "usage" => {
             let rows = dc
                 .runtime
@@ -218,10 +242,10 @@ async fn command(
         }
         "permissions" => permissions::command(dc, i, actor, sub).await?,
         "agent" => match sub.map(|s| s.name.as_str()) {
-            Some("cancel") => {
-                let text = cancel(dc, &thread).await?;
-                public(dc, i, text).await;
-            }
+            Some("cancel") => match cancel(dc, &thread, who, place).await? {
+                Some(text) => public(dc, i, text).await,
+                None => private(dc, i, control::CANCEL_REFUSED).await,
+            },
             Some("stats") => stats::command(dc, i, actor).await?,
             _ => private(dc, i, "Use /agent cancel or /agent stats.").await,
         },
@@ -255,8 +279,14 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
     )
 }
 
-/// Cancels the channel's active run; what to tell the user.
-async fn cancel(dc: &Discord, thread: &str) -> Result<&'static str, ChannelError> {
+/// Cancels the channel's active run when `who` may; what to tell the
+/// channel, or `None` when `who` may not.
+async fn cancel(
+    dc: &Discord,
+    thread: &str,
+    who: Answerer<'_>,
+    place: Place<'_>,
+) -> Result<Option<&'static str>, ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread.to_owned()),
         status: None,
@@ -269,14 +299,17 @@ async fn cancel(dc: &Discord, thread: &str) -> Result<&'static str, ChannelError
         .into_iter()
         .find(|r| !r.status.is_terminal());
     let Some(run) = active else {
-        return Ok("Nothing to cancel.");
+        return Ok(Some("Nothing to cancel."));
     };
+    if !control::may_cancel(&dc.runtime, who, place, &run.run_id, &run.user_key).await {
+        return Ok(None);
+    }
     let env = dc.runtime.cancel(&run.run_id).await?;
-    Ok(if env.status == RunStatus::Cancelled {
+    Ok(Some(if env.status == RunStatus::Cancelled {
         "Cancelled."
     } else {
         "Stopping."
-    })
+    }))
 }
 
 async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {

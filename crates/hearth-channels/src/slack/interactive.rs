@@ -10,12 +10,13 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use super::commands::{
-    MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, model_ids, picker, picker_thread, respond,
-    thinking_picker,
+    MODEL_ACTION, THINKING_ACTION, dm_thread, may_change, may_use, model_ids, picker,
+    picker_thread, respond, thinking_picker,
 };
 use super::deliver::{APPROVE, DENY, blocks};
 use super::types::Interaction;
 use super::{Slack, user_key};
+use crate::control;
 use crate::error::ChannelError;
 
 /// Handles one interaction payload. Errors are the ones that must not be
@@ -70,6 +71,15 @@ pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), Channe
     let Some(thread) = thread else {
         return Ok(());
     };
+    let changes = id.starts_with(MODEL_ACTION) || id.starts_with(THINKING_ACTION);
+    if changes && !may_change(slack, &user_key(&ix.user.id), &thread).await? {
+        respond(
+            slack,
+            url,
+            json!({ "response_type": "ephemeral", "replace_original": false, "text": control::CHANGE_REFUSED }),
+        );
+        return Ok(());
+    }
     let reply = if id.starts_with(MODEL_ACTION) {
         if model_ids(slack).contains(&value) {
             slack.runtime.set_model(&thread, &value).await?;

@@ -6,12 +6,14 @@
 use std::sync::Arc;
 
 use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_runtime::Answerer;
 use hearth_store::RunFilter;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::types::{CallbackQuery, Message};
 use super::{Telegram, thread_key, user_key};
+use crate::control::{self, Place};
 use crate::error::ChannelError;
 use crate::payload::Payload;
 
@@ -66,6 +68,10 @@ pub(super) async fn command(
     let thread = thread_key(chat);
     match name.as_str() {
         "start" | "help" => tg.notify(chat, Payload::notice(HELP)).await,
+        "new" if !may_change(tg, chat, user).await? => {
+            tg.notify(chat, Payload::notice(control::CHANGE_REFUSED))
+                .await
+        }
         "new" => {
             tg.runtime.new_session(&thread).await?;
             info!(channel = "telegram", "new session by command");
@@ -81,8 +87,24 @@ pub(super) async fn command(
                 .await?;
             tg.notify(chat, Payload::notice(usage_text(&rows))).await
         }
-        _ => cancel(tg, chat).await,
+        _ => cancel(tg, chat, user).await,
     }
+}
+
+/// Where chat `chat` is, for the rules of [`control`]: a group is shared
+/// and checked in its scope, a private chat is its user's.
+fn place<'a>(thread: &'a str, scope: Option<&'a str>) -> Place<'a> {
+    match scope {
+        Some(scope) => Place::Shared { scope, thread },
+        None => Place::Private,
+    }
+}
+
+/// Whether `user` may change chat `chat`'s conversation.
+async fn may_change(tg: &Telegram, chat: i64, user: &str) -> Result<bool, ChannelError> {
+    let (thread, scope) = (thread_key(chat), super::group_scope(chat));
+    let place = place(&thread, scope.as_deref());
+    control::may_change(&tg.runtime, Answerer::user(user), place).await
 }
 
 fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
@@ -99,7 +121,7 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
     )
 }
 
-async fn cancel(tg: &Telegram, chat: i64) -> Result<(), ChannelError> {
+async fn cancel(tg: &Telegram, chat: i64, user: &str) -> Result<(), ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread_key(chat)),
         status: None,
@@ -114,6 +136,14 @@ async fn cancel(tg: &Telegram, chat: i64) -> Result<(), ChannelError> {
     let Some(run) = active else {
         return tg.notify(chat, Payload::notice("Nothing to cancel.")).await;
     };
+    let (thread, scope) = (thread_key(chat), super::group_scope(chat));
+    let place = place(&thread, scope.as_deref());
+    let who = Answerer::user(user);
+    if !control::may_cancel(&tg.runtime, who, place, &run.run_id, &run.user_key).await {
+        return tg
+            .notify(chat, Payload::notice(control::CANCEL_REFUSED))
+            .await;
+    }
     let env = tg.runtime.cancel(&run.run_id).await?;
     // A running run says "Stopped." itself when it ends; a queued one ends here.
     if env.status == RunStatus::Cancelled && run.status == RunStatus::Queued {
@@ -291,6 +321,9 @@ pub(super) async fn callback(
                 true,
             )
             .await
+        }
+        (Some("m" | "t"), ..) if !may_change(tg, msg.chat.id, &presser).await? => {
+            answer(tg, &q.id, control::CHANGE_REFUSED, true).await;
         }
         (Some("m"), Some(i), Some(t)) => {
             let ids = model_ids(tg);
