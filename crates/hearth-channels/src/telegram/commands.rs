@@ -1,5 +1,6 @@
 //! Commands (`/start`, `/help`, `/new`, `/model`, `/thinking`, `/usage`,
-//! `/cancel`), the inline-keyboard pickers and the buttons' callbacks.
+//! `/cancel`) and the inline-keyboard pickers (their presses are in
+//! [`super::presses`]).
 //! Callback data stays within Telegram's 64 bytes; a stale button
 //! re-renders the current picker instead of failing.
 
@@ -11,8 +12,8 @@ use hearth_store::RunFilter;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::types::{CallbackQuery, Message};
-use super::{Telegram, thread_key, user_key};
+use super::types::Message;
+use super::{Telegram, thread_key};
 use crate::control::{self, Place};
 use crate::error::ChannelError;
 use crate::payload::Payload;
@@ -101,7 +102,7 @@ fn place<'a>(thread: &'a str, scope: Option<&'a str>) -> Place<'a> {
 }
 
 /// Whether `user` may change chat `chat`'s conversation.
-async fn may_change(tg: &Telegram, chat: i64, user: &str) -> Result<bool, ChannelError> {
+pub(super) async fn may_change(tg: &Telegram, chat: i64, user: &str) -> Result<bool, ChannelError> {
     let (thread, scope) = (thread_key(chat), super::group_scope(chat));
     let place = place(&thread, scope.as_deref());
     control::may_change(&tg.runtime, Answerer::user(user), place).await
@@ -154,7 +155,7 @@ async fn cancel(tg: &Telegram, chat: i64, user: &str) -> Result<(), ChannelError
 
 /// A short, stable tag of a model id: a stale button whose list position
 /// now holds another model is recognised.
-fn tag(model: &str) -> String {
+pub(super) fn tag(model: &str) -> String {
     // FNV-1a: not for security, only to tell two ids apart.
     let mut h: u32 = 0x811c_9dc5;
     for b in model.bytes() {
@@ -163,7 +164,7 @@ fn tag(model: &str) -> String {
     format!("{h:08x}")
 }
 
-fn model_ids(tg: &Telegram) -> Vec<String> {
+pub(super) fn model_ids(tg: &Telegram) -> Vec<String> {
     tg.runtime
         .models()
         .models
@@ -173,7 +174,7 @@ fn model_ids(tg: &Telegram) -> Vec<String> {
 }
 
 /// Shows (or, with `edit`, re-renders) the model picker.
-async fn picker(
+pub(super) async fn picker(
     tg: &Telegram,
     chat: i64,
     edit: Option<i64>,
@@ -192,7 +193,11 @@ async fn picker(
     show(tg, chat, edit, &format!("{title}\nNow: {current}"), rows).await
 }
 
-async fn thinking_picker(tg: &Telegram, chat: i64, edit: Option<i64>) -> Result<(), ChannelError> {
+pub(super) async fn thinking_picker(
+    tg: &Telegram,
+    chat: i64,
+    edit: Option<i64>,
+) -> Result<(), ChannelError> {
     let current = tg.runtime.thread_runtime(&thread_key(chat)).await?.thinking;
     let levels = [
         ThinkingLevel::Off,
@@ -242,131 +247,6 @@ async fn show(
         && !e.says("message is not modified")
     {
         warn!(channel = "telegram", method, error = %e, "could not show a picker");
-    }
-    Ok(())
-}
-
-async fn answer(tg: &Telegram, query_id: &str, text: &str, alert: bool) {
-    let Ok(api) = &tg.api else { return };
-    let body = json!({ "callback_query_id": query_id, "text": text, "show_alert": alert });
-    if let Err(e) = api.call::<Value>("answerCallbackQuery", &body).await {
-        warn!(channel = "telegram", error = %e, "answerCallbackQuery failed");
-    }
-}
-
-/// Removes a prompt's buttons once it is answered, saying how.
-async fn settle_prompt(tg: &Telegram, msg: &Message, outcome: &str) {
-    let Ok(api) = &tg.api else { return };
-    let text = format!("{}\n\n{outcome}", msg.text.clone().unwrap_or_default());
-    let text: String = text.chars().take(4000).collect();
-    let body = json!({ "chat_id": msg.chat.id, "message_id": msg.message_id, "text": text });
-    if let Err(e) = api.call::<Value>("editMessageText", &body).await
-        && !e.says("message is not modified")
-    {
-        warn!(channel = "telegram", error = %e, "could not update an answered prompt");
-    }
-}
-
-pub(super) async fn callback(
-    tg: &Arc<Telegram>,
-    update_id: i64,
-    q: CallbackQuery,
-) -> Result<(), ChannelError> {
-    if !first_time(tg, update_id).await? {
-        return Ok(());
-    }
-    let (Some(msg), Some(data)) = (q.message.clone(), q.data.clone()) else {
-        answer(tg, &q.id, "", false).await;
-        return Ok(());
-    };
-    let presser = user_key(q.from.id);
-    let allowed = tg.access.is_allowed(&presser).await?
-        || (msg.chat.kind == "private" && tg.config.open_dms)
-        || (msg.chat.kind != "private" && tg.config.open_groups);
-    let mut parts = data.splitn(3, ':');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some("cf"), Some(verb @ ("a" | "d")), Some(token)) => {
-            let approve = verb == "a";
-            match tg
-                .runtime
-                .resolve_confirmation(token, &presser, approve)
-                .await
-            {
-                Ok(_) => {
-                    let word = if approve { "Approved" } else { "Denied" };
-                    answer(tg, &q.id, word, false).await;
-                    settle_prompt(tg, &msg, &format!("{word} by {}.", q.from.first_name)).await;
-                }
-                Err(hearth_runtime::RuntimeError::Forbidden(_)) => {
-                    answer(
-                        tg,
-                        &q.id,
-                        "Only the person who asked, or someone allowed to answer for others, can answer this.",
-                        true,
-                    )
-                    .await;
-                }
-                Err(hearth_runtime::RuntimeError::ConfirmationNotFound) => {
-                    answer(tg, &q.id, "This is no longer waiting for an answer.", false).await;
-                    settle_prompt(tg, &msg, "No longer pending.").await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        _ if !allowed => {
-            answer(
-                tg,
-                &q.id,
-                "You cannot change this assistant's settings.",
-                true,
-            )
-            .await
-        }
-        (Some("m" | "t"), ..) if !may_change(tg, msg.chat.id, &presser).await? => {
-            answer(tg, &q.id, control::CHANGE_REFUSED, true).await;
-        }
-        (Some("m"), Some(i), Some(t)) => {
-            let ids = model_ids(tg);
-            let chosen = i
-                .parse::<usize>()
-                .ok()
-                .and_then(|i| ids.get(i))
-                .filter(|m| tag(m) == t);
-            match chosen {
-                Some(model) => {
-                    tg.runtime
-                        .set_model(&thread_key(msg.chat.id), model)
-                        .await?;
-                    answer(tg, &q.id, &format!("Model: {model}"), false).await;
-                    picker(tg, msg.chat.id, Some(msg.message_id), "Choose the model:").await?;
-                }
-                None => {
-                    answer(tg, &q.id, "The list changed; pick again.", false).await;
-                    picker(
-                        tg,
-                        msg.chat.id,
-                        Some(msg.message_id),
-                        "The list changed; choose again:",
-                    )
-                    .await?;
-                }
-            }
-        }
-        (Some("t"), Some(level), None) => match ThinkingLevel::parse(level) {
-            Some(l) => {
-                tg.runtime.set_thinking(&thread_key(msg.chat.id), l).await?;
-                answer(tg, &q.id, &format!("Thinking: {}", l.as_str()), false).await;
-                thinking_picker(tg, msg.chat.id, Some(msg.message_id)).await?;
-            }
-            None => {
-                answer(tg, &q.id, "That choice is gone; pick again.", false).await;
-                thinking_picker(tg, msg.chat.id, Some(msg.message_id)).await?;
-            }
-        },
-        _ => {
-            // An old or foreign button: say so rather than fail.
-            answer(tg, &q.id, "This button is no longer active.", false).await;
-        }
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use tracing::{debug, error, info, warn};
 use super::api::ApiError;
 use super::deliver::TelegramProgress;
 use super::types::{Me, Message, MessageReactionUpdated, Update};
-use super::{Identity, Telegram, commands, thread_key, user_key};
+use super::{Identity, Telegram, commands, presses, thread_key, user_key};
 use crate::access::Admission;
 use crate::backoff::Backoff;
 use crate::error::{ChannelError, refusal_notice};
@@ -288,7 +288,7 @@ fn chat_of(u: &Update) -> i64 {
 /// logged and the update acknowledged ([`settle`]).
 pub(super) async fn handle(tg: &Arc<Telegram>, u: Update) -> Result<(), ChannelError> {
     if let Some(q) = u.callback_query {
-        return commands::callback(tg, u.update_id, q).await;
+        return presses::callback(tg, u.update_id, q).await;
     }
     if let Some(r) = u.message_reaction {
         return reaction(tg, u.update_id, r).await;

@@ -25,6 +25,7 @@ mod openai;
 mod ordering;
 mod outcome_unknown;
 mod permissions;
+mod presses;
 mod providers;
 mod reactions;
 mod refused;
