@@ -57,6 +57,9 @@ impl RuntimeError {
     }
 }
 
+/// Result of runtime calls.
+pub type Result<T> = std::result::Result<T, RuntimeError>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +86,3 @@ mod tests {
         }
     }
 }
-
-/// Result of runtime calls.
-pub type Result<T> = std::result::Result<T, RuntimeError>;
