@@ -49,3 +49,59 @@ pub enum ChannelError {
     #[error("{0}")]
     Runtime(#[from] hearth_runtime::RuntimeError),
 }
+
+impl ChannelError {
+    /// True when handling the same event again may work: the store or the
+    /// platform failed, or the runtime is shutting down or overloaded. Only
+    /// these leave an event for the platform to send again (and count as a
+    /// channel failure); any other runtime error is the runtime's answer to
+    /// this event, which a retry would only repeat.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Runtime(e) => e.is_transient(),
+            Self::NoToken { .. } | Self::Platform { .. } | Self::Store(_) => true,
+        }
+    }
+}
+
+/// What the sender of a message the runtime refused is told.
+#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+pub(crate) fn refusal_notice(e: &hearth_runtime::RuntimeError) -> String {
+    format!("I cannot take that message: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use hearth_runtime::RuntimeError;
+    use hearth_store::StoreError;
+
+    use super::*;
+
+    #[test]
+    fn only_failures_that_may_pass_leave_an_event_unacknowledged() {
+        let store = || StoreError::Corrupt("bad row".into());
+        assert!(ChannelError::Store(store()).is_transient());
+        assert!(ChannelError::Runtime(RuntimeError::Store(store())).is_transient());
+        assert!(ChannelError::Runtime(RuntimeError::ShuttingDown).is_transient());
+        let overloaded = RuntimeError::Overloaded {
+            queued: 3,
+            retry_after_secs: 1,
+        };
+        assert!(ChannelError::Runtime(overloaded).is_transient());
+        let platform = ChannelError::Platform {
+            channel: "slack",
+            method: "auth.test".into(),
+            detail: "HTTP 502".into(),
+        };
+        assert!(platform.is_transient());
+        for refusal in [
+            RuntimeError::InvalidInput("text must not be empty".into()),
+            RuntimeError::Forbidden("this confirmation belongs to another user".into()),
+            RuntimeError::ConfirmationNotFound,
+            RuntimeError::RunNotFound("run_1".into()),
+            RuntimeError::UnknownModel("x/y".into()),
+        ] {
+            assert!(!ChannelError::Runtime(refusal).is_transient());
+        }
+    }
+}

@@ -13,6 +13,8 @@ pub mod access;
 pub mod alerts;
 pub mod backoff;
 pub mod channel;
+#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+mod control;
 #[cfg(feature = "discord")]
 pub mod discord;
 pub mod doctor;

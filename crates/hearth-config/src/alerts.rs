@@ -73,15 +73,58 @@ pub enum AlertTarget {
         thread_key: String,
     },
     /// A JSON POST to this URL.
-    Webhook(String),
+    Webhook(WebhookUrl),
+}
+
+/// A webhook's URL, which often carries its own credentials (a token in
+/// the path or the query, a user and password): shown, logged and stored
+/// as its scheme and host only ([`WebhookUrl::origin`]); the whole URL is
+/// read only to send ([`WebhookUrl::expose`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookUrl {
+    url: String,
+    origin: String,
+}
+
+impl WebhookUrl {
+    /// The whole URL, credentials included: only for sending.
+    pub fn expose(&self) -> &str {
+        &self.url
+    }
+
+    /// `scheme://host[:port]`, safe to show.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+}
+
+impl std::fmt::Debug for WebhookUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WebhookUrl({:?})", self.origin)
+    }
+}
+
+impl std::fmt::Display for WebhookUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.origin)
+    }
+}
+
+/// `to` as it may be shown in an error: anything from a `://` on is left
+/// out, since a URL may carry credentials.
+fn shown(to: &str) -> String {
+    match to.find("://") {
+        Some(i) => format!("{}://…", &to[..i]),
+        None => to.to_owned(),
+    }
 }
 
 impl AlertTarget {
-    /// Parses a rule's `to`; the error says which forms exist.
+    /// Parses a rule's `to`; the error says which forms exist, and shows
+    /// of a URL its scheme and host only.
     pub fn parse(to: &str) -> Result<Self, String> {
         if let Some(url) = to.strip_prefix("webhook:") {
-            check_webhook_url(url)?;
-            return Ok(Self::Webhook(url.to_owned()));
+            return check_webhook_url(url).map(Self::Webhook);
         }
         let chats = [
             ("telegram", "telegram:chat:"),
@@ -100,16 +143,18 @@ impl AlertTarget {
             }
         }
         Err(format!(
-            "{to:?} is not an alert target; use telegram:chat:<id>, discord:channel:<id>, \
-             slack:channel:<id> or webhook:<https url>"
+            "{:?} is not an alert target; use telegram:chat:<id>, discord:channel:<id>, \
+             slack:channel:<id> or webhook:<https url>",
+            shown(to)
         ))
     }
 }
 
-/// A webhook must be https, unless it goes to this machine.
-fn check_webhook_url(raw: &str) -> Result<(), String> {
+/// A webhook must be https, unless it goes to this machine. Errors show
+/// the URL's scheme and host only.
+fn check_webhook_url(raw: &str) -> Result<WebhookUrl, String> {
     let url = url::Url::parse(raw).map_err(|e| {
-        format!("webhook URL {raw:?} is not a URL ({e}); e.g. webhook:https://example.org/hook")
+        format!("the webhook URL is not a URL ({e}); e.g. webhook:https://example.org/hook")
     })?;
     let loopback = match url.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
@@ -117,15 +162,27 @@ fn check_webhook_url(raw: &str) -> Result<(), String> {
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
     };
+    let origin = match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{}://{host}:{port}", url.scheme()),
+        (Some(host), None) => format!("{}://{host}", url.scheme()),
+        (None, _) => format!("{}:", url.scheme()),
+    };
     match url.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
+        "https" if url.host_str().is_some() => Ok(WebhookUrl {
+            url: raw.to_owned(),
+            origin,
+        }),
+        "http" if loopback => Ok(WebhookUrl {
+            url: raw.to_owned(),
+            origin,
+        }),
         "http" => Err(format!(
-            "webhook URL {raw:?} must be https (plain http only to a loopback address, \
+            "webhook URL {origin} must be https (plain http only to a loopback address, \
              which never leaves this machine)"
         )),
+        "https" => Err(format!("webhook URL {origin} names no host")),
         other => Err(format!(
-            "webhook URL {raw:?} has scheme {other:?}; use https"
+            "webhook URL {origin} has scheme {other:?}; use https"
         )),
     }
 }
@@ -277,6 +334,46 @@ mod tests {
         ] {
             assert!(AlertTarget::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn webhook_urls_show_their_scheme_and_host_only() {
+        let raw = "https://user:hunter2@hooks.example.org:8443/services/XXXXSECRET?token=abc";
+        let Ok(AlertTarget::Webhook(url)) = AlertTarget::parse(&format!("webhook:{raw}")) else {
+            panic!("a valid webhook target was refused");
+        };
+        assert_eq!(url.expose(), raw);
+        assert_eq!(url.origin(), "https://hooks.example.org:8443");
+        assert_eq!(url.to_string(), "https://hooks.example.org:8443");
+        assert!(!format!("{url:?}").contains("hunter2"), "{url:?}");
+        for bad in [
+            "webhook:http://user:hunter2@example.org/XXXXSECRET",
+            "webhook:ftp://user:hunter2@example.org/XXXXSECRET",
+            "webhook:hunter2 XXXXSECRET",
+            "webhok:https://user:hunter2@example.org/XXXXSECRET",
+        ] {
+            let e = AlertTarget::parse(bad).unwrap_err();
+            assert!(!e.contains("hunter2") && !e.contains("XXXXSECRET"), "{e}");
+        }
+        let e = AlertTarget::parse("webhook:http://user:hunter2@example.org/x").unwrap_err();
+        assert!(
+            e.contains("http://example.org") && e.contains("must be https"),
+            "{e}"
+        );
+        let c = AlertsConfig {
+            webhook_secret_env: Some("KEY".into()),
+            rules: vec![rule(
+                "*",
+                "webhook:http://user:hunter2@example.org/XXXXSECRET",
+            )],
+            ..AlertsConfig::default()
+        };
+        let (key, msg) = validate(&c, |_| true).unwrap_err();
+        assert_eq!(key, "alerts.rules[0].to");
+        assert!(
+            !msg.contains("hunter2") && !msg.contains("XXXXSECRET"),
+            "{msg}"
+        );
     }
 
     fn rule(on: &str, to: &str) -> AlertRule {

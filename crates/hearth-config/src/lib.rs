@@ -18,7 +18,7 @@ pub mod model;
 pub mod router;
 pub mod skills;
 
-pub use alerts::{ALERT_EVENTS, AlertRule, AlertTarget, AlertsConfig};
+pub use alerts::{ALERT_EVENTS, AlertRule, AlertTarget, AlertsConfig, WebhookUrl};
 pub use budget::{BudgetConfig, PoolConfig, PoolKind, PoolScope, PoolWindow};
 pub use channels::{
     ChannelsConfig, DiscordConfig, SlackConfig, SlackMode, TelegramConfig, TelegramMode,

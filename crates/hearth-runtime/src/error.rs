@@ -42,5 +42,47 @@ pub enum RuntimeError {
     Store(#[from] StoreError),
 }
 
+impl RuntimeError {
+    /// True when the same call may work later unchanged: the store failed,
+    /// hearth is shutting down, or it is overloaded. A surface that can have
+    /// the platform send the message again (Telegram's offset, Slack's
+    /// acknowledgement) leaves it unacknowledged for these only; every
+    /// other error is the runtime's answer to this message and will not
+    /// change on a retry.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Store(_) | Self::ShuttingDown | Self::Overloaded { .. }
+        )
+    }
+}
+
 /// Result of runtime calls.
 pub type Result<T> = std::result::Result<T, RuntimeError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_store_errors_shutdown_and_overload_are_transient() {
+        let store = StoreError::Corrupt("bad row".into());
+        assert!(RuntimeError::Store(store).is_transient());
+        assert!(RuntimeError::ShuttingDown.is_transient());
+        let overloaded = RuntimeError::Overloaded {
+            queued: 9,
+            retry_after_secs: 1,
+        };
+        assert!(overloaded.is_transient());
+        for refusal in [
+            RuntimeError::InvalidInput("empty".into()),
+            RuntimeError::RunNotFound("run_1".into()),
+            RuntimeError::ConfirmationNotFound,
+            RuntimeError::Forbidden("not yours".into()),
+            RuntimeError::UnknownModel("x/y".into()),
+            RuntimeError::JobNotFound("job_1".into()),
+        ] {
+            assert!(!refusal.is_transient(), "{refusal}");
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! process, the event bus clients follow, and the model catalog. Surfaces never
 //! run the engine or touch the store's run tables themselves.
 
+mod authorize;
 pub mod budget;
 pub mod bus;
 pub mod catalog;

@@ -118,7 +118,11 @@ impl Alerts {
             let secret = secret
                 .filter(|s| !s.trim().is_empty())
                 .ok_or(AlertsError::NoSecret { var })?;
-            Some(Webhooks::new(client, secret))
+            let urls = rules.iter().filter_map(|r| match &r.target {
+                AlertTarget::Webhook(url) => Some(url.clone()),
+                AlertTarget::Chat { .. } => None,
+            });
+            Some(Webhooks::new(client, secret, urls))
         } else {
             None
         };
@@ -219,7 +223,7 @@ impl Alerts {
                         self.store.as_ref(),
                         &w.outbox_wake(),
                         webhook::WEBHOOK,
-                        url,
+                        &w.target_of(url),
                         &payload,
                     )
                     .await
@@ -244,7 +248,7 @@ mod tests {
         Rule {
             on: on.into(),
             matches: matches.map(str::to_owned),
-            target: AlertTarget::Webhook("https://example.org".into()),
+            target: AlertTarget::parse("webhook:https://example.org").unwrap(),
             interval: Duration::from_secs(600),
             limiter: Limiter::new(Duration::from_secs(600)),
         }

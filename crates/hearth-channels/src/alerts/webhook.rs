@@ -1,11 +1,20 @@
-//! Alert webhooks: an outbox "channel" whose conversations are URLs. Each
-//! body is POSTed as JSON with `X-Hearth-Signature: sha256=<hex>`, the
-//! HMAC-SHA256 of the body keyed by `[alerts] webhook_secret_env`'s value,
-//! and retried through the outbox like any reply.
+//! Alert webhooks: an outbox "channel" whose conversations are the
+//! configured webhooks. Each body is POSTed as JSON with
+//! `X-Hearth-Signature: sha256=<hex>`, the HMAC-SHA256 of the body keyed by
+//! `[alerts] webhook_secret_env`'s value, and retried through the outbox
+//! like any reply.
+//!
+//! A webhook URL often carries credentials, so the outbox never holds it:
+//! an item's target is the URL's scheme and host and a reference to the
+//! rule's URL (`https://hooks.example.org#<16 hex>`, keyed by the signing
+//! key), resolved against the configured rules when the item is sent. That
+//! target is all `GET /v1/outbox` and the logs show.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hearth_config::alerts::WebhookUrl;
 use hearth_store::OutboxItem;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -25,24 +34,57 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// The wait after a 429 without `Retry-After`.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// Delivers alert bodies to webhook URLs.
+/// Delivers alert bodies to the configured webhooks.
 pub struct Webhooks {
     client: reqwest::Client,
     secret: String,
     health: Health,
     wake: Arc<Notify>,
+    /// The configured webhooks by their outbox target, and by the whole
+    /// URL for items queued before targets were references.
+    urls: HashMap<String, WebhookUrl>,
 }
 
 impl Webhooks {
-    /// A sender signing with `secret`.
-    pub fn new(client: reqwest::Client, secret: String) -> Arc<Self> {
+    /// A sender signing with `secret` to the webhooks `urls` (the rules').
+    pub fn new(
+        client: reqwest::Client,
+        secret: String,
+        urls: impl IntoIterator<Item = WebhookUrl>,
+    ) -> Arc<Self> {
+        let mut by_target = HashMap::new();
+        for url in urls {
+            by_target.insert(target(&secret, &url), url.clone());
+            by_target.insert(url.expose().to_owned(), url);
+        }
         Arc::new(Self {
             client,
             secret,
             health: Health::default(),
             wake: Arc::new(Notify::new()),
+            urls: by_target,
         })
     }
+
+    /// The outbox target of alerts to `url` (see the module's doc).
+    pub fn target_of(&self, url: &WebhookUrl) -> String {
+        target(&self.secret, url)
+    }
+}
+
+/// `<scheme>://<host>#<reference>`: the reference is the first 8 bytes, in
+/// hex, of the HMAC-SHA256 of the URL keyed by `secret`, so the stored
+/// target tells nothing of the URL's path, query or credentials.
+fn target(secret: &str, url: &WebhookUrl) -> String {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
+        // HMAC takes keys of any length; this cannot happen.
+        return url.origin().to_owned();
+    };
+    mac.update(b"hearth alert webhook\0");
+    mac.update(url.expose().as_bytes());
+    let digest = mac.finalize().into_bytes();
+    let reference: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("{}#{reference}", url.origin())
 }
 
 /// `sha256=` and the hex HMAC-SHA256 of `body` keyed by `secret`.
@@ -113,10 +155,17 @@ impl Channel for Webhooks {
             parts_done: item.progress,
             error,
         };
+        let Some(url) = self.urls.get(&item.target) else {
+            return Err(undelivered(DeliveryError::Permanent(
+                "no alert rule sends to this webhook any more (its URL or the signing key \
+                 changed since the alert was queued); the alert is dropped"
+                    .into(),
+            )));
+        };
         let body = payload.text.clone().into_bytes();
         let sent = self
             .client
-            .post(&item.target)
+            .post(url.expose())
             .timeout(TIMEOUT)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("X-Hearth-Signature", signature(&self.secret, &body))
@@ -161,6 +210,32 @@ mod tests {
             signature("Jefe", b"what do ya want for nothing?"),
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
+    }
+
+    fn webhook(url: &str) -> WebhookUrl {
+        match hearth_config::AlertTarget::parse(&format!("webhook:{url}")) {
+            Ok(hearth_config::AlertTarget::Webhook(url)) => url,
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_items_target_is_the_webhooks_scheme_and_host_and_a_reference() {
+        let secret_url = "https://user:hunter2@hooks.example.org/services/XXXXSECRET";
+        let url = webhook(secret_url);
+        let other = webhook("https://hooks.example.org/services/OTHER");
+        let hooks = Webhooks::new(reqwest::Client::new(), "key".into(), [url.clone()]);
+        let t = hooks.target_of(&url);
+        let (origin, reference) = t.split_once('#').unwrap();
+        assert_eq!(origin, "https://hooks.example.org");
+        assert_eq!(reference.len(), 16);
+        assert!(!t.contains("hunter2") && !t.contains("XXXXSECRET"), "{t}");
+        assert_ne!(t, hooks.target_of(&other), "each rule's URL has its own");
+        assert_eq!(hooks.urls.get(&t).map(WebhookUrl::expose), Some(secret_url));
+        // Items queued when targets were the whole URL are still sent.
+        assert!(hooks.urls.contains_key(secret_url));
+        let rekeyed = Webhooks::new(reqwest::Client::new(), "new key".into(), [url.clone()]);
+        assert!(!rekeyed.urls.contains_key(&t));
     }
 
     #[test]

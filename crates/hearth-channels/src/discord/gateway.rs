@@ -201,13 +201,21 @@ pub(super) async fn dispatch(dc: &Arc<Discord>, json: &str) -> bool {
         }),
         "MESSAGE_CREATE" => match serde_json::from_value(frame.d) {
             Ok(m) => {
-                if let Err(e) = inbound::message(dc, m).await {
-                    // Nothing to acknowledge on Discord: say it loudly.
-                    error!(channel = "discord", error = %e, "could not take a Discord message");
-                    dc.health.failed(format!("taking a message: {e}"));
-                    return true;
+                match inbound::message(dc, m).await {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.is_transient() => {
+                        // Nothing to acknowledge on Discord: say it loudly.
+                        error!(channel = "discord", error = %e, "could not take a Discord message");
+                        dc.health.failed(format!("taking a message: {e}"));
+                        return true;
+                    }
+                    Err(e) => {
+                        // The runtime's answer to this message, not a
+                        // failure of the channel.
+                        warn!(channel = "discord", error = %e, "a message was refused");
+                        Ok(())
+                    }
                 }
-                Ok(())
             }
             Err(e) => Err(e),
         },

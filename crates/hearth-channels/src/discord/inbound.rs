@@ -11,11 +11,12 @@ use super::deliver::DiscordProgress;
 use super::types::{Member, Message, ReactionAdd};
 use super::{Discord, guild_scope, is_snowflake, thread_key, user_key};
 use crate::access::Admission;
-use crate::error::ChannelError;
+use crate::error::{ChannelError, refusal_notice};
 use crate::payload::Payload;
 use crate::reactions;
 
-/// Handles a `MESSAGE_CREATE`. Errors are the store's or the runtime's.
+/// Handles a `MESSAGE_CREATE`. Errors are the store's or the runtime's;
+/// only those that may pass count as a channel failure.
 pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), ChannelError> {
     let Some(me) = dc.me.get() else {
         // Before READY there is no bot id to tell mentions by.
@@ -192,12 +193,11 @@ pub(super) async fn ingest(
     };
     let run = match dc.runtime.ingest(inbound).await {
         Ok(run) => run,
-        Err(hearth_runtime::RuntimeError::InvalidInput(why)) => {
-            dc.notify(
-                channel_id,
-                Payload::notice(format!("I cannot take that message: {why}")),
-            )
-            .await?;
+        // The runtime's answer to this message (not a failure that may
+        // pass): the sender is told.
+        Err(e) if !e.is_transient() => {
+            dc.notify(channel_id, Payload::notice(refusal_notice(&e)))
+                .await?;
             return Ok(None);
         }
         Err(e) => return Err(e.into()),

@@ -5,6 +5,7 @@
 //! channel through the outbox, like any answer.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use hearth_core::{RunStatus, ThinkingLevel, now_ms};
 use hearth_store::RunFilter;
@@ -16,21 +17,26 @@ use hearth_runtime::Answerer;
 
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
-use super::{Discord, inbound, is_snowflake, permissions, stats, thread_key, user_key};
+use super::{Discord, inbound, is_snowflake, permissions, presses, stats, thread_key, user_key};
+use crate::control::{self, Place};
 use crate::error::ChannelError;
 
 /// Interaction callback types.
 const MESSAGE: u8 = 4;
 const DEFERRED: u8 = 5;
-const UPDATE_MESSAGE: u8 = 7;
+pub(super) const UPDATE_MESSAGE: u8 = 7;
 /// Only the user who acted sees the message.
 const EPHEMERAL: u64 = 1 << 6;
 
-/// Handles one interaction; failures are logged (the user sees Discord's
-/// "did not respond").
+/// Handles one interaction. A failure is logged and, when the interaction
+/// was not answered yet, answered privately, so the user is not left with
+/// Discord's "did not respond".
 pub(super) async fn handle(dc: Arc<Discord>, i: Interaction) {
     if let Err(e) = handle_inner(&dc, &i).await {
         warn!(channel = "discord", error = %e, "could not handle an interaction");
+        if !i.answered.load(Ordering::SeqCst) {
+            private(&dc, &i, "That did not work; try again.").await;
+        }
     }
 }
 
@@ -50,6 +56,7 @@ async fn handle_inner(dc: &Arc<Discord>, i: &Interaction) -> Result<(), ChannelE
     if !is_snowflake(&i.id)
         || !is_snowflake(channel)
         || !is_snowflake(&actor.id)
+        || i.guild_id.as_deref().is_some_and(|g| !is_snowflake(g))
         || !token_ok(&i.token)
     {
         warn!(
@@ -58,24 +65,27 @@ async fn handle_inner(dc: &Arc<Discord>, i: &Interaction) -> Result<(), ChannelE
         );
         return Ok(());
     }
-    // A replayed interaction must not act twice.
-    let first = dc
-        .store
-        .first_sight("discord", &format!("interaction:{}", i.id), now_ms())
-        .await?;
-    if !first {
-        return Ok(());
-    }
     match i.kind {
-        2 => command(dc, i, actor, channel).await,
-        3 => button(dc, i, actor).await,
+        // A replayed command must not act twice.
+        2 if first_sight(dc, i).await? => command(dc, i, actor, channel).await,
+        // A press is marked seen after it acted (see `presses`).
+        3 => presses::button(dc, i, actor).await,
         _ => Ok(()),
     }
+}
+
+/// Records interaction `i`; true the first time.
+pub(super) async fn first_sight(dc: &Discord, i: &Interaction) -> Result<bool, ChannelError> {
+    Ok(dc
+        .store
+        .first_sight("discord", &format!("interaction:{}", i.id), now_ms())
+        .await?)
 }
 
 /// Answers interaction `i` with callback `kind` and `data`.
 pub(super) async fn respond(dc: &Discord, i: &Interaction, kind: u8, data: Value) {
     let Ok(api) = &dc.api else { return };
+    i.answered.store(true, Ordering::SeqCst);
     let path = format!("/interactions/{}/{}/callback", i.id, i.token);
     let body = json!({ "type": kind, "data": data });
     if let Err(e) = api
@@ -144,6 +154,24 @@ async fn command(
     let Some(data) = &i.data else { return Ok(()) };
     let thread = thread_key(channel);
     let sub = data.options.first();
+    // Who acts and where, for the rules on changing and cancelling.
+    let context = inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref());
+    let who = Answerer {
+        user_key: &user,
+        roles: &context.roles,
+        admin_of: context
+            .scope
+            .as_deref()
+            .filter(|_| is_guild_admin(dc, i, actor)),
+    };
+    let place = match context.scope.as_deref() {
+        Some(scope) => Place::Shared {
+            scope,
+            thread: &thread,
+        },
+        None => Place::Private,
+    };
+    let may_change = || control::may_change(&dc.runtime, who, place);
     match data.name.as_str() {
         "ping" => private(dc, i, "Pong.").await,
         "ask" => {
@@ -174,16 +202,18 @@ async fn command(
                     .models
                     .iter()
                     .any(|m| m.model.to_string() == name);
-                if known {
-                    dc.runtime.set_model(&thread, &name).await?;
-                    public(dc, i, &format!("Model: {name}")).await;
-                } else {
+                if !known {
                     private(
                         dc,
                         i,
                         &format!("Unknown model {name:?}. {}", models_text(dc)),
                     )
                     .await;
+                } else if may_change().await? {
+                    dc.runtime.set_model(&thread, &name).await?;
+                    public(dc, i, &format!("Model: {name}")).await;
+                } else {
+                    private(dc, i, control::CHANGE_REFUSED).await;
                 }
             }
             None => {
@@ -193,10 +223,11 @@ async fn command(
         },
         "thinking" => match option(&data.options, "level") {
             Some(level) => match ThinkingLevel::parse(&level) {
-                Some(l) => {
+                Some(l) if may_change().await? => {
                     dc.runtime.set_thinking(&thread, l).await?;
                     public(dc, i, &format!("Thinking: {}", l.as_str())).await;
                 }
+                Some(_) => private(dc, i, control::CHANGE_REFUSED).await,
                 None => private(dc, i, "Choose off, low, medium or high.").await,
             },
             None => {
@@ -204,11 +235,12 @@ async fn command(
                 private(dc, i, &format!("Thinking: {now}.")).await;
             }
         },
-        "new" => {
+        "new" if may_change().await? => {
             dc.runtime.new_session(&thread).await?;
             info!(channel = "discord", "new session by command");
             public(dc, i, "Started a new conversation.").await;
         }
+        "new" => private(dc, i, control::CHANGE_REFUSED).await,
         "usage" => {
             let rows = dc
                 .runtime
@@ -218,10 +250,10 @@ async fn command(
         }
         "permissions" => permissions::command(dc, i, actor, sub).await?,
         "agent" => match sub.map(|s| s.name.as_str()) {
-            Some("cancel") => {
-                let text = cancel(dc, &thread).await?;
-                public(dc, i, text).await;
-            }
+            Some("cancel") => match cancel(dc, &thread, who, place).await? {
+                Some(text) => public(dc, i, text).await,
+                None => private(dc, i, control::CANCEL_REFUSED).await,
+            },
             Some("stats") => stats::command(dc, i, actor).await?,
             _ => private(dc, i, "Use /agent cancel or /agent stats.").await,
         },
@@ -255,8 +287,14 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
     )
 }
 
-/// Cancels the channel's active run; what to tell the user.
-async fn cancel(dc: &Discord, thread: &str) -> Result<&'static str, ChannelError> {
+/// Cancels the channel's active run when `who` may; what to tell the
+/// channel, or `None` when `who` may not.
+async fn cancel(
+    dc: &Discord,
+    thread: &str,
+    who: Answerer<'_>,
+    place: Place<'_>,
+) -> Result<Option<&'static str>, ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread.to_owned()),
         status: None,
@@ -269,14 +307,17 @@ async fn cancel(dc: &Discord, thread: &str) -> Result<&'static str, ChannelError
         .into_iter()
         .find(|r| !r.status.is_terminal());
     let Some(run) = active else {
-        return Ok("Nothing to cancel.");
+        return Ok(Some("Nothing to cancel."));
     };
+    if !control::may_cancel(&dc.runtime, who, place, &run.run_id, &run.user_key).await {
+        return Ok(None);
+    }
     let env = dc.runtime.cancel(&run.run_id).await?;
-    Ok(if env.status == RunStatus::Cancelled {
+    Ok(Some(if env.status == RunStatus::Cancelled {
         "Cancelled."
     } else {
         "Stopping."
-    })
+    }))
 }
 
 async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {
@@ -291,81 +332,6 @@ async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {
     {
         warn!(channel = "discord", error = %e, "could not finish a deferred response");
     }
-}
-
-/// An Approve/Deny press: the asking user's counts, and in a guild its
-/// owner's or an Administrator's (the runtime checks it, in the run's
-/// scope); anyone else is told so privately.
-async fn button(dc: &Arc<Discord>, i: &Interaction, actor: &User) -> Result<(), ChannelError> {
-    let custom_id = i
-        .data
-        .as_ref()
-        .and_then(|d| d.custom_id.as_deref())
-        .unwrap_or("");
-    let mut parts = custom_id.splitn(3, ':');
-    let (Some("cf"), Some(verb @ ("a" | "d")), Some(token)) =
-        (parts.next(), parts.next(), parts.next())
-    else {
-        private(dc, i, "This button is no longer active.").await;
-        return Ok(());
-    };
-    let approve = verb == "a";
-    let original = i
-        .message
-        .as_ref()
-        .map(|m| m.content.clone())
-        .unwrap_or_default();
-    let settle = |outcome: String| {
-        let text: String = format!("{original}\n\n{outcome}")
-            .chars()
-            .take(super::deliver::MAX_CONTENT)
-            .collect();
-        json!({ "content": text, "components": [], "allowed_mentions": { "parse": [] } })
-    };
-    let presser = user_key(&actor.id);
-    let context = inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref());
-    // The guild owner and Administrators answer for anyone in their guild.
-    let admin_of = context
-        .scope
-        .as_deref()
-        .filter(|_| is_guild_admin(dc, i, actor));
-    let who = Answerer {
-        user_key: &presser,
-        roles: &context.roles,
-        admin_of,
-    };
-    match dc
-        .runtime
-        .resolve_confirmation_by(token, who, approve)
-        .await
-    {
-        Ok(_) => {
-            let word = if approve { "Approved" } else { "Denied" };
-            respond(
-                dc,
-                i,
-                UPDATE_MESSAGE,
-                settle(format!("{word} by {}.", actor.display_name())),
-            )
-            .await;
-        }
-        Err(hearth_runtime::RuntimeError::Forbidden(_)) => {
-            private(
-                dc,
-                i,
-                "Only the person who asked, a server admin or someone allowed to answer for others can answer this.",
-            )
-            .await;
-        }
-        Err(hearth_runtime::RuntimeError::ConfirmationNotFound) => {
-            respond(dc, i, UPDATE_MESSAGE, settle("No longer pending.".into())).await;
-        }
-        Err(e) => {
-            private(dc, i, "That did not work; try again.").await;
-            return Err(e.into());
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod gateway;
 mod inbound;
 mod interactions;
 mod permissions;
+mod presses;
 mod stats;
 pub mod types;
 

@@ -171,6 +171,9 @@ pub struct Interaction {
     /// The message a component is on.
     #[serde(default)]
     pub message: Option<ComponentMessage>,
+    /// Set once hearth has answered it (Discord takes one answer).
+    #[serde(skip)]
+    pub answered: std::sync::atomic::AtomicBool,
 }
 
 impl Interaction {

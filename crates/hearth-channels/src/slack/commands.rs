@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_runtime::Answerer;
 use hearth_store::RunFilter;
 use serde_json::{Value, json};
 use tracing::warn;
@@ -22,6 +23,7 @@ use tracing::warn;
 use super::mrkdwn::escape;
 use super::types::SlashCommand;
 use super::{Slack, THREAD_PREFIX, dm_thread_key, is_id, is_ts, thread_key, user_key};
+use crate::control::{self, Place};
 use crate::error::ChannelError;
 
 /// `action_id` prefix of the model picker's buttons (value: the model id).
@@ -187,6 +189,20 @@ async fn answer(slack: &Slack, cmd: &SlashCommand) -> Result<Value, ChannelError
         },
         _ => (None, None),
     };
+    let user = user_key(&cmd.user_id);
+    // Showing a picker changes nothing; setting does.
+    let changes = match sub.as_str() {
+        "new" => true,
+        "model" => arg.is_some_and(|m| model_ids(slack).iter().any(|id| id == m)),
+        "thinking" => arg.and_then(ThinkingLevel::parse).is_some(),
+        _ => false,
+    };
+    if let Some(thread) = thread.as_deref()
+        && changes
+        && !may_change(slack, &user, thread).await?
+    {
+        return Ok(text(control::CHANGE_REFUSED));
+    }
     Ok(match (sub.as_str(), thread) {
         ("help", _) => text(HELP),
         ("usage", _) => {
@@ -222,7 +238,7 @@ async fn answer(slack: &Slack, cmd: &SlashCommand) -> Result<Value, ChannelError
             }
             None => thinking_picker(slack, &thread).await?,
         },
-        ("cancel", Some(thread)) => text(cancel(slack, &thread).await?),
+        ("cancel", Some(thread)) => text(cancel(slack, &thread, &user).await?),
         _ => text(&format!("I do not know that command.\n\n{HELP}")),
     })
 }
@@ -241,7 +257,32 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
     )
 }
 
-async fn cancel(slack: &Slack, thread: &str) -> Result<&'static str, ChannelError> {
+/// Where `thread` is, for the rules of [`control`]: a DM is its user's, a
+/// channel thread is shared and checked in the workspace's scope.
+fn place<'a>(thread: &'a str, scope: &'a str) -> Place<'a> {
+    if thread.starts_with(super::DM_PREFIX) {
+        Place::Private
+    } else {
+        Place::Shared { scope, thread }
+    }
+}
+
+/// The workspace's scope (`global` before the bot's workspace is known).
+fn scope(slack: &Slack) -> String {
+    slack.scope_for(None).unwrap_or_else(|| "global".to_owned())
+}
+
+/// Whether `user` (a user key) may change `thread`'s conversation.
+pub(super) async fn may_change(
+    slack: &Slack,
+    user: &str,
+    thread: &str,
+) -> Result<bool, ChannelError> {
+    let scope = scope(slack);
+    control::may_change(&slack.runtime, Answerer::user(user), place(thread, &scope)).await
+}
+
+async fn cancel(slack: &Slack, thread: &str, user: &str) -> Result<&'static str, ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread.to_owned()),
         status: None,
@@ -256,6 +297,11 @@ async fn cancel(slack: &Slack, thread: &str) -> Result<&'static str, ChannelErro
     let Some(run) = active else {
         return Ok("Nothing to cancel.");
     };
+    let scope = scope(slack);
+    let (who, place) = (Answerer::user(user), place(thread, &scope));
+    if !control::may_cancel(&slack.runtime, who, place, &run.run_id, &run.user_key).await {
+        return Ok(control::CANCEL_REFUSED);
+    }
     let env = slack.runtime.cancel(&run.run_id).await?;
     Ok(if env.status == RunStatus::Cancelled {
         "Cancelled."

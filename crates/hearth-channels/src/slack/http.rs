@@ -174,7 +174,7 @@ async fn receive(State(slack): State<Arc<Slack>>, headers: HeaderMap, body: Byte
             }
         }
     };
-    match outcome {
+    match super::settle(outcome) {
         Ok(()) => {
             slack.health.event();
             StatusCode::OK.into_response()

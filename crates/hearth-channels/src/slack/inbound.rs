@@ -15,12 +15,12 @@ use super::mrkdwn::decode_incoming;
 use super::types::EventCallback;
 use super::{Slack, dm_thread_key, is_id, is_ts, thread_key, user_key};
 use crate::access::Admission;
-use crate::error::ChannelError;
+use crate::error::{ChannelError, refusal_notice};
 use crate::payload::Payload;
 
-/// Handles one `event_callback` body. Errors are the ones that must not be
-/// acknowledged (the store or the runtime could not take the event); a
-/// malformed or uninteresting event is logged and skipped.
+/// Handles one `event_callback` body. Errors that may pass (see
+/// [`ChannelError::is_transient`]) must not be acknowledged; a malformed
+/// or uninteresting event is logged and skipped.
 pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), ChannelError> {
     let cb: EventCallback = match serde_json::from_value(body) {
         Ok(cb) => cb,
@@ -143,12 +143,11 @@ async fn ingest(
     };
     let run = match slack.runtime.ingest(inbound).await {
         Ok(run) => run,
-        Err(hearth_runtime::RuntimeError::InvalidInput(why)) => {
+        // The runtime's answer to this message (not a failure that may
+        // pass): the sender is told, and the event is done with.
+        Err(e) if !e.is_transient() => {
             return slack
-                .notify(
-                    &target,
-                    Payload::notice(format!("I cannot take that message: {why}")),
-                )
+                .notify(&target, Payload::notice(refusal_notice(&e)))
                 .await;
         }
         Err(e) => return Err(e.into()),

@@ -1,6 +1,12 @@
 //! Button presses (`block_actions`): Approve/Deny of a confirmation, which
 //! only the asking user may answer (the runtime checks; anyone else gets an
 //! ephemeral notice), and the model and thinking pickers.
+//!
+//! A press acts first and is marked seen after: one whose act failed for a
+//! failure that may pass is left unacknowledged, so when Slack sends it
+//! again it acts then; a press seen before has acted already (acting again
+//! changes nothing) and shows nothing twice. A failed press is told so
+//! through its `response_url`.
 
 use std::sync::Arc;
 
@@ -10,15 +16,30 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use super::commands::{
-    MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, model_ids, picker, picker_thread, respond,
-    thinking_picker,
+    MODEL_ACTION, THINKING_ACTION, dm_thread, may_change, may_use, model_ids, picker,
+    picker_thread, respond, thinking_picker,
 };
 use super::deliver::{APPROVE, DENY, blocks};
 use super::types::Interaction;
 use super::{Slack, user_key};
+use crate::control;
 use crate::error::ChannelError;
 
-/// Handles one interaction payload. Errors are the ones that must not be
+/// What a press did, shown once.
+enum Shown {
+    /// Nothing to show.
+    Nothing,
+    /// A reply through the press's `response_url`.
+    Respond(String, Value),
+    /// A Web API call (an ephemeral notice, the prompt updated).
+    Call(&'static str, Value),
+}
+
+fn ephemeral(text: &str) -> Value {
+    json!({ "response_type": "ephemeral", "replace_original": false, "text": text })
+}
+
+/// Handles one interaction payload. Errors that may pass must not be
 /// acknowledged; the answers to the user are sent in the background.
 pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), ChannelError> {
     let ix: Interaction = match serde_json::from_value(body) {
@@ -28,12 +49,20 @@ pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), Channe
             return Ok(());
         }
     };
-    let Some(action) = ix.actions.first() else {
-        return Ok(());
-    };
-    if ix.kind != "block_actions" {
+    if ix.kind != "block_actions" || ix.actions.is_empty() {
         return Ok(());
     }
+    let shown = match act(slack, &ix).await {
+        Ok(shown) => shown,
+        Err(e) => {
+            if let Some(url) = ix.response_url.clone() {
+                let text = "That did not go through; if nothing changes, press again.";
+                respond(slack, url, ephemeral(text));
+            }
+            return Err(e);
+        }
+    };
+    // Seen only now that it acted (see the module's doc).
     if let Some(trigger) = &ix.trigger_id
         && !slack
             .store
@@ -42,6 +71,19 @@ pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), Channe
     {
         return Ok(());
     }
+    match shown {
+        Shown::Nothing => {}
+        Shown::Respond(url, body) => respond(slack, url, body),
+        Shown::Call(method, body) => call_later(slack, method, body),
+    }
+    Ok(())
+}
+
+/// Does what the press asks; what to show for it.
+async fn act(slack: &Slack, ix: &Interaction) -> Result<Shown, ChannelError> {
+    let Some(action) = ix.actions.first() else {
+        return Ok(Shown::Nothing);
+    };
     let value = action.value.clone().unwrap_or_default();
     let channel = ix
         .channel
@@ -50,26 +92,26 @@ pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), Channe
         .unwrap_or_default();
     let id = action.action_id.as_str();
     if id == APPROVE || id == DENY {
-        return confirm(slack, &ix, &channel, &value, id == APPROVE).await;
+        return confirm(slack, ix, &channel, &value, id == APPROVE).await;
     }
     let Some(url) = ix.response_url.clone() else {
-        return Ok(());
+        return Ok(Shown::Nothing);
     };
     if !may_use(slack, &ix.user.id).await? {
-        respond(
-            slack,
-            url,
-            json!({ "response_type": "ephemeral", "replace_original": false, "text": "You cannot change this assistant's settings." }),
-        );
-        return Ok(());
+        let text = "You cannot change this assistant's settings.";
+        return Ok(Shown::Respond(url, ephemeral(text)));
     }
     let thread = match action.block_id.as_deref() {
         Some(block) if !channel.starts_with('D') => picker_thread(&channel, block),
         _ => dm_thread(&channel),
     };
     let Some(thread) = thread else {
-        return Ok(());
+        return Ok(Shown::Nothing);
     };
+    let changes = id.starts_with(MODEL_ACTION) || id.starts_with(THINKING_ACTION);
+    if changes && !may_change(slack, &user_key(&ix.user.id), &thread).await? {
+        return Ok(Shown::Respond(url, ephemeral(control::CHANGE_REFUSED)));
+    }
     let reply = if id.starts_with(MODEL_ACTION) {
         if model_ids(slack).contains(&value) {
             slack.runtime.set_model(&thread, &value).await?;
@@ -84,19 +126,18 @@ pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), Channe
         }
         thinking_picker(slack, &thread).await?
     } else {
-        json!({ "response_type": "ephemeral", "replace_original": false, "text": "This button is no longer active." })
+        ephemeral("This button is no longer active.")
     };
-    respond(slack, url, reply);
-    Ok(())
+    Ok(Shown::Respond(url, reply))
 }
 
 async fn confirm(
-    slack: &Arc<Slack>,
+    slack: &Slack,
     ix: &Interaction,
     channel: &str,
     token: &str,
     approve: bool,
-) -> Result<(), ChannelError> {
+) -> Result<Shown, ChannelError> {
     let presser = &ix.user.id;
     let outcome = match slack
         .runtime
@@ -116,20 +157,20 @@ async fn confirm(
             if let Some(ts) = ix.message.as_ref().and_then(|m| m.thread_ts.clone()) {
                 body["thread_ts"] = json!(ts);
             }
-            call_later(slack, "chat.postEphemeral", body);
-            return Ok(());
+            return Ok(Shown::Call("chat.postEphemeral", body));
         }
         Err(RuntimeError::ConfirmationNotFound) => "No longer pending.".to_owned(),
         Err(e) => return Err(e.into()),
     };
     // The prompt loses its buttons and says how it was answered.
-    if let Some(msg) = &ix.message {
-        let text = format!("{}\n\n{outcome}", msg.text.clone().unwrap_or_default());
-        let text: String = text.chars().take(super::mrkdwn::MAX_SECTION).collect();
-        let body = json!({ "channel": channel, "ts": msg.ts, "text": text, "blocks": blocks(&text, None) });
-        call_later(slack, "chat.update", body);
-    }
-    Ok(())
+    let Some(msg) = &ix.message else {
+        return Ok(Shown::Nothing);
+    };
+    let text = format!("{}\n\n{outcome}", msg.text.clone().unwrap_or_default());
+    let text: String = text.chars().take(super::mrkdwn::MAX_SECTION).collect();
+    let body =
+        json!({ "channel": channel, "ts": msg.ts, "text": text, "blocks": blocks(&text, None) });
+    Ok(Shown::Call("chat.update", body))
 }
 
 /// Calls `method` in the background (answers to a press are best effort).

@@ -208,7 +208,7 @@ async fn on_frame(slack: &Arc<Slack>, text: &str, backoff: &mut Backoff) -> Step
             Ok(())
         }
     };
-    match handled {
+    match super::settle(handled) {
         Ok(()) => Step::Ack(envelope_id),
         Err(e) => {
             // Not acknowledged: Slack sends it again.

@@ -1,17 +1,20 @@
 //! Commands (`/start`, `/help`, `/new`, `/model`, `/thinking`, `/usage`,
-//! `/cancel`), the inline-keyboard pickers and the buttons' callbacks.
+//! `/cancel`) and the inline-keyboard pickers (their presses are in
+//! [`super::presses`]).
 //! Callback data stays within Telegram's 64 bytes; a stale button
 //! re-renders the current picker instead of failing.
 
 use std::sync::Arc;
 
 use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_runtime::Answerer;
 use hearth_store::RunFilter;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::types::{CallbackQuery, Message};
-use super::{Telegram, thread_key, user_key};
+use super::types::Message;
+use super::{Telegram, thread_key};
+use crate::control::{self, Place};
 use crate::error::ChannelError;
 use crate::payload::Payload;
 
@@ -66,6 +69,10 @@ pub(super) async fn command(
     let thread = thread_key(chat);
     match name.as_str() {
         "start" | "help" => tg.notify(chat, Payload::notice(HELP)).await,
+        "new" if !may_change(tg, chat, user).await? => {
+            tg.notify(chat, Payload::notice(control::CHANGE_REFUSED))
+                .await
+        }
         "new" => {
             tg.runtime.new_session(&thread).await?;
             info!(channel = "telegram", "new session by command");
@@ -81,8 +88,24 @@ pub(super) async fn command(
                 .await?;
             tg.notify(chat, Payload::notice(usage_text(&rows))).await
         }
-        _ => cancel(tg, chat).await,
+        _ => cancel(tg, chat, user).await,
     }
+}
+
+/// Where chat `chat` is, for the rules of [`control`]: a group is shared
+/// and checked in its scope, a private chat is its user's.
+fn place<'a>(thread: &'a str, scope: Option<&'a str>) -> Place<'a> {
+    match scope {
+        Some(scope) => Place::Shared { scope, thread },
+        None => Place::Private,
+    }
+}
+
+/// Whether `user` may change chat `chat`'s conversation.
+pub(super) async fn may_change(tg: &Telegram, chat: i64, user: &str) -> Result<bool, ChannelError> {
+    let (thread, scope) = (thread_key(chat), super::group_scope(chat));
+    let place = place(&thread, scope.as_deref());
+    control::may_change(&tg.runtime, Answerer::user(user), place).await
 }
 
 fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
@@ -99,7 +122,7 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
     )
 }
 
-async fn cancel(tg: &Telegram, chat: i64) -> Result<(), ChannelError> {
+async fn cancel(tg: &Telegram, chat: i64, user: &str) -> Result<(), ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread_key(chat)),
         status: None,
@@ -114,6 +137,14 @@ async fn cancel(tg: &Telegram, chat: i64) -> Result<(), ChannelError> {
     let Some(run) = active else {
         return tg.notify(chat, Payload::notice("Nothing to cancel.")).await;
     };
+    let (thread, scope) = (thread_key(chat), super::group_scope(chat));
+    let place = place(&thread, scope.as_deref());
+    let who = Answerer::user(user);
+    if !control::may_cancel(&tg.runtime, who, place, &run.run_id, &run.user_key).await {
+        return tg
+            .notify(chat, Payload::notice(control::CANCEL_REFUSED))
+            .await;
+    }
     let env = tg.runtime.cancel(&run.run_id).await?;
     // A running run says "Stopped." itself when it ends; a queued one ends here.
     if env.status == RunStatus::Cancelled && run.status == RunStatus::Queued {
@@ -124,7 +155,7 @@ async fn cancel(tg: &Telegram, chat: i64) -> Result<(), ChannelError> {
 
 /// A short, stable tag of a model id: a stale button whose list position
 /// now holds another model is recognised.
-fn tag(model: &str) -> String {
+pub(super) fn tag(model: &str) -> String {
     // FNV-1a: not for security, only to tell two ids apart.
     let mut h: u32 = 0x811c_9dc5;
     for b in model.bytes() {
@@ -133,7 +164,7 @@ fn tag(model: &str) -> String {
     format!("{h:08x}")
 }
 
-fn model_ids(tg: &Telegram) -> Vec<String> {
+pub(super) fn model_ids(tg: &Telegram) -> Vec<String> {
     tg.runtime
         .models()
         .models
@@ -143,7 +174,7 @@ fn model_ids(tg: &Telegram) -> Vec<String> {
 }
 
 /// Shows (or, with `edit`, re-renders) the model picker.
-async fn picker(
+pub(super) async fn picker(
     tg: &Telegram,
     chat: i64,
     edit: Option<i64>,
@@ -162,7 +193,11 @@ async fn picker(
     show(tg, chat, edit, &format!("{title}\nNow: {current}"), rows).await
 }
 
-async fn thinking_picker(tg: &Telegram, chat: i64, edit: Option<i64>) -> Result<(), ChannelError> {
+pub(super) async fn thinking_picker(
+    tg: &Telegram,
+    chat: i64,
+    edit: Option<i64>,
+) -> Result<(), ChannelError> {
     let current = tg.runtime.thread_runtime(&thread_key(chat)).await?.thinking;
     let levels = [
         ThinkingLevel::Off,
@@ -212,128 +247,6 @@ async fn show(
         && !e.says("message is not modified")
     {
         warn!(channel = "telegram", method, error = %e, "could not show a picker");
-    }
-    Ok(())
-}
-
-async fn answer(tg: &Telegram, query_id: &str, text: &str, alert: bool) {
-    let Ok(api) = &tg.api else { return };
-    let body = json!({ "callback_query_id": query_id, "text": text, "show_alert": alert });
-    if let Err(e) = api.call::<Value>("answerCallbackQuery", &body).await {
-        warn!(channel = "telegram", error = %e, "answerCallbackQuery failed");
-    }
-}
-
-/// Removes a prompt's buttons once it is answered, saying how.
-async fn settle_prompt(tg: &Telegram, msg: &Message, outcome: &str) {
-    let Ok(api) = &tg.api else { return };
-    let text = format!("{}\n\n{outcome}", msg.text.clone().unwrap_or_default());
-    let text: String = text.chars().take(4000).collect();
-    let body = json!({ "chat_id": msg.chat.id, "message_id": msg.message_id, "text": text });
-    if let Err(e) = api.call::<Value>("editMessageText", &body).await
-        && !e.says("message is not modified")
-    {
-        warn!(channel = "telegram", error = %e, "could not update an answered prompt");
-    }
-}
-
-pub(super) async fn callback(
-    tg: &Arc<Telegram>,
-    update_id: i64,
-    q: CallbackQuery,
-) -> Result<(), ChannelError> {
-    if !first_time(tg, update_id).await? {
-        return Ok(());
-    }
-    let (Some(msg), Some(data)) = (q.message.clone(), q.data.clone()) else {
-        answer(tg, &q.id, "", false).await;
-        return Ok(());
-    };
-    let presser = user_key(q.from.id);
-    let allowed = tg.access.is_allowed(&presser).await?
-        || (msg.chat.kind == "private" && tg.config.open_dms)
-        || (msg.chat.kind != "private" && tg.config.open_groups);
-    let mut parts = data.splitn(3, ':');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some("cf"), Some(verb @ ("a" | "d")), Some(token)) => {
-            let approve = verb == "a";
-            match tg
-                .runtime
-                .resolve_confirmation(token, &presser, approve)
-                .await
-            {
-                Ok(_) => {
-                    let word = if approve { "Approved" } else { "Denied" };
-                    answer(tg, &q.id, word, false).await;
-                    settle_prompt(tg, &msg, &format!("{word} by {}.", q.from.first_name)).await;
-                }
-                Err(hearth_runtime::RuntimeError::Forbidden(_)) => {
-                    answer(
-                        tg,
-                        &q.id,
-                        "Only the person who asked, or someone allowed to answer for others, can answer this.",
-                        true,
-                    )
-                    .await;
-                }
-                Err(hearth_runtime::RuntimeError::ConfirmationNotFound) => {
-                    answer(tg, &q.id, "This is no longer waiting for an answer.", false).await;
-                    settle_prompt(tg, &msg, "No longer pending.").await;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        _ if !allowed => {
-            answer(
-                tg,
-                &q.id,
-                "You cannot change this assistant's settings.",
-                true,
-            )
-            .await
-        }
-        (Some("m"), Some(i), Some(t)) => {
-            let ids = model_ids(tg);
-            let chosen = i
-                .parse::<usize>()
-                .ok()
-                .and_then(|i| ids.get(i))
-                .filter(|m| tag(m) == t);
-            match chosen {
-                Some(model) => {
-                    tg.runtime
-                        .set_model(&thread_key(msg.chat.id), model)
-                        .await?;
-                    answer(tg, &q.id, &format!("Model: {model}"), false).await;
-                    picker(tg, msg.chat.id, Some(msg.message_id), "Choose the model:").await?;
-                }
-                None => {
-                    answer(tg, &q.id, "The list changed; pick again.", false).await;
-                    picker(
-                        tg,
-                        msg.chat.id,
-                        Some(msg.message_id),
-                        "The list changed; choose again:",
-                    )
-                    .await?;
-                }
-            }
-        }
-        (Some("t"), Some(level), None) => match ThinkingLevel::parse(level) {
-            Some(l) => {
-                tg.runtime.set_thinking(&thread_key(msg.chat.id), l).await?;
-                answer(tg, &q.id, &format!("Thinking: {}", l.as_str()), false).await;
-                thinking_picker(tg, msg.chat.id, Some(msg.message_id)).await?;
-            }
-            None => {
-                answer(tg, &q.id, "That choice is gone; pick again.", false).await;
-                thinking_picker(tg, msg.chat.id, Some(msg.message_id)).await?;
-            }
-        },
-        _ => {
-            // An old or foreign button: say so rather than fail.
-            answer(tg, &q.id, "This button is no longer active.", false).await;
-        }
     }
     Ok(())
 }

@@ -14,10 +14,10 @@ use tracing::{debug, error, info, warn};
 use super::api::ApiError;
 use super::deliver::TelegramProgress;
 use super::types::{Me, Message, MessageReactionUpdated, Update};
-use super::{Identity, Telegram, commands, thread_key, user_key};
+use super::{Identity, Telegram, commands, presses, thread_key, user_key};
 use crate::access::Admission;
 use crate::backoff::Backoff;
-use crate::error::ChannelError;
+use crate::error::{ChannelError, refusal_notice};
 use crate::payload::Payload;
 use crate::reactions;
 
@@ -231,7 +231,8 @@ pub(super) async fn handle_batch(
         let tg = tg.clone();
         tasks.spawn(async move {
             for u in list {
-                handle(&tg, u).await?;
+                let update_id = u.update_id;
+                settle(update_id, handle(&tg, u).await)?;
             }
             Ok::<(), ChannelError>(())
         });
@@ -254,6 +255,20 @@ pub(super) async fn handle_batch(
     }
 }
 
+/// What one update's outcome means for the batch: only an error that may
+/// pass (the store, shutdown, overload) holds the batch back to be received
+/// again. Any other error is the runtime's answer to this update: it is
+/// logged, the update is acknowledged, and the chat's next updates go on.
+fn settle(update_id: i64, handled: Result<(), ChannelError>) -> Result<(), ChannelError> {
+    match handled {
+        Err(e) if !e.is_transient() => {
+            warn!(channel = "telegram", update_id, error = %e, "an update was refused; it is acknowledged and not retried");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 fn chat_of(u: &Update) -> i64 {
     u.message
         .as_ref()
@@ -268,11 +283,12 @@ fn chat_of(u: &Update) -> i64 {
         .unwrap_or(0)
 }
 
-/// Handles one update. Errors are the ones that must not be acknowledged
-/// (the store or the runtime could not take the message).
+/// Handles one update. An error that may pass (see
+/// [`ChannelError::is_transient`]) must not be acknowledged; any other is
+/// logged and the update acknowledged ([`settle`]).
 pub(super) async fn handle(tg: &Arc<Telegram>, u: Update) -> Result<(), ChannelError> {
     if let Some(q) = u.callback_query {
-        return commands::callback(tg, u.update_id, q).await;
+        return presses::callback(tg, u.update_id, q).await;
     }
     if let Some(r) = u.message_reaction {
         return reaction(tg, u.update_id, r).await;
@@ -426,12 +442,11 @@ pub(super) async fn ingest(
     };
     let run = match tg.runtime.ingest(inbound).await {
         Ok(run) => run,
-        Err(hearth_runtime::RuntimeError::InvalidInput(why)) => {
-            tg.notify(
-                chat_id,
-                Payload::notice(format!("I cannot take that message: {why}")),
-            )
-            .await?;
+        // The runtime's answer to this message (not a failure that may
+        // pass): the sender is told, and the update is done with.
+        Err(e) if !e.is_transient() => {
+            tg.notify(chat_id, Payload::notice(refusal_notice(&e)))
+                .await?;
             return Ok(());
         }
         Err(e) => return Err(e.into()),
@@ -467,6 +482,36 @@ mod tests {
         assert_eq!(strip_mention("no mention", "@hearthbot"), "no mention");
         assert!(is_command_for_me("/model@hearthbot", "hearthbot"));
         assert!(!is_command_for_me("/model@otherbot", "hearthbot"));
+    }
+
+    #[test]
+    fn only_a_failure_that_may_pass_holds_the_batch_back() {
+        use hearth_runtime::RuntimeError;
+        use hearth_store::StoreError;
+        // Whatever the runtime answers one update with, the batch goes on.
+        for refusal in [
+            RuntimeError::InvalidInput("text must not be empty".into()),
+            RuntimeError::Forbidden("this confirmation belongs to another user".into()),
+            RuntimeError::ConfirmationNotFound,
+            RuntimeError::RunNotFound("run_1".into()),
+            RuntimeError::UnknownModel("x/y".into()),
+            RuntimeError::JobNotFound("job_1".into()),
+        ] {
+            assert!(settle(7, Err(refusal.into())).is_ok());
+        }
+        for may_pass in [
+            ChannelError::Store(StoreError::Corrupt("bad row".into())),
+            RuntimeError::Store(StoreError::Closed).into(),
+            RuntimeError::ShuttingDown.into(),
+            RuntimeError::Overloaded {
+                queued: 3,
+                retry_after_secs: 1,
+            }
+            .into(),
+        ] {
+            assert!(settle(7, Err(may_pass)).is_err());
+        }
+        assert!(settle(7, Ok(())).is_ok());
     }
 
     fn reaction_update(old: Value, new: Value) -> Update {

@@ -8,10 +8,11 @@ mod commands;
 mod deliver;
 pub mod format;
 mod inbound;
+mod presses;
 pub mod types;
 mod webhook;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use hearth_config::{TelegramConfig, TelegramMode};
 use hearth_runtime::Runtime;
@@ -68,6 +69,8 @@ pub struct Telegram {
     progress: Arc<Progress>,
     me: OnceLock<Identity>,
     wake: Arc<tokio::sync::Notify>,
+    /// Button presses answered at a failure, not to be answered again.
+    answered: Mutex<presses::Answered>,
 }
 
 impl Telegram {
@@ -102,6 +105,7 @@ impl Telegram {
             progress,
             me: OnceLock::new(),
             wake: Arc::new(tokio::sync::Notify::new()),
+            answered: Mutex::default(),
         })
     }
 

@@ -120,6 +120,9 @@ async fn fail_a_run(h: &Hearth, thread: &str) {
 async fn failed_runs_reach_a_signed_webhook_retried_and_at_most_one_per_interval() {
     // The first POST is refused with 503: the outbox retries it.
     let (url, mut hooks) = receiver(vec![503]).await;
+    // The URL carries credentials, which nothing but the POST may show.
+    let origin = url.trim_end_matches("/hook").to_owned();
+    let url = url.replace("http://", "http://user:hunter2@") + "?token=XXXXSECRET";
     let fake = FakeOpenAi::start().await;
     for _ in 0..3 {
         fake.push(provider_refusal());
@@ -166,6 +169,13 @@ async fn failed_runs_reach_a_signed_webhook_retried_and_at_most_one_per_interval
         let items = outbox["items"].as_array().unwrap();
         assert_eq!(items.len(), 2, "{outbox}");
         assert!(items.iter().all(|i| i["channel"] == "webhook"), "{outbox}");
+        assert!(
+            items.iter().all(|i| i["target"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{origin}#"))),
+            "{outbox}"
+        );
         if items.iter().all(|i| i["status"] == "sent") {
             break;
         }
@@ -176,6 +186,29 @@ async fn failed_runs_reach_a_signed_webhook_retried_and_at_most_one_per_interval
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(hooks.try_recv().is_err(), "an alert too many");
+    let (_, outbox) = h.get("/v1/outbox?limit=10").await;
+    let shown = outbox.to_string();
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("XXXXSECRET"),
+        "{shown}"
+    );
+    let log = std::fs::read_to_string(h.home.join("serve.log")).unwrap();
+    assert!(
+        !log.contains("hunter2") && !log.contains("XXXXSECRET"),
+        "{log}"
+    );
+    // Nor does the database hold them.
+    let db = rusqlite::Connection::open(h.home.join("hearth.db")).unwrap();
+    let mut targets = db.prepare("SELECT target FROM outbox").unwrap();
+    let targets: Vec<String> = targets
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(targets.len(), 2);
+    for t in targets {
+        assert!(!t.contains("hunter2") && !t.contains("XXXXSECRET"), "{t}");
+    }
 }
 
 const TOKEN: &str = "7000000001:AAtestTOKENtestTOKENtestTOKENtest";
@@ -293,9 +326,9 @@ async fn bad_alert_rules_stop_hearth_at_load_with_exit_2() {
     let cases = [
         (
             format!(
-                "{secret}[[alerts.rules]]\non = \"run.failed\"\nto = \"webhook:http://example.org/hook\"\n"
+                "{secret}[[alerts.rules]]\non = \"run.failed\"\nto = \"webhook:http://user:hunter2@example.org/hook?token=XXXXSECRET\"\n"
             ),
-            "must be https",
+            "webhook URL http://example.org must be https",
         ),
         (
             "[[alerts.rules]]\non = \"run.failed\"\nto = \"telegram:chat:5\"\n".to_owned(),
@@ -328,5 +361,9 @@ async fn bad_alert_rules_stop_hearth_at_load_with_exit_2() {
         let (code, stderr) = serve_with(&alerts, &[]).await;
         assert_eq!(code, Some(2), "{alerts}\n{stderr}");
         assert!(stderr.contains(want), "{want:?} not in {stderr}");
+        assert!(
+            !stderr.contains("hunter2") && !stderr.contains("XXXXSECRET"),
+            "a webhook URL's credentials were shown: {stderr}"
+        );
     }
 }

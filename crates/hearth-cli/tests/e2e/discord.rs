@@ -11,23 +11,23 @@ use serde_json::{Value, json};
 use crate::harness::{Hearth, fake_config, user_texts};
 
 const TOKEN: &str = "MTAwMDAwMDAwMDAwMDAwMDAx.Gfake.discordTOKENdiscordTOKEN";
-const ALICE: &str = "100000000000000001";
-const BOB: &str = "100000000000000002";
+pub(crate) const ALICE: &str = "100000000000000001";
+pub(crate) const BOB: &str = "100000000000000002";
 const DM: &str = "300000000000000001";
-const GUILD: &str = "400000000000000001";
-const GENERAL: &str = "500000000000000001";
+pub(crate) const GUILD: &str = "400000000000000001";
+pub(crate) const GENERAL: &str = "500000000000000001";
 /// A guild whose answers carry the latency footer.
 const TIMED_GUILD: &str = "400000000000000002";
 const TIMED: &str = "500000000000000002";
 
-struct Setup {
+pub(crate) struct Setup {
     _dir: tempfile::TempDir,
-    fake: FakeOpenAi,
-    dc: FakeDiscord,
-    hearth: Hearth,
+    pub(crate) fake: FakeOpenAi,
+    pub(crate) dc: FakeDiscord,
+    pub(crate) hearth: Hearth,
 }
 
-async fn setup() -> Setup {
+pub(crate) async fn setup() -> Setup {
     setup_with("").await
 }
 
@@ -64,7 +64,7 @@ async fn setup_with(extra: &str) -> Setup {
     }
 }
 
-fn no_violations(dc: &FakeDiscord) {
+pub(crate) fn no_violations(dc: &FakeDiscord) {
     assert!(
         dc.violations().is_empty(),
         "Discord would have refused: {:?}",
@@ -231,7 +231,7 @@ async fn a_malformed_payload_is_logged_and_skipped() {
 }
 
 /// The callback answering interaction `id`.
-async fn callback_of(dc: &FakeDiscord, id: &str, n: usize) -> Value {
+pub(crate) async fn callback_of(dc: &FakeDiscord, id: &str, n: usize) -> Value {
     let all = dc.wait_callbacks(n).await;
     all.into_iter()
         .find(|(i, _)| i == id)
@@ -421,35 +421,56 @@ async fn a_forbidden_channel_fails_the_reply_at_once() {
 
 /// Sends command `name` with `options` as `user` in the general channel;
 /// the callback's body.
-async fn run_command(s: &Setup, user: &str, name: &str, options: Value, n: usize) -> Value {
+pub(crate) async fn run_command(
+    s: &Setup,
+    user: &str,
+    name: &str,
+    options: Value,
+    n: usize,
+) -> Value {
     let data = json!({ "name": name, "options": options });
     let id = s.dc.interaction(2, GENERAL, Some(GUILD), user, data, None);
     callback_of(&s.dc, &id, n).await
 }
 
-fn text(body: &Value) -> &str {
+pub(crate) fn text(body: &Value) -> &str {
     body["data"]["content"].as_str().unwrap_or_default()
 }
 
 #[tokio::test]
-async fn commands_change_the_channel_and_permissions_need_a_server_admin() {
+async fn changing_the_channel_and_permissions_need_a_server_admin() {
     let s = setup().await;
     let thread = format!("discord:channel:{GENERAL}");
     let opt = |name: &str, value: &str| json!([{ "name": name, "type": 3, "value": value }]);
+    // A plain member changes nothing in the shared channel: told privately.
     let b = run_command(&s, BOB, "model", opt("name", "fake/other-model"), 1).await;
-    assert_eq!(text(&b), "Model: fake/other-model");
+    assert!(text(&b).contains("llm.configure"), "{b}");
+    assert_eq!(b["data"]["flags"], 64);
     let b = run_command(&s, BOB, "thinking", opt("level", "high"), 2).await;
-    assert_eq!(text(&b), "Thinking: high");
+    assert!(text(&b).contains("llm.configure"), "{b}");
+    let b = run_command(&s, BOB, "new", json!([]), 3).await;
+    assert!(text(&b).contains("llm.configure"), "{b}");
     let (_, t) = s.hearth.get(&format!("/v1/threads/{thread}/runtime")).await;
-    assert_eq!(t["model"], "fake/other-model", "{t}");
-    assert_eq!(t["thinking"], "high", "{t}");
-    let b = run_command(&s, BOB, "usage", json!([]), 3).await;
+    assert_eq!(t["model"], "fake/fake-model", "{t}");
+    assert_ne!(t["thinking"], "high", "{t}");
+    let (_, audit) = s.hearth.get("/v1/audit?limit=20").await;
+    let refused = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["action"] == "thread.configure"
+                && e["outcome"] == "denied"
+                && e["actor"] == format!("discord:user:{BOB}")
+                && e["target"] == thread.as_str()
+        })
+        .count();
+    assert_eq!(refused, 3, "{audit}");
+    let b = run_command(&s, BOB, "usage", json!([]), 4).await;
     assert!(text(&b).contains("model calls"), "{b}");
     let cancel = json!([{ "name": "cancel", "type": 1 }]);
-    let b = run_command(&s, BOB, "agent", cancel, 4).await;
+    let b = run_command(&s, BOB, "agent", cancel, 5).await;
     assert_eq!(text(&b), "Nothing to cancel.");
-    let b = run_command(&s, BOB, "new", json!([]), 5).await;
-    assert_eq!(text(&b), "Started a new conversation.");
 
     let grant = json!([{ "name": "grant", "type": 1, "options": [
         { "name": "capability", "type": 3, "value": "web.fetch" },
@@ -458,8 +479,18 @@ async fn commands_change_the_channel_and_permissions_need_a_server_admin() {
     let b = run_command(&s, BOB, "permissions", grant.clone(), 6).await;
     assert!(text(&b).contains("Only the server owner"), "{b}");
     assert_eq!(b["data"]["flags"], 64);
+    // A server Administrator changes the channel and grants.
     s.dc.set_member_permissions("8");
-    let b = run_command(&s, BOB, "permissions", grant, 7).await;
+    let b = run_command(&s, BOB, "model", opt("name", "fake/other-model"), 7).await;
+    assert_eq!(text(&b), "Model: fake/other-model");
+    let b = run_command(&s, BOB, "thinking", opt("level", "high"), 8).await;
+    assert_eq!(text(&b), "Thinking: high");
+    let (_, t) = s.hearth.get(&format!("/v1/threads/{thread}/runtime")).await;
+    assert_eq!(t["model"], "fake/other-model", "{t}");
+    assert_eq!(t["thinking"], "high", "{t}");
+    let b = run_command(&s, BOB, "new", json!([]), 9).await;
+    assert_eq!(text(&b), "Started a new conversation.");
+    let b = run_command(&s, BOB, "permissions", grant, 10).await;
     assert!(text(&b).starts_with("Granted web.fetch"), "{b}");
     let scope = format!("discord:guild:{GUILD}");
     let (_, p) = s
@@ -478,12 +509,12 @@ async fn commands_change_the_channel_and_permissions_need_a_server_admin() {
 }
 
 /// A role in [`GUILD`].
-const ROLE: &str = "600000000000000009";
+pub(crate) const ROLE: &str = "600000000000000009";
 const CAROL: &str = "100000000000000003";
 
 /// `/permissions grant` of `capability` to [`ROLE`] by an Administrator;
 /// the callback is the `n`th.
-async fn grant_to_role(s: &Setup, capability: &str, n: usize) {
+pub(crate) async fn grant_to_role(s: &Setup, capability: &str, n: usize) {
     let grant = json!([{ "name": "grant", "type": 1, "options": [
         { "name": "capability", "type": 3, "value": capability },
         { "name": "role", "type": 8, "value": ROLE },

@@ -10,19 +10,19 @@ use serde_json::{Value, json};
 
 use crate::harness::{Hearth, fake_config, user_texts};
 
-const ALICE: &str = "UALICE";
-const BOB: &str = "UBOB";
+pub(crate) const ALICE: &str = "UALICE";
+pub(crate) const BOB: &str = "UBOB";
 const DM: &str = "DALICE";
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
-struct Setup {
+pub(crate) struct Setup {
     _dir: tempfile::TempDir,
-    fake: FakeOpenAi,
-    slack: FakeSlack,
-    hearth: Hearth,
+    pub(crate) fake: FakeOpenAi,
+    pub(crate) slack: FakeSlack,
+    pub(crate) hearth: Hearth,
 }
 
-async fn setup(extra: &str, env: &[(&str, &str)]) -> Setup {
+pub(crate) async fn setup(extra: &str, env: &[(&str, &str)]) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let slack = FakeSlack::start().await.unwrap();
@@ -56,7 +56,13 @@ fn dm(user: &str, ts: &str, text: &str) -> Value {
     json!({ "type": "message", "channel": DM, "channel_type": "im", "user": user, "text": text, "ts": ts, "event_ts": ts })
 }
 
-fn mention(user: &str, channel: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
+pub(crate) fn mention(
+    user: &str,
+    channel: &str,
+    ts: &str,
+    thread_ts: Option<&str>,
+    text: &str,
+) -> Value {
     let mut e = json!({ "type": "app_mention", "channel": channel, "user": user, "text": format!("<@{BOT_USER}> {text}"), "ts": ts, "event_ts": ts });
     if let Some(t) = thread_ts {
         e["thread_ts"] = json!(t);
@@ -73,7 +79,7 @@ fn posted_with(slack: &FakeSlack, want: &str) -> Vec<hearth_testkit::fake_slack:
         .collect()
 }
 
-fn no_violations(slack: &FakeSlack) {
+pub(crate) fn no_violations(slack: &FakeSlack) {
     assert_eq!(slack.violations(), Vec::<String>::new());
 }
 
@@ -660,6 +666,14 @@ async fn a_429_blocks_chat_post_message_in_every_conversation_until_retry_after(
 #[tokio::test]
 async fn the_hearth_command_in_a_channel_acts_on_the_users_thread_or_the_one_named() {
     let s = socket().await;
+    // A channel thread is shared: changing it needs llm.configure.
+    let grant = json!({ "subject": format!("user:slack:user:{ALICE}"),
+                        "capability": "llm.configure", "scope": "slack:team:TFAKE" });
+    let (status, v) = s
+        .hearth
+        .send(reqwest::Method::POST, "/v1/permissions/grants", grant)
+        .await;
+    assert_eq!(status, 201, "{v}");
     let root = "1700000000.000100";
     s.slack
         .push_event("Ev100", mention(ALICE, "CGENERAL", root, None, "hello"));

@@ -11,15 +11,15 @@ use serde_json::json;
 use crate::harness::{Hearth, command, fake_config};
 
 const TOKEN: &str = "7000000001:AAtestTOKENtestTOKENtestTOKENtest";
-const ALICE: i64 = 1001;
-const BOB: i64 = 1002;
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const ALICE: i64 = 1001;
+pub(crate) const BOB: i64 = 1002;
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
-struct Setup {
+pub(crate) struct Setup {
     _dir: tempfile::TempDir,
-    fake: FakeOpenAi,
-    tg: FakeTelegram,
-    hearth: Hearth,
+    pub(crate) fake: FakeOpenAi,
+    pub(crate) tg: FakeTelegram,
+    pub(crate) hearth: Hearth,
 }
 
 fn config(fake: &FakeOpenAi, tg: &FakeTelegram, extra: &str) -> String {
@@ -35,7 +35,7 @@ async fn start(home: &std::path::Path, cfg: &str) -> Hearth {
     Hearth::start_with(home, Some(cfg), &[("TG_TOKEN", TOKEN)]).await
 }
 
-async fn setup(extra: &str) -> Setup {
+pub(crate) async fn setup(extra: &str) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let tg = FakeTelegram::start(TOKEN).await;
@@ -49,11 +49,11 @@ async fn setup(extra: &str) -> Setup {
 }
 
 /// The bot's visible messages in `chat`, as text.
-fn texts(st: &TelegramState, chat: i64) -> Vec<String> {
+pub(crate) fn texts(st: &TelegramState, chat: i64) -> Vec<String> {
     st.visible_in(chat).iter().map(|m| m.text.clone()).collect()
 }
 
-async fn wait_text(tg: &FakeTelegram, chat: i64, want: &str) {
+pub(crate) async fn wait_text(tg: &FakeTelegram, chat: i64, want: &str) {
     let ok = tg
         .wait_for(|st| texts(st, chat).iter().any(|t| t.contains(want)), WAIT)
         .await;
@@ -64,7 +64,7 @@ async fn wait_text(tg: &FakeTelegram, chat: i64, want: &str) {
     );
 }
 
-fn no_rejections(tg: &FakeTelegram) {
+pub(crate) fn no_rejections(tg: &FakeTelegram) {
     assert!(
         tg.rejections().is_empty(),
         "Telegram would have refused: {:?}",

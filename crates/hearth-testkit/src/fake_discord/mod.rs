@@ -467,6 +467,14 @@ impl FakeDiscord {
         .await
     }
 
+    /// Waits until the bot posted a message whose content is `content`.
+    pub async fn wait_message(&self, content: &str) -> SentMessage {
+        self.wait_for(&format!("a message {content:?}"), |s| {
+            s.messages.iter().find(|m| m.content == content).cloned()
+        })
+        .await
+    }
+
     /// Waits until at least `n` interaction callbacks were received.
     pub async fn wait_callbacks(&self, n: usize) -> Vec<(String, Value)> {
         self.wait_for("interaction callbacks", |s| {
