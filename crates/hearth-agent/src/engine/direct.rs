@@ -151,6 +151,7 @@ impl Engine {
             history_ids: Vec::new(),
             history_tokens: 0,
             summary: None,
+            supplied: None,
             tools_size: None,
             calls: ModelCalls::default(),
             scratch: Vec::new(),
