@@ -314,7 +314,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     if let Some(stop) = alerts_stop {
         stop.cancel();
     }
-    mcp.shutdown();
+    mcp.shutdown().await;
     if left > 0 {
         info!(
             runs = left,

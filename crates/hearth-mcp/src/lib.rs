@@ -9,6 +9,7 @@
 //! confirmations: its tools declare a class and the capability
 //! `mcp.<server>` (`skills.use` for a skill's), and the engine decides.
 
+mod child;
 pub mod client;
 pub mod error;
 pub mod manager;

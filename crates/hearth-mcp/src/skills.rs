@@ -62,6 +62,13 @@ impl SkillServer {
     }
 }
 
+impl SkillServer {
+    /// Checks the skill before its program is started.
+    pub(crate) async fn check_before_start(&self) -> crate::Result<()> {
+        Ok(())
+    }
+}
+
 /// What [`McpManager::sync_skills`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SkillsSynced {
@@ -100,8 +107,9 @@ impl McpManager {
                 .map(|(name, _)| name.clone())
                 .collect();
             for name in gone {
-                servers.remove(&name);
-                self.stop(&name);
+                if let Some(server) = servers.remove(&name) {
+                    self.stop(&server);
+                }
                 out.stopped.push(name);
             }
             for (name, skill) in wanted {

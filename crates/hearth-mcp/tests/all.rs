@@ -87,7 +87,11 @@ async fn tools_are_listed_with_class_capability_and_untrusted_results() {
     ready(&m, "fk").await;
     let r = registry(&m);
     let echo = r.get("fk__echo").unwrap();
-    assert_eq!(echo.class(), ToolClass::Read, "readOnlyHint: true");
+    assert_eq!(
+        echo.class(),
+        ToolClass::Write,
+        "readOnlyHint: true, but annotations are not trusted by default"
+    );
     assert_eq!(echo.capability(), Some("mcp.fk"));
     assert_eq!(echo.source(), "mcp:fk");
     assert!(echo.available());
@@ -149,7 +153,7 @@ async fn tools_are_listed_with_class_capability_and_untrusted_results() {
     let status = &m.statuses()[0];
     assert_eq!(
         (status.transport, status.state, status.tools),
-        ("stdio", ServerState::Ready, 11)
+        ("stdio", ServerState::Ready, 12)
     );
     // The debugging call takes the server's own tool name.
     let raw = m
@@ -162,7 +166,36 @@ async fn tools_are_listed_with_class_capability_and_untrusted_results() {
         .unwrap();
     assert_eq!(raw["content"][0]["text"], "x");
     assert!(m.call("nope", "echo", Default::default()).await.is_err());
-    m.shutdown();
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_read_only_hint_counts_only_when_the_operator_trusts_the_server() {
+    let m = start(
+        vec![
+            ("plain", server(|_| {})),
+            ("trusting", server(|s| s.trust_annotations = true)),
+            (
+                "listed",
+                server(|s| s.read_tools = vec!["echo".into(), "no_such_tool".into()]),
+            ),
+        ],
+        1024,
+    )
+    .await;
+    for name in ["plain", "trusting", "listed"] {
+        ready(&m, name).await;
+    }
+    let r = registry(&m);
+    let class = |name: &str| r.get(name).unwrap().class();
+    // fake-mcp says readOnlyHint: true for echo and env, nothing for write_note.
+    assert_eq!(class("plain__echo"), ToolClass::Write);
+    assert_eq!(class("plain__env"), ToolClass::Write);
+    assert_eq!(class("trusting__echo"), ToolClass::Read);
+    assert_eq!(class("trusting__write_note"), ToolClass::Write);
+    assert_eq!(class("listed__echo"), ToolClass::Read);
+    assert_eq!(class("listed__env"), ToolClass::Write);
+    m.shutdown().await;
 }
 
 fn names(r: &ToolRegistry) -> Vec<String> {
@@ -177,10 +210,10 @@ async fn list_changed_refreshes_the_tools() {
     assert!(r.get("fk__extra").is_none());
     let (err, v) = call(&r, "fk__add_tool", json!({})).await;
     assert!(!err, "{v}");
-    let ok = m.wait_for("fk", WAIT, |s| s.tools == 12).await;
+    let ok = m.wait_for("fk", WAIT, |s| s.tools == 13).await;
     assert!(ok, "{:?}", m.statuses());
     assert!(r.get("fk__extra").is_some());
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -213,7 +246,71 @@ async fn a_dead_server_is_restarted_and_its_tools_are_unavailable_meanwhile() {
     ready(&m, "fk").await;
     let (err, v) = call(&r, "fk__echo", json!({"text": "back"})).await;
     assert!(!err, "{v}");
-    m.shutdown();
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_writing_bytes_that_are_not_utf8_to_stderr_keeps_running() {
+    let m = start(vec![("fk", server(|_| {}))], 1024).await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    // A bad byte, then far more than a pipe holds: the log is read to its end.
+    let (err, v) = call(&r, "fk__stderr", json!({"bytes": 1 << 20})).await;
+    assert!(!err, "the server died writing its log: {v}");
+    let (err, v) = call(&r, "fk__stderr", json!({"bytes": 1 << 16})).await;
+    assert!(!err, "{v}");
+    let st = m.statuses().remove(0);
+    assert_eq!((st.state, st.last_error), (ServerState::Ready, None));
+    m.shutdown().await;
+}
+
+/// The pid a fake-mcp flag wrote to `path`, once it is there.
+async fn pid_in(path: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(path)
+            && !pid.trim().is_empty()
+        {
+            return pid.trim().to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} was never written",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn shutdown_closes_a_server_that_ignores_stdin_eof_and_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pid_file, grandchild_file) = (dir.path().join("pid"), dir.path().join("grandchild"));
+    let args = vec![
+        "--ignore-stdin-eof".to_owned(),
+        "--pid-file".to_owned(),
+        pid_file.display().to_string(),
+        "--grandchild-pid-file".to_owned(),
+        grandchild_file.display().to_string(),
+    ];
+    let m = start(vec![("stubborn", server(|s| s.args = args))], 1024).await;
+    ready(&m, "stubborn").await;
+    let pid = pid_in(&pid_file).await;
+    let grandchild = pid_in(&grandchild_file).await;
+    assert!(!gone(&pid) && !gone(&grandchild));
+    let t0 = std::time::Instant::now();
+    m.shutdown().await;
+    assert!(gone(&pid), "the server {pid} outlived the shutdown");
+    assert!(
+        gone(&grandchild),
+        "its child {grandchild} outlived the shutdown"
+    );
+    // Stdin closed, the 2 s grace, then SIGTERM (which it does not ignore).
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
 }
 
 #[tokio::test]
@@ -229,7 +326,7 @@ async fn a_hanging_call_times_out_and_the_server_stays_usable() {
     );
     let (err, v) = call(&r, "fk__echo", json!({"text": "still here"})).await;
     assert!(!err, "{v}");
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -249,7 +346,7 @@ async fn the_child_gets_only_its_entrys_environment() {
     let raw = m.call("fk", "env", Default::default()).await.unwrap();
     let seen = raw["content"][0]["text"].as_str().unwrap();
     assert_eq!(seen, "HOME\nLITERAL\nPASSED\nPATH");
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -262,7 +359,7 @@ async fn long_results_are_cut_with_a_notice() {
     assert!(text.contains(&"x".repeat(100)), "{text}");
     assert!(!text.contains(&"x".repeat(101)), "{text}");
     assert!(text.contains("over the 100-byte limit"), "{text}");
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -316,7 +413,7 @@ async fn a_server_that_cannot_start_fails_lists_nothing_and_disabled_ones_stay_o
     );
     assert_eq!(st[2].transport, "http");
     assert!(m.tools().is_empty());
-    m.shutdown();
+    m.shutdown().await;
 }
 
 /// A skill folder whose entry is a script that refuses to start outside its
@@ -448,7 +545,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -470,5 +567,5 @@ async fn a_skill_that_crashes_at_start_is_retried_and_isolated() {
         "{st:?}"
     );
     assert!(m.tools().is_empty());
-    m.shutdown();
+    m.shutdown().await;
 }

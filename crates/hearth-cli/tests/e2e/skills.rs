@@ -348,7 +348,7 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     let entry = server_ready(&h, "notes").await;
     assert_eq!(
         (&entry["transport"], &entry["tools"], &entry["last_error"]),
-        (&json!("stdio"), &json!(11), &Value::Null),
+        (&json!("stdio"), &json!(12), &Value::Null),
         "{entry}"
     );
     let (_, tools) = h.get("/v1/tools").await;
