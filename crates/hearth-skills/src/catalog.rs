@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use crate::discover::{Found, Refusal, Root, Source, discover};
 use crate::frontmatter::{self, Frontmatter, Problem};
 use crate::manifest::{self, Trust};
+use crate::read::{self, MAX_SKILL_MD_BYTES, ReadError};
 use crate::signing::TrustedKey;
 use crate::{Result, SKILL_MD};
 
@@ -126,9 +127,11 @@ impl Skill {
         self.path.file_name().is_some_and(|n| n == SKILL_MD)
     }
 
-    /// The SKILL.md body, read now, with `{baseDir}` replaced by its folder.
-    pub fn body(&self) -> std::io::Result<String> {
-        let text = std::fs::read_to_string(&self.path)?;
+    /// The SKILL.md body, read now (through the contained, capped reader:
+    /// a SKILL.md swapped for a link leading out of the folder after the
+    /// load is refused), with `{baseDir}` replaced by its folder.
+    pub fn body(&self) -> std::result::Result<String, ReadError> {
+        let text = read::read_text(&self.dir, SKILL_MD, MAX_SKILL_MD_BYTES)?;
         Ok(frontmatter::body(&text)
             .trim_start_matches(['\r', '\n'])
             .replace("{baseDir}", &self.dir.to_string_lossy()))
@@ -186,11 +189,18 @@ fn load_one(f: &Found, options: &SkillsOptions) -> Skill {
         .unwrap_or_default();
     let md = f.dir.join(SKILL_MD);
     let (fm, mut problems) = if md.exists() {
-        match std::fs::read_to_string(&md) {
+        match read::read_text(&f.dir, SKILL_MD, MAX_SKILL_MD_BYTES) {
             Ok(text) => frontmatter::parse(&text),
+            Err(ReadError::TooLarge { cap, .. }) => (
+                Frontmatter::default(),
+                vec![Problem::new(
+                    SKILL_MD,
+                    format!("is larger than {} KiB", cap / 1024),
+                )],
+            ),
             Err(e) => (
                 Frontmatter::default(),
-                vec![Problem::new("SKILL.md", format!("cannot be read: {e}"))],
+                vec![Problem::new(SKILL_MD, format!("cannot be read: {e}"))],
             ),
         }
     } else {
