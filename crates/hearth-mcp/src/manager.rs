@@ -328,18 +328,20 @@ impl Server {
         env: &BTreeMap<String, String>,
     ) -> Self {
         let config = McpServerConfig {
-            command: Some(skill.entry.display().to_string()),
-            args: skill.args.clone(),
+            command: Some(skill.skill.entry.display().to_string()),
+            args: skill.skill.args.clone(),
             timeout_secs: skill.timeout_secs,
+            read_tools: skill.read_tools.clone(),
+            trust_annotations: skill.trust_annotations,
             ..McpServerConfig::default()
         };
         let target = Ok(skill.target(env));
         let mut server = Self::with(
-            &skill.name,
+            skill.name(),
             config,
             crate::skills::CAPABILITY,
             None,
-            format!("skill:{}", skill.name),
+            format!("skill:{}", skill.name()),
             max_result_bytes,
             target,
         );

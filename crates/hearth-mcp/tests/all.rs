@@ -416,33 +416,52 @@ async fn a_server_that_cannot_start_fails_lists_nothing_and_disabled_ones_stay_o
     m.shutdown().await;
 }
 
-/// A skill folder whose entry is a script that refuses to start outside its
-/// folder, records its pid, and execs `fake-mcp`.
+/// A dev-mode skill folder `notes` (with its state folders beside it) whose
+/// entry is a script that refuses to start outside its folder, records its
+/// pid in its state folder, and execs `fake-mcp`. Not verified yet.
 fn skill_folder() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("skills/notes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("hearth-skill.json"),
+        r#"{"name":"notes","version":"1.0.0","description":"Notes","entry":"run.sh",
+            "env":["PASSED","DECLARED_BUT_UNSET"],"hearth":">=0.1"}"#,
+    )
+    .unwrap();
     let fake = hearth_testkit::fake_mcp::fake_mcp_bin();
     let script = format!(
         "#!/bin/sh\n[ -f marker ] || {{ echo 'not run from the skill folder' >&2; exit 1; }}\n\
-         echo $$ > pid\nexec '{}' \"$@\"\n",
+         echo $$ > \"$HEARTH_SKILL_STATE/pid\"\nexec '{}' \"$@\"\n",
         fake.display()
     );
-    let entry = dir.path().join("run.sh");
+    let entry = dir.join("run.sh");
     std::fs::write(&entry, script).unwrap();
     std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(dir.path().join("marker"), "").unwrap();
-    dir
+    std::fs::write(dir.join("marker"), "").unwrap();
+    root
 }
 
-fn skill(name: &str, dir: &std::path::Path) -> hearth_mcp::SkillServer {
+/// The skill of `skill_folder`, verified now (unsigned, allowed as dev
+/// mode), run under `name`.
+fn skill(name: &str, root: &std::path::Path) -> hearth_mcp::SkillServer {
+    let trust = hearth_skills::Trust {
+        allowed_unsigned_dirs: vec![std::fs::canonicalize(root).unwrap()],
+        ..hearth_skills::Trust::default()
+    };
+    let v = hearth_skills::manifest::verify(&root.join("skills/notes"), &trust).unwrap();
+    let mut exe = hearth_skills::ExecutableSkill::new(
+        v,
+        BTreeMap::from([("API_URL".to_owned(), "http://x".to_owned())]),
+    );
+    exe.name = name.to_owned();
     hearth_mcp::SkillServer {
-        name: name.into(),
-        dir: dir.to_path_buf(),
-        entry: dir.join("run.sh"),
-        args: Vec::new(),
-        env: vec!["PASSED".into(), "DECLARED_BUT_UNSET".into()],
-        config: BTreeMap::from([("API_URL".to_owned(), "http://x".to_owned())]),
+        skill: exe,
         timeout_secs: 1,
+        state_dir: root.join("skills-state").join(name),
+        read_tools: Vec::new(),
+        trust_annotations: false,
     }
 }
 
@@ -461,7 +480,8 @@ fn gone(pid: &str) -> bool {
 async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
     let folder = skill_folder();
     let m = start(vec![("fk", server(|_| {}))], 1024).await;
-    let notes = skill("notes", folder.path());
+    let mut notes = skill("notes", folder.path());
+    notes.trust_annotations = true;
     let synced = m.sync_skills(vec![notes.clone(), skill("fk", folder.path())]);
     assert_eq!(synced.started, vec!["notes"]);
     assert_eq!(
@@ -477,6 +497,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
         BTreeMap::from([("mcp.fk".to_owned(), "trusted")])
     );
     let echo = r.get("notes__echo").unwrap();
+    assert_eq!(echo.class(), ToolClass::Read, "trust_annotations is set");
     assert_eq!(echo.capability(), Some("skills.use"));
     assert_eq!(
         echo.capability_preset(),
@@ -497,8 +518,8 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
             .contains("from a skill"),
         "{v}"
     );
-    // Only the declared variables that are set, PATH, HOME and its config.
-    // (PWD is exported by the entry's own shell.)
+    // Only the declared variables that are set, PATH, HOME, its config and
+    // its state folder. (PWD is exported by the entry's own shell.)
     let raw = m.call("notes", "env", Default::default()).await.unwrap();
     let seen: Vec<&str> = raw["content"][0]["text"]
         .as_str()
@@ -506,7 +527,17 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
         .lines()
         .filter(|v| *v != "PWD")
         .collect();
-    assert_eq!(seen, ["API_URL", "HOME", "PASSED", "PATH"]);
+    assert_eq!(
+        seen,
+        ["API_URL", "HEARTH_SKILL_STATE", "HOME", "PASSED", "PATH"]
+    );
+    let state = folder.path().join("skills-state/notes");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&state).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
     // The per-call timeout applies.
     let (err, v) = call(&r, "notes__hang", json!({})).await;
     assert!(err);
@@ -516,7 +547,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
     );
 
     // The same list again changes nothing; the child keeps running.
-    let pid = std::fs::read_to_string(folder.path().join("pid")).unwrap();
+    let pid = std::fs::read_to_string(state.join("pid")).unwrap();
     let pid = pid.trim().to_owned();
     assert_eq!(
         m.sync_skills(vec![notes.clone()]),
@@ -526,7 +557,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
 
     // A changed skill is restarted; a removed one is stopped and its tools go.
     let mut changed = notes.clone();
-    changed.args = vec!["--changed".into()];
+    changed.skill.args = vec!["--changed".into()];
     let synced = m.sync_skills(vec![changed]);
     assert_eq!(
         (synced.stopped, synced.started),
@@ -551,7 +582,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
 #[tokio::test]
 async fn a_skill_that_crashes_at_start_is_retried_and_isolated() {
     let folder = skill_folder();
-    std::fs::remove_file(folder.path().join("marker")).unwrap();
+    std::fs::remove_file(folder.path().join("skills/notes/marker")).unwrap();
     let m = start(Vec::new(), 1024).await;
     m.sync_skills(vec![skill("broken", folder.path())]);
     let failed = m
@@ -567,5 +598,69 @@ async fn a_skill_that_crashes_at_start_is_retried_and_isolated() {
         "{st:?}"
     );
     assert!(m.tools().is_empty());
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_skill_changed_after_it_was_verified_is_not_started_again_after_a_crash() {
+    let folder = skill_folder();
+    let m = start(Vec::new(), 1024).await;
+    let notes = skill("notes", folder.path());
+    m.sync_skills(vec![notes.clone()]);
+    ready(&m, "notes").await;
+    let pid_file = notes.state_dir.join("pid");
+    let pid = pid_in(&pid_file).await;
+    std::fs::remove_file(&pid_file).unwrap();
+    // Edited in place, no reload: the running child is left alone...
+    let script = folder.path().join("skills/notes/run.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("# changed\n");
+    std::fs::write(&script, text).unwrap();
+    assert!(!gone(&pid));
+    // ...but when it dies, the edited program is not started in its place.
+    let r = registry(&m);
+    let (err, _) = call(&r, "notes__die", json!({})).await;
+    assert!(err);
+    let refused = m
+        .wait_for("notes", WAIT, |s| {
+            s.state == ServerState::Failed || (s.state == ServerState::Ready && pid_file.exists())
+        })
+        .await;
+    let st = m.statuses().remove(0);
+    assert!(refused, "{st:?}");
+    assert!(!pid_file.exists(), "the edited run.sh was started: {st:?}");
+    assert_eq!(st.state, ServerState::Failed, "{st:?}");
+    assert!(
+        st.last_error
+            .as_deref()
+            .unwrap()
+            .contains("run.sh changed since the skill was verified"),
+        "{st:?}"
+    );
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_new_version_of_a_skill_is_restarted_on_reload() {
+    let folder = skill_folder();
+    let m = start(Vec::new(), 1024).await;
+    let first = skill("notes", folder.path());
+    m.sync_skills(vec![first.clone()]);
+    ready(&m, "notes").await;
+    let pid_file = first.state_dir.join("pid");
+    let old = pid_in(&pid_file).await;
+    std::fs::remove_file(&pid_file).unwrap();
+    // Same program, arguments and settings; one more file.
+    std::fs::write(folder.path().join("skills/notes/data.txt"), "v2").unwrap();
+    let second = skill("notes", folder.path());
+    let synced = m.sync_skills(vec![second]);
+    assert_eq!(
+        (synced.stopped, synced.started),
+        (vec!["notes".to_owned()], vec!["notes".to_owned()])
+    );
+    ready(&m, "notes").await;
+    let new = pid_in(&pid_file).await;
+    assert_ne!(old, new);
+    assert!(gone(&old), "the old version {old} still runs");
     m.shutdown().await;
 }

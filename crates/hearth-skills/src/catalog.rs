@@ -87,6 +87,34 @@ pub struct ExecutableSkill {
     pub config: BTreeMap<String, String>,
     /// Signed by a trusted key (false: a dev-mode unsigned skill).
     pub signed: bool,
+    /// Every file but the manifest as verified (relative path -> SHA-256
+    /// hex); a new version's files differ, so a reload restarts it.
+    pub files: BTreeMap<String, String>,
+    /// SHA-256 hex of the manifest as verified (a new signature changes it).
+    pub manifest_sha256: String,
+}
+
+impl ExecutableSkill {
+    /// The skill `v` describes, with its `[skills.config.<name>]` settings.
+    pub fn new(v: manifest::Verified, config: BTreeMap<String, String>) -> Self {
+        Self {
+            entry: v.dir.join(&v.manifest.entry),
+            name: v.manifest.name,
+            args: v.manifest.args,
+            env: v.manifest.env,
+            config,
+            signed: v.signed,
+            dir: v.dir,
+            files: v.files,
+            manifest_sha256: v.manifest_sha256,
+        }
+    }
+
+    /// Checks that the folder is still what was verified, before its
+    /// program is started (see [`manifest::check_unchanged`]).
+    pub fn check_unchanged(&self) -> Result<()> {
+        manifest::check_unchanged(&self.dir, &self.files, &self.manifest_sha256)
+    }
 }
 
 /// One skill as listed.
@@ -239,20 +267,13 @@ fn load_one(f: &Found, options: &SkillsOptions) -> Skill {
                     skill.description = v.manifest.description.clone();
                 }
                 skill.signed = Some(v.signed);
-                skill.executable = Some(ExecutableSkill {
-                    entry: v.dir.join(&v.manifest.entry),
-                    name: v.manifest.name,
-                    args: v.manifest.args,
-                    env: v.manifest.env,
-                    config: options
-                        .trust
-                        .config
-                        .get(&skill.name)
-                        .cloned()
-                        .unwrap_or_default(),
-                    signed: v.signed,
-                    dir: v.dir,
-                });
+                let config = options
+                    .trust
+                    .config
+                    .get(&skill.name)
+                    .cloned()
+                    .unwrap_or_default();
+                skill.executable = Some(ExecutableSkill::new(v, config));
             }
             Err(e) => {
                 skill.signed = Some(false);
