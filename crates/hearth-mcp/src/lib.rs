@@ -16,6 +16,7 @@ pub mod manager;
 pub mod names;
 pub mod render;
 pub mod skills;
+mod source;
 pub mod tool;
 
 pub use client::{Connection, McpClient, Target, connect};

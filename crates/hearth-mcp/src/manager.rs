@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use hearth_config::{McpConfig, McpServerConfig, PresetName};
-use hearth_tools::{Tool, ToolSource};
 use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
 
@@ -77,12 +76,12 @@ pub struct ServerStatus {
 }
 
 /// What the supervisor knows now.
-struct Live {
-    state: ServerState,
-    last_error: Option<String>,
-    client: Option<Arc<dyn McpClient>>,
+pub(crate) struct Live {
+    pub(crate) state: ServerState,
+    pub(crate) last_error: Option<String>,
+    pub(crate) client: Option<Arc<dyn McpClient>>,
     /// By wire name.
-    tools: Arc<BTreeMap<String, Arc<McpTool>>>,
+    pub(crate) tools: Arc<BTreeMap<String, Arc<McpTool>>>,
 }
 
 /// One configured server, or one executable skill.
@@ -114,7 +113,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Live> {
+    pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, Live> {
         self.live.read().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -142,11 +141,60 @@ impl Server {
         let live = self.read();
         match (&live.client, live.state) {
             (Some(c), ServerState::Ready) => Ok(c.clone()),
-            (_, state) => Err(McpError::Unavailable {
-                server: self.name.clone(),
-                state: state.as_str(),
-                last_error: live.last_error.clone(),
+            _ => Err(self.unavailable(&live)),
+        }
+    }
+
+    /// Why its tools cannot be called in the state `live` says.
+    pub(crate) fn unavailable(&self, live: &Live) -> McpError {
+        McpError::Unavailable {
+            server: self.name.clone(),
+            state: live.state.as_str(),
+            last_error: live.last_error.clone(),
+        }
+    }
+
+    /// Waits, up to its start timeout, until it is ready and lists `wire`:
+    /// `Err` with its own error when it failed to start, or does not list
+    /// the tool once up.
+    pub(crate) async fn wait_offering(
+        self: Arc<Self>,
+        wire: String,
+    ) -> std::result::Result<(), String> {
+        let mut changed = self.changed.subscribe();
+        let wait = async {
+            loop {
+                if let Some(done) = self.offering(&wire) {
+                    return done;
+                }
+                if changed.changed().await.is_err() {
+                    return Err(format!("MCP server {} is gone", self.name));
+                }
+            }
+        };
+        match tokio::time::timeout(self.timeout(), wait).await {
+            Ok(done) => done,
+            Err(_) => Err(format!(
+                "{} (waited {} s for it to start)",
+                self.unavailable(&self.read()),
+                self.config.timeout_secs
+            )),
+        }
+    }
+
+    /// Whether waiting for `wire` is over, and how it ended.
+    fn offering(&self, wire: &str) -> Option<std::result::Result<(), String>> {
+        let live = self.read();
+        match live.state {
+            ServerState::Ready if live.client.is_some() => Some(if live.tools.contains_key(wire) {
+                Ok(())
+            } else {
+                Err(format!("MCP server {} has no tool {wire}", self.name))
             }),
+            ServerState::Failed | ServerState::Disabled => {
+                Some(Err(self.unavailable(&live).to_string()))
+            }
+            _ => None,
         }
     }
 
@@ -557,38 +605,6 @@ impl McpManager {
             }
         };
         tokio::time::timeout(within, wait).await.is_ok()
-    }
-}
-
-impl ToolSource for McpManager {
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.servers()
-            .values()
-            .flat_map(|s| {
-                let tools = s.read().tools.clone();
-                tools
-                    .values()
-                    .map(|t| t.clone() as Arc<dyn Tool>)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
-    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.servers()
-            .values()
-            .find_map(|s| s.read().tools.get(name).cloned())
-            .map(|t| t as Arc<dyn Tool>)
-    }
-
-    /// Every configured server's `mcp.<name>` (disabled and failed ones
-    /// too, so a grant can be made before the server comes up); skills need
-    /// `skills.use`, which is not extra.
-    fn capabilities(&self) -> Vec<(String, &'static str)> {
-        self.servers()
-            .values()
-            .filter_map(|s| Some((s.capability.to_owned(), s.preset?)))
-            .collect()
     }
 }
 

@@ -664,3 +664,57 @@ async fn a_new_version_of_a_skill_is_restarted_on_reload() {
     assert!(gone(&old), "the old version {old} still runs");
     m.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_tool_of_a_starting_server_can_be_waited_for_and_a_failed_one_says_why() {
+    let m = start(
+        vec![
+            (
+                "slow",
+                server(|s| s.args = vec!["--start-delay-ms".into(), "300".into()]),
+            ),
+            (
+                "broken",
+                McpServerConfig {
+                    command: Some("/nonexistent/mcp-server".into()),
+                    ..McpServerConfig::default()
+                },
+            ),
+            ("off", server(|s| s.enabled = false)),
+        ],
+        1024,
+    )
+    .await;
+    let r = registry(&m);
+    // Not listed yet; the wait ends when it is.
+    assert!(r.get("slow__echo").is_none());
+    let wait = r.pending("slow__echo").expect("a starting server's tool");
+    wait.await.unwrap();
+    assert!(r.get("slow__echo").is_some_and(|t| t.available()));
+    assert!(r.pending("slow__echo").is_none(), "callable now");
+    // A tool the server turns out not to have.
+    let err = r.pending("slow__nope").unwrap().await.unwrap_err();
+    assert_eq!(err, "MCP server slow has no tool slow__nope");
+    // A server that cannot start: the wait ends with its error, and so does a call.
+    let err = r.pending("broken__read").unwrap().await.unwrap_err();
+    assert!(
+        err.contains("MCP server broken is not available (failed)")
+            && err.contains("/nonexistent/mcp-server"),
+        "{err}"
+    );
+    let (is_err, v) = call(&r, "broken__read", json!({})).await;
+    assert!(is_err);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("MCP server broken is not available (failed)"),
+        "{v}"
+    );
+    // Disabled: nothing to wait for; a name of no server stays unknown.
+    assert!(r.pending("off__echo").is_none());
+    assert!(r.pending("nobody__echo").is_none());
+    let (_, v) = call(&r, "nobody__echo", json!({})).await;
+    assert_eq!(v["error"], "unknown tool \"nobody__echo\"");
+    m.shutdown().await;
+}
