@@ -76,7 +76,7 @@ pub struct Connection {
     ended: Option<Pin<Box<dyn Future<Output = String> + Send>>>,
     /// Ends the session (its transport closes: a child's stdin).
     cancel: Option<RunningServiceCancellationToken>,
-    /// A stdio server's process, closed by [`crate::child::close`].
+    /// A stdio server's process, closed by the stdio shutdown sequence.
     child: Option<tokio::process::Child>,
 }
 
@@ -93,9 +93,9 @@ impl Connection {
     }
 
     /// Closes the connection: the session ends (a child's stdin closes),
-    /// then a child is closed by the stdio shutdown sequence. Bounded: at
-    /// most about [`SESSION_GRACE`] plus [`crate::child::STDIN_GRACE`] plus
-    /// twice [`crate::child::TERM_GRACE`].
+    /// then a child is closed by the stdio shutdown sequence (2 s to exit,
+    /// SIGTERM to its process group, 2 s, SIGKILL). Bounded: at most about
+    /// [`SESSION_GRACE`] plus 6 s.
     pub async fn close(mut self) {
         if let Some(cancel) = self.cancel.take() {
             cancel.cancel();

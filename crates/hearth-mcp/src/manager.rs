@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use hearth_config::{McpConfig, McpServerConfig, PresetName};
 use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
-
 use tokio_util::sync::CancellationToken;
 
 use crate::child::{STDIN_GRACE, TERM_GRACE};
@@ -437,7 +436,7 @@ impl Server {
 }
 
 /// The configured MCP servers and the executable skills, their supervisors,
-/// and their tools as a [`ToolSource`] for the registry.
+/// and their tools as a [`hearth_tools::ToolSource`] for the registry.
 #[derive(Clone, Default)]
 pub struct McpManager {
     /// By name; configured servers are fixed, skills come and go on reload.
