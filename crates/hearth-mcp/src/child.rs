@@ -162,9 +162,11 @@ pub(crate) async fn close(server: &str, child: &mut Child) {
         let _ = wait_group(child, group, TERM_GRACE).await;
     }
     #[cfg(not(unix))]
-    if !exited {
+    {
         let _ = (server, pid);
-        let _ = child.kill().await;
+        if !exited {
+            let _ = child.kill().await;
+        }
     }
 }
 
