@@ -178,7 +178,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     // MCP servers and executable skills start with hearth, not on first
     // use; their tools join the registry as each server comes up.
     let mcp = hearth_mcp::McpManager::new(&config.mcp, &env, &client);
-    crate::skills::run_executables(&skills, &mcp, &config);
+    crate::skills::run_executables(&skills, &mcp, &config, &home);
     tools.add_source(Arc::new(mcp.clone()));
     mcp.start();
     let budget = hearth_runtime::budget::from_config(&config, &catalog.prices);
@@ -313,7 +313,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     if let Some(stop) = alerts_stop {
         stop.cancel();
     }
-    mcp.shutdown();
+    mcp.shutdown().await;
     if left > 0 {
         info!(
             runs = left,

@@ -101,19 +101,28 @@ async fn reload_on_sighup(skills: Arc<Skills>) {
 
 /// Runs the verified executable skills as MCP servers through `mcp`, now
 /// and after every reload (HTTP or SIGHUP): new skills start, removed or
-/// refused ones stop, changed ones restart.
-pub fn run_executables(skills: &Arc<Skills>, mcp: &hearth_mcp::McpManager, config: &Config) {
+/// refused ones stop, changed ones (a new version, files or signature)
+/// restart. Each writes only to `<home>/skills-state/<name>`.
+pub fn run_executables(
+    skills: &Arc<Skills>,
+    mcp: &hearth_mcp::McpManager,
+    config: &Config,
+    home: &Path,
+) {
     let timeout_secs = config.skills.timeout_secs.max(1);
+    let settings = config.skills.executable.clone();
+    let state = home.join("skills-state");
     let servers = move |c: &Catalog| -> Vec<hearth_mcp::SkillServer> {
         c.executables()
-            .map(|e| hearth_mcp::SkillServer {
-                name: e.name.clone(),
-                dir: e.dir.clone(),
-                entry: e.entry.clone(),
-                args: e.args.clone(),
-                env: e.env.clone(),
-                config: e.config.clone(),
-                timeout_secs,
+            .map(|e| {
+                let own = settings.get(&e.name).cloned().unwrap_or_default();
+                hearth_mcp::SkillServer {
+                    skill: e.clone(),
+                    timeout_secs,
+                    state_dir: state.join(&e.name),
+                    read_tools: own.read_tools,
+                    trust_annotations: own.trust_annotations,
+                }
             })
             .collect()
     };

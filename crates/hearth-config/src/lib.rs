@@ -30,4 +30,4 @@ pub use layer::{load, load_str};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use model::*;
 pub use router::{ArmConfig, Quality, RouterConfig, RouterStrategy, TASK_CLASSES};
-pub use skills::SkillsConfig;
+pub use skills::{ExecutableSkillConfig, SkillsConfig};

@@ -56,9 +56,15 @@ pub struct McpServerConfig {
     pub enabled: bool,
     /// The preset whose holders get capability `mcp.<name>`.
     pub preset: PresetName,
-    /// Tools (the server's own names) to treat as read-only even when they do
-    /// not say `readOnlyHint: true`.
+    /// Tools (the server's own names, without the `<server>__` prefix) that
+    /// are read-class: no confirmation, and redone after a crash. Every
+    /// other tool is write-class unless `trust_annotations` is set.
     pub read_tools: Vec<String>,
+    /// `true` lets the server's own `readOnlyHint: true` make a tool
+    /// read-class. The MCP specification calls annotations untrusted (a
+    /// server could mark a destructive tool read-only), so only the
+    /// operator can turn this on.
+    pub trust_annotations: bool,
 }
 
 impl Default for McpServerConfig {
@@ -74,6 +80,7 @@ impl Default for McpServerConfig {
             enabled: true,
             preset: PresetName::Trusted,
             read_tools: Vec::new(),
+            trust_annotations: false,
         }
     }
 }
@@ -161,6 +168,32 @@ pub fn validate_server(name: &str, s: &McpServerConfig) -> Result<(), String> {
     if s.timeout_secs == 0 {
         return Err(format!("{at}: timeout_secs must be at least 1"));
     }
+    validate_read_tools(&at, name, &s.read_tools)
+}
+
+/// Longest tool name `read_tools` accepts (the MCP specification's limit).
+const MAX_TOOL_NAME: usize = 128;
+
+/// Checks `read_tools` of server (or executable skill) `owner`: each entry
+/// is a tool name as the server itself lists it. The usual slip, the name
+/// the model sees (`<owner>__<tool>`), is refused with the fix.
+pub(crate) fn validate_read_tools(at: &str, owner: &str, tools: &[String]) -> Result<(), String> {
+    for t in tools {
+        if let Some(own) = t.strip_prefix(&format!("{owner}__")) {
+            return Err(format!(
+                "{at}: read_tools lists the server's own tool names: write {own:?}, not {t:?}"
+            ));
+        }
+        if t.is_empty()
+            || t.len() > MAX_TOOL_NAME
+            || t.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(format!(
+                "{at}: read_tools: {t:?} is not a tool name (1 to {MAX_TOOL_NAME} characters, \
+                 no spaces; the name the server lists, e.g. \"read_file\")"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -191,7 +224,45 @@ mod tests {
         assert_eq!(web.headers_env["Authorization"], "WEB_TOKEN");
         assert_eq!((web.timeout_secs, web.enabled), (5, false));
         assert_eq!(web.preset, PresetName::Member);
+        assert_eq!(web.read_tools, ["search"]);
         assert_eq!(Config::default().mcp.max_result_bytes, 256 * 1024);
+    }
+
+    #[test]
+    fn annotations_are_untrusted_unless_the_operator_says_so() {
+        let c = load(
+            "[mcp.servers.a]\ncommand = \"x\"\n\
+             [mcp.servers.b]\ncommand = \"x\"\ntrust_annotations = true\n",
+        )
+        .unwrap();
+        assert!(!c.mcp.servers["a"].trust_annotations, "false by default");
+        assert!(c.mcp.servers["b"].trust_annotations);
+    }
+
+    #[test]
+    fn read_tools_name_the_servers_own_tools() {
+        for (toml, want) in [
+            (
+                "[mcp.servers.fs]\ncommand = \"x\"\nread_tools = [\"fs__read_file\"]\n",
+                "write \"read_file\", not \"fs__read_file\"",
+            ),
+            (
+                "[mcp.servers.fs]\ncommand = \"x\"\nread_tools = [\"\"]\n",
+                "read_tools: \"\" is not a tool name",
+            ),
+            (
+                "[mcp.servers.fs]\ncommand = \"x\"\nread_tools = [\"read file\"]\n",
+                "read_tools: \"read file\" is not a tool name",
+            ),
+            (
+                "[mcp.servers.fs]\ncommand = \"x\"\ntrust_annotations = \"yes\"\n",
+                "trust_annotations",
+            ),
+        ] {
+            let err = load(toml).unwrap_err().to_string();
+            assert!(err.contains(want), "{toml}: {err}");
+            assert!(err.contains("mcp"), "{toml}: {err}");
+        }
     }
 
     #[test]

@@ -32,6 +32,24 @@ pub struct SkillsConfig {
     pub config: BTreeMap<String, BTreeMap<String, String>>,
     /// Seconds an executable skill has to start, and to answer each call.
     pub timeout_secs: u64,
+    /// `[skills.executable.<skill>]`: how hearth treats an executable
+    /// skill's tools.
+    #[serde(deserialize_with = "executables")]
+    pub executable: BTreeMap<String, ExecutableSkillConfig>,
+}
+
+/// `[skills.executable.<skill>]`: the operator's say over one executable
+/// skill's tools, as `[mcp.servers.<name>]` has for a server's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExecutableSkillConfig {
+    /// Tools (the skill's own names, without `<skill>__`) that are
+    /// read-class; every other one is write-class unless
+    /// `trust_annotations` is set.
+    pub read_tools: Vec<String>,
+    /// `true` lets the skill's own `readOnlyHint: true` make a tool
+    /// read-class (annotations are the publisher's claim, not a check).
+    pub trust_annotations: bool,
 }
 
 impl Default for SkillsConfig {
@@ -43,8 +61,35 @@ impl Default for SkillsConfig {
             prompt_budget_chars: 4000,
             config: BTreeMap::new(),
             timeout_secs: 60,
+            executable: BTreeMap::new(),
         }
     }
+}
+
+/// Each `[skills.executable.<skill>]` checked: a skill name and its
+/// `read_tools`.
+fn executables<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, ExecutableSkillConfig>, D::Error> {
+    let skills = BTreeMap::<String, ExecutableSkillConfig>::deserialize(d)?;
+    for (name, skill) in &skills {
+        let valid = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !name.starts_with('-')
+            && !name.ends_with('-')
+            && !name.contains("--");
+        if !valid {
+            return Err(serde::de::Error::custom(format!(
+                "{name:?} is not a skill name: use the name in its hearth-skill.json \
+                 (1 to 64 of a-z, 0-9 and single hyphens inside)"
+            )));
+        }
+        crate::mcp::validate_read_tools(&format!("skill {name}"), name, &skill.read_tools)
+            .map_err(serde::de::Error::custom)?;
+    }
+    Ok(skills)
 }
 
 /// Each trusted key checked by [`validate_trusted_key`], so a pasted key with
@@ -99,6 +144,36 @@ mod tests {
         assert_eq!(c.skills.timeout_secs, 60);
         assert_eq!(c.skills.config["weather"]["API_URL"], "http://x");
         assert!(Config::default().skills.trusted_keys.is_empty());
+    }
+
+    #[test]
+    fn executable_skills_trust_annotations_only_when_told() {
+        let c = load(
+            "[skills.executable.notes]\ntrust_annotations = true\n\
+             [skills.executable.weather]\nread_tools = [\"forecast\"]\n",
+        )
+        .unwrap();
+        let notes = &c.skills.executable["notes"];
+        assert!(notes.trust_annotations);
+        assert!(notes.read_tools.is_empty());
+        let weather = &c.skills.executable["weather"];
+        assert!(!weather.trust_annotations, "false by default");
+        assert_eq!(weather.read_tools, ["forecast"]);
+        for (toml, want) in [
+            (
+                "[skills.executable.Notes]\ntrust_annotations = true\n",
+                "\"Notes\" is not a skill name",
+            ),
+            (
+                "[skills.executable.notes]\nread_tools = [\"notes__echo\"]\n",
+                "write \"echo\", not \"notes__echo\"",
+            ),
+            ("[skills.executable.notes]\ntrust = true\n", "trust"),
+        ] {
+            let err = load(toml).unwrap_err().to_string();
+            assert!(err.contains("skills.executable"), "{toml}: {err}");
+            assert!(err.contains(want), "{toml}: {err}");
+        }
     }
 
     #[test]

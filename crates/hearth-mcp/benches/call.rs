@@ -62,7 +62,7 @@ fn call(c: &mut Criterion) {
             ))
         })
     });
-    manager.shutdown();
+    rt.block_on(manager.shutdown());
 }
 
 criterion_group!(benches, call);

@@ -15,12 +15,13 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::service::{
+    NotificationContext, RoleClient, RunningService, RunningServiceCancellationToken,
+};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
 
 use crate::error::{McpError, Result};
@@ -68,10 +69,51 @@ pub struct Connection {
     pub client: Arc<dyn McpClient>,
     /// Woken on each `notifications/tools/list_changed`.
     pub tools_changed: Arc<Notify>,
-    /// Resolves with a reason once the connection has ended (the child
-    /// exited, the transport closed).
-    pub closed: Pin<Box<dyn Future<Output = String> + Send>>,
+    /// The server's name, for logs.
+    label: String,
+    /// Resolves with a reason once the session has ended (the child exited,
+    /// the transport closed); `None` once it has.
+    ended: Option<Pin<Box<dyn Future<Output = String> + Send>>>,
+    /// Ends the session (its transport closes: a child's stdin).
+    cancel: Option<RunningServiceCancellationToken>,
+    /// A stdio server's process, closed by the stdio shutdown sequence.
+    child: Option<tokio::process::Child>,
 }
+
+impl Connection {
+    /// Waits until the connection ends by itself; why it did. Cancel-safe,
+    /// so it can sit in a `select!`; pending for ever once it has answered.
+    pub async fn ended(&mut self) -> String {
+        let Some(ended) = self.ended.as_mut() else {
+            return std::future::pending().await;
+        };
+        let reason = ended.await;
+        self.ended = None;
+        reason
+    }
+
+    /// Closes the connection: the session ends (a child's stdin closes),
+    /// then a child is closed by the stdio shutdown sequence (2 s to exit,
+    /// SIGTERM to its process group, 2 s, SIGKILL). Bounded: at most about
+    /// [`SESSION_GRACE`] plus 6 s.
+    pub async fn close(mut self) {
+        if let Some(cancel) = self.cancel.take() {
+            cancel.cancel();
+        }
+        if let Some(ended) = self.ended.take()
+            && tokio::time::timeout(SESSION_GRACE, ended).await.is_err()
+        {
+            tracing::warn!(server = %self.label, "the MCP session did not end in time");
+        }
+        if let Some(mut child) = self.child.take() {
+            crate::child::close(&self.label, &mut child).await;
+        }
+    }
+}
+
+/// How long the session has to end once cancelled (it answers what is in
+/// flight, then closes its transport).
+pub const SESSION_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Our rmcp client handler: it only listens for tool-list changes.
 struct Handler {
@@ -138,48 +180,65 @@ fn protocol(e: rmcp::ServiceError) -> McpError {
 /// (as server-everything does) is dropped by the SDK; the manager lists the
 /// tools right after the handshake, so that list already has the change.
 pub async fn connect(label: &str, target: &Target) -> Result<Connection> {
+    // A day: bounded by the transport alone (an HTTP client's timeouts).
+    let far = std::time::Duration::from_secs(24 * 3600);
+    connect_within(label, target, far, std::future::pending()).await
+}
+
+/// As [`connect`], giving up when the handshake takes longer than `within`
+/// or `stop` resolves first; a child started for it is then closed.
+pub(crate) async fn connect_within(
+    label: &str,
+    target: &Target,
+    within: std::time::Duration,
+    stop: impl Future<Output = ()>,
+) -> Result<Connection> {
     let tools_changed = Arc::new(Notify::new());
     let handler = Handler {
         tools_changed: tools_changed.clone(),
     };
-    let service = match target {
+    match target {
         Target::Stdio {
             command,
             args,
             env,
             cwd,
         } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).env_clear().envs(env);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
-            let (transport, stderr) = TokioChildProcess::builder(cmd)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|e| McpError::Start(format!("cannot run {command:?}: {e}")))?;
+            let crate::child::Spawned {
+                mut child,
+                stdin,
+                stdout,
+                stderr,
+            } = crate::child::spawn(command, args, env, cwd.as_ref())?;
             let last_line = Arc::new(Mutex::new(String::new()));
-            let reader = stderr.map(|stderr| {
-                tokio::spawn(log_stderr(label.to_owned(), stderr, last_line.clone()))
-            });
-            let service = match handler.serve(transport).await {
-                Ok(service) => service,
-                Err(e) => {
-                    // The child is gone or going: its stderr ends soon, and
-                    // its last line usually says why. Bounded, for a child
-                    // that lingers.
-                    if let Some(reader) = reader {
-                        let _ = tokio::time::timeout(STDERR_GRACE, reader).await;
-                    }
+            let reader = tokio::spawn(crate::child::log_stderr(
+                label.to_owned(),
+                stderr,
+                last_line.clone(),
+            ));
+            match bounded(handler.serve((stdout, stdin)), within, stop).await {
+                Ok(service) => Ok(wrap(
+                    label,
+                    service,
+                    tools_changed,
+                    Some(last_line),
+                    Some(child),
+                )),
+                Err(why) => {
+                    // The transport is gone, so the child's stdin is closed:
+                    // it exits, or is made to. Its stderr then ends, and its
+                    // last line usually says why (bounded: a process it
+                    // started may hold the pipe).
+                    crate::child::close(label, &mut child).await;
+                    let _ = tokio::time::timeout(STDERR_GRACE, reader).await;
                     let said = last_line.lock().map(|l| l.clone()).unwrap_or_default();
-                    return Err(McpError::Start(if said.is_empty() {
-                        format!("handshake failed: {e}")
+                    Err(McpError::Start(if said.is_empty() {
+                        why
                     } else {
-                        format!("handshake failed: {e} (its last stderr line: {said})")
-                    }));
+                        format!("{why} (its last stderr line: {said})")
+                    }))
                 }
-            };
-            return Ok(wrap(service, tools_changed, Some(last_line)));
+            }
         }
         Target::Http {
             url,
@@ -197,24 +256,41 @@ pub async fn connect(label: &str, target: &Target) -> Result<Connection> {
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
-            handler
-                .serve(transport)
+            let service = bounded(handler.serve(transport), within, stop)
                 .await
-                .map_err(|e| McpError::Start(format!("handshake with {url} failed: {e}")))?
+                .map_err(|why| McpError::Start(format!("{url}: {why}")))?;
+            Ok(wrap(label, service, tools_changed, None, None))
         }
-    };
-    Ok(wrap(service, tools_changed, None))
+    }
+}
+
+/// The handshake, given up after `within` or when `stop` resolves first.
+async fn bounded<T, E: std::fmt::Display>(
+    handshake: impl Future<Output = std::result::Result<T, E>>,
+    within: std::time::Duration,
+    stop: impl Future<Output = ()>,
+) -> std::result::Result<T, String> {
+    tokio::select! {
+        r = tokio::time::timeout(within, handshake) => match r {
+            Ok(r) => r.map_err(|e| format!("handshake failed: {e}")),
+            Err(_) => Err(format!("no handshake within {} s", within.as_secs())),
+        },
+        () = stop => Err("hearth is stopping".to_owned()),
+    }
 }
 
 fn wrap(
+    label: &str,
     service: RunningService<RoleClient, Handler>,
     tools_changed: Arc<Notify>,
     last_line: Option<Arc<Mutex<String>>>,
+    child: Option<tokio::process::Child>,
 ) -> Connection {
     let client = Arc::new(Rmcp {
         peer: service.peer().clone(),
     });
-    let closed = Box::pin(async move {
+    let cancel = service.cancellation_token();
+    let ended = Box::pin(async move {
         let reason = match service.waiting().await {
             Ok(reason) => format!("connection ended ({reason:?})"),
             Err(e) => format!("connection task failed: {e}"),
@@ -231,22 +307,9 @@ fn wrap(
     Connection {
         client,
         tools_changed,
-        closed,
-    }
-}
-
-/// Logs a child's stderr line by line and keeps the last line, which usually
-/// says why a server would not start.
-async fn log_stderr(server: String, stderr: tokio::process::ChildStderr, last: Arc<Mutex<String>>) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(server = %server, line = %line, "MCP server stderr");
-        if !line.trim().is_empty()
-            && let Ok(mut l) = last.lock()
-        {
-            let mut line = line;
-            line.truncate(line.floor_char_boundary(300));
-            *l = line;
-        }
+        label: label.to_owned(),
+        ended: Some(ended),
+        cancel: Some(cancel),
+        child,
     }
 }

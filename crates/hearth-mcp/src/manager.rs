@@ -15,10 +15,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use hearth_config::{McpConfig, McpServerConfig, PresetName};
-use hearth_tools::{Tool, ToolSource};
 use serde_json::{Map, Value};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
-use crate::client::{Connection, McpClient, Target, connect};
+use crate::child::{STDIN_GRACE, TERM_GRACE};
+use crate::client::{McpClient, SESSION_GRACE, Target, connect_within};
 use crate::error::{McpError, Result};
 use crate::skills::SkillServer;
 use crate::tool::McpTool;
@@ -73,12 +75,12 @@ pub struct ServerStatus {
 }
 
 /// What the supervisor knows now.
-struct Live {
-    state: ServerState,
-    last_error: Option<String>,
-    client: Option<Arc<dyn McpClient>>,
+pub(crate) struct Live {
+    pub(crate) state: ServerState,
+    pub(crate) last_error: Option<String>,
+    pub(crate) client: Option<Arc<dyn McpClient>>,
     /// By wire name.
-    tools: Arc<BTreeMap<String, Arc<McpTool>>>,
+    pub(crate) tools: Arc<BTreeMap<String, Arc<McpTool>>>,
 }
 
 /// One configured server, or one executable skill.
@@ -105,10 +107,12 @@ pub(crate) struct Server {
     live: RwLock<Live>,
     /// Bumped after every change of `live`, for waiters.
     changed: tokio::sync::watch::Sender<()>,
+    /// Cancelled to stop the supervisor, which then closes the connection.
+    stop: CancellationToken,
 }
 
 impl Server {
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Live> {
+    pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, Live> {
         self.live.read().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -136,11 +140,60 @@ impl Server {
         let live = self.read();
         match (&live.client, live.state) {
             (Some(c), ServerState::Ready) => Ok(c.clone()),
-            (_, state) => Err(McpError::Unavailable {
-                server: self.name.clone(),
-                state: state.as_str(),
-                last_error: live.last_error.clone(),
+            _ => Err(self.unavailable(&live)),
+        }
+    }
+
+    /// Why its tools cannot be called in the state `live` says.
+    pub(crate) fn unavailable(&self, live: &Live) -> McpError {
+        McpError::Unavailable {
+            server: self.name.clone(),
+            state: live.state.as_str(),
+            last_error: live.last_error.clone(),
+        }
+    }
+
+    /// Waits, up to its start timeout, until it is ready and lists `wire`:
+    /// `Err` with its own error when it failed to start, or does not list
+    /// the tool once up.
+    pub(crate) async fn wait_offering(
+        self: Arc<Self>,
+        wire: String,
+    ) -> std::result::Result<(), String> {
+        let mut changed = self.changed.subscribe();
+        let wait = async {
+            loop {
+                if let Some(done) = self.offering(&wire) {
+                    return done;
+                }
+                if changed.changed().await.is_err() {
+                    return Err(format!("MCP server {} is gone", self.name));
+                }
+            }
+        };
+        match tokio::time::timeout(self.timeout(), wait).await {
+            Ok(done) => done,
+            Err(_) => Err(format!(
+                "{} (waited {} s for it to start)",
+                self.unavailable(&self.read()),
+                self.config.timeout_secs
+            )),
+        }
+    }
+
+    /// Whether waiting for `wire` is over, and how it ended.
+    fn offering(&self, wire: &str) -> Option<std::result::Result<(), String>> {
+        let live = self.read();
+        match live.state {
+            ServerState::Ready if live.client.is_some() => Some(if live.tools.contains_key(wire) {
+                Ok(())
+            } else {
+                Err(format!("MCP server {} has no tool {wire}", self.name))
             }),
+            ServerState::Failed | ServerState::Disabled => {
+                Some(Err(self.unavailable(&live).to_string()))
+            }
+            _ => None,
         }
     }
 
@@ -177,21 +230,34 @@ impl Server {
                 tracing::warn!(server = %self.name, "an MCP tool without a name was skipped");
                 continue;
             };
-            let read = t
+            // The MCP specification calls annotations untrusted: a server's
+            // readOnlyHint counts only when the operator said to trust it.
+            let hinted = t
                 .pointer("/annotations/readOnlyHint")
                 .and_then(Value::as_bool)
-                == Some(true)
+                == Some(true);
+            let read = (self.config.trust_annotations && hinted)
                 || self.config.read_tools.iter().any(|r| r == remote);
             let wire = crate::names::tool_name(&self.name, remote, &mut taken);
             let tool = McpTool::new(Arc::downgrade(self), wire.clone(), remote, t, read);
             tools.insert(wire, Arc::new(tool));
+        }
+        for r in &self.config.read_tools {
+            if !listed
+                .iter()
+                .any(|t| t.get("name").and_then(Value::as_str) == Some(r))
+            {
+                tracing::warn!(server = %self.name, tool = %r, "read_tools names a tool this server does not list");
+            }
         }
         let n = tools.len();
         self.update(|live| live.tools = Arc::new(tools));
         Ok(n)
     }
 
-    /// Keeps the server running until hearth stops.
+    /// Keeps the server running until hearth stops or [`Server::stop`] is
+    /// cancelled; then closes its connection (a child by the stdio shutdown
+    /// sequence) before returning.
     async fn supervise(self: Arc<Self>) {
         let target = match &self.target {
             Ok(t) => t.clone(),
@@ -202,16 +268,20 @@ impl Server {
             }
         };
         let mut backoff = FIRST_BACKOFF;
-        loop {
+        while !self.stop.is_cancelled() {
             match self.run_once(&target).await {
                 Ok(up) if up >= STABLE => backoff = FIRST_BACKOFF,
                 Ok(_) => {}
+                Err(_) if self.stop.is_cancelled() => return,
                 Err(e) => {
                     tracing::warn!(server = %self.name, error = %e, retry_in_ms = backoff.as_millis() as u64, "MCP server failed");
                     self.set(ServerState::Failed, Some(e.to_string()));
                 }
             }
-            tokio::time::sleep(backoff).await;
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = self.stop.cancelled() => return,
+            }
             backoff = (backoff * 2).min(MAX_BACKOFF);
             let again = if self.read().state == ServerState::Starting {
                 ServerState::Starting
@@ -223,17 +293,22 @@ impl Server {
     }
 
     /// One connection, from start to end: how long it was up, or why it
-    /// could not start.
+    /// could not start. Stopping closes it and answers how long it was up.
     async fn run_once(self: &Arc<Self>, target: &Target) -> Result<Duration> {
-        let secs = self.config.timeout_secs;
-        let Connection {
-            client,
-            tools_changed,
-            mut closed,
-        } = tokio::time::timeout(self.timeout(), connect(&self.name, target))
-            .await
-            .map_err(|_| McpError::Start(format!("no handshake within {secs} s")))??;
-        let n = self.refresh(&client).await?;
+        if let Some(skill) = &self.skill {
+            skill.check_before_start().await?;
+        }
+        let mut conn =
+            connect_within(&self.name, target, self.timeout(), self.stop.cancelled()).await?;
+        let client = conn.client.clone();
+        let tools_changed = conn.tools_changed.clone();
+        let n = match self.refresh(&client).await {
+            Ok(n) => n,
+            Err(e) => {
+                conn.close().await;
+                return Err(e);
+            }
+        };
         let since = Instant::now();
         self.update(|live| {
             live.client = Some(client.clone());
@@ -243,16 +318,24 @@ impl Server {
         tracing::info!(server = %self.name, tools = n, "MCP server ready");
         let reason = loop {
             tokio::select! {
-                reason = &mut closed => break reason,
+                reason = conn.ended() => break Some(reason),
+                () = self.stop.cancelled() => break None,
                 () = tools_changed.notified() => match self.refresh(&client).await {
                     Ok(n) => tracing::info!(server = %self.name, tools = n, "MCP tool list refreshed"),
                     Err(e) => tracing::warn!(server = %self.name, error = %e, "MCP tool list refresh failed"),
                 },
             }
         };
+        self.update(|live| live.client = None);
+        // Also after the server ended by itself: its process is reaped, and
+        // what it started is stopped with it.
+        conn.close().await;
+        let Some(reason) = reason else {
+            tracing::info!(server = %self.name, "MCP server closed");
+            return Ok(since.elapsed());
+        };
         tracing::warn!(server = %self.name, reason = %reason, "MCP server connection ended");
         self.update(|live| {
-            live.client = None;
             live.state = ServerState::Restarting;
             live.last_error = Some(reason);
         });
@@ -292,18 +375,20 @@ impl Server {
         env: &BTreeMap<String, String>,
     ) -> Self {
         let config = McpServerConfig {
-            command: Some(skill.entry.display().to_string()),
-            args: skill.args.clone(),
+            command: Some(skill.skill.entry.display().to_string()),
+            args: skill.skill.args.clone(),
             timeout_secs: skill.timeout_secs,
+            read_tools: skill.read_tools.clone(),
+            trust_annotations: skill.trust_annotations,
             ..McpServerConfig::default()
         };
         let target = Ok(skill.target(env));
         let mut server = Self::with(
-            &skill.name,
+            skill.name(),
             config,
             crate::skills::CAPABILITY,
             None,
-            format!("skill:{}", skill.name),
+            format!("skill:{}", skill.name()),
             max_result_bytes,
             target,
         );
@@ -345,18 +430,22 @@ impl Server {
             max_result_bytes,
             target,
             changed: tokio::sync::watch::channel(()).0,
+            stop: CancellationToken::new(),
         }
     }
 }
 
 /// The configured MCP servers and the executable skills, their supervisors,
-/// and their tools as a [`ToolSource`] for the registry.
+/// and their tools as a [`hearth_tools::ToolSource`] for the registry.
 #[derive(Clone, Default)]
 pub struct McpManager {
     /// By name; configured servers are fixed, skills come and go on reload.
     pub(crate) servers: Arc<RwLock<BTreeMap<String, Arc<Server>>>>,
     /// Each running supervisor, by server name.
-    pub(crate) tasks: Arc<Mutex<BTreeMap<String, tokio::task::AbortHandle>>>,
+    pub(crate) tasks: Arc<Mutex<BTreeMap<String, JoinHandle<()>>>>,
+    /// Supervisors told to stop (a skill removed on reload) that may still
+    /// be closing their child; [`McpManager::shutdown`] waits for them too.
+    pub(crate) closing: Arc<Mutex<Vec<JoinHandle<()>>>>,
     /// Set by [`McpManager::start`]: servers added later start at once.
     pub(crate) started: Arc<AtomicBool>,
     /// hearth's environment, which skills' declared variables come from.
@@ -380,6 +469,7 @@ impl McpManager {
         Self {
             servers: Arc::new(RwLock::new(servers)),
             tasks: Arc::default(),
+            closing: Arc::default(),
             started: Arc::default(),
             env: Arc::new(env.clone()),
             max_result_bytes: config.max_result_bytes,
@@ -412,29 +502,59 @@ impl McpManager {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         if !tasks.contains_key(&server.name) {
             let name = server.name.clone();
-            tasks.insert(name, tokio::spawn(server.supervise()).abort_handle());
+            tasks.insert(name, tokio::spawn(server.supervise()));
         }
     }
 
-    /// Stops `name`'s supervisor; its connection closes and a stdio child is
-    /// killed as it is dropped.
-    pub(crate) fn stop(&self, name: &str) {
-        if let Some(t) = self
+    /// Stops `server`'s supervisor, which closes its connection (a child by
+    /// the stdio shutdown sequence) in the background.
+    pub(crate) fn stop(&self, server: &Server) {
+        server.stop.cancel();
+        let task = self
             .tasks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(name)
-        {
-            t.abort();
+            .remove(&server.name);
+        if let Some(task) = task {
+            let mut closing = self.closing.lock().unwrap_or_else(|p| p.into_inner());
+            closing.retain(|t| !t.is_finished());
+            closing.push(task);
         }
     }
 
-    /// Stops every supervisor; the connections close and stdio children are
-    /// killed as they are dropped.
-    pub fn shutdown(&self) {
-        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
-        for t in tasks.into_values() {
-            t.abort();
+    /// Stops every supervisor and waits until each has closed its
+    /// connection: a child gets its stdin closed, then SIGTERM, then SIGKILL
+    /// to its process group, so none outlives hearth. Bounded by the
+    /// sequence's own waits; a supervisor still busy after that is aborted
+    /// (its child is then killed as it is dropped).
+    pub async fn shutdown(&self) {
+        for server in self.servers().values() {
+            server.stop.cancel();
+        }
+        let mut tasks: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()))
+                .into_values()
+                .collect();
+        tasks.append(&mut std::mem::take(
+            &mut *self.closing.lock().unwrap_or_else(|p| p.into_inner()),
+        ));
+        let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
+        let bound = SESSION_GRACE + STDIN_GRACE + TERM_GRACE * 2 + Duration::from_secs(1);
+        // They close side by side (each is its own task); waiting for them
+        // in turn takes as long as the slowest.
+        let all = async {
+            for t in tasks {
+                let _ = t.await;
+            }
+        };
+        if tokio::time::timeout(bound, all).await.is_err() {
+            tracing::warn!(
+                "MCP servers still closing after {} s; killing them",
+                bound.as_secs()
+            );
+            for a in aborts {
+                a.abort();
+            }
         }
     }
 
@@ -503,38 +623,6 @@ impl McpManager {
             }
         };
         tokio::time::timeout(within, wait).await.is_ok()
-    }
-}
-
-impl ToolSource for McpManager {
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.servers()
-            .values()
-            .flat_map(|s| {
-                let tools = s.read().tools.clone();
-                tools
-                    .values()
-                    .map(|t| t.clone() as Arc<dyn Tool>)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
-    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.servers()
-            .values()
-            .find_map(|s| s.read().tools.get(name).cloned())
-            .map(|t| t as Arc<dyn Tool>)
-    }
-
-    /// Every configured server's `mcp.<name>` (disabled and failed ones
-    /// too, so a grant can be made before the server comes up); skills need
-    /// `skills.use`, which is not extra.
-    fn capabilities(&self) -> Vec<(String, &'static str)> {
-        self.servers()
-            .values()
-            .filter_map(|s| Some((s.capability.to_owned(), s.preset?)))
-            .collect()
     }
 }
 

@@ -43,6 +43,18 @@ pub fn tool_name(server: &str, tool: &str, taken: &mut BTreeSet<String>) -> Stri
     name
 }
 
+/// Whether `wire` can be a tool name of `server` (as [`tool_name`] makes
+/// them): it starts with `<server>__`, or, for a name cut to fit, with as
+/// much of that as was kept.
+pub fn may_be_of(server: &str, wire: &str) -> bool {
+    let prefix = format!("{server}__");
+    wire.starts_with(&prefix)
+        || (wire.len() == MAX_NAME
+            && prefix.len() > KEEP
+            && prefix.is_char_boundary(KEEP)
+            && wire.starts_with(&prefix[..KEEP]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +87,11 @@ mod tests {
         }
         let unicode = tool_name("s", "héllo wörld", &mut taken);
         assert_eq!(unicode, "s__h_llo_w_rld");
+        assert!(may_be_of("ev", "ev__a_b") && may_be_of("srv", &a));
+        assert!(!may_be_of("e", "ev__a_b") && !may_be_of("ev", "eva__x"));
+        let skill = "s".repeat(60);
+        let cut = tool_name(&skill, "tool", &mut taken);
+        assert!(may_be_of(&skill, &cut) && !may_be_of("s", &cut), "{cut}");
         // The same input gives the same name in a fresh set (stable across restarts).
         assert_eq!(
             tool_name("srv", &format!("{long}1"), &mut BTreeSet::new()),

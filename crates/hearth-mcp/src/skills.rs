@@ -2,62 +2,108 @@
 //!
 //! A verified executable skill is a stdio MCP server that the manager runs
 //! like a configured one (restart with backoff, per-call timeout, tools as
-//! `<skill>__<tool>`), with three differences: its tools need `skills.use`
-//! rather than `mcp.<name>`, their source is `skill:<name>`, and the set of
+//! `<skill>__<tool>`), with these differences: its tools need `skills.use`
+//! rather than `mcp.<name>`, their source is `skill:<name>`, the set of
 //! skills changes on reload, so [`McpManager::sync_skills`] starts the new
-//! ones and stops the removed or changed ones. Verification is not done
-//! here: the caller passes only skills whose manifest verified.
+//! ones and stops the removed or changed ones, and before every start
+//! (also a restart after a crash) its folder is checked to be still what
+//! was verified: a program edited after the load never runs. The caller
+//! passes only skills whose manifest verified.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use hearth_skills::ExecutableSkill;
+
 use crate::client::Target;
+use crate::error::{McpError, Result};
 use crate::manager::{McpManager, Server};
 
 /// The capability every executable skill's tools need.
 pub const CAPABILITY: &str = "skills.use";
 
-/// What the manager needs to run one verified executable skill.
+/// The variable naming the skill's writable state folder.
+pub const STATE_VAR: &str = "HEARTH_SKILL_STATE";
+
+/// What the manager needs to run one verified executable skill. Two of them
+/// are equal only when the skill's files, manifest (so its signature) and
+/// settings are: a reload restarts a skill whose version changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillServer {
-    /// The skill's name; its tools are `<name>__<tool>`.
-    pub name: String,
-    /// Its folder (the child's working folder).
-    pub dir: PathBuf,
-    /// The program, absolute (run directly: a shebang may name an
-    /// interpreter outside the folder).
-    pub entry: PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// The variables it may receive from hearth's environment.
-    pub env: Vec<String>,
-    /// Its `[skills.config.<name>]` settings, given as environment variables.
-    pub config: BTreeMap<String, String>,
+    /// The skill as verified; its tools are `<name>__<tool>`.
+    pub skill: ExecutableSkill,
     /// Per-call (and handshake) timeout.
     pub timeout_secs: u64,
+    /// Its writable folder (`<home>/skills-state/<name>`), made before it
+    /// starts and named by `HEARTH_SKILL_STATE`: its own folder must stay
+    /// as verified.
+    pub state_dir: PathBuf,
+    /// Tools (its own names) that are read-class.
+    pub read_tools: Vec<String>,
+    /// Whether its `readOnlyHint` makes a tool read-class.
+    pub trust_annotations: bool,
 }
 
 impl SkillServer {
+    /// The skill's name.
+    pub fn name(&self) -> &str {
+        &self.skill.name
+    }
+
     /// The child: `PATH`, `HOME` and the declared variables from hearth's
-    /// `env` (when set), then the skill's config; nothing else, so a skill
-    /// never sees the provider keys it did not declare.
+    /// `env` (when set), then the skill's config and `HEARTH_SKILL_STATE`;
+    /// nothing else, so a skill never sees the provider keys it did not
+    /// declare. It runs in its own folder (the program is run directly: a
+    /// shebang may name an interpreter outside the folder).
     pub(crate) fn target(&self, env: &BTreeMap<String, String>) -> Target {
         let mut child = BTreeMap::new();
         for var in ["PATH", "HOME"]
             .into_iter()
-            .chain(self.env.iter().map(String::as_str))
+            .chain(self.skill.env.iter().map(String::as_str))
         {
             if let Some(v) = env.get(var) {
                 child.insert(var.to_owned(), v.clone());
             }
         }
-        child.extend(self.config.iter().map(|(k, v)| (k.clone(), v.clone())));
+        child.extend(
+            self.skill
+                .config
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        child.insert(STATE_VAR.to_owned(), self.state_dir.display().to_string());
         Target::Stdio {
-            command: self.entry.display().to_string(),
-            args: self.args.clone(),
+            command: self.skill.entry.display().to_string(),
+            args: self.skill.args.clone(),
             env: child,
-            cwd: Some(self.dir.clone()),
+            cwd: Some(self.skill.dir.clone()),
+        }
+    }
+
+    /// Before each start: the folder is still what was verified (hashes of
+    /// every file and of the manifest), and the state folder exists.
+    pub(crate) async fn check_before_start(&self) -> Result<()> {
+        let skill = self.skill.clone();
+        let state = self.state_dir.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            skill
+                .check_unchanged()
+                .map_err(|e| format!("refused: {e}"))?;
+            let mut dir = std::fs::DirBuilder::new();
+            dir.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+            dir.create(&state)
+                .map_err(|e| format!("cannot create its state folder {}: {e}", state.display()))
+        })
+        .await;
+        match checked {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(McpError::Start(why)),
+            Err(e) => Err(McpError::Start(format!(
+                "the check before start failed: {e}"
+            ))),
         }
     }
 }
@@ -75,16 +121,16 @@ pub struct SkillsSynced {
 
 impl McpManager {
     /// Makes the running skills exactly `skills`: starts the new ones,
-    /// stops those no longer listed, restarts those whose folder, program,
-    /// arguments, environment or config changed, and leaves the others
-    /// running. A skill named like a configured MCP server is not run (its
+    /// stops those no longer listed, restarts those whose files, manifest
+    /// (a new version or signature), program, arguments, environment or
+    /// settings changed, and leaves the others running. A skill named like a configured MCP server is not run (its
     /// tools would take the server's names). Before [`McpManager::start`]
     /// the skills are only registered; `start` runs them.
     pub fn sync_skills(&self, skills: Vec<SkillServer>) -> SkillsSynced {
         let mut out = SkillsSynced::default();
         let mut wanted: BTreeMap<String, SkillServer> = BTreeMap::new();
         for s in skills {
-            wanted.insert(s.name.clone(), s);
+            wanted.insert(s.name().to_owned(), s);
         }
         let mut add = Vec::new();
         {
@@ -100,8 +146,9 @@ impl McpManager {
                 .map(|(name, _)| name.clone())
                 .collect();
             for name in gone {
-                servers.remove(&name);
-                self.stop(&name);
+                if let Some(server) = servers.remove(&name) {
+                    self.stop(&server);
+                }
                 out.stopped.push(name);
             }
             for (name, skill) in wanted {

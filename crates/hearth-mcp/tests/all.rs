@@ -87,7 +87,11 @@ async fn tools_are_listed_with_class_capability_and_untrusted_results() {
     ready(&m, "fk").await;
     let r = registry(&m);
     let echo = r.get("fk__echo").unwrap();
-    assert_eq!(echo.class(), ToolClass::Read, "readOnlyHint: true");
+    assert_eq!(
+        echo.class(),
+        ToolClass::Write,
+        "readOnlyHint: true, but annotations are not trusted by default"
+    );
     assert_eq!(echo.capability(), Some("mcp.fk"));
     assert_eq!(echo.source(), "mcp:fk");
     assert!(echo.available());
@@ -149,7 +153,7 @@ async fn tools_are_listed_with_class_capability_and_untrusted_results() {
     let status = &m.statuses()[0];
     assert_eq!(
         (status.transport, status.state, status.tools),
-        ("stdio", ServerState::Ready, 11)
+        ("stdio", ServerState::Ready, 12)
     );
     // The debugging call takes the server's own tool name.
     let raw = m
@@ -175,7 +179,36 @@ async fn tools_are_listed_with_class_capability_and_untrusted_results() {
     );
     assert_eq!(m.tool_name("fk", "nope").unwrap(), None);
     assert!(m.tool_name("nope", "echo").is_err());
-    m.shutdown();
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_read_only_hint_counts_only_when_the_operator_trusts_the_server() {
+    let m = start(
+        vec![
+            ("plain", server(|_| {})),
+            ("trusting", server(|s| s.trust_annotations = true)),
+            (
+                "listed",
+                server(|s| s.read_tools = vec!["echo".into(), "no_such_tool".into()]),
+            ),
+        ],
+        1024,
+    )
+    .await;
+    for name in ["plain", "trusting", "listed"] {
+        ready(&m, name).await;
+    }
+    let r = registry(&m);
+    let class = |name: &str| r.get(name).unwrap().class();
+    // fake-mcp says readOnlyHint: true for echo and env, nothing for write_note.
+    assert_eq!(class("plain__echo"), ToolClass::Write);
+    assert_eq!(class("plain__env"), ToolClass::Write);
+    assert_eq!(class("trusting__echo"), ToolClass::Read);
+    assert_eq!(class("trusting__write_note"), ToolClass::Write);
+    assert_eq!(class("listed__echo"), ToolClass::Read);
+    assert_eq!(class("listed__env"), ToolClass::Write);
+    m.shutdown().await;
 }
 
 fn names(r: &ToolRegistry) -> Vec<String> {
@@ -190,10 +223,10 @@ async fn list_changed_refreshes_the_tools() {
     assert!(r.get("fk__extra").is_none());
     let (err, v) = call(&r, "fk__add_tool", json!({})).await;
     assert!(!err, "{v}");
-    let ok = m.wait_for("fk", WAIT, |s| s.tools == 12).await;
+    let ok = m.wait_for("fk", WAIT, |s| s.tools == 13).await;
     assert!(ok, "{:?}", m.statuses());
     assert!(r.get("fk__extra").is_some());
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -226,7 +259,71 @@ async fn a_dead_server_is_restarted_and_its_tools_are_unavailable_meanwhile() {
     ready(&m, "fk").await;
     let (err, v) = call(&r, "fk__echo", json!({"text": "back"})).await;
     assert!(!err, "{v}");
-    m.shutdown();
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_writing_bytes_that_are_not_utf8_to_stderr_keeps_running() {
+    let m = start(vec![("fk", server(|_| {}))], 1024).await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    // A bad byte, then far more than a pipe holds: the log is read to its end.
+    let (err, v) = call(&r, "fk__stderr", json!({"bytes": 1 << 20})).await;
+    assert!(!err, "the server died writing its log: {v}");
+    let (err, v) = call(&r, "fk__stderr", json!({"bytes": 1 << 16})).await;
+    assert!(!err, "{v}");
+    let st = m.statuses().remove(0);
+    assert_eq!((st.state, st.last_error), (ServerState::Ready, None));
+    m.shutdown().await;
+}
+
+/// The pid a fake-mcp flag wrote to `path`, once it is there.
+async fn pid_in(path: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(path)
+            && !pid.trim().is_empty()
+        {
+            return pid.trim().to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} was never written",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn shutdown_closes_a_server_that_ignores_stdin_eof_and_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pid_file, grandchild_file) = (dir.path().join("pid"), dir.path().join("grandchild"));
+    let args = vec![
+        "--ignore-stdin-eof".to_owned(),
+        "--pid-file".to_owned(),
+        pid_file.display().to_string(),
+        "--grandchild-pid-file".to_owned(),
+        grandchild_file.display().to_string(),
+    ];
+    let m = start(vec![("stubborn", server(|s| s.args = args))], 1024).await;
+    ready(&m, "stubborn").await;
+    let pid = pid_in(&pid_file).await;
+    let grandchild = pid_in(&grandchild_file).await;
+    assert!(!gone(&pid) && !gone(&grandchild));
+    let t0 = std::time::Instant::now();
+    m.shutdown().await;
+    assert!(gone(&pid), "the server {pid} outlived the shutdown");
+    assert!(
+        gone(&grandchild),
+        "its child {grandchild} outlived the shutdown"
+    );
+    // Stdin closed, the 2 s grace, then SIGTERM (which it does not ignore).
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
 }
 
 #[tokio::test]
@@ -242,7 +339,7 @@ async fn a_hanging_call_times_out_and_the_server_stays_usable() {
     );
     let (err, v) = call(&r, "fk__echo", json!({"text": "still here"})).await;
     assert!(!err, "{v}");
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -262,7 +359,7 @@ async fn the_child_gets_only_its_entrys_environment() {
     let raw = m.call("fk", "env", Default::default()).await.unwrap();
     let seen = raw["content"][0]["text"].as_str().unwrap();
     assert_eq!(seen, "HOME\nLITERAL\nPASSED\nPATH");
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -275,7 +372,7 @@ async fn long_results_are_cut_with_a_notice() {
     assert!(text.contains(&"x".repeat(100)), "{text}");
     assert!(!text.contains(&"x".repeat(101)), "{text}");
     assert!(text.contains("over the 100-byte limit"), "{text}");
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
@@ -329,36 +426,55 @@ async fn a_server_that_cannot_start_fails_lists_nothing_and_disabled_ones_stay_o
     );
     assert_eq!(st[2].transport, "http");
     assert!(m.tools().is_empty());
-    m.shutdown();
+    m.shutdown().await;
 }
 
-/// A skill folder whose entry is a script that refuses to start outside its
-/// folder, records its pid, and execs `fake-mcp`.
+/// A dev-mode skill folder `notes` (with its state folders beside it) whose
+/// entry is a script that refuses to start outside its folder, records its
+/// pid in its state folder, and execs `fake-mcp`. Not verified yet.
 fn skill_folder() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("skills/notes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("hearth-skill.json"),
+        r#"{"name":"notes","version":"1.0.0","description":"Notes","entry":"run.sh",
+            "env":["PASSED","DECLARED_BUT_UNSET"],"hearth":">=0.1"}"#,
+    )
+    .unwrap();
     let fake = hearth_testkit::fake_mcp::fake_mcp_bin();
     let script = format!(
         "#!/bin/sh\n[ -f marker ] || {{ echo 'not run from the skill folder' >&2; exit 1; }}\n\
-         echo $$ > pid\nexec '{}' \"$@\"\n",
+         echo $$ > \"$HEARTH_SKILL_STATE/pid\"\nexec '{}' \"$@\"\n",
         fake.display()
     );
-    let entry = dir.path().join("run.sh");
+    let entry = dir.join("run.sh");
     std::fs::write(&entry, script).unwrap();
     std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(dir.path().join("marker"), "").unwrap();
-    dir
+    std::fs::write(dir.join("marker"), "").unwrap();
+    root
 }
 
-fn skill(name: &str, dir: &std::path::Path) -> hearth_mcp::SkillServer {
+/// The skill of `skill_folder`, verified now (unsigned, allowed as dev
+/// mode), run under `name`.
+fn skill(name: &str, root: &std::path::Path) -> hearth_mcp::SkillServer {
+    let trust = hearth_skills::Trust {
+        allowed_unsigned_dirs: vec![std::fs::canonicalize(root).unwrap()],
+        ..hearth_skills::Trust::default()
+    };
+    let v = hearth_skills::manifest::verify(&root.join("skills/notes"), &trust).unwrap();
+    let mut exe = hearth_skills::ExecutableSkill::new(
+        v,
+        BTreeMap::from([("API_URL".to_owned(), "http://x".to_owned())]),
+    );
+    exe.name = name.to_owned();
     hearth_mcp::SkillServer {
-        name: name.into(),
-        dir: dir.to_path_buf(),
-        entry: dir.join("run.sh"),
-        args: Vec::new(),
-        env: vec!["PASSED".into(), "DECLARED_BUT_UNSET".into()],
-        config: BTreeMap::from([("API_URL".to_owned(), "http://x".to_owned())]),
+        skill: exe,
         timeout_secs: 1,
+        state_dir: root.join("skills-state").join(name),
+        read_tools: Vec::new(),
+        trust_annotations: false,
     }
 }
 
@@ -377,7 +493,8 @@ fn gone(pid: &str) -> bool {
 async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
     let folder = skill_folder();
     let m = start(vec![("fk", server(|_| {}))], 1024).await;
-    let notes = skill("notes", folder.path());
+    let mut notes = skill("notes", folder.path());
+    notes.trust_annotations = true;
     let synced = m.sync_skills(vec![notes.clone(), skill("fk", folder.path())]);
     assert_eq!(synced.started, vec!["notes"]);
     assert_eq!(
@@ -393,6 +510,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
         BTreeMap::from([("mcp.fk".to_owned(), "trusted")])
     );
     let echo = r.get("notes__echo").unwrap();
+    assert_eq!(echo.class(), ToolClass::Read, "trust_annotations is set");
     assert_eq!(echo.capability(), Some("skills.use"));
     assert_eq!(
         echo.capability_preset(),
@@ -413,8 +531,8 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
             .contains("from a skill"),
         "{v}"
     );
-    // Only the declared variables that are set, PATH, HOME and its config.
-    // (PWD is exported by the entry's own shell.)
+    // Only the declared variables that are set, PATH, HOME, its config and
+    // its state folder. (PWD is exported by the entry's own shell.)
     let raw = m.call("notes", "env", Default::default()).await.unwrap();
     let seen: Vec<&str> = raw["content"][0]["text"]
         .as_str()
@@ -422,7 +540,17 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
         .lines()
         .filter(|v| *v != "PWD")
         .collect();
-    assert_eq!(seen, ["API_URL", "HOME", "PASSED", "PATH"]);
+    assert_eq!(
+        seen,
+        ["API_URL", "HEARTH_SKILL_STATE", "HOME", "PASSED", "PATH"]
+    );
+    let state = folder.path().join("skills-state/notes");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&state).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
     // The per-call timeout applies.
     let (err, v) = call(&r, "notes__hang", json!({})).await;
     assert!(err);
@@ -432,7 +560,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
     );
 
     // The same list again changes nothing; the child keeps running.
-    let pid = std::fs::read_to_string(folder.path().join("pid")).unwrap();
+    let pid = std::fs::read_to_string(state.join("pid")).unwrap();
     let pid = pid.trim().to_owned();
     assert_eq!(
         m.sync_skills(vec![notes.clone()]),
@@ -442,7 +570,7 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
 
     // A changed skill is restarted; a removed one is stopped and its tools go.
     let mut changed = notes.clone();
-    changed.args = vec!["--changed".into()];
+    changed.skill.args = vec!["--changed".into()];
     let synced = m.sync_skills(vec![changed]);
     assert_eq!(
         (synced.stopped, synced.started),
@@ -461,13 +589,13 @@ async fn an_executable_skill_runs_as_a_server_and_follows_reloads() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    m.shutdown();
+    m.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_skill_that_crashes_at_start_is_retried_and_isolated() {
     let folder = skill_folder();
-    std::fs::remove_file(folder.path().join("marker")).unwrap();
+    std::fs::remove_file(folder.path().join("skills/notes/marker")).unwrap();
     let m = start(Vec::new(), 1024).await;
     m.sync_skills(vec![skill("broken", folder.path())]);
     let failed = m
@@ -483,5 +611,123 @@ async fn a_skill_that_crashes_at_start_is_retried_and_isolated() {
         "{st:?}"
     );
     assert!(m.tools().is_empty());
-    m.shutdown();
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_skill_changed_after_it_was_verified_is_not_started_again_after_a_crash() {
+    let folder = skill_folder();
+    let m = start(Vec::new(), 1024).await;
+    let notes = skill("notes", folder.path());
+    m.sync_skills(vec![notes.clone()]);
+    ready(&m, "notes").await;
+    let pid_file = notes.state_dir.join("pid");
+    let pid = pid_in(&pid_file).await;
+    std::fs::remove_file(&pid_file).unwrap();
+    // Edited in place, no reload: the running child is left alone...
+    let script = folder.path().join("skills/notes/run.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("# changed\n");
+    std::fs::write(&script, text).unwrap();
+    assert!(!gone(&pid));
+    // ...but when it dies, the edited program is not started in its place.
+    let r = registry(&m);
+    let (err, _) = call(&r, "notes__die", json!({})).await;
+    assert!(err);
+    let refused = m
+        .wait_for("notes", WAIT, |s| {
+            s.state == ServerState::Failed || (s.state == ServerState::Ready && pid_file.exists())
+        })
+        .await;
+    let st = m.statuses().remove(0);
+    assert!(refused, "{st:?}");
+    assert!(!pid_file.exists(), "the edited run.sh was started: {st:?}");
+    assert_eq!(st.state, ServerState::Failed, "{st:?}");
+    assert!(
+        st.last_error
+            .as_deref()
+            .unwrap()
+            .contains("run.sh changed since the skill was verified"),
+        "{st:?}"
+    );
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_new_version_of_a_skill_is_restarted_on_reload() {
+    let folder = skill_folder();
+    let m = start(Vec::new(), 1024).await;
+    let first = skill("notes", folder.path());
+    m.sync_skills(vec![first.clone()]);
+    ready(&m, "notes").await;
+    let pid_file = first.state_dir.join("pid");
+    let old = pid_in(&pid_file).await;
+    std::fs::remove_file(&pid_file).unwrap();
+    // Same program, arguments and settings; one more file.
+    std::fs::write(folder.path().join("skills/notes/data.txt"), "v2").unwrap();
+    let second = skill("notes", folder.path());
+    let synced = m.sync_skills(vec![second]);
+    assert_eq!(
+        (synced.stopped, synced.started),
+        (vec!["notes".to_owned()], vec!["notes".to_owned()])
+    );
+    ready(&m, "notes").await;
+    let new = pid_in(&pid_file).await;
+    assert_ne!(old, new);
+    assert!(gone(&old), "the old version {old} still runs");
+    m.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tool_of_a_starting_server_can_be_waited_for_and_a_failed_one_says_why() {
+    let m = start(
+        vec![
+            (
+                "slow",
+                server(|s| s.args = vec!["--start-delay-ms".into(), "300".into()]),
+            ),
+            (
+                "broken",
+                McpServerConfig {
+                    command: Some("/nonexistent/mcp-server".into()),
+                    ..McpServerConfig::default()
+                },
+            ),
+            ("off", server(|s| s.enabled = false)),
+        ],
+        1024,
+    )
+    .await;
+    let r = registry(&m);
+    // Not listed yet; the wait ends when it is.
+    assert!(r.get("slow__echo").is_none());
+    let wait = r.pending("slow__echo").expect("a starting server's tool");
+    wait.await.unwrap();
+    assert!(r.get("slow__echo").is_some_and(|t| t.available()));
+    assert!(r.pending("slow__echo").is_none(), "callable now");
+    // A tool the server turns out not to have.
+    let err = r.pending("slow__nope").unwrap().await.unwrap_err();
+    assert_eq!(err, "MCP server slow has no tool slow__nope");
+    // A server that cannot start: the wait ends with its error, and so does a call.
+    let err = r.pending("broken__read").unwrap().await.unwrap_err();
+    assert!(
+        err.contains("MCP server broken is not available (failed)")
+            && err.contains("/nonexistent/mcp-server"),
+        "{err}"
+    );
+    let (is_err, v) = call(&r, "broken__read", json!({})).await;
+    assert!(is_err);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("MCP server broken is not available (failed)"),
+        "{v}"
+    );
+    // Disabled: nothing to wait for; a name of no server stays unknown.
+    assert!(r.pending("off__echo").is_none());
+    assert!(r.pending("nobody__echo").is_none());
+    let (_, v) = call(&r, "nobody__echo", json!({})).await;
+    assert_eq!(v["error"], "unknown tool \"nobody__echo\"");
+    m.shutdown().await;
 }

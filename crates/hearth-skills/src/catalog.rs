@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use crate::discover::{Found, Refusal, Root, Source, discover};
 use crate::frontmatter::{self, Frontmatter, Problem};
 use crate::manifest::{self, Trust};
+use crate::read::{self, MAX_SKILL_MD_BYTES, ReadError};
 use crate::signing::TrustedKey;
 use crate::{Result, SKILL_MD};
 
@@ -86,6 +87,34 @@ pub struct ExecutableSkill {
     pub config: BTreeMap<String, String>,
     /// Signed by a trusted key (false: a dev-mode unsigned skill).
     pub signed: bool,
+    /// Every file but the manifest as verified (relative path -> SHA-256
+    /// hex); a new version's files differ, so a reload restarts it.
+    pub files: BTreeMap<String, String>,
+    /// SHA-256 hex of the manifest as verified (a new signature changes it).
+    pub manifest_sha256: String,
+}
+
+impl ExecutableSkill {
+    /// The skill `v` describes, with its `[skills.config.<name>]` settings.
+    pub fn new(v: manifest::Verified, config: BTreeMap<String, String>) -> Self {
+        Self {
+            entry: v.dir.join(&v.manifest.entry),
+            name: v.manifest.name,
+            args: v.manifest.args,
+            env: v.manifest.env,
+            config,
+            signed: v.signed,
+            dir: v.dir,
+            files: v.files,
+            manifest_sha256: v.manifest_sha256,
+        }
+    }
+
+    /// Checks that the folder is still what was verified, before its
+    /// program is started (see [`manifest::check_unchanged`]).
+    pub fn check_unchanged(&self) -> Result<()> {
+        manifest::check_unchanged(&self.dir, &self.files, &self.manifest_sha256)
+    }
 }
 
 /// One skill as listed.
@@ -126,9 +155,11 @@ impl Skill {
         self.path.file_name().is_some_and(|n| n == SKILL_MD)
     }
 
-    /// The SKILL.md body, read now, with `{baseDir}` replaced by its folder.
-    pub fn body(&self) -> std::io::Result<String> {
-        let text = std::fs::read_to_string(&self.path)?;
+    /// The SKILL.md body, read now (through the contained, capped reader:
+    /// a SKILL.md swapped for a link leading out of the folder after the
+    /// load is refused), with `{baseDir}` replaced by its folder.
+    pub fn body(&self) -> std::result::Result<String, ReadError> {
+        let text = read::read_text(&self.dir, SKILL_MD, MAX_SKILL_MD_BYTES)?;
         Ok(frontmatter::body(&text)
             .trim_start_matches(['\r', '\n'])
             .replace("{baseDir}", &self.dir.to_string_lossy()))
@@ -186,11 +217,18 @@ fn load_one(f: &Found, options: &SkillsOptions) -> Skill {
         .unwrap_or_default();
     let md = f.dir.join(SKILL_MD);
     let (fm, mut problems) = if md.exists() {
-        match std::fs::read_to_string(&md) {
+        match read::read_text(&f.dir, SKILL_MD, MAX_SKILL_MD_BYTES) {
             Ok(text) => frontmatter::parse(&text),
+            Err(ReadError::TooLarge { cap, .. }) => (
+                Frontmatter::default(),
+                vec![Problem::new(
+                    SKILL_MD,
+                    format!("is larger than {} KiB", cap / 1024),
+                )],
+            ),
             Err(e) => (
                 Frontmatter::default(),
-                vec![Problem::new("SKILL.md", format!("cannot be read: {e}"))],
+                vec![Problem::new(SKILL_MD, format!("cannot be read: {e}"))],
             ),
         }
     } else {
@@ -229,20 +267,13 @@ fn load_one(f: &Found, options: &SkillsOptions) -> Skill {
                     skill.description = v.manifest.description.clone();
                 }
                 skill.signed = Some(v.signed);
-                skill.executable = Some(ExecutableSkill {
-                    entry: v.dir.join(&v.manifest.entry),
-                    name: v.manifest.name,
-                    args: v.manifest.args,
-                    env: v.manifest.env,
-                    config: options
-                        .trust
-                        .config
-                        .get(&skill.name)
-                        .cloned()
-                        .unwrap_or_default(),
-                    signed: v.signed,
-                    dir: v.dir,
-                });
+                let config = options
+                    .trust
+                    .config
+                    .get(&skill.name)
+                    .cloned()
+                    .unwrap_or_default();
+                skill.executable = Some(ExecutableSkill::new(v, config));
             }
             Err(e) => {
                 skill.signed = Some(false);

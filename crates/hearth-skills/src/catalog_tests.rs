@@ -251,3 +251,69 @@ fn reload_sees_new_skills_and_executables_are_described() {
     assert!(!skills.prompt().contains("exe"));
     assert!(skills.prompt().contains("- a: first"));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_skill_md_swapped_for_a_link_after_load_is_not_read() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("skills");
+    write(&root, "pdf/SKILL.md", &md("pdf", "Fill PDF forms.", ""));
+    write(t.path(), "hearth.toml", "api_key = \"sk-secret\"\n");
+    let skills = Arc::new(Skills::load(options(vec![Root {
+        path: root.clone(),
+        source: Source::Home,
+    }])));
+    let skill = skills.catalog().get("pdf").unwrap().clone();
+    assert!(skill.body().unwrap().starts_with("Run "));
+    // Swapped after the load for a link to a file outside the folder.
+    let md_path = root.join("pdf/SKILL.md");
+    std::fs::remove_file(&md_path).unwrap();
+    std::os::unix::fs::symlink(t.path().join("hearth.toml"), &md_path).unwrap();
+    let err = skill.body().unwrap_err().to_string();
+    assert!(err.contains("leads outside the skill's folder"), "{err}");
+    // Neither the invoked-skill prompt nor skill_read sends the target.
+    assert!(!skills.prompt_for("/pdf form.pdf").contains("sk-secret"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let read = crate::tools::SkillRead::new(skills.clone());
+    let out = rt.block_on(hearth_tools::Tool::call(
+        &read,
+        &hearth_tools::ToolContext::default(),
+        serde_json::json!({"name": "pdf"}),
+    ));
+    let err = out.unwrap_err().0;
+    assert!(!err.contains("sk-secret"), "{err}");
+    assert!(err.contains("leads outside"), "{err}");
+}
+
+#[test]
+fn a_skill_md_over_the_cap_is_refused_at_load_and_at_use() {
+    let t = tempfile::tempdir().unwrap();
+    let big = format!(
+        "{}{}",
+        md("big", "Too long.", ""),
+        "x".repeat(crate::read::MAX_SKILL_MD_BYTES as usize)
+    );
+    write(t.path(), "big/SKILL.md", &big);
+    write(t.path(), "ok/SKILL.md", &md("ok", "Fine.", ""));
+    let c = Catalog::load(&options(vec![Root {
+        path: t.path().into(),
+        source: Source::Home,
+    }]));
+    let big = c.get("big").unwrap();
+    assert!(!big.eligible);
+    assert_eq!(
+        big.reason.as_deref(),
+        Some("invalid SKILL.md: is larger than 256 KiB")
+    );
+    // Grown after the load.
+    let ok = c.get("ok").unwrap();
+    std::fs::write(
+        &ok.path,
+        format!("{}{}", md("ok", "Fine.", ""), "y".repeat(300_000)),
+    )
+    .unwrap();
+    let err = ok.body().unwrap_err().to_string();
+    assert!(err.contains("larger than 256 KiB"), "{err}");
+}

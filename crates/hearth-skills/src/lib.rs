@@ -14,6 +14,7 @@ pub mod discover;
 pub mod frontmatter;
 pub mod invoke;
 pub mod manifest;
+pub mod read;
 pub mod signing;
 pub mod tools;
 

@@ -77,28 +77,42 @@ pub struct Verified {
     pub dir: PathBuf,
     /// True when signed by a trusted key; false for a dev-mode unsigned skill.
     pub signed: bool,
+    /// Every file of the folder but the manifest as verified (relative path
+    /// -> SHA-256 hex): what [`check_unchanged`] compares against.
+    pub files: BTreeMap<String, String>,
+    /// SHA-256 hex of the manifest's bytes as verified.
+    pub manifest_sha256: String,
 }
 
 fn refused(why: impl Into<String>) -> Error {
     Error::Refused(why.into())
 }
 
-/// Reads the manifest as JSON (for signing) and as fields.
-fn read(dir: &Path) -> Result<(Value, Manifest)> {
+/// The manifest's text (through the contained, capped reader; a link is
+/// refused even inside the folder) and the SHA-256 hex of its bytes.
+fn read_text(dir: &Path) -> Result<(String, String)> {
     let path = dir.join(MANIFEST);
     let meta = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, e))?;
     if !meta.is_file() {
         return Err(refused(format!("{MANIFEST} is not a regular file")));
     }
-    if meta.len() > MAX_MANIFEST_BYTES {
-        return Err(refused(format!("{MANIFEST} is larger than 1 MiB")));
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let text = crate::read::read_text(dir, MANIFEST, MAX_MANIFEST_BYTES).map_err(|e| match e {
+        crate::read::ReadError::Io { source, .. } => Error::io(&path, source),
+        other => refused(other.to_string()),
+    })?;
+    let sha = hex(&Sha256::digest(text.as_bytes()));
+    Ok((text, sha))
+}
+
+/// Reads the manifest as JSON (for signing) and as fields, with the
+/// SHA-256 hex of its bytes.
+fn read(dir: &Path) -> Result<(Value, Manifest, String)> {
+    let (text, sha) = read_text(dir)?;
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| refused(format!("{MANIFEST} is not valid JSON: {e}")))?;
     let manifest =
         Manifest::deserialize(&value).map_err(|e| refused(format!("{MANIFEST}: {e}")))?;
-    Ok((value, manifest))
+    Ok((value, manifest, sha))
 }
 
 /// A relative path that stays inside the folder: no `..`, no root.
@@ -141,8 +155,7 @@ fn hash_files(dir: &Path) -> Result<BTreeMap<String, String>> {
             } else if meta.is_file() {
                 check_not_world_writable(dir, &real)?;
                 if rel != MANIFEST {
-                    let bytes = std::fs::read(&real).map_err(|e| Error::io(&real, e))?;
-                    out.insert(rel, hex(&Sha256::digest(&bytes)));
+                    out.insert(rel.clone(), hash_file(dir, &rel)?);
                 }
             } else {
                 return Err(refused(format!("{rel} is not a regular file")));
@@ -150,6 +163,56 @@ fn hash_files(dir: &Path) -> Result<BTreeMap<String, String>> {
         }
     }
     Ok(out)
+}
+
+/// SHA-256 hex of `rel` under `dir`, streamed (no size limit: the hash
+/// must cover all of it) through the contained reader.
+fn hash_file(dir: &Path, rel: &str) -> Result<String> {
+    use std::io::Read as _;
+    let (mut file, real) = crate::read::open(dir, rel).map_err(|e| match e {
+        crate::read::ReadError::Io { source, .. } => Error::io(&dir.join(rel), source),
+        other => refused(other.to_string()),
+    })?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Error::io(&real, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Checks that the folder `dir` verified with `files` and a manifest of
+/// SHA-256 `manifest_sha256` is still exactly that: the same manifest, the
+/// same files with the same hashes, none added, none world-writable. Run
+/// before each start of an executable skill, so a program edited after
+/// the load never runs, even when a crash restarts it; a reload verifies
+/// the folder anew.
+pub fn check_unchanged(
+    dir: &Path,
+    files: &BTreeMap<String, String>,
+    manifest_sha256: &str,
+) -> Result<()> {
+    let again = "since the skill was verified; reload the skills to verify it again";
+    let (_, sha) = read_text(dir)?;
+    if sha != manifest_sha256 {
+        return Err(refused(format!("{MANIFEST} changed {again}")));
+    }
+    let on_disk = hash_files(dir)?;
+    for (rel, want) in files {
+        match on_disk.get(rel) {
+            None => return Err(refused(format!("{rel} was removed {again}"))),
+            Some(got) if got != want => return Err(refused(format!("{rel} changed {again}"))),
+            Some(_) => {}
+        }
+    }
+    if let Some(added) = on_disk.keys().find(|k| !files.contains_key(*k)) {
+        return Err(refused(format!("{added} was added {again}")));
+    }
+    Ok(())
 }
 
 fn check_not_world_writable(dir: &Path, path: &Path) -> Result<()> {
@@ -178,7 +241,7 @@ fn check_not_world_writable(dir: &Path, path: &Path) -> Result<()> {
 /// signature, version range, files and their hashes, config.
 pub fn verify(dir: &Path, trust: &Trust) -> Result<Verified> {
     let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
-    let (value, manifest) = read(&dir)?;
+    let (value, manifest, manifest_sha256) = read(&dir)?;
     crate::check_name(&manifest.name).map_err(|why| refused(format!("name: {why}")))?;
     let req = semver::VersionReq::parse(&manifest.hearth).map_err(|e| {
         refused(format!(
@@ -300,6 +363,8 @@ pub fn verify(dir: &Path, trust: &Trust) -> Result<Verified> {
         manifest,
         dir,
         signed,
+        files: on_disk,
+        manifest_sha256,
     })
 }
 
@@ -307,7 +372,7 @@ pub fn verify(dir: &Path, trust: &Trust) -> Result<Verified> {
 /// manifest in `dir` and writes it back. Returns the key id.
 pub fn sign(dir: &Path, key: &PrivateKey) -> Result<String> {
     let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
-    let (mut value, _) = read(&dir)?;
+    let (mut value, _, _) = read(&dir)?;
     let files = hash_files(&dir)?;
     let key_id = key.key_id();
     let Value::Object(map) = &mut value else {

@@ -209,3 +209,44 @@ fn links_out_and_world_writable_files_are_refused() {
     sign(&dir, &key).unwrap();
     assert!(refusal(&dir, &trust).contains("is not executable"));
 }
+
+#[test]
+fn a_verified_folder_is_checked_again_before_each_start() {
+    let t = tempfile::tempdir().unwrap();
+    let key = PrivateKey::generate().unwrap();
+    let trust = trust(&key);
+    let dir = skill_dir(t.path(), "weather", "");
+    sign(&dir, &key).unwrap();
+    let v = verify(&dir, &trust).unwrap();
+    assert_eq!(
+        v.files.keys().collect::<Vec<_>>(),
+        ["lib/data.txt", "server.sh"]
+    );
+    assert_eq!(v.manifest_sha256.len(), 64);
+    let check = || match check_unchanged(&v.dir, &v.files, &v.manifest_sha256) {
+        Ok(()) => String::new(),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(check(), "");
+
+    std::fs::write(dir.join("server.sh"), "#!/bin/sh\nrm -rf ~\n").unwrap();
+    assert_eq!(
+        check(),
+        "server.sh changed since the skill was verified; reload the skills to verify it again"
+    );
+    std::fs::write(dir.join("server.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    assert_eq!(check(), "");
+    std::fs::write(dir.join("lib/new.py"), "print()").unwrap();
+    assert!(check().starts_with("lib/new.py was added since the skill was verified"));
+    std::fs::remove_file(dir.join("lib/new.py")).unwrap();
+    std::fs::remove_file(dir.join("lib/data.txt")).unwrap();
+    assert!(check().starts_with("lib/data.txt was removed since the skill was verified"));
+    std::fs::write(dir.join("lib/data.txt"), "data").unwrap();
+    // A new version, signed by the same key, is a change too until reloaded.
+    std::fs::write(dir.join("lib/data.txt"), "new data").unwrap();
+    sign(&dir, &key).unwrap();
+    assert!(check().starts_with("hearth-skill.json changed since the skill was verified"));
+    let again = verify(&dir, &trust).unwrap();
+    assert_ne!(again.manifest_sha256, v.manifest_sha256);
+    assert!(check_unchanged(&again.dir, &again.files, &again.manifest_sha256).is_ok());
+}

@@ -2,7 +2,6 @@
 //! files of its folder, only when it needs them (progressive disclosure).
 //! Both read the current catalog, so a reload is seen at the next call.
 
-use std::io::Read as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -11,7 +10,6 @@ use hearth_tools::{Tool, ToolClass, ToolContext, ToolError};
 use serde_json::{Value, json};
 
 use crate::catalog::{Skill, Skills};
-use crate::manifest::is_contained;
 
 /// The capability both tools need (the `member` preset has it).
 pub const CAPABILITY: &str = "skills.read";
@@ -162,31 +160,12 @@ impl Tool for SkillFile {
     }
 }
 
-/// The text of `rel` under `dir`, refusing any path whose real location is
-/// outside `dir` (`..`, absolute paths, symlinks leading out).
+/// The text of `rel` under `dir`, through the contained reader (refusing any
+/// path whose real location is outside `dir`: `..`, absolute paths, symlinks
+/// leading out), cut at [`MAX_FILE_BYTES`] with a notice.
 pub fn read_inside(dir: &Path, rel: &str) -> Result<String, ToolError> {
-    if !is_contained(rel) {
-        return Err(ToolError(format!(
-            "path {rel:?} must be relative to the skill's folder, without `..`"
-        )));
-    }
-    let path = dir.join(rel);
-    let real = std::fs::canonicalize(&path)
-        .map_err(|_| ToolError(format!("the skill has no file {rel}")))?;
-    if !real.starts_with(dir) {
-        return Err(ToolError(format!(
-            "{rel} leads outside the skill's folder; refused"
-        )));
-    }
-    if !real.is_file() {
-        return Err(ToolError(format!("{rel} is not a file")));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&real)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| ToolError(format!("cannot read {rel}: {e}")))?;
-    let cut = bytes.len() as u64 > MAX_FILE_BYTES;
-    bytes.truncate(MAX_FILE_BYTES as usize);
+    let (bytes, cut) =
+        crate::read::read_capped(dir, rel, MAX_FILE_BYTES).map_err(|e| ToolError(e.to_string()))?;
     let mut text = match String::from_utf8(bytes) {
         Ok(t) => t,
         // A cut can split the last character; anything else is binary.

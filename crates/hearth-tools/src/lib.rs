@@ -13,4 +13,6 @@ pub mod untrusted;
 pub mod web;
 
 pub use profiles::{ToolProfile, ToolProfiles, channel_of};
-pub use registry::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSource};
+pub use registry::{
+    Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolSource, ToolWait,
+};

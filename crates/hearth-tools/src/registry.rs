@@ -137,6 +137,10 @@ pub trait Tool: Send + Sync + 'static {
     }
 }
 
+/// A wait for a tool that is not callable yet: `Ok` once it is, `Err` with
+/// why it will not be (its server's own error).
+pub type ToolWait = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
+
 /// Tools that come and go while hearth runs (an MCP server's): the registry
 /// asks the source on every look-up, so a refreshed list is seen at once
 /// without rebuilding the registry the engine holds.
@@ -151,6 +155,21 @@ pub trait ToolSource: Send + Sync + 'static {
     /// server is down), so they can be granted.
     fn capabilities(&self) -> Vec<(String, &'static str)> {
         Vec::new()
+    }
+
+    /// For a tool `name` that cannot be called now but should soon (its
+    /// server is starting or restarting): a wait that ends when it can, or
+    /// with the server's error when it will not within the server's own
+    /// start timeout. `None` when nothing of this source could offer it.
+    fn pending(&self, _name: &str) -> Option<ToolWait> {
+        None
+    }
+
+    /// Why `name`, a tool this source would offer, is not there now (its
+    /// server is down), so a call to it says that rather than "unknown
+    /// tool".
+    fn unavailable(&self, _name: &str) -> Option<String> {
+        None
     }
 }
 
@@ -196,6 +215,17 @@ impl ToolRegistry {
             .get(name)
             .cloned()
             .or_else(|| self.sources.iter().find_map(|s| s.get(name)))
+    }
+
+    /// For a tool that cannot be called now but should soon (an MCP
+    /// server or executable skill still starting, as after a restart): the
+    /// wait its source offers. `None` when the tool can be called, or no
+    /// source expects it.
+    pub fn pending(&self, name: &str) -> Option<ToolWait> {
+        if self.get(name).is_some_and(|t| t.available()) {
+            return None;
+        }
+        self.sources.iter().find_map(|s| s.pending(name))
     }
 
     /// Every tool, by name.
@@ -289,7 +319,13 @@ impl ToolRegistry {
         for_model: bool,
     ) -> ToolOutput {
         let Some(tool) = self.get(name) else {
-            return error_json(format!("unknown tool {name:?}"));
+            // A tool of a server that is down is not unknown: say why.
+            return error_json(
+                self.sources
+                    .iter()
+                    .find_map(|s| s.unavailable(name))
+                    .unwrap_or_else(|| format!("unknown tool {name:?}")),
+            );
         };
         let args: Value = match serde_json::from_str(if arguments.trim().is_empty() {
             "{}"

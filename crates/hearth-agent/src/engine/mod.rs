@@ -530,6 +530,7 @@ impl Engine {
                 StepKind::Route => {}
             }
         }
+        self.wait_for_starting_tools(input, &mut p).await?;
         // Steers stored before a crash that no model call showed yet.
         p.pending_steer = stored_steers
             .into_iter()

@@ -87,6 +87,43 @@ impl Engine {
         Ok(())
     }
 
+    /// A run resumed after a restart may owe calls to tools whose MCP
+    /// server or executable skill is still starting: waits for them (each
+    /// source bounds its wait by the server's start timeout), then lists the
+    /// offered tools again, so such a call is neither an unknown tool nor
+    /// refused as not offered. A server that does not come up answers the
+    /// call with its own error (the registry asks its source why).
+    pub(super) async fn wait_for_starting_tools(
+        &self,
+        input: &RunInput,
+        p: &mut Progress,
+    ) -> Result<(), Stop> {
+        let Some(calls) = self.pending_calls(p) else {
+            return Ok(());
+        };
+        let waits: Vec<_> = calls
+            .iter()
+            .filter_map(|c| Some((c.name.as_str(), self.tools.pending(&c.name)?)))
+            .collect();
+        if waits.is_empty() {
+            return Ok(());
+        }
+        let run_id = input.run_id.as_str();
+        futures_util::future::join_all(waits.into_iter().map(|(tool, wait)| async move {
+            tracing::info!(
+                run_id,
+                tool,
+                "waiting for the server of a resumed run's tool call"
+            );
+            if let Err(why) = wait.await {
+                tracing::warn!(run_id, tool, error = %why, "the tool's server did not come up");
+            }
+        }))
+        .await;
+        p.offered = self.offered_tools(input).await?;
+        Ok(())
+    }
+
     /// The tools `input`'s user may use. Grants only add to the default
     /// preset, so they are read only when some tool needs more than it holds.
     pub(super) async fn offered_tools(

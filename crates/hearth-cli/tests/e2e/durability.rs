@@ -196,3 +196,71 @@ async fn a_saturated_hearth_answers_503_overloaded_with_retry_after_and_loses_no
     assert_eq!(s, 202, "{env}");
     h.kill().await;
 }
+
+#[tokio::test]
+async fn a_recovered_run_waits_for_the_mcp_server_of_its_pending_call() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_1",
+        "fk__write_note",
+        r#"{"text":"remember"}"#,
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    // The server takes 1.5 s to start, far longer than a recovered run
+    // takes to resume.
+    let config = format!(
+        "{}[mcp.servers.fk]\ncommand = \"{}\"\nargs = [\"--start-delay-ms\", \"1500\"]\npreset = \"member\"\n",
+        fake_config(&fake.base_url()),
+        hearth_testkit::fake_mcp::fake_mcp_bin().display()
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !h
+        .get("/v1/mcp/servers")
+        .await
+        .1
+        .to_string()
+        .contains("\"ready\"")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fk never became ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A write-class call waits for the user; hearth is killed meanwhile.
+    let (s, waiting) = h
+        .post(json!({ "text": "note it", "thread_key": "api:recover-mcp", "wait": true }))
+        .await;
+    assert_eq!(s, 202, "{waiting}");
+    assert_eq!(
+        waiting["confirmation"]["tool"], "fk__write_note",
+        "{waiting}"
+    );
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+    let token = waiting["confirmation"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.kill().await;
+
+    fake.push(Reply::text("noted it"));
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    // The user approves; the recovered run finds the answer once it resumes,
+    // which it does only when fk is up (not with an "unknown tool").
+    let r = h
+        .http
+        .post(h.at(&format!("/v1/confirmations/{token}")))
+        .json(&json!({"user_key": "api:user:anonymous", "approve": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let done = h.wait_run(&run_id).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["output"]["text"], "noted it", "{done}");
+    let last = fake.requests().pop().unwrap();
+    let result = last["messages"].to_string();
+    assert!(!result.contains("unknown tool"), "{result}");
+    assert!(result.contains("noted: remember"), "{result}");
+}

@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 
 use crate::harness::{Hearth, command, fake_config};
 
-/// `[mcp.servers.fk]` running fake-mcp; `member` so the default user may use it.
+/// `[mcp.servers.fk]` running fake-mcp; `member` so the default user may use
+/// it, and its `echo` read-class (its readOnlyHint alone does not count).
 fn fake_mcp_config() -> String {
     format!(
-        "[mcp.servers.fk]\ncommand = \"{}\"\npreset = \"member\"\n",
+        "[mcp.servers.fk]\ncommand = \"{}\"\npreset = \"member\"\nread_tools = [\"echo\"]\n",
         hearth_testkit::fake_mcp::fake_mcp_bin().display()
     )
 }
@@ -78,7 +79,7 @@ async fn fake_mcp_tools_are_offered_called_listed_and_confirmed() {
     let h = Hearth::start(dir.path(), Some(&config)).await;
     let entry = ready(&h, "fk").await;
     assert_eq!(entry["transport"], "stdio");
-    assert_eq!(entry["tools"], 11, "{entry}");
+    assert_eq!(entry["tools"], 12, "{entry}");
     assert_eq!(entry["last_error"], Value::Null);
 
     let v = h.ask("api:mcp", "echo something").await;
@@ -118,6 +119,8 @@ async fn fake_mcp_tools_are_offered_called_listed_and_confirmed() {
         )
     );
     assert_eq!(find("fk__write_note")["class"], "write");
+    // `env` says readOnlyHint: true, but the server's word is not trusted.
+    assert_eq!(find("fk__env")["class"], "write");
     assert_eq!(find("current_time")["available"], true);
 
     // The CLI asks the running hearth.
@@ -213,7 +216,7 @@ async fn a_servers_capability_is_granted_checked_and_revoked_through_the_api() {
     let dir = tempfile::tempdir().unwrap();
     // Preset `trusted` (the default): the `member` users need a grant.
     let config = format!(
-        "{}[mcp.servers.fk]\ncommand = \"{}\"\n",
+        "{}[mcp.servers.fk]\ncommand = \"{}\"\nread_tools = [\"echo\"]\n",
         fake_config(&fake.base_url()),
         hearth_testkit::fake_mcp::fake_mcp_bin().display()
     );
@@ -270,6 +273,63 @@ async fn a_servers_capability_is_granted_checked_and_revoked_through_the_api() {
     assert_eq!(v["allowed"], false, "{v}");
 }
 
+/// The pid a fake-mcp flag wrote to `path`, once it is there.
+async fn pid_in(path: &std::path::Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(path)
+            && !pid.trim().is_empty()
+        {
+            return pid.trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was never written",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether process `pid` has exited (or is a zombie nobody reaped yet).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn no_mcp_server_or_process_it_started_outlives_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let (server, grandchild) = (pids.join("server"), pids.join("grandchild"));
+    // It ignores stdin EOF, so only a signal ends it; the process it starts
+    // shares its group and holds none of its pipes.
+    let config = format!(
+        "[mcp.servers.stubborn]\ncommand = \"{}\"\nargs = [\"--ignore-stdin-eof\", \"--pid-file\", \"{}\", \
+         \"--grandchild-pid-file\", \"{}\"]\n",
+        hearth_testkit::fake_mcp::fake_mcp_bin().display(),
+        server.display(),
+        grandchild.display(),
+    );
+    let h = Hearth::start(&dir.path().join("home"), Some(&config)).await;
+    ready(&h, "stubborn").await;
+    let (server, grandchild) = (pid_in(&server).await, pid_in(&grandchild).await);
+    assert!(!gone(&server) && !gone(&grandchild));
+    let status = h.terminate().await;
+    assert!(status.success(), "{status:?}");
+    assert!(gone(&server), "the MCP server {server} outlived hearth");
+    assert!(
+        gone(&grandchild),
+        "the process {grandchild} the MCP server started outlived hearth"
+    );
+}
+
 /// Where `.ci/run` installed the reference servers, or `None` (skip) when
 /// not in CI.
 fn npm_dir() -> Option<PathBuf> {
@@ -289,14 +349,21 @@ fn npm_dir() -> Option<PathBuf> {
     }
 }
 
-/// A `[mcp.servers.<name>]` entry running an installed npm package's bin with node.
-fn npm_server(name: &str, dir: &std::path::Path, script: &str, args: &[&str]) -> String {
+/// A `[mcp.servers.<name>]` entry running an installed npm package's bin
+/// with node, with `extra` keys.
+fn npm_server(
+    name: &str,
+    dir: &std::path::Path,
+    script: &str,
+    args: &[&str],
+    extra: &str,
+) -> String {
     let script = dir.join("node_modules").join(script);
     assert!(script.exists(), "{} is not installed", script.display());
     let mut all = vec![script.display().to_string()];
     all.extend(args.iter().map(|a| (*a).to_owned()));
     format!(
-        "[mcp.servers.{name}]\ncommand = \"node\"\nargs = {}\npreset = \"member\"\ntimeout_secs = 30\n",
+        "[mcp.servers.{name}]\ncommand = \"node\"\nargs = {}\npreset = \"member\"\ntimeout_secs = 30\n{extra}\n",
         serde_json::to_string(&all).unwrap()
     )
 }
@@ -331,7 +398,9 @@ async fn server_everything_tools_run_end_to_end() {
             "ev",
             &npm,
             "@modelcontextprotocol/server-everything/dist/index.js",
-            &["stdio"]
+            &["stdio"],
+            // The operator's choice: its readOnlyHint makes get-tiny-image read-class.
+            "trust_annotations = true",
         )
     );
     let h = Hearth::start(dir.path(), Some(&config)).await;
@@ -378,7 +447,8 @@ async fn server_filesystem_writes_wait_for_confirmation() {
             "fs",
             &npm,
             "@modelcontextprotocol/server-filesystem/dist/index.js",
-            &[&root]
+            &[&root],
+            "read_tools = [\"read_text_file\"]",
         )
     );
     let h = Hearth::start(dir.path(), Some(&config)).await;
@@ -394,6 +464,8 @@ async fn server_filesystem_writes_wait_for_confirmation() {
     };
     assert_eq!(class("fs__write_file"), Some(json!("write")), "{tools}");
     assert_eq!(class("fs__read_text_file"), Some(json!("read")), "{tools}");
+    // It says readOnlyHint: true, but only the operator's read_tools count.
+    assert_eq!(class("fs__list_directory"), Some(json!("write")), "{tools}");
 
     let (s, waiting) = h
         .post(json!({ "text": "write a note", "thread_key": "api:fs", "wait": true }))

@@ -332,7 +332,7 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     let public = signed_notes_skill(&home).await;
     let pid_file = dir.path().join("notes.pid");
     let config = format!(
-        "{}[skills]\ntrusted_keys = [\"{public}\"]\n",
+        "{}[skills]\ntrusted_keys = [\"{public}\"]\n[skills.executable.notes]\nread_tools = [\"echo\"]\n",
         fake_config(&fake.base_url())
     );
     let h = Hearth::start_with(
@@ -348,7 +348,7 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     let entry = server_ready(&h, "notes").await;
     assert_eq!(
         (&entry["transport"], &entry["tools"], &entry["last_error"]),
-        (&json!("stdio"), &json!(11), &Value::Null),
+        (&json!("stdio"), &json!(12), &Value::Null),
         "{entry}"
     );
     let (_, tools) = h.get("/v1/tools").await;
@@ -377,6 +377,8 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
         )
     );
     assert_eq!(tool("notes__write_note")["class"], "write");
+    // readOnlyHint: true, but not listed and annotations not trusted.
+    assert_eq!(tool("notes__env")["class"], "write");
 
     // Only the declared variables (and PATH, HOME) reach the program.
     let (code, out, err) = hearth(
@@ -387,6 +389,9 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("NOTES_TOKEN"), "{out}");
     assert!(!out.contains("OPENAI_API_KEY"), "{out}");
+    // Its writable folder, outside its signed one.
+    assert!(out.contains("HEARTH_SKILL_STATE"), "{out}");
+    assert!(home.join("skills-state/notes").is_dir());
 
     // A user granted skills.use is offered the tool; its result reaches the model.
     let r = h
@@ -480,4 +485,63 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     let (_, servers) = h.get("/v1/mcp/servers").await;
     assert_eq!(servers_named(&servers, "notes"), None, "{servers}");
     assert!(!pid_file.exists());
+}
+
+#[tokio::test]
+async fn a_signed_skill_edited_without_a_reload_is_not_started_again_when_it_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let public = signed_notes_skill(&home).await;
+    let pid_file = dir.path().join("notes.pid");
+    let config = format!("[skills]\ntrusted_keys = [\"{public}\"]\n");
+    let h = Hearth::start_with(
+        &home,
+        Some(&config),
+        &[("NOTES_PID_FILE", pid_file.to_str().unwrap())],
+    )
+    .await;
+    server_ready(&h, "notes").await;
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    std::fs::remove_file(&pid_file).unwrap();
+    // Edited after it was verified; no reload.
+    let script = home.join("skills/notes/run.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("# changed\n");
+    std::fs::write(&script, text).unwrap();
+    // Its child dies (by its recorded pid).
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // The supervisor's next start (after a 1 s backoff) checks the folder first.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let entry = loop {
+        assert!(
+            !pid_file.exists(),
+            "the edited run.sh was started: {}",
+            h.get("/v1/mcp/servers").await.1
+        );
+        let (_, v) = h.get("/v1/mcp/servers").await;
+        let entry = servers_named(&v, "notes").unwrap();
+        if entry["state"] == "failed" {
+            break entry;
+        }
+        assert!(std::time::Instant::now() < deadline, "{v}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let why = entry["last_error"].as_str().unwrap();
+    assert!(
+        why.contains("run.sh changed since the skill was verified"),
+        "{entry}"
+    );
+    assert!(!pid_file.exists());
+    // A reload verifies it again: refused, and it leaves the servers.
+    let r = h.http.post(h.at("/v1/skills/reload")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, v) = h.get("/v1/mcp/servers").await;
+    assert_eq!(servers_named(&v, "notes"), None, "{v}");
 }

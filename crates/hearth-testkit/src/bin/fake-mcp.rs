@@ -14,13 +14,24 @@
 //! - `media`: answers an image and an embedded text resource;
 //! - `big {bytes}`: answers that many `x`;
 //! - `fail`: answers `isError: true`;
+//! - `stderr {bytes}`: writes a line that is not UTF-8 to stderr, then about
+//!   `bytes` of log lines, then answers `logged` (a closed stderr makes it
+//!   exit with status 141, as SIGPIPE would);
 //! - a tool whose name is 80 characters long.
 //!
-//! With `--calls <file>`, every `tools/call` it gets is appended to the file
-//! as one line, `<name> <arguments as JSON>`, before it answers: a test sees
-//! which calls really reached the server.
+//! Flags, for the tests of its life around hearth's:
+//! - `--pid-file <path>`: writes its pid there at start;
+//! - `--grandchild-pid-file <path>`: starts a child of its own (another
+//!   `fake-mcp` that only sleeps, in the same process group) and writes that
+//!   child's pid there;
+//! - `--ignore-stdin-eof`: keeps running after stdin ends (until a signal);
+//! - `--start-delay-ms <n>`: waits that long before reading anything;
+//! - `--calls <file>`: appends every `tools/call` it gets to the file as one
+//!   line, `<name> <arguments as JSON>`, before it answers: a test sees
+//!   which calls really reached the server.
 
 use std::io::{BufRead, Write};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -52,7 +63,68 @@ fn text(id: &Value, text: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
 }
 
+/// The value after `flag` on the command line.
+fn flag(args: &[String], flag: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// Writes a line that is not UTF-8, then log lines, to stderr.
+fn log_to_stderr(bytes: usize) {
+    let mut err = std::io::stderr().lock();
+    let mut written = 0;
+    let mut ok = err.write_all(b"bad byte \xff\xfe here\n").is_ok();
+    while ok && written < bytes {
+        ok = writeln!(err, "log line {written:>12} of fake-mcp's stderr").is_ok();
+        written += 40;
+    }
+    if !ok || err.flush().is_err() {
+        // What a server without Rust's SIGPIPE handling does: dies.
+        std::process::exit(141);
+    }
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--sleep-forever") {
+        sleep_forever();
+    }
+    if let Some(path) = flag(&args, "--pid-file") {
+        let _ = std::fs::write(path, std::process::id().to_string());
+    }
+    if let Some(path) = flag(&args, "--grandchild-pid-file") {
+        // Null stdio: it holds none of the pipes to hearth, like a worker
+        // process a server starts.
+        let child = std::env::current_exe().and_then(|exe| {
+            std::process::Command::new(exe)
+                .arg("--sleep-forever")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+        });
+        if let Ok(child) = child {
+            let _ = std::fs::write(path, child.id().to_string());
+        }
+    }
+    if let Some(ms) = flag(&args, "--start-delay-ms").and_then(|v| v.parse().ok()) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    let ignore_eof = args.iter().any(|a| a == "--ignore-stdin-eof");
+    serve();
+    if ignore_eof {
+        sleep_forever();
+    }
+}
+
+fn serve() {
     let mut tools: Vec<Value> = vec![
         tool("echo", true),
         tool("write_note", false),
@@ -63,6 +135,7 @@ fn main() {
         tool("media", true),
         tool("big", true),
         tool("fail", true),
+        tool("stderr", true),
         tool(&long_name(), true),
     ];
     let mut calls_log: Option<std::fs::File> = None;
@@ -173,6 +246,11 @@ fn main() {
                         &mut out,
                         &json!({"jsonrpc": "2.0", "id": id, "result": {"isError": true, "content": [{"type": "text", "text": "it broke"}]}}),
                     ),
+                    "stderr" => {
+                        let n = arg("bytes").and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+                        log_to_stderr(n);
+                        send(&mut out, &text(&id, "logged"));
+                    }
                     n if n == long_name() || n == "early" || n == "extra" => {
                         send(&mut out, &text(&id, n));
                     }
