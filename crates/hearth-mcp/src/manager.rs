@@ -593,7 +593,7 @@ impl McpManager {
             .ok_or_else(|| McpError::UnknownServer(server.to_owned()))?;
         let tools = s.read().tools.clone();
         if let Some(t) = tools.values().find(|t| t.remote() == tool) {
-            return Ok(Some(t.spec().name.clone()));
+            return Ok(Some(hearth_tools::Tool::spec(t.as_ref()).name.clone()));
         }
         s.client()?;
         Ok(None)
