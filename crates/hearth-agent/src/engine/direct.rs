@@ -142,6 +142,14 @@ impl Engine {
                 })),
             };
         }
+        // Recovered after a restart, the tool's MCP server or skill may still
+        // be starting: wait for it (bounded by its start timeout) rather than
+        // call it an unknown tool.
+        if let Some(wait) = self.tools.pending(&call.tool)
+            && let Err(why) = wait.await
+        {
+            tracing::warn!(run_id = %input.run_id, tool = %call.tool, error = %why, "the tool's server did not come up");
+        }
         let offered = self.offered_tools_as(input, call.operator).await?;
         let mut p = Progress {
             offered,

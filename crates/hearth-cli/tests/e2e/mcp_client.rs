@@ -767,9 +767,6 @@ async fn a_direct_call_of_a_write_tool_runs_only_once_confirmed_and_is_audited()
 }
 
 #[tokio::test]
-#[ignore = "races the MCP server's start after the restart: a recovered run resumes before its \
-            server lists its tools (issue 17, 'Recovered runs start before MCP servers are up'); \
-            run it once that is fixed. The runtime's tests cover the recovery in-process"]
 async fn a_direct_call_waiting_for_its_confirmation_survives_a_kill() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
