@@ -380,10 +380,11 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     // readOnlyHint: true, but not listed and annotations not trusted.
     assert_eq!(tool("notes__env")["class"], "write");
 
-    // Only the declared variables (and PATH, HOME) reach the program.
+    // Only the declared variables (and PATH, HOME) reach the program. `env`
+    // is write-class (its annotation is not trusted), so the call is confirmed.
     let (code, out, err) = hearth(
         &home,
-        &["--url", &h.url, "mcp", "call", "notes", "env", "{}"],
+        &["--url", &h.url, "mcp", "call", "--yes", "notes", "env", "{}"],
     )
     .await;
     assert_eq!(code, Some(0), "{err}");
