@@ -2,12 +2,17 @@
 //!
 //! Pure data: ids, messages and their content, the events a provider streams,
 //! usage, run status and envelopes, run events and the `Inbound` every surface
-//! produces. No I/O lives here; if two crates need a type, it belongs here.
+//! produces, and the records that cross the store's boundary and the runtime's
+//! API (`records`: runs and steps, grants, audit events, jobs, the outbox,
+//! pairings, history pages) together with the one interface the engine, the
+//! runtime and the channels share, `ReplyRouter`. No I/O lives here; if two
+//! crates need a type, it belongs here.
 
 pub mod ids;
 pub mod inbound;
 pub mod job_key;
 pub mod message;
+pub mod records;
 pub mod run;
 pub mod stream;
 pub mod time;
