@@ -13,12 +13,13 @@ pub use hearth_core::records::outbox::{
     PairingOutcome, PairingRecord, ReplyMessage, ReplyRouter, RunEnd,
 };
 
-/// The channels' durable state.
+/// The outbox of replies a chat channel owes, and the platform state its
+/// loops keep (cursors, events already handled, which messages carry a
+/// run's answer).
 #[async_trait::async_trait]
-pub trait ChannelStore: Send + Sync + 'static {
+pub trait OutboxStore: Send + Sync + 'static {
     /// Queues replies (outside a run: notices, command answers). Returns their ids.
     async fn enqueue_outbox(&self, items: Vec<NewOutboxItem>, now: Timestamp) -> Result<Vec<i64>>;
-
     /// The items of `channel` to deliver now: for each target, its oldest
     /// pending item when that item is due (`next_attempt_at <= now`), so
     /// a target's items go out in order; at most `limit`, oldest first.
@@ -28,41 +29,55 @@ pub trait ChannelStore: Send + Sync + 'static {
         now: Timestamp,
         limit: u32,
     ) -> Result<Vec<OutboxItem>>;
-
     /// The earliest time after `after` at which the oldest pending item of
     /// one of `channel`'s targets is due, if any (items behind a target's
     /// oldest wait for it, so their own times do not count).
     async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>>;
-
     /// Records that the first `progress` parts of a pending item were delivered.
     async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()>;
-
     /// Marks an item delivered and erases its payload.
     async fn outbox_sent(&self, id: i64) -> Result<()>;
-
     /// Counts a failed attempt and sets the next one.
     async fn outbox_retry(&self, id: i64, next_attempt_at: Timestamp, error: &str) -> Result<()>;
-
     /// Ends an item as failed with the error.
     async fn outbox_failed(&self, id: i64, error: &str) -> Result<()>;
-
     /// Outbox items, newest first, optionally of one status.
     async fn list_outbox(
         &self,
         status: Option<OutboxStatus>,
         limit: u32,
     ) -> Result<Vec<OutboxItem>>;
-
     /// One item by id.
     async fn get_outbox(&self, id: i64) -> Result<Option<OutboxItem>>;
-
     /// Puts a failed item back in the queue, due now. False when no failed
     /// item has this id.
     async fn retry_outbox(&self, id: i64, now: Timestamp) -> Result<bool>;
-
     /// Pending and failed counts per channel.
     async fn outbox_counts(&self) -> Result<Vec<(String, OutboxCounts)>>;
+    /// A channel's stored cursor (e.g. Telegram's next update offset).
+    async fn cursor(&self, channel: &str, name: &str) -> Result<Option<String>>;
+    /// Stores a channel's cursor.
+    async fn set_cursor(&self, channel: &str, name: &str, value: &str) -> Result<()>;
+    /// Records a platform event id; true when it was new (so a redelivered
+    /// event is handled once).
+    async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool>;
+    /// Remembers that a posted message carries a run's answer, so that a
+    /// reaction to it can be traced to the run. Recording the same message
+    /// again (a retried delivery) keeps one record, of the latest run.
+    async fn record_reply_message(&self, reply: ReplyMessage) -> Result<()>;
+    /// The run whose answer message `message_id` in `target` carries, if it
+    /// was recorded and not yet purged by retention.
+    async fn reply_message_run(
+        &self,
+        channel: &str,
+        target: &str,
+        message_id: &str,
+    ) -> Result<Option<String>>;
+}
 
+/// Who a chat channel lets in: pairing requests and the users they let in.
+#[async_trait::async_trait]
+pub trait AccessStore: Send + Sync + 'static {
     /// Stores a pairing request and queues `notice` (the message telling
     /// the user their code) to its target in the same transaction, unless
     /// the user has a pending one (`Existing`) or was denied within
@@ -75,10 +90,8 @@ pub trait ChannelStore: Send + Sync + 'static {
         limits: PairingLimits,
         notice: String,
     ) -> Result<PairingOutcome>;
-
     /// Pending, unexpired pairing requests, oldest first.
     async fn pending_pairings(&self, now: Timestamp) -> Result<Vec<PairingRecord>>;
-
     /// Approves a pending, unexpired code: in one transaction the request is
     /// used up, its user is allowed on its channel and `notice` (a payload
     /// for the user's conversation) is queued. `None` for an unknown, used
@@ -89,40 +102,18 @@ pub trait ChannelStore: Send + Sync + 'static {
         now: Timestamp,
         notice: String,
     ) -> Result<Option<PairingRecord>>;
-
     /// Denies a pending, unexpired code. `None` for an unknown, used or expired code.
     async fn deny_pairing(&self, code: &str, now: Timestamp) -> Result<Option<PairingRecord>>;
-
     /// Users let in on `channel` through pairing, oldest first.
     async fn allowed_users(&self, channel: &str) -> Result<Vec<AllowedUser>>;
-
     /// True when `user_key` was let in on `channel` through pairing.
     async fn is_allowed(&self, channel: &str, user_key: &str) -> Result<bool>;
-
     /// Removes a paired user. False when they were not there.
     async fn remove_allowed(&self, channel: &str, user_key: &str) -> Result<bool>;
-
-    /// A channel's stored cursor (e.g. Telegram's next update offset).
-    async fn cursor(&self, channel: &str, name: &str) -> Result<Option<String>>;
-
-    /// Stores a channel's cursor.
-    async fn set_cursor(&self, channel: &str, name: &str, value: &str) -> Result<()>;
-
-    /// Records a platform event id; true when it was new (so a redelivered
-    /// event is handled once).
-    async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool>;
-
-    /// Remembers that a posted message carries a run's answer, so that a
-    /// reaction to it can be traced to the run. Recording the same message
-    /// again (a retried delivery) keeps one record, of the latest run.
-    async fn record_reply_message(&self, reply: ReplyMessage) -> Result<()>;
-
-    /// The run whose answer message `message_id` in `target` carries, if it
-    /// was recorded and not yet purged by retention.
-    async fn reply_message_run(
-        &self,
-        channel: &str,
-        target: &str,
-        message_id: &str,
-    ) -> Result<Option<String>>;
 }
+
+/// Everything a channel keeps: [`OutboxStore`] and [`AccessStore`] together,
+/// for the code that needs both (the store's own conformance suite).
+pub trait ChannelStore: OutboxStore + AccessStore {}
+
+impl<T: OutboxStore + AccessStore + ?Sized> ChannelStore for T {}
