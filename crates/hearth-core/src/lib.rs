@@ -8,6 +8,7 @@
 //! runtime and the channels share, `ReplyRouter`. No I/O lives here; if two
 //! crates need a type, it belongs here.
 
+pub mod channels;
 pub mod ids;
 pub mod inbound;
 pub mod job_key;
@@ -17,6 +18,7 @@ pub mod run;
 pub mod stream;
 pub mod time;
 
+pub use channels::{AllowedEntry, CHANNEL_NAMES, ChannelInfo, ChannelState, Removed};
 pub use ids::{ModelRef, ModelRefError, new_run_id};
 pub use inbound::{DeliveryMode, Inbound};
 pub use job_key::{JOB_SOURCE, job_firing_key, parse_job_firing_key};
