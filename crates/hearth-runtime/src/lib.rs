@@ -29,6 +29,7 @@ pub mod runtime;
 mod scheduler;
 mod stats;
 mod supplied;
+pub mod surfaces;
 mod threads;
 pub mod usage;
 
@@ -46,3 +47,7 @@ pub use runtime::{Runtime, RuntimeOptions, WaitOutcome, check_key};
 pub use supplied::RunOverrides;
 pub use threads::ThreadRuntime;
 pub use usage::UsageReport;
+
+/// The configuration types, for the surfaces the runtime assembles (they
+/// take their own sections of it; see docs/architecture.md).
+pub use hearth_config as config;

@@ -8,207 +8,18 @@ use hearth_core::Timestamp;
 
 use crate::error::Result;
 
-/// What an outbox item does on the platform.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutboxKind {
-    /// Posts a new message (an answer, a notice).
-    Message,
-    /// Edits a message already posted (the progress message becoming the answer).
-    Edit,
-    /// Posts a confirmation prompt with Approve/Deny buttons.
-    Prompt,
-    /// Deletes a message (a progress message the answer replaced).
-    Delete,
-}
+pub use hearth_core::records::outbox::{
+    AllowedUser, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus, PairingLimits,
+    PairingOutcome, PairingRecord, ReplyMessage, ReplyRouter, RunEnd,
+};
 
-impl OutboxKind {
-    /// The stored and API name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Message => "message",
-            Self::Edit => "edit",
-            Self::Prompt => "prompt",
-            Self::Delete => "delete",
-        }
-    }
-
-    /// The kind with this stored name.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "message" => Self::Message,
-            "edit" => Self::Edit,
-            "prompt" => Self::Prompt,
-            "delete" => Self::Delete,
-            _ => return None,
-        })
-    }
-}
-
-/// Where an outbox item stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutboxStatus {
-    /// Not yet delivered; sent when `next_attempt_at` comes.
-    Pending,
-    /// Delivered (its payload is then erased).
-    Sent,
-    /// Given up: a permanent platform error, or older than the channel's maximum age.
-    Failed,
-}
-
-impl OutboxStatus {
-    /// The stored and API name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Sent => "sent",
-            Self::Failed => "failed",
-        }
-    }
-
-    /// The status with this stored name.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "pending" => Self::Pending,
-            "sent" => Self::Sent,
-            "failed" => Self::Failed,
-            _ => return None,
-        })
-    }
-}
-
-/// A reply to queue, committed together with what caused it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewOutboxItem {
-    /// `telegram`, `discord` or `slack`.
-    pub channel: String,
-    /// The platform conversation id (a chat, a channel, `channel:thread_ts`).
-    /// Items of one target are delivered in order.
-    pub target: String,
-    /// What it does.
-    pub kind: OutboxKind,
-    /// The run it belongs to, if any.
-    pub run_id: Option<String>,
-    /// What to send, as the channel's own JSON (text, buttons, message ids).
-    pub payload: String,
-}
-
-/// A queued reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboxItem {
-    /// Increasing id: the delivery order within a target.
-    pub id: i64,
-    /// The channel.
-    pub channel: String,
-    /// The platform conversation id.
-    pub target: String,
-    /// What it does.
-    pub kind: OutboxKind,
-    /// The run it belongs to, if any.
-    pub run_id: Option<String>,
-    /// What to send; empty once sent.
-    pub payload: String,
-    /// Delivery attempts that failed.
-    pub attempts: u32,
-    /// How far the delivery of a reply split into several platform
-    /// messages got, as its channel counts it (parts delivered, recorded
-    /// as each goes out); a retry resumes from there.
-    pub progress: u32,
-    /// Where it stands.
-    pub status: OutboxStatus,
-    /// When the sender tries it next (pending items only).
-    pub next_attempt_at: Option<Timestamp>,
-    /// The last delivery error.
-    pub last_error: Option<String>,
-    /// When it was queued.
-    pub created_at: Timestamp,
-}
-
-/// Pending and failed outbox items of one channel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OutboxCounts {
-    /// Items not yet delivered.
-    pub pending: u64,
-    /// Items given up.
-    pub failed: u64,
-}
-
-/// A stranger's request to talk to the assistant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PairingRecord {
-    /// The code the owner approves (8 characters).
-    pub code: String,
-    /// The channel.
-    pub channel: String,
-    /// Who asked (`telegram:user:<id>`).
-    pub user_key: String,
-    /// Their name on the platform, as shown to the owner.
-    pub display_name: String,
-    /// Where to tell them the answer (their DM conversation id).
-    pub target: String,
-    /// When they asked.
-    pub requested_at: Timestamp,
-    /// After this the code is void.
-    pub expires_at: Timestamp,
-}
-
-/// The bounds a channel puts on pairing requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PairingLimits {
-    /// Pending, unexpired requests kept per channel. A request beyond them
-    /// replaces the oldest (whose code stops working), so strangers who keep
-    /// asking cannot lock a newcomer out. At least 1.
-    pub max_pending: u32,
-    /// How long after the owner denied a user's request that user's new
-    /// requests are ignored, in milliseconds.
-    pub denied_cooldown_ms: i64,
-}
-
-/// What asking for a pairing did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PairingOutcome {
-    /// A new code: tell the user.
-    Created(PairingRecord),
-    /// The user already has a pending, unexpired code (it is not repeated to
-    /// them, so one stranger gets one message).
-    Existing(PairingRecord),
-    /// The owner denied this user's request within the cool-down: nothing
-    /// is stored or sent.
-    CoolingDown {
-        /// When the user may ask again.
-        until: Timestamp,
-    },
-}
-
-/// A user a channel lets in through pairing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowedUser {
-    /// `telegram:user:<id>`.
-    pub user_key: String,
-    /// When the owner approved them.
-    pub added_at: Timestamp,
-}
-
-/// A platform message that carries (a part of) a run's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplyMessage {
-    /// `telegram`, `discord` or `slack`.
-    pub channel: String,
-    /// The platform conversation id, as in the outbox.
-    pub target: String,
-    /// The platform's id of the message, unique within `target`.
-    pub message_id: String,
-    /// The run whose answer it is.
-    pub run_id: String,
-    /// When it was posted.
-    pub sent_at: Timestamp,
-}
-
-/// The channels' durable state.
+/// The outbox of replies a chat channel owes, and the platform state its
+/// loops keep (cursors, events already handled, which messages carry a
+/// run's answer).
 #[async_trait::async_trait]
-pub trait ChannelStore: Send + Sync + 'static {
+pub trait OutboxStore: Send + Sync + 'static {
     /// Queues replies (outside a run: notices, command answers). Returns their ids.
     async fn enqueue_outbox(&self, items: Vec<NewOutboxItem>, now: Timestamp) -> Result<Vec<i64>>;
-
     /// The items of `channel` to deliver now: for each target, its oldest
     /// pending item when that item is due (`next_attempt_at <= now`), so
     /// a target's items go out in order; at most `limit`, oldest first.
@@ -218,41 +29,55 @@ pub trait ChannelStore: Send + Sync + 'static {
         now: Timestamp,
         limit: u32,
     ) -> Result<Vec<OutboxItem>>;
-
     /// The earliest time after `after` at which the oldest pending item of
     /// one of `channel`'s targets is due, if any (items behind a target's
     /// oldest wait for it, so their own times do not count).
     async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>>;
-
     /// Records that the first `progress` parts of a pending item were delivered.
     async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()>;
-
     /// Marks an item delivered and erases its payload.
     async fn outbox_sent(&self, id: i64) -> Result<()>;
-
     /// Counts a failed attempt and sets the next one.
     async fn outbox_retry(&self, id: i64, next_attempt_at: Timestamp, error: &str) -> Result<()>;
-
     /// Ends an item as failed with the error.
     async fn outbox_failed(&self, id: i64, error: &str) -> Result<()>;
-
     /// Outbox items, newest first, optionally of one status.
     async fn list_outbox(
         &self,
         status: Option<OutboxStatus>,
         limit: u32,
     ) -> Result<Vec<OutboxItem>>;
-
     /// One item by id.
     async fn get_outbox(&self, id: i64) -> Result<Option<OutboxItem>>;
-
     /// Puts a failed item back in the queue, due now. False when no failed
     /// item has this id.
     async fn retry_outbox(&self, id: i64, now: Timestamp) -> Result<bool>;
-
     /// Pending and failed counts per channel.
     async fn outbox_counts(&self) -> Result<Vec<(String, OutboxCounts)>>;
+    /// A channel's stored cursor (e.g. Telegram's next update offset).
+    async fn cursor(&self, channel: &str, name: &str) -> Result<Option<String>>;
+    /// Stores a channel's cursor.
+    async fn set_cursor(&self, channel: &str, name: &str, value: &str) -> Result<()>;
+    /// Records a platform event id; true when it was new (so a redelivered
+    /// event is handled once).
+    async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool>;
+    /// Remembers that a posted message carries a run's answer, so that a
+    /// reaction to it can be traced to the run. Recording the same message
+    /// again (a retried delivery) keeps one record, of the latest run.
+    async fn record_reply_message(&self, reply: ReplyMessage) -> Result<()>;
+    /// The run whose answer message `message_id` in `target` carries, if it
+    /// was recorded and not yet purged by retention.
+    async fn reply_message_run(
+        &self,
+        channel: &str,
+        target: &str,
+        message_id: &str,
+    ) -> Result<Option<String>>;
+}
 
+/// Who a chat channel lets in: pairing requests and the users they let in.
+#[async_trait::async_trait]
+pub trait AccessStore: Send + Sync + 'static {
     /// Stores a pairing request and queues `notice` (the message telling
     /// the user their code) to its target in the same transaction, unless
     /// the user has a pending one (`Existing`) or was denied within
@@ -265,10 +90,8 @@ pub trait ChannelStore: Send + Sync + 'static {
         limits: PairingLimits,
         notice: String,
     ) -> Result<PairingOutcome>;
-
     /// Pending, unexpired pairing requests, oldest first.
     async fn pending_pairings(&self, now: Timestamp) -> Result<Vec<PairingRecord>>;
-
     /// Approves a pending, unexpired code: in one transaction the request is
     /// used up, its user is allowed on its channel and `notice` (a payload
     /// for the user's conversation) is queued. `None` for an unknown, used
@@ -279,78 +102,18 @@ pub trait ChannelStore: Send + Sync + 'static {
         now: Timestamp,
         notice: String,
     ) -> Result<Option<PairingRecord>>;
-
     /// Denies a pending, unexpired code. `None` for an unknown, used or expired code.
     async fn deny_pairing(&self, code: &str, now: Timestamp) -> Result<Option<PairingRecord>>;
-
     /// Users let in on `channel` through pairing, oldest first.
     async fn allowed_users(&self, channel: &str) -> Result<Vec<AllowedUser>>;
-
     /// True when `user_key` was let in on `channel` through pairing.
     async fn is_allowed(&self, channel: &str, user_key: &str) -> Result<bool>;
-
     /// Removes a paired user. False when they were not there.
     async fn remove_allowed(&self, channel: &str, user_key: &str) -> Result<bool>;
-
-    /// A channel's stored cursor (e.g. Telegram's next update offset).
-    async fn cursor(&self, channel: &str, name: &str) -> Result<Option<String>>;
-
-    /// Stores a channel's cursor.
-    async fn set_cursor(&self, channel: &str, name: &str, value: &str) -> Result<()>;
-
-    /// Records a platform event id; true when it was new (so a redelivered
-    /// event is handled once).
-    async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool>;
-
-    /// Remembers that a posted message carries a run's answer, so that a
-    /// reaction to it can be traced to the run. Recording the same message
-    /// again (a retried delivery) keeps one record, of the latest run.
-    async fn record_reply_message(&self, reply: ReplyMessage) -> Result<()>;
-
-    /// The run whose answer message `message_id` in `target` carries, if it
-    /// was recorded and not yet purged by retention.
-    async fn reply_message_run(
-        &self,
-        channel: &str,
-        target: &str,
-        message_id: &str,
-    ) -> Result<Option<String>>;
 }
 
-/// A run's end, as the reply router sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct RunEnd<'a> {
-    /// The run.
-    pub run: &'a crate::records::RunRecord,
-    /// `succeeded`, `failed` or `cancelled`.
-    pub status: hearth_core::RunStatus,
-    /// The answer.
-    pub output: Option<&'a str>,
-    /// Error code and message of a failed run.
-    pub error: Option<(&'a str, &'a str)>,
-}
+/// Everything a channel keeps: [`OutboxStore`] and [`AccessStore`] together,
+/// for the code that needs both (the store's own conformance suite).
+pub trait ChannelStore: OutboxStore + AccessStore {}
 
-/// Decides which durable replies a chat channel owes when a run ends or asks
-/// for a confirmation (implemented by the channels, called by the runtime
-/// and the engine so the items commit with their cause).
-pub trait ReplyRouter: Send + Sync + 'static {
-    /// Items owed for a run's end; empty for threads no channel owns.
-    fn on_finish(&self, end: RunEnd<'_>) -> Vec<NewOutboxItem>;
-
-    /// Items owed for a confirmation the run asks (`token` answers it).
-    fn on_confirmation(
-        &self,
-        rec: &crate::records::ConfirmationRecord,
-        token: &str,
-    ) -> Vec<NewOutboxItem>;
-
-    /// Called once items of `channel` were committed, to wake its sender.
-    fn committed(&self, channel: &str);
-
-    /// The permission scope of runs on `thread_key` (`discord:guild:<id>`,
-    /// `telegram:chat:<id>` for a group), when a channel owns the thread and
-    /// knows its space; `None` means `global`.
-    fn scope_of(&self, _thread_key: &str) -> Option<String> {
-        None
-    }
-}
+impl<T: OutboxStore + AccessStore + ?Sized> ChannelStore for T {}

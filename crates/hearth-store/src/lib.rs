@@ -9,7 +9,7 @@
 //! `Store` is the sum of one trait per aggregate ([`RunStore`],
 //! [`ThreadStore`], [`UsageStore`], [`GrantStore`], [`TokenStore`],
 //! [`SecretStore`], [`MemoryStore`], [`ConfirmationStore`],
-//! [`RetentionStore`], [`ChannelStore`], [`HistoryStore`], [`JobStore`]); `use hearth_store::prelude::*` brings them all into
+//! [`RetentionStore`], [`OutboxStore`], [`AccessStore`], [`HistoryStore`], [`JobStore`]); `use hearth_store::prelude::*` brings them all into
 //! scope. With the `conformance` feature, [`conformance`] holds one test
 //! suite per aggregate that every backend must pass.
 
@@ -34,8 +34,9 @@ pub mod tokens;
 pub mod usage;
 
 pub use channels::{
-    AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
-    PairingLimits, PairingOutcome, PairingRecord, ReplyMessage, ReplyRouter, RunEnd,
+    AccessStore, AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind,
+    OutboxStatus, OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
+    ReplyRouter, RunEnd,
 };
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
@@ -59,9 +60,9 @@ pub use usage::{CallUsage, UsageStore};
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore, MemoryStore,
-        RetentionStore, RouterStore, RunStore, SecretStore, Store, ThreadStore, TokenStore,
-        UsageStore,
+        AccessStore, ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore,
+        MemoryStore, OutboxStore, RetentionStore, RouterStore, RunStore, SecretStore, Store,
+        ThreadStore, TokenStore, UsageStore,
     };
 }
 

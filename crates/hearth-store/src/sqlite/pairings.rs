@@ -1,5 +1,5 @@
 //! Pairing requests, paired users, cursors and seen platform events on
-//! SQLite, and the [`ChannelStore`] implementation (the outbox half lives in
+//! SQLite, and the [`OutboxStore`] and [`AccessStore`] implementations (the outbox half lives in
 //! `outbox.rs`, answer messages in `reply_messages.rs`).
 
 use hearth_core::Timestamp;
@@ -11,8 +11,8 @@ use super::outbox;
 use super::reply_messages;
 use super::rows::col;
 use crate::channels::{
-    AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
-    PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
+    AccessStore, AllowedUser, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind, OutboxStatus,
+    OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
 };
 use crate::error::Result;
 
@@ -239,11 +239,10 @@ fn first_sight(db: &mut Db<'_>, channel: &str, event_id: &str, now: Timestamp) -
 }
 
 #[async_trait::async_trait]
-impl ChannelStore for SqliteStore {
+impl OutboxStore for SqliteStore {
     async fn enqueue_outbox(&self, items: Vec<NewOutboxItem>, now: Timestamp) -> Result<Vec<i64>> {
         self.write(move |db| outbox::enqueue(db, &items, now)).await
     }
-
     async fn due_outbox(
         &self,
         channel: &str,
@@ -254,33 +253,27 @@ impl ChannelStore for SqliteStore {
         self.read(move |db| outbox::due(db, &channel, now, limit))
             .await
     }
-
     async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>> {
         let channel = channel.to_owned();
         self.read(move |db| outbox::next_due(db, &channel, after))
             .await
     }
-
     async fn outbox_progress(&self, id: i64, progress: u32) -> Result<()> {
         self.write(move |db| outbox::progress(db, id, progress))
             .await
     }
-
     async fn outbox_sent(&self, id: i64) -> Result<()> {
         self.write(move |db| outbox::sent(db, id)).await
     }
-
     async fn outbox_retry(&self, id: i64, next_attempt_at: Timestamp, error: &str) -> Result<()> {
         let error = error.to_owned();
         self.write(move |db| outbox::retry_later(db, id, next_attempt_at, &error))
             .await
     }
-
     async fn outbox_failed(&self, id: i64, error: &str) -> Result<()> {
         let error = error.to_owned();
         self.write(move |db| outbox::failed(db, id, &error)).await
     }
-
     async fn list_outbox(
         &self,
         status: Option<OutboxStatus>,
@@ -288,89 +281,35 @@ impl ChannelStore for SqliteStore {
     ) -> Result<Vec<OutboxItem>> {
         self.read(move |db| outbox::list(db, status, limit)).await
     }
-
     async fn get_outbox(&self, id: i64) -> Result<Option<OutboxItem>> {
         self.read(move |db| outbox::get(db, id)).await
     }
-
     async fn retry_outbox(&self, id: i64, now: Timestamp) -> Result<bool> {
         self.write(move |db| outbox::retry_failed(db, id, now))
             .await
     }
-
     async fn outbox_counts(&self) -> Result<Vec<(String, OutboxCounts)>> {
         self.read(outbox::counts).await
     }
-
-    async fn request_pairing(
-        &self,
-        rec: PairingRecord,
-        limits: PairingLimits,
-        notice: String,
-    ) -> Result<PairingOutcome> {
-        self.write(move |db| request(db, &rec, limits, notice))
-            .await
-    }
-
-    async fn pending_pairings(&self, now: Timestamp) -> Result<Vec<PairingRecord>> {
-        self.read(move |db| pending(db, now)).await
-    }
-
-    async fn approve_pairing(
-        &self,
-        code: &str,
-        now: Timestamp,
-        notice: String,
-    ) -> Result<Option<PairingRecord>> {
-        let code = code.to_owned();
-        self.write(move |db| approve(db, &code, now, notice)).await
-    }
-
-    async fn deny_pairing(&self, code: &str, now: Timestamp) -> Result<Option<PairingRecord>> {
-        let code = code.to_owned();
-        self.write(move |db| decide(db, &code, now, false)).await
-    }
-
-    async fn allowed_users(&self, channel: &str) -> Result<Vec<AllowedUser>> {
-        let channel = channel.to_owned();
-        self.read(move |db| allowed(db, &channel)).await
-    }
-
-    async fn is_allowed(&self, channel: &str, user_key: &str) -> Result<bool> {
-        let (channel, user_key) = (channel.to_owned(), user_key.to_owned());
-        self.read(move |db| is_allowed(db, &channel, &user_key))
-            .await
-    }
-
-    async fn remove_allowed(&self, channel: &str, user_key: &str) -> Result<bool> {
-        let (channel, user_key) = (channel.to_owned(), user_key.to_owned());
-        self.write(move |db| remove_allowed(db, &channel, &user_key))
-            .await
-    }
-
     async fn cursor(&self, channel: &str, name: &str) -> Result<Option<String>> {
         let (channel, name) = (channel.to_owned(), name.to_owned());
         self.read(move |db| cursor(db, &channel, &name)).await
     }
-
     async fn set_cursor(&self, channel: &str, name: &str, value: &str) -> Result<()> {
         let (channel, name, value) = (channel.to_owned(), name.to_owned(), value.to_owned());
         self.write(move |db| set_cursor(db, &channel, &name, &value))
             .await
     }
-
     async fn first_sight(&self, channel: &str, event_id: &str, now: Timestamp) -> Result<bool> {
         let (channel, event_id) = (channel.to_owned(), event_id.to_owned());
         self.write(move |db| first_sight(db, &channel, &event_id, now))
             .await
     }
-
     async fn record_reply_message(&self, reply: ReplyMessage) -> Result<()> {
         // Losing one in a power cut only loses a reaction's rating.
         self.write_lazy(move |db| reply_messages::record(db, &reply))
             .await
     }
-
     async fn reply_message_run(
         &self,
         channel: &str,
@@ -380,6 +319,49 @@ impl ChannelStore for SqliteStore {
         let (channel, target, message_id) =
             (channel.to_owned(), target.to_owned(), message_id.to_owned());
         self.read(move |db| reply_messages::run_of(db, &channel, &target, &message_id))
+            .await
+    }
+}
+
+#[async_trait::async_trait]
+impl AccessStore for SqliteStore {
+    async fn request_pairing(
+        &self,
+        rec: PairingRecord,
+        limits: PairingLimits,
+        notice: String,
+    ) -> Result<PairingOutcome> {
+        self.write(move |db| request(db, &rec, limits, notice))
+            .await
+    }
+    async fn pending_pairings(&self, now: Timestamp) -> Result<Vec<PairingRecord>> {
+        self.read(move |db| pending(db, now)).await
+    }
+    async fn approve_pairing(
+        &self,
+        code: &str,
+        now: Timestamp,
+        notice: String,
+    ) -> Result<Option<PairingRecord>> {
+        let code = code.to_owned();
+        self.write(move |db| approve(db, &code, now, notice)).await
+    }
+    async fn deny_pairing(&self, code: &str, now: Timestamp) -> Result<Option<PairingRecord>> {
+        let code = code.to_owned();
+        self.write(move |db| decide(db, &code, now, false)).await
+    }
+    async fn allowed_users(&self, channel: &str) -> Result<Vec<AllowedUser>> {
+        let channel = channel.to_owned();
+        self.read(move |db| allowed(db, &channel)).await
+    }
+    async fn is_allowed(&self, channel: &str, user_key: &str) -> Result<bool> {
+        let (channel, user_key) = (channel.to_owned(), user_key.to_owned());
+        self.read(move |db| is_allowed(db, &channel, &user_key))
+            .await
+    }
+    async fn remove_allowed(&self, channel: &str, user_key: &str) -> Result<bool> {
+        let (channel, user_key) = (channel.to_owned(), user_key.to_owned());
+        self.write(move |db| remove_allowed(db, &channel, &user_key))
             .await
     }
 }

@@ -1,0 +1,134 @@
+//! The interfaces the runtime needs from the surfaces above it.
+//!
+//! The chat channels sit above the runtime (they ingest through it), yet the
+//! runtime must commit their durable replies with the events that cause
+//! them, and the HTTP server must show and administer them. So the runtime
+//! defines what it needs and the channels implement it: a [`ReplyRouter`]
+//! (which replies a run's end or question owes), a [`ChannelAdmin`] (what
+//! `/v1/channels`, `/v1/pairings` and `/v1/outbox` do), [`Webhook`]s (the
+//! platforms' push endpoints, in `http` types so neither side needs the
+//! other's framework), all gathered in a [`ChatSurface`] that a
+//! [`ChatSurfaceFactory`] builds from a [`SurfaceContext`]. The context hands
+//! the channels the narrow stores they may use, never the whole store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hearth_core::records::outbox::{OutboxItem, OutboxStatus, PairingRecord};
+use hearth_core::{AllowedEntry, ChannelInfo, Removed};
+
+pub use hearth_core::records::outbox::ReplyRouter;
+pub use hearth_store::{AccessStore, OutboxStore};
+
+use crate::error::Result;
+use crate::notices::Notices;
+use crate::runtime::Runtime;
+
+/// A secret value the channels need (a bot token), opened from the sealed
+/// store or read from the environment; never logged.
+pub type Secret = hearth_store::secrets::SecretString;
+
+/// What `/v1/channels`, `/v1/channels/{name}/allowed`, `/v1/pairings` and
+/// `/v1/outbox` do.
+#[async_trait::async_trait]
+pub trait ChannelAdmin: Send + Sync + 'static {
+    /// Every channel hearth knows, enabled or not, with its state.
+    async fn list(&self) -> Result<Vec<ChannelInfo>>;
+
+    /// `/readyz` checks: `("channel:<name>", "ok" | "connecting" |
+    /// "degraded: <reason>")` for each enabled channel.
+    fn readiness(&self) -> Vec<(String, String)>;
+
+    /// Pending, unexpired pairing requests.
+    async fn pairings(&self) -> Result<Vec<PairingRecord>>;
+
+    /// Approves a pairing code (the user is let in and told); `None` for an
+    /// unknown, used or expired code.
+    async fn approve_pairing(&self, code: &str) -> Result<Option<PairingRecord>>;
+
+    /// Denies a pairing code; `None` for an unknown, used or expired code.
+    async fn deny_pairing(&self, code: &str) -> Result<Option<PairingRecord>>;
+
+    /// Users let in on channel `name`; `None` for a name hearth does not know.
+    async fn allowed(&self, name: &str) -> Result<Option<Vec<AllowedEntry>>>;
+
+    /// Removes a paired user from channel `name`.
+    async fn remove_allowed(&self, name: &str, user_key: &str) -> Result<Removed>;
+
+    /// Outbox items, newest first, optionally of one status.
+    async fn outbox(&self, status: Option<OutboxStatus>, limit: u32) -> Result<Vec<OutboxItem>>;
+
+    /// Puts a failed item back in its queue; false when no failed item has
+    /// this id.
+    async fn retry_outbox(&self, id: i64) -> Result<bool>;
+}
+
+/// A platform's push endpoint (Telegram's webhook, Slack's Events API). The
+/// server mounts it at [`Webhook::path`] for `POST`, outside bearer auth and
+/// the Origin rule (the platform signs its requests), inside the Host rule
+/// and the body limit.
+#[async_trait::async_trait]
+pub trait Webhook: Send + Sync + 'static {
+    /// Where it is mounted (`/channels/telegram/webhook`).
+    fn path(&self) -> &'static str;
+
+    /// Answers one request; checks the platform's signature itself.
+    async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes>;
+}
+
+/// The chat channels, as the runtime's builder assembled them.
+#[async_trait::async_trait]
+pub trait ChatSurface: Send + Sync + 'static {
+    /// Which durable replies a run's end or question owes; it needs nothing
+    /// of the runtime, so the runtime is built with it.
+    fn reply_router(&self) -> Arc<dyn ReplyRouter>;
+
+    /// The administration behind `/v1/channels`, `/v1/pairings`, `/v1/outbox`.
+    fn admin(&self) -> Arc<dyn ChannelAdmin>;
+
+    /// The push endpoints of channels in a push mode.
+    fn webhooks(&self) -> Vec<Arc<dyn Webhook>>;
+
+    /// Takes back what a previous process left that the next answers need
+    /// (progress messages of unfinished runs); called once, before the
+    /// runtime recovers runs.
+    async fn restore(&self);
+
+    /// Starts the inbound loops, the senders and anything else that acts
+    /// for the channels, with the built runtime. Called once, after
+    /// recovery.
+    fn start(&self, runtime: Runtime);
+
+    /// Stops the loops and senders; pending replies stay in the outbox.
+    async fn shutdown(&self);
+}
+
+/// What the builder gives the channels to build themselves.
+pub struct SurfaceContext<'a> {
+    /// The effective configuration.
+    pub config: &'a hearth_config::Config,
+    /// The process environment, as the config loader saw it (token
+    /// variables are read from here).
+    pub env: &'a BTreeMap<String, String>,
+    /// Secrets opened from the sealed store, by name.
+    pub secrets: &'a BTreeMap<String, Secret>,
+    /// The one outbound HTTP client.
+    pub http: reqwest::Client,
+    /// The outbox and the platforms' state.
+    pub outbox: Arc<dyn OutboxStore>,
+    /// Pairings and allowed users.
+    pub access: Arc<dyn AccessStore>,
+    /// Where process-wide events are published (`channel.degraded`,
+    /// `outbox.failed`), and where alerts read them.
+    pub notices: Notices,
+}
+
+/// Builds the chat channels the configuration enables.
+pub trait ChatSurfaceFactory: Send + 'static {
+    /// The channels of `ctx.config`; an enabled channel that cannot work
+    /// (a token missing) is still built, shows as degraded and says why.
+    /// An error stops hearth's start (a configuration that cannot be
+    /// served, such as an alert rule naming a disabled channel).
+    fn build(self: Box<Self>, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>>;
+}
