@@ -6,6 +6,7 @@
 //! the key path and what is wrong. Nothing else in hearth reads the environment
 //! for configuration.
 
+pub mod agent;
 pub mod alerts;
 pub mod budget;
 pub mod channels;
@@ -13,11 +14,16 @@ pub mod check;
 pub mod error;
 pub mod home;
 pub mod layer;
+pub mod llm;
 pub mod mcp;
 pub mod model;
+pub mod permissions;
 pub mod router;
+pub mod server;
 pub mod skills;
+pub mod tools;
 
+pub use agent::*;
 pub use alerts::{ALERT_EVENTS, AlertRule, AlertTarget, AlertsConfig, WebhookUrl};
 pub use budget::{BudgetConfig, PoolConfig, PoolKind, PoolScope, PoolWindow};
 pub use channels::{
@@ -27,7 +33,11 @@ pub use check::CAPABILITY_KEYS;
 pub use error::ConfigError;
 pub use home::{HomeReport, prepare_home};
 pub use layer::{load, load_str};
+pub use llm::*;
 pub use mcp::{McpConfig, McpServerConfig};
 pub use model::*;
+pub use permissions::*;
 pub use router::{ArmConfig, Quality, RouterConfig, RouterStrategy, TASK_CLASSES};
+pub use server::*;
 pub use skills::{ExecutableSkillConfig, SkillsConfig};
+pub use tools::*;
