@@ -17,7 +17,7 @@ pub fn bin() -> &'static str {
 pub fn fake_config(base_url: &str) -> String {
     format!(
         "[llm]\ndefault_model = \"fake/fake-model\"\n\
-         [llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{base_url}\"\n\
+         [llm.providers.fake]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{base_url}\"\n\
          models = [\"fake-model\", \"other-model\"]\nrequest_timeout_secs = 30\nidle_timeout_secs = 30\n"
     )
 }
