@@ -558,11 +558,13 @@ async fn the_conformance_suite_passes_in_client_mode() {
 }
 
 /// `[mcp.servers.fk]` running fake-mcp, which writes every call it gets to
-/// `calls`; `member` holds `mcp.fk`, and users here hold `none`.
+/// `calls`; `member` holds `mcp.fk`, and users here hold `none`. `echo` is
+/// read-class by the operator's list (annotations are not trusted).
 fn logging_config(fake: &FakeOpenAi, calls: &std::path::Path) -> String {
     format!(
         "{}[permissions]\ndefault_preset = \"none\"\n\
-         [mcp.servers.fk]\ncommand = \"{}\"\nargs = [\"--calls\", \"{}\"]\npreset = \"member\"\n",
+         [mcp.servers.fk]\ncommand = \"{}\"\nargs = [\"--calls\", \"{}\"]\npreset = \"member\"\n\
+         read_tools = [\"echo\"]\n",
         fake_config(&fake.base_url()),
         hearth_testkit::fake_mcp::fake_mcp_bin().display(),
         calls.display()

@@ -383,7 +383,10 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     // Only the declared variables (and PATH, HOME) reach the program.
     let (code, out, err) = hearth(
         &home,
-        &["--url", &h.url, "mcp", "call", "notes", "env", "{}"],
+        // Write-class (its readOnlyHint is not trusted): approved here.
+        &[
+            "--url", &h.url, "mcp", "call", "--yes", "notes", "env", "{}",
+        ],
     )
     .await;
     assert_eq!(code, Some(0), "{err}");
