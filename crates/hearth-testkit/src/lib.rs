@@ -5,6 +5,8 @@
 //! streams; with an empty queue it echoes the last user message at zero
 //! latency, which makes it the fixture for load benchmarks too.
 //! `ResetServer` starts an answer and then resets the TCP connection.
+//! [`tools`] finds the outside tools some end-to-end tests need, and says
+//! whether this is a CI run.
 
 pub mod fake_anthropic;
 pub mod fake_discord;
@@ -17,6 +19,7 @@ pub mod fake_telegram;
 mod reply;
 mod reset;
 mod server;
+pub mod tools;
 
 pub use fake_openai::FakeOpenAi;
 pub use reply::{FakeUsage, Reply, ToolCallSpec};
