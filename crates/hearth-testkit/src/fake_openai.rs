@@ -19,8 +19,8 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::reply::{Reply, ReplyKind, echo_body};
 use crate::server::{
-    FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, hang_body,
-    is_json, stalled_body,
+    FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, gated_body,
+    hang_body, is_json, stalled_body,
 };
 
 /// A fake OpenAI-compatible server on 127.0.0.1; stops when dropped.
@@ -287,9 +287,10 @@ async fn scripted(reply: Reply, model: &str) -> Response {
         }
         ReplyKind::RawSse(raw) => sse_response(Body::from(raw), content_type),
         ReplyKind::Hang => sse_response(hang_body(), content_type),
-        ReplyKind::Text(_) | ReplyKind::ToolCalls(_) => match reply.stall_after {
-            Some(n) => sse_response(stalled_body(frames, n), content_type),
-            None => sse_response(frames_body(frames, reply.chunk_delay), content_type),
+        ReplyKind::Text(_) | ReplyKind::ToolCalls(_) => match (reply.stall_after, reply.pause) {
+            (Some(n), _) => sse_response(stalled_body(frames, n), content_type),
+            (None, Some((n, gate))) => sse_response(gated_body(frames, n, gate), content_type),
+            (None, None) => sse_response(frames_body(frames, reply.chunk_delay), content_type),
         },
     };
     append_headers(&mut resp, &reply.headers);

@@ -22,5 +22,5 @@ mod server;
 pub mod tools;
 
 pub use fake_openai::FakeOpenAi;
-pub use reply::{FakeUsage, Reply, ToolCallSpec};
+pub use reply::{FakeUsage, Gate, Reply, ToolCallSpec};
 pub use reset::ResetServer;

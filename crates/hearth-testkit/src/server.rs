@@ -376,6 +376,23 @@ pub(crate) fn stalled_body(frames: Option<Vec<Vec<u8>>>, n: usize) -> Body {
     Body::from_stream(stream)
 }
 
+/// The first `n` frames at once, then the rest once `gate` opens.
+pub(crate) fn gated_body(frames: Option<Vec<Vec<u8>>>, n: usize, gate: crate::reply::Gate) -> Body {
+    let frames = frames.unwrap_or_default();
+    let split = n.min(frames.len());
+    let head: Vec<u8> = frames[..split].concat();
+    let tail: Vec<u8> = frames[split..].concat();
+    let rest = futures_util::stream::once(async move {
+        gate.wait().await;
+        Ok::<_, Infallible>(Bytes::from(tail))
+    });
+    let stream = futures_util::StreamExt::chain(
+        futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(head))]),
+        rest,
+    );
+    Body::from_stream(stream)
+}
+
 /// A body that never sends a byte nor ends.
 pub(crate) fn hang_body() -> Body {
     Body::from_stream(futures_util::stream::pending::<Result<Bytes, Infallible>>())
