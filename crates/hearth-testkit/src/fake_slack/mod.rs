@@ -394,7 +394,8 @@ async fn api(
         } else if let Some(err) = body_error {
             Answer::Error(err.to_owned())
         } else if let Some(left) = early {
-            Answer::Limited(left.as_secs().max(1))
+            // Whole seconds, rounded up, as Slack's Retry-After is.
+            Answer::Limited(left.as_secs() + u64::from(left.subsec_nanos() > 0))
         } else if let Some((_, secs)) = limited {
             s.limited_until
                 .insert(method.clone(), now + Duration::from_secs(secs));
