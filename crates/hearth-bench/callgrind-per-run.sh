@@ -17,10 +17,10 @@ fake=$!
 trap 'kill $fake 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q listening "$out/fake.out" && break; sleep 0.1; done
 url=$(grep -o 'http://[^ ]*' "$out/fake.out")
-printf '[llm]\ndefault_model = "fake/bench"\n[llm.providers.fake]\ntype = "openai_compat"\nbase_url = "%s"\nmodels = ["bench"]\n[log]\nlevel = "warn"\n' "$url" >"$out/home/hearth.toml"
+printf '[llm]\ndefault_model = "fake/bench"\n[llm.providers.fake]\ntype = "openai_compat"\nbase_url = "%s"\napi_key_env = "HEARTH_BENCH_KEY"\nmodels = ["bench"]\n[log]\nlevel = "warn"\n' "$url" >"$out/home/hearth.toml"
 if [ -n "$extra" ]; then sed "s#FAKE_URL#$url#" "$extra" >>"$out/home/hearth.toml"; fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" "$bin/hearth" serve \
+HEARTH_BENCH_KEY=bench-key valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" "$bin/hearth" serve \
   --home "$out/home" --bind "127.0.0.1:$port" >"$out/serve.out" 2>&1 &
 vg=$!
 for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done

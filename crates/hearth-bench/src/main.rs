@@ -241,7 +241,7 @@ async fn start_hearth(
     set_private(home)?;
     let mut cfg = format!(
         "[llm]\ndefault_model = \"fake/bench\"\n[llm.providers.fake]\ntype = \"openai_compat\"\n\
-         base_url = \"{fake_url}\"\nmodels = [\"bench\"]\n[log]\nlevel = \"warn\"\n"
+         base_url = \"{fake_url}\"\napi_key_env = \"HEARTH_BENCH_KEY\"\nmodels = [\"bench\"]\n[log]\nlevel = \"warn\"\n"
     );
     if strict {
         cfg.push_str("[store]\ndurability = \"strict\"\n");
@@ -268,6 +268,8 @@ async fn start_hearth(
         .arg(home)
         .args(["--bind", &format!("127.0.0.1:{port}")])
         .env_remove("OPENAI_API_KEY")
+        // The fake provider, like a real one, refuses a call without a key.
+        .env("HEARTH_BENCH_KEY", "bench-key")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -339,6 +341,7 @@ async fn fake_latency_us(fake_url: &str, n: usize) -> Result<Vec<u64>> {
         let t = Instant::now();
         let r = http
             .post(format!("{fake_url}/chat/completions"))
+            .bearer_auth("bench-key")
             .json(&body)
             .send()
             .await?;

@@ -111,6 +111,8 @@ async fn start_hearth(bin_dir: &Path, home: &Path, cfg: &str) -> Result<(Proc, S
         .arg(home)
         .args(["--bind", &format!("127.0.0.1:{port}")])
         .env("TG_TOKEN", TOKEN)
+        // The fake provider, like a real one, refuses a call without a key.
+        .env("HEARTH_BENCH_KEY", "bench-key")
         .env("DC_TOKEN", DISCORD_TOKEN)
         .env_remove("OPENAI_API_KEY")
         .stdout(Stdio::null())
@@ -153,6 +155,7 @@ async fn provider_p50_us(base: &str) -> Result<u64> {
         let t = Instant::now();
         let r = http
             .post(format!("{base}/chat/completions"))
+            .bearer_auth("bench-key")
             .json(&body)
             .send()
             .await?;
@@ -172,8 +175,8 @@ async fn main() -> Result<()> {
     let _ = std::fs::remove_dir_all(&tmp);
     let cfg = format!(
         "[llm]\ndefault_model = \"fake/bench\"\n[llm.providers.fake]\ntype = \"openai_compat\"\n\
-         base_url = \"{}\"\nmodels = [\"bench\"]\n[log]\nlevel = \"warn\"\n\
-         [channels.telegram]\nenabled = true\ntoken_env = \"TG_TOKEN\"\napi_base = \"{}\"\n\
+         base_url = \"{}\"\napi_key_env = \"HEARTH_BENCH_KEY\"\nmodels = [\"bench\"]\n\
+         [log]\nlevel = \"warn\"\n[channels.telegram]\nenabled = true\ntoken_env = \"TG_TOKEN\"\napi_base = \"{}\"\n\
          open_dms = true\npoll_timeout_secs = 30\n",
         fake.base_url(),
         tg.url()

@@ -692,7 +692,9 @@ async fn fake_flags_broken_requests() {
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     };
-    turn(&p, &req).await.unwrap();
+    // Refused as the API refuses it: the missing key first.
+    let err = turn(&p, &req).await.unwrap_err();
+    assert_eq!(err.kind, hearth_llm::ErrorKind::Auth, "{err:?}");
     let v = fake.violations();
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(v.iter().any(|s| s.contains("x-api-key")), "{v:?}");

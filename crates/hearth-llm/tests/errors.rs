@@ -510,13 +510,12 @@ async fn a_failed_call_names_the_url_and_the_key_variable_never_the_key() {
     let cfg = OpenAiCompatConfig::new("local", format!("{}/v1", fakes.base(Adapter::Compat)));
     let p: Box<dyn Provider> =
         Box::new(OpenAiCompatProvider::new(cfg, reqwest::Client::new()).unwrap());
-    fakes.push_http_error(
-        Adapter::Compat,
-        401,
-        json!({"error": {"message": "no key"}}),
-    );
+    // The fake refuses the keyless request itself, as OpenAI does.
     let err = call_error(p.as_ref(), &request_for("m", "hi")).await;
     assert!(err.to_string().contains("api_key_env"), "{err}");
+    let v = fakes.compat.violations();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].contains("Authorization"), "{v:?}");
     // A connection that cannot be made names the URL too.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", closed.local_addr().unwrap());

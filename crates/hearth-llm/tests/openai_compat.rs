@@ -24,7 +24,8 @@ fn config(fake: &FakeOpenAi) -> OpenAiCompatConfig {
     OpenAiCompatConfig {
         name: "fake".into(),
         base_url: fake.base_url(),
-        api_key: None,
+        // The fake, like OpenAI, refuses a request without a key.
+        api_key: Some(KEY.into()),
         api_key_env: None,
         headers: Vec::new(),
         request_timeout: Duration::from_secs(10),
@@ -477,7 +478,6 @@ async fn mid_stream_error_chunk() {
 async fn bearer_key_and_custom_headers_reach_the_server() {
     let fake = FakeOpenAi::start().await;
     let mut cfg = config(&fake);
-    cfg.api_key = Some(KEY.into());
     cfg.headers = vec![
         ("X-Title".into(), "hearth tests".into()),
         ("HTTP-Referer".into(), "https://example.invalid".into()),
@@ -499,13 +499,21 @@ async fn bearer_key_and_custom_headers_reach_the_server() {
     assert_eq!(get("content-type"), Some("application/json"));
     assert_eq!(get("accept"), Some("text/event-stream"));
 
-    // Without a key, no Authorization header at all.
-    turn(&provider(&fake), &request("x")).await.unwrap();
+    // Without a key, no Authorization header at all: the server's 401 is
+    // an auth error.
+    let mut keyless = config(&fake);
+    keyless.api_key = None;
+    let p = OpenAiCompatProvider::new(keyless, reqwest::Client::new()).unwrap();
+    let err = turn(&p, &request("x")).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Auth, "{err:?}");
     assert!(
         !fake.request_headers()[1]
             .iter()
             .any(|(k, _)| k == "authorization")
     );
+    let v = fake.violations();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].contains("Authorization"), "{v:?}");
 }
 
 #[tokio::test]
@@ -630,7 +638,9 @@ async fn fake_flags_orphan_tool_results() {
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     };
-    turn(&provider(&fake), &req).await.unwrap();
+    // Refused as OpenAI refuses it: 400, an invalid request.
+    let err = turn(&provider(&fake), &req).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidRequest, "{err:?}");
     let v = fake.violations();
     assert_eq!(v.len(), 1);
     assert!(v[0].contains("nobody_called_me"), "{v:?}");

@@ -215,6 +215,30 @@ fn names(r: &ToolRegistry) -> Vec<String> {
     r.iter().map(|t| t.spec().name.clone()).collect()
 }
 
+/// hearth's client keeps JSON-RPC 2.0 and MCP's order through a session:
+/// initialize, list, calls, a list_changed refresh, shutdown. The fake
+/// answers anything else with the protocol's error and reports it.
+#[tokio::test]
+async fn the_client_keeps_json_rpc_and_initializes_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = hearth_testkit::fake_mcp::Violations::in_dir(dir.path());
+    let m = start(
+        vec![("fk", server(|s| s.args = report.args().to_vec()))],
+        1024,
+    )
+    .await;
+    ready(&m, "fk").await;
+    let r = registry(&m);
+    let (err, v) = call(&r, "fk__echo", json!({"text": "hi"})).await;
+    assert!(!err, "{v}");
+    let (err, v) = call(&r, "fk__add_tool", json!({})).await;
+    assert!(!err, "{v}");
+    let ok = m.wait_for("fk", WAIT, |s| s.tools == 13).await;
+    assert!(ok, "{:?}", m.statuses());
+    m.shutdown().await;
+    assert_eq!(report.violations(), Vec::<String>::new());
+}
+
 #[tokio::test]
 async fn list_changed_refreshes_the_tools() {
     let m = start(vec![("fk", server(|_| {}))], 1024).await;

@@ -35,3 +35,60 @@ pub fn fake_mcp_bin() -> PathBuf {
     })
     .clone()
 }
+
+/// The file `fake-mcp --violations <file>` reports broken messages to, read
+/// for a test: dropped with lines the test never read, it fails the test
+/// (each such message was answered with JSON-RPC's error, which the client
+/// may have swallowed on the way to a green assertion).
+#[derive(Debug)]
+pub struct Violations {
+    path: PathBuf,
+    read: std::cell::Cell<usize>,
+}
+
+impl Violations {
+    /// A report file in `dir` (which must exist), empty until `fake-mcp`
+    /// writes to it.
+    pub fn in_dir(dir: &std::path::Path) -> Self {
+        Self {
+            path: dir.join("fake-mcp-violations.txt"),
+            read: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The arguments that make `fake-mcp` report here.
+    pub fn args(&self) -> [String; 2] {
+        ["--violations".into(), self.path.display().to_string()]
+    }
+
+    /// The broken messages reported so far, one sentence each; reading them
+    /// marks them checked.
+    pub fn violations(&self) -> Vec<String> {
+        let lines = self.lines();
+        self.read.set(lines.len());
+        lines
+    }
+
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Violations {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let lines = self.lines();
+        let unread = &lines[self.read.get().min(lines.len())..];
+        assert!(
+            unread.is_empty(),
+            "fake-mcp reported violations the test never read (call violations() \
+             and assert on them): {unread:#?}"
+        );
+    }
+}

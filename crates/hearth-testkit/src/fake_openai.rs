@@ -19,7 +19,8 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::reply::{Reply, ReplyKind, echo_body};
 use crate::server::{
-    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body, stalled_body,
+    FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, gated_body,
+    hang_body, is_json, stalled_body,
 };
 
 /// A fake OpenAI-compatible server on 127.0.0.1; stops when dropped.
@@ -35,7 +36,7 @@ impl FakeOpenAi {
         let router = Router::new()
             .route("/v1/chat/completions", post(chat))
             .fallback(not_found);
-        let inner = FakeServer::bind(addr, router).await?;
+        let inner = FakeServer::bind("FakeOpenAi", addr, router).await?;
         Ok(Self { inner })
     }
 
@@ -71,9 +72,13 @@ impl FakeOpenAi {
         self.inner.requests()
     }
 
-    /// Broken invariants seen so far, one sentence each: a request body that
-    /// is not a chat request, or a `tool` message whose `tool_call_id` answers
-    /// no tool call of an earlier assistant message in the same request.
+    /// Broken rules seen so far, one sentence each: no `Authorization:
+    /// Bearer <key>`, a `Content-Type` that is not JSON, a body that is not a
+    /// chat request, no `model`, no `messages`, or a `tool` message whose
+    /// `tool_call_id` answers no tool call of an earlier assistant message in
+    /// the same request. Each such request was answered with OpenAI's own
+    /// error (401 or 400), not a reply. Reading them marks them checked: a
+    /// fake dropped with violations never read fails the test.
     pub fn violations(&self) -> Vec<String> {
         self.inner.violations()
     }
@@ -153,6 +158,48 @@ fn text_or_skip<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>
     d.deserialize_any(TextOrSkip)
 }
 
+/// Whether the request carries `Authorization: Bearer <non-empty key>`.
+fn has_bearer(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|k| !k.trim().is_empty())
+}
+
+/// Checks one request against the API's rules, appending what it breaks.
+fn check_request(
+    index: usize,
+    headers: &HeaderMap,
+    parsed: &Result<RequestView<'_>, serde_json::Error>,
+    out: &mut Vec<String>,
+) {
+    if !has_bearer(headers) {
+        out.push(format!(
+            "request {index}: Authorization: Bearer <key> is missing"
+        ));
+    }
+    if !is_json(headers) {
+        out.push(format!(
+            "request {index}: Content-Type is not application/json"
+        ));
+    }
+    let req = match parsed {
+        Ok(req) => req,
+        Err(e) => {
+            out.push(format!("request {index}: body is not a chat request: {e}"));
+            return;
+        }
+    };
+    if req.model.is_empty() {
+        out.push(format!("request {index}: model is missing"));
+    }
+    if req.messages.is_empty() {
+        out.push(format!("request {index}: messages is missing or empty"));
+    }
+    check_tool_results(index, req, out);
+}
+
 /// Tool messages must answer a call made earlier in the same history.
 fn check_tool_results(index: usize, req: &RequestView<'_>, out: &mut Vec<String>) {
     let mut call_ids: Vec<&str> = Vec::new();
@@ -187,10 +234,23 @@ async fn chat(
     body: Bytes,
 ) -> Response {
     let parsed = serde_json::from_slice::<RequestView<'_>>(&body);
-    let reply = shared.record(None, headers, &body, true, |index, _, out| match &parsed {
-        Ok(req) => check_tool_results(index, req, out),
-        Err(e) => out.push(format!("request {index}: body is not a chat request: {e}")),
+    let authorized = has_bearer(&headers);
+    let verdict = shared.record(None, headers, &body, true, |index, headers, out| {
+        check_request(index, headers, &parsed, out);
     });
+    let reply = match verdict {
+        Verdict::Accepted(reply) => reply,
+        Verdict::Rejected(_) if !authorized => {
+            return error_response(
+                StatusCode::UNAUTHORIZED,
+                "You didn't provide an API key. You need to provide your API key in an \
+                 Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+            );
+        }
+        Verdict::Rejected(broken) => {
+            return error_response(StatusCode::BAD_REQUEST, &broken.join("; "));
+        }
+    };
 
     let (model, last_user) = match &parsed {
         Ok(req) => (
@@ -207,9 +267,6 @@ async fn chat(
     match reply {
         Some(reply) => scripted(reply, model).await,
         None => {
-            if parsed.is_err() {
-                return error_response(StatusCode::BAD_REQUEST, "body is not a chat request");
-            }
             let body = echo_body(model, last_user);
             shared.default_delay().await;
             sse_response(Body::from(body), None)
@@ -230,9 +287,10 @@ async fn scripted(reply: Reply, model: &str) -> Response {
         }
         ReplyKind::RawSse(raw) => sse_response(Body::from(raw), content_type),
         ReplyKind::Hang => sse_response(hang_body(), content_type),
-        ReplyKind::Text(_) | ReplyKind::ToolCalls(_) => match reply.stall_after {
-            Some(n) => sse_response(stalled_body(frames, n), content_type),
-            None => sse_response(frames_body(frames, reply.chunk_delay), content_type),
+        ReplyKind::Text(_) | ReplyKind::ToolCalls(_) => match (reply.stall_after, reply.pause) {
+            (Some(n), _) => sse_response(stalled_body(frames, n), content_type),
+            (None, Some((n, gate))) => sse_response(gated_body(frames, n, gate), content_type),
+            (None, None) => sse_response(frames_body(frames, reply.chunk_delay), content_type),
         },
     };
     append_headers(&mut resp, &reply.headers);
@@ -251,7 +309,9 @@ fn sse_response(body: Body, content_type: Option<&str>) -> Response {
 }
 
 fn error_response(status: StatusCode, message: &str) -> Response {
-    let body = serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}});
+    let body = serde_json::json!({"error": {
+        "message": message, "type": "invalid_request_error", "param": null, "code": null,
+    }});
     (status, axum::Json(body)).into_response()
 }
 

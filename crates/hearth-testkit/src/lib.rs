@@ -5,6 +5,14 @@
 //! streams; with an empty queue it echoes the last user message at zero
 //! latency, which makes it the fixture for load benchmarks too.
 //! `ResetServer` starts an answer and then resets the TCP connection.
+//!
+//! Every fake fails closed: a request that breaks the platform's rules gets
+//! the platform's own error (an HTTP 400 or 401, Slack's `ok: false`,
+//! JSON-RPC -32700/-32600 from `fake-mcp`), never the scripted answer, and
+//! is recorded; a fake dropped with violations the test never read (through
+//! its `violations()` or `rejections()`) fails the test.
+//! [`tools`] finds the outside tools some end-to-end tests need, and says
+//! whether this is a CI run.
 
 pub mod fake_anthropic;
 pub mod fake_discord;
@@ -17,7 +25,8 @@ pub mod fake_telegram;
 mod reply;
 mod reset;
 mod server;
+pub mod tools;
 
 pub use fake_openai::FakeOpenAi;
-pub use reply::{FakeUsage, Reply, ToolCallSpec};
+pub use reply::{FakeUsage, Gate, Reply, ToolCallSpec};
 pub use reset::ResetServer;

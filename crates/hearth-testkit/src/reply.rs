@@ -87,6 +87,52 @@ pub struct Reply {
     pub(crate) pieces: usize,
     /// Frames sent before the stream stalls for good, if it does.
     pub(crate) stall_after: Option<usize>,
+    /// Frames sent before the stream waits for the gate to open, if it does.
+    pub(crate) pause: Option<(usize, Gate)>,
+}
+
+/// A gate a scripted stream waits at (see [`Reply::pausing_after`]): a test
+/// opens it when it has seen what happens while the answer is half sent,
+/// instead of guessing how long that takes.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    inner: std::sync::Arc<GateInner>,
+}
+
+#[derive(Debug, Default)]
+struct GateInner {
+    open: std::sync::atomic::AtomicBool,
+    opened: tokio::sync::Notify,
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Opens the gate: every stream waiting at it goes on, and later ones
+    /// do not wait.
+    pub fn open(&self) {
+        self.inner
+            .open
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.opened.notify_waiters();
+    }
+
+    /// Returns once the gate is open.
+    pub(crate) async fn wait(&self) {
+        loop {
+            let opened = self.inner.opened.notified();
+            let mut opened = std::pin::pin!(opened);
+            // Registered before the check, so an open between them is seen.
+            opened.as_mut().enable();
+            if self.inner.open.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            opened.await;
+        }
+    }
 }
 
 impl Reply {
@@ -102,6 +148,7 @@ impl Reply {
             content_type: None,
             pieces: 3,
             stall_after: None,
+            pause: None,
         }
     }
 
@@ -155,6 +202,13 @@ impl Reply {
     /// then nothing more, never ending: the client has to cut it off.
     pub fn stalling_after(mut self, frames: usize) -> Self {
         self.stall_after = Some(frames);
+        self
+    }
+
+    /// Sends the first `frames` chunks of the stream (the role chunk counts),
+    /// then waits until `gate` is opened before sending the rest.
+    pub fn pausing_after(mut self, frames: usize, gate: Gate) -> Self {
+        self.pause = Some((frames, gate));
         self
     }
 

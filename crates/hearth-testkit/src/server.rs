@@ -38,6 +38,19 @@ struct Log<R> {
     queue: VecDeque<R>,
     requests: Vec<Recorded>,
     violations: Vec<String>,
+    /// How many violations the test has read: the rest fail it on drop.
+    checked: usize,
+}
+
+/// What [`Shared::record`] decided about one request.
+pub(crate) enum Verdict<R> {
+    /// The request keeps the platform's rules: answer it with the queued or
+    /// responder's reply, or the default one when `None`.
+    Accepted(Option<R>),
+    /// The request breaks the platform's rules (the sentences, also in the
+    /// violations): answer it with the platform's own error, as the real
+    /// API would, and leave the queue alone for the next request.
+    Rejected(Vec<String>),
 }
 
 /// The state the handlers of a fake share with its public handle.
@@ -64,9 +77,10 @@ impl<R> Shared<R> {
         self.log.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Logs one request and takes the reply queued for it (none when
-    /// `take_reply` is false). `check` sees the request's index and headers
-    /// and appends the invariants it breaks, under the same lock.
+    /// Logs one request and, when it keeps the platform's rules, takes the
+    /// reply queued for it (none when `take_reply` is false). `check` sees
+    /// the request's index and headers and appends the rules it breaks,
+    /// under the same lock; any makes the verdict [`Verdict::Rejected`].
     pub(crate) fn record(
         &self,
         path: Option<String>,
@@ -74,22 +88,29 @@ impl<R> Shared<R> {
         body: &Bytes,
         take_reply: bool,
         check: impl FnOnce(usize, &HeaderMap, &mut Vec<String>),
-    ) -> Option<R> {
-        let reply = {
+    ) -> Verdict<R> {
+        let (reply, broken) = {
             let mut log = self.lock();
             let index = log.requests.len();
-            check(index, &headers, &mut log.violations);
+            let mut broken = Vec::new();
+            check(index, &headers, &mut broken);
+            log.violations.extend(broken.iter().cloned());
             log.requests.push(Recorded {
                 path,
                 body: body.clone(),
                 headers,
             });
-            if take_reply {
-                log.queue.pop_front()
+            if take_reply && broken.is_empty() {
+                (log.queue.pop_front(), broken)
             } else {
-                None
+                (None, broken)
             }
         };
+        if !broken.is_empty() {
+            self.count.fetch_add(1, Ordering::AcqRel);
+            self.arrived.notify_waiters();
+            return Verdict::Rejected(broken);
+        }
         let reply = match reply {
             Some(r) => Some(r),
             None if take_reply => {
@@ -108,7 +129,7 @@ impl<R> Shared<R> {
         };
         self.count.fetch_add(1, Ordering::AcqRel);
         self.arrived.notify_waiters();
-        reply
+        Verdict::Accepted(reply)
     }
 
     /// Sleeps for the default-reply delay, if one is set.
@@ -122,6 +143,8 @@ impl<R> Shared<R> {
 
 /// A fake server on a local socket, generic over its reply type; stops when dropped.
 pub(crate) struct FakeServer<R> {
+    /// The public handle's name, for the drop check's message.
+    name: &'static str,
     addr: SocketAddr,
     shared: Arc<Shared<R>>,
     task: JoinHandle<()>,
@@ -130,13 +153,33 @@ pub(crate) struct FakeServer<R> {
 impl<R> Drop for FakeServer<R> {
     fn drop(&mut self) {
         self.task.abort();
+        // A test that never looked at what its client broke must not pass:
+        // the client got the platform's error, which hearth may have
+        // retried or swallowed on the way to a green assertion.
+        if std::thread::panicking() {
+            return;
+        }
+        let unchecked = {
+            let log = self.shared.lock();
+            log.violations[log.checked.min(log.violations.len())..].to_vec()
+        };
+        assert!(
+            unchecked.is_empty(),
+            "{} dropped with violations the test never read (call violations() \
+             and assert on them): {unchecked:#?}",
+            self.name
+        );
     }
 }
 
 impl<R: Send + 'static> FakeServer<R> {
     /// Binds `addr` and serves `router` (routes and fallback set) with a
     /// raised body limit and Nagle off.
-    pub(crate) async fn bind(addr: SocketAddr, router: FakeRouter<R>) -> io::Result<Self> {
+    pub(crate) async fn bind(
+        name: &'static str,
+        addr: SocketAddr,
+        router: FakeRouter<R>,
+    ) -> io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -144,6 +187,7 @@ impl<R: Send + 'static> FakeServer<R> {
                 queue: VecDeque::new(),
                 requests: Vec::new(),
                 violations: Vec::new(),
+                checked: 0,
             }),
             count: AtomicUsize::new(0),
             arrived: Notify::new(),
@@ -160,7 +204,12 @@ impl<R: Send + 'static> FakeServer<R> {
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Ok(Self { addr, shared, task })
+        Ok(Self {
+            name,
+            addr,
+            shared,
+            task,
+        })
     }
 }
 
@@ -246,9 +295,12 @@ impl<R> FakeServer<R> {
         self.shared.count.load(Ordering::Acquire)
     }
 
-    /// Broken invariants seen so far, one sentence each.
+    /// Broken rules seen so far, one sentence each; reading them marks them
+    /// checked, so dropping the fake no longer fails the test for them.
     pub(crate) fn violations(&self) -> Vec<String> {
-        self.shared.lock().violations.clone()
+        let mut log = self.shared.lock();
+        log.checked = log.violations.len();
+        log.violations.clone()
     }
 
     /// Returns once at least `n` requests have arrived.
@@ -272,6 +324,15 @@ impl<R> FakeServer<R> {
             .field("requests", &self.request_count())
             .finish()
     }
+}
+
+/// Whether the request declares a JSON body (`Content-Type:
+/// application/json`, parameters allowed), as every provider API requires.
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
 }
 
 /// Sends the frames one by one, `gap` apart.
@@ -311,6 +372,23 @@ pub(crate) fn stalled_body(frames: Option<Vec<Vec<u8>>>, n: usize) -> Body {
     let stream = futures_util::StreamExt::chain(
         futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(head))]),
         futures_util::stream::pending(),
+    );
+    Body::from_stream(stream)
+}
+
+/// The first `n` frames at once, then the rest once `gate` opens.
+pub(crate) fn gated_body(frames: Option<Vec<Vec<u8>>>, n: usize, gate: crate::reply::Gate) -> Body {
+    let frames = frames.unwrap_or_default();
+    let split = n.min(frames.len());
+    let head: Vec<u8> = frames[..split].concat();
+    let tail: Vec<u8> = frames[split..].concat();
+    let rest = futures_util::stream::once(async move {
+        gate.wait().await;
+        Ok::<_, Infallible>(Bytes::from(tail))
+    });
+    let stream = futures_util::StreamExt::chain(
+        futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(head))]),
+        rest,
     );
     Body::from_stream(stream)
 }

@@ -154,7 +154,12 @@ impl Thread {
             .await
             .unwrap();
         let provider = OpenAiCompatProvider::new(
-            OpenAiCompatConfig::new("fake", self.fake.base_url()),
+            {
+                // The fake, like OpenAI, refuses a call without a key.
+                let mut cfg = OpenAiCompatConfig::new("fake", self.fake.base_url());
+                cfg.api_key = Some("test-key".into());
+                cfg
+            },
             reqwest::Client::new(),
         )
         .unwrap();

@@ -120,7 +120,12 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         .await
         .unwrap();
     let provider = OpenAiCompatProvider::new(
-        OpenAiCompatConfig::new("fake", fake.base_url()),
+        {
+            // The fake, like OpenAI, refuses a call without a key.
+            let mut cfg = OpenAiCompatConfig::new("fake", fake.base_url());
+            cfg.api_key = Some("test-key".into());
+            cfg
+        },
         reqwest::Client::new(),
     )
     .unwrap();

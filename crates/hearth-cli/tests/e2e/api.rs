@@ -1,9 +1,9 @@
 //! Answers, tools, history, waiting and events through the HTTP API.
 
-use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use hearth_testkit::{FakeOpenAi, Gate, Reply, ToolCallSpec};
 use serde_json::{Value, json};
 
-use crate::harness::{Hearth, fake_config, user_texts};
+use crate::harness::{Hearth, fake_config, parse_sse, user_texts};
 
 #[tokio::test]
 async fn a_message_gets_its_answer() {
@@ -176,6 +176,113 @@ async fn events_arrive_in_order_and_replay_after_last_event_id() {
     assert_eq!(rest, events[2..].to_vec());
     let (s, bad) = h.get(&format!("/v1/runs/{run_id}/events")).await;
     assert_eq!(s, 200, "{bad}");
+}
+
+/// A run's event stream read one event at a time, as it arrives.
+struct LiveEvents {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl LiveEvents {
+    /// Opens `/v1/runs/{run_id}/events`, after `last_event_id` when given.
+    async fn open(h: &Hearth, run_id: &str, last_event_id: Option<u64>) -> Self {
+        let mut rb = h.http.get(h.at(&format!("/v1/runs/{run_id}/events")));
+        if let Some(id) = last_event_id {
+            rb = rb.header("Last-Event-ID", id.to_string());
+        }
+        let resp = rb.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        Self {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// The next event, or `None` when the stream ends.
+    async fn next(&mut self) -> Option<(u64, String, Value)> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                // Keep-alive comments carry no event.
+                if let Some(event) = parse_sse(&block).pop() {
+                    return Some(event);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(30), self.resp.chunk())
+                .await
+                .expect("no event within 30 s")
+                .unwrap()?;
+            self.buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reconnect_with_last_event_id_while_the_run_is_live_gets_exactly_the_rest() {
+    let fake = FakeOpenAi::start().await;
+    // The role chunk and three of six pieces, then nothing until the gate
+    // opens: the run is live for as long as the test needs.
+    let gate = Gate::new();
+    fake.push(
+        Reply::text("one two three four five six")
+            .in_pieces(6)
+            .pausing_after(4, gate.clone()),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let (s, v) = h
+        .post(json!({ "text": "count", "thread_key": "api:live" }))
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run_id = v["run_id"].as_str().unwrap().to_owned();
+
+    // Follow until the first piece of text, then drop the connection.
+    let mut first = LiveEvents::open(&h, &run_id, None).await;
+    let mut seen = Vec::new();
+    while let Some(event) = first.next().await {
+        let text = event.1 == "text.delta";
+        seen.push(event);
+        if text {
+            break;
+        }
+    }
+    drop(first);
+    let last = seen.last().expect("events before the pause").0;
+    assert_eq!(seen.last().unwrap().1, "text.delta", "{seen:?}");
+    let (_, run) = h.get(&format!("/v1/runs/{run_id}")).await;
+    assert_eq!(
+        run["status"], "running",
+        "the run must still be live: {run}"
+    );
+
+    // Reconnect while the provider's answer is held; let it go on only
+    // once the new stream is open, so its events are both replayed and live.
+    let mut again = LiveEvents::open(&h, &run_id, Some(last)).await;
+    gate.open();
+    let mut rest = Vec::new();
+    while let Some(event) = again.next().await {
+        rest.push(event);
+    }
+
+    // Exactly what came after `last`: no gap, no repeat, to the end.
+    let all = h.events(&run_id, None).await;
+    let after: Vec<_> = all.iter().filter(|e| e.0 > last).cloned().collect();
+    assert_eq!(rest, after);
+    let ids: Vec<u64> = rest.iter().map(|e| e.0).collect();
+    assert_eq!(
+        ids,
+        ((last + 1)..=(last + rest.len() as u64)).collect::<Vec<_>>()
+    );
+    assert_eq!(rest.last().unwrap().1, "run.succeeded", "{rest:?}");
+    let text: String = seen
+        .iter()
+        .chain(&rest)
+        .filter(|e| e.1 == "text.delta")
+        .map(|e| e.2["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text, "one two three four five six");
 }
 
 #[tokio::test]

@@ -151,6 +151,47 @@ async fn sigterm_starts_no_queued_run_and_exits_when_the_runs_in_flight_end() {
 }
 
 #[tokio::test]
+async fn sigterm_with_a_run_longer_than_the_grace_exits_after_it_and_the_run_is_recovered() {
+    let fake = FakeOpenAi::start().await;
+    // The first answer stalls for good after its first piece of text; the
+    // call after the restart gets the default (echo) answer.
+    fake.push(Reply::text("never finished").stalling_after(2));
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}\n[server]\nshutdown_grace_secs = 1\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (s, env) = h
+        .post(json!({ "text": "long", "thread_key": "api:long" }))
+        .await;
+    assert_eq!(s, 202, "{env}");
+    let run_id = env["run_id"].as_str().unwrap().to_owned();
+    fake.wait_for_requests(1).await;
+
+    let started = std::time::Instant::now();
+    let status = h.terminate().await;
+    let took = started.elapsed();
+    assert!(status.success(), "{status:?}");
+    // It waits the grace for the run, then leaves it for recovery; the
+    // margin covers closing the server and the MCP and channel tasks.
+    assert!(
+        took >= Duration::from_millis(900),
+        "exited after {took:?}, before the 1 s grace for the run in flight"
+    );
+    assert!(
+        took < Duration::from_secs(1 + 4),
+        "exited after {took:?}, long after the 1 s grace"
+    );
+
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let env = h.wait_run(&run_id).await;
+    assert_eq!(env["status"], "succeeded", "{env}");
+    assert_eq!(env["output"]["text"], "echo: long");
+    assert_eq!(fake.request_count(), 2);
+}
+
+#[tokio::test]
 async fn a_saturated_hearth_answers_503_overloaded_with_retry_after_and_loses_nothing() {
     let fake = FakeOpenAi::start().await;
     fake.set_default_delay(Duration::from_millis(500));

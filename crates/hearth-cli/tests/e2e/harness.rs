@@ -13,11 +13,16 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_hearth")
 }
 
+/// The line of [`fake_config`] that gives the fake provider a key (the
+/// fake, like OpenAI, refuses a call without one); a test that configures
+/// its own key removes it.
+pub const FAKE_KEY_LINE: &str = "headers = { Authorization = \"Bearer test-key\" }\n";
+
 /// A `hearth.toml` that points the default model at a fake provider.
 pub fn fake_config(base_url: &str) -> String {
     format!(
         "[llm]\ndefault_model = \"fake/fake-model\"\n\
-         [llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{base_url}\"\n\
+         [llm.providers.fake]\ntype = \"openai_compat\"\n{FAKE_KEY_LINE}base_url = \"{base_url}\"\n\
          models = [\"fake-model\", \"other-model\"]\nrequest_timeout_secs = 30\nidle_timeout_secs = 30\n"
     )
 }
@@ -188,6 +193,26 @@ impl Hearth {
         .await
         .expect("event stream did not end");
         parse_sse(&r)
+    }
+}
+
+/// Polls `check` until it gives a value, for at most `within`; for states
+/// the API offers no event for (an outbox item marked delivered after its
+/// send returned). Panics naming `what`, with the last value seen.
+pub async fn poll<T, E: std::fmt::Debug, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match check().await {
+            Ok(v) => return v,
+            Err(last) if tokio::time::Instant::now() >= deadline => {
+                panic!("{what} not within {within:?}; last seen: {last:?}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 //! hearth as an MCP client, through the real binary: the testkit's
 //! `fake-mcp` over stdio, then the reference servers `server-everything` and
 //! `server-filesystem` (pinned npm packages that `.ci/run` installs and names
-//! in `HEARTH_MCP_NPM_DIR`; without it these tests are skipped locally and
-//! fail in CI).
+//! in `HEARTH_MCP_NPM_DIR`). The tests that need them are ignored by a plain
+//! `cargo test` and run by `.ci/run`, where a missing tool fails them.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use hearth_testkit::tools::installed;
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use serde_json::{Value, json};
 
@@ -330,23 +331,14 @@ async fn no_mcp_server_or_process_it_started_outlives_serve() {
     );
 }
 
-/// Where `.ci/run` installed the reference servers, or `None` (skip) when
-/// not in CI.
-fn npm_dir() -> Option<PathBuf> {
-    match std::env::var_os("HEARTH_MCP_NPM_DIR") {
-        Some(d) => Some(PathBuf::from(d)),
-        None if std::env::var_os("CI").is_some_and(|v| v == "true") => {
-            panic!(
-                "CI=true but HEARTH_MCP_NPM_DIR is not set: .ci/run installs the MCP reference servers"
-            )
-        }
-        None => {
-            eprintln!(
-                "skipped: HEARTH_MCP_NPM_DIR is not set (run .ci/run to install the MCP reference servers)"
-            );
-            None
-        }
-    }
+/// Where `.ci/run` installed the reference servers (`HEARTH_MCP_NPM_DIR`);
+/// fails the test when they are not there.
+fn npm_dir() -> PathBuf {
+    installed(
+        "the MCP reference servers",
+        "HEARTH_MCP_NPM_DIR",
+        "hearth-npm-2026.8.31",
+    )
 }
 
 /// A `[mcp.servers.<name>]` entry running an installed npm package's bin
@@ -368,9 +360,9 @@ fn npm_server(
     )
 }
 
-#[tokio::test]
-async fn server_everything_tools_run_end_to_end() {
-    let Some(npm) = npm_dir() else { return };
+/// Run by [`external_tools::server_everything_tools_run_end_to_end`].
+async fn everything_tools_end_to_end() {
+    let npm = npm_dir();
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
         "call_1",
@@ -425,9 +417,9 @@ async fn server_everything_tools_run_end_to_end() {
     assert!(last.contains("[image image/png"), "{last}");
 }
 
-#[tokio::test]
-async fn server_filesystem_writes_wait_for_confirmation() {
-    let Some(npm) = npm_dir() else { return };
+/// Run by [`external_tools::server_filesystem_writes_wait_for_confirmation`].
+async fn filesystem_writes_wait_for_confirmation() {
+    let npm = npm_dir();
     let fake = FakeOpenAi::start().await;
     let files = tempfile::tempdir().unwrap();
     let target = files.path().join("note.txt");
@@ -496,24 +488,20 @@ async fn server_filesystem_writes_wait_for_confirmation() {
     );
 }
 
-/// Node 22 and the pinned conformance suite from `.ci/run`, or `None` (skip)
-/// when not in CI.
-fn conformance() -> Option<(String, String)> {
-    match (
-        std::env::var("HEARTH_NODE"),
-        std::env::var("HEARTH_MCP_CONFORMANCE"),
-    ) {
-        (Ok(node), Ok(suite)) => Some((node, suite)),
-        _ if std::env::var_os("CI").is_some_and(|v| v == "true") => {
-            panic!(
-                "CI=true but HEARTH_NODE or HEARTH_MCP_CONFORMANCE is not set (.ci/run installs them)"
-            )
-        }
-        _ => {
-            eprintln!("skipped: HEARTH_NODE and HEARTH_MCP_CONFORMANCE are not set (run .ci/run)");
-            None
-        }
-    }
+/// Node 22 and the pinned conformance suite from `.ci/run`; fails the test
+/// when one is missing.
+fn conformance() -> (String, String) {
+    let node = installed(
+        "Node 22",
+        "HEARTH_NODE",
+        "hearth-node22/node_modules/.bin/node",
+    );
+    let suite = installed(
+        "the MCP conformance suite",
+        "HEARTH_MCP_CONFORMANCE",
+        "hearth-mcp-conformance-0.1.16/node_modules/.bin/conformance",
+    );
+    (node.display().to_string(), suite.display().to_string())
 }
 
 /// Runs the suite in client mode against `hearth mcp probe --call-all`.
@@ -534,11 +522,9 @@ async fn run_suite(node: &str, suite: &str, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-#[tokio::test]
-async fn the_conformance_suite_passes_in_client_mode() {
-    let Some((node, suite)) = conformance() else {
-        return;
-    };
+/// Run by [`external_tools::the_conformance_suite_passes_in_client_mode`].
+async fn conformance_suite_in_client_mode() {
+    let (node, suite) = conformance();
     for scenario in ["initialize", "tools_call", "sse-retry"] {
         let (ok, text) = run_suite(&node, &suite, &["--scenario", scenario]).await;
         assert!(ok, "{scenario}:\n{text}");
@@ -558,8 +544,8 @@ async fn the_conformance_suite_passes_in_client_mode() {
 }
 
 /// `[mcp.servers.fk]` running fake-mcp, which writes every call it gets to
-/// `calls`; `member` holds `mcp.fk`, and users here hold `none`. Its
-/// annotations are not trusted: only `echo` is listed as read-class.
+/// `calls`; `member` holds `mcp.fk`, and users here hold `none`. `echo` is
+/// read-class by the operator's list (annotations are not trusted).
 fn logging_config(fake: &FakeOpenAi, calls: &std::path::Path) -> String {
     format!(
         "{}[permissions]\ndefault_preset = \"none\"\n\
@@ -807,4 +793,30 @@ async fn a_direct_call_waiting_for_its_confirmation_survives_a_kill() {
         0,
         "the recovered call reached a model"
     );
+}
+
+/// The tests that need tools from outside the workspace: ignored by a plain
+/// `cargo test`, run by `.ci/run` (`-- --ignored external_tools::`), where
+/// a missing tool fails them.
+mod external_tools {
+    #[tokio::test]
+    #[ignore = "needs the MCP reference servers from npm (.ci/run installs them): \
+                cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
+    async fn server_everything_tools_run_end_to_end() {
+        super::everything_tools_end_to_end().await;
+    }
+
+    #[tokio::test]
+    #[ignore = "needs the MCP reference servers from npm (.ci/run installs them): \
+                cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
+    async fn server_filesystem_writes_wait_for_confirmation() {
+        super::filesystem_writes_wait_for_confirmation().await;
+    }
+
+    #[tokio::test]
+    #[ignore = "needs Node 22 and the MCP conformance suite (.ci/run installs them): \
+                cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
+    async fn the_conformance_suite_passes_in_client_mode() {
+        super::conformance_suite_in_client_mode().await;
+    }
 }

@@ -3,9 +3,9 @@
 //! serve`), and the official conformance suite in server mode.
 //!
 //! `.ci/run` installs what these need (the pinned `mcp` package; Node 22 and
-//! the pinned suite in cache directories). Outside CI a missing tool skips
-//! the test with a note; with `CI=true` it fails, so CI cannot pass without
-//! running them.
+//! the pinned suite in cache directories) and runs them: they are ignored
+//! by a plain `cargo test`, and a missing tool fails them (see
+//! `hearth_testkit::tools`), so none passes without running.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use hearth_testkit::FakeOpenAi;
 use serde_json::{Value, json};
+
+use hearth_testkit::tools::{installed, python};
 
 use crate::harness::{Hearth, bin, command, fake_config};
 
@@ -25,42 +27,15 @@ const TOOLS: [&str; 5] = [
     "list_tools",
 ];
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// `None` (after saying why) when a tool the test needs is missing outside CI.
-fn missing(what: &str) -> Option<()> {
-    assert!(!in_ci(), "CI=true but {what}; .ci/run installs it");
-    eprintln!("skipped: {what} (.ci/run installs it)");
-    None
-}
-
-fn python() -> String {
-    std::env::var("HEARTH_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
 /// The `mcp` package version the client script is written for (pinned in `.ci/run`).
 const MCP_PY_VERSION: &str = "2.3.0";
 /// The conformance suite's version (pinned in `.ci/run`).
 const CONFORMANCE_VERSION: &str = "0.1.16";
 
-async fn python_has_mcp() -> Option<()> {
-    let check = format!(
-        "import sys, importlib.metadata as m; sys.exit(m.version('mcp') != '{MCP_PY_VERSION}')"
-    );
-    let ok = tokio::process::Command::new(python())
-        .args(["-c", &check])
-        .output()
-        .await
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        Some(())
-    } else {
-        missing(&format!(
-            "the Python package mcp=={MCP_PY_VERSION} is not installed"
-        ))
-    }
+/// Checks that the `mcp` package `.ci/run` pins is installed (fails the
+/// test otherwise, saying what to install).
+fn python_has_mcp() {
+    hearth_testkit::tools::python_package("mcp", MCP_PY_VERSION);
 }
 
 async fn token(home: &Path, name: &str) -> String {
@@ -117,11 +92,9 @@ fn check_session(v: &Value, user: &str) {
     assert_eq!(v["missing_is_error"], json!(true), "{v}");
 }
 
-#[tokio::test]
-async fn the_python_sdk_uses_hearth_over_http_and_stdio() {
-    let Some(()) = python_has_mcp().await else {
-        return;
-    };
+/// Run by [`external_tools::the_python_sdk_uses_hearth_over_http_and_stdio`].
+async fn python_sdk_over_http_and_stdio() {
+    python_has_mcp();
     let dir = tempfile::tempdir().unwrap();
     // An empty script: the fake echoes the last user message.
     let fake = FakeOpenAi::bind("127.0.0.1:0".parse().unwrap())
@@ -184,38 +157,25 @@ async fn mcp_serve_without_a_running_hearth_answers_with_an_error() {
 }
 
 /// Node 22 and the conformance suite, where `.ci/run` installs them (or
-/// where HEARTH_NODE and HEARTH_MCP_CONFORMANCE point).
-fn conformance_tools() -> Option<(PathBuf, PathBuf)> {
-    let cache = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache"))
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    let node = std::env::var_os("HEARTH_NODE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| cache.join("hearth-node22/node_modules/.bin/node"));
-    let suite = std::env::var_os("HEARTH_MCP_CONFORMANCE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            cache.join(format!(
-                "hearth-mcp-conformance-{CONFORMANCE_VERSION}/node_modules/.bin/conformance"
-            ))
-        });
-    if !node.exists() {
-        missing(&format!("Node 22 is not at {}", node.display()))?;
-    }
-    if !suite.exists() {
-        missing(&format!(
-            "the conformance suite is not at {}",
-            suite.display()
-        ))?;
-    }
-    Some((node, suite))
+/// where HEARTH_NODE and HEARTH_MCP_CONFORMANCE point); fails the test
+/// when one is missing.
+fn conformance_tools() -> (PathBuf, PathBuf) {
+    let node = installed(
+        "Node 22",
+        "HEARTH_NODE",
+        "hearth-node22/node_modules/.bin/node",
+    );
+    let suite = installed(
+        "the MCP conformance suite",
+        "HEARTH_MCP_CONFORMANCE",
+        &format!("hearth-mcp-conformance-{CONFORMANCE_VERSION}/node_modules/.bin/conformance"),
+    );
+    (node, suite)
 }
 
-#[tokio::test]
-async fn the_conformance_suite_passes_in_server_mode() {
-    let Some((node, suite)) = conformance_tools() else {
-        return;
-    };
+/// Run by [`external_tools::the_conformance_suite_passes_in_server_mode`].
+async fn conformance_suite_in_server_mode() {
+    let (node, suite) = conformance_tools();
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::bind("127.0.0.1:0".parse().unwrap())
         .await
@@ -270,5 +230,24 @@ async fn the_conformance_suite_passes_in_server_mode() {
             stdout.contains(&format!("\u{2713} {passed}:")),
             "{passed}: {stdout}"
         );
+    }
+}
+
+/// The tests that need tools from outside the workspace: ignored by a plain
+/// `cargo test`, run by `.ci/run` (`-- --ignored external_tools::`), where
+/// a missing tool fails them.
+mod external_tools {
+    #[tokio::test]
+    #[ignore = "needs the Python package mcp==2.3.0 (.ci/run installs it): \
+                cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
+    async fn the_python_sdk_uses_hearth_over_http_and_stdio() {
+        super::python_sdk_over_http_and_stdio().await;
+    }
+
+    #[tokio::test]
+    #[ignore = "needs Node 22 and the MCP conformance suite (.ci/run installs them): \
+                cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
+    async fn the_conformance_suite_passes_in_server_mode() {
+        super::conformance_suite_in_server_mode().await;
     }
 }

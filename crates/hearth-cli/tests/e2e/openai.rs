@@ -1,8 +1,8 @@
 //! The OpenAI-compatible surface of the real binary, driven by the official
 //! `openai` Python package (pinned in `.ci/run`), plain and streaming.
 //!
-//! Skipped, saying so, only when there is no `python3`; a missing `openai`
-//! package fails the test (`.ci/run` installs it), so it cannot pass unseen.
+//! Ignored by a plain `cargo test` and run by `.ci/run`, which installs the
+//! package; a missing package fails it, so it cannot pass unseen.
 
 use std::time::Duration;
 
@@ -14,29 +14,9 @@ use crate::harness::{Hearth, command, fake_config};
 /// The `openai` package version `.ci/run` installs.
 const OPENAI_VERSION: &str = "3.54.0";
 
-fn python() -> String {
-    std::env::var("HEARTH_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-#[tokio::test]
-async fn the_official_openai_client_talks_to_hearth() {
-    let probe = tokio::process::Command::new(python())
-        .args(["-c", "import openai; print(openai.__version__)"])
-        .output()
-        .await;
-    let probe = match probe {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("skipped: no python3 to run the openai client ({e})");
-            return;
-        }
-    };
-    assert!(
-        probe.status.success(),
-        "the Python package `openai` is missing: `python3 -m pip install openai=={OPENAI_VERSION}` \
-         (.ci/run installs it): {}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
+/// Run by [`external_tools::the_official_openai_client_talks_to_hearth`].
+async fn official_client_talks_to_hearth() {
+    hearth_testkit::tools::python_package("openai", OPENAI_VERSION);
 
     let fake = FakeOpenAi::start().await;
     // "what time is it?": a turn that says something and calls a tool, then
@@ -67,7 +47,7 @@ async fn the_official_openai_client_talks_to_hearth() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/openai_client.py");
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new(python())
+        tokio::process::Command::new(hearth_testkit::tools::python())
             .arg(script)
             .arg(h.at("/openai/v1"))
             .arg(&token)
@@ -147,4 +127,16 @@ fn text_then_tool_call(text: &str) -> Reply {
     ];
     let body: String = frames.iter().map(|f| format!("data: {f}\n\n")).collect();
     Reply::raw_sse(format!("{body}data: [DONE]\n\n"))
+}
+
+/// The tests that need tools from outside the workspace: ignored by a plain
+/// `cargo test`, run by `.ci/run` (`-- --ignored external_tools::`), where
+/// a missing tool fails them.
+mod external_tools {
+    #[tokio::test]
+    #[ignore = "needs the Python package openai==3.54.0 (.ci/run installs it): \
+                cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
+    async fn the_official_openai_client_talks_to_hearth() {
+        super::official_client_talks_to_hearth().await;
+    }
 }

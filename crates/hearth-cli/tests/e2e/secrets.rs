@@ -8,7 +8,7 @@ use std::time::Duration;
 use hearth_testkit::{FakeOpenAi, Reply};
 use tokio::io::AsyncWriteExt;
 
-use crate::harness::{Hearth, command, fake_config};
+use crate::harness::{FAKE_KEY_LINE, Hearth, command, fake_config};
 
 const VALUE: &str = "sk-e2e-SEALED-value-7f3a9c1d";
 
@@ -70,7 +70,7 @@ async fn a_provider_key_from_a_sealed_secret() {
     let home = dir.path();
     let config = format!(
         "{}api_key_secret = \"fake.key\"\n",
-        fake_config(&fake.base_url())
+        fake_config(&fake.base_url()).replace(FAKE_KEY_LINE, "")
     );
     std::fs::write(home.join("hearth.toml"), &config).unwrap();
 

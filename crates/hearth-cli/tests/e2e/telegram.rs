@@ -581,6 +581,8 @@ async fn doctor_checks_the_store_the_provider_and_the_bot_token() {
         "{text}"
     );
     assert!(!text.contains("wrong"), "the token was printed:\n{text}");
+    // Telegram refused the wrong token, and only that.
+    assert_eq!(tg.rejections(), ["getMe: 401 Unauthorized"]);
 }
 
 #[tokio::test]

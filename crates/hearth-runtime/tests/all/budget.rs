@@ -287,12 +287,12 @@ async fn a_thread_with_its_own_model_is_not_switched_when_refused() {
     let backup = FakeOpenAi::start().await;
     let toml_extra = format!(
         "[[budget.pools]]\nname = \"main\"\nkind = \"requests\"\nlimit = 1\nmodels = [\"fake/*\"]\n\
-         [llm.providers.backup]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"b\"]\n",
+         [llm.providers.backup]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"b\"]\n",
         backup.base_url()
     );
     let toml = format!(
         "[llm]\ndefault_model = \"fake/m\"\nfallback = [\"backup/b\"]\n\
-         [llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n{toml_extra}",
+         [llm.providers.fake]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\n{toml_extra}",
         fake.base_url()
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();

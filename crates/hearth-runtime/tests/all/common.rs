@@ -29,6 +29,6 @@ pub fn catalog(toml: &str) -> Catalog {
 pub fn fake_toml(base_url: &str, provider_extra: &str, llm_extra: &str) -> String {
     format!(
         "[llm]\ndefault_model = \"fake/m\"\n{llm_extra}\n[llm.providers.fake]\n\
-         type = \"openai_compat\"\nbase_url = \"{base_url}\"\nmodels = [\"m\"]\n{provider_extra}\n"
+         type = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{base_url}\"\nmodels = [\"m\"]\n{provider_extra}\n"
     )
 }

@@ -32,8 +32,8 @@ impl Arms {
     fn toml(&self, strategy: &str) -> String {
         format!(
             "[llm]\ndefault_model = \"good/m\"\n\
-             [llm.providers.good]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
-             [llm.providers.bad]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
+             [llm.providers.good]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
+             [llm.providers.bad]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
              [router]\nstrategy = \"{strategy}\"\nseed = 11\n\
              [[router.arms]]\nmodel = \"bad/m\"\n[[router.arms]]\nmodel = \"good/m\"\n",
             self.good.base_url(),
@@ -278,8 +278,8 @@ async fn a_budget_pool_that_runs_out_takes_its_arm_out_of_routing() {
     // day; the other arm has no pool.
     let toml = format!(
         "[llm]\ndefault_model = \"good/m\"\n\
-         [llm.providers.good]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
-         [llm.providers.bad]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
+         [llm.providers.good]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
+         [llm.providers.bad]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\n\
          [router]\nstrategy = \"learn\"\nseed = 11\n\
          [[router.arms]]\nmodel = \"bad/m\"\nquality = 0.02\n\
          [[router.arms]]\nmodel = \"good/m\"\nquality = 0.98\n\

@@ -385,7 +385,7 @@ async fn a_rate_limited_call_is_retried_and_the_trace_shows_each_attempt() {
 async fn a_model_that_keeps_failing_fails_over_to_the_fallback() {
     let backup = FakeOpenAi::start().await;
     let extra = format!(
-        "fallback = [\"backup/b\"]\n[llm.providers.backup]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"b\"]\n",
+        "fallback = [\"backup/b\"]\n[llm.providers.backup]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"b\"]\n",
         backup.base_url()
     );
     let s = setup_full(Limits::default(), &extra, |_| {}).await;
@@ -483,7 +483,7 @@ async fn a_provider_without_tools_gets_none_and_is_told_so() {
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
     let catalog = common::catalog(&format!(
-        "[llm]\ndefault_model = \"plain/m\"\n[llm.providers.plain]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = false, thinking = false }}\n",
+        "[llm]\ndefault_model = \"plain/m\"\n[llm.providers.plain]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = false, thinking = false }}\n",
         fake.base_url()
     ));
     let engine = Engine::new(

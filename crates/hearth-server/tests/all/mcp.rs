@@ -21,7 +21,7 @@ async fn start(fake: &FakeOpenAi, hosts: AllowedHosts) -> Server {
         Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
     let toml = format!(
         "[llm]\ndefault_model = \"fake/fake-model\"\n\
-         [llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"fake-model\"]\n",
+         [llm.providers.fake]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"fake-model\"]\n",
         fake.base_url()
     );
     let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();

@@ -25,7 +25,7 @@ pub(crate) async fn setup() -> Setup {
         .unwrap();
     let toml = format!(
         "[llm]\ndefault_model = \"fake/fake-model\"\n[llm.providers.fake]\n\
-         type = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"fake-model\", \"other-model\"]\n",
+         type = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"fake-model\", \"other-model\"]\n",
         fake.base_url()
     );
     let dir = tempfile::tempdir().unwrap();

@@ -9,23 +9,6 @@ use crate::channels::{
 use crate::confirmations::ConfirmationStore;
 use crate::runs::RunStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn channels_suite<
-    S: ChannelStore + RunStore + ConfirmationStore + crate::retention::RetentionStore,
->(
-    fresh: impl AsyncFn() -> S,
-) {
-    outbox_delivers_in_order_per_target(fresh().await).await;
-    outbox_retries_fails_and_is_retried(fresh().await).await;
-    a_run_end_queues_its_replies_only_when_it_ends_the_run(fresh().await).await;
-    a_confirmation_queues_its_prompt_once(fresh().await).await;
-    pairing_requests_are_bounded_and_decided_once(fresh().await).await;
-    a_denied_user_waits_out_the_cool_down(fresh().await).await;
-    cursors_and_first_sight(fresh().await).await;
-    retention_keeps_pending_replies(fresh().await).await;
-    answer_messages_lead_back_to_their_run(fresh().await).await;
-}
-
 fn reply(channel: &str, target: &str, message_id: &str, run_id: &str, at: i64) -> ReplyMessage {
     ReplyMessage {
         channel: channel.into(),
@@ -38,7 +21,7 @@ fn reply(channel: &str, target: &str, message_id: &str, run_id: &str, at: i64) -
 
 /// A message is found by channel, conversation and id together; recording
 /// it again keeps one record; retention forgets old ones.
-async fn answer_messages_lead_back_to_their_run<
+pub async fn answer_messages_lead_back_to_their_run<
     S: ChannelStore + crate::retention::RetentionStore,
 >(
     store: S,
@@ -99,7 +82,7 @@ async fn answer_messages_lead_back_to_their_run<
 }
 
 /// Retention deletes settled replies and old event ids, never a pending reply.
-async fn retention_keeps_pending_replies<S: ChannelStore + crate::retention::RetentionStore>(
+pub async fn retention_keeps_pending_replies<S: ChannelStore + crate::retention::RetentionStore>(
     store: S,
 ) {
     let ids = store
@@ -151,7 +134,7 @@ fn item(target: &str, text: &str) -> NewOutboxItem {
 
 /// Only the head of each target's queue is due, so a target's items go out
 /// in order even when a later one would be due first.
-async fn outbox_delivers_in_order_per_target<S: ChannelStore>(store: S) {
+pub async fn outbox_delivers_in_order_per_target<S: ChannelStore>(store: S) {
     let ids = store
         .enqueue_outbox(
             vec![item("chat1", "a"), item("chat1", "b"), item("chat2", "c")],
@@ -225,7 +208,7 @@ async fn outbox_delivers_in_order_per_target<S: ChannelStore>(store: S) {
 }
 
 /// Retried, failed and retried-by-hand items, their counts and listing.
-async fn outbox_retries_fails_and_is_retried<S: ChannelStore>(store: S) {
+pub async fn outbox_retries_fails_and_is_retried<S: ChannelStore>(store: S) {
     let ids = store
         .enqueue_outbox(vec![item("chat1", "a"), item("chat2", "b")], 100)
         .await
@@ -285,7 +268,7 @@ async fn outbox_retries_fails_and_is_retried<S: ChannelStore>(store: S) {
 }
 
 /// The answer is queued in the transaction that ends the run, and only then.
-async fn a_run_end_queues_its_replies_only_when_it_ends_the_run<S: ChannelStore + RunStore>(
+pub async fn a_run_end_queues_its_replies_only_when_it_ends_the_run<S: ChannelStore + RunStore>(
     store: S,
 ) {
     created(&store, "run_1", "telegram:chat:1").await;
@@ -306,7 +289,9 @@ async fn a_run_end_queues_its_replies_only_when_it_ends_the_run<S: ChannelStore 
 
 /// A confirmation's prompt is queued with it, and not again when the same
 /// call asks again after a restart.
-async fn a_confirmation_queues_its_prompt_once<S: ChannelStore + RunStore + ConfirmationStore>(
+pub async fn a_confirmation_queues_its_prompt_once<
+    S: ChannelStore + RunStore + ConfirmationStore,
+>(
     store: S,
 ) {
     created(&store, "run_1", "t1").await;
@@ -351,7 +336,7 @@ const LIMITS: PairingLimits = PairingLimits {
 /// One pending code per user, at most `max_pending` per channel (the oldest
 /// gives way to a newcomer), expiry, and an approval that lets the user in
 /// and tells them in one transaction.
-async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S) {
+pub async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S) {
     let first = store
         .request_pairing(pairing("AAAA1111", "1", 100), LIMITS, "{}".into())
         .await
@@ -514,7 +499,7 @@ async fn pairing_requests_are_bounded_and_decided_once<S: ChannelStore>(store: S
 
 /// A denied user's requests are ignored (nothing stored, nothing queued)
 /// until the cool-down has passed; other users and channels are not held up.
-async fn a_denied_user_waits_out_the_cool_down<S: ChannelStore>(store: S) {
+pub async fn a_denied_user_waits_out_the_cool_down<S: ChannelStore>(store: S) {
     store
         .request_pairing(pairing("AAAA1111", "1", 100), LIMITS, "{}".into())
         .await
@@ -561,7 +546,7 @@ async fn a_denied_user_waits_out_the_cool_down<S: ChannelStore>(store: S) {
 }
 
 /// Cursors are per channel and name; an event id is new once.
-async fn cursors_and_first_sight<S: ChannelStore>(store: S) {
+pub async fn cursors_and_first_sight<S: ChannelStore>(store: S) {
     assert_eq!(store.cursor("telegram", "offset").await.unwrap(), None);
     store.set_cursor("telegram", "offset", "41").await.unwrap();
     store.set_cursor("telegram", "offset", "42").await.unwrap();

@@ -9,18 +9,8 @@ use crate::records::{ConfirmationState, RUN_ENDED};
 use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn confirmations_suite<S: ConfirmationStore + RunStore + GrantStore + ThreadStore>(
-    fresh: impl AsyncFn() -> S,
-) {
-    a_run_awaiting_confirmation_keeps_its_status_when_claimed(fresh().await).await;
-    resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves(fresh().await).await;
-    the_end_of_a_run_resolves_its_pending_confirmations(fresh().await).await;
-    a_new_session_that_cancels_a_run_resolves_its_pending_confirmations(fresh().await).await;
-}
-
 /// A run awaiting confirmation keeps its status when claimed.
-async fn a_run_awaiting_confirmation_keeps_its_status_when_claimed<
+pub async fn a_run_awaiting_confirmation_keeps_its_status_when_claimed<
     S: ConfirmationStore + RunStore + GrantStore,
 >(
     store: S,
@@ -52,7 +42,7 @@ async fn a_run_awaiting_confirmation_keeps_its_status_when_claimed<
 }
 
 /// Resolving a confirmation stores its audit event only when it resolves.
-async fn resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves<
+pub async fn resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves<
     S: ConfirmationStore + RunStore + GrantStore,
 >(
     store: S,
@@ -98,7 +88,7 @@ async fn resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves<
 /// question is moot, and a `confirm <token>` for it must find nothing to
 /// answer. The end and the resolution are one write; other runs' questions
 /// stay pending.
-async fn the_end_of_a_run_resolves_its_pending_confirmations<
+pub async fn the_end_of_a_run_resolves_its_pending_confirmations<
     S: ConfirmationStore + RunStore + GrantStore + ThreadStore,
 >(
     store: S,
@@ -140,7 +130,7 @@ async fn the_end_of_a_run_resolves_its_pending_confirmations<
 
 /// A new session cancels the thread's active run and resolves its pending
 /// confirmations in the same write.
-async fn a_new_session_that_cancels_a_run_resolves_its_pending_confirmations<
+pub async fn a_new_session_that_cancels_a_run_resolves_its_pending_confirmations<
     S: ConfirmationStore + RunStore + GrantStore + ThreadStore,
 >(
     store: S,
@@ -152,5 +142,102 @@ async fn a_new_session_that_cancels_a_run_resolves_its_pending_confirmations<
     assert_eq!(
         (rec.state, rec.resolved_by.as_deref(), rec.resolved_at),
         (ConfirmationState::Expired, Some(RUN_ENDED), Some(4_000))
+    );
+}
+
+/// A confirmation is found by its run and tool call, and asking again for
+/// the same call returns the one stored, not a second one.
+pub async fn a_confirmation_is_found_by_its_run_and_call<S: ConfirmationStore + RunStore>(
+    store: S,
+) {
+    awaiting(&store).await;
+    let found = store
+        .confirmation_for_call("run_1", "call_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found, confirmation("run_1", "call_1", "hash_1"));
+    assert!(
+        store
+            .confirmation_for_call("run_1", "call_2")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .confirmation_for_call("run_2", "call_1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let again = store
+        .request_confirmation(confirmation("run_1", "call_1", "hash_again"), vec![])
+        .await
+        .unwrap();
+    assert_eq!(again.token_hash, "hash_1");
+    assert!(
+        store
+            .confirmation_by_hash("hash_again")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// The pending confirmations of a thread are those of its runs, still
+/// pending; of a run, that run's.
+pub async fn pending_confirmations_of_a_thread_are_its_runs_pending_ones<
+    S: ConfirmationStore + RunStore + GrantStore,
+>(
+    store: S,
+) {
+    for (run, thread, hash) in [
+        ("run_1", "t1", "hash_1"),
+        ("run_2", "t1", "hash_2"),
+        ("run_3", "t2", "hash_3"),
+    ] {
+        created(&store, run, thread).await;
+        let mut rec = confirmation(run, "call_1", hash);
+        rec.thread_key = thread.to_owned();
+        store.request_confirmation(rec, vec![]).await.unwrap();
+    }
+    let hashes = |recs: Vec<crate::records::ConfirmationRecord>| {
+        let mut h: Vec<String> = recs.into_iter().map(|r| r.token_hash).collect();
+        h.sort();
+        h
+    };
+    assert_eq!(
+        hashes(store.pending_confirmations(None, Some("t1")).await.unwrap()),
+        ["hash_1", "hash_2"]
+    );
+    assert_eq!(
+        hashes(store.pending_confirmations(None, Some("t2")).await.unwrap()),
+        ["hash_3"]
+    );
+    assert!(
+        store
+            .pending_confirmations(None, Some("t_none"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        hashes(
+            store
+                .pending_confirmations(Some("run_2"), None)
+                .await
+                .unwrap()
+        ),
+        ["hash_2"]
+    );
+    store
+        .resolve_confirmation("hash_1", ConfirmationState::Denied, "user:1", 2_000, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        hashes(store.pending_confirmations(None, Some("t1")).await.unwrap()),
+        ["hash_2"]
     );
 }

@@ -3,19 +3,8 @@
 use super::fixtures::{event, grant, strings};
 use crate::grants::GrantStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn grants_suite<S: GrantStore>(fresh: impl AsyncFn() -> S) {
-    add_grant_is_idempotent_and_keeps_the_first(fresh().await).await;
-    remove_grant_reports_whether_it_existed(fresh().await).await;
-    list_grants_filters_by_scope_and_sorts(fresh().await).await;
-    grants_for_matches_any_subject_in_any_scope(fresh().await).await;
-    audit_is_newest_first_with_default_and_cap(fresh().await).await;
-    audit_limit_defaults_to_100_and_caps_at_1000(fresh().await).await;
-    audited_grant_changes_write_the_event_only_when_something_changed(fresh().await).await;
-}
-
 /// Add grant is idempotent and keeps the first.
-async fn add_grant_is_idempotent_and_keeps_the_first<S: GrantStore>(store: S) {
+pub async fn add_grant_is_idempotent_and_keeps_the_first<S: GrantStore>(store: S) {
     let first = grant("user:u1", "web.fetch", "global");
     assert!(store.add_grant(first.clone()).await.unwrap());
     let mut again = first.clone();
@@ -26,7 +15,7 @@ async fn add_grant_is_idempotent_and_keeps_the_first<S: GrantStore>(store: S) {
 }
 
 /// Remove grant reports whether it existed.
-async fn remove_grant_reports_whether_it_existed<S: GrantStore>(store: S) {
+pub async fn remove_grant_reports_whether_it_existed<S: GrantStore>(store: S) {
     store
         .add_grant(grant("user:u1", "web.fetch", "global"))
         .await
@@ -54,7 +43,7 @@ async fn remove_grant_reports_whether_it_existed<S: GrantStore>(store: S) {
 }
 
 /// List grants filters by scope and sorts.
-async fn list_grants_filters_by_scope_and_sorts<S: GrantStore>(store: S) {
+pub async fn list_grants_filters_by_scope_and_sorts<S: GrantStore>(store: S) {
     for g in [
         grant("user:u2", "web.fetch", "global"),
         grant("role:r1", "skills.use", "discord:guild:1"),
@@ -95,7 +84,7 @@ async fn list_grants_filters_by_scope_and_sorts<S: GrantStore>(store: S) {
 }
 
 /// Grants for matches any subject in any scope.
-async fn grants_for_matches_any_subject_in_any_scope<S: GrantStore>(store: S) {
+pub async fn grants_for_matches_any_subject_in_any_scope<S: GrantStore>(store: S) {
     for g in [
         grant("user:u1", "web.fetch", "global"),
         grant("user:u1", "jobs.manage", "discord:guild:1"),
@@ -161,7 +150,7 @@ async fn grants_for_matches_any_subject_in_any_scope<S: GrantStore>(store: S) {
 }
 
 /// Audit is newest first with default and cap.
-async fn audit_is_newest_first_with_default_and_cap<S: GrantStore>(store: S) {
+pub async fn audit_is_newest_first_with_default_and_cap<S: GrantStore>(store: S) {
     assert!(store.list_audit(0).await.unwrap().is_empty());
 
     let mut plain = event(5, "tool.call", "web_fetch");
@@ -194,7 +183,7 @@ async fn audit_is_newest_first_with_default_and_cap<S: GrantStore>(store: S) {
 }
 
 /// Audit limit defaults to 100 and caps at 1000.
-async fn audit_limit_defaults_to_100_and_caps_at_1000<S: GrantStore>(store: S) {
+pub async fn audit_limit_defaults_to_100_and_caps_at_1000<S: GrantStore>(store: S) {
     for i in 0..1005 {
         store
             .append_audit(event(i, "tool.call", "t"))
@@ -209,7 +198,7 @@ async fn audit_limit_defaults_to_100_and_caps_at_1000<S: GrantStore>(store: S) {
 }
 
 /// Audited grant changes write the event only when something changed.
-async fn audited_grant_changes_write_the_event_only_when_something_changed<S: GrantStore>(
+pub async fn audited_grant_changes_write_the_event_only_when_something_changed<S: GrantStore>(
     store: S,
 ) {
     let g = grant("role:mods", "preset:trusted", "discord:guild:1");

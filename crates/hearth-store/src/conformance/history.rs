@@ -7,12 +7,6 @@ use crate::history::{HistoryStore, SUMMARY_ROLE};
 use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn history_suite<S: HistoryStore + ThreadStore + RunStore>(fresh: impl AsyncFn() -> S) {
-    summaries_replace_what_they_cover_and_delete_nothing(fresh().await).await;
-    pages_are_newest_first_and_mark_compaction(fresh().await).await;
-}
-
 /// Stores runs `from..from + n` on `thread`, a user and an assistant message each.
 async fn said<S: HistoryStore + RunStore>(store: &S, thread: &str, from: usize, n: usize) {
     for i in from..from + n {
@@ -28,7 +22,7 @@ async fn said<S: HistoryStore + RunStore>(store: &S, thread: &str, from: usize, 
 
 /// A summary hides what it covers from the context, not from the store; the
 /// newest summary wins and plain history never shows summaries.
-async fn summaries_replace_what_they_cover_and_delete_nothing<
+pub async fn summaries_replace_what_they_cover_and_delete_nothing<
     S: HistoryStore + ThreadStore + RunStore,
 >(
     store: S,
@@ -74,7 +68,9 @@ async fn summaries_replace_what_they_cover_and_delete_nothing<
 
 /// Pages walk back with `next_before`; covered messages and superseded
 /// summaries are `compacted`.
-async fn pages_are_newest_first_and_mark_compaction<S: HistoryStore + ThreadStore + RunStore>(
+pub async fn pages_are_newest_first_and_mark_compaction<
+    S: HistoryStore + ThreadStore + RunStore,
+>(
     store: S,
 ) {
     said(&store, "t1", 0, 3).await;

@@ -2,13 +2,6 @@
 
 use crate::jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn jobs_suite<S: JobStore>(fresh: impl AsyncFn() -> S) {
-    jobs_round_trip_and_list_in_creation_order(fresh().await).await;
-    firings_move_the_job_forward_only(fresh().await).await;
-    delete_returns_the_job_once(fresh().await).await;
-}
-
 fn job(id: &str, created_at: i64) -> JobRecord {
     JobRecord {
         id: id.into(),
@@ -27,7 +20,7 @@ fn job(id: &str, created_at: i64) -> JobRecord {
     }
 }
 
-async fn jobs_round_trip_and_list_in_creation_order<S: JobStore>(store: S) {
+pub async fn jobs_round_trip_and_list_in_creation_order<S: JobStore>(store: S) {
     let b = job("job_b", 2000);
     let a = JobRecord {
         catch_up: CatchUp::None,
@@ -44,7 +37,7 @@ async fn jobs_round_trip_and_list_in_creation_order<S: JobStore>(store: S) {
     );
 }
 
-async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
+pub async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
     store.create_job(job("job_1", 1000)).await.unwrap();
     let fired = JobFiring {
         job_id: "job_1".into(),
@@ -99,7 +92,7 @@ async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
     }
 }
 
-async fn delete_returns_the_job_once<S: JobStore>(store: S) {
+pub async fn delete_returns_the_job_once<S: JobStore>(store: S) {
     let j = job("job_1", 1000);
     store.create_job(j.clone()).await.unwrap();
     assert_eq!(store.delete_job("job_1").await.unwrap(), Some(j));

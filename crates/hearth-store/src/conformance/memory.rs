@@ -6,21 +6,8 @@ use crate::grants::GrantStore;
 use crate::memory::MemoryStore;
 use crate::retention::{RetentionCutoffs, RetentionStore};
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn memory_suite<S: MemoryStore + GrantStore + RetentionStore>(
-    fresh: impl AsyncFn() -> S,
-) {
-    search_ranks_by_relevance_and_returns_sources(fresh().await).await;
-    saving_the_same_text_again_returns_the_first_memory(fresh().await).await;
-    reads_see_only_the_users_own_and_this_threads_memories(fresh().await).await;
-    hostile_queries_never_error(fresh().await).await;
-    forget_removes_only_the_users_own_memory(fresh().await).await;
-    purge_deletes_memories_unused_since_the_cutoff(fresh().await).await;
-    deleting_a_users_memories_stores_its_audit_event_in_the_same_write(fresh().await).await;
-}
-
 /// Search ranks by relevance and returns sources.
-async fn search_ranks_by_relevance_and_returns_sources<
+pub async fn search_ranks_by_relevance_and_returns_sources<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
     store: S,
@@ -62,7 +49,7 @@ async fn search_ranks_by_relevance_and_returns_sources<
 }
 
 /// Saving the same text again returns the first memory.
-async fn saving_the_same_text_again_returns_the_first_memory<
+pub async fn saving_the_same_text_again_returns_the_first_memory<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
     store: S,
@@ -95,7 +82,7 @@ async fn saving_the_same_text_again_returns_the_first_memory<
 }
 
 /// Reads see only the users own and this threads memories.
-async fn reads_see_only_the_users_own_and_this_threads_memories<
+pub async fn reads_see_only_the_users_own_and_this_threads_memories<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
     store: S,
@@ -154,7 +141,7 @@ async fn reads_see_only_the_users_own_and_this_threads_memories<
 }
 
 /// Hostile queries never error.
-async fn hostile_queries_never_error<S: MemoryStore + GrantStore + RetentionStore>(store: S) {
+pub async fn hostile_queries_never_error<S: MemoryStore + GrantStore + RetentionStore>(store: S) {
     save(&store, "u", None, "NEAR the river, a star * shines").await;
     for q in [
         "\"",
@@ -193,7 +180,9 @@ async fn hostile_queries_never_error<S: MemoryStore + GrantStore + RetentionStor
 }
 
 /// Forget removes only the users own memory.
-async fn forget_removes_only_the_users_own_memory<S: MemoryStore + GrantStore + RetentionStore>(
+pub async fn forget_removes_only_the_users_own_memory<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
     store: S,
 ) {
     let mine = save(&store, "u", None, "my secret plan").await;
@@ -205,7 +194,7 @@ async fn forget_removes_only_the_users_own_memory<S: MemoryStore + GrantStore + 
 }
 
 /// Purge deletes memories unused since the cutoff.
-async fn purge_deletes_memories_unused_since_the_cutoff<
+pub async fn purge_deletes_memories_unused_since_the_cutoff<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
     store: S,
@@ -266,7 +255,7 @@ async fn purge_deletes_memories_unused_since_the_cutoff<
 }
 
 /// Deleting a users memories stores its audit event in the same write.
-async fn deleting_a_users_memories_stores_its_audit_event_in_the_same_write<
+pub async fn deleting_a_users_memories_stores_its_audit_event_in_the_same_write<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
     store: S,

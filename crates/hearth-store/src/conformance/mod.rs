@@ -1,10 +1,15 @@
-//! Conformance suites: what every `Store` backend must do, one suite per
-//! aggregate trait. A backend's tests call each suite with a function that
-//! makes a fresh, empty store; the suite runs its checks, each on its own
-//! store, and panics (like a failed test) on the first check that fails.
+//! Conformance suites: what every `Store` backend must do, one module per
+//! aggregate trait, each check a public function that takes a fresh, empty
+//! store. [`store_conformance_tests!`](crate::store_conformance_tests)
+//! expands every check into its own test, so a failure names its check and
+//! hides none of the others:
 //!
 //! ```text
-//! hearth_store::conformance::runs_suite(async || my_backend::open_empty().await).await;
+//! mod my_backend {
+//!     /// A fresh, empty store, and what must live as long as it does.
+//!     async fn fresh() -> (MyStore, tempfile::TempDir) { ... }
+//!     hearth_store::store_conformance_tests!(fresh);
+//! }
 //! ```
 //!
 //! Backend-specific behaviour (files, migrations, what a failure inside a
@@ -15,51 +20,139 @@
 // failed expectation is reported by panicking, as in any test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod channels;
-mod confirmations;
+pub mod channels;
+pub mod confirmations;
 pub mod fixtures;
-mod grants;
-mod history;
-mod jobs;
-mod memory;
-mod retention;
-mod router;
-mod runs;
-mod secrets;
-mod threads;
-mod tokens;
-mod usage;
+pub mod grants;
+pub mod history;
+pub mod jobs;
+pub mod memory;
+pub mod retention;
+pub mod router;
+pub mod runs;
+pub mod secrets;
+pub mod threads;
+pub mod tokens;
+pub mod usage;
 
-pub use channels::channels_suite;
-pub use confirmations::confirmations_suite;
-pub use grants::grants_suite;
-pub use history::history_suite;
-pub use jobs::jobs_suite;
-pub use memory::memory_suite;
-pub use retention::retention_suite;
-pub use router::router_suite;
-pub use runs::runs_suite;
-pub use secrets::secrets_suite;
-pub use threads::threads_suite;
-pub use tokens::tokens_suite;
-pub use usage::usage_suite;
+/// Expands every conformance check into one `#[tokio::test]` (in a module
+/// per suite: `runs::create_then_get_round_trips`, ...), each on a store
+/// from `fresh`: the name of an `async fn() -> (S, G)` in the calling
+/// module, where `S` implements [`Store`](crate::Store) and `G` is kept
+/// alive until the check ends (a temporary directory, or `()`). The calling
+/// crate needs `tokio` with the `macros` and `rt-multi-thread` features.
+/// A new check is added here and in its suite's module, and so runs on
+/// every backend that expands this macro.
+#[macro_export]
+macro_rules! store_conformance_tests {
+    ($fresh:ident) => {
+        $crate::__conformance_checks!($fresh;
+            runs: [
+                a_fresh_store_answers_a_ping,
+                create_then_get_round_trips,
+                permission_context_is_stored_with_the_run,
+                run_stats_aggregate_one_scopes_runs_in_the_window,
+                concurrent_identical_requests_create_one_run,
+                finish_run_is_atomic_and_happens_once,
+                steps_upsert_by_index,
+                list_runs_filters_newest_first,
+                steers_are_stored_in_order_and_follow_ups_commit_with_the_finish,
+                of_concurrent_claims_exactly_one_wins,
+                claims_respect_terminal_runs_and_live_leases,
+                renew_leases_extends_only_the_named_runs_of_the_owner,
+                release_foreign_leases_frees_only_other_owners_unfinished_runs,
+            ],
+            threads: [
+                history_is_oldest_first_and_limited,
+                thread_state_defaults_updates_and_clear,
+                new_session_cancels_the_run_and_clears_history_together,
+                the_incognito_flag_is_kept_and_listed,
+            ],
+            usage: [
+                model_calls_are_grouped_for_usage,
+                anonymous_model_calls_count_without_a_run,
+                calls_since_lists_each_call_with_its_thread_and_user,
+            ],
+            grants: [
+                add_grant_is_idempotent_and_keeps_the_first,
+                remove_grant_reports_whether_it_existed,
+                list_grants_filters_by_scope_and_sorts,
+                grants_for_matches_any_subject_in_any_scope,
+                audit_is_newest_first_with_default_and_cap,
+                audit_limit_defaults_to_100_and_caps_at_1000,
+                audited_grant_changes_write_the_event_only_when_something_changed,
+            ],
+            tokens: [
+                tokens_lifecycle,
+            ],
+            secrets: [
+                secrets_are_upserted_listed_without_values_and_deleted,
+            ],
+            memory: [
+                search_ranks_by_relevance_and_returns_sources,
+                saving_the_same_text_again_returns_the_first_memory,
+                reads_see_only_the_users_own_and_this_threads_memories,
+                hostile_queries_never_error,
+                forget_removes_only_the_users_own_memory,
+                purge_deletes_memories_unused_since_the_cutoff,
+                deleting_a_users_memories_stores_its_audit_event_in_the_same_write,
+            ],
+            confirmations: [
+                a_run_awaiting_confirmation_keeps_its_status_when_claimed,
+                resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves,
+                the_end_of_a_run_resolves_its_pending_confirmations,
+                a_new_session_that_cancels_a_run_resolves_its_pending_confirmations,
+                a_confirmation_is_found_by_its_run_and_call,
+                pending_confirmations_of_a_thread_are_its_runs_pending_ones,
+            ],
+            retention: [
+                purge_deletes_old_audit_events_and_confirmations_of_finished_runs,
+            ],
+            channels: [
+                outbox_delivers_in_order_per_target,
+                outbox_retries_fails_and_is_retried,
+                a_run_end_queues_its_replies_only_when_it_ends_the_run,
+                a_confirmation_queues_its_prompt_once,
+                pairing_requests_are_bounded_and_decided_once,
+                a_denied_user_waits_out_the_cool_down,
+                cursors_and_first_sight,
+                retention_keeps_pending_replies,
+                answer_messages_lead_back_to_their_run,
+            ],
+            history: [
+                summaries_replace_what_they_cover_and_delete_nothing,
+                pages_are_newest_first_and_mark_compaction,
+            ],
+            jobs: [
+                jobs_round_trip_and_list_in_creation_order,
+                firings_move_the_job_forward_only,
+                delete_returns_the_job_once,
+            ],
+            router: [
+                observations_commit_with_the_run_end_and_only_once,
+                a_rating_counts_once_and_a_new_rating_replaces_it,
+                route_steps_round_trip,
+            ],
+        );
+    };
+}
 
-use crate::Store;
-
-/// Every suite, each check on a store from `fresh` (empty).
-pub async fn store_suite<S: Store>(fresh: impl AsyncFn() -> S) {
-    fresh().await.ping().await.unwrap();
-    runs_suite(&fresh).await;
-    threads_suite(&fresh).await;
-    usage_suite(&fresh).await;
-    grants_suite(&fresh).await;
-    tokens_suite(&fresh).await;
-    secrets_suite(&fresh).await;
-    memory_suite(&fresh).await;
-    confirmations_suite(&fresh).await;
-    retention_suite(&fresh).await;
-    channels_suite(&fresh).await;
-    history_suite(&fresh).await;
-    jobs_suite(&fresh).await;
-    router_suite(&fresh).await;
+/// The expansion of [`store_conformance_tests!`]: one test per check.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_checks {
+    ($fresh:ident; $($suite:ident: [$($check:ident),* $(,)?]),* $(,)?) => {
+        $(
+            mod $suite {
+                $(
+                    // Two workers: some checks race writers against each other.
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $check() {
+                        let (store, _keep) = super::$fresh().await;
+                        $crate::conformance::$suite::$check(store).await;
+                    }
+                )*
+            }
+        )*
+    };
 }

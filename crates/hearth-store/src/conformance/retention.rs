@@ -8,17 +8,9 @@ use crate::records::ConfirmationState;
 use crate::retention::{RetentionCutoffs, RetentionStore};
 use crate::runs::RunStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn retention_suite<S>(fresh: impl AsyncFn() -> S)
-where
-    S: RetentionStore + RunStore + ConfirmationStore + GrantStore,
-{
-    purge_deletes_old_audit_events_and_confirmations_of_finished_runs(fresh().await).await;
-}
-
 /// Audit events older than the cut-off go; expired confirmations go once
 /// their run is finished, while a run still waiting keeps its question.
-async fn purge_deletes_old_audit_events_and_confirmations_of_finished_runs<S>(store: S)
+pub async fn purge_deletes_old_audit_events_and_confirmations_of_finished_runs<S>(store: S)
 where
     S: RetentionStore + RunStore + ConfirmationStore + GrantStore,
 {

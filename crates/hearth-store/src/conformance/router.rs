@@ -9,13 +9,6 @@ use crate::records::{StepKind, StepStatus};
 use crate::router::{ArmStats, Rating, RouterStore, RunFeedback};
 use crate::runs::RunStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn router_suite<S: RouterStore + RunStore>(fresh: impl AsyncFn() -> S) {
-    observations_commit_with_the_run_end_and_only_once(fresh().await).await;
-    a_rating_counts_once_and_a_new_rating_replaces_it(fresh().await).await;
-    route_steps_round_trip(fresh().await).await;
-}
-
 fn stats(model: &str, task: &str, successes: i64, failures: i64, runs: i64) -> ArmStats {
     ArmStats {
         model: model.to_owned(),
@@ -28,7 +21,9 @@ fn stats(model: &str, task: &str, successes: i64, failures: i64, runs: i64) -> A
 
 /// A finish's observations are added to the counts; a second finish of the
 /// same run (refused) adds nothing.
-async fn observations_commit_with_the_run_end_and_only_once<S: RouterStore + RunStore>(store: S) {
+pub async fn observations_commit_with_the_run_end_and_only_once<S: RouterStore + RunStore>(
+    store: S,
+) {
     assert!(store.arm_stats().await.unwrap().is_empty());
     for id in ["run_1", "run_2"] {
         created(&store, id, "t1").await;
@@ -57,7 +52,9 @@ async fn observations_commit_with_the_run_end_and_only_once<S: RouterStore + Run
 
 /// Rating a run adds one observation; the same rating again changes
 /// nothing; the other rating moves it.
-async fn a_rating_counts_once_and_a_new_rating_replaces_it<S: RouterStore + RunStore>(store: S) {
+pub async fn a_rating_counts_once_and_a_new_rating_replaces_it<S: RouterStore + RunStore>(
+    store: S,
+) {
     let rate = |rating| RunFeedback {
         run_id: "run_1".to_owned(),
         model: "p/m".to_owned(),
@@ -85,7 +82,7 @@ async fn a_rating_counts_once_and_a_new_rating_replaces_it<S: RouterStore + RunS
 }
 
 /// A route step keeps its kind and its detail.
-async fn route_steps_round_trip<S: RouterStore + RunStore>(store: S) {
+pub async fn route_steps_round_trip<S: RouterStore + RunStore>(store: S) {
     created(&store, "run_1", "t1").await;
     let mut route = super::fixtures::step("run_1", 0, StepStatus::Succeeded);
     route.kind = StepKind::Route;

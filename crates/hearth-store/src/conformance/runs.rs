@@ -9,24 +9,13 @@ use crate::records::{CreateRunOutcome, RunFilter, RunRecord, StepKind, StepStatu
 use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn runs_suite<S: RunStore + ThreadStore>(fresh: impl AsyncFn() -> S) {
-    create_then_get_round_trips(fresh().await).await;
-    permission_context_is_stored_with_the_run(fresh().await).await;
-    run_stats_aggregate_one_scopes_runs_in_the_window(fresh().await).await;
-    concurrent_identical_requests_create_one_run(fresh().await).await;
-    finish_run_is_atomic_and_happens_once(fresh().await).await;
-    steps_upsert_by_index(fresh().await).await;
-    list_runs_filters_newest_first(fresh().await).await;
-    steers_are_stored_in_order_and_follow_ups_commit_with_the_finish(fresh().await).await;
-    of_concurrent_claims_exactly_one_wins(fresh().await).await;
-    claims_respect_terminal_runs_and_live_leases(fresh().await).await;
-    renew_leases_extends_only_the_named_runs_of_the_owner(fresh().await).await;
-    release_foreign_leases_frees_only_other_owners_unfinished_runs(fresh().await).await;
+/// A fresh store is reachable and migrated (what `/readyz` asks).
+pub async fn a_fresh_store_answers_a_ping<S: crate::Store>(store: S) {
+    store.ping().await.unwrap();
 }
 
 /// Create then get round trips.
-async fn create_then_get_round_trips<S: RunStore + ThreadStore>(store: S) {
+pub async fn create_then_get_round_trips<S: RunStore + ThreadStore>(store: S) {
     let run = created(&store, "run_1", "t1").await;
     assert_eq!(run.status, RunStatus::Queued);
     let got = store.get_run("run_1").await.unwrap().unwrap();
@@ -37,7 +26,7 @@ async fn create_then_get_round_trips<S: RunStore + ThreadStore>(store: S) {
 /// A run's scope and roles come back from every read (`get_run`,
 /// `list_runs`, `unfinished_runs`, a claim), so a recovered run is checked
 /// where it was asked; a run without them reads as `None` and `[]`.
-async fn permission_context_is_stored_with_the_run<S: RunStore + ThreadStore>(store: S) {
+pub async fn permission_context_is_stored_with_the_run<S: RunStore + ThreadStore>(store: S) {
     let mut asked = new_run("run_g", "discord:channel:5", None);
     asked.scope = Some("discord:guild:9".into());
     asked.roles = vec!["111".into(), "222".into()];
@@ -85,7 +74,9 @@ type StatsRun = (
 /// start by status, takes nearest-rank percentiles of the finished ones'
 /// accept-to-end times, and ranks tool calls; other scopes, runs without a
 /// scope, older runs and model-call steps do not count.
-async fn run_stats_aggregate_one_scopes_runs_in_the_window<S: RunStore + ThreadStore>(store: S) {
+pub async fn run_stats_aggregate_one_scopes_runs_in_the_window<S: RunStore + ThreadStore>(
+    store: S,
+) {
     let guild = "discord:guild:1";
     // (id, scope, created, end: (status, after ms), tool calls)
     let runs: [StatsRun; 7] = [
@@ -199,7 +190,7 @@ async fn run_stats_aggregate_one_scopes_runs_in_the_window<S: RunStore + ThreadS
 }
 
 /// Concurrent identical requests create one run.
-async fn concurrent_identical_requests_create_one_run<S: RunStore + ThreadStore>(store: S) {
+pub async fn concurrent_identical_requests_create_one_run<S: RunStore + ThreadStore>(store: S) {
     let store = Arc::new(store);
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..20 {
@@ -241,7 +232,7 @@ async fn concurrent_identical_requests_create_one_run<S: RunStore + ThreadStore>
 }
 
 /// Finish run is atomic and happens once.
-async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store: S) {
+pub async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
     store
         .claim_run("run_1", "node-a", 99, 10)
@@ -285,7 +276,7 @@ async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store:
 }
 
 /// Steps upsert by index.
-async fn steps_upsert_by_index<S: RunStore + ThreadStore>(store: S) {
+pub async fn steps_upsert_by_index<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
     store
         .put_step(step("run_1", 1, StepStatus::Started))
@@ -307,7 +298,7 @@ async fn steps_upsert_by_index<S: RunStore + ThreadStore>(store: S) {
 }
 
 /// List runs filters newest first.
-async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S) {
+pub async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S) {
     for i in 0..6 {
         created(
             &store,
@@ -356,7 +347,7 @@ async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S) {
 }
 
 /// Steers are stored in order and follow ups commit with the finish.
-async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
+pub async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
     S: RunStore + ThreadStore,
 >(
     store: S,
@@ -386,7 +377,7 @@ async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
 }
 
 /// Of concurrent claims exactly one wins.
-async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(store: S) {
+pub async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(store: S) {
     let store = Arc::new(store);
     created(store.as_ref(), "run_1", "t1").await;
     let mut tasks = Vec::new();
@@ -413,7 +404,7 @@ async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(store:
 }
 
 /// Claims respect terminal runs and live leases.
-async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>(store: S) {
+pub async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
     created(&store, "run_2", "t1").await;
 
@@ -521,7 +512,7 @@ async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>
 }
 
 /// Renew leases extends only the named runs of the owner.
-async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore + ThreadStore>(
+pub async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore + ThreadStore>(
     store: S,
 ) {
     for id in ["run_1", "run_2", "run_3", "run_4"] {
@@ -555,7 +546,7 @@ async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore + Thr
 }
 
 /// Release foreign leases frees only other owners unfinished runs.
-async fn release_foreign_leases_frees_only_other_owners_unfinished_runs<
+pub async fn release_foreign_leases_frees_only_other_owners_unfinished_runs<
     S: RunStore + ThreadStore,
 >(
     store: S,

@@ -3,13 +3,8 @@
 use crate::records::SecretInfo;
 use crate::secret_store::SecretStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn secrets_suite<S: SecretStore>(fresh: impl AsyncFn() -> S) {
-    secrets_are_upserted_listed_without_values_and_deleted(fresh().await).await;
-}
-
 /// Secrets are upserted listed without values and deleted.
-async fn secrets_are_upserted_listed_without_values_and_deleted<S: SecretStore>(store: S) {
+pub async fn secrets_are_upserted_listed_without_values_and_deleted<S: SecretStore>(store: S) {
     assert!(store.list_secrets().await.unwrap().is_empty());
     assert_eq!(store.get_secret("openai").await.unwrap(), None);
 

@@ -7,15 +7,8 @@ use crate::records::NewSession;
 use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn threads_suite<S: ThreadStore + RunStore>(fresh: impl AsyncFn() -> S) {
-    history_is_oldest_first_and_limited(fresh().await).await;
-    thread_state_defaults_updates_and_clear(fresh().await).await;
-    new_session_cancels_the_run_and_clears_history_together(fresh().await).await;
-}
-
 /// History is oldest first and limited.
-async fn history_is_oldest_first_and_limited<S: ThreadStore + RunStore>(store: S) {
+pub async fn history_is_oldest_first_and_limited<S: ThreadStore + RunStore>(store: S) {
     for i in 0..5 {
         let id = format!("run_{i}");
         created(&store, &id, "t1").await;
@@ -57,7 +50,7 @@ async fn history_is_oldest_first_and_limited<S: ThreadStore + RunStore>(store: S
 }
 
 /// Thread state defaults updates and clear.
-async fn thread_state_defaults_updates_and_clear<S: ThreadStore + RunStore>(store: S) {
+pub async fn thread_state_defaults_updates_and_clear<S: ThreadStore + RunStore>(store: S) {
     let state = store.thread_state("t1").await.unwrap();
     assert_eq!(
         (
@@ -97,7 +90,7 @@ async fn thread_state_defaults_updates_and_clear<S: ThreadStore + RunStore>(stor
 }
 
 /// New session cancels the run and clears history together.
-async fn new_session_cancels_the_run_and_clears_history_together<S: ThreadStore + RunStore>(
+pub async fn new_session_cancels_the_run_and_clears_history_together<S: ThreadStore + RunStore>(
     store: S,
 ) {
     created(&store, "run_0", "t1").await;
@@ -173,4 +166,25 @@ async fn new_session_cancels_the_run_and_clears_history_together<S: ThreadStore 
         store.new_session("t1", None, 6_000).await.unwrap(),
         NewSession::default()
     );
+}
+
+/// The incognito flag is off by default, kept per thread, listed while on,
+/// and setting it twice changes nothing.
+pub async fn the_incognito_flag_is_kept_and_listed<S: ThreadStore>(store: S) {
+    assert!(store.incognito_threads().await.unwrap().is_empty());
+    assert!(!store.thread_state("t1").await.unwrap().incognito);
+    store.set_thread_incognito("t1", true).await.unwrap();
+    store.set_thread_incognito("t2", true).await.unwrap();
+    store.set_thread_incognito("t2", true).await.unwrap();
+    let mut listed = store.incognito_threads().await.unwrap();
+    listed.sort();
+    assert_eq!(listed, ["t1", "t2"]);
+    assert!(store.thread_state("t1").await.unwrap().incognito);
+
+    store.set_thread_incognito("t2", false).await.unwrap();
+    assert_eq!(store.incognito_threads().await.unwrap(), ["t1"]);
+    assert!(!store.thread_state("t2").await.unwrap().incognito);
+    // Turning off a flag that was never on is no error either.
+    store.set_thread_incognito("t3", false).await.unwrap();
+    assert_eq!(store.incognito_threads().await.unwrap(), ["t1"]);
 }

@@ -3,13 +3,8 @@
 use crate::records::NewToken;
 use crate::tokens::TokenStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn tokens_suite<S: TokenStore>(fresh: impl AsyncFn() -> S) {
-    tokens_lifecycle(fresh().await).await;
-}
-
 /// Tokens lifecycle.
-async fn tokens_lifecycle<S: TokenStore>(store: S) {
+pub async fn tokens_lifecycle<S: TokenStore>(store: S) {
     for (i, id) in ["tok_a", "tok_b"].into_iter().enumerate() {
         let token = NewToken {
             id: id.into(),

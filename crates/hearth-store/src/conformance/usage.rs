@@ -7,13 +7,6 @@ use crate::records::{StepKind, StepRecord, StepStatus, UsageGroup, UsageQuery};
 use crate::runs::RunStore;
 use crate::usage::UsageStore;
 
-/// Runs every check of this suite, each on a store from `fresh` (empty).
-pub async fn usage_suite<S: UsageStore + RunStore>(fresh: impl AsyncFn() -> S) {
-    model_calls_are_grouped_for_usage(fresh().await).await;
-    anonymous_model_calls_count_without_a_run(fresh().await).await;
-    calls_since_lists_each_call_with_its_thread_and_user(fresh().await).await;
-}
-
 fn llm(
     run_id: &str,
     idx: u32,
@@ -48,7 +41,7 @@ fn all(group_by: UsageGroup) -> UsageQuery {
 
 /// Finished model-call steps are counted once each, grouped by provider,
 /// model or day; tool steps are not model calls.
-async fn model_calls_are_grouped_for_usage<S: UsageStore + RunStore>(store: S) {
+pub async fn model_calls_are_grouped_for_usage<S: UsageStore + RunStore>(store: S) {
     created(&store, "run_u", "t:u").await;
     store
         .put_step(llm("run_u", 0, "a/m1", StepStatus::Failed, None))
@@ -125,7 +118,7 @@ async fn model_calls_are_grouped_for_usage<S: UsageStore + RunStore>(store: S) {
 
 /// Usage of runs kept elsewhere (incognito) counts, without a thread;
 /// started steps and tool steps are skipped.
-async fn anonymous_model_calls_count_without_a_run<S: UsageStore + RunStore>(store: S) {
+pub async fn anonymous_model_calls_count_without_a_run<S: UsageStore + RunStore>(store: S) {
     let mut tool = step("run_elsewhere", 2, StepStatus::Succeeded);
     tool.kind = StepKind::Tool;
     store
@@ -157,7 +150,9 @@ async fn anonymous_model_calls_count_without_a_run<S: UsageStore + RunStore>(sto
 
 /// Budgets rebuild their use from each call since a time: with its thread
 /// and user, reported tokens (0 when none), oldest first.
-async fn calls_since_lists_each_call_with_its_thread_and_user<S: UsageStore + RunStore>(store: S) {
+pub async fn calls_since_lists_each_call_with_its_thread_and_user<S: UsageStore + RunStore>(
+    store: S,
+) {
     created(&store, "run_c", "t:c").await;
     store
         .put_step(llm(

@@ -1,23 +1,30 @@
-//! Every conformance suite on both SQLite configurations: a database file,
-//! and the in-memory database that incognito threads use.
+//! Every conformance check on both SQLite configurations, each its own
+//! test: a database file, and the in-memory database that incognito
+//! threads use (`SqliteStore::open_in_memory`, as the runtime opens it).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+/// A database file in its own temporary directory.
+mod file {
+    use hearth_store::{Durability, SqliteStore};
 
-use hearth_store::conformance::store_suite;
-use hearth_store::{Durability, SqliteStore};
+    /// A fresh store on a new file, and its directory (kept while the check
+    /// runs: the journal files are created beside the database).
+    async fn fresh() -> (SqliteStore, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("hearth.db"), Durability::Normal).unwrap();
+        (store, dir)
+    }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_database_file_passes_every_suite() {
-    let dir = tempfile::tempdir().unwrap();
-    let n = AtomicUsize::new(0);
-    store_suite(async || {
-        let name = format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed));
-        SqliteStore::open(&dir.path().join(name), Durability::Normal).unwrap()
-    })
-    .await;
+    hearth_store::store_conformance_tests!(fresh);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_in_memory_database_passes_every_suite() {
-    store_suite(async || SqliteStore::open_in_memory().unwrap()).await;
+/// The in-memory database of incognito threads.
+mod in_memory {
+    use hearth_store::SqliteStore;
+
+    /// A fresh in-memory store; nothing else to keep.
+    async fn fresh() -> (SqliteStore, ()) {
+        (SqliteStore::open_in_memory().unwrap(), ())
+    }
+
+    hearth_store::store_conformance_tests!(fresh);
 }

@@ -29,6 +29,15 @@
 //! - `--calls <file>`: appends every `tools/call` it gets to the file as one
 //!   line, `<name> <arguments as JSON>`, before it answers: a test sees
 //!   which calls really reached the server.
+//! - `--violations <file>`: appends every message that breaks JSON-RPC 2.0
+//!   or MCP's order to the file, one line each (see
+//!   `hearth_testkit::fake_mcp::Violations`, which reads it for a test).
+//!
+//! It fails closed, as a conforming server does: a line that is not JSON is
+//! answered with JSON-RPC's -32700 (id null); a message without `jsonrpc:
+//! "2.0"` or a `method` string, or a request other than `ping` before
+//! `initialize`, with -32600. Each is also written to stderr and, with
+//! `--violations`, to that file.
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -56,6 +65,47 @@ fn send(out: &mut impl Write, msg: &Value) {
     // A closed stdout means the client is gone: nothing left to do.
     if writeln!(out, "{msg}").and_then(|()| out.flush()).is_err() {
         std::process::exit(0);
+    }
+}
+
+fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Where broken messages are reported: stderr always, and the file named by
+/// `--violations`, when given, for the test to read.
+struct Violations {
+    file: Option<std::fs::File>,
+}
+
+impl Violations {
+    fn open(args: Vec<String>) -> Self {
+        let file = flag(&args, "--violations").map(|path| {
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("fake-mcp: cannot open {path}: {e}");
+                    std::process::exit(2);
+                }
+            }
+        });
+        Self { file }
+    }
+
+    fn record(&mut self, what: &str) {
+        // One line each, whatever the message held.
+        let line = what.replace(['\n', '\r'], " ");
+        eprintln!("fake-mcp: violation: {line}");
+        if let Some(f) = self.file.as_mut()
+            && writeln!(f, "{line}").and_then(|()| f.flush()).is_err()
+        {
+            eprintln!("fake-mcp: cannot write to the violations file");
+            std::process::exit(2);
+        }
     }
 }
 
@@ -157,17 +207,46 @@ fn serve() {
             }
         }
     }
+    let mut violations = Violations::open(std::env::args().collect::<Vec<_>>());
+    let mut initialized = false;
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            violations.record(&format!("a line that is not JSON: {line}"));
+            send(&mut out, &rpc_error(&Value::Null, -32700, "Parse error"));
             continue;
         };
         let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        // A response to a request of ours (none are sent) has no method.
+        let is_response = msg.get("method").is_none()
+            && (msg.get("result").is_some() || msg.get("error").is_some());
+        if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0")
+            || !(is_response || msg.get("method").is_some_and(Value::is_string))
+        {
+            violations.record(&format!(
+                "not a JSON-RPC 2.0 message (jsonrpc \"2.0\" and a method needed): {line}"
+            ));
+            send(&mut out, &rpc_error(&id, -32600, "Invalid Request"));
+            continue;
+        }
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let is_request = msg.get("id").is_some();
+        if !initialized && is_request && !matches!(method, "initialize" | "ping") {
+            violations.record(&format!("{method} before initialize: {line}"));
+            send(
+                &mut out,
+                &rpc_error(&id, -32600, "Invalid Request: initialize must come first"),
+            );
+            continue;
+        }
         match method {
             "initialize" => {
+                initialized = true;
                 tools.push(tool("early", true));
                 send(
                     &mut out,

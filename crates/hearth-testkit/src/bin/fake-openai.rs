@@ -86,5 +86,14 @@ async fn main() -> ExitCode {
     if tokio::signal::ctrl_c().await.is_err() {
         std::future::pending::<()>().await;
     }
-    ExitCode::SUCCESS
+    // Requests that broke the API's rules were answered with its errors;
+    // say which, and fail, so a benchmark of a broken client does not pass.
+    let violations = fake.violations();
+    if violations.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for v in &violations {
+        eprintln!("fake-openai: {v}");
+    }
+    ExitCode::FAILURE
 }

@@ -22,7 +22,8 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::server::{
-    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body,
+    FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, hang_body,
+    is_json,
 };
 pub use reply::{AnthropicReply, AnthropicUsage};
 use reply::{ReplyKind, echo_body, error_body};
@@ -40,7 +41,7 @@ impl FakeAnthropic {
         let router = Router::new()
             .route("/v1/messages", post(messages))
             .fallback(not_found);
-        let inner = FakeServer::bind(addr, router).await?;
+        let inner = FakeServer::bind("FakeAnthropic", addr, router).await?;
         Ok(Self { inner })
     }
 
@@ -76,7 +77,10 @@ impl FakeAnthropic {
     /// before it, a `tool_use` left unanswered by the next message, results
     /// after other blocks, unsigned thinking, a thinking budget not below
     /// `max_tokens`, thinking enabled for a continued tool-use turn whose
-    /// assistant message does not start with a thinking block.
+    /// assistant message does not start with a thinking block. Each such
+    /// request was answered with Anthropic's own error (401 or 400), not a
+    /// reply. Reading them marks them checked: a fake dropped with
+    /// violations never read fails the test.
     pub fn violations(&self) -> Vec<String> {
         self.inner.violations()
     }
@@ -102,6 +106,9 @@ fn check_request(index: usize, headers: &HeaderMap, body: &Value, out: &mut Vec<
         if !headers.contains_key(h) {
             bad(format!("header {h} is missing"));
         }
+    }
+    if !is_json(headers) {
+        bad("Content-Type is not application/json".into());
     }
     let Some(obj) = body.as_object() else {
         bad("body is not a JSON object".into());
@@ -285,7 +292,8 @@ async fn messages(
     body: Bytes,
 ) -> Response {
     let parsed = serde_json::from_slice::<Value>(&body);
-    let reply = shared.record(
+    let authorized = headers.contains_key("x-api-key");
+    let verdict = shared.record(
         None,
         headers,
         &body,
@@ -295,6 +303,23 @@ async fn messages(
             Err(e) => out.push(format!("request {index}: body is not JSON: {e}")),
         },
     );
+    let reply = match verdict {
+        Verdict::Accepted(reply) => reply,
+        Verdict::Rejected(_) if !authorized => {
+            return error_response(
+                StatusCode::UNAUTHORIZED,
+                "authentication_error",
+                "x-api-key header is required",
+            );
+        }
+        Verdict::Rejected(broken) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &broken.join("; "),
+            );
+        }
+    };
 
     let (model, last_user) = match &parsed {
         Ok(v) => (
@@ -309,13 +334,6 @@ async fn messages(
     match reply {
         Some(reply) => scripted(reply, &model).await,
         None => {
-            if parsed.is_err() {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request_error",
-                    "body is not JSON",
-                );
-            }
             let body = echo_body(&model, &last_user);
             shared.default_delay().await;
             sse_response(Body::from(body))
@@ -379,6 +397,10 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-api-key", HeaderValue::from_static("k"));
         h.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         h
     }
 

@@ -77,7 +77,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                 let Some(text) = msg.as_text() else { continue };
                 let Ok(frame) = serde_json::from_str::<Value>(text) else {
                     shared.violation(format!("gateway: a frame that is not JSON: {text:?}"));
-                    continue;
+                    close(&mut ws, 4002, "Error while decoding payload.").await;
+                    return;
                 };
                 match frame["op"].as_u64() {
                     Some(1) => {
@@ -107,6 +108,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                         }
                         if d["properties"]["os"].as_str().is_none() {
                             shared.violation("gateway: IDENTIFY without properties.os".into());
+                            close(&mut ws, 4002, "Error while decoding payload.").await;
+                            return;
                         }
                         let Some(tx) = tx.take() else {
                             shared.violation("gateway: a second IDENTIFY on one connection".into());
@@ -119,6 +122,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                         let d = &frame["d"];
                         let Some(tx) = tx.take() else {
                             shared.violation("gateway: RESUME after IDENTIFY".into());
+                            close(&mut ws, 4005, "Already authenticated.").await;
                             return;
                         };
                         if !token_ok(&shared, d["token"].as_str()) {
@@ -135,7 +139,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                             let _ = send(&mut ws, &json!({ "op": 9, "d": false })).await;
                         }
                     }
-                    other => shared.violation(format!("gateway: unexpected opcode {other:?}")),
+                    other => {
+                        shared.violation(format!("gateway: unexpected opcode {other:?}"));
+                        close(&mut ws, 4001, "Unknown opcode.").await;
+                        return;
+                    }
                 }
             }
         }

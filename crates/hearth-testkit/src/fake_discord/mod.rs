@@ -99,6 +99,8 @@ pub(crate) enum Ctl {
 #[derive(Default)]
 pub(crate) struct Inner {
     pub(crate) violations: Vec<String>,
+    /// How many violations the test has read: the rest fail it on drop.
+    checked: usize,
     pub(crate) messages: Vec<SentMessage>,
     /// Every POST to a channel's messages, 429s included.
     pub(crate) message_posts: u32,
@@ -194,6 +196,21 @@ impl Drop for FakeDiscord {
         for t in &self.tasks {
             t.abort();
         }
+        // A test that never looked at what hearth broke must not pass: the
+        // request got Discord's error, which hearth may have retried or
+        // swallowed on the way to a green assertion.
+        if std::thread::panicking() {
+            return;
+        }
+        let unchecked = {
+            let s = self.shared.lock();
+            s.violations[s.checked.min(s.violations.len())..].to_vec()
+        };
+        assert!(
+            unchecked.is_empty(),
+            "FakeDiscord dropped with violations the test never read \
+             (call violations() and assert on them): {unchecked:#?}"
+        );
     }
 }
 
@@ -528,8 +545,13 @@ impl FakeDiscord {
         self.shared.lock().identifies
     }
 
-    /// Broken expectations, one sentence each.
+    /// Broken expectations, one sentence each. A request that broke
+    /// Discord's rules got Discord's own error (400 `Invalid Form Body`, 401,
+    /// 404, or a gateway close code), not a success. Reading them marks them
+    /// checked: a fake dropped with violations never read fails the test.
     pub fn violations(&self) -> Vec<String> {
-        self.shared.lock().violations.clone()
+        let mut s = self.shared.lock();
+        s.checked = s.violations.len();
+        s.violations.clone()
     }
 }

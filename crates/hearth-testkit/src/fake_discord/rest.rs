@@ -46,6 +46,16 @@ fn error(status: StatusCode, code: u64, message: &str) -> Response {
         .into_response()
 }
 
+/// Records `problems` of a request to `what` and answers as Discord does a
+/// body that breaks its rules: 400 `Invalid Form Body`, nothing changed.
+fn invalid_form(shared: &Shared, what: &str, problems: &[String]) -> Response {
+    shared.with(|s| {
+        s.violations
+            .extend(problems.iter().map(|p| format!("{what}: {p}")));
+    });
+    error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body")
+}
+
 /// Checks the token; the 401 to answer when it is wrong.
 fn auth(shared: &Shared, headers: &HeaderMap, what: &str) -> Option<Response> {
     let expected = format!("Bot {}", shared.token);
@@ -190,11 +200,7 @@ async fn create_message(
     };
     let problems = check_message(&body, true);
     if !problems.is_empty() {
-        shared.with(|s| {
-            s.violations
-                .extend(problems.iter().map(|p| format!("{what}: {p}")))
-        });
-        return error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
+        return invalid_form(&shared, what, &problems);
     }
     let nonce = match &body["nonce"] {
         Value::String(n) => Some(n.clone()),
@@ -253,9 +259,10 @@ async fn edit_message(
         );
     };
     let problems = check_message(&body, false);
+    if !problems.is_empty() {
+        return invalid_form(&shared, what, &problems);
+    }
     let found = shared.with(|s| {
-        s.violations
-            .extend(problems.iter().map(|p| format!("{what}: {p}")));
         let Some(m) = s
             .messages
             .iter_mut()
@@ -354,11 +361,7 @@ async fn commands(
         }
     }
     if !problems.is_empty() {
-        shared.with(|s| {
-            s.violations
-                .extend(problems.iter().map(|p| format!("{what}: {p}")))
-        });
-        return error(StatusCode::BAD_REQUEST, 50035, "Invalid Form Body");
+        return invalid_form(&shared, what, &problems);
     }
     shared.with(|s| s.commands = Some(body.clone()));
     axum::Json(body).into_response()
@@ -386,34 +389,33 @@ async fn callback(
     if matches!(kind, 4 | 7) {
         problems.extend(check_message(&body["data"], false));
     }
-    shared.with(|s| {
-        s.violations
-            .extend(problems.iter().map(|p| format!("{what}: {p}")));
-        match s.interactions.get_mut(&id) {
-            Some((t, _)) if *t != token => {
-                s.violations
-                    .push(format!("{what}: wrong token for interaction {id}"));
-                error(StatusCode::UNAUTHORIZED, 50027, "Invalid Webhook Token")
-            }
-            Some((_, answered)) if *answered => {
-                s.violations
-                    .push(format!("{what}: interaction {id} answered twice"));
-                error(
-                    StatusCode::BAD_REQUEST,
-                    40060,
-                    "Interaction has already been acknowledged.",
-                )
-            }
-            Some((_, answered)) => {
-                *answered = true;
-                s.callbacks.push((id.clone(), body.clone()));
-                StatusCode::NO_CONTENT.into_response()
-            }
-            None => {
-                s.violations
-                    .push(format!("{what}: unknown interaction {id}"));
-                error(StatusCode::NOT_FOUND, 10062, "Unknown interaction")
-            }
+    if !problems.is_empty() {
+        return invalid_form(&shared, what, &problems);
+    }
+    shared.with(|s| match s.interactions.get_mut(&id) {
+        Some((t, _)) if *t != token => {
+            s.violations
+                .push(format!("{what}: wrong token for interaction {id}"));
+            error(StatusCode::UNAUTHORIZED, 50027, "Invalid Webhook Token")
+        }
+        Some((_, answered)) if *answered => {
+            s.violations
+                .push(format!("{what}: interaction {id} answered twice"));
+            error(
+                StatusCode::BAD_REQUEST,
+                40060,
+                "Interaction has already been acknowledged.",
+            )
+        }
+        Some((_, answered)) => {
+            *answered = true;
+            s.callbacks.push((id.clone(), body.clone()));
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => {
+            s.violations
+                .push(format!("{what}: unknown interaction {id}"));
+            error(StatusCode::NOT_FOUND, 10062, "Unknown interaction")
         }
     })
 }
@@ -432,9 +434,10 @@ async fn edit_original(
         );
     };
     let problems = check_message(&body, false);
+    if !problems.is_empty() {
+        return invalid_form(&shared, what, &problems);
+    }
     let ok = shared.with(|s| {
-        s.violations
-            .extend(problems.iter().map(|p| format!("{what}: {p}")));
         let answered = s
             .interactions
             .values()

@@ -21,7 +21,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::server::{
-    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body, paced,
+    FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, hang_body,
+    is_json, paced,
 };
 pub use reply::{GeminiReply, GeminiUsage};
 use reply::{GeminiReplyKind, echo_body};
@@ -42,7 +43,7 @@ impl FakeGemini {
         let router = Router::new()
             .route("/v1beta/models/{*model_and_method}", post(generate))
             .fallback(not_found);
-        let inner = FakeServer::bind(addr, router).await?;
+        let inner = FakeServer::bind("FakeGemini", addr, router).await?;
         Ok(Self { inner })
     }
 
@@ -77,7 +78,10 @@ impl FakeGemini {
     /// and no empty `parts`; no thought text is sent back; every
     /// `functionResponse` names a `functionCall` of the model content right
     /// before it; no `parallel_tool_calls` anywhere; no `additionalProperties`
-    /// or `$schema` in function parameters.
+    /// or `$schema` in function parameters; `Content-Type` is JSON. Each such
+    /// request was answered with Google's own error (404, 403 or 400), not a
+    /// reply. Reading them marks them checked: a fake dropped with
+    /// violations never read fails the test.
     pub fn violations(&self) -> Vec<String> {
         self.inner.violations()
     }
@@ -103,6 +107,11 @@ fn check_transport(index: usize, uri: &Uri, headers: &HeaderMap, out: &mut Vec<S
     }
     if query.split('&').any(|p| p.starts_with("key=")) {
         out.push(format!("request {index}: the API key is in the URL"));
+    }
+    if !is_json(headers) {
+        out.push(format!(
+            "request {index}: Content-Type is not application/json"
+        ));
     }
     match headers.get("x-goog-api-key").map(HeaderValue::as_bytes) {
         None | Some(b"") => out.push(format!("request {index}: no x-goog-api-key header")),
@@ -257,7 +266,10 @@ async fn generate(
         .map_or_else(|| uri.path().to_owned(), |pq| pq.as_str().to_owned());
     let well_routed = matches!(route_parts(uri.path()), Some((m, "streamGenerateContent")) if !m.is_empty())
         && uri.query().unwrap_or("").split('&').any(|p| p == "alt=sse");
-    let reply = shared.record(
+    let keyed = headers
+        .get("x-goog-api-key")
+        .is_some_and(|k| !k.as_bytes().is_empty());
+    let verdict = shared.record(
         Some(path),
         headers,
         &body,
@@ -271,24 +283,42 @@ async fn generate(
         },
     );
 
-    if !well_routed {
-        return error_response(
-            StatusCode::NOT_FOUND,
-            "NOT_FOUND",
-            "the fake Gemini server only serves models/<model>:streamGenerateContent?alt=sse",
-        );
-    }
-    let model = route_parts(uri.path()).map_or("", |(m, _)| m);
-    match reply {
-        Some(reply) => scripted(reply, model).await,
-        None => match &parsed {
-            Ok(v) => sse_response(Body::from(echo_body(model, last_user_text(v)))),
-            Err(_) => error_response(
+    let reply = match verdict {
+        Verdict::Accepted(reply) => reply,
+        Verdict::Rejected(_) if !well_routed => {
+            return error_response(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "the fake Gemini server only serves models/<model>:streamGenerateContent?alt=sse",
+            );
+        }
+        Verdict::Rejected(_) if !keyed => {
+            return error_response(
+                StatusCode::FORBIDDEN,
+                "PERMISSION_DENIED",
+                "Method doesn't allow unregistered callers (callers without established \
+                 identity). Please use API Key or other form of API consumer identity to call \
+                 this API.",
+            );
+        }
+        Verdict::Rejected(broken) => {
+            return error_response(
                 StatusCode::BAD_REQUEST,
                 "INVALID_ARGUMENT",
-                "Invalid JSON payload received.",
-            ),
-        },
+                &broken.join("; "),
+            );
+        }
+    };
+    let model = route_parts(uri.path()).map_or("", |(m, _)| m);
+    match (reply, &parsed) {
+        (Some(reply), _) => scripted(reply, model).await,
+        (None, Ok(v)) => sse_response(Body::from(echo_body(model, last_user_text(v)))),
+        // Unreachable: a body that is not JSON is a violation, so rejected.
+        (None, Err(_)) => error_response(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "Invalid JSON payload received.",
+        ),
     }
 }
 
@@ -378,9 +408,14 @@ mod tests {
             .parse()
             .unwrap();
         check_transport(0, &uri, &HeaderMap::new(), &mut out);
-        assert_eq!(out.len(), 2, "{out:?}");
+        // The key in the URL, no key header, no JSON content type.
+        assert_eq!(out.len(), 3, "{out:?}");
         let mut headers = HeaderMap::new();
         headers.insert("x-goog-api-key", HeaderValue::from_static("k1"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         out.clear();
         let uri: Uri = "/v1beta/models/m:generateContent".parse().unwrap();
         check_transport(0, &uri, &headers, &mut out);

@@ -23,7 +23,8 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::server::{
-    FakeServer, Shared, append_headers, fake_server_common, frames_body, hang_body,
+    FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, hang_body,
+    is_json,
 };
 use reply::{ReplyKind, echo_body, error_body};
 pub use reply::{ResponsesReply, ResponsesUsage};
@@ -41,7 +42,7 @@ impl FakeResponses {
         let router = Router::new()
             .route("/v1/responses", post(responses))
             .fallback(not_found);
-        let inner = FakeServer::bind(addr, router).await?;
+        let inner = FakeServer::bind("FakeResponses", addr, router).await?;
         Ok(Self { inner })
     }
 
@@ -73,7 +74,10 @@ impl FakeResponses {
     /// answered, a duplicate `call_id`, a `reasoning` item without
     /// `encrypted_content` or `summary`, tools that are not well-formed
     /// function tools, `parallel_tool_calls: true` with no tools, an unknown
-    /// `reasoning.effort`.
+    /// `reasoning.effort`, a `Content-Type` that is not JSON. Each such
+    /// request was answered with OpenAI's own error (401 or 400), not a
+    /// reply. Reading them marks them checked: a fake dropped with
+    /// violations never read fails the test.
     pub fn violations(&self) -> Vec<String> {
         self.inner.violations()
     }
@@ -131,6 +135,9 @@ fn check_request(index: usize, headers: &HeaderMap, body: &Value, out: &mut Vec<
         .is_some_and(|k| !k.trim().is_empty());
     if !bearer {
         bad("Authorization: Bearer <key> is missing".into());
+    }
+    if !is_json(headers) {
+        bad("Content-Type is not application/json".into());
     }
     let Some(obj) = body.as_object() else {
         bad("body is not a JSON object".into());
@@ -255,7 +262,12 @@ async fn responses(
     body: Bytes,
 ) -> Response {
     let parsed = serde_json::from_slice::<Value>(&body);
-    let reply = shared.record(
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|k| !k.trim().is_empty());
+    let verdict = shared.record(
         None,
         headers,
         &body,
@@ -265,6 +277,24 @@ async fn responses(
             Err(e) => out.push(format!("request {index}: body is not JSON: {e}")),
         },
     );
+    let reply = match verdict {
+        Verdict::Accepted(reply) => reply,
+        Verdict::Rejected(_) if !authorized => {
+            return error_response(
+                StatusCode::UNAUTHORIZED,
+                "invalid_request_error",
+                "You didn't provide an API key. You need to provide your API key in an \
+                 Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+            );
+        }
+        Verdict::Rejected(broken) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &broken.join("; "),
+            );
+        }
+    };
 
     let (model, last_user) = match &parsed {
         Ok(v) => (str_field(v, "model").to_owned(), last_user_text(v)),
@@ -272,16 +302,7 @@ async fn responses(
     };
     match reply {
         Some(reply) => scripted(reply, &model).await,
-        None => {
-            if parsed.is_err() {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request_error",
-                    "We could not parse the JSON body of your request.",
-                );
-            }
-            sse_response(Body::from(echo_body(&model, &last_user)))
-        }
+        None => sse_response(Body::from(echo_body(&model, &last_user))),
     }
 }
 
@@ -341,6 +362,10 @@ mod tests {
     fn headers() -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer k"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         h
     }
 

@@ -81,6 +81,8 @@ pub struct Posted {
 pub(crate) struct Inner {
     calls: Vec<Call>,
     pub(crate) violations: Vec<String>,
+    /// How many violations the test has read: the rest fail it on drop.
+    checked: usize,
     rate_limits: VecDeque<(String, u64)>,
     /// Methods answered 429, until their `Retry-After` ends.
     limited_until: HashMap<String, Instant>,
@@ -127,6 +129,21 @@ impl Drop for FakeSlack {
         for t in &self.tasks {
             t.abort();
         }
+        // A test that never looked at what hearth broke must not pass: the
+        // call got Slack's `ok: false`, which hearth may have retried or
+        // swallowed on the way to a green assertion.
+        if std::thread::panicking() {
+            return;
+        }
+        let unchecked = {
+            let s = self.shared.lock();
+            s.violations[s.checked.min(s.violations.len())..].to_vec()
+        };
+        assert!(
+            unchecked.is_empty(),
+            "FakeSlack dropped with violations the test never read \
+             (call violations() and assert on them): {unchecked:#?}"
+        );
     }
 }
 
@@ -215,9 +232,14 @@ impl FakeSlack {
         self.shared.lock().messages.clone()
     }
 
-    /// Broken invariants seen so far, one sentence each.
+    /// Broken rules seen so far, one sentence each. A call that broke
+    /// Slack's rules got Slack's own answer (`ok: false` with its error, or
+    /// 429 again before `Retry-After`), not a success. Reading them marks
+    /// them checked: a fake dropped with violations never read fails the test.
     pub fn violations(&self) -> Vec<String> {
-        self.shared.lock().violations.clone()
+        let mut s = self.shared.lock();
+        s.checked = s.violations.len();
+        s.violations.clone()
     }
 
     /// Waits (at most `within`) until `f` holds of the state; the last
@@ -313,6 +335,8 @@ async fn api(
         (t, false) if t != BOT_TOKEN => Some("invalid_auth"),
         _ => None,
     };
+    // Slack's own error for a body it cannot read, if any.
+    let mut body_error = None;
     let parsed: Value = if body.is_empty() {
         json!({})
     } else {
@@ -320,6 +344,7 @@ async fn api(
             Ok(v) => v,
             Err(e) => {
                 violations.push(format!("call {index} ({method}): body is not JSON: {e}"));
+                body_error = Some("invalid_json");
                 Value::Null
             }
         }
@@ -333,6 +358,7 @@ async fn api(
             violations.push(format!(
                 "call {index} ({method}): JSON body without Content-Type application/json"
             ));
+            body_error = body_error.or(Some("invalid_form_data"));
         }
     }
     if let Some(err) = token_error {
@@ -347,12 +373,15 @@ async fn api(
             body: parsed.clone(),
             at: now,
         });
-        if let Some(until) = s.limited_until.get(&method)
-            && *until > now
-        {
+        // Still limited: Slack answers 429 again, for what is left.
+        let early = s
+            .limited_until
+            .get(&method)
+            .filter(|until| **until > now)
+            .map(|until| *until - now);
+        if let Some(left) = early {
             violations.push(format!(
-                "call {index} ({method}): sent {:?} before the Retry-After of an earlier 429 ended",
-                *until - now
+                "call {index} ({method}): sent {left:?} before the Retry-After of an earlier 429 ended"
             ));
         }
         let limited = s
@@ -362,13 +391,25 @@ async fn api(
             .and_then(|i| s.rate_limits.remove(i));
         if let Some(err) = token_error {
             Answer::Error(err.to_owned())
+        } else if let Some(err) = body_error {
+            Answer::Error(err.to_owned())
+        } else if let Some(left) = early {
+            // Whole seconds, rounded up, as Slack's Retry-After is.
+            Answer::Limited(left.as_secs() + u64::from(left.subsec_nanos() > 0))
         } else if let Some((_, secs)) = limited {
             s.limited_until
                 .insert(method.clone(), now + Duration::from_secs(secs));
             Answer::Limited(secs)
         } else {
-            checks::check(&method, &parsed, index, &mut violations);
-            handle(&mut s, &shared, &method, &parsed)
+            let mut broken = Vec::new();
+            checks::check(&method, &parsed, index, &mut broken);
+            if broken.is_empty() {
+                handle(&mut s, &shared, &method, &parsed)
+            } else {
+                let answer = Answer::Invalid(broken.clone());
+                violations.extend(broken);
+                answer
+            }
         }
     };
     {
@@ -383,6 +424,12 @@ async fn api(
             axum::Json(v).into_response()
         }
         Answer::Error(e) => axum::Json(json!({ "ok": false, "error": e })).into_response(),
+        // Slack's answer to arguments it refuses: which, in the metadata.
+        Answer::Invalid(broken) => axum::Json(json!({
+            "ok": false, "error": "invalid_arguments",
+            "response_metadata": { "messages": broken },
+        }))
+        .into_response(),
         Answer::Limited(secs) => (
             StatusCode::TOO_MANY_REQUESTS,
             [("retry-after", secs.to_string())],
@@ -395,6 +442,8 @@ async fn api(
 enum Answer {
     Ok(Value),
     Error(String),
+    /// Arguments Slack refuses, one sentence each.
+    Invalid(Vec<String>),
     Limited(u64),
 }
 
@@ -462,16 +511,18 @@ async fn respond(
     body: Bytes,
 ) -> Response {
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    {
+    let refused = {
         let mut s = shared.lock();
         let index = s.calls.len();
+        let mut v = Vec::new();
         if parsed.is_null() {
-            s.violations.push(format!(
+            v.push(format!(
                 "response_url post {index} ({id}): body is not JSON"
             ));
+        } else {
+            checks::check("response_url", &parsed, index, &mut v);
         }
-        let mut v = Vec::new();
-        checks::check("response_url", &parsed, index, &mut v);
+        let refused = !v.is_empty();
         s.violations.extend(v);
         let mut body = parsed;
         if let Value::Object(m) = &mut body {
@@ -482,7 +533,12 @@ async fn respond(
             body,
             at: Instant::now(),
         });
-    }
+        refused
+    };
     shared.changed.notify_waiters();
+    if refused {
+        // What a response_url answers a payload it cannot use.
+        return (StatusCode::BAD_REQUEST, "invalid_payload").into_response();
+    }
     StatusCode::OK.into_response()
 }

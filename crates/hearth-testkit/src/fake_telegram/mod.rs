@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -158,6 +158,8 @@ pub struct TelegramState {
     release_generation: u64,
     requests: Vec<ApiRequest>,
     rejections: Vec<String>,
+    /// How many rejections the test has read: the rest fail it on drop.
+    rejections_read: AtomicUsize,
 }
 
 impl TelegramState {
@@ -188,9 +190,18 @@ impl TelegramState {
     }
 
     /// Requests Telegram would have refused, one line each (`method: code
-    /// description`); injected failures are not counted.
+    /// description`); injected failures are not counted. Reading them marks
+    /// them checked: a fake dropped with rejections never read fails the test.
     pub fn rejections(&self) -> &[String] {
+        self.rejections_read
+            .store(self.rejections.len(), Ordering::SeqCst);
         &self.rejections
+    }
+
+    /// The rejections no test has read yet.
+    fn unread_rejections(&self) -> &[String] {
+        let read = self.rejections_read.load(Ordering::SeqCst);
+        &self.rejections[read.min(self.rejections.len())..]
     }
 
     /// Calls held so far (see [`FakeTelegram::hold`]), released or not.
@@ -264,6 +275,18 @@ impl Drop for FakeTelegram {
     fn drop(&mut self) {
         self.task.abort();
         self.shared.connections.close_all();
+        // A test that never looked at the requests Telegram refused must not
+        // pass: hearth got an error it may have swallowed on the way to a
+        // green assertion.
+        if std::thread::panicking() {
+            return;
+        }
+        let unread = self.shared.lock().unread_rejections().to_vec();
+        assert!(
+            unread.is_empty(),
+            "FakeTelegram dropped with rejected requests the test never read \
+             (call rejections() and assert on them): {unread:#?}"
+        );
     }
 }
 
@@ -417,7 +440,7 @@ impl FakeTelegram {
 
     /// Requests Telegram would have refused (see [`TelegramState::rejections`]).
     pub fn rejections(&self) -> Vec<String> {
-        self.shared.lock().rejections.clone()
+        self.shared.lock().rejections().to_vec()
     }
 
     /// Reads the state under its lock.

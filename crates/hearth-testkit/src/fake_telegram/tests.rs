@@ -88,7 +88,16 @@ async fn refused(fake: &FakeTelegram, method: &str, body: Value) -> (u16, String
         "{method} was accepted: {answer}"
     );
     assert_eq!(answer["error_code"], json!(status));
-    (status, answer["description"].as_str().unwrap().to_owned())
+    let description = answer["description"].as_str().unwrap().to_owned();
+    // A refusal (not an injected failure) is counted as a rejection: it is
+    // the last one, and this reading marks it checked.
+    let line = format!("{method}: {status} {description}");
+    let rejections = fake.rejections();
+    assert!(
+        rejections.last() == Some(&line) || !rejections.contains(&line),
+        "{rejections:?}"
+    );
+    (status, description)
 }
 
 fn bad(what: &str) -> (u16, String) {
