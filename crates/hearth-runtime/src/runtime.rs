@@ -22,7 +22,9 @@ use crate::scheduler::{CancelFound, Scheduler};
 use crate::supplied::Supplied;
 use crate::usage::SpendAlert;
 
-/// Longest accepted thread key, user key, source or idempotency key.
+/// Longest accepted thread key, user key, source or idempotency key, in
+/// characters (as JSON Schema's `maxLength` counts, and as subjects and
+/// scopes are bounded).
 const MAX_KEY_LEN: usize = 256;
 
 /// Settings of the runtime.
@@ -134,7 +136,10 @@ pub struct Runtime {
 
 /// Checks a thread key, user key, source or idempotency key from outside.
 pub fn check_key(name: &str, value: &str) -> Result<()> {
-    if value.is_empty() || value.len() > MAX_KEY_LEN || value.chars().any(char::is_control) {
+    if value.is_empty()
+        || value.chars().count() > MAX_KEY_LEN
+        || value.chars().any(char::is_control)
+    {
         return Err(RuntimeError::InvalidInput(format!(
             "{name} must be 1 to {MAX_KEY_LEN} characters without control characters"
         )));

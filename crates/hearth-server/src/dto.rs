@@ -6,31 +6,39 @@ use hearth_core::DeliveryMode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::schemas::{Capability, Grantable, Key, Scope, Source, Subject, UsageTime};
+
 /// `POST /v1/messages`
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageRequest {
     /// The message; required, not only white space.
-    #[schema(min_length = 1)]
+    #[schema(
+        min_length = 1,
+        pattern = r"[^\u0009-\u000D\u0020\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     pub text: String,
-    /// Default `api:default`; 1 to 256 bytes, no control characters.
-    #[schema(min_length = 1, max_length = 256)]
+    /// Default `api:default`.
+    #[schema(value_type = Option<Key>)]
     pub thread_key: Option<String>,
-    /// Default `api:user:anonymous`; 1 to 256 bytes, no control characters.
-    #[schema(min_length = 1, max_length = 256)]
+    /// Default `api:user:anonymous`.
+    #[schema(value_type = Option<Key>)]
     pub user_key: Option<String>,
-    /// Default `api`; 1 to 256 bytes, no control characters.
-    #[schema(min_length = 1, max_length = 256)]
+    /// Default `api`; not `direct`.
+    #[schema(value_type = Option<Source>)]
     pub source: Option<String>,
     /// Default `follow_up`.
     pub delivery_mode: Option<DeliveryMode>,
-    /// Same key on the same thread returns the same run; 1 to 256 bytes.
-    #[schema(min_length = 1, max_length = 256)]
+    /// Same key on the same thread returns the same run. With the
+    /// `Idempotency-Key` header too, both must be equal
+    /// (`idempotency_mismatch`).
+    #[schema(value_type = Option<Key>)]
     pub idempotency_key: Option<String>,
     /// Wait for the run to finish (default false).
     pub wait: Option<bool>,
-    /// Default 60, at most 600.
+    /// Default 60, at most 600; a whole number (`5.0` is 5).
     #[schema(minimum = 0, maximum = 600)]
+    #[serde(default, deserialize_with = "crate::schemas::whole_u64")]
     pub wait_timeout_secs: Option<u64>,
 }
 
@@ -64,11 +72,12 @@ pub struct RunList {
 #[into_params(parameter_in = Query)]
 pub struct RunQuery {
     /// Only this thread.
+    #[param(value_type = Option<Key>)]
     pub thread_key: Option<String>,
     /// Only this status.
     #[param(value_type = Option<hearth_core::RunStatus>)]
     pub status: Option<String>,
-    /// At most this many (default 50; values outside 1..=1000 are clamped).
+    /// At most this many (default 50).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
@@ -103,11 +112,12 @@ pub struct TraceStep {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
-    /// At most this many (default 50; values outside 1..=1000 are clamped).
+    /// At most this many (default 50).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// Only messages older than this one: the `next_before` of the previous page.
-    pub before: Option<String>,
+    #[param(minimum = 1)]
+    pub before: Option<i64>,
 }
 
 /// One stored message of a thread.
@@ -242,7 +252,8 @@ impl From<hearth_runtime::ThreadRuntime> for ThreadRuntime {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetModel {
-    /// `<provider>/<model>`.
+    /// `<provider>/<model>` of a configured provider (another is 400
+    /// `unknown_model`).
     #[schema(min_length = 3, pattern = "^[^/]+/.+$")]
     pub model: String,
 }
@@ -287,7 +298,7 @@ pub enum UsageGroupBy {
 #[serde(deny_unknown_fields)]
 pub struct ConfirmRequest {
     /// Who answers: the user who asked, or a holder of `confirmations.resolve_any`.
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(value_type = Key)]
     pub user_key: String,
     /// True to run the action, false to refuse it.
     pub approve: bool,
@@ -306,8 +317,10 @@ pub struct SetIncognito {
 #[into_params(parameter_in = Query)]
 pub struct UsageParams {
     /// From: RFC 3339, `today`, or an age such as `7d`.
+    #[param(value_type = Option<UsageTime>)]
     pub since: Option<String>,
     /// Until (exclusive), same forms.
+    #[param(value_type = Option<UsageTime>)]
     pub until: Option<String>,
     /// `provider` (default), `model` or `day`.
     #[param(value_type = Option<UsageGroupBy>)]
@@ -394,12 +407,14 @@ pub struct ErrorDetail {
 #[serde(deny_unknown_fields)]
 pub struct GrantRequest {
     /// `user:<user_key>` or `role:<id>`.
-    #[schema(pattern = "^(user|role):.+$")]
+    #[schema(value_type = Subject)]
     pub subject: String,
-    /// A capability (`web.fetch`, ...) or `preset:<name>`.
-    #[schema(min_length = 1)]
+    /// A capability (`web.fetch`, ...), `preset:<name>` or a configured
+    /// MCP server's `mcp.<server>`.
+    #[schema(value_type = Grantable)]
     pub capability: String,
     /// `global` (the default) or a channel's space (`discord:guild:<id>`, ...).
+    #[schema(value_type = Option<Scope>)]
     pub scope: Option<String>,
 }
 
@@ -440,6 +455,7 @@ pub struct RemovedGrant {
 #[into_params(parameter_in = Query)]
 pub struct PermissionsParams {
     /// `global` (the default) or a channel's space.
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
 }
 
@@ -460,15 +476,18 @@ pub struct Permissions {
 #[into_params(parameter_in = Query)]
 pub struct CheckParams {
     /// The user.
-    #[param(required = true, min_length = 1)]
+    #[param(required = true, value_type = Key)]
     pub user_key: Option<String>,
     /// A capability (not a preset).
-    #[param(required = true, min_length = 1)]
+    #[param(required = true, value_type = Capability)]
     pub capability: Option<String>,
     /// `global` (the default) or a channel's space.
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
     /// Role ids the user holds, comma-separated (a Discord member's roles
-    /// in the guild named by `scope`): grants to `role:<id>` count.
+    /// in the guild named by `scope`): grants to `role:<id>` count. At most
+    /// 250 ids, each at most 251 characters.
+    #[param(pattern = r"^([^,\u0000-\u001F\u007F-\u009F]+(,[^,\u0000-\u001F\u007F-\u009F]+)*)?$")]
     pub roles: Option<String>,
 }
 
@@ -486,9 +505,9 @@ pub struct CheckResult {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditParams {
-    /// At most this many (default 100; values outside 1..=1000 are clamped).
+    /// At most this many (default 100).
     #[param(minimum = 1, maximum = 1000)]
-    pub limit: Option<i64>,
+    pub limit: Option<u32>,
 }
 
 /// One audit log entry: ids only, never message text.

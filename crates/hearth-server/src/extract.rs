@@ -96,3 +96,18 @@ where
 /// The configured body limit, put in request extensions so rejections can name it.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimit(pub usize);
+
+/// Largest `limit` of a listing.
+pub const MAX_LIMIT: u32 = 1000;
+
+/// A listing's `limit` query parameter: `default` when absent, else 1 to
+/// [`MAX_LIMIT`] (400 `invalid_request` outside, as the document states).
+pub fn page_limit(limit: Option<u32>, default: u32) -> Result<u32, ApiError> {
+    match limit {
+        None => Ok(default),
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::InvalidRequest(format!(
+            "limit {n} is out of range; give 1 to {MAX_LIMIT}"
+        ))),
+    }
+}

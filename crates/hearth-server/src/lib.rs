@@ -18,6 +18,7 @@ pub mod middleware;
 pub mod openai;
 pub mod openapi;
 pub mod routes;
+pub mod schemas;
 
 use std::sync::Arc;
 

@@ -28,6 +28,10 @@ use crate::dto;
         dto::ErrorBody,
         dto::ErrorDetail,
         dto::UsageGroupBy,
+        // Referenced from query parameters, which do not collect schemas.
+        crate::schemas::Capability,
+        crate::schemas::UsageTime,
+        crate::routes::channels::OutboxStatusName,
     ))
 )]
 pub struct ApiDoc;
@@ -81,6 +85,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
                 require_openai_bearer(op);
             }
             describe_door(op, openai, changes);
+            describe_bad_input(op, openai);
             describe_responses(op);
         }
     }
@@ -163,6 +168,35 @@ fn describe_door(op: &mut Operation, openai: bool, changes: bool) {
         responses.insert(
             "415".to_owned(),
             response("The body is not `application/json` (`unsupported_media_type`)"),
+        );
+    }
+}
+
+/// The answers every operation that takes input can give: 400 for a path,
+/// query or header parameter or a body the server refuses (a path parameter
+/// that is not UTF-8 or not a number, a query that does not parse, a value
+/// outside its schema), and 413 for a body over `[server] max_body_bytes`.
+fn describe_bad_input(op: &mut Operation, openai: bool) {
+    let takes_parameters = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
+    let takes_body = op.request_body.is_some();
+    let response = |description: &str| -> RefOr<Response> {
+        if openai {
+            RefOr::T(ResponseBuilder::new().description(description).build())
+        } else {
+            RefOr::T(error_response(description))
+        }
+    };
+    let responses = &mut op.responses.responses;
+    if (takes_parameters || takes_body) && !responses.contains_key("400") {
+        responses.insert(
+            "400".to_owned(),
+            response("Bad input: a parameter or body outside its schema (`invalid_request`)"),
+        );
+    }
+    if takes_body && !responses.contains_key("413") {
+        responses.insert(
+            "413".to_owned(),
+            response("Body over `[server] max_body_bytes` (`payload_too_large`)"),
         );
     }
 }
@@ -256,5 +290,82 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every operation that takes a parameter or a body documents 400, and
+    /// one with a body 413 and 415: the server answers them to any such
+    /// operation (a path parameter that is not UTF-8, a query that does
+    /// not parse, a body too large or not JSON).
+    #[test]
+    fn every_operation_that_takes_input_documents_its_refusals() {
+        let doc: serde_json::Value = serde_json::from_str(&super::generate()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let responses = op["responses"].as_object().unwrap();
+                let params = op["parameters"].as_array().is_some_and(|p| !p.is_empty());
+                let body = op.get("requestBody").is_some();
+                if params || body {
+                    assert!(responses.contains_key("400"), "{method} {path}");
+                }
+                if body {
+                    for status in ["413", "415"] {
+                        assert!(responses.contains_key(status), "{method} {path} {status}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every `$ref` names a schema the document holds (query parameters'
+    /// schemas are registered by hand).
+    #[test]
+    fn every_reference_resolves() {
+        let json = super::generate();
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let prefix = "\"#/components/schemas/";
+        for (at, _) in json.match_indices(prefix) {
+            let rest = &json[at + prefix.len()..];
+            let name = &rest[..rest.find('"').unwrap()];
+            assert!(
+                doc["components"]["schemas"].get(name).is_some(),
+                "{name} is referenced but not in components.schemas"
+            );
+        }
+    }
+
+    /// The patterns written out in attributes (which take only literals)
+    /// are the ones `schemas` defines and tests.
+    #[test]
+    fn literal_patterns_are_the_tested_ones() {
+        use crate::schemas::{IDEMPOTENCY_HEADER_PATTERN, NOT_BLANK_PATTERN, ROLES_PATTERN};
+        let doc: serde_json::Value = serde_json::from_str(&super::generate()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        for (schema, field) in [
+            ("MessageRequest", "text"),
+            ("JobRequest", "name"),
+            ("JobRequest", "text"),
+        ] {
+            assert_eq!(
+                schemas[schema]["properties"][field]["pattern"], NOT_BLANK_PATTERN,
+                "{schema}.{field}"
+            );
+        }
+        let param = |path: &str, method: &str, name: &str| {
+            doc["paths"][path][method]["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == name)
+                .unwrap()["schema"]["pattern"]
+                .clone()
+        };
+        assert_eq!(
+            param("/v1/permissions/check", "get", "roles"),
+            ROLES_PATTERN
+        );
+        assert_eq!(
+            param("/v1/messages", "post", "Idempotency-Key"),
+            IDEMPOTENCY_HEADER_PATTERN
+        );
     }
 }

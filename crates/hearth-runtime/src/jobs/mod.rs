@@ -37,9 +37,9 @@ pub use tools::{CancelJob, JobTools, ListJobs, ScheduleJob};
 /// The ticker looks at the jobs at least this often, so a clock that jumps
 /// (suspend, NTP) is noticed without a change to the jobs.
 const MAX_SLEEP: Duration = Duration::from_secs(30);
-/// Longest job name.
+/// Longest job name, in characters.
 const MAX_NAME_LEN: usize = 200;
-/// Longest job text.
+/// Longest job text, in characters.
 const MAX_TEXT_LEN: usize = 16 * 1024;
 
 /// A job to create.
@@ -311,10 +311,11 @@ impl Runtime {
     }
 }
 
+/// Characters are counted, as the OpenAPI document's `maxLength` counts them.
 fn check_text(name: &str, value: &str, max: usize) -> Result<()> {
-    if value.trim().is_empty() || value.len() > max {
+    if value.trim().is_empty() || value.chars().count() > max {
         return Err(RuntimeError::InvalidInput(format!(
-            "{name} must be 1 to {max} bytes and not blank"
+            "{name} must be 1 to {max} characters and not blank"
         )));
     }
     Ok(())

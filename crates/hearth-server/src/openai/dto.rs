@@ -20,8 +20,13 @@ const TASK_PREFIX: &str = "### Task:";
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatCompletionRequest {
     /// `hearth` or `hearth/<provider>/<model>`; echoed in the answer.
+    /// Another model, or a model that is not configured, is 404
+    /// `model_not_found`.
+    #[schema(pattern = "^hearth(/.+)?$")]
     pub model: String,
-    /// The whole conversation; the last one is the user's new message.
+    /// The whole conversation; the last one is the user's new message (or
+    /// instructions), with text that is not blank.
+    #[schema(min_items = 1)]
     pub messages: Vec<ChatMessage>,
     /// Answer as `chat.completion.chunk` events.
     #[serde(default)]
@@ -33,19 +38,24 @@ pub struct ChatCompletionRequest {
     #[serde(default)]
     pub user: Option<String>,
     /// Number of choices; hearth gives one.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::schemas::whole_u64")]
+    #[schema(minimum = 1, maximum = 1)]
     pub n: Option<u64>,
-    /// Client-side tools (refused until supported).
+    /// Client-side tools: none (refused until supported).
     #[serde(default)]
+    #[schema(schema_with = no_client_tools)]
     pub tools: Option<Value>,
-    /// Legacy client-side functions (refused until supported).
+    /// Legacy client-side functions: none (refused until supported).
     #[serde(default)]
+    #[schema(schema_with = no_client_tools)]
     pub functions: Option<Value>,
-    /// How to use the client's tools (refused unless it asks for none).
+    /// How to use the client's tools: `none` or `auto` (there are none).
     #[serde(default)]
+    #[schema(schema_with = no_tool_choice)]
     pub tool_choice: Option<Value>,
-    /// Legacy `tool_choice` (refused unless it asks for none).
+    /// Legacy `tool_choice`: `none` or `auto`.
     #[serde(default)]
+    #[schema(schema_with = no_tool_choice)]
     pub function_call: Option<Value>,
 }
 
@@ -61,13 +71,80 @@ pub struct StreamOptions {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatMessage {
     /// `system`, `developer`, `user` or `assistant`.
+    #[schema(value_type = ChatRole)]
     pub role: String,
-    /// A string, an array of content parts, or null.
+    /// A string, an array of text parts, or null.
     #[serde(default)]
+    #[schema(schema_with = message_content)]
     pub content: Option<Value>,
     /// An assistant's calls of client-side tools (refused).
     #[serde(default)]
     pub tool_calls: Option<Value>,
+}
+
+/// A message's role, of those hearth takes (client-side tool results,
+/// `tool` and `function`, are refused).
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[expect(dead_code, reason = "the document's enum only: a role is read as text")]
+pub enum ChatRole {
+    /// Instructions.
+    System,
+    /// Instructions (OpenAI's newer name).
+    Developer,
+    /// The user's turn.
+    User,
+    /// An earlier answer.
+    Assistant,
+}
+
+/// `tools` and `functions`: absent, null or an empty array.
+fn no_client_tools() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, Object, Schema, SchemaType, Type};
+    Schema::Array(
+        ArrayBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+            .items(Object::new())
+            .max_items(Some(0))
+            .build(),
+    )
+}
+
+/// `tool_choice` and `function_call`: `none`, `auto` or null.
+fn no_tool_choice() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+    Schema::Object(
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+            .enum_values(Some([Some("none"), Some("auto"), None]))
+            .build(),
+    )
+}
+
+/// A message's `content`: a string, null, or an array of text parts.
+fn message_content() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{
+        ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+    };
+    let part = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property(
+            "type",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["text"])),
+        )
+        .property("text", ObjectBuilder::new().schema_type(Type::String))
+        .required("type")
+        .required("text");
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null])),
+            )
+            .item(ArrayBuilder::new().items(part))
+            .build(),
+    )
 }
 
 /// What a request asks hearth to run.

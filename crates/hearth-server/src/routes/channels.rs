@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
-use crate::extract::{ApiPath, ApiQuery};
+use crate::extract::{ApiPath, ApiQuery, page_limit};
 
 /// The channels of this process, or none (a router built without them).
 #[derive(Clone, Default)]
@@ -303,9 +303,23 @@ pub async fn remove_allowed(
 #[into_params(parameter_in = Query)]
 pub struct OutboxParams {
     /// `pending`, `failed` or `sent`; all when absent.
+    #[param(value_type = Option<OutboxStatusName>)]
     pub status: Option<String>,
-    /// At most this many (default 100, at most 1000).
+    /// At most this many (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+}
+
+/// An outbox item's delivery state, as the API spells it.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum OutboxStatusName {
+    /// Waiting for (another) delivery attempt.
+    Pending,
+    /// Delivery failed for good (`POST /v1/outbox/{id}/retry` queues it again).
+    Failed,
+    /// Delivered.
+    Sent,
 }
 
 /// One outbox item (never its text).
@@ -371,10 +385,7 @@ pub async fn list_outbox(
             ApiError::InvalidRequest(format!("status {s:?} is not one of pending, failed, sent"))
         })?),
     };
-    let limit = q.limit.unwrap_or(100);
-    if limit == 0 || limit > 1000 {
-        return Err(ApiError::InvalidRequest("limit must be 1 to 1000".into()));
-    }
+    let limit = page_limit(q.limit, 100)?;
     let items = match &ch.0 {
         Some(c) => c
             .outbox(status, limit)

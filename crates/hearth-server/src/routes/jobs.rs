@@ -54,23 +54,32 @@ impl From<CatchUp> for CatchUpPolicy {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
-    /// A name for people.
-    #[schema(min_length = 1, max_length = 200)]
+    /// A name for people: 1 to 200 characters, not blank.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"[^\u0009-\u000D\u0020\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     pub name: String,
     /// A cron expression (5 or 6 fields, read in `timezone`), `every <n><s|m|h|d>`
-    /// (anchored at creation), or an RFC 3339 instant (fires once).
+    /// (anchored at creation), or an RFC 3339 instant (fires once). One that
+    /// does not parse or never fires is 400 `invalid_schedule`.
     #[schema(min_length = 1)]
     pub schedule: String,
-    /// IANA time zone; default `UTC`.
+    /// IANA time zone; default `UTC`. An unknown one is 400 `invalid_schedule`.
     pub timezone: Option<String>,
     /// The thread each firing posts to; its answer goes where the thread lives.
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(value_type = crate::schemas::Key)]
     pub thread_key: String,
     /// The user each firing speaks as; default `api:user:anonymous`.
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(value_type = Option<crate::schemas::Key>)]
     pub user_key: Option<String>,
-    /// The message each firing sends.
-    #[schema(min_length = 1)]
+    /// The message each firing sends: 1 to 16384 characters, not blank.
+    #[schema(
+        min_length = 1,
+        max_length = 16384,
+        pattern = r"[^\u0009-\u000D\u0020\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
     pub text: String,
     /// Default `latest`.
     pub catch_up: Option<CatchUpPolicy>,

@@ -57,12 +57,14 @@ pub struct McpCallRequest {
     /// Who calls: that user's capabilities apply, and they answer the
     /// confirmation. Default: the operator (`api:operator:<token name>`, or
     /// `api:operator:local` on a loopback hearth without tokens), who holds
-    /// every capability. 1 to 256 bytes, no control characters.
-    #[schema(min_length = 1, max_length = 256)]
+    /// every capability.
+    #[schema(value_type = Option<crate::schemas::Key>)]
     pub user_key: Option<String>,
     /// How long to wait for the call to end, in seconds (default 60, at
-    /// most 600). A call that waits for a confirmation answers at once.
+    /// most 600; a whole number, `5.0` is 5). A call that waits for a
+    /// confirmation answers at once.
     #[schema(minimum = 0, maximum = 600)]
+    #[serde(default, deserialize_with = "crate::schemas::whole_u64")]
     pub wait_timeout_secs: Option<u64>,
 }
 

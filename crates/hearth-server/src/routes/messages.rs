@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
@@ -17,14 +17,15 @@ use tokio::sync::watch;
 use crate::AppState;
 use crate::dto::{MessageRequest, RunList, RunQuery, Trace, TraceStep};
 use crate::error::ApiError;
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, page_limit};
 
 const DEFAULT_WAIT_SECS: u64 = 60;
+const DEFAULT_RUNS_LIMIT: u32 = 50;
 const MAX_WAIT_SECS: u64 = 600;
 
 /// Accepts a message and returns its run.
 #[utoipa::path(post, path = "/v1/messages", tag = "runs", request_body = MessageRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Idempotency key (as the body's idempotency_key)", min_length = 1, max_length = 256)),
+    params(("Idempotency-Key" = Option<String>, Header, nullable = false, description = "Idempotency key (as the body's idempotency_key; when both are given they must be equal): 1 to 256 visible ASCII characters or spaces, not starting or ending with a space", pattern = r"^[\u0021-\u007E]([\u0020-\u007E]{0,254}[\u0021-\u007E])?$")),
     responses(
         (status = 200, description = "Finished within the wait", body = RunEnvelope),
         (status = 202, description = "Accepted, not finished", body = RunEnvelope),
@@ -101,17 +102,20 @@ pub async fn list_runs(
     ApiQuery(q): ApiQuery<RunQuery>,
 ) -> Result<Json<RunList>, ApiError> {
     let status = match q.status.as_deref() {
-        None | Some("") => None,
+        None => None,
         Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
             ApiError::InvalidRequest(format!(
                 "unknown status {s:?}; one of queued, running, awaiting_confirmation, succeeded, failed, cancelled"
             ))
         })?),
     };
+    if let Some(t) = &q.thread_key {
+        hearth_runtime::check_key("thread_key", t)?;
+    }
     let filter = RunFilter {
-        thread_key: q.thread_key.filter(|t| !t.is_empty()),
+        thread_key: q.thread_key,
         status,
-        limit: q.limit.unwrap_or(50).clamp(1, 1000),
+        limit: page_limit(q.limit, DEFAULT_RUNS_LIMIT)?,
     };
     Ok(Json(RunList {
         runs: st.runtime.list_runs(&filter).await?,
@@ -169,24 +173,23 @@ pub async fn run_trace(
 /// ending after the terminal event. `Last-Event-ID` resumes after that id.
 #[utoipa::path(get, path = "/v1/runs/{run_id}/events", tag = "runs",
     params(("run_id" = String, Path, description = "Run id", min_length = 1),
-           ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id (a decimal number)", minimum = 0)),
+           ("Last-Event-ID" = Option<i64>, Header, nullable = false, description = "Resume after this event id: decimal digits, at most 9223372036854775807", minimum = 0)),
     responses((status = 200, description = "Event stream", content_type = "text/event-stream"),
-              (status = 400, description = "A Last-Event-ID that is not a number, or a bad run id", body = crate::dto::ErrorBody),
+              (status = 400, description = "A Last-Event-ID that is not an event id, or a bad run id", body = crate::dto::ErrorBody),
               (status = 404, body = crate::dto::ErrorBody)))]
 pub async fn run_events(
     State(st): State<AppState>,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = match headers.get("last-event-id") {
         None => 0,
-        Some(v) => v
-            .to_str()
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .ok_or_else(|| {
-                ApiError::InvalidRequest("Last-Event-ID must be an event id (a number)".into())
-            })?,
+        Some(v) => event_id(v.as_bytes()).ok_or_else(|| {
+            ApiError::InvalidRequest(
+                "Last-Event-ID must be an event id: decimal digits, at most 9223372036854775807"
+                    .into(),
+            )
+        })?,
     };
     let source = st.runtime.events(&run_id).await?;
     let state = Follow::new(source, after);
@@ -195,6 +198,16 @@ pub async fn run_events(
         Some((Ok(to_sse(&ev)), f))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// An event id as sent in `id:`: decimal digits only (no sign), at most
+/// `i64::MAX`, the document's `int64` with `minimum: 0`.
+fn event_id(value: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok().and_then(|n| u64::try_from(n).ok())
 }
 
 /// Follows one run's events: past ones first, then live ones, up to and
@@ -238,7 +251,21 @@ impl Follow {
                 return None;
             }
             let fresh = match &self.source {
-                RunEvents::Live(log) => log.since(self.cursor),
+                RunEvents::Live(log) => {
+                    // The status first: a terminal event is in the log
+                    // before its status is published, so a run seen ended
+                    // here has all its events in `since`.
+                    let ended = log.status().is_terminal();
+                    let fresh = log.since(self.cursor);
+                    if fresh.is_empty() && ended {
+                        // Resumed after the terminal event, or ended without
+                        // one (a run another caller settled): nothing will
+                        // come, so the stream ends instead of waiting.
+                        self.done = true;
+                        return None;
+                    }
+                    fresh
+                }
                 RunEvents::Stored(all) => {
                     self.done = true;
                     all.iter()

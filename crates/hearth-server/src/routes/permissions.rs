@@ -15,14 +15,13 @@ use crate::dto::{
     PermissionsParams, RemovedGrant,
 };
 use crate::error::ApiError;
-use crate::extract::{ApiJson, ApiQuery};
+use crate::extract::{ApiJson, ApiQuery, page_limit};
 
 /// The actor of changes made through the API.
 const OPERATOR: &str = "operator";
 
-/// Default and largest `limit` of `GET /v1/audit`.
-const AUDIT_DEFAULT_LIMIT: i64 = 100;
-const AUDIT_MAX_LIMIT: i64 = 1000;
+/// Default `limit` of `GET /v1/audit`.
+const AUDIT_DEFAULT_LIMIT: u32 = 100;
 
 /// A validated scope: `global` when absent.
 fn scope_of(scope: Option<String>) -> Result<String, ApiError> {
@@ -36,7 +35,7 @@ const MAX_ROLES: usize = 250;
 
 /// The role ids of a check's comma-separated `roles`, each valid as a grant's
 /// `role:<id>` subject; none when absent or empty.
-fn roles_of(roles: Option<&str>) -> Result<Vec<String>, ApiError> {
+pub(crate) fn roles_of(roles: Option<&str>) -> Result<Vec<String>, ApiError> {
     let Some(roles) = roles.filter(|r| !r.is_empty()) else {
         return Ok(Vec::new());
     };
@@ -197,8 +196,8 @@ pub async fn check(
 ) -> Result<Json<CheckResult>, ApiError> {
     let user_key = q
         .user_key
-        .filter(|u| !u.is_empty())
         .ok_or_else(|| ApiError::InvalidRequest("user_key is required".into()))?;
+    hearth_runtime::check_key("user_key", &user_key)?;
     let capability = q.capability.filter(|c| !c.is_empty()).ok_or_else(|| {
         ApiError::InvalidRequest("capability is required (e.g. web.fetch)".into())
     })?;
@@ -233,11 +232,7 @@ pub async fn audit(
     State(st): State<AppState>,
     ApiQuery(q): ApiQuery<AuditParams>,
 ) -> Result<Json<AuditEvents>, ApiError> {
-    let limit = q
-        .limit
-        .unwrap_or(AUDIT_DEFAULT_LIMIT)
-        .clamp(1, AUDIT_MAX_LIMIT);
-    let limit = u32::try_from(limit).unwrap_or(1000);
+    let limit = page_limit(q.limit, AUDIT_DEFAULT_LIMIT)?;
     let events = st.runtime.list_audit(limit).await?;
     Ok(Json(AuditEvents {
         events: events.into_iter().map(Into::into).collect(),

@@ -50,7 +50,7 @@ pub struct Feedback {
     /// `up` or `down`.
     pub rating: RatingBody,
     /// Who rates (for the log; any user may rate).
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(value_type = Option<crate::schemas::Key>)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_key: Option<String>,
 }

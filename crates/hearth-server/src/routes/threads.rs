@@ -46,7 +46,7 @@ pub async fn models(State(st): State<AppState>) -> Json<Models> {
 
 /// A thread's model, thinking level, incognito flag and message count.
 #[utoipa::path(get, path = "/v1/threads/{thread_key}/runtime", tag = "threads",
-    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
     responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn runtime(
     State(st): State<AppState>,
@@ -57,7 +57,7 @@ pub async fn runtime(
 
 /// Sets a thread's model.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/model", tag = "threads", request_body = SetModel,
-    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
     responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn set_model(
     State(st): State<AppState>,
@@ -71,7 +71,7 @@ pub async fn set_model(
 
 /// Sets a thread's thinking level.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/thinking", tag = "threads", request_body = SetThinking,
-    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
     responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn set_thinking(
     State(st): State<AppState>,
@@ -91,7 +91,7 @@ pub async fn set_thinking(
 
 /// Cancels the thread's active run and clears its history.
 #[utoipa::path(delete, path = "/v1/threads/{thread_key}/session", tag = "threads",
-    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
     responses((status = 200, description = "The thread's settings, history cleared", body = ThreadRuntime),
         (status = 400, description = "A bad thread key", body = crate::dto::ErrorBody)))]
 pub async fn new_session(
@@ -104,7 +104,7 @@ pub async fn new_session(
 /// Turns a thread's incognito mode on or off: while on, nothing of the
 /// thread outlives the process.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/incognito", tag = "threads", request_body = SetIncognito,
-    params(("thread_key" = String, Path, description = "Thread key: 1 to 256 bytes, no control characters", min_length = 1, max_length = 256)),
+    params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
     responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn set_incognito(
     State(st): State<AppState>,

@@ -18,7 +18,7 @@ pub async fn usage(
 ) -> Result<Json<UsageRows>, ApiError> {
     let now = hearth_core::now_ms();
     let group_by = match q.group_by.as_deref() {
-        None | Some("") | Some("provider") => UsageGroup::Provider,
+        None | Some("provider") => UsageGroup::Provider,
         Some("model") => UsageGroup::Model,
         Some("day") => UsageGroup::Day,
         Some(other) => {
@@ -61,8 +61,9 @@ pub fn parse_time(s: &str, now_ms: i64) -> Result<i64, ApiError> {
             .checked_sub(now_ms.rem_euclid(86_400_000))
             .ok_or_else(bad);
     }
-    // An age is digits and one ASCII unit letter. The unit is found by its
-    // character, not by byte position: the input may be any UTF-8.
+    // An age is 1 to 11 digits and one ASCII unit letter (the document's
+    // pattern). The unit is found by its character, not by byte position:
+    // the input may be any UTF-8.
     let unit_ms = |unit: char| match unit {
         'd' => Some(86_400_000_i64),
         'h' => Some(3_600_000),
@@ -75,6 +76,9 @@ pub fn parse_time(s: &str, now_ms: i64) -> Result<i64, ApiError> {
         && digits.bytes().all(|b| b.is_ascii_digit())
     {
         let ms = unit_ms(unit).ok_or_else(bad)?;
+        if digits.len() > MAX_AGE_DIGITS {
+            return Err(bad());
+        }
         return digits
             .parse::<i64>()
             .ok()
@@ -82,9 +86,85 @@ pub fn parse_time(s: &str, now_ms: i64) -> Result<i64, ApiError> {
             .and_then(|d| now_ms.checked_sub(d))
             .ok_or_else(bad);
     }
-    s.parse::<jiff::Timestamp>()
-        .map(|t| t.as_millisecond())
-        .map_err(|_| bad())
+    rfc3339_ms(s).ok_or_else(bad)
+}
+
+/// Most digits of an age: 11 days' worth of digits stays within the
+/// milliseconds an `i64` counts back from now.
+const MAX_AGE_DIGITS: usize = 11;
+
+/// Milliseconds since the Unix epoch of an RFC 3339 `date-time` (section
+/// 5.6: `YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)`, `T` and `Z` in either
+/// case, a leap second `60` taken as the next second), exactly the
+/// document's `format: date-time`; every such instant, years 0000 to 9999,
+/// and nothing else.
+fn rfc3339_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let digits = b.get(from..from + len)?;
+        digits.iter().try_fold(0_i64, |n, d| {
+            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
+        })
+    };
+    let at = |i: usize, c: u8| b.get(i).is_some_and(|x| x.eq_ignore_ascii_case(&c));
+    if !(at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':')) {
+        return None;
+    }
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if !(1..=month_days).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut millis = 0;
+    if at(i, b'.') {
+        let digits = b[i + 1..].iter().take_while(|d| d.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        for k in 0..3 {
+            millis = millis * 10 + if k < digits { num(i + 1 + k, 1)? } else { 0 };
+        }
+        i += 1 + digits;
+    }
+    let offset_minutes = if at(i, b'Z') && b.len() == i + 1 {
+        0
+    } else if (at(i, b'+') || at(i, b'-')) && at(i + 3, b':') && b.len() == i + 6 {
+        let (h, m) = (num(i + 1, 2)?, num(i + 4, 2)?);
+        if h > 23 || m > 59 {
+            return None;
+        }
+        if at(i, b'-') {
+            -(h * 60 + m)
+        } else {
+            h * 60 + m
+        }
+    } else {
+        return None;
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
+    Some(seconds * 1_000 + millis)
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod contract;
 mod door;
 mod errors;
 mod listen;
