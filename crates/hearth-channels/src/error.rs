@@ -44,7 +44,7 @@ pub enum ChannelError {
     },
     /// The store failed.
     #[error("store: {0}")]
-    Store(#[from] hearth_store::StoreError),
+    Store(#[from] hearth_runtime::surfaces::StoreError),
     /// The runtime refused.
     #[error("{0}")]
     Runtime(#[from] hearth_runtime::RuntimeError),
@@ -73,7 +73,7 @@ pub(crate) fn refusal_notice(e: &hearth_runtime::RuntimeError) -> String {
 #[cfg(test)]
 mod tests {
     use hearth_runtime::RuntimeError;
-    use hearth_store::StoreError;
+    use hearth_runtime::surfaces::StoreError;
 
     use super::*;
 

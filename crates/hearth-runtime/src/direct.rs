@@ -146,7 +146,7 @@ impl Runtime {
             steer: None,
             incognito: journal.is_some(),
             journal,
-            replies: inner.replies.get().cloned(),
+            replies: inner.replies.clone(),
             pinned: false,
             first_step: 0,
         };

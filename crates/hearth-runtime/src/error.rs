@@ -40,6 +40,9 @@ pub enum RuntimeError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Something of ours failed (a task panicked); the message says what.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl RuntimeError {

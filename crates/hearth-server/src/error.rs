@@ -23,9 +23,8 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hearth_agent::policy::PolicyError;
 use hearth_runtime::RuntimeError;
-use hearth_store::StoreError;
+use hearth_runtime::policy::PolicyError;
 use serde_json::json;
 
 /// An API failure.
@@ -145,6 +144,7 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::InvalidSchedule(s) => Self::InvalidSchedule(s.to_string()),
             RuntimeError::JobNotFound(_) => Self::NotFound(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
+            RuntimeError::Internal(m) => Self::Internal(m),
         }
     }
 }
@@ -157,12 +157,6 @@ impl From<PolicyError> for ApiError {
                 Self::InvalidRequest(e.to_string())
             }
         }
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        Self::Internal(e.to_string())
     }
 }
 

@@ -4,11 +4,10 @@
 //! original response once the run is queued; its answer follows in the
 //! channel through the outbox, like any answer.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use hearth_core::records::RunFilter;
 use hearth_core::{RunStatus, ThinkingLevel, now_ms};
-use hearth_store::RunFilter;
 use reqwest::Method;
 use serde_json::{Value, json};
 use tracing::{info, warn};
@@ -17,7 +16,9 @@ use hearth_runtime::Answerer;
 
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
-use super::{Discord, inbound, is_snowflake, permissions, presses, stats, thread_key, user_key};
+use super::{
+    Dc, Discord, inbound, is_snowflake, permissions, presses, stats, thread_key, user_key,
+};
 use crate::control::{self, Place};
 use crate::error::ChannelError;
 
@@ -31,7 +32,7 @@ const EPHEMERAL: u64 = 1 << 6;
 /// Handles one interaction. A failure is logged and, when the interaction
 /// was not answered yet, answered privately, so the user is not left with
 /// Discord's "did not respond".
-pub(super) async fn handle(dc: Arc<Discord>, i: Interaction) {
+pub(super) async fn handle(dc: Dc, i: Interaction) {
     if let Err(e) = handle_inner(&dc, &i).await {
         warn!(channel = "discord", error = %e, "could not handle an interaction");
         if !i.answered.load(Ordering::SeqCst) {
@@ -49,7 +50,7 @@ fn token_ok(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-async fn handle_inner(dc: &Arc<Discord>, i: &Interaction) -> Result<(), ChannelError> {
+async fn handle_inner(dc: &Dc, i: &Interaction) -> Result<(), ChannelError> {
     let (Some(actor), Some(channel)) = (i.actor(), i.channel_id.as_deref()) else {
         return Ok(());
     };
@@ -132,7 +133,7 @@ pub(super) fn is_guild_admin(dc: &Discord, i: &Interaction, actor: &User) -> boo
 }
 
 async fn command(
-    dc: &Arc<Discord>,
+    dc: &Dc,
     i: &Interaction,
     actor: &User,
     channel: &str,
@@ -262,7 +263,7 @@ async fn command(
     Ok(())
 }
 
-fn models_text(dc: &Discord) -> String {
+fn models_text(dc: &Dc) -> String {
     let ids: Vec<String> = dc
         .runtime
         .models()
@@ -290,7 +291,7 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
 /// Cancels the channel's active run when `who` may; what to tell the
 /// channel, or `None` when `who` may not.
 async fn cancel(
-    dc: &Discord,
+    dc: &Dc,
     thread: &str,
     who: Answerer<'_>,
     place: Place<'_>,

@@ -10,7 +10,7 @@
 //! once, and that answer is remembered so the retry does not answer again
 //! (Telegram refuses a second answer).
 
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 
 use hearth_core::ThinkingLevel;
 use hearth_runtime::RuntimeError;
@@ -19,7 +19,7 @@ use tracing::warn;
 
 use super::commands::{first_time, may_change, model_ids, picker, tag, thinking_picker};
 use super::types::{CallbackQuery, Message};
-use super::{Telegram, thread_key, user_key};
+use super::{Telegram, Tg, thread_key, user_key};
 use crate::control;
 use crate::error::ChannelError;
 
@@ -53,7 +53,7 @@ fn alert(text: impl Into<String>) -> Shown {
 }
 
 pub(super) async fn callback(
-    tg: &Arc<Telegram>,
+    tg: &Tg,
     update_id: i64,
     q: CallbackQuery,
 ) -> Result<(), ChannelError> {
@@ -72,7 +72,7 @@ pub(super) async fn callback(
 }
 
 /// Does what the press asks; what to show for it.
-async fn act(tg: &Telegram, q: &CallbackQuery) -> Result<Shown, ChannelError> {
+async fn act(tg: &Tg, q: &CallbackQuery) -> Result<Shown, ChannelError> {
     let (Some(msg), Some(data)) = (&q.message, &q.data) else {
         return Ok(toast(""));
     };
@@ -173,7 +173,7 @@ async fn failed(tg: &Telegram, q: &CallbackQuery, e: ChannelError) -> Result<(),
     Err(e)
 }
 
-async fn show(tg: &Telegram, q: &CallbackQuery, shown: Shown) {
+async fn show(tg: &Tg, q: &CallbackQuery, shown: Shown) {
     let msg = q.message.as_ref();
     match shown {
         Shown::Answer { text, alert } => answer(tg, &q.id, &text, alert).await,

@@ -384,7 +384,9 @@ async fn a_signed_executable_skill_runs_as_an_mcp_server_for_users_with_skills_u
     // is write-class (its annotation is not trusted), so the call is confirmed.
     let (code, out, err) = hearth(
         &home,
-        &["--url", &h.url, "mcp", "call", "--yes", "notes", "env", "{}"],
+        &[
+            "--url", &h.url, "mcp", "call", "--yes", "notes", "env", "{}",
+        ],
     )
     .await;
     assert_eq!(code, Some(0), "{err}");

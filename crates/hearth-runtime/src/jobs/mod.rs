@@ -32,7 +32,8 @@ pub use schedule::{
     ALL_MAX, CatchUp, DEFAULT_TIMEZONE, Due, LATEST_WINDOW_MS, ON_TIME_MS, Schedule, ScheduleError,
     due,
 };
-pub use tools::{CancelJob, JobTools, ListJobs, ScheduleJob};
+pub(crate) use tools::JobTools;
+pub use tools::{CancelJob, ListJobs, ScheduleJob};
 
 /// The ticker looks at the jobs at least this often, so a clock that jumps
 /// (suspend, NTP) is noticed without a change to the jobs.

@@ -4,9 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus};
-use hearth_runtime::{RunEvents, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_runtime::{RunEvents, Runtime, WaitOutcome};
 use hearth_store::{StepKind, StepStatus, Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
@@ -17,17 +16,14 @@ use crate::common;
 /// `extra` appended to its hearth.toml (the `[budget]` part).
 async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi, extra: &str) -> Runtime {
     let toml = format!("{}\n{extra}", common::fake_toml(&fake.base_url(), "", ""));
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = common::catalog(&toml);
-    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices).unwrap();
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::new(),
-        Limits::default(),
-        String::new(),
-    )
-    .with_budget(budget);
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    runtime_of(store, &toml).await
+}
+
+/// A runtime on `store` configured by `toml` (its `[budget]` included).
+async fn runtime_of(store: &Arc<dyn Store>, toml: &str) -> Runtime {
+    let dir = tempfile::tempdir().unwrap();
+    let rt =
+        common::build(common::builder(dir.path(), toml, store).tools(ToolRegistry::new())).await;
     rt.start().await.unwrap();
     rt
 }
@@ -295,18 +291,7 @@ async fn a_thread_with_its_own_model_is_not_switched_when_refused() {
          [llm.providers.fake]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\n{toml_extra}",
         fake.base_url()
     );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = common::catalog(&toml);
-    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices).unwrap();
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::new(),
-        Limits::default(),
-        String::new(),
-    )
-    .with_budget(budget);
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
-    rt.start().await.unwrap();
+    let rt = runtime_of(&store, &toml).await;
 
     assert_eq!(
         run(&rt, "t:any", "u:user:a").await.status,

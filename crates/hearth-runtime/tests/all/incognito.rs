@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
 use hearth_runtime::{Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
 use hearth_store::{Store, UsageGroup, UsageQuery};
@@ -27,18 +26,18 @@ async fn runtime_with(
     options: RuntimeOptions,
 ) -> (Runtime, Arc<dyn Store>) {
     let store = common::store(dir);
-    let catalog = common::catalog(&common::fake_toml(
+    let toml = common::fake_toml(
         &fake.base_url(),
         "",
         "[llm.providers.remote]\ntype = \"openai_compat\"\nbase_url = \"https://api.example.com/v1\"\nmodels = [\"big\"]",
-    ));
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
     );
-    let rt = Runtime::new(store.clone(), catalog, engine, options);
+    let rt = common::build(
+        common::builder(dir, &toml, &store)
+            .tools(ToolRegistry::with_builtins())
+            .system_prompt("be brief")
+            .options(options),
+    )
+    .await;
     rt.start().await.unwrap();
     (rt, store)
 }
@@ -65,7 +64,7 @@ async fn answer(rt: &Runtime, thread: &str, text: &str) -> hearth_core::RunEnvel
 }
 
 fn db_contains(dir: &Path, needle: &str) -> bool {
-    ["h.db", "h.db-wal"].iter().any(|f| {
+    ["hearth.db", "hearth.db-wal"].iter().any(|f| {
         std::fs::read(dir.join(f))
             .map(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
             .unwrap_or(false)

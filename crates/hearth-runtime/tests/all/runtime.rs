@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits, RetryPolicy};
+use hearth_agent::{Limits, RetryPolicy};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
-use hearth_runtime::{Catalog, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_runtime::{Catalog, Runtime, WaitOutcome};
 use hearth_store::{NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::ToolRegistry;
@@ -34,21 +34,21 @@ async fn setup_full(
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
     before_start(&store);
-    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", extra));
+    let toml = common::fake_toml(&fake.base_url(), "", extra);
     let retry = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
         max_total_wait: Duration::from_secs(5),
     };
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        limits,
-        "be brief".into(),
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(ToolRegistry::with_builtins())
+            .limits(limits)
+            .system_prompt("be brief")
+            .engine(move |e| e.with_retry(retry)),
     )
-    .with_retry(retry);
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    .await;
     rt.start().await.unwrap();
     Setup {
         rt,
@@ -482,17 +482,16 @@ async fn a_provider_without_tools_gets_none_and_is_told_so() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let catalog = common::catalog(&format!(
+    let toml = format!(
         "[llm]\ndefault_model = \"plain/m\"\n[llm.providers.plain]\ntype = \"openai_compat\"\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = false, thinking = false }}\n",
         fake.base_url()
-    ));
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
     );
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(ToolRegistry::with_builtins())
+            .system_prompt("be brief"),
+    )
+    .await;
     rt.start().await.unwrap();
     let th = rt
         .set_thinking("t:plain", hearth_core::ThinkingLevel::High)
@@ -583,7 +582,7 @@ impl hearth_tools::Tool for Leaky {
 
 fn db_bytes(dir: &std::path::Path) -> Vec<u8> {
     let mut all = Vec::new();
-    for f in ["h.db", "h.db-wal"] {
+    for f in ["hearth.db", "hearth.db-wal"] {
         if let Ok(b) = std::fs::read(dir.join(f)) {
             all.extend(b);
         }
@@ -600,11 +599,7 @@ async fn secrets_are_redacted_before_storage_and_before_any_provider_sees_them()
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let catalog = common::catalog(&common::fake_toml(
-        &fake.base_url(),
-        "capabilities = { tools = true }",
-        "",
-    ));
+    let toml = common::fake_toml(&fake.base_url(), "capabilities = { tools = true }", "");
     let mut tools = ToolRegistry::with_builtins();
     tools.register(Arc::new(Leaky {
         spec: hearth_core::ToolSpec {
@@ -613,8 +608,12 @@ async fn secrets_are_redacted_before_storage_and_before_any_provider_sees_them()
             parameters: serde_json::json!({"type": "object"}),
         },
     }));
-    let engine = Engine::new(store.clone(), tools, Limits::default(), "be brief".into());
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(tools)
+            .system_prompt("be brief"),
+    )
+    .await;
     rt.start().await.unwrap();
 
     let aws = concat!("AKIA", "Z7QXKJ3M9PLW2RTY");

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hearth_agent::ConfirmPolicy;
 use hearth_agent::policy::{PolicyConfig, Preset};
-use hearth_agent::{ConfirmPolicy, Engine, Limits};
 use hearth_core::{Inbound, RunStatus, now_ms};
-use hearth_runtime::{Answerer, Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
+use hearth_runtime::{Answerer, Runtime, RuntimeError, WaitOutcome};
 use hearth_store::{Grant, NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
@@ -43,11 +43,7 @@ impl Tool for Delete {
 /// A runtime over `store` whose users hold nothing by default, with the
 /// memory tools (gated by `memory.read` / `memory.write`).
 async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi) -> Runtime {
-    let catalog = common::catalog(&common::fake_toml(
-        &fake.base_url(),
-        "capabilities = { tools = true }",
-        "",
-    ));
+    let toml = common::fake_toml(&fake.base_url(), "capabilities = { tools = true }", "");
     let mut tools = ToolRegistry::new();
     for t in hearth_tools::memory::tools(store.clone()) {
         tools.register(t);
@@ -57,13 +53,19 @@ async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi) -> Runtime {
         description: "deletes a file".into(),
         parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     })));
-    let engine = Engine::new(store.clone(), tools, Limits::default(), String::new())
-        .with_policy(PolicyConfig {
-            default_preset: Preset::None,
-            admins: Vec::new(),
-        })
-        .with_confirmations(ConfirmPolicy::default());
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let dir = tempfile::tempdir().unwrap();
+    let rt = common::build(
+        common::builder(dir.path(), &toml, store)
+            .tools(tools)
+            .engine(|e| {
+                e.with_policy(PolicyConfig {
+                    default_preset: Preset::None,
+                    admins: Vec::new(),
+                })
+                .with_confirmations(ConfirmPolicy::default())
+            }),
+    )
+    .await;
     rt.start().await.unwrap();
     rt
 }

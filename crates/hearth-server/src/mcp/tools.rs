@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::request::Parts;
+use hearth_core::records::RunFilter;
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus, rfc3339};
 use hearth_runtime::{Runtime, RuntimeError, WaitOutcome};
-use hearth_store::RunFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,

@@ -30,9 +30,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, get, post};
 use axum::{Extension, Json, Router};
+use hearth_core::records::StepKind;
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunError, RunStatus};
 use hearth_runtime::{RunOverrides, Runtime, RuntimeError, WaitOutcome};
-use hearth_store::StepKind;
 use serde_json::json;
 
 pub use error::OpenAiError;

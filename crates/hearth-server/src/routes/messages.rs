@@ -9,9 +9,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
+use hearth_core::records::RunFilter;
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, rfc3339};
 use hearth_runtime::{RunEvents, WaitOutcome};
-use hearth_store::RunFilter;
 use tokio::sync::watch;
 
 use crate::AppState;
@@ -154,10 +154,11 @@ pub async fn run_trace(
                 // Only the step kinds that describe themselves: a model or
                 // tool call's payload holds prompts and outputs.
                 detail: match s.kind {
-                    hearth_store::StepKind::Compaction | hearth_store::StepKind::Route => {
-                        s.payload.get("detail").cloned()
+                    hearth_core::records::StepKind::Compaction
+                    | hearth_core::records::StepKind::Route => s.payload.get("detail").cloned(),
+                    hearth_core::records::StepKind::Llm | hearth_core::records::StepKind::Tool => {
+                        None
                     }
-                    hearth_store::StepKind::Llm | hearth_store::StepKind::Tool => None,
                 },
                 tokens: s.tokens,
             })

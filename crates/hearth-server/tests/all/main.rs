@@ -11,3 +11,4 @@ mod mcp;
 mod openai;
 mod openai_threads;
 mod parsers;
+mod push;
