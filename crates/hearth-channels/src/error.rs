@@ -50,6 +50,14 @@ pub enum ChannelError {
     Runtime(#[from] hearth_runtime::RuntimeError),
 }
 
+/// A key made from what the platform sent that is not one (an id too long):
+/// the runtime's answer to this event, as if it had checked it.
+impl From<hearth_core::KeyError> for ChannelError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        Self::Runtime(e.into())
+    }
+}
+
 impl ChannelError {
     /// True when handling the same event again may work: the store or the
     /// platform failed, or the runtime is shutting down or overloaded. Only

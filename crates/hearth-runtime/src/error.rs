@@ -45,6 +45,12 @@ pub enum RuntimeError {
     Internal(String),
 }
 
+impl From<hearth_core::KeyError> for RuntimeError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        Self::InvalidInput(e.to_string())
+    }
+}
+
 impl RuntimeError {
     /// True when the same call may work later unchanged: the store failed,
     /// hearth is shutting down, or it is overloaded. A surface that can have

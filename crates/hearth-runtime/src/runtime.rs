@@ -24,9 +24,6 @@ use crate::supplied::Supplied;
 use crate::surfaces::ChatSurface;
 use crate::usage::SpendAlert;
 
-/// Longest accepted thread key, user key, source or idempotency key.
-const MAX_KEY_LEN: usize = 256;
-
 /// Settings of the runtime.
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
@@ -140,14 +137,10 @@ pub struct Runtime {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// Checks a thread key, user key, source or idempotency key from outside.
-pub fn check_key(name: &str, value: &str) -> Result<()> {
-    if value.is_empty() || value.len() > MAX_KEY_LEN || value.chars().any(char::is_control) {
-        return Err(RuntimeError::InvalidInput(format!(
-            "{name} must be 1 to {MAX_KEY_LEN} characters without control characters"
-        )));
-    }
-    Ok(())
+/// Checks a key from outside that has no type of its own (a source, an
+/// idempotency key), by the rules of [`hearth_core::ThreadKey`].
+pub fn check_key(name: &'static str, value: &str) -> Result<()> {
+    Ok(hearth_core::check_key(name, value)?)
 }
 
 /// What a runtime is made of; the builder gathers it.

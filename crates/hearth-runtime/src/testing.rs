@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use hearth_core::records::outbox::{OutboxItem, OutboxStatus, PairingRecord};
-use hearth_core::{AllowedEntry, ChannelInfo, Removed};
+use hearth_core::{AllowedEntry, ChannelInfo, Removed, ThreadKey, UserKey};
 use hearth_store::{Durability, SqliteStore, Store};
 
 use crate::builder::{BuildError, DB_FILE, RuntimeBuilder};
@@ -34,6 +34,24 @@ pub fn fake_toml(base_url: &str, provider_extra: &str, llm_extra: &str) -> Strin
         "[llm]\ndefault_model = \"fake/m\"\n{llm_extra}\n[llm.providers.fake]\n\
          type = \"openai_compat\"\nbase_url = \"{base_url}\"\nmodels = [\"m\"]\n{provider_extra}\n"
     )
+}
+
+/// `key` as a thread key; panics when it is not one (a test's own key).
+pub fn thread(key: impl Into<String>) -> ThreadKey {
+    let key = key.into();
+    match ThreadKey::new(key.as_str()) {
+        Ok(k) => k,
+        Err(e) => panic!("{key:?}: {e}"),
+    }
+}
+
+/// `key` as a user key; panics when it is not one (a test's own key).
+pub fn user(key: impl Into<String>) -> UserKey {
+    let key = key.into();
+    match UserKey::new(key.as_str()) {
+        Ok(k) => k,
+        Err(e) => panic!("{key:?}: {e}"),
+    }
 }
 
 /// The store a test runtime over `home` uses: `<home>/hearth.db`. Panics

@@ -149,6 +149,12 @@ impl From<RuntimeError> for ApiError {
     }
 }
 
+impl From<hearth_core::KeyError> for ApiError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        Self::InvalidRequest(e.to_string())
+    }
+}
+
 impl From<PolicyError> for ApiError {
     fn from(e: PolicyError) -> Self {
         match e {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hearth_core::{DeliveryMode, Inbound};
+use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey};
 use tracing::warn;
 
 use super::deliver::DiscordProgress;
@@ -183,8 +183,9 @@ pub(super) async fn ingest(
     let channel_id = channel_id.as_str();
     let inbound = Inbound {
         source: "discord".into(),
-        thread_key: thread_key(channel_id),
-        user_key: user,
+        // Made from platform ids: checked here, at the channel's edge.
+        thread_key: ThreadKey::new(thread_key(channel_id))?,
+        user_key: UserKey::new(user)?,
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(key),

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 
 use hearth_core::records::RunFilter;
-use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tracing::{info, warn};
@@ -211,33 +211,45 @@ async fn command(
                     )
                     .await;
                 } else if may_change().await? {
-                    dc.runtime.set_model(&thread, &name).await?;
+                    dc.runtime
+                        .set_model(&ThreadKey::new(&thread)?, &name)
+                        .await?;
                     public(dc, i, &format!("Model: {name}")).await;
                 } else {
                     private(dc, i, control::CHANGE_REFUSED).await;
                 }
             }
             None => {
-                let now = dc.runtime.thread_runtime(&thread).await?.model;
+                let now = dc
+                    .runtime
+                    .thread_runtime(&ThreadKey::new(&thread)?)
+                    .await?
+                    .model;
                 private(dc, i, &format!("Now: {now}. {}", models_text(dc))).await;
             }
         },
         "thinking" => match option(&data.options, "level") {
             Some(level) => match ThinkingLevel::parse(&level) {
                 Some(l) if may_change().await? => {
-                    dc.runtime.set_thinking(&thread, l).await?;
+                    dc.runtime
+                        .set_thinking(&ThreadKey::new(&thread)?, l)
+                        .await?;
                     public(dc, i, &format!("Thinking: {}", l.as_str())).await;
                 }
                 Some(_) => private(dc, i, control::CHANGE_REFUSED).await,
                 None => private(dc, i, "Choose off, low, medium or high.").await,
             },
             None => {
-                let now = dc.runtime.thread_runtime(&thread).await?.thinking;
+                let now = dc
+                    .runtime
+                    .thread_runtime(&ThreadKey::new(&thread)?)
+                    .await?
+                    .thinking;
                 private(dc, i, &format!("Thinking: {now}.")).await;
             }
         },
         "new" if may_change().await? => {
-            dc.runtime.new_session(&thread).await?;
+            dc.runtime.new_session(&ThreadKey::new(&thread)?).await?;
             info!(channel = "discord", "new session by command");
             public(dc, i, "Started a new conversation.").await;
         }

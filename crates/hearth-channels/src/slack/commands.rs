@@ -13,7 +13,7 @@
 //! shown for a thread carries the thread's root in its `block_id`.
 
 use hearth_core::records::RunFilter;
-use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::Answerer;
 use serde_json::{Value, json};
 use tracing::warn;
@@ -211,12 +211,15 @@ async fn answer(slack: &Sl, cmd: &SlashCommand) -> Result<Value, ChannelError> {
             text(&usage_text(&rows))
         }
         ("new", Some(thread)) => {
-            slack.runtime.new_session(&thread).await?;
+            slack.runtime.new_session(&ThreadKey::new(&thread)?).await?;
             text("Started a new conversation.")
         }
         ("model", Some(thread)) => match arg {
             Some(m) if model_ids(slack).iter().any(|id| id == m) => {
-                slack.runtime.set_model(&thread, m).await?;
+                slack
+                    .runtime
+                    .set_model(&ThreadKey::new(&thread)?, m)
+                    .await?;
                 text(&format!("Model: {}", escape(m)))
             }
             Some(m) => {
@@ -231,7 +234,10 @@ async fn answer(slack: &Sl, cmd: &SlashCommand) -> Result<Value, ChannelError> {
         },
         ("thinking", Some(thread)) => match arg.and_then(ThinkingLevel::parse) {
             Some(level) => {
-                slack.runtime.set_thinking(&thread, level).await?;
+                slack
+                    .runtime
+                    .set_thinking(&ThreadKey::new(&thread)?, level)
+                    .await?;
                 text(&format!("Thinking: {}", level.as_str()))
             }
             None => thinking_picker(slack, &thread).await?,
@@ -316,7 +322,11 @@ pub(super) fn model_ids(slack: &Sl) -> Vec<String> {
 
 /// The model picker: one button per configured model, the current one marked.
 pub(super) async fn picker(slack: &Sl, thread: &str, title: &str) -> Result<Value, ChannelError> {
-    let current = slack.runtime.thread_runtime(thread).await?.model;
+    let current = slack
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread)?)
+        .await?
+        .model;
     let buttons: Vec<Value> = model_ids(slack)
         .iter()
         .take(MAX_MODELS)
@@ -338,7 +348,11 @@ pub(super) async fn picker(slack: &Sl, thread: &str, title: &str) -> Result<Valu
 
 /// The thinking picker.
 pub(super) async fn thinking_picker(slack: &Sl, thread: &str) -> Result<Value, ChannelError> {
-    let current = slack.runtime.thread_runtime(thread).await?.thinking;
+    let current = slack
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread)?)
+        .await?
+        .thinking;
     let buttons: Vec<Value> = [
         ThinkingLevel::Off,
         ThinkingLevel::Low,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use hearth_core::records::RunFilter;
-use hearth_core::{DeliveryMode, Inbound, now_ms};
+use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey, now_ms};
 use serde_json::Value;
 use tracing::{debug, warn};
 
@@ -129,8 +129,9 @@ async fn ingest(
 ) -> Result<(), ChannelError> {
     let inbound = Inbound {
         source: "slack".into(),
-        thread_key: thread,
-        user_key: user,
+        // Made from platform ids: checked here, at the channel's edge.
+        thread_key: ThreadKey::new(thread)?,
+        user_key: UserKey::new(user)?,
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("slack:{}", cb.event_id)),

@@ -8,7 +8,7 @@
 //! changes nothing) and shows nothing twice. A failed press is told so
 //! through its `response_url`.
 
-use hearth_core::{ThinkingLevel, now_ms};
+use hearth_core::{ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::RuntimeError;
 use serde_json::{Value, json};
 use tracing::warn;
@@ -112,7 +112,10 @@ async fn act(slack: &Sl, ix: &Interaction) -> Result<Shown, ChannelError> {
     }
     let reply = if id.starts_with(MODEL_ACTION) {
         if model_ids(slack).contains(&value) {
-            slack.runtime.set_model(&thread, &value).await?;
+            slack
+                .runtime
+                .set_model(&ThreadKey::new(&thread)?, &value)
+                .await?;
             picker(slack, &thread, "Choose the model:").await?
         } else {
             // A stale picker: show the current list.
@@ -120,7 +123,10 @@ async fn act(slack: &Sl, ix: &Interaction) -> Result<Shown, ChannelError> {
         }
     } else if id.starts_with(THINKING_ACTION) {
         if let Some(level) = ThinkingLevel::parse(&value) {
-            slack.runtime.set_thinking(&thread, level).await?;
+            slack
+                .runtime
+                .set_thinking(&ThreadKey::new(&thread)?, level)
+                .await?;
         }
         thinking_picker(slack, &thread).await?
     } else {

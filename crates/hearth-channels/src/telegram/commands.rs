@@ -5,7 +5,7 @@
 //! re-renders the current picker instead of failing.
 
 use hearth_core::records::RunFilter;
-use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::Answerer;
 use serde_json::{Value, json};
 use tracing::{info, warn};
@@ -72,7 +72,7 @@ pub(super) async fn command(
                 .await
         }
         "new" => {
-            tg.runtime.new_session(&thread).await?;
+            tg.runtime.new_session(&ThreadKey::new(&thread)?).await?;
             info!(channel = "telegram", "new session by command");
             tg.notify(chat, Payload::notice("Started a new conversation."))
                 .await
@@ -178,7 +178,11 @@ pub(super) async fn picker(
     edit: Option<i64>,
     title: &str,
 ) -> Result<(), ChannelError> {
-    let current = tg.runtime.thread_runtime(&thread_key(chat)).await?.model;
+    let current = tg
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread_key(chat))?)
+        .await?
+        .model;
     let rows: Vec<Value> = model_ids(tg)
         .iter()
         .enumerate()
@@ -196,7 +200,11 @@ pub(super) async fn thinking_picker(
     chat: i64,
     edit: Option<i64>,
 ) -> Result<(), ChannelError> {
-    let current = tg.runtime.thread_runtime(&thread_key(chat)).await?.thinking;
+    let current = tg
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread_key(chat))?)
+        .await?
+        .thinking;
     let levels = [
         ThinkingLevel::Off,
         ThinkingLevel::Low,

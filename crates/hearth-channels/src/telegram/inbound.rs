@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_core::{DeliveryMode, Inbound};
+use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -420,8 +420,9 @@ pub(super) async fn ingest(
 ) -> Result<(), ChannelError> {
     let inbound = Inbound {
         source: "telegram".into(),
-        thread_key: thread_key(chat_id),
-        user_key: user.to_owned(),
+        // Made from platform ids: checked here, at the channel's edge.
+        thread_key: ThreadKey::new(thread_key(chat_id))?,
+        user_key: UserKey::new(user)?,
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("telegram:{update_id}")),

@@ -12,7 +12,7 @@
 
 use std::sync::PoisonError;
 
-use hearth_core::ThinkingLevel;
+use hearth_core::{ThinkingLevel, ThreadKey};
 use hearth_runtime::RuntimeError;
 use serde_json::{Value, json};
 use tracing::warn;
@@ -123,7 +123,9 @@ async fn act(tg: &Tg, q: &CallbackQuery) -> Result<Shown, ChannelError> {
                 .filter(|m| tag(m) == t);
             Ok(match chosen {
                 Some(model) => {
-                    tg.runtime.set_model(&thread, model).await?;
+                    tg.runtime
+                        .set_model(&ThreadKey::new(&thread)?, model)
+                        .await?;
                     Shown::Models {
                         text: format!("Model: {model}"),
                         title: "Choose the model:",
@@ -137,7 +139,9 @@ async fn act(tg: &Tg, q: &CallbackQuery) -> Result<Shown, ChannelError> {
         }
         (Some("t"), Some(level), None) => Ok(match ThinkingLevel::parse(level) {
             Some(l) => {
-                tg.runtime.set_thinking(&thread, l).await?;
+                tg.runtime
+                    .set_thinking(&ThreadKey::new(&thread)?, l)
+                    .await?;
                 Shown::Thinking {
                     text: format!("Thinking: {}", l.as_str()),
                 }

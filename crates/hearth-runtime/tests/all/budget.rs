@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus};
+use hearth_runtime::testing;
 use hearth_runtime::{RunEvents, Runtime, WaitOutcome};
 use hearth_store::{StepKind, StepStatus, Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
@@ -31,8 +32,8 @@ async fn runtime_of(store: &Arc<dyn Store>, toml: &str) -> Runtime {
 fn msg(thread: &str, user: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: user.into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user(user),
         text: "hello".into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
@@ -303,7 +304,9 @@ async fn a_thread_with_its_own_model_is_not_switched_when_refused() {
     assert_eq!(moved.status, RunStatus::Succeeded, "{moved:?}");
     assert_eq!(backup.request_count(), 1);
     // A thread that chose the model keeps it, and is told why it cannot run.
-    rt.set_model("t:pinned", "fake/m").await.unwrap();
+    rt.set_model(&testing::thread("t:pinned"), "fake/m")
+        .await
+        .unwrap();
     let pinned = run(&rt, "t:pinned", "u:user:a").await;
     let err = pinned.error.unwrap();
     assert_eq!(err.code, "budget_exceeded");

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hearth_agent::ConfirmPolicy;
 use hearth_core::{DeliveryMode, Inbound, RunStatus, ToolSpec};
+use hearth_runtime::testing;
 use hearth_store::{StepKind, StepStatus};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
@@ -73,8 +74,8 @@ async fn cancel_stops_a_running_write_tool_and_journals_it_as_unknown() {
     let run = rt
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: "t:cancel".into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread("t:cancel"),
+            user_key: testing::user("test:user:1"),
             text: "deploy it".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,

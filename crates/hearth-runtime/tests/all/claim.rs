@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use hearth_core::{DeliveryMode, Inbound, RunStatus};
+use hearth_runtime::testing;
 use hearth_runtime::{RuntimeOptions, WaitOutcome};
 use hearth_store::RunFilter;
 use hearth_testkit::FakeOpenAi;
@@ -44,8 +45,8 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
             batch.push(tokio::spawn(async move {
                 rt.ingest(Inbound {
                     source: "test".into(),
-                    thread_key: format!("race:{t}"),
-                    user_key: "test:user:1".into(),
+                    thread_key: testing::thread(format!("race:{t}")),
+                    user_key: testing::user("test:user:1"),
                     text: format!("message {round} on {t}"),
                     delivery_mode: mode,
                     idempotency_key: None,

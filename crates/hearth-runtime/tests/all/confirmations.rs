@@ -9,6 +9,7 @@ use std::time::Duration;
 use hearth_agent::policy::{PolicyConfig, Preset};
 use hearth_agent::{ConfirmPolicy, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus};
+use hearth_runtime::testing;
 use hearth_runtime::{Runtime, RuntimeError, WaitOutcome};
 use hearth_store::Store;
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
@@ -101,8 +102,8 @@ async fn setup_with(ttl: Duration, limits: Limits) -> Setup {
 fn msg(thread: &str, user: &str, text: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: user.into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user(user),
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,

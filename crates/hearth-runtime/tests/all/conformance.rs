@@ -15,6 +15,7 @@ use hearth_agent::RetryPolicy;
 use hearth_core::{
     Content, DeliveryMode, Inbound, Role, RunEnvelope, RunEventKind, RunStatus, ThinkingLevel,
 };
+use hearth_runtime::testing;
 use hearth_runtime::{Runtime, UsageReport, WaitOutcome};
 use hearth_store::{StepRecord, Store, UsageGroup, UsageQuery};
 use hearth_testkit::fake_anthropic::{AnthropicReply, FakeAnthropic};
@@ -690,8 +691,8 @@ async fn setup<A: Adapter>(fallback: bool) -> Setup<A> {
 fn msg(thread: &str, text: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: "test:user:1".into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user("test:user:1"),
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
@@ -911,7 +912,7 @@ async fn two_parallel_tool_calls<A: Adapter>() {
 async fn thinking_on<A: Adapter>() {
     let s = setup::<A>(false).await;
     let th =
-        s.rt.set_thinking("t:think", ThinkingLevel::Low)
+        s.rt.set_thinking(&testing::thread("t:think"), ThinkingLevel::Low)
             .await
             .unwrap();
     assert_eq!(
@@ -990,7 +991,7 @@ async fn thinking_on<A: Adapter>() {
         A::TYPE
     );
     // Thinking off again: no knob.
-    s.rt.set_thinking("t:think", ThinkingLevel::Off)
+    s.rt.set_thinking(&testing::thread("t:think"), ThinkingLevel::Off)
         .await
         .unwrap();
     let off = s.run("t:think", "thanks").await;
@@ -1005,7 +1006,7 @@ async fn thinking_on<A: Adapter>() {
 ///     refuses a continued tool turn without it when thinking is on).
 async fn thinking_with_tool_call<A: Adapter>() {
     let s = setup::<A>(false).await;
-    s.rt.set_thinking("t:think-tool", ThinkingLevel::Low)
+    s.rt.set_thinking(&testing::thread("t:think-tool"), ThinkingLevel::Low)
         .await
         .unwrap();
     s.fake.push_thinking_then_tool_calls(

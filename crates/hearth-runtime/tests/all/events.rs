@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use hearth_core::{DeliveryMode, Inbound, RunEventKind};
+use hearth_runtime::testing;
 use hearth_runtime::{RunEvents, WaitOutcome};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
@@ -27,8 +28,8 @@ async fn the_replay_after_the_live_log_is_gone_keeps_the_terminal_events_id() {
     let run = live
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: "t:events".into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread("t:events"),
+            user_key: testing::user("test:user:1"),
             text: "talk".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
+use hearth_runtime::testing;
 use hearth_runtime::{Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
 use hearth_store::{Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
@@ -45,8 +46,8 @@ async fn runtime_with(
 fn msg(thread: &str, text: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: "test:user:1".into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user("test:user:1"),
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
@@ -80,7 +81,10 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
     // History from before incognito stays and is still seen.
     let before = answer(&rt, "t:inc", "stored-before-incognito").await;
     assert_eq!(before.status, RunStatus::Succeeded);
-    let on = rt.set_incognito("t:inc", true).await.unwrap();
+    let on = rt
+        .set_incognito(&testing::thread("t:inc"), true)
+        .await
+        .unwrap();
     assert!(on.incognito);
     assert_eq!(on.message_count, 2);
 
@@ -109,7 +113,13 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
         rt.get_run(&first.run_id).await.unwrap().run_id,
         first.run_id
     );
-    assert_eq!(rt.thread_runtime("t:inc").await.unwrap().message_count, 6);
+    assert_eq!(
+        rt.thread_runtime(&testing::thread("t:inc"))
+            .await
+            .unwrap()
+            .message_count,
+        6
+    );
     let listed = rt
         .list_runs(&hearth_store::RunFilter {
             thread_key: Some("t:inc".into()),
@@ -142,7 +152,7 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
     drop(rt);
     drop(store);
     let (rt, _store) = runtime(dir.path(), &fake).await;
-    let state = rt.thread_runtime("t:inc").await.unwrap();
+    let state = rt.thread_runtime(&testing::thread("t:inc")).await.unwrap();
     assert!(state.incognito);
     assert_eq!(
         state.message_count, 2,
@@ -153,7 +163,9 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
         Err(RuntimeError::RunNotFound(_))
     ));
     // Turned off, the thread is stored again.
-    rt.set_incognito("t:inc", false).await.unwrap();
+    rt.set_incognito(&testing::thread("t:inc"), false)
+        .await
+        .unwrap();
     answer(&rt, "t:inc", "stored-after-incognito").await;
     assert!(db_contains(dir.path(), "stored-after-incognito"));
 }
@@ -167,13 +179,17 @@ async fn incognito_local_only_refuses_a_remote_model_before_any_request() {
         ..RuntimeOptions::default()
     };
     let (rt, _store) = runtime_with(dir.path(), &fake, options).await;
-    rt.set_incognito("t:local", true).await.unwrap();
+    rt.set_incognito(&testing::thread("t:local"), true)
+        .await
+        .unwrap();
     // The fake listens on loopback: local, so it answers.
     assert_eq!(
         answer(&rt, "t:local", "hello").await.status,
         RunStatus::Succeeded
     );
-    rt.set_model("t:local", "remote/big").await.unwrap();
+    rt.set_model(&testing::thread("t:local"), "remote/big")
+        .await
+        .unwrap();
     let refused = answer(&rt, "t:local", "private words").await;
     assert_eq!(refused.status, RunStatus::Failed);
     assert_eq!(refused.error.unwrap().code, "not_local");

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{DeliveryMode, Inbound, RunStatus};
+use hearth_runtime::testing;
 use hearth_runtime::{Runtime, RuntimeOptions, WaitOutcome};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry, ToolSource, ToolWait};
@@ -34,8 +35,8 @@ async fn a_run_whose_end_could_not_be_stored_is_run_again() {
     let run = rt
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: "t:lost-end".into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread("t:lost-end"),
+            user_key: testing::user("test:user:1"),
             text: "hello".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,

@@ -9,6 +9,7 @@ use std::time::Duration;
 use hearth_agent::RetryPolicy;
 use hearth_agent::router::{Estimate, Pools, TaskClass};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus};
+use hearth_runtime::testing;
 use hearth_runtime::{Runtime, WaitOutcome};
 use hearth_store::{Rating, StepKind, Store};
 use hearth_testkit::{FakeOpenAi, Reply};
@@ -75,8 +76,8 @@ async fn ask(rt: &Runtime, thread: &str, text: &str) -> RunEnvelope {
     let env = rt
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: thread.into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread(thread),
+            user_key: testing::user("test:user:1"),
             text: text.into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
@@ -210,7 +211,9 @@ async fn a_thread_with_its_model_set_is_not_routed_and_teaches_nothing() {
     let arms = Arms::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (rt, store) = runtime(dir.path(), &arms.toml("learn"), None).await;
-    rt.set_model("api:pinned", "bad/m").await.unwrap();
+    rt.set_model(&testing::thread("api:pinned"), "bad/m")
+        .await
+        .unwrap();
     let env = ask(&rt, "api:pinned", "hello").await;
     assert_eq!(env.model.as_deref(), Some("bad/m"));
     let steps = rt.trace(&env.run_id).await.unwrap();

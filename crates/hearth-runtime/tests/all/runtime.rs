@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hearth_agent::{Limits, RetryPolicy};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
+use hearth_runtime::testing;
 use hearth_runtime::{Catalog, Runtime, WaitOutcome};
 use hearth_store::{NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
@@ -65,8 +66,8 @@ async fn setup() -> Setup {
 fn msg(thread: &str, text: &str, mode: DeliveryMode) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: "test:user:1".into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user("test:user:1"),
         text: text.into(),
         delivery_mode: mode,
         idempotency_key: None,
@@ -223,14 +224,20 @@ async fn a_new_session_cancels_and_clears_history() {
             .await
             .unwrap();
     finished(&s.rt, &a.run_id).await;
-    assert_eq!(s.rt.thread_runtime("t:new").await.unwrap().message_count, 2);
+    assert_eq!(
+        s.rt.thread_runtime(&testing::thread("t:new"))
+            .await
+            .unwrap()
+            .message_count,
+        2
+    );
     s.fake.push(Reply::hang());
     let b =
         s.rt.ingest(msg("t:new", "hang", DeliveryMode::FollowUp))
             .await
             .unwrap();
     s.fake.wait_for_requests(2).await;
-    let rt = s.rt.new_session("t:new").await.unwrap();
+    let rt = s.rt.new_session(&testing::thread("t:new")).await.unwrap();
     assert_eq!(rt.message_count, 0);
     assert_eq!(
         s.rt.get_run(&b.run_id).await.unwrap().status,
@@ -282,13 +289,25 @@ async fn runs_left_queued_by_a_dead_process_are_recovered_at_start() {
 #[tokio::test]
 async fn ingest_refuses_bad_input_and_shutdown_stops_new_work() {
     let s = setup().await;
-    for (t, thread) in [("", "t:x"), ("  ", "t:x"), ("ok", ""), ("ok", "a\nb")] {
+    for t in ["", "  "] {
         assert!(
             matches!(
-                s.rt.ingest(msg(thread, t, DeliveryMode::FollowUp)).await,
+                s.rt.ingest(msg("t:x", t, DeliveryMode::FollowUp)).await,
                 Err(hearth_runtime::RuntimeError::InvalidInput(_))
             ),
-            "{t:?} {thread:?}"
+            "{t:?}"
+        );
+    }
+    // A bad key never reaches the runtime: it is refused where it is made,
+    // as the runtime's own refusal of the input.
+    for thread in ["", "a\nb"] {
+        let e = hearth_core::ThreadKey::new(thread).unwrap_err();
+        assert!(
+            matches!(
+                hearth_runtime::RuntimeError::from(e),
+                hearth_runtime::RuntimeError::InvalidInput(_)
+            ),
+            "{thread:?}"
         );
     }
     assert_eq!(s.rt.shutdown(Duration::from_secs(1)).await, 0);
@@ -494,7 +513,10 @@ async fn a_provider_without_tools_gets_none_and_is_told_so() {
     .await;
     rt.start().await.unwrap();
     let th = rt
-        .set_thinking("t:plain", hearth_core::ThinkingLevel::High)
+        .set_thinking(
+            &testing::thread("t:plain"),
+            hearth_core::ThinkingLevel::High,
+        )
         .await
         .unwrap();
     assert_eq!(

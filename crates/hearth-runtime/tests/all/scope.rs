@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use hearth_agent::ConfirmPolicy;
 use hearth_agent::policy::{PolicyConfig, Preset};
-use hearth_core::{Inbound, RunStatus, now_ms};
+use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
+use hearth_runtime::testing;
 use hearth_runtime::{Answerer, Runtime, RuntimeError, WaitOutcome};
 use hearth_store::{Grant, NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
@@ -157,12 +158,13 @@ async fn ingest_stores_the_context_and_refuses_a_malformed_one() {
     let rt = runtime(&store, &fake).await;
     let msg = |scope: Option<&str>, roles: &[&str]| Inbound {
         source: "test".into(),
-        thread_key: "discord:channel:1".into(),
-        user_key: "discord:user:5".into(),
+        thread_key: testing::thread("discord:channel:1"),
+        user_key: testing::user("discord:user:5"),
         text: "hello".into(),
         scope: scope.map(str::to_owned),
         roles: roles.iter().map(|r| r.to_string()).collect(),
-        ..Inbound::default()
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
     };
     let env = rt.ingest(msg(Some(GUILD), &["111", "222"])).await.unwrap();
     let stored = store.get_run(&env.run_id).await.unwrap().unwrap();
@@ -225,12 +227,13 @@ async fn an_admin_of_the_runs_scope_or_a_role_holding_resolve_any_there_answers_
     };
     let ask = |n: u32| Inbound {
         source: "test".into(),
-        thread_key: "discord:channel:1".into(),
-        user_key: "discord:user:alice".into(),
+        thread_key: testing::thread("discord:channel:1"),
+        user_key: testing::user("discord:user:alice"),
         text: format!("remember {n}"),
         scope: Some(GUILD.into()),
         roles: vec!["111".into()],
-        ..Inbound::default()
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
     };
     let bob = "discord:user:bob";
     let no_roles: &[String] = &[];

@@ -185,6 +185,12 @@ impl OpenAiError {
     }
 }
 
+impl From<hearth_core::KeyError> for OpenAiError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        RuntimeError::from(e).into()
+    }
+}
+
 impl From<RuntimeError> for OpenAiError {
     fn from(e: RuntimeError) -> Self {
         match e {

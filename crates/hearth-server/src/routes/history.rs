@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use hearth_core::ThreadKey;
 
 use crate::AppState;
 use crate::dto::{History, HistoryQuery};
@@ -22,7 +23,7 @@ pub async fn history(
 ) -> Result<Json<History>, ApiError> {
     let page = st
         .runtime
-        .history(&thread_key, q.limit, q.before.as_deref())
+        .history(&ThreadKey::new(thread_key)?, q.limit, q.before.as_deref())
         .await?;
     Ok(Json(page.into()))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use hearth_core::RunEnvelope;
+use hearth_core::{RunEnvelope, UserKey};
 use hearth_runtime::{McpLookupError, ToolCallRequest, WaitOutcome};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -137,8 +137,8 @@ pub async fn call(
             ))
         })?;
     let (user_key, operator) = match body.user_key {
-        Some(user) => (user, false),
-        None => (caller.operator_key(), true),
+        Some(user) => (UserKey::new(user)?, false),
+        None => (UserKey::new(caller.operator_key())?, true),
     };
     let env = st
         .runtime

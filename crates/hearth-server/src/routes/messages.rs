@@ -10,7 +10,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use hearth_core::records::RunFilter;
-use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, rfc3339};
+use hearth_core::{
+    DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, ThreadKey, UserKey, rfc3339,
+};
 use hearth_runtime::{RunEvents, WaitOutcome};
 use tokio::sync::watch;
 
@@ -59,8 +61,8 @@ pub async fn post_message(
         .runtime
         .ingest(Inbound {
             source: body.source.unwrap_or_else(|| "api".into()),
-            thread_key: body.thread_key.unwrap_or_else(|| "api:default".into()),
-            user_key: body.user_key.unwrap_or_else(|| "api:user:anonymous".into()),
+            thread_key: ThreadKey::new(body.thread_key.as_deref().unwrap_or("api:default"))?,
+            user_key: UserKey::new(body.user_key.as_deref().unwrap_or("api:user:anonymous"))?,
             text: body.text,
             delivery_mode: body.delivery_mode.unwrap_or(DeliveryMode::FollowUp),
             idempotency_key,
