@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hearth_core::records::outbox::{PairingLimits, PairingOutcome, PairingRecord};
 use hearth_core::{Timestamp, now_ms};
-use hearth_store::{PairingLimits, PairingOutcome, PairingRecord, Store};
+use hearth_runtime::surfaces::AccessStore;
 
 use crate::error::ChannelError;
 use crate::payload::Payload;
@@ -48,7 +49,7 @@ pub struct Access {
     channel: &'static str,
     config_allowed: Arc<BTreeSet<String>>,
     open: bool,
-    store: Arc<dyn Store>,
+    store: Arc<dyn AccessStore>,
 }
 
 impl Access {
@@ -58,7 +59,7 @@ impl Access {
         channel: &'static str,
         allowed: impl IntoIterator<Item = String>,
         open: bool,
-        store: Arc<dyn Store>,
+        store: Arc<dyn AccessStore>,
     ) -> Self {
         Self {
             channel,
@@ -160,6 +161,8 @@ pub fn looks_like_code(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use hearth_store::{SqliteStore, Store};
+
     use super::*;
 
     #[test]
@@ -196,7 +199,7 @@ mod tests {
     /// a crowd of strangers leaves the channel its most recent requests.
     #[tokio::test]
     async fn strangers_holding_requests_do_not_lock_a_newcomer_out() {
-        let store: Arc<dyn Store> = Arc::new(hearth_store::SqliteStore::open_in_memory().unwrap());
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().unwrap());
         let access = access(&store);
         for user in 1..=3 {
             assert!(matches!(
@@ -236,7 +239,7 @@ mod tests {
     /// anything) for a day.
     #[tokio::test]
     async fn a_denied_user_cannot_ask_again_during_the_cool_down() {
-        let store: Arc<dyn Store> = Arc::new(hearth_store::SqliteStore::open_in_memory().unwrap());
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().unwrap());
         let access = access(&store);
         let Admission::PairingOffered(rec) = ask(&access, 7).await else {
             panic!("no code offered");

@@ -1,8 +1,17 @@
-//! The one trait every platform implements.
+//! The one trait every platform implements, and [`Live`]: a platform's
+//! inbound side, the channel with the runtime its loops hand messages to.
+//!
+//! A channel is built before the runtime (the runtime is built with the
+//! channels' reply router), so its delivery side (the outbox sender,
+//! progress messages, reply routing) needs only the outbox store and the
+//! platform's API; the inbound side gets the runtime when it starts
+//! ([`Channel::run`]) or, for a webhook, with each request.
 
 use std::sync::Arc;
 
-use hearth_store::OutboxItem;
+use hearth_core::records::outbox::OutboxItem;
+use hearth_runtime::Runtime;
+use hearth_runtime::surfaces::Webhook;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ChannelError, DeliveryError};
@@ -42,10 +51,10 @@ pub trait Channel: Send + Sync + 'static {
     /// Wakes the channel's outbox sender (notified after items are queued).
     fn outbox_wake(&self) -> Arc<tokio::sync::Notify>;
 
-    /// Receives platform events and hands them to the runtime until `stop`.
+    /// Receives platform events and hands them to `runtime` until `stop`.
     /// Failures are logged, retried with backoff and shown in `health`;
     /// this never returns early.
-    async fn run(self: Arc<Self>, stop: CancellationToken);
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken);
 
     /// Delivers `item` (rendered from `payload`), skipping its first
     /// `item.progress` parts, which were delivered before. A reply sent as
@@ -60,9 +69,9 @@ pub trait Channel: Send + Sync + 'static {
     fn take_progress(&self, run_id: &str) -> Option<String>;
 
     /// Takes back what a previous process left that the next answers need
-    /// (the progress messages of runs still unfinished); called once before
-    /// recovered runs execute.
-    async fn restore(&self) {}
+    /// (the progress messages of runs `runtime` still has unfinished);
+    /// called once before recovered runs execute.
+    async fn restore(&self, _runtime: &Runtime) {}
 
     /// Checks the token with the platform (`hearth doctor`): a line naming
     /// the bot on success.
@@ -74,9 +83,48 @@ pub trait Channel: Send + Sync + 'static {
         None
     }
 
-    /// Routes for the platform's push mode (webhooks), mounted on hearth's
-    /// listener outside bearer auth (each checks its own signature).
-    fn push_routes(self: Arc<Self>) -> Option<axum::Router> {
+    /// The endpoint of the platform's push mode (a webhook), mounted on
+    /// hearth's listener outside bearer auth (it checks its own signature).
+    fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {
         None
+    }
+}
+
+/// A channel's inbound side: the channel and the runtime its handlers hand
+/// messages to, given when the loops start or a webhook request comes.
+/// Derefs to the channel, so a handler reaches both its runtime and the
+/// delivery side it shares.
+pub struct Live<C: ?Sized> {
+    channel: Arc<C>,
+    /// The runtime messages go to.
+    pub(crate) runtime: Runtime,
+}
+
+impl<C: ?Sized> Live<C> {
+    /// `channel` handing messages to `runtime`.
+    pub fn new(channel: Arc<C>, runtime: Runtime) -> Self {
+        Self { channel, runtime }
+    }
+
+    /// The channel itself.
+    pub fn channel(&self) -> &Arc<C> {
+        &self.channel
+    }
+}
+
+impl<C: ?Sized> Clone for Live<C> {
+    fn clone(&self) -> Self {
+        Self {
+            channel: self.channel.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
+}
+
+impl<C: ?Sized> std::ops::Deref for Live<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.channel
     }
 }

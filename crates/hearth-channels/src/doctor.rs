@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hearth_config::ChannelsConfig;
+use hearth_runtime::config::ChannelsConfig;
 use serde_json::Value;
 
 use crate::secrets::TokenSources;

@@ -44,10 +44,18 @@ pub enum ChannelError {
     },
     /// The store failed.
     #[error("store: {0}")]
-    Store(#[from] hearth_store::StoreError),
+    Store(#[from] hearth_runtime::surfaces::StoreError),
     /// The runtime refused.
     #[error("{0}")]
     Runtime(#[from] hearth_runtime::RuntimeError),
+}
+
+/// A key made from what the platform sent that is not one (an id too long):
+/// the runtime's answer to this event, as if it had checked it.
+impl From<hearth_core::KeyError> for ChannelError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        Self::Runtime(e.into())
+    }
 }
 
 impl ChannelError {
@@ -73,7 +81,7 @@ pub(crate) fn refusal_notice(e: &hearth_runtime::RuntimeError) -> String {
 #[cfg(test)]
 mod tests {
     use hearth_runtime::RuntimeError;
-    use hearth_store::StoreError;
+    use hearth_runtime::surfaces::StoreError;
 
     use super::*;
 

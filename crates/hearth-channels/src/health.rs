@@ -10,30 +10,7 @@ use hearth_core::{Timestamp, now_ms};
 /// Failures in a row after which a channel shows as degraded.
 const DEGRADED_AFTER: u32 = 3;
 
-/// Where a channel stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChannelState {
-    /// Not enabled in the config.
-    Disabled,
-    /// Enabled, no successful platform call yet.
-    Connecting,
-    /// Working.
-    Connected,
-    /// Failing; retrying with backoff.
-    Degraded,
-}
-
-impl ChannelState {
-    /// The API name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Disabled => "disabled",
-            Self::Connecting => "connecting",
-            Self::Connected => "connected",
-            Self::Degraded => "degraded",
-        }
-    }
-}
+pub use hearth_core::ChannelState;
 
 /// A snapshot of a channel's health.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,16 +1,18 @@
 //! `Channels`: every configured channel, their senders, and what the rest of
-//! hearth asks of them (the reply router the runtime calls, and the
-//! operations behind `/v1/channels`, `/v1/pairings` and `/v1/outbox`).
+//! hearth asks of them: the reply router the runtime calls, and the
+//! administration behind `/v1/channels`, `/v1/pairings` and `/v1/outbox`
+//! ([`ChannelAdmin`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_core::{RunStatus, Timestamp, now_ms};
-use hearth_runtime::{Notice, Notices};
-use hearth_store::{
-    ConfirmationRecord, NewOutboxItem, OutboxItem, OutboxKind, OutboxStatus, PairingRecord,
-    ReplyRouter, RunEnd, Store,
+use hearth_core::records::ConfirmationRecord;
+use hearth_core::records::outbox::{
+    NewOutboxItem, OutboxItem, OutboxKind, OutboxStatus, PairingRecord, RunEnd,
 };
+use hearth_core::{AllowedEntry, CHANNEL_NAMES, ChannelInfo, Removed, RunStatus, now_ms};
+use hearth_runtime::surfaces::{AccessStore, ChannelAdmin, OutboxStore, ReplyRouter, Webhook};
+use hearth_runtime::{Notice, Notices, Runtime, RuntimeError};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -24,46 +26,7 @@ use crate::payload::{ConfirmButtons, Payload};
 pub const CHANNEL_DEGRADED: &str = "channel.degraded";
 
 /// Every channel hearth knows, enabled or not, in API order.
-pub const NAMES: [&str; 3] = ["telegram", "discord", "slack"];
-
-/// A channel as `GET /v1/channels` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelInfo {
-    /// `telegram`, `discord` or `slack`.
-    pub name: &'static str,
-    /// Enabled in the config.
-    pub enabled: bool,
-    /// Where it stands.
-    pub state: ChannelState,
-    /// The last failure.
-    pub last_error: Option<String>,
-    /// When the last platform event was handled.
-    pub last_event_at: Option<Timestamp>,
-    /// Replies not yet delivered.
-    pub outbox_pending: u64,
-}
-
-/// A user let in on a channel, and how.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowedEntry {
-    /// `telegram:user:<id>`.
-    pub user_key: String,
-    /// When (config entries: `None`).
-    pub added_at: Option<Timestamp>,
-    /// `config` or `pairing`.
-    pub via: &'static str,
-}
-
-/// What removing an allowed user did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removed {
-    /// Removed.
-    Yes,
-    /// Not a paired user of this channel.
-    NotFound,
-    /// Listed in `hearth.toml`: remove it there.
-    InConfig,
-}
+pub const NAMES: [&str; 3] = CHANNEL_NAMES;
 
 struct Enabled {
     channel: Arc<dyn Channel>,
@@ -72,7 +35,8 @@ struct Enabled {
 }
 
 struct Inner {
-    store: Arc<dyn Store>,
+    outbox: Arc<dyn OutboxStore>,
+    access: Arc<dyn AccessStore>,
     enabled: Vec<Enabled>,
     max_age: Duration,
     notices: Notices,
@@ -87,9 +51,10 @@ pub struct Channels {
 
 impl Channels {
     /// No channel enabled.
-    pub fn none(store: Arc<dyn Store>) -> Self {
+    pub fn none(outbox: Arc<dyn OutboxStore>, access: Arc<dyn AccessStore>) -> Self {
         Self::new(
-            store,
+            outbox,
+            access,
             Vec::new(),
             Duration::from_secs(24 * 3600),
             Notices::default(),
@@ -101,7 +66,8 @@ impl Channels {
     /// that fails are published on `notices` (`channel.degraded`,
     /// `outbox.failed`).
     pub fn new(
-        store: Arc<dyn Store>,
+        outbox: Arc<dyn OutboxStore>,
+        access: Arc<dyn AccessStore>,
         channels: Vec<(Arc<dyn Channel>, Access)>,
         max_age: Duration,
         notices: Notices,
@@ -126,7 +92,8 @@ impl Channels {
             .collect();
         Self {
             inner: Arc::new(Inner {
-                store,
+                outbox,
+                access,
                 enabled,
                 max_age,
                 notices,
@@ -142,22 +109,22 @@ impl Channels {
 
     /// Lets every channel take back what a previous process left (see
     /// [`Channel::restore`]); call before the runtime recovers runs.
-    pub async fn restore(&self) {
+    pub async fn restore(&self, runtime: &Runtime) {
         for e in &self.inner.enabled {
-            e.channel.restore().await;
+            e.channel.restore(runtime).await;
         }
     }
 
-    /// Starts every channel's inbound loop and outbox sender. Pending
-    /// replies left by a previous process are delivered; no run is executed
-    /// again for them.
-    pub fn start(&self) {
+    /// Starts every channel's inbound loop (handing messages to `runtime`)
+    /// and outbox sender. Pending replies left by a previous process are
+    /// delivered; no run is executed again for them.
+    pub fn start(&self, runtime: &Runtime) {
         for e in &self.inner.enabled {
             let stop = self.inner.stop.child_token();
-            tokio::spawn(e.channel.clone().run(stop.clone()));
+            tokio::spawn(e.channel.clone().run(runtime.clone(), stop.clone()));
             tokio::spawn(crate::outbox::run_sender(
                 e.channel.clone(),
-                self.inner.store.clone(),
+                self.inner.outbox.clone(),
                 e.wake.clone(),
                 self.inner.max_age,
                 self.inner.notices.clone(),
@@ -172,14 +139,14 @@ impl Channels {
         self.inner.stop.cancel();
     }
 
-    /// The routes of channels in a push mode (webhooks), to mount outside
-    /// bearer auth; empty when none is.
-    pub fn push_routes(&self) -> axum::Router {
+    /// The endpoints of channels in a push mode (webhooks), to mount
+    /// outside bearer auth; none when no channel is in one.
+    pub fn webhooks(&self) -> Vec<Arc<dyn Webhook>> {
         self.inner
             .enabled
             .iter()
-            .filter_map(|e| e.channel.clone().push_routes())
-            .fold(axum::Router::new(), axum::Router::merge)
+            .filter_map(|e| e.channel.clone().webhook())
+            .collect()
     }
 
     fn find(&self, name: &str) -> Option<&Enabled> {
@@ -206,7 +173,7 @@ impl Channels {
         };
         payload.reply_to = e.channel.reply_to_of(thread_key);
         crate::outbox::queue_notice(
-            self.inner.store.as_ref(),
+            self.inner.outbox.as_ref(),
             &e.wake,
             e.channel.name(),
             &target,
@@ -218,7 +185,7 @@ impl Channels {
 
     /// Every channel with its state.
     pub async fn list(&self) -> Result<Vec<ChannelInfo>, ChannelError> {
-        let counts = self.inner.store.outbox_counts().await?;
+        let counts = self.inner.outbox.outbox_counts().await?;
         Ok(NAMES
             .iter()
             .map(|&name| {
@@ -274,7 +241,7 @@ impl Channels {
 
     /// Pending pairing requests.
     pub async fn pairings(&self) -> Result<Vec<PairingRecord>, ChannelError> {
-        Ok(self.inner.store.pending_pairings(now_ms()).await?)
+        Ok(self.inner.access.pending_pairings(now_ms()).await?)
     }
 
     /// Approves a pairing code: the user is let in and told. `None` for an
@@ -283,7 +250,7 @@ impl Channels {
         let notice = Payload::notice(APPROVED_NOTICE).to_json();
         let rec = self
             .inner
-            .store
+            .access
             .approve_pairing(code, now_ms(), notice)
             .await?;
         if let Some(rec) = &rec {
@@ -295,7 +262,7 @@ impl Channels {
 
     /// Denies a pairing code (the user is not told).
     pub async fn deny(&self, code: &str) -> Result<Option<PairingRecord>, ChannelError> {
-        Ok(self.inner.store.deny_pairing(code, now_ms()).await?)
+        Ok(self.inner.access.deny_pairing(code, now_ms()).await?)
     }
 
     /// Users let in on channel `name` (`None` for an unknown channel name).
@@ -316,7 +283,7 @@ impl Channels {
                     .collect()
             })
             .unwrap_or_default();
-        for u in self.inner.store.allowed_users(name).await? {
+        for u in self.inner.access.allowed_users(name).await? {
             if !out.iter().any(|e| e.user_key == u.user_key) {
                 out.push(AllowedEntry {
                     user_key: u.user_key,
@@ -334,7 +301,7 @@ impl Channels {
         name: &str,
         user_key: &str,
     ) -> Result<Removed, ChannelError> {
-        if self.inner.store.remove_allowed(name, user_key).await? {
+        if self.inner.access.remove_allowed(name, user_key).await? {
             return Ok(Removed::Yes);
         }
         let in_config = self
@@ -353,18 +320,18 @@ impl Channels {
         status: Option<OutboxStatus>,
         limit: u32,
     ) -> Result<Vec<OutboxItem>, ChannelError> {
-        Ok(self.inner.store.list_outbox(status, limit).await?)
+        Ok(self.inner.outbox.list_outbox(status, limit).await?)
     }
 
     /// One outbox item.
     pub async fn outbox_item(&self, id: i64) -> Result<Option<OutboxItem>, ChannelError> {
-        Ok(self.inner.store.get_outbox(id).await?)
+        Ok(self.inner.outbox.get_outbox(id).await?)
     }
 
     /// Puts a failed item back in its queue. False when no failed item has
     /// this id.
     pub async fn retry(&self, id: i64) -> Result<bool, ChannelError> {
-        let store = &self.inner.store;
+        let store = &self.inner.outbox;
         let Some(item) = store.get_outbox(id).await? else {
             return Ok(false);
         };
@@ -382,6 +349,65 @@ impl Channels {
             out.push((e.channel.name(), e.channel.check().await));
         }
         out
+    }
+}
+
+/// A channel failure as the runtime's API reports it.
+fn api_error(e: ChannelError) -> RuntimeError {
+    match e {
+        ChannelError::Store(e) => RuntimeError::Store(e),
+        ChannelError::Runtime(e) => e,
+        other => RuntimeError::Internal(other.to_string()),
+    }
+}
+
+#[async_trait::async_trait]
+impl ChannelAdmin for Channels {
+    async fn list(&self) -> hearth_runtime::Result<Vec<ChannelInfo>> {
+        Channels::list(self).await.map_err(api_error)
+    }
+
+    fn readiness(&self) -> Vec<(String, String)> {
+        Channels::readiness(self)
+    }
+
+    async fn pairings(&self) -> hearth_runtime::Result<Vec<PairingRecord>> {
+        Channels::pairings(self).await.map_err(api_error)
+    }
+
+    async fn approve_pairing(&self, code: &str) -> hearth_runtime::Result<Option<PairingRecord>> {
+        self.approve(code).await.map_err(api_error)
+    }
+
+    async fn deny_pairing(&self, code: &str) -> hearth_runtime::Result<Option<PairingRecord>> {
+        self.deny(code).await.map_err(api_error)
+    }
+
+    async fn allowed(&self, name: &str) -> hearth_runtime::Result<Option<Vec<AllowedEntry>>> {
+        Channels::allowed(self, name).await.map_err(api_error)
+    }
+
+    async fn remove_allowed(&self, name: &str, user_key: &str) -> hearth_runtime::Result<Removed> {
+        Channels::remove_allowed(self, name, user_key)
+            .await
+            .map_err(api_error)
+    }
+
+    async fn outbox(
+        &self,
+        status: Option<OutboxStatus>,
+        limit: u32,
+    ) -> hearth_runtime::Result<Vec<OutboxItem>> {
+        Channels::outbox(self, status, limit)
+            .await
+            .map_err(api_error)
+    }
+
+    async fn retry_outbox(&self, id: i64) -> hearth_runtime::Result<Option<OutboxItem>> {
+        if !self.retry(id).await.map_err(api_error)? {
+            return Ok(None);
+        }
+        self.outbox_item(id).await.map_err(api_error)
     }
 }
 

@@ -29,6 +29,7 @@ mod reactions;
 pub mod secrets;
 #[cfg(feature = "slack")]
 pub mod slack;
+pub mod surface;
 #[cfg(feature = "telegram")]
 pub mod telegram;
 pub mod text;
@@ -36,5 +37,6 @@ pub mod text;
 pub use channel::{Channel, Undelivered};
 pub use error::{ChannelError, DeliveryError};
 pub use health::{ChannelState, Health, HealthSnapshot};
-pub use hub::{AllowedEntry, ChannelInfo, Channels, Removed};
+pub use hub::Channels;
 pub use payload::{ConfirmButtons, Payload};
+pub use surface::ChannelsFactory;

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hearth_core::records::outbox::{NewOutboxItem, OutboxItem, OutboxKind};
 use hearth_core::{Timestamp, now_ms};
+use hearth_runtime::surfaces::{OutboxStore, StoreError};
 use hearth_runtime::{Notice, Notices};
-use hearth_store::{OutboxItem, Store};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -39,16 +40,16 @@ const GAUGE_EVERY: Duration = Duration::from_secs(1);
 /// "I cannot take that" reply) and wakes the channel's sender: every
 /// platform's notices go through the outbox like answers do.
 pub async fn queue_notice(
-    store: &dyn Store,
+    store: &dyn OutboxStore,
     wake: &Notify,
     channel: &str,
     target: &str,
     payload: &Payload,
 ) -> Result<(), crate::error::ChannelError> {
-    let item = hearth_store::NewOutboxItem {
+    let item = NewOutboxItem {
         channel: channel.to_owned(),
         target: target.to_owned(),
-        kind: hearth_store::OutboxKind::Message,
+        kind: OutboxKind::Message,
         run_id: None,
         payload: payload.to_json(),
     };
@@ -65,7 +66,7 @@ pub async fn queue_notice(
 /// delivery fails, and a crash resends them.
 #[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
 pub(crate) async fn save_progress(
-    store: &dyn Store,
+    store: &dyn OutboxStore,
     channel: &'static str,
     item: &OutboxItem,
     progress: u32,
@@ -90,7 +91,7 @@ pub const OUTBOX_FAILED: &str = "outbox.failed";
 /// delivery starts and those under way are waited for.
 pub async fn run_sender(
     channel: Arc<dyn Channel>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     wake: Arc<Notify>,
     max_age: Duration,
     notices: Notices,
@@ -199,7 +200,7 @@ async fn pause(stop: &CancellationToken, d: Duration) {
     }
 }
 
-async fn refresh_gauge(name: &'static str, store: &dyn Store) {
+async fn refresh_gauge(name: &'static str, store: &dyn OutboxStore) {
     if let Ok(counts) = store.outbox_counts().await {
         let pending = counts
             .iter()
@@ -212,7 +213,7 @@ async fn refresh_gauge(name: &'static str, store: &dyn Store) {
 /// Delivers one item and records what happened.
 async fn deliver_one(
     channel: &dyn Channel,
-    store: &dyn Store,
+    store: &dyn OutboxStore,
     notices: &Notices,
     item: OutboxItem,
     max_age_ms: i64,
@@ -272,12 +273,12 @@ async fn deliver_one(
 /// Records a failed attempt: a retry, or the item's end (`Some(why)`).
 async fn settle_failure(
     name: &'static str,
-    store: &dyn Store,
+    store: &dyn OutboxStore,
     item: &OutboxItem,
     error: DeliveryError,
     now: Timestamp,
     max_age_ms: i64,
-) -> hearth_store::Result<Option<String>> {
+) -> Result<Option<String>, StoreError> {
     let too_old = |next: Timestamp| next.saturating_sub(item.created_at) > max_age_ms;
     let fail = async |why: String| {
         metrics::counter!("hearth_outbox_failed_total", "channel" => name).increment(1);

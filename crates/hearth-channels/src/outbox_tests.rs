@@ -81,7 +81,7 @@ impl Channel for Scripted {
         self.wake.clone()
     }
 
-    async fn run(self: Arc<Self>, stop: CancellationToken) {
+    async fn run(self: Arc<Self>, _runtime: hearth_runtime::Runtime, stop: CancellationToken) {
         stop.cancelled().await;
     }
 

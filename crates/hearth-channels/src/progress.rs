@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hearth_core::{RunEvent, RunEventKind};
+use hearth_runtime::surfaces::OutboxStore;
 use hearth_runtime::{RunEvents, Runtime};
-use hearth_store::Store;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tracing::warn;
@@ -65,7 +65,7 @@ struct Shown {
 
 /// Where the shown progress messages are kept.
 struct Saved {
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     channel: &'static str,
     /// One write at a time, each of the state when it starts, so an older
     /// state never overwrites a newer one.
@@ -82,7 +82,7 @@ pub struct Progress {
 impl Progress {
     /// Progress whose shown messages are kept in `store` as a cursor of
     /// `channel`, for [`Progress::restore`] after a restart.
-    pub fn durable(store: Arc<dyn Store>, channel: &'static str) -> Self {
+    pub fn durable(store: Arc<dyn OutboxStore>, channel: &'static str) -> Self {
         Self {
             runs: Mutex::default(),
             saved: Some(Saved {

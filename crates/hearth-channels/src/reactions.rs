@@ -5,8 +5,10 @@
 //! run ([`rated_run`]) and rated ([`rate`]). Nobody is told: a reaction
 //! that does not count is ignored without a message.
 
+use hearth_core::records::outbox::{OutboxItem, OutboxKind, ReplyMessage};
+use hearth_core::records::router::Rating;
+use hearth_runtime::surfaces::OutboxStore;
 use hearth_runtime::{Runtime, RuntimeError};
-use hearth_store::{OutboxItem, OutboxKind, Rating, ReplyMessage, Store};
 use tracing::{debug, info, warn};
 
 use crate::error::ChannelError;
@@ -34,7 +36,7 @@ pub(crate) fn rating_of(emoji: &str) -> Option<Rating> {
 /// posted whatever happens here, so a failure is logged and only a later
 /// reaction's rating is lost.
 pub(crate) async fn remember_answer(
-    store: &dyn Store,
+    store: &dyn OutboxStore,
     channel: &'static str,
     item: &OutboxItem,
     payload: &Payload,
@@ -64,7 +66,7 @@ pub(crate) async fn remember_answer(
 /// it. `None` for any other message, or another user's reaction.
 pub(crate) async fn rated_run(
     runtime: &Runtime,
-    store: &dyn Store,
+    store: &dyn OutboxStore,
     channel: &'static str,
     target: &str,
     message_id: &str,

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hearth_config::{ProviderConfig, ProviderType};
-use hearth_store::Store;
 
 use crate::Exit;
 use crate::cli::Global;
@@ -70,16 +69,10 @@ pub async fn run(g: &Global) -> Result<(), Exit> {
         .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))?;
     let sealed = match &store {
         Some(store) => {
-            match crate::secrets::provider_secrets(
-                &config,
-                env.get(crate::secrets::KEY_VAR).map(String::as_str),
-                store,
-            )
-            .await
-            {
+            match hearth_runtime::builder::open_secrets(&config, &env, store.as_ref()).await {
                 Ok(s) => s,
                 Err(e) => {
-                    report.line("secrets", Err(format!("{:#}", e.error)));
+                    report.line("secrets", Err(e.to_string()));
                     BTreeMap::new()
                 }
             }

@@ -5,7 +5,6 @@
 //! what kind of failure it was (1: the request or run failed, 2: bad usage or
 //! configuration, 3: a `--wait` ended while the run goes on).
 
-mod channels;
 mod cli;
 mod client;
 mod doctor;
@@ -18,7 +17,6 @@ mod secrets;
 mod serve;
 mod skills;
 mod tokens;
-mod tools;
 
 use std::process::ExitCode;
 

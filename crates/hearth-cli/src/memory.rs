@@ -5,7 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use hearth_core::{now_ms, rfc3339};
-use hearth_store::{AuditEvent, MemoryStore};
+use hearth_store::AuditEvent;
 use serde_json::json;
 
 use crate::Exit;

@@ -6,20 +6,16 @@
 //! out of shell history and `ps`) and are never printed, logged or put in an
 //! error message.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read};
 
-use hearth_config::Config;
 use hearth_core::{now_ms, rfc3339};
-use hearth_store::secrets::{Sealer, SecretError, SecretString, generate_key_base64};
-use hearth_store::{SecretStore, Store};
+use hearth_runtime::builder::{KEY_VAR, sealer_from};
+use hearth_store::Store;
+use hearth_store::secrets::{Sealer, SecretString, generate_key_base64};
 use serde_json::json;
 
 use crate::Exit;
 use crate::cli::{Global, SecretsCommand};
-
-/// The variable holding the base64 master key.
-pub const KEY_VAR: &str = "HEARTH_SECRET_KEY";
 
 /// The largest value `hearth secrets set` accepts (API keys are far smaller).
 const MAX_VALUE_BYTES: u64 = 64 * 1024;
@@ -42,7 +38,7 @@ pub async fn run(g: &Global, command: SecretsCommand) -> Result<(), Exit> {
     // secret sealed under a lost key can still be removed). The advice for a
     // missing key depends on what is already sealed, hence after the store.
     let sealer = match &command {
-        SecretsCommand::Set { .. } => Some(sealer_from_env(&store).await?),
+        SecretsCommand::Set { .. } => Some(sealer_from_env(store.as_ref()).await?),
         _ => None,
     };
     match command {
@@ -134,7 +130,7 @@ fn keygen(g: &Global) -> Result<(), Exit> {
 /// The sealer for the key in `HEARTH_SECRET_KEY`; a missing or invalid key is
 /// a configuration error (exit 2) whose message says what to do: make a key
 /// when nothing is sealed yet, else restore the one the secrets were sealed with.
-pub async fn sealer_from_env(store: &dyn Store) -> Result<Sealer, Exit> {
+async fn sealer_from_env(store: &dyn Store) -> Result<Sealer, Exit> {
     let key = std::env::var_os(KEY_VAR);
     let key = key.as_ref().map(|k| k.to_str());
     if let Some(Some(k)) = key
@@ -149,42 +145,7 @@ pub async fn sealer_from_env(store: &dyn Store) -> Result<Sealer, Exit> {
         .into_iter()
         .map(|s| s.name)
         .collect();
-    sealer_from(key, &sealed)
-}
-
-/// `key`: `None` when unset, `Some(None)` when set but not Unicode.
-/// `sealed`: the names of the secrets already in the store.
-fn sealer_from(key: Option<Option<&str>>, sealed: &[String]) -> Result<Sealer, Exit> {
-    let problem = match key {
-        None => format!("{KEY_VAR} is not set"),
-        Some(None) => format!("{KEY_VAR} is not valid base64 (not even UTF-8 text)"),
-        Some(Some(k)) => match Sealer::from_base64(k) {
-            Ok(sealer) => return Ok(sealer),
-            // With nothing sealed yet, the store's own advice (make a key) fits.
-            Err(e) if sealed.is_empty() => return Err(Exit::config(e)),
-            Err(SecretError::EmptyKey) => format!("{KEY_VAR} is empty"),
-            Err(SecretError::KeyNotBase64 { position }) => {
-                format!("{KEY_VAR} is not valid base64 (problem at character {position})")
-            }
-            Err(SecretError::KeyWrongLength { len }) => {
-                format!("{KEY_VAR} decodes to {len} bytes, not 32")
-            }
-            Err(e) => e.to_string(),
-        },
-    };
-    if sealed.is_empty() {
-        return Err(Exit::config(anyhow::anyhow!(
-            "{problem}; generate one with `hearth secrets keygen` \
-             (or `openssl rand -base64 32`) and export it"
-        )));
-    }
-    // A new key cannot open what the old one sealed: never suggest one here.
-    Err(Exit::config(anyhow::anyhow!(
-        "{problem}, and this home holds {} sealed secret(s) ({}): export in {KEY_VAR} the \
-         master key they were sealed with (a newly generated key cannot open them)",
-        sealed.len(),
-        sealed.join(", ")
-    )))
+    sealer_from(key, &sealed).map_err(crate::serve::build_exit)
 }
 
 /// Reads the secret's value from stdin: one trailing newline (`\n` or `\r\n`)
@@ -233,147 +194,4 @@ fn read_value(name: &str) -> Result<SecretString, Exit> {
         )));
     }
     Ok(value)
-}
-
-/// Opens the secrets providers name by `api_key_secret` (for the catalog)
-/// and enabled chat channels name by `*_secret` (for their tokens).
-/// A missing or invalid `HEARTH_SECRET_KEY` (when some provider needs it), a
-/// secret not in the store, or one that does not open is a start-up error
-/// (exit 2) naming the provider and the secret.
-pub async fn provider_secrets(
-    config: &Config,
-    key: Option<&str>,
-    store: &dyn Store,
-) -> Result<BTreeMap<String, SecretString>, Exit> {
-    let ch = &config.channels;
-    // The chat channels' tokens may be sealed secrets too (enabled channels only).
-    let channel_secrets = [
-        (
-            ch.telegram.enabled,
-            "channels.telegram",
-            &ch.telegram.token_secret,
-        ),
-        (
-            ch.discord.enabled,
-            "channels.discord",
-            &ch.discord.token_secret,
-        ),
-        (
-            ch.slack.enabled,
-            "channels.slack",
-            &ch.slack.bot_token_secret,
-        ),
-        (
-            ch.slack.enabled,
-            "channels.slack",
-            &ch.slack.app_token_secret,
-        ),
-    ];
-    let wanted: Vec<(&str, &str)> = config
-        .llm
-        .providers
-        .iter()
-        .filter_map(|(provider, pc)| {
-            pc.api_key_secret
-                .as_deref()
-                .map(|secret| (provider.as_str(), secret))
-        })
-        .chain(
-            channel_secrets
-                .iter()
-                .filter(|(enabled, _, _)| *enabled)
-                .filter_map(|(_, owner, secret)| secret.as_deref().map(|s| (*owner, s))),
-        )
-        .collect();
-    let mut opened = BTreeMap::new();
-    let Some(&(first_provider, first_secret)) = wanted.first() else {
-        if let Some(Err(e)) = key.map(Sealer::from_base64) {
-            tracing::warn!(error = %e, "{KEY_VAR} is set but unusable; no provider needs it");
-        }
-        return Ok(opened);
-    };
-    let sealed: Vec<String> = store
-        .list_secrets()
-        .await
-        .map_err(anyhow::Error::new)?
-        .into_iter()
-        .map(|s| s.name)
-        .collect();
-    let sealer = sealer_from(key.map(Some), &sealed).map_err(|exit| {
-        Exit::config(anyhow::anyhow!(
-            "provider {first_provider}: api_key_secret `{first_secret}` needs the master key: {:#}",
-            exit.error
-        ))
-    })?;
-    for (provider, secret) in wanted {
-        if opened.contains_key(secret) {
-            continue;
-        }
-        let sealed = store
-            .get_secret(secret)
-            .await
-            .map_err(anyhow::Error::new)?
-            .ok_or_else(|| {
-                Exit::config(anyhow::anyhow!(
-                    "provider {provider}: api_key_secret `{secret}` is not in the store; \
-                     set it with `hearth secrets set {secret}`"
-                ))
-            })?;
-        let value = sealer.open(secret, &sealed).map_err(|e| {
-            Exit::config(anyhow::anyhow!(
-                "provider {provider}: api_key_secret `{secret}`: {e}"
-            ))
-        })?;
-        opened.insert(secret.to_owned(), value);
-    }
-    Ok(opened)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_errors_say_how_to_make_one() {
-        for key in [None, Some(None), Some(Some("")), Some(Some("not base64!"))] {
-            let Err(exit) = sealer_from(key, &[]) else {
-                panic!("{key:?} was accepted");
-            };
-            assert_eq!(exit.code, crate::EXIT_CONFIG);
-            assert!(
-                format!("{:#}", exit.error).contains("hearth secrets keygen"),
-                "{:#}",
-                exit.error
-            );
-        }
-        let key = generate_key_base64().unwrap();
-        assert!(sealer_from(Some(Some(&key)), &[]).is_ok());
-    }
-
-    /// With secrets already sealed, a new key would open none of them: the
-    /// advice is to restore the old key, never to make one.
-    #[test]
-    fn with_sealed_secrets_the_advice_is_the_old_key_not_a_new_one() {
-        let sealed = ["openai.key".to_owned()];
-        for key in [
-            None,
-            Some(None),
-            Some(Some("")),
-            Some(Some("not base64!")),
-            Some(Some("c2hvcnQ=")),
-        ] {
-            let Err(exit) = sealer_from(key, &sealed) else {
-                panic!("{key:?} was accepted");
-            };
-            assert_eq!(exit.code, crate::EXIT_CONFIG);
-            let msg = format!("{:#}", exit.error);
-            assert!(
-                msg.contains("openai.key") && msg.contains("sealed with"),
-                "{msg}"
-            );
-            for new_key in ["keygen", "openssl rand"] {
-                assert!(!msg.contains(new_key), "{key:?} suggests a new key: {msg}");
-            }
-        }
-    }
 }

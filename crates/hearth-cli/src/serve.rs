@@ -1,25 +1,21 @@
-//! `hearth serve`: prepare the home, load config, open the store, recover
-//! unfinished runs, and serve the API until SIGTERM or SIGINT.
+//! `hearth serve`: prepare and lock the home, load the config, have the
+//! runtime's builder assemble everything, recover unfinished runs, and
+//! serve the API until SIGTERM or SIGINT.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use hearth_agent::{Engine, Limits, RetryPolicy};
 use hearth_config::{Config, LogFormat};
-use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
+use hearth_runtime::{BuildError, Runtime};
 use hearth_server::{AppState, Auth};
-use hearth_store::{Durability, SqliteStore, Store};
+use hearth_store::Store;
 use tracing::{info, warn};
 
 use crate::Exit;
 use crate::cli::{Global, LogFormatArg};
-
-/// The database file inside the home.
-const DB_FILE: &str = "hearth.db";
 
 /// The home directory: `--home`, `HEARTH_HOME`, else `~/.hearth`.
 pub fn home_dir(g: &Global) -> Result<PathBuf, Exit> {
@@ -46,46 +42,17 @@ pub fn load_config(g: &Global, home: &Path) -> Result<Config, Exit> {
     hearth_config::load(&path, std::env::vars()).map_err(Exit::config)
 }
 
-/// Opens the home's store.
-pub fn open_store(home: &Path, config: &Config) -> Result<SqliteStore, Exit> {
-    let durability = match config.store.durability {
-        hearth_config::Durability::Normal => Durability::Normal,
-        hearth_config::Durability::Strict => Durability::Strict,
-    };
-    SqliteStore::open(&home.join(DB_FILE), durability)
-        .map_err(|e| Exit::from(anyhow::Error::new(e)))
+/// Opens the home's store (as the runtime's builder does).
+pub fn open_store(home: &Path, config: &Config) -> Result<Arc<dyn Store>, Exit> {
+    hearth_runtime::builder::open_store(home, config).map_err(build_exit)
 }
 
-fn system_prompt(home: &Path) -> String {
-    let read = |name: &str| std::fs::read_to_string(home.join(name)).unwrap_or_default();
-    let system = read("SYSTEM.md");
-    let agents = read("AGENTS.md");
-    match (system.trim().is_empty(), agents.trim().is_empty()) {
-        (false, false) => format!("{}\n\n{}", system.trim_end(), agents.trim_end()),
-        (false, true) => system.trim_end().to_owned(),
-        (true, false) => agents.trim_end().to_owned(),
-        (true, true) => String::new(),
+/// A failed build's exit: 2 for a configuration to change, else 1.
+pub fn build_exit(e: BuildError) -> Exit {
+    match e {
+        BuildError::Config(_) => Exit::config(e),
+        other => Exit::from(other),
     }
-}
-
-/// `[permissions]` as the engine's policy.
-fn policy_config(config: &Config) -> hearth_agent::policy::PolicyConfig {
-    use hearth_agent::policy::Preset;
-    use hearth_config::PresetName;
-    let p = &config.permissions;
-    hearth_agent::policy::PolicyConfig {
-        default_preset: match p.default_preset {
-            PresetName::None => Preset::None,
-            PresetName::Member => Preset::Member,
-            PresetName::Trusted => Preset::Trusted,
-            PresetName::Admin => Preset::Admin,
-        },
-        admins: p.admins.clone(),
-    }
-}
-
-fn is_loopback(addr: &SocketAddr) -> bool {
-    addr.ip().is_loopback()
 }
 
 /// Runs the gateway.
@@ -102,8 +69,8 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     };
     crate::logging::init(&config.log.level, format);
     // Installing the recorder calibrates a TSC clock (busy for about a
-    // millisecond, more on a VM); done beside the store's opening instead of
-    // before serving.
+    // millisecond, more on a VM); done beside the runtime's assembly instead
+    // of before serving.
     let metrics = tokio::task::spawn_blocking(install_metrics);
     if report.created_home {
         info!(home = %home.display(), "created hearth home");
@@ -125,179 +92,66 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     // Before the store: a second server must not recover the first one's runs.
     let _home_lock =
         crate::home_lock::lock(&home).map_err(|e| Exit::from(anyhow::Error::new(e)))?;
-    let store = open_store(&home, &config)?;
-    let store: Arc<dyn Store> = Arc::new(store);
-    if !is_loopback(&addr)
-        && store
-            .active_token_count()
-            .await
-            .context("reading API tokens")?
-            == 0
-    {
-        return Err(Exit::config(anyhow::anyhow!(
-            "refusing to listen on non-loopback address {addr} without an API token: \
-             create one with `hearth token create`, or bind 127.0.0.1"
-        )));
-    }
-
-    let client = hearth_http::client_builder()
-        .connect_timeout(Duration::from_secs(10))
+    let server = config.server.clone();
+    let durability = config.store.durability;
+    let runtime = Runtime::builder(&home, config)
+        .listening_on(addr)
+        .surface(Box::new(hearth_channels::ChannelsFactory))
         .build()
-        .context("building the HTTP client")?;
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let secrets = crate::secrets::provider_secrets(
-        &config,
-        env.get(crate::secrets::KEY_VAR).map(String::as_str),
-        store.as_ref(),
-    )
-    .await?;
-    let catalog =
-        Catalog::from_config(&config, &env, &secrets, client.clone()).map_err(Exit::config)?;
-    info!(
-        default_model = %catalog.default_model(),
-        origin = %catalog.origin,
-        "provider selected"
-    );
-
-    let limits = Limits {
-        max_steps: config.agent.max_steps,
-        max_tool_calls: config.agent.max_tool_calls,
-        max_llm_calls: config.agent.max_llm_calls,
-        max_wall: Duration::from_secs(config.agent.max_wall_secs),
-        tool_timeout: Duration::from_secs(config.agent.tool_timeout_secs),
-        history_messages: config.agent.history_messages,
-    };
-    let retry = &config.llm.retry;
-    let skills = crate::skills::load(&config, &home)?;
-    let mut tools = crate::tools::build_registry(&config, &store, &skills).await?;
-    // Bound to the runtime once it exists (it is built from these tools).
-    let job_tools = hearth_runtime::jobs::JobTools::default();
-    for tool in job_tools.tools() {
-        tools.register(tool);
-    }
-    // MCP servers and executable skills start with hearth, not on first
-    // use; their tools join the registry as each server comes up.
-    let mcp = hearth_mcp::McpManager::new(&config.mcp, &env, &client);
-    crate::skills::run_executables(&skills, &mcp, &config, &home);
-    tools.add_source(Arc::new(mcp.clone()));
-    mcp.start();
-    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices);
-    let engine = Engine::new(store.clone(), tools, limits, system_prompt(&home))
-        .with_prompt_hook(crate::skills::prompt_hook(&skills))
-        .with_policy(policy_config(&config))
-        .with_confirmations(hearth_agent::ConfirmPolicy {
-            confirm_writes: config.tools.confirm_writes,
-            exempt: config.tools.no_confirm.clone(),
-            ..Default::default()
-        })
-        .with_compaction(hearth_agent::CompactionConfig {
-            enabled: config.agent.compaction,
-            fraction: config.agent.context_fraction,
-            default_context_tokens: config.agent.default_context_tokens,
-        })
-        .with_retry(RetryPolicy {
-            max_attempts: retry.max_attempts.max(1),
-            initial_backoff: Duration::from_millis(retry.initial_backoff_ms),
-            max_backoff: Duration::from_millis(retry.max_backoff_ms),
-            max_total_wait: Duration::from_secs(retry.max_total_wait_secs),
-        });
-    let engine = match budget.clone() {
-        Some(budget) => engine.with_budget(budget),
-        None => engine,
-    }
-    .with_max_output_tokens(config.agent.max_output_tokens);
-    let options = RuntimeOptions {
-        daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
-        incognito_local_only: config.llm.incognito_local_only,
-        max_queued: config.server.max_queued_runs,
-        ..RuntimeOptions::default()
-    };
-    let router = hearth_runtime::build_router(&config.router, &catalog, budget.clone())
-        .map_err(Exit::config)?;
-    let runtime = Runtime::new(store.clone(), catalog, engine, options);
-    job_tools.bind(&runtime);
-    runtime
-        .enable_router(router)
         .await
-        .context("loading what the model router learnt")?;
-    let channels = crate::channels::build(&config, &env, &secrets, &client, &runtime, &store);
-    let alert_secret = config
-        .alerts
-        .webhook_secret_env
-        .as_deref()
-        .and_then(|var| env.get(var))
-        .cloned();
-    let alerts = hearth_channels::alerts::Alerts::new(
-        &config.alerts,
-        alert_secret,
-        client.clone(),
-        store.clone(),
-        channels.clone(),
-        config.channels.outbox_max_age(),
-    )
-    .map_err(|e| Exit::config(anyhow::Error::new(e)))?;
-    // Before recovery, so a recovered run that fails is alerted about too.
-    let alerts_stop = alerts.map(|a| a.start(runtime.notices()));
-    // The opened keys now live only inside the providers and the channels.
-    drop(secrets);
-    if !channels.is_empty() {
-        runtime.set_reply_router(Arc::new(channels.clone()));
-    }
-
+        .map_err(build_exit)?;
     let metrics = metrics.await.unwrap_or_else(|e| {
         warn!(error = %e, "metrics are disabled");
         None
     });
     let state = AppState {
         runtime: runtime.clone(),
-        auth: Arc::new(Auth::new(runtime.clone(), is_loopback(&addr))),
+        auth: Arc::new(Auth::new(runtime.clone(), addr.ip().is_loopback())),
         metrics,
-        policy: policy_config(&config),
     };
-    let hosts = hearth_server::AllowedHosts::new(Some(addr.ip()), &config.server.allowed_hosts);
+    let hosts = hearth_server::AllowedHosts::new(Some(addr.ip()), &server.allowed_hosts);
     let app = hearth_server::with_state(
-        routes
-            .with_allowed_hosts(hosts)
-            .with_channels(channels.clone()),
+        routes.with_allowed_hosts(hosts),
         state,
-        config.server.max_body_bytes,
+        server.max_body_bytes,
     );
-    let app = hearth_server::routes::skills::with_skills(app, skills);
-    let app = app.layer(axum::Extension(mcp.clone()));
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr().context("reading the bound address")?;
-
-    // Before recovery: a recovered run's answer must find the progress
-    // message the previous process showed, to clean it up.
-    channels.restore().await;
-    let recovered = runtime
-        .start()
-        .await
-        .context("recovering unfinished runs")?;
+    let started = async {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr().context("reading the bound address")?;
+        let recovered = runtime
+            .start()
+            .await
+            .context("recovering unfinished runs")?;
+        anyhow::Ok((listener, local, recovered))
+    };
+    let (listener, local, recovered) = match started.await {
+        Ok(s) => s,
+        Err(e) => {
+            // MCP servers and skills already run: close them before leaving.
+            runtime.shutdown(Duration::ZERO).await;
+            return Err(e.into());
+        }
+    };
     info!(
         address = %local,
         home = %home.display(),
-        durability = ?config.store.durability,
+        durability = ?durability,
         recovered,
         startup_ms = t0.elapsed().as_millis() as u64,
         "hearth is listening"
     );
-    // After recovery: replies left in the outbox by a previous process go
-    // out; their runs are not executed again.
-    channels.start();
     // Machine-readable for scripts and tests that bind port 0.
     println!("hearth listening on http://{local}");
 
-    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    let grace = Duration::from_secs(server.shutdown_grace_secs);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let rt = runtime.clone();
     let limits = hearth_server::ServeLimits {
-        header_read_timeout: Duration::from_millis(config.server.header_read_timeout_ms),
-        max_connections: config.server.max_connections,
+        header_read_timeout: Duration::from_millis(server.header_read_timeout_ms),
+        max_connections: server.max_connections,
     };
-    let server = tokio::spawn(async move {
+    let serving = tokio::spawn(async move {
         hearth_server::serve(listener, app, limits, async move {
             let _ = stop_rx.await;
         })
@@ -308,12 +162,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         grace_secs = grace.as_secs(),
         "shutting down: no new messages, waiting for runs in flight"
     );
-    let left = rt.shutdown(grace).await;
-    channels.shutdown();
-    if let Some(stop) = alerts_stop {
-        stop.cancel();
-    }
-    mcp.shutdown().await;
+    let left = runtime.shutdown(grace).await;
     if left > 0 {
         info!(
             runs = left,
@@ -323,7 +172,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let _ = stop_tx.send(());
     // Followers of live event streams would hold graceful shutdown open; give
     // them a moment, then exit anyway.
-    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), serving).await;
     info!("stopped");
     Ok(())
 }

@@ -1,146 +1,24 @@
-//! `hearth skills ...` and the skills `serve` loads: options from `[skills]`
-//! and this process (working folder, `PATH`, environment), reload on SIGHUP.
+//! `hearth skills ...`: keys, signing and verification, and the skills a
+//! server would load.
 //!
 //! `list`, `show` and `check` read the folders themselves, with the same
-//! loader as the server, so they work without a running hearth.
+//! loader and options as the server (the runtime's builder), so they work
+//! without a running hearth.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use anyhow::Context;
 use hearth_config::Config;
-use hearth_skills::{
-    Catalog, Host, PrivateKey, Root, Skill, Skills, SkillsOptions, Trust, manifest,
-};
+use hearth_skills::{Catalog, PrivateKey, Skill, SkillsOptions, Trust, manifest};
 use serde_json::json;
 
 use crate::Exit;
 use crate::cli::{Global, SkillsCommand};
 use crate::output::{print_json, table};
 
-/// `path`, relative to the home when relative.
-fn under_home(home: &Path, path: &str) -> PathBuf {
-    let p = PathBuf::from(path);
-    if p.is_absolute() { p } else { home.join(p) }
-}
-
-/// The load options for `config`, with this process's facts.
-pub fn options(config: &Config, home: &Path) -> Result<SkillsOptions, Exit> {
-    let c = &config.skills;
-    let extra: Vec<PathBuf> = c.extra_dirs.iter().map(|d| under_home(home, d)).collect();
-    let workspace = std::env::current_dir().ok();
-    let user_home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
-    let keys = SkillsOptions::trusted_keys(&c.trusted_keys)
-        .map_err(|e| Exit::config(anyhow::anyhow!("skills.trusted_keys: {e}")))?;
-    let allowed_unsigned_dirs = c
-        .allowed_unsigned_dirs
-        .iter()
-        // A folder that does not exist allows nothing.
-        .filter_map(|d| std::fs::canonicalize(under_home(home, d)).ok())
-        .collect();
-    let env: HashSet<String> = std::env::vars_os()
-        .filter(|(_, v)| !v.is_empty())
-        .filter_map(|(k, _)| k.into_string().ok())
-        .collect();
-    let path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    Ok(SkillsOptions {
-        roots: Root::standard(workspace.as_deref(), user_home.as_deref(), home, &extra),
-        trust: Trust {
-            keys,
-            allowed_unsigned_dirs,
-            config: c.config.clone(),
-        },
-        prompt_budget_chars: c.prompt_budget_chars,
-        host: Host {
-            os: Host::os_name(std::env::consts::OS),
-            path,
-            env,
-        },
-    })
-}
-
-/// The skills `serve` offers, loaded once; SIGHUP reloads them.
-pub fn load(config: &Config, home: &Path) -> Result<Arc<Skills>, Exit> {
-    let t0 = std::time::Instant::now();
-    let skills = Arc::new(Skills::load(options(config, home)?));
-    let catalog = skills.catalog();
-    tracing::info!(
-        skills = catalog.skills.len(),
-        eligible = catalog.skills.iter().filter(|s| s.eligible).count(),
-        duration_ms = t0.elapsed().as_millis() as u64,
-        "skills loaded"
-    );
-    for s in catalog.skills.iter().filter(|s| !s.eligible) {
-        tracing::info!(skill = %s.name, reason = s.reason.as_deref().unwrap_or(""), "skill not offered");
-    }
-    #[cfg(unix)]
-    tokio::spawn(reload_on_sighup(skills.clone()));
-    Ok(skills)
-}
-
-#[cfg(unix)]
-async fn reload_on_sighup(skills: Arc<Skills>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hup) = signal(SignalKind::hangup()) else {
-        tracing::warn!("cannot listen for SIGHUP; reload skills with POST /v1/skills/reload");
-        return;
-    };
-    while hup.recv().await.is_some() {
-        let s = skills.clone();
-        match tokio::task::spawn_blocking(move || s.reload().skills.len()).await {
-            Ok(n) => tracing::info!(skills = n, "skills reloaded on SIGHUP"),
-            Err(e) => tracing::warn!(error = %e, "reloading skills failed"),
-        }
-    }
-}
-
-/// Runs the verified executable skills as MCP servers through `mcp`, now
-/// and after every reload (HTTP or SIGHUP): new skills start, removed or
-/// refused ones stop, changed ones (a new version, files or signature)
-/// restart. Each writes only to `<home>/skills-state/<name>`.
-pub fn run_executables(
-    skills: &Arc<Skills>,
-    mcp: &hearth_mcp::McpManager,
-    config: &Config,
-    home: &Path,
-) {
-    let timeout_secs = config.skills.timeout_secs.max(1);
-    let settings = config.skills.executable.clone();
-    let state = home.join("skills-state");
-    let servers = move |c: &Catalog| -> Vec<hearth_mcp::SkillServer> {
-        c.executables()
-            .map(|e| {
-                let own = settings.get(&e.name).cloned().unwrap_or_default();
-                hearth_mcp::SkillServer {
-                    skill: e.clone(),
-                    timeout_secs,
-                    state_dir: state.join(&e.name),
-                    read_tools: own.read_tools,
-                    trust_annotations: own.trust_annotations,
-                }
-            })
-            .collect()
-    };
-    let synced = mcp.sync_skills(servers(&skills.catalog()));
-    if !synced.started.is_empty() {
-        tracing::info!(skills = ?synced.started, "executable skills starting");
-    }
-    let mcp = mcp.clone();
-    skills.on_reload(move |c| {
-        let synced = mcp.sync_skills(servers(c));
-        tracing::info!(started = ?synced.started, stopped = ?synced.stopped, "executable skills synced");
-    });
-}
-
-/// The engine's prompt hook over `skills`.
-pub fn prompt_hook(skills: &Arc<Skills>) -> hearth_agent::context::PromptHook {
-    let skills = skills.clone();
-    Arc::new(move |text: &str| skills.prompt_for(text))
+/// The load options for `config`, as `serve` loads the skills.
+fn options(config: &Config, home: &Path) -> Result<SkillsOptions, Exit> {
+    hearth_runtime::builder::skills::options(config, home).map_err(crate::serve::build_exit)
 }
 
 /// Runs `hearth skills ...`.

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use hearth_core::{now_ms, rfc3339};
-use hearth_store::{NewToken, TokenStore};
+use hearth_store::NewToken;
 use serde_json::json;
 
 use crate::Exit;

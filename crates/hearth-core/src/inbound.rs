@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::keys::{ThreadKey, UserKey};
+
 /// How a message relates to the thread's active run.
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -14,15 +16,16 @@ pub enum DeliveryMode {
     Steer,
 }
 
-/// One message received by a surface, ready for `Runtime::ingest`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// One message received by a surface, ready for `Runtime::ingest`. Its keys
+/// were checked where the surface made them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inbound {
     /// The surface it came from (`api`, `cli`, `telegram`, ...).
     pub source: String,
     /// `<channel>:<kind>:<id>`: one conversation history per thread.
-    pub thread_key: String,
+    pub thread_key: ThreadKey,
     /// `<channel>:user:<id>`.
-    pub user_key: String,
+    pub user_key: UserKey,
     /// The message text; never empty.
     pub text: String,
     /// Follow-up or steer.

@@ -12,6 +12,7 @@ pub mod channels;
 pub mod ids;
 pub mod inbound;
 pub mod job_key;
+pub mod keys;
 pub mod message;
 pub mod records;
 pub mod run;
@@ -22,6 +23,7 @@ pub use channels::{AllowedEntry, CHANNEL_NAMES, ChannelInfo, ChannelState, Remov
 pub use ids::{ModelRef, ModelRefError, new_run_id};
 pub use inbound::{DeliveryMode, Inbound};
 pub use job_key::{JOB_SOURCE, job_firing_key, parse_job_firing_key};
+pub use keys::{KeyError, MAX_KEY_LEN, ThreadKey, UserKey, check_key};
 pub use message::{ChatRequest, Content, Message, Role, ThinkingLevel, ToolSpec};
 pub use run::{Confirmation, RunEnvelope, RunError, RunEvent, RunEventKind, RunOutput, RunStatus};
 pub use stream::{FinishReason, StreamEvent, Usage};

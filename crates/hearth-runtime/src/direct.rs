@@ -16,14 +16,16 @@ use std::sync::{Mutex, PoisonError};
 
 use hearth_agent::firewall::SecretScanner;
 use hearth_agent::{DirectCall, Outcome, RunInput};
-use hearth_core::{Inbound, RunEnvelope, RunError, RunEventKind, RunStatus, ThinkingLevel};
+use hearth_core::{
+    Inbound, RunEnvelope, RunError, RunEventKind, RunStatus, ThinkingLevel, ThreadKey, UserKey,
+};
 use hearth_store::RunRecord;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Result, RuntimeError};
 use crate::execute::LogSink;
-use crate::runtime::{Runtime, check_key};
+use crate::runtime::Runtime;
 use crate::supplied::RunOverrides;
 
 /// The source of a direct call's run. Reserved: a message may not claim it.
@@ -37,7 +39,7 @@ pub struct ToolCallRequest {
     /// Its arguments.
     pub arguments: Map<String, Value>,
     /// Who asks: the capabilities checked, and who may confirm.
-    pub user_key: String,
+    pub user_key: UserKey,
     /// The caller is the operator (an API token holder, or the local user
     /// of a loopback hearth without tokens): every capability is theirs, as
     /// an admin's. A write-class call still needs a confirmation.
@@ -73,7 +75,6 @@ impl Runtime {
         if self.is_shutting_down() {
             return Err(RuntimeError::ShuttingDown);
         }
-        check_key("user_key", &req.user_key)?;
         if self.inner.engine.tools().get(&req.tool).is_none() {
             return Err(RuntimeError::InvalidInput(format!(
                 "no tool is named {:?}; GET /v1/tools lists them",
@@ -98,7 +99,7 @@ impl Runtime {
         });
         let inbound = Inbound {
             source: DIRECT_SOURCE.to_owned(),
-            thread_key: format!("api:direct:{}", uuid::Uuid::now_v7().simple()),
+            thread_key: ThreadKey::new(format!("api:direct:{}", uuid::Uuid::now_v7().simple()))?,
             user_key: req.user_key,
             text: stored.to_string(),
             delivery_mode: hearth_core::DeliveryMode::FollowUp,
@@ -146,7 +147,7 @@ impl Runtime {
             steer: None,
             incognito: journal.is_some(),
             journal,
-            replies: inner.replies.get().cloned(),
+            replies: inner.replies.clone(),
             pinned: false,
             first_step: 0,
         };

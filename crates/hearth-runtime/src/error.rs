@@ -40,6 +40,15 @@ pub enum RuntimeError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Something of ours failed (a task panicked); the message says what.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<hearth_core::KeyError> for RuntimeError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        Self::InvalidInput(e.to_string())
+    }
 }
 
 impl RuntimeError {

@@ -239,7 +239,7 @@ impl Runtime {
                 .or_else(|| {
                     inner
                         .replies
-                        .get()
+                        .as_ref()
                         .and_then(|r| r.scope_of(&run.thread_key))
                 })
                 .unwrap_or_else(|| "global".into()),
@@ -250,7 +250,7 @@ impl Runtime {
             steer: Some(steer),
             incognito: journal.is_some(),
             journal,
-            replies: inner.replies.get().cloned(),
+            replies: inner.replies.clone(),
             pinned,
             first_step: u32::from(route.is_some()),
         };
@@ -370,7 +370,7 @@ impl Runtime {
             Outcome::Cancelled => (RunStatus::Cancelled, None, None),
         };
         let follow_up_ids: Vec<String> = follow_ups.iter().map(|f| f.run_id.clone()).collect();
-        let replies = self.inner.replies.get().map(|router| {
+        let replies = self.inner.replies.as_ref().map(|router| {
             let error = error
                 .as_ref()
                 .map(|e| (e.code.as_str(), e.message.as_str()));
@@ -430,7 +430,7 @@ impl Runtime {
                         warn!(run_id = %run.run_id, error = %e, "could not queue the answer of an incognito run for its channel");
                     }
                 }
-                if let Some(router) = self.inner.replies.get() {
+                if let Some(router) = self.inner.replies.as_ref() {
                     for channel in &channels {
                         router.committed(channel);
                     }

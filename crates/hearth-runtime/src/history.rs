@@ -3,7 +3,9 @@
 use hearth_store::HistoryPage;
 
 use crate::error::{Result, RuntimeError};
-use crate::runtime::{Runtime, check_key};
+use hearth_core::ThreadKey;
+
+use crate::runtime::Runtime;
 
 /// Messages per page when the caller does not say.
 pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
@@ -16,11 +18,10 @@ impl Runtime {
     /// marked. What an incognito thread says is never stored, so never here.
     pub async fn history(
         &self,
-        thread_key: &str,
+        thread_key: &ThreadKey,
         limit: Option<u32>,
         before: Option<&str>,
     ) -> Result<HistoryPage> {
-        check_key("thread_key", thread_key)?;
         let limit = limit
             .unwrap_or(DEFAULT_HISTORY_LIMIT)
             .clamp(1, MAX_HISTORY_LIMIT);

@@ -8,11 +8,12 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use hearth_core::ThreadKey;
 use hearth_store::{SqliteStore, Store};
 use tracing::info;
 
 use crate::error::{Result, RuntimeError};
-use crate::runtime::{Runtime, check_key};
+use crate::runtime::Runtime;
 use crate::threads::ThreadRuntime;
 
 /// Which threads and runs are incognito, and the store that holds them.
@@ -122,14 +123,17 @@ impl Runtime {
     /// steps and messages are kept in memory only, memory tools write
     /// nothing, and usage is counted without thread or user keys. Turning it
     /// on does not erase history already stored.
-    pub async fn set_incognito(&self, thread_key: &str, enabled: bool) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
+    pub async fn set_incognito(
+        &self,
+        thread_key: &ThreadKey,
+        enabled: bool,
+    ) -> Result<ThreadRuntime> {
         self.inner
             .store
             .set_thread_incognito(thread_key, enabled)
             .await?;
         self.inner.incognito.set_thread(thread_key, enabled);
-        info!(thread_key, enabled, "incognito changed");
+        info!(%thread_key, enabled, "incognito changed");
         self.thread_runtime(thread_key).await
     }
 }

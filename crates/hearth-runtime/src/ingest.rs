@@ -63,8 +63,7 @@ impl Runtime {
         if inbound.text.trim().is_empty() {
             return Err(RuntimeError::InvalidInput("text must not be empty".into()));
         }
-        check_key("thread_key", &inbound.thread_key)?;
-        check_key("user_key", &inbound.user_key)?;
+        // The thread and user keys were checked where they were made.
         check_key("source", &inbound.source)?;
         if inbound.source == crate::direct::DIRECT_SOURCE {
             return Err(RuntimeError::InvalidInput(format!(
@@ -80,7 +79,7 @@ impl Runtime {
         // Only the sender's own turn answers or denies what the thread waits
         // for: not a job firing, not a client's background task.
         let turn = (!overrides.background).then(|| Sender {
-            user_key: inbound.user_key.clone(),
+            user_key: inbound.user_key.to_string(),
             roles: inbound.roles.clone(),
         });
         // Read before redaction: a token is random enough to look like a secret.
@@ -160,8 +159,8 @@ impl Runtime {
         let outcome = store
             .create_run(NewRun {
                 run_id: hearth_core::new_run_id(),
-                thread_key: inbound.thread_key,
-                user_key: inbound.user_key,
+                thread_key: inbound.thread_key.into_string(),
+                user_key: inbound.user_key.into_string(),
                 source: inbound.source,
                 input: inbound.text,
                 idempotency_key: inbound.idempotency_key,

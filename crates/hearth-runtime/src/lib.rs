@@ -6,8 +6,10 @@
 //! process, the event bus clients follow, and the model catalog. Surfaces never
 //! run the engine or touch the store's run tables themselves.
 
+mod admin;
 mod authorize;
 pub mod budget;
+pub mod builder;
 pub mod bus;
 pub mod catalog;
 mod confirmations;
@@ -30,9 +32,13 @@ mod scheduler;
 mod stats;
 mod supplied;
 pub mod surfaces;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod threads;
 pub mod usage;
 
+pub use admin::{McpLookupError, McpServerStatus, SkillStatus};
+pub use builder::{BuildError, RuntimeBuilder};
 pub use bus::{EventBus, RunLog};
 pub use catalog::{Capabilities, Catalog, CatalogEntry, ToolSupport};
 pub use confirmations::Answerer;
@@ -51,3 +57,17 @@ pub use usage::UsageReport;
 /// The configuration types, for the surfaces the runtime assembles (they
 /// take their own sections of it; see docs/architecture.md).
 pub use hearth_config as config;
+
+/// Hashes an API token or confirmation token as the store keeps it
+/// (SHA-256, lower-case hex): for whoever writes tokens (`hearth token`).
+pub use hearth_agent::confirm::hash_token;
+
+/// The permission model the runtime enforces, for the surfaces that show
+/// and change it (`/v1/permissions`, Discord's `/permissions`): its names,
+/// presets, subjects and scopes, and their parsing.
+pub mod policy {
+    pub use hearth_agent::policy::{
+        CAPABILITIES, CapabilityName, GLOBAL_SCOPE, PRESET_PREFIX, PolicyConfig, PolicyError,
+        Preset, Subject, known_capability_names, parse_capability, parse_subject, validate_scope,
+    };
+}

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use hearth_agent::confirm::hash_token;
 use hearth_agent::policy::{
-    PolicyConfig, PolicyError, Preset, decide, decide_extra, parse_grantable, scope_chain, subjects,
+    PolicyError, Preset, decide, decide_extra, parse_grantable, scope_chain, subjects,
 };
 use hearth_core::ModelRef;
 use hearth_store::{AuditEvent, Grant, MemoryHit, MemoryScope};
@@ -68,17 +69,22 @@ impl Runtime {
         Ok(self.inner.store.ping().await?)
     }
 
-    /// Whether `hash_hex` (see `hearth_agent::confirm::hash_token`) is an
-    /// unrevoked API token. Asks the store every time: a token revoked by
-    /// `hearth token revoke` (another process) stops working at once.
-    pub async fn api_token_valid(&self, hash_hex: &str) -> Result<bool> {
-        Ok(self.inner.store.token_hash_valid(hash_hex).await?)
+    /// Whether `token` (as the client sent it) is an unrevoked API token.
+    /// The store keeps only its hash. Asks the store every time: a token
+    /// revoked by `hearth token revoke` (another process) stops working at
+    /// once.
+    pub async fn api_token_valid(&self, token: &str) -> Result<bool> {
+        Ok(self
+            .inner
+            .store
+            .token_hash_valid(&hash_token(token))
+            .await?)
     }
 
-    /// The name of the unrevoked API token whose hash is `hash_hex`, if any.
-    /// Asks the store every time, as `api_token_valid` does.
-    pub async fn api_token_name(&self, hash_hex: &str) -> Result<Option<String>> {
-        Ok(self.inner.store.token_name(hash_hex).await?)
+    /// The name of the unrevoked API token `token`, if it is one. Asks the
+    /// store every time, as `api_token_valid` does.
+    pub async fn api_token_name(&self, token: &str) -> Result<Option<String>> {
+        Ok(self.inner.store.token_name(&hash_token(token)).await?)
     }
 
     /// Whether any unrevoked API token exists.
@@ -137,10 +143,9 @@ impl Runtime {
 
     /// Whether `user_key`, holding `roles` (a Discord member's role ids;
     /// grants to `role:<id>` count), holds `capability` in `scope` (and its
-    /// parents) under `policy`.
+    /// parents) under the `[permissions]` settings.
     pub async fn check_permission(
         &self,
-        policy: &PolicyConfig,
         user_key: &str,
         roles: &[String],
         capability: &str,
@@ -152,6 +157,7 @@ impl Runtime {
             .store
             .grants_for(&subjects(user_key, roles), &chain)
             .await?;
+        let policy = self.inner.engine.policy();
         let d = match self.extra_capabilities().get(capability) {
             Some(least) => decide_extra(policy, user_key, roles, capability, *least, &grants),
             None => decide(policy, user_key, roles, capability, &grants),

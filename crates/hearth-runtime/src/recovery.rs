@@ -16,9 +16,15 @@ use crate::runtime::{Runtime, lease_ms};
 
 impl Runtime {
     /// Re-queues every run a previous process left unfinished, then starts the
-    /// lease heartbeat, the periodic sweep and the retention job. Returns how
-    /// many runs were queued again.
+    /// lease heartbeat, the periodic sweep, the retention job and the chat
+    /// surface. Returns how many runs were queued again.
     pub async fn start(&self) -> Result<usize> {
+        // Before recovery: a recovered run's answer must find the progress
+        // message the previous process showed, to clean it up, and a
+        // recovered run that fails is alerted about too.
+        if let Some(surface) = &self.inner.surface {
+            surface.restore(self).await;
+        }
         self.inner
             .incognito
             .load(self.inner.store.incognito_threads().await?);
@@ -40,6 +46,11 @@ impl Runtime {
         }
         self.start_retention();
         self.start_jobs();
+        // After recovery: replies left in the outbox by a previous process
+        // go out; their runs are not executed again.
+        if let Some(surface) = &self.inner.surface {
+            surface.start(self.clone());
+        }
         let weak = Arc::downgrade(&self.inner);
         let every = self.inner.options.sweep_every;
         tokio::spawn(async move {

@@ -4,12 +4,13 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hearth_agent::{Engine, Outcome};
 use hearth_core::{RunEnvelope, RunStatus};
 use hearth_store::{ReplyRouter, RunFilter, RunRecord, StepRecord, Store};
+use hearth_tools::ToolRegistry;
 use tokio::sync::{Notify, watch};
 
 use crate::bus::EventBus;
@@ -20,12 +21,8 @@ use crate::incognito::Incognito;
 use crate::notices::Notices;
 use crate::scheduler::{CancelFound, Scheduler};
 use crate::supplied::Supplied;
+use crate::surfaces::ChatSurface;
 use crate::usage::SpendAlert;
-
-/// Longest accepted thread key, user key, source or idempotency key, in
-/// characters (as JSON Schema's `maxLength` counts, and as subjects and
-/// scopes are bounded).
-const MAX_KEY_LEN: usize = 256;
 
 /// Settings of the runtime.
 #[derive(Debug, Clone)]
@@ -91,8 +88,14 @@ pub(crate) struct Inner {
     pub(crate) supplied: Supplied,
     /// Direct tool calls accepted (or recovered) and not started yet.
     pub(crate) direct: crate::direct::DirectRuns,
-    /// The chat channels' reply router, set once they are built.
-    pub(crate) replies: OnceLock<Arc<dyn ReplyRouter>>,
+    /// The chat channels' reply router, when there are channels.
+    pub(crate) replies: Option<Arc<dyn ReplyRouter>>,
+    /// The chat channels, started and stopped with the runtime.
+    pub(crate) surface: Option<Arc<dyn ChatSurface>>,
+    /// The MCP servers and executable skills this runtime's tools call.
+    pub(crate) mcp: hearth_mcp::McpManager,
+    /// The skills offered to the model.
+    pub(crate) skills: Arc<hearth_skills::Skills>,
     /// Process-wide events (budget thresholds, the daily spend alert,
     /// failed jobs).
     pub(crate) notices: Notices,
@@ -134,32 +137,58 @@ pub struct Runtime {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// Checks a thread key, user key, source or idempotency key from outside.
-pub fn check_key(name: &str, value: &str) -> Result<()> {
-    if value.is_empty()
-        || value.chars().count() > MAX_KEY_LEN
-        || value.chars().any(char::is_control)
-    {
-        return Err(RuntimeError::InvalidInput(format!(
-            "{name} must be 1 to {MAX_KEY_LEN} characters without control characters"
-        )));
-    }
-    Ok(())
+/// Checks a key from outside that has no type of its own (a source, an
+/// idempotency key), by the rules of [`hearth_core::ThreadKey`].
+pub fn check_key(name: &'static str, value: &str) -> Result<()> {
+    Ok(hearth_core::check_key(name, value)?)
+}
+
+/// What a runtime is made of; the builder gathers it.
+pub(crate) struct Parts<'a> {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) catalog: Catalog,
+    /// The tools, without the job tools.
+    pub(crate) tools: ToolRegistry,
+    /// Whether the job tools join `tools`.
+    pub(crate) job_tools: bool,
+    /// Makes the engine from the tools.
+    pub(crate) make_engine: Box<dyn FnOnce(ToolRegistry) -> Engine + 'a>,
+    pub(crate) options: RuntimeOptions,
+    pub(crate) notices: Notices,
+    pub(crate) replies: Option<Arc<dyn ReplyRouter>>,
+    pub(crate) surface: Option<Arc<dyn ChatSurface>>,
+    pub(crate) mcp: hearth_mcp::McpManager,
+    pub(crate) skills: Arc<hearth_skills::Skills>,
 }
 
 impl Runtime {
     /// A runtime over its parts. Call `start` to recover and begin sweeping.
-    pub fn new(
-        store: Arc<dyn Store>,
-        catalog: Catalog,
-        engine: Engine,
-        options: RuntimeOptions,
-    ) -> Self {
-        Self {
-            inner: Arc::new(Inner {
+    /// The job tools get the runtime as it is made: they hold it weakly,
+    /// since the runtime owns them.
+    pub(crate) fn from_parts(parts: Parts<'_>) -> Self {
+        let Parts {
+            store,
+            catalog,
+            mut tools,
+            job_tools,
+            make_engine,
+            options,
+            notices,
+            replies,
+            surface,
+            mcp,
+            skills,
+        } = parts;
+        let inner = Arc::new_cyclic(|weak| {
+            if job_tools {
+                for tool in crate::jobs::JobTools::new(weak.clone()).tools() {
+                    tools.register(tool);
+                }
+            }
+            Inner {
                 store,
                 catalog,
-                engine,
+                engine: make_engine(tools),
                 bus: EventBus::default(),
                 scheduler: Scheduler::default(),
                 options,
@@ -170,19 +199,16 @@ impl Runtime {
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
                 direct: crate::direct::DirectRuns::default(),
-                replies: OnceLock::new(),
-                notices: Notices::default(),
+                replies,
+                surface,
+                mcp,
+                skills,
+                notices,
                 jobs_wake: Arc::new(Notify::new()),
                 routing: crate::routing::Routing::default(),
-            }),
-        }
-    }
-
-    /// Lets the chat channels queue their replies with the run ends and
-    /// confirmations that cause them. Set once, before `start`; a second
-    /// router is refused (returns false).
-    pub fn set_reply_router(&self, router: Arc<dyn ReplyRouter>) -> bool {
-        self.inner.replies.set(router).is_ok()
+            }
+        });
+        Self { inner }
     }
 
     /// Process-wide events: `run.failed`, `budget.threshold`,
@@ -307,15 +333,23 @@ impl Runtime {
     }
 
     /// Stops taking messages and starting queued runs, and waits up to
-    /// `grace` for the runs in flight; returns as soon as they end. Queued
-    /// runs stay queued in the store, and runs still going after the grace
-    /// stay stored as running; both are recovered at the next start.
+    /// `grace` for the runs in flight; returns as soon as they end, with how
+    /// many are still going. Then stops the chat surface (pending replies
+    /// stay in the outbox) and closes the MCP servers and executable skills
+    /// (each child is closed, none outlives hearth). Queued runs stay queued
+    /// in the store, and runs still going after the grace stay stored as
+    /// running; both are recovered at the next start.
     pub async fn shutdown(&self, grace: Duration) -> usize {
         self.inner.shutting_down.store(true, Ordering::Relaxed);
         let deadline = Instant::now() + grace;
         let mut rx = self.inner.in_flight.subscribe();
         let _ = tokio::time::timeout_at(deadline.into(), rx.wait_for(|n| *n == 0)).await;
-        *rx.borrow()
+        let left = *rx.borrow();
+        if let Some(surface) = &self.inner.surface {
+            surface.shutdown().await;
+        }
+        self.inner.mcp.shutdown().await;
+        left
     }
 
     /// True once `shutdown` began.

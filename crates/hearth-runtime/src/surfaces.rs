@@ -19,7 +19,7 @@ use hearth_core::records::outbox::{OutboxItem, OutboxStatus, PairingRecord};
 use hearth_core::{AllowedEntry, ChannelInfo, Removed};
 
 pub use hearth_core::records::outbox::ReplyRouter;
-pub use hearth_store::{AccessStore, OutboxStore};
+pub use hearth_store::{AccessStore, OutboxStore, StoreError};
 
 use crate::error::Result;
 use crate::notices::Notices;
@@ -59,30 +59,37 @@ pub trait ChannelAdmin: Send + Sync + 'static {
     /// Outbox items, newest first, optionally of one status.
     async fn outbox(&self, status: Option<OutboxStatus>, limit: u32) -> Result<Vec<OutboxItem>>;
 
-    /// Puts a failed item back in its queue; false when no failed item has
-    /// this id.
-    async fn retry_outbox(&self, id: i64) -> Result<bool>;
+    /// Puts a failed item back in its queue and gives it as it stands
+    /// then; `None` when no failed item has this id.
+    async fn retry_outbox(&self, id: i64) -> Result<Option<OutboxItem>>;
 }
 
 /// A platform's push endpoint (Telegram's webhook, Slack's Events API). The
 /// server mounts it at [`Webhook::path`] for `POST`, outside bearer auth and
 /// the Origin rule (the platform signs its requests), inside the Host rule
-/// and the body limit.
+/// and the body limit. It exists before the runtime does (the surface is
+/// built first), so the server hands it the runtime with each request.
 #[async_trait::async_trait]
 pub trait Webhook: Send + Sync + 'static {
     /// Where it is mounted (`/channels/telegram/webhook`).
     fn path(&self) -> &'static str;
 
-    /// Answers one request; checks the platform's signature itself.
-    async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes>;
+    /// Answers one request, handing what it carries to `runtime`; checks
+    /// the platform's signature itself.
+    async fn handle(
+        &self,
+        runtime: &Runtime,
+        request: http::Request<Bytes>,
+    ) -> http::Response<Bytes>;
 }
 
 /// The chat channels, as the runtime's builder assembled them.
 #[async_trait::async_trait]
 pub trait ChatSurface: Send + Sync + 'static {
     /// Which durable replies a run's end or question owes; it needs nothing
-    /// of the runtime, so the runtime is built with it.
-    fn reply_router(&self) -> Arc<dyn ReplyRouter>;
+    /// of the runtime, so the runtime is built with it. `None` when no
+    /// channel is enabled: no run then owes a reply.
+    fn reply_router(&self) -> Option<Arc<dyn ReplyRouter>>;
 
     /// The administration behind `/v1/channels`, `/v1/pairings`, `/v1/outbox`.
     fn admin(&self) -> Arc<dyn ChannelAdmin>;
@@ -91,9 +98,10 @@ pub trait ChatSurface: Send + Sync + 'static {
     fn webhooks(&self) -> Vec<Arc<dyn Webhook>>;
 
     /// Takes back what a previous process left that the next answers need
-    /// (progress messages of unfinished runs); called once, before the
-    /// runtime recovers runs.
-    async fn restore(&self);
+    /// (progress messages of runs `runtime` still has unfinished), and
+    /// starts what must see recovered runs end (alerts); called once,
+    /// before the runtime recovers runs.
+    async fn restore(&self, runtime: &Runtime);
 
     /// Starts the inbound loops, the senders and anything else that acts
     /// for the channels, with the built runtime. Called once, after
@@ -130,5 +138,8 @@ pub trait ChatSurfaceFactory: Send + 'static {
     /// (a token missing) is still built, shows as degraded and says why.
     /// An error stops hearth's start (a configuration that cannot be
     /// served, such as an alert rule naming a disabled channel).
-    fn build(self: Box<Self>, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>>;
+    fn build(
+        self: Box<Self>,
+        ctx: SurfaceContext<'_>,
+    ) -> std::result::Result<Arc<dyn ChatSurface>, crate::builder::BuildError>;
 }

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use hearth_core::{ModelRef, ThinkingLevel, now_ms};
+use hearth_core::{ModelRef, ThinkingLevel, ThreadKey, now_ms};
 use hearth_store::UsageQuery;
 use tracing::warn;
 
 use crate::error::Result;
-use crate::runtime::{Runtime, check_key};
+use crate::runtime::Runtime;
 use crate::usage::{self, UsageReport};
 
 /// A thread's runtime settings as the API shows them.
@@ -28,8 +28,7 @@ pub struct ThreadRuntime {
 
 impl Runtime {
     /// A thread's runtime settings.
-    pub async fn thread_runtime(&self, thread_key: &str) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
+    pub async fn thread_runtime(&self, thread_key: &ThreadKey) -> Result<ThreadRuntime> {
         let mut st = self.inner.store.thread_state(thread_key).await?;
         if let Some(memory) = self.inner.incognito.opened() {
             st.message_count += memory.thread_state(thread_key).await?.message_count;
@@ -43,7 +42,7 @@ impl Runtime {
             .map(|m| self.inner.catalog.capabilities(&m).thinking)
             .unwrap_or(false);
         Ok(ThreadRuntime {
-            thread_key: thread_key.to_owned(),
+            thread_key: thread_key.to_string(),
             model,
             thinking: if thinks {
                 st.thinking
@@ -56,8 +55,7 @@ impl Runtime {
     }
 
     /// Sets a thread's model after checking it exists.
-    pub async fn set_model(&self, thread_key: &str, model: &str) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
+    pub async fn set_model(&self, thread_key: &ThreadKey, model: &str) -> Result<ThreadRuntime> {
         let (m, _) = self.inner.catalog.resolve(model)?;
         self.inner
             .store
@@ -69,10 +67,9 @@ impl Runtime {
     /// Sets a thread's thinking level.
     pub async fn set_thinking(
         &self,
-        thread_key: &str,
+        thread_key: &ThreadKey,
         level: ThinkingLevel,
     ) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
         self.inner
             .store
             .set_thread_thinking(thread_key, level.as_str())
@@ -84,8 +81,7 @@ impl Runtime {
     /// marked cancelled in the same transaction that clears the history, so
     /// no answer of the old session can land in the new one, and a failure
     /// leaves both as they were.
-    pub async fn new_session(&self, thread_key: &str) -> Result<ThreadRuntime> {
-        check_key("thread_key", thread_key)?;
+    pub async fn new_session(&self, thread_key: &ThreadKey) -> Result<ThreadRuntime> {
         let active = self.inner.scheduler.active_run(thread_key);
         for run_id in self.inner.scheduler.runs_of(thread_key) {
             if active.as_deref() != Some(run_id.as_str()) {

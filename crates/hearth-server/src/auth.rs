@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use hearth_runtime::Runtime;
 
-pub use hearth_agent::confirm::hash_token;
+pub use hearth_runtime::hash_token;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -58,7 +58,7 @@ impl Auth {
     pub async fn check(&self, header: Option<&str>) -> Result<(), ApiError> {
         let verdict = match header {
             Some(h) => match bearer_token(h) {
-                Some(token) => self.runtime.api_token_valid(&hash_token(token)).await?,
+                Some(token) => self.runtime.api_token_valid(token).await?,
                 None => false,
             },
             None => self.loopback && !self.runtime.api_tokens_exist().await?,
@@ -77,11 +77,7 @@ impl Auth {
     pub async fn identify(&self, header: Option<&str>) -> Result<Caller, ApiError> {
         let caller = match header {
             Some(h) => match bearer_token(h) {
-                Some(token) => self
-                    .runtime
-                    .api_token_name(&hash_token(token))
-                    .await?
-                    .map(Caller::Token),
+                Some(token) => self.runtime.api_token_name(token).await?.map(Caller::Token),
                 None => None,
             },
             None => {

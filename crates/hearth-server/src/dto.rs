@@ -148,8 +148,8 @@ pub struct History {
     pub next_before: Option<String>,
 }
 
-impl From<hearth_store::HistoryPage> for History {
-    fn from(p: hearth_store::HistoryPage) -> Self {
+impl From<hearth_core::records::history::HistoryPage> for History {
+    fn from(p: hearth_core::records::history::HistoryPage) -> Self {
         Self {
             messages: p
                 .messages
@@ -432,8 +432,8 @@ pub struct GrantView {
     pub granted_at: String,
 }
 
-impl From<hearth_store::Grant> for GrantView {
-    fn from(g: hearth_store::Grant) -> Self {
+impl From<hearth_core::records::Grant> for GrantView {
+    fn from(g: hearth_core::records::Grant) -> Self {
         Self {
             subject: g.subject,
             capability: g.capability,
@@ -530,8 +530,8 @@ pub struct AuditEventView {
     pub scope: Option<String>,
 }
 
-impl From<hearth_store::AuditEvent> for AuditEventView {
-    fn from(e: hearth_store::AuditEvent) -> Self {
+impl From<hearth_core::records::AuditEvent> for AuditEventView {
+    fn from(e: hearth_core::records::AuditEvent) -> Self {
         Self {
             at: hearth_core::rfc3339(e.at),
             actor: e.actor,

@@ -23,9 +23,8 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hearth_agent::policy::PolicyError;
 use hearth_runtime::RuntimeError;
-use hearth_store::StoreError;
+use hearth_runtime::policy::PolicyError;
 use serde_json::json;
 
 /// An API failure.
@@ -145,7 +144,14 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::InvalidSchedule(s) => Self::InvalidSchedule(s.to_string()),
             RuntimeError::JobNotFound(_) => Self::NotFound(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
+            RuntimeError::Internal(m) => Self::Internal(m),
         }
+    }
+}
+
+impl From<hearth_core::KeyError> for ApiError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        Self::InvalidRequest(e.to_string())
     }
 }
 
@@ -157,12 +163,6 @@ impl From<PolicyError> for ApiError {
                 Self::InvalidRequest(e.to_string())
             }
         }
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        Self::Internal(e.to_string())
     }
 }
 

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod middleware;
 pub mod openai;
 pub mod openapi;
+mod push;
 pub mod routes;
 pub mod schemas;
 
@@ -24,7 +25,6 @@ use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::{Extension, Router};
-use hearth_agent::policy::PolicyConfig;
 use hearth_runtime::Runtime;
 use metrics_exporter_prometheus::PrometheusHandle;
 
@@ -42,9 +42,6 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// Renders `/metrics`; `None` when no recorder is installed (tests).
     pub metrics: Option<PrometheusHandle>,
-    /// The `[permissions]` configuration: the default preset and the admins
-    /// (for `GET /v1/permissions` and `/v1/permissions/check`).
-    pub policy: PolicyConfig,
 }
 
 /// The whole API.
@@ -58,7 +55,6 @@ pub struct Routes {
     v1: Router<AppState>,
     openai: Router<AppState>,
     door: Door,
-    channels: routes::channels::ChannelsHandle,
 }
 
 impl Routes {
@@ -69,15 +65,7 @@ impl Routes {
             v1: routes::v1(),
             openai: openai::routes(),
             door: Door::default(),
-            channels: routes::channels::ChannelsHandle::default(),
         }
-    }
-
-    /// The chat channels behind `/v1/channels`, `/v1/pairings` and
-    /// `/v1/outbox`, and their push routes (webhooks, outside bearer auth).
-    pub fn with_channels(mut self, channels: hearth_channels::Channels) -> Self {
-        self.channels = routes::channels::ChannelsHandle(Some(channels));
-        self
     }
 
     /// The names every route answers to in Host, and the configured ones
@@ -97,22 +85,19 @@ impl Routes {
     }
 }
 
-/// The whole API over routes built before.
+/// The whole API over routes built before, with the runtime's chat
+/// channels behind `/v1/channels`, `/v1/pairings` and `/v1/outbox`, and
+/// their push endpoints.
 pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Router {
     let Routes {
         ops,
         v1,
         openai,
         door,
-        channels,
     } = routes;
+    let channels = routes::channels::ChannelsHandle(state.runtime.channels());
     // Webhooks check their own signatures, not the bearer token.
-    let push: Router<AppState> = channels
-        .0
-        .as_ref()
-        .map(hearth_channels::Channels::push_routes)
-        .unwrap_or_default()
-        .with_state(());
+    let push = push::routes(state.runtime.webhooks());
     let mcp = mcp::router(state.clone(), max_body_bytes);
     let v1 = v1.layer(axum::middleware::from_fn_with_state(
         state.clone(),

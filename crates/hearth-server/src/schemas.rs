@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use hearth_agent::policy::{CAPABILITIES, PRESET_PREFIX, Preset};
+use hearth_runtime::policy::{CAPABILITIES, PRESET_PREFIX, Preset};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::schema::{

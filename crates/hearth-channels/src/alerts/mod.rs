@@ -14,9 +14,9 @@ pub mod webhook;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_config::{AlertTarget, AlertsConfig, alerts::glob_match};
 use hearth_runtime::Notice;
-use hearth_store::Store;
+use hearth_runtime::config::{AlertTarget, AlertsConfig, alerts::glob_match};
+use hearth_runtime::surfaces::OutboxStore;
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
@@ -57,7 +57,7 @@ impl Rule {
 /// The configured alert rules and where they send. Start with [`Alerts::start`].
 pub struct Alerts {
     rules: Vec<Rule>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     channels: Channels,
     webhooks: Option<Arc<Webhooks>>,
     max_age: Duration,
@@ -93,7 +93,7 @@ impl Alerts {
         config: &AlertsConfig,
         secret: Option<String>,
         client: reqwest::Client,
-        store: Arc<dyn Store>,
+        store: Arc<dyn OutboxStore>,
         channels: Channels,
         max_age: Duration,
     ) -> Result<Option<Self>, AlertsError> {

@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_config::alerts::WebhookUrl;
-use hearth_store::OutboxItem;
+use hearth_core::records::outbox::OutboxItem;
+use hearth_runtime::config::alerts::WebhookUrl;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use tokio::sync::Notify;
@@ -145,7 +145,7 @@ impl Channel for Webhooks {
         self.wake.clone()
     }
 
-    async fn run(self: Arc<Self>, stop: CancellationToken) {
+    async fn run(self: Arc<Self>, _runtime: hearth_runtime::Runtime, stop: CancellationToken) {
         // Nothing comes in on a webhook; only the sender works.
         stop.cancelled().await;
     }
@@ -213,8 +213,8 @@ mod tests {
     }
 
     fn webhook(url: &str) -> WebhookUrl {
-        match hearth_config::AlertTarget::parse(&format!("webhook:{url}")) {
-            Ok(hearth_config::AlertTarget::Webhook(url)) => url,
+        match hearth_runtime::config::AlertTarget::parse(&format!("webhook:{url}")) {
+            Ok(hearth_runtime::config::AlertTarget::Webhook(url)) => url,
             other => panic!("{url}: {other:?}"),
         }
     }

@@ -1,13 +1,11 @@
 //! The slash commands: their definitions, registered with one bulk
 //! overwrite (`PUT /applications/{app}/commands`) when `sync_commands`.
 
-use std::sync::Arc;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::Discord;
+use super::Dc;
 
 /// Option types.
 const SUB_COMMAND: u8 = 1;
@@ -71,7 +69,7 @@ pub(super) fn definitions(models: &[String]) -> Value {
 }
 
 /// Registers the commands (replacing any others of the application).
-pub(super) async fn sync(dc: Arc<Discord>) {
+pub(super) async fn sync(dc: Dc) {
     let (Ok(api), Some(me)) = (&dc.api, dc.me.get()) else {
         return;
     };

@@ -4,7 +4,7 @@
 //! reach Discord, Discord answers with the message already created instead
 //! of posting it twice.
 
-use hearth_store::{OutboxItem, OutboxKind};
+use hearth_core::records::outbox::{OutboxItem, OutboxKind};
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -6,7 +6,6 @@
 //! skipped) and restarts the shard with backoff when Discord closes it for
 //! good (bad token, disallowed intents).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -18,7 +17,7 @@ use twilight_gateway::error::ReceiveMessageErrorType;
 use twilight_gateway::{ConfigBuilder, Intents, Message, Shard, ShardId};
 
 use super::types::{Frame, Guild, Interaction, Ready};
-use super::{Discord, Identity, commands, inbound, interactions};
+use super::{Dc, Identity, commands, inbound, interactions};
 use crate::backoff::Backoff;
 
 /// twilight's built-in gateway address: no proxy URL is set for it, so
@@ -49,7 +48,7 @@ async fn pause(stop: &CancellationToken, d: Duration) -> bool {
     }
 }
 
-pub(super) async fn run(dc: Arc<Discord>, stop: CancellationToken) {
+pub(super) async fn run(dc: Dc, stop: CancellationToken) {
     let (token, api) = match (&dc.token, &dc.api) {
         (Ok(t), Ok(api)) => (t.0.clone(), api.clone()),
         (Err(why), _) | (_, Err(why)) => {
@@ -127,7 +126,7 @@ fn fatal_reason(code: Option<u16>) -> String {
 /// Reads the shard until `stop` (`None`) or until it is closed for good
 /// (the reason).
 async fn serve(
-    dc: &Arc<Discord>,
+    dc: &Dc,
     shard: &mut Shard,
     stop: &CancellationToken,
     backoff: &mut Backoff,
@@ -172,7 +171,7 @@ async fn serve(
 }
 
 /// Handles one gateway frame; true when it was a dispatch.
-pub(super) async fn dispatch(dc: &Arc<Discord>, json: &str) -> bool {
+pub(super) async fn dispatch(dc: &Dc, json: &str) -> bool {
     let frame: Frame = match serde_json::from_str(json) {
         Ok(f) => f,
         Err(e) => {
@@ -248,7 +247,7 @@ pub(super) async fn dispatch(dc: &Arc<Discord>, json: &str) -> bool {
     true
 }
 
-fn ready(dc: &Arc<Discord>, r: Ready) {
+fn ready(dc: &Dc, r: Ready) {
     info!(channel = "discord", bot = %r.user.username, "Discord bot connected");
     let first = dc
         .me

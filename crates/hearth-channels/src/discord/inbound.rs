@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use hearth_core::{DeliveryMode, Inbound};
+use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey};
 use tracing::warn;
 
 use super::deliver::DiscordProgress;
 use super::types::{Member, Message, ReactionAdd};
-use super::{Discord, guild_scope, is_snowflake, thread_key, user_key};
+use super::{Dc, guild_scope, is_snowflake, thread_key, user_key};
 use crate::access::Admission;
 use crate::error::{ChannelError, refusal_notice};
 use crate::payload::Payload;
@@ -17,7 +17,7 @@ use crate::reactions;
 
 /// Handles a `MESSAGE_CREATE`. Errors are the store's or the runtime's;
 /// only those that may pass count as a channel failure.
-pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), ChannelError> {
+pub(super) async fn message(dc: &Dc, m: Message) -> Result<(), ChannelError> {
     let Some(me) = dc.me.get() else {
         // Before READY there is no bot id to tell mentions by.
         return Ok(());
@@ -82,7 +82,7 @@ pub(super) async fn message(dc: &Arc<Discord>, m: Message) -> Result<(), Channel
 /// Handles a `MESSAGE_REACTION_ADD`: a 👍 or 👎 on an answer by the user
 /// who asked it rates the run. The bot's own reactions, custom emoji and
 /// other users' reactions change nothing; a removal is not an event here.
-pub(super) async fn reaction(dc: &Arc<Discord>, r: ReactionAdd) -> Result<(), ChannelError> {
+pub(super) async fn reaction(dc: &Dc, r: ReactionAdd) -> Result<(), ChannelError> {
     let Some(me) = dc.me.get() else {
         return Ok(());
     };
@@ -169,7 +169,7 @@ impl PermissionContext {
 /// in the channel when `follow`; the run's id, or `None` when the runtime
 /// refused the text (the user is told).
 pub(super) async fn ingest(
-    dc: &Arc<Discord>,
+    dc: &Dc,
     asked: Asked,
     text: String,
     follow: bool,
@@ -183,8 +183,9 @@ pub(super) async fn ingest(
     let channel_id = channel_id.as_str();
     let inbound = Inbound {
         source: "discord".into(),
-        thread_key: thread_key(channel_id),
-        user_key: user,
+        // Made from platform ids: checked here, at the channel's edge.
+        thread_key: ThreadKey::new(thread_key(channel_id))?,
+        user_key: UserKey::new(user)?,
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(key),

@@ -4,11 +4,10 @@
 //! original response once the run is queued; its answer follows in the
 //! channel through the outbox, like any answer.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use hearth_core::{RunStatus, ThinkingLevel, now_ms};
-use hearth_store::RunFilter;
+use hearth_core::records::RunFilter;
+use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tracing::{info, warn};
@@ -17,7 +16,9 @@ use hearth_runtime::Answerer;
 
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
-use super::{Discord, inbound, is_snowflake, permissions, presses, stats, thread_key, user_key};
+use super::{
+    Dc, Discord, inbound, is_snowflake, permissions, presses, stats, thread_key, user_key,
+};
 use crate::control::{self, Place};
 use crate::error::ChannelError;
 
@@ -31,7 +32,7 @@ const EPHEMERAL: u64 = 1 << 6;
 /// Handles one interaction. A failure is logged and, when the interaction
 /// was not answered yet, answered privately, so the user is not left with
 /// Discord's "did not respond".
-pub(super) async fn handle(dc: Arc<Discord>, i: Interaction) {
+pub(super) async fn handle(dc: Dc, i: Interaction) {
     if let Err(e) = handle_inner(&dc, &i).await {
         warn!(channel = "discord", error = %e, "could not handle an interaction");
         if !i.answered.load(Ordering::SeqCst) {
@@ -49,7 +50,7 @@ fn token_ok(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-async fn handle_inner(dc: &Arc<Discord>, i: &Interaction) -> Result<(), ChannelError> {
+async fn handle_inner(dc: &Dc, i: &Interaction) -> Result<(), ChannelError> {
     let (Some(actor), Some(channel)) = (i.actor(), i.channel_id.as_deref()) else {
         return Ok(());
     };
@@ -132,7 +133,7 @@ pub(super) fn is_guild_admin(dc: &Discord, i: &Interaction, actor: &User) -> boo
 }
 
 async fn command(
-    dc: &Arc<Discord>,
+    dc: &Dc,
     i: &Interaction,
     actor: &User,
     channel: &str,
@@ -210,33 +211,45 @@ async fn command(
                     )
                     .await;
                 } else if may_change().await? {
-                    dc.runtime.set_model(&thread, &name).await?;
+                    dc.runtime
+                        .set_model(&ThreadKey::new(&thread)?, &name)
+                        .await?;
                     public(dc, i, &format!("Model: {name}")).await;
                 } else {
                     private(dc, i, control::CHANGE_REFUSED).await;
                 }
             }
             None => {
-                let now = dc.runtime.thread_runtime(&thread).await?.model;
+                let now = dc
+                    .runtime
+                    .thread_runtime(&ThreadKey::new(&thread)?)
+                    .await?
+                    .model;
                 private(dc, i, &format!("Now: {now}. {}", models_text(dc))).await;
             }
         },
         "thinking" => match option(&data.options, "level") {
             Some(level) => match ThinkingLevel::parse(&level) {
                 Some(l) if may_change().await? => {
-                    dc.runtime.set_thinking(&thread, l).await?;
+                    dc.runtime
+                        .set_thinking(&ThreadKey::new(&thread)?, l)
+                        .await?;
                     public(dc, i, &format!("Thinking: {}", l.as_str())).await;
                 }
                 Some(_) => private(dc, i, control::CHANGE_REFUSED).await,
                 None => private(dc, i, "Choose off, low, medium or high.").await,
             },
             None => {
-                let now = dc.runtime.thread_runtime(&thread).await?.thinking;
+                let now = dc
+                    .runtime
+                    .thread_runtime(&ThreadKey::new(&thread)?)
+                    .await?
+                    .thinking;
                 private(dc, i, &format!("Thinking: {now}.")).await;
             }
         },
         "new" if may_change().await? => {
-            dc.runtime.new_session(&thread).await?;
+            dc.runtime.new_session(&ThreadKey::new(&thread)?).await?;
             info!(channel = "discord", "new session by command");
             public(dc, i, "Started a new conversation.").await;
         }
@@ -262,7 +275,7 @@ async fn command(
     Ok(())
 }
 
-fn models_text(dc: &Discord) -> String {
+fn models_text(dc: &Dc) -> String {
     let ids: Vec<String> = dc
         .runtime
         .models()
@@ -290,7 +303,7 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
 /// Cancels the channel's active run when `who` may; what to tell the
 /// channel, or `None` when `who` may not.
 async fn cancel(
-    dc: &Discord,
+    dc: &Dc,
     thread: &str,
     who: Answerer<'_>,
     place: Place<'_>,

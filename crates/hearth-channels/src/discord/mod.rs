@@ -21,16 +21,17 @@ pub mod types;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use hearth_config::DiscordConfig;
+use hearth_core::records::outbox::OutboxItem;
 use hearth_core::{Timestamp, now_ms};
 use hearth_runtime::Runtime;
-use hearth_store::{OutboxItem, Store};
+use hearth_runtime::config::DiscordConfig;
+use hearth_runtime::surfaces::{AccessStore, OutboxStore};
 use reqwest::Method;
 use tokio_util::sync::CancellationToken;
 
 use self::api::Api;
 use crate::access::Access;
-use crate::channel::{Channel, Undelivered};
+use crate::channel::{Channel, Live, Undelivered};
 use crate::error::{ChannelError, DeliveryError};
 use crate::health::Health;
 use crate::payload::Payload;
@@ -71,14 +72,16 @@ struct Identity {
 /// The bot token, never printed.
 struct Token(String);
 
+/// The Discord channel's inbound side: the channel and the runtime.
+type Dc = Live<Discord>;
+
 /// The Discord channel.
 pub struct Discord {
     config: DiscordConfig,
     /// `Err` when the token could not be read: the channel stays degraded.
     token: Result<Token, String>,
     api: Result<Api, String>,
-    runtime: Runtime,
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     access: Access,
     health: Health,
     progress: Arc<Progress>,
@@ -97,8 +100,8 @@ impl Discord {
         config: DiscordConfig,
         token: Result<String, ChannelError>,
         client: reqwest::Client,
-        runtime: Runtime,
-        store: Arc<dyn Store>,
+        store: Arc<dyn OutboxStore>,
+        access: Arc<dyn AccessStore>,
     ) -> Arc<Self> {
         let access = Access::new(
             "discord",
@@ -107,7 +110,7 @@ impl Discord {
                 .iter()
                 .map(|id| user_key(&id.to_string())),
             config.open_dms,
-            store.clone(),
+            access,
         );
         let token = token.map(Token).map_err(|e| e.to_string());
         let api = token
@@ -119,7 +122,6 @@ impl Discord {
             config,
             token,
             api,
-            runtime,
             store,
             access,
             health: Health::default(),
@@ -213,8 +215,8 @@ impl Channel for Discord {
         self.wake.clone()
     }
 
-    async fn run(self: Arc<Self>, stop: CancellationToken) {
-        gateway::run(self, stop).await;
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
+        gateway::run(Live::new(self, runtime), stop).await;
     }
 
     async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
@@ -225,8 +227,8 @@ impl Channel for Discord {
         self.progress.take(run_id)
     }
 
-    async fn restore(&self) {
-        self.progress.restore(&self.runtime).await;
+    async fn restore(&self, runtime: &Runtime) {
+        self.progress.restore(runtime).await;
     }
 
     async fn check(&self) -> Result<String, ChannelError> {

@@ -3,20 +3,20 @@
 //! members with Administrator. Grants are stored and audited through the
 //! runtime, like `POST /v1/permissions/grants`.
 
-use hearth_agent::policy::known_capability_names;
 use hearth_core::now_ms;
-use hearth_store::{AuditEvent, Grant};
+use hearth_core::records::{AuditEvent, Grant};
+use hearth_runtime::policy::known_capability_names;
 
 use super::interactions::{is_guild_admin, private};
 use super::types::{CommandOption, Interaction, User, option};
-use super::{Discord, guild_scope, is_snowflake, user_key};
+use super::{Dc, guild_scope, is_snowflake, user_key};
 use crate::error::ChannelError;
 
 /// Grants listed in one answer.
 const LIST_MAX: usize = 40;
 
 pub(super) async fn command(
-    dc: &Discord,
+    dc: &Dc,
     i: &Interaction,
     actor: &User,
     sub: Option<&CommandOption>,

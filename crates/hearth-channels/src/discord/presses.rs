@@ -7,22 +7,16 @@
 //! twice. Every press is answered, a failed one too, so its button never
 //! spins into Discord's "interaction failed".
 
-use std::sync::Arc;
-
 use hearth_runtime::{Answerer, RuntimeError};
 use serde_json::json;
 use tracing::warn;
 
 use super::interactions::{UPDATE_MESSAGE, first_sight, is_guild_admin, private, respond};
 use super::types::{Interaction, User};
-use super::{Discord, inbound, user_key};
+use super::{Dc, inbound, user_key};
 use crate::error::ChannelError;
 
-pub(super) async fn button(
-    dc: &Arc<Discord>,
-    i: &Interaction,
-    actor: &User,
-) -> Result<(), ChannelError> {
+pub(super) async fn button(dc: &Dc, i: &Interaction, actor: &User) -> Result<(), ChannelError> {
     let custom_id = i
         .data
         .as_ref()

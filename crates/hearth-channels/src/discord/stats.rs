@@ -2,12 +2,12 @@
 //! stored with its scope) over the last hour, day and week: counts by
 //! status, latency p50/p95 and the most called tools. Nothing per user.
 
+use hearth_core::records::RunStats;
 use hearth_core::{RunStatus, now_ms};
-use hearth_store::RunStats;
 
 use super::interactions::{is_guild_admin, private};
 use super::types::{Interaction, User};
-use super::{Discord, guild_scope, is_snowflake};
+use super::{Dc, guild_scope, is_snowflake};
 use crate::error::ChannelError;
 
 /// The windows reported, with their names.
@@ -20,11 +20,7 @@ const WINDOWS: [(&str, i64); 3] = [
 /// Answers `/agent stats` privately to the member who asked, when they are
 /// an admin of the guild (its owner, or Administrator): the guild's run
 /// health is the admins' business, not every member's.
-pub(super) async fn command(
-    dc: &Discord,
-    i: &Interaction,
-    actor: &User,
-) -> Result<(), ChannelError> {
+pub(super) async fn command(dc: &Dc, i: &Interaction, actor: &User) -> Result<(), ChannelError> {
     let Some(guild) = i.guild_id.as_deref().filter(|g| is_snowflake(g)) else {
         private(dc, i, "Use this command in a server.").await;
         return Ok(());

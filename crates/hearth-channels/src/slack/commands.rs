@@ -12,17 +12,15 @@
 //! newest thread of that channel where the user talked to hearth. A picker
 //! shown for a thread carries the thread's root in its `block_id`.
 
-use std::sync::Arc;
-
-use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_core::records::RunFilter;
+use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::Answerer;
-use hearth_store::RunFilter;
 use serde_json::{Value, json};
 use tracing::warn;
 
 use super::mrkdwn::escape;
 use super::types::SlashCommand;
-use super::{Slack, THREAD_PREFIX, dm_thread_key, is_id, is_ts, thread_key, user_key};
+use super::{Sl, THREAD_PREFIX, dm_thread_key, is_id, is_ts, thread_key, user_key};
 use crate::control::{self, Place};
 use crate::error::ChannelError;
 
@@ -52,7 +50,7 @@ const UNKNOWN_THREAD: &str =
     "I have no conversation in that thread: mention me there first, or name another thread.";
 
 /// True when `user` may use the assistant's commands and settings.
-pub(super) async fn may_use(slack: &Slack, user: &str) -> Result<bool, ChannelError> {
+pub(super) async fn may_use(slack: &Sl, user: &str) -> Result<bool, ChannelError> {
     Ok(slack.config.open_dms || slack.access.is_allowed(&user_key(user)).await?)
 }
 
@@ -104,7 +102,7 @@ enum Aim {
 /// The conversation a command in `cmd.channel_id` acts on, and the words
 /// left once a named thread is taken off.
 async fn aim<'a>(
-    slack: &Slack,
+    slack: &Sl,
     cmd: &SlashCommand,
     mut args: Vec<&'a str>,
 ) -> Result<(Aim, Vec<&'a str>), ChannelError> {
@@ -143,7 +141,7 @@ async fn aim<'a>(
     ))
 }
 
-pub(super) async fn command(slack: &Arc<Slack>, cmd: SlashCommand) -> Result<(), ChannelError> {
+pub(super) async fn command(slack: &Sl, cmd: SlashCommand) -> Result<(), ChannelError> {
     if let Some(trigger) = &cmd.trigger_id
         && !slack
             .store
@@ -161,7 +159,7 @@ pub(super) async fn command(slack: &Arc<Slack>, cmd: SlashCommand) -> Result<(),
 
 /// Posts `body` to a `response_url` in the background (best effort: the
 /// user can run the command again).
-pub(super) fn respond(slack: &Arc<Slack>, url: String, body: Value) {
+pub(super) fn respond(slack: &Sl, url: String, body: Value) {
     let slack = slack.clone();
     tokio::spawn(async move {
         let Ok(api) = &slack.api else { return };
@@ -175,7 +173,7 @@ fn text(s: &str) -> Value {
     json!({ "response_type": "ephemeral", "text": s })
 }
 
-async fn answer(slack: &Slack, cmd: &SlashCommand) -> Result<Value, ChannelError> {
+async fn answer(slack: &Sl, cmd: &SlashCommand) -> Result<Value, ChannelError> {
     if !may_use(slack, &cmd.user_id).await? {
         return Ok(text(PRIVATE));
     }
@@ -213,12 +211,15 @@ async fn answer(slack: &Slack, cmd: &SlashCommand) -> Result<Value, ChannelError
             text(&usage_text(&rows))
         }
         ("new", Some(thread)) => {
-            slack.runtime.new_session(&thread).await?;
+            slack.runtime.new_session(&ThreadKey::new(&thread)?).await?;
             text("Started a new conversation.")
         }
         ("model", Some(thread)) => match arg {
             Some(m) if model_ids(slack).iter().any(|id| id == m) => {
-                slack.runtime.set_model(&thread, m).await?;
+                slack
+                    .runtime
+                    .set_model(&ThreadKey::new(&thread)?, m)
+                    .await?;
                 text(&format!("Model: {}", escape(m)))
             }
             Some(m) => {
@@ -233,7 +234,10 @@ async fn answer(slack: &Slack, cmd: &SlashCommand) -> Result<Value, ChannelError
         },
         ("thinking", Some(thread)) => match arg.and_then(ThinkingLevel::parse) {
             Some(level) => {
-                slack.runtime.set_thinking(&thread, level).await?;
+                slack
+                    .runtime
+                    .set_thinking(&ThreadKey::new(&thread)?, level)
+                    .await?;
                 text(&format!("Thinking: {}", level.as_str()))
             }
             None => thinking_picker(slack, &thread).await?,
@@ -268,21 +272,17 @@ fn place<'a>(thread: &'a str, scope: &'a str) -> Place<'a> {
 }
 
 /// The workspace's scope (`global` before the bot's workspace is known).
-fn scope(slack: &Slack) -> String {
+fn scope(slack: &Sl) -> String {
     slack.scope_for(None).unwrap_or_else(|| "global".to_owned())
 }
 
 /// Whether `user` (a user key) may change `thread`'s conversation.
-pub(super) async fn may_change(
-    slack: &Slack,
-    user: &str,
-    thread: &str,
-) -> Result<bool, ChannelError> {
+pub(super) async fn may_change(slack: &Sl, user: &str, thread: &str) -> Result<bool, ChannelError> {
     let scope = scope(slack);
     control::may_change(&slack.runtime, Answerer::user(user), place(thread, &scope)).await
 }
 
-async fn cancel(slack: &Slack, thread: &str, user: &str) -> Result<&'static str, ChannelError> {
+async fn cancel(slack: &Sl, thread: &str, user: &str) -> Result<&'static str, ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread.to_owned()),
         status: None,
@@ -310,7 +310,7 @@ async fn cancel(slack: &Slack, thread: &str, user: &str) -> Result<&'static str,
     })
 }
 
-pub(super) fn model_ids(slack: &Slack) -> Vec<String> {
+pub(super) fn model_ids(slack: &Sl) -> Vec<String> {
     slack
         .runtime
         .models()
@@ -321,12 +321,12 @@ pub(super) fn model_ids(slack: &Slack) -> Vec<String> {
 }
 
 /// The model picker: one button per configured model, the current one marked.
-pub(super) async fn picker(
-    slack: &Slack,
-    thread: &str,
-    title: &str,
-) -> Result<Value, ChannelError> {
-    let current = slack.runtime.thread_runtime(thread).await?.model;
+pub(super) async fn picker(slack: &Sl, thread: &str, title: &str) -> Result<Value, ChannelError> {
+    let current = slack
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread)?)
+        .await?
+        .model;
     let buttons: Vec<Value> = model_ids(slack)
         .iter()
         .take(MAX_MODELS)
@@ -347,8 +347,12 @@ pub(super) async fn picker(
 }
 
 /// The thinking picker.
-pub(super) async fn thinking_picker(slack: &Slack, thread: &str) -> Result<Value, ChannelError> {
-    let current = slack.runtime.thread_runtime(thread).await?.thinking;
+pub(super) async fn thinking_picker(slack: &Sl, thread: &str) -> Result<Value, ChannelError> {
+    let current = slack
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread)?)
+        .await?
+        .thinking;
     let buttons: Vec<Value> = [
         ThinkingLevel::Off,
         ThinkingLevel::Low,

@@ -11,20 +11,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use bytes::Bytes;
+use hearth_runtime::Runtime;
+use hearth_runtime::surfaces::Webhook;
 use hmac::{Hmac, Mac};
+use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use super::Slack;
+use super::{Sl, Slack};
 use crate::backoff::Backoff;
+use crate::channel::Live;
 use crate::error::ChannelError;
 
 /// The events route.
@@ -32,8 +31,33 @@ pub const PATH: &str = "/channels/slack/events";
 /// Largest clock difference accepted, seconds.
 const MAX_SKEW_SECS: i64 = 300;
 
-pub(super) fn routes(slack: Arc<Slack>) -> Router {
-    Router::new().route(PATH, post(receive)).with_state(slack)
+/// Slack's push endpoint in HTTP mode.
+pub(super) struct SlackEvents(pub(super) Arc<Slack>);
+
+#[async_trait::async_trait]
+impl Webhook for SlackEvents {
+    fn path(&self) -> &'static str {
+        PATH
+    }
+
+    async fn handle(
+        &self,
+        runtime: &Runtime,
+        request: http::Request<Bytes>,
+    ) -> http::Response<Bytes> {
+        let slack = Live::new(self.0.clone(), runtime.clone());
+        let (parts, body) = request.into_parts();
+        let (status, body) = receive(&slack, &parts.headers, &body).await;
+        let mut resp = http::Response::new(body.map(Bytes::from).unwrap_or_default());
+        *resp.status_mut() = status;
+        if !resp.body().is_empty() {
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+        }
+        resp
+    }
 }
 
 /// In HTTP mode nothing is received here: the bot's id is learnt (to
@@ -136,35 +160,37 @@ fn unix_now() -> i64 {
     hearth_core::now_ms() / 1000
 }
 
-async fn receive(State(slack): State<Arc<Slack>>, headers: HeaderMap, body: Bytes) -> Response {
+/// Answers one request: its status, and a JSON body when it has one.
+async fn receive(slack: &Sl, headers: &HeaderMap, body: &[u8]) -> (StatusCode, Option<Vec<u8>>) {
     let Some(secret) = &slack.signing_secret else {
         warn!(
             channel = "slack",
             "event refused: no signing secret is configured"
         );
-        return StatusCode::UNAUTHORIZED.into_response();
+        return (StatusCode::UNAUTHORIZED, None);
     };
-    if let Err(why) = verify(secret, &headers, &body, unix_now()) {
+    if let Err(why) = verify(secret, headers, body, unix_now()) {
         warn!(channel = "slack", reason = ?why, "event with a bad or stale signature refused");
-        return StatusCode::UNAUTHORIZED.into_response();
+        return (StatusCode::UNAUTHORIZED, None);
     }
     let form = headers
-        .get(axum::http::header::CONTENT_TYPE)
+        .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
     let outcome = if form {
-        form_request(&slack, &body).await
+        form_request(slack, body).await
     } else {
-        match serde_json::from_slice::<Value>(&body) {
+        match serde_json::from_slice::<Value>(body) {
             Ok(v) if v.get("type").and_then(Value::as_str) == Some("url_verification") => {
                 let challenge = v
                     .get("challenge")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                return axum::Json(serde_json::json!({ "challenge": challenge })).into_response();
+                let answer = serde_json::json!({ "challenge": challenge }).to_string();
+                return (StatusCode::OK, Some(answer.into_bytes()));
             }
             Ok(v) if v.get("type").and_then(Value::as_str) == Some("event_callback") => {
-                super::inbound::handle(&slack, v).await
+                super::inbound::handle(slack, v).await
             }
             Ok(_) => Ok(()),
             Err(e) => {
@@ -177,18 +203,18 @@ async fn receive(State(slack): State<Arc<Slack>>, headers: HeaderMap, body: Byte
     match super::settle(outcome) {
         Ok(()) => {
             slack.health.event();
-            StatusCode::OK.into_response()
+            (StatusCode::OK, None)
         }
         Err(e) => {
             warn!(channel = "slack", error = %e, "could not store an event; Slack will send it again");
             slack.health.failed(format!("storing events: {e}"));
-            StatusCode::SERVICE_UNAVAILABLE.into_response()
+            (StatusCode::SERVICE_UNAVAILABLE, None)
         }
     }
 }
 
 /// A button press (`payload=<json>`) or a slash command (its fields).
-async fn form_request(slack: &Arc<Slack>, body: &[u8]) -> Result<(), ChannelError> {
+async fn form_request(slack: &Sl, body: &[u8]) -> Result<(), ChannelError> {
     let fields: BTreeMap<String, String> = match serde_urlencoded::from_bytes(body) {
         Ok(f) => f,
         Err(e) => {
@@ -222,7 +248,7 @@ async fn form_request(slack: &Arc<Slack>, body: &[u8]) -> Result<(), ChannelErro
 
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
+    use http::HeaderValue;
 
     use super::*;
 

@@ -5,15 +5,15 @@
 
 use std::sync::Arc;
 
-use hearth_core::{DeliveryMode, Inbound, now_ms};
-use hearth_store::RunFilter;
+use hearth_core::records::RunFilter;
+use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey, now_ms};
 use serde_json::Value;
 use tracing::{debug, warn};
 
 use super::deliver::SlackProgress;
 use super::mrkdwn::decode_incoming;
 use super::types::EventCallback;
-use super::{Slack, dm_thread_key, is_id, is_ts, thread_key, user_key};
+use super::{Sl, dm_thread_key, is_id, is_ts, thread_key, user_key};
 use crate::access::Admission;
 use crate::error::{ChannelError, refusal_notice};
 use crate::payload::Payload;
@@ -21,7 +21,7 @@ use crate::payload::Payload;
 /// Handles one `event_callback` body. Errors that may pass (see
 /// [`ChannelError::is_transient`]) must not be acknowledged; a malformed
 /// or uninteresting event is logged and skipped.
-pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), ChannelError> {
+pub(super) async fn handle(slack: &Sl, body: Value) -> Result<(), ChannelError> {
     let cb: EventCallback = match serde_json::from_value(body) {
         Ok(cb) => cb,
         Err(e) => {
@@ -108,11 +108,7 @@ enum Target {
 }
 
 /// True when hearth already has a conversation for this thread.
-pub(super) async fn answers(
-    slack: &Slack,
-    channel: &str,
-    root: &str,
-) -> Result<bool, ChannelError> {
+pub(super) async fn answers(slack: &Sl, channel: &str, root: &str) -> Result<bool, ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread_key(channel, root)),
         status: None,
@@ -124,7 +120,7 @@ pub(super) async fn answers(
 /// Hands a message to the runtime (idempotent on the event id) and shows
 /// progress while it runs.
 async fn ingest(
-    slack: &Arc<Slack>,
+    slack: &Sl,
     cb: &EventCallback,
     thread: String,
     target: String,
@@ -133,8 +129,9 @@ async fn ingest(
 ) -> Result<(), ChannelError> {
     let inbound = Inbound {
         source: "slack".into(),
-        thread_key: thread,
-        user_key: user,
+        // Made from platform ids: checked here, at the channel's edge.
+        thread_key: ThreadKey::new(thread)?,
+        user_key: UserKey::new(user)?,
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("slack:{}", cb.event_id)),

@@ -8,9 +8,7 @@
 //! changes nothing) and shows nothing twice. A failed press is told so
 //! through its `response_url`.
 
-use std::sync::Arc;
-
-use hearth_core::{ThinkingLevel, now_ms};
+use hearth_core::{ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::RuntimeError;
 use serde_json::{Value, json};
 use tracing::warn;
@@ -21,7 +19,7 @@ use super::commands::{
 };
 use super::deliver::{APPROVE, DENY, blocks};
 use super::types::Interaction;
-use super::{Slack, user_key};
+use super::{Sl, user_key};
 use crate::control;
 use crate::error::ChannelError;
 
@@ -41,7 +39,7 @@ fn ephemeral(text: &str) -> Value {
 
 /// Handles one interaction payload. Errors that may pass must not be
 /// acknowledged; the answers to the user are sent in the background.
-pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), ChannelError> {
+pub(super) async fn handle(slack: &Sl, body: Value) -> Result<(), ChannelError> {
     let ix: Interaction = match serde_json::from_value(body) {
         Ok(ix) => ix,
         Err(e) => {
@@ -80,7 +78,7 @@ pub(super) async fn handle(slack: &Arc<Slack>, body: Value) -> Result<(), Channe
 }
 
 /// Does what the press asks; what to show for it.
-async fn act(slack: &Slack, ix: &Interaction) -> Result<Shown, ChannelError> {
+async fn act(slack: &Sl, ix: &Interaction) -> Result<Shown, ChannelError> {
     let Some(action) = ix.actions.first() else {
         return Ok(Shown::Nothing);
     };
@@ -114,7 +112,10 @@ async fn act(slack: &Slack, ix: &Interaction) -> Result<Shown, ChannelError> {
     }
     let reply = if id.starts_with(MODEL_ACTION) {
         if model_ids(slack).contains(&value) {
-            slack.runtime.set_model(&thread, &value).await?;
+            slack
+                .runtime
+                .set_model(&ThreadKey::new(&thread)?, &value)
+                .await?;
             picker(slack, &thread, "Choose the model:").await?
         } else {
             // A stale picker: show the current list.
@@ -122,7 +123,10 @@ async fn act(slack: &Slack, ix: &Interaction) -> Result<Shown, ChannelError> {
         }
     } else if id.starts_with(THINKING_ACTION) {
         if let Some(level) = ThinkingLevel::parse(&value) {
-            slack.runtime.set_thinking(&thread, level).await?;
+            slack
+                .runtime
+                .set_thinking(&ThreadKey::new(&thread)?, level)
+                .await?;
         }
         thinking_picker(slack, &thread).await?
     } else {
@@ -132,7 +136,7 @@ async fn act(slack: &Slack, ix: &Interaction) -> Result<Shown, ChannelError> {
 }
 
 async fn confirm(
-    slack: &Slack,
+    slack: &Sl,
     ix: &Interaction,
     channel: &str,
     token: &str,
@@ -174,7 +178,7 @@ async fn confirm(
 }
 
 /// Calls `method` in the background (answers to a press are best effort).
-fn call_later(slack: &Arc<Slack>, method: &'static str, body: Value) {
+fn call_later(slack: &Sl, method: &'static str, body: Value) {
     let slack = slack.clone();
     tokio::spawn(async move {
         let Ok(api) = &slack.api else { return };

@@ -26,15 +26,16 @@ pub use self::http::{PATH as EVENTS_PATH, sign};
 
 use std::sync::{Arc, OnceLock};
 
-use hearth_config::{SlackConfig, SlackMode};
+use hearth_core::records::outbox::OutboxItem;
 use hearth_runtime::Runtime;
-use hearth_store::{OutboxItem, Store};
+use hearth_runtime::config::{SlackConfig, SlackMode};
+use hearth_runtime::surfaces::{AccessStore, OutboxStore, Webhook};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use self::api::Api;
 use crate::access::Access;
-use crate::channel::{Channel, Undelivered};
+use crate::channel::{Channel, Live, Undelivered};
 use crate::error::{ChannelError, DeliveryError};
 use crate::health::Health;
 use crate::payload::Payload;
@@ -126,6 +127,9 @@ struct Identity {
     team_id: Option<String>,
 }
 
+/// The Slack channel's inbound side: the channel and the runtime.
+type Sl = Live<Slack>;
+
 /// The Slack channel.
 pub struct Slack {
     config: SlackConfig,
@@ -135,8 +139,7 @@ pub struct Slack {
     app_token: Result<String, String>,
     /// The signing secret (HTTP mode).
     signing_secret: Option<String>,
-    runtime: Runtime,
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     access: Access,
     health: Health,
     progress: Arc<Progress>,
@@ -153,14 +156,14 @@ impl Slack {
         app_token: Result<String, ChannelError>,
         signing_secret: Option<String>,
         client: reqwest::Client,
-        runtime: Runtime,
-        store: Arc<dyn Store>,
+        store: Arc<dyn OutboxStore>,
+        access: Arc<dyn AccessStore>,
     ) -> Arc<Self> {
         let access = Access::new(
             "slack",
             config.allowed_users.iter().map(|id| user_key(id)),
             config.open_dms,
-            store.clone(),
+            access,
         );
         let api = bot_token
             .map(|t| Api::new(client, &config.api_base, t))
@@ -171,7 +174,6 @@ impl Slack {
             api,
             app_token: app_token.map_err(|e| e.to_string()),
             signing_secret,
-            runtime,
             store,
             access,
             health: Health::default(),
@@ -264,9 +266,9 @@ impl Channel for Slack {
         self.wake.clone()
     }
 
-    async fn run(self: Arc<Self>, stop: CancellationToken) {
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
         match self.config.mode {
-            SlackMode::Socket => socket::run(self, stop).await,
+            SlackMode::Socket => socket::run(Live::new(self, runtime), stop).await,
             SlackMode::Http => http::run(self, stop).await,
         }
     }
@@ -279,8 +281,8 @@ impl Channel for Slack {
         self.progress.take(run_id)
     }
 
-    async fn restore(&self) {
-        self.progress.restore(&self.runtime).await;
+    async fn restore(&self, runtime: &Runtime) {
+        self.progress.restore(runtime).await;
     }
 
     async fn check(&self) -> Result<String, ChannelError> {
@@ -304,8 +306,9 @@ impl Channel for Slack {
         ))
     }
 
-    fn push_routes(self: Arc<Self>) -> Option<axum::Router> {
-        (self.config.mode == SlackMode::Http).then(|| http::routes(self))
+    fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {
+        (self.config.mode == SlackMode::Http)
+            .then(|| Arc::new(http::SlackEvents(self)) as Arc<dyn Webhook>)
     }
 }
 

@@ -5,7 +5,6 @@
 //! come again with a higher `retry_attempt`). `disconnect` means: open a
 //! new connection now; a dropped one is reopened with backoff.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -14,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_websockets::{ClientBuilder, Message};
 use tracing::{debug, error, info, warn};
 
-use super::Slack;
+use super::Sl;
 use super::types::{Connection, Frame, SlashCommand};
 use crate::backoff::Backoff;
 
@@ -32,7 +31,7 @@ enum Ended {
     Dropped(String),
 }
 
-pub(super) async fn run(slack: Arc<Slack>, stop: CancellationToken) {
+pub(super) async fn run(slack: Sl, stop: CancellationToken) {
     let (api, app_token) = match (&slack.api, &slack.app_token) {
         (Ok(api), Ok(token)) => (api.clone(), token.clone()),
         (Err(why), _) | (_, Err(why)) => {
@@ -95,12 +94,7 @@ async fn pause(stop: &CancellationToken, d: Duration) -> bool {
 /// One connection, until it ends. Envelopes are handled in the order they
 /// arrive (so one conversation's messages stay in order), each acked as
 /// soon as it is stored.
-async fn serve(
-    slack: &Arc<Slack>,
-    url: &str,
-    stop: &CancellationToken,
-    backoff: &mut Backoff,
-) -> Ended {
+async fn serve(slack: &Sl, url: &str, stop: &CancellationToken, backoff: &mut Backoff) -> Ended {
     let builder = match ClientBuilder::new().uri(url) {
         Ok(b) => b,
         Err(e) => return Ended::Dropped(format!("bad WebSocket URL from Slack: {e}")),
@@ -159,7 +153,7 @@ enum Step {
     Disconnect,
 }
 
-async fn on_frame(slack: &Arc<Slack>, text: &str, backoff: &mut Backoff) -> Step {
+async fn on_frame(slack: &Sl, text: &str, backoff: &mut Backoff) -> Step {
     let frame: Frame = match serde_json::from_str(text) {
         Ok(f) => f,
         Err(e) => {

@@ -4,16 +4,14 @@
 //! Callback data stays within Telegram's 64 bytes; a stale button
 //! re-renders the current picker instead of failing.
 
-use std::sync::Arc;
-
-use hearth_core::{RunStatus, ThinkingLevel, now_ms};
+use hearth_core::records::RunFilter;
+use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::Answerer;
-use hearth_store::RunFilter;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::types::Message;
-use super::{Telegram, thread_key};
+use super::{Telegram, Tg, thread_key};
 use crate::control::{self, Place};
 use crate::error::ChannelError;
 use crate::payload::Payload;
@@ -44,7 +42,7 @@ pub(super) async fn first_time(tg: &Telegram, update_id: i64) -> Result<bool, Ch
 }
 
 pub(super) async fn command(
-    tg: &Arc<Telegram>,
+    tg: &Tg,
     update_id: i64,
     msg: &Message,
     user: &str,
@@ -74,7 +72,7 @@ pub(super) async fn command(
                 .await
         }
         "new" => {
-            tg.runtime.new_session(&thread).await?;
+            tg.runtime.new_session(&ThreadKey::new(&thread)?).await?;
             info!(channel = "telegram", "new session by command");
             tg.notify(chat, Payload::notice("Started a new conversation."))
                 .await
@@ -102,7 +100,7 @@ fn place<'a>(thread: &'a str, scope: Option<&'a str>) -> Place<'a> {
 }
 
 /// Whether `user` may change chat `chat`'s conversation.
-pub(super) async fn may_change(tg: &Telegram, chat: i64, user: &str) -> Result<bool, ChannelError> {
+pub(super) async fn may_change(tg: &Tg, chat: i64, user: &str) -> Result<bool, ChannelError> {
     let (thread, scope) = (thread_key(chat), super::group_scope(chat));
     let place = place(&thread, scope.as_deref());
     control::may_change(&tg.runtime, Answerer::user(user), place).await
@@ -122,7 +120,7 @@ fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
     )
 }
 
-async fn cancel(tg: &Telegram, chat: i64, user: &str) -> Result<(), ChannelError> {
+async fn cancel(tg: &Tg, chat: i64, user: &str) -> Result<(), ChannelError> {
     let filter = RunFilter {
         thread_key: Some(thread_key(chat)),
         status: None,
@@ -164,7 +162,7 @@ pub(super) fn tag(model: &str) -> String {
     format!("{h:08x}")
 }
 
-pub(super) fn model_ids(tg: &Telegram) -> Vec<String> {
+pub(super) fn model_ids(tg: &Tg) -> Vec<String> {
     tg.runtime
         .models()
         .models
@@ -175,12 +173,16 @@ pub(super) fn model_ids(tg: &Telegram) -> Vec<String> {
 
 /// Shows (or, with `edit`, re-renders) the model picker.
 pub(super) async fn picker(
-    tg: &Telegram,
+    tg: &Tg,
     chat: i64,
     edit: Option<i64>,
     title: &str,
 ) -> Result<(), ChannelError> {
-    let current = tg.runtime.thread_runtime(&thread_key(chat)).await?.model;
+    let current = tg
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread_key(chat))?)
+        .await?
+        .model;
     let rows: Vec<Value> = model_ids(tg)
         .iter()
         .enumerate()
@@ -194,11 +196,15 @@ pub(super) async fn picker(
 }
 
 pub(super) async fn thinking_picker(
-    tg: &Telegram,
+    tg: &Tg,
     chat: i64,
     edit: Option<i64>,
 ) -> Result<(), ChannelError> {
-    let current = tg.runtime.thread_runtime(&thread_key(chat)).await?.thinking;
+    let current = tg
+        .runtime
+        .thread_runtime(&ThreadKey::new(thread_key(chat))?)
+        .await?
+        .thinking;
     let levels = [
         ThinkingLevel::Off,
         ThinkingLevel::Low,

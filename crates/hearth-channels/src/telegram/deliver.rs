@@ -1,7 +1,7 @@
 //! Delivering outbox items through the Bot API, and the best-effort
 //! progress calls.
 
-use hearth_store::{OutboxItem, OutboxKind};
+use hearth_core::records::outbox::{OutboxItem, OutboxKind};
 use serde_json::{Value, json};
 
 use super::Telegram;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_core::{DeliveryMode, Inbound};
+use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -14,7 +14,7 @@ use tracing::{debug, error, info, warn};
 use super::api::ApiError;
 use super::deliver::TelegramProgress;
 use super::types::{Me, Message, MessageReactionUpdated, Update};
-use super::{Identity, Telegram, commands, presses, thread_key, user_key};
+use super::{Identity, Telegram, Tg, commands, presses, thread_key, user_key};
 use crate::access::Admission;
 use crate::backoff::Backoff;
 use crate::error::{ChannelError, refusal_notice};
@@ -28,7 +28,7 @@ const OFFSET: &str = "offset";
 /// default set: it comes only when asked for.
 const ALLOWED_UPDATES: [&str; 3] = ["message", "callback_query", "message_reaction"];
 
-pub(super) async fn run(tg: Arc<Telegram>, stop: CancellationToken) {
+pub(super) async fn run(tg: Tg, stop: CancellationToken) {
     let api = match &tg.api {
         Ok(api) => api.clone(),
         Err(why) => {
@@ -67,7 +67,7 @@ pub(super) async fn run(tg: Arc<Telegram>, stop: CancellationToken) {
     {
         warn!(channel = "telegram", error = %e, "setMyCommands failed; the command menu may be stale");
     }
-    if tg.config.mode == hearth_config::TelegramMode::Webhook {
+    if tg.config.mode == hearth_runtime::config::TelegramMode::Webhook {
         set_webhook(&tg, &api).await;
         return;
     }
@@ -114,12 +114,7 @@ async fn pause(stop: &CancellationToken, d: Duration) -> bool {
     }
 }
 
-async fn poll(
-    tg: &Arc<Telegram>,
-    api: &super::api::Api,
-    stop: &CancellationToken,
-    backoff: &mut Backoff,
-) {
+async fn poll(tg: &Tg, api: &super::api::Api, stop: &CancellationToken, backoff: &mut Backoff) {
     let timeout = tg.config.poll_timeout_secs;
     let mut offset = loop {
         match tg.store.cursor("telegram", OFFSET).await {
@@ -138,7 +133,7 @@ async fn poll(
     // behind) is deduplicated by its update ids, so the write need not
     // hold up the next message.
     let (stored, to_store) = tokio::sync::watch::channel(offset);
-    let writer = tokio::spawn(store_offsets(tg.clone(), to_store));
+    let writer = tokio::spawn(store_offsets(tg.channel().clone(), to_store));
     loop {
         let body =
             json!({ "offset": offset, "timeout": timeout, "allowed_updates": ALLOWED_UPDATES });
@@ -208,10 +203,7 @@ async fn store_offsets(tg: Arc<Telegram>, mut offsets: tokio::sync::watch::Recei
 
 /// Handles a batch (chats concurrently, each chat's updates in order);
 /// returns the offset that acknowledges it.
-pub(super) async fn handle_batch(
-    tg: &Arc<Telegram>,
-    updates: Vec<Value>,
-) -> Result<i64, ChannelError> {
+pub(super) async fn handle_batch(tg: &Tg, updates: Vec<Value>) -> Result<i64, ChannelError> {
     let mut next = 0i64;
     let mut by_chat: BTreeMap<i64, Vec<Update>> = BTreeMap::new();
     for raw in updates {
@@ -286,7 +278,7 @@ fn chat_of(u: &Update) -> i64 {
 /// Handles one update. An error that may pass (see
 /// [`ChannelError::is_transient`]) must not be acknowledged; any other is
 /// logged and the update acknowledged ([`settle`]).
-pub(super) async fn handle(tg: &Arc<Telegram>, u: Update) -> Result<(), ChannelError> {
+pub(super) async fn handle(tg: &Tg, u: Update) -> Result<(), ChannelError> {
     if let Some(q) = u.callback_query {
         return presses::callback(tg, u.update_id, q).await;
     }
@@ -343,11 +335,7 @@ pub(super) async fn handle(tg: &Arc<Telegram>, u: Update) -> Result<(), ChannelE
 /// A change of someone's reactions: a 👍 or 👎 newly set on an answer by
 /// the user who asked it rates the run. Removals, other emoji, anonymous
 /// admins and other users' reactions change nothing.
-async fn reaction(
-    tg: &Arc<Telegram>,
-    update_id: i64,
-    r: MessageReactionUpdated,
-) -> Result<(), ChannelError> {
+async fn reaction(tg: &Tg, update_id: i64, r: MessageReactionUpdated) -> Result<(), ChannelError> {
     let Some(from) = r.user.as_ref().filter(|u| !u.is_bot) else {
         return Ok(());
     };
@@ -424,7 +412,7 @@ pub(super) fn strip_mention(text: &str, mention: &str) -> String {
 /// Hands a message to the runtime (idempotent on the update id) and shows
 /// progress while it runs.
 pub(super) async fn ingest(
-    tg: &Arc<Telegram>,
+    tg: &Tg,
     update_id: i64,
     chat_id: i64,
     user: &str,
@@ -432,8 +420,9 @@ pub(super) async fn ingest(
 ) -> Result<(), ChannelError> {
     let inbound = Inbound {
         source: "telegram".into(),
-        thread_key: thread_key(chat_id),
-        user_key: user.to_owned(),
+        // Made from platform ids: checked here, at the channel's edge.
+        thread_key: ThreadKey::new(thread_key(chat_id))?,
+        user_key: UserKey::new(user)?,
         text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: Some(format!("telegram:{update_id}")),
@@ -487,7 +476,7 @@ mod tests {
     #[test]
     fn only_a_failure_that_may_pass_holds_the_batch_back() {
         use hearth_runtime::RuntimeError;
-        use hearth_store::StoreError;
+        use hearth_runtime::surfaces::StoreError;
         // Whatever the runtime answers one update with, the batch goes on.
         for refusal in [
             RuntimeError::InvalidInput("text must not be empty".into()),

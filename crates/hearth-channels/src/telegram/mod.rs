@@ -14,15 +14,16 @@ mod webhook;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hearth_config::{TelegramConfig, TelegramMode};
+use hearth_core::records::outbox::OutboxItem;
 use hearth_runtime::Runtime;
-use hearth_store::{OutboxItem, Store};
+use hearth_runtime::config::{TelegramConfig, TelegramMode};
+use hearth_runtime::surfaces::{AccessStore, OutboxStore, Webhook};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use self::api::Api;
 use crate::access::Access;
-use crate::channel::{Channel, Undelivered};
+use crate::channel::{Channel, Live, Undelivered};
 use crate::error::{ChannelError, DeliveryError};
 use crate::health::Health;
 use crate::payload::Payload;
@@ -56,14 +57,16 @@ struct Identity {
     username: String,
 }
 
+/// The Telegram channel's inbound side: the channel and the runtime.
+type Tg = Live<Telegram>;
+
 /// The Telegram channel.
 pub struct Telegram {
     config: TelegramConfig,
     /// `Err` when the token could not be read: the channel stays degraded.
     api: Result<Api, String>,
     webhook_secret: Option<String>,
-    runtime: Runtime,
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     access: Access,
     health: Health,
     progress: Arc<Progress>,
@@ -81,14 +84,14 @@ impl Telegram {
         token: Result<String, ChannelError>,
         webhook_secret: Option<String>,
         client: reqwest::Client,
-        runtime: Runtime,
-        store: Arc<dyn Store>,
+        store: Arc<dyn OutboxStore>,
+        access: Arc<dyn AccessStore>,
     ) -> Arc<Self> {
         let access = Access::new(
             "telegram",
             config.allowed_users.iter().map(|id| user_key(*id)),
             config.open_dms,
-            store.clone(),
+            access,
         );
         let api = token
             .map(|t| Api::new(client, &config.api_base, t))
@@ -98,7 +101,6 @@ impl Telegram {
             config,
             api,
             webhook_secret,
-            runtime,
             store,
             access,
             health: Health::default(),
@@ -154,8 +156,8 @@ impl Channel for Telegram {
         self.wake.clone()
     }
 
-    async fn run(self: Arc<Self>, stop: CancellationToken) {
-        inbound::run(self, stop).await;
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
+        inbound::run(Live::new(self, runtime), stop).await;
     }
 
     async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
@@ -166,8 +168,8 @@ impl Channel for Telegram {
         self.progress.take(run_id)
     }
 
-    async fn restore(&self) {
-        self.progress.restore(&self.runtime).await;
+    async fn restore(&self, runtime: &Runtime) {
+        self.progress.restore(runtime).await;
     }
 
     fn scope_of(&self, thread_key: &str) -> Option<String> {
@@ -196,7 +198,8 @@ impl Channel for Telegram {
         ))
     }
 
-    fn push_routes(self: Arc<Self>) -> Option<axum::Router> {
-        (self.config.mode == TelegramMode::Webhook).then(|| webhook::routes(self))
+    fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {
+        (self.config.mode == TelegramMode::Webhook)
+            .then(|| Arc::new(webhook::TelegramWebhook(self)) as Arc<dyn Webhook>)
     }
 }

@@ -10,16 +10,16 @@
 //! once, and that answer is remembered so the retry does not answer again
 //! (Telegram refuses a second answer).
 
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 
-use hearth_core::ThinkingLevel;
+use hearth_core::{ThinkingLevel, ThreadKey};
 use hearth_runtime::RuntimeError;
 use serde_json::{Value, json};
 use tracing::warn;
 
 use super::commands::{first_time, may_change, model_ids, picker, tag, thinking_picker};
 use super::types::{CallbackQuery, Message};
-use super::{Telegram, thread_key, user_key};
+use super::{Telegram, Tg, thread_key, user_key};
 use crate::control;
 use crate::error::ChannelError;
 
@@ -53,7 +53,7 @@ fn alert(text: impl Into<String>) -> Shown {
 }
 
 pub(super) async fn callback(
-    tg: &Arc<Telegram>,
+    tg: &Tg,
     update_id: i64,
     q: CallbackQuery,
 ) -> Result<(), ChannelError> {
@@ -72,7 +72,7 @@ pub(super) async fn callback(
 }
 
 /// Does what the press asks; what to show for it.
-async fn act(tg: &Telegram, q: &CallbackQuery) -> Result<Shown, ChannelError> {
+async fn act(tg: &Tg, q: &CallbackQuery) -> Result<Shown, ChannelError> {
     let (Some(msg), Some(data)) = (&q.message, &q.data) else {
         return Ok(toast(""));
     };
@@ -123,7 +123,9 @@ async fn act(tg: &Telegram, q: &CallbackQuery) -> Result<Shown, ChannelError> {
                 .filter(|m| tag(m) == t);
             Ok(match chosen {
                 Some(model) => {
-                    tg.runtime.set_model(&thread, model).await?;
+                    tg.runtime
+                        .set_model(&ThreadKey::new(&thread)?, model)
+                        .await?;
                     Shown::Models {
                         text: format!("Model: {model}"),
                         title: "Choose the model:",
@@ -137,7 +139,9 @@ async fn act(tg: &Telegram, q: &CallbackQuery) -> Result<Shown, ChannelError> {
         }
         (Some("t"), Some(level), None) => Ok(match ThinkingLevel::parse(level) {
             Some(l) => {
-                tg.runtime.set_thinking(&thread, l).await?;
+                tg.runtime
+                    .set_thinking(&ThreadKey::new(&thread)?, l)
+                    .await?;
                 Shown::Thinking {
                     text: format!("Thinking: {}", l.as_str()),
                 }
@@ -173,7 +177,7 @@ async fn failed(tg: &Telegram, q: &CallbackQuery, e: ChannelError) -> Result<(),
     Err(e)
 }
 
-async fn show(tg: &Telegram, q: &CallbackQuery, shown: Shown) {
+async fn show(tg: &Tg, q: &CallbackQuery, shown: Shown) {
     let msg = q.message.as_ref();
     match shown {
         Shown::Answer { text, alert } => answer(tg, &q.id, &text, alert).await,

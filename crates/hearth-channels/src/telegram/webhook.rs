@@ -5,20 +5,38 @@
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
+use bytes::Bytes;
+use hearth_runtime::Runtime;
+use hearth_runtime::surfaces::Webhook;
+use http::StatusCode;
 use serde_json::Value;
 
 use super::Telegram;
+use crate::channel::Live;
 
 /// The webhook's path.
 pub const PATH: &str = "/channels/telegram/webhook";
 
-pub(super) fn routes(tg: Arc<Telegram>) -> Router {
-    Router::new().route(PATH, post(receive)).with_state(tg)
+/// Telegram's push endpoint.
+pub(super) struct TelegramWebhook(pub(super) Arc<Telegram>);
+
+#[async_trait::async_trait]
+impl Webhook for TelegramWebhook {
+    fn path(&self) -> &'static str {
+        PATH
+    }
+
+    async fn handle(
+        &self,
+        runtime: &Runtime,
+        request: http::Request<Bytes>,
+    ) -> http::Response<Bytes> {
+        let tg = Live::new(self.0.clone(), runtime.clone());
+        let (parts, body) = request.into_parts();
+        let mut resp = http::Response::new(Bytes::new());
+        *resp.status_mut() = receive(&tg, &parts.headers, &body).await;
+        resp
+    }
 }
 
 /// Compares without stopping at the first difference, so the time taken
@@ -30,7 +48,7 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+async fn receive(tg: &Live<Telegram>, headers: &http::HeaderMap, body: &[u8]) -> StatusCode {
     let given = headers
         .get("x-telegram-bot-api-secret-token")
         .map(|v| v.as_bytes())
@@ -49,7 +67,7 @@ async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: Byte
         );
         return StatusCode::UNAUTHORIZED;
     }
-    let update: Value = match serde_json::from_slice(&body) {
+    let update: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
             // Redelivering a malformed update cannot help: take it and log.
@@ -57,7 +75,7 @@ async fn receive(State(tg): State<Arc<Telegram>>, headers: HeaderMap, body: Byte
             return StatusCode::OK;
         }
     };
-    match super::inbound::handle_batch(&tg, vec![update]).await {
+    match super::inbound::handle_batch(tg, vec![update]).await {
         Ok(_) => {
             tg.health.event();
             StatusCode::OK

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_core::{
-    DeliveryMode, Inbound, JOB_SOURCE, RunEnvelope, RunError, RunStatus, Timestamp, job_firing_key,
-    now_ms, rfc3339,
+    DeliveryMode, Inbound, JOB_SOURCE, RunEnvelope, RunError, RunStatus, ThreadKey, Timestamp,
+    UserKey, job_firing_key, now_ms, rfc3339,
 };
 use hearth_store::{JobFiring, JobRecord, NextFiring, RunRecord};
 use serde_json::json;
@@ -32,7 +32,8 @@ pub use schedule::{
     ALL_MAX, CatchUp, DEFAULT_TIMEZONE, Due, LATEST_WINDOW_MS, ON_TIME_MS, Schedule, ScheduleError,
     due,
 };
-pub use tools::{CancelJob, JobTools, ListJobs, ScheduleJob};
+pub(crate) use tools::JobTools;
+pub use tools::{CancelJob, ListJobs, ScheduleJob};
 
 /// The ticker looks at the jobs at least this often, so a clock that jumps
 /// (suspend, NTP) is noticed without a change to the jobs.
@@ -268,14 +269,16 @@ impl Runtime {
             .ingest_inner(
                 Inbound {
                     source: JOB_SOURCE.to_owned(),
-                    thread_key: job.thread_key.clone(),
-                    user_key: job.user_key.clone(),
+                    // Checked when the job was created.
+                    thread_key: ThreadKey::new(job.thread_key.as_str())?,
+                    user_key: UserKey::new(job.user_key.as_str())?,
                     text: job.text.clone(),
                     delivery_mode: DeliveryMode::FollowUp,
                     idempotency_key: Some(job_firing_key(&job.id, at)),
                     // The channel that owns the thread reports its scope; a job
                     // carries no platform roles.
-                    ..Inbound::default()
+                    scope: None,
+                    roles: Vec::new(),
                 },
                 background,
             )

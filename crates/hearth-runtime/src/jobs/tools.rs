@@ -3,11 +3,11 @@
 //! the conversation it was scheduled from, as the user who asked; the model
 //! sees and cancels only the jobs of that conversation and user.
 //!
-//! The tools exist before the runtime does (the registry goes into the
-//! engine the runtime is built from), so they hold a handle bound once the
-//! runtime exists, and a weak one: the runtime owns the tools.
+//! The tools are made with the runtime (the registry goes into the engine
+//! the runtime is built from, in the same step), and hold it weakly: the
+//! runtime owns the tools.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 use hearth_core::{ToolSpec, rfc3339};
 use hearth_store::{CatchUp, JobRecord};
@@ -20,15 +20,20 @@ use crate::runtime::{Inner, Runtime};
 /// The capability every job tool needs.
 const CAPABILITY: &str = "jobs.manage";
 
-/// The runtime the job tools act on, bound after it is built.
-#[derive(Clone, Default)]
-pub struct JobTools {
-    runtime: Arc<OnceLock<Weak<Inner>>>,
+/// The runtime the job tools act on.
+#[derive(Clone)]
+pub(crate) struct JobTools {
+    runtime: Weak<Inner>,
 }
 
 impl JobTools {
-    /// The three tools, to register before the runtime exists.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    /// The job tools of the runtime being made over `runtime`.
+    pub(crate) fn new(runtime: Weak<Inner>) -> Self {
+        Self { runtime }
+    }
+
+    /// The three tools.
+    pub(crate) fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![
             Arc::new(ScheduleJob::new(self.clone())),
             Arc::new(ListJobs::new(self.clone())),
@@ -36,15 +41,9 @@ impl JobTools {
         ]
     }
 
-    /// Binds the tools to `runtime`; a second call is ignored.
-    pub fn bind(&self, runtime: &Runtime) {
-        let _ = self.runtime.set(Arc::downgrade(&runtime.inner));
-    }
-
     fn runtime(&self) -> Result<Runtime, ToolError> {
         self.runtime
-            .get()
-            .and_then(Weak::upgrade)
+            .upgrade()
             .map(|inner| Runtime { inner })
             .ok_or_else(|| ToolError("scheduled jobs are not available in this process".into()))
     }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus};
-use hearth_runtime::{RunEvents, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_runtime::testing;
+use hearth_runtime::{RunEvents, Runtime, WaitOutcome};
 use hearth_store::{StepKind, StepStatus, Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
@@ -17,17 +17,14 @@ use crate::common;
 /// `extra` appended to its hearth.toml (the `[budget]` part).
 async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi, extra: &str) -> Runtime {
     let toml = format!("{}\n{extra}", common::fake_toml(&fake.base_url(), "", ""));
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = common::catalog(&toml);
-    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices).unwrap();
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::new(),
-        Limits::default(),
-        String::new(),
-    )
-    .with_budget(budget);
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    runtime_of(store, &toml).await
+}
+
+/// A runtime on `store` configured by `toml` (its `[budget]` included).
+async fn runtime_of(store: &Arc<dyn Store>, toml: &str) -> Runtime {
+    let dir = tempfile::tempdir().unwrap();
+    let rt =
+        common::build(common::builder(dir.path(), toml, store).tools(ToolRegistry::new())).await;
     rt.start().await.unwrap();
     rt
 }
@@ -35,8 +32,8 @@ async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi, extra: &str) -> Runt
 fn msg(thread: &str, user: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: user.into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user(user),
         text: "hello".into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
@@ -295,18 +292,7 @@ async fn a_thread_with_its_own_model_is_not_switched_when_refused() {
          [llm.providers.fake]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\n{toml_extra}",
         fake.base_url()
     );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = common::catalog(&toml);
-    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices).unwrap();
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::new(),
-        Limits::default(),
-        String::new(),
-    )
-    .with_budget(budget);
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
-    rt.start().await.unwrap();
+    let rt = runtime_of(&store, &toml).await;
 
     assert_eq!(
         run(&rt, "t:any", "u:user:a").await.status,
@@ -318,7 +304,9 @@ async fn a_thread_with_its_own_model_is_not_switched_when_refused() {
     assert_eq!(moved.status, RunStatus::Succeeded, "{moved:?}");
     assert_eq!(backup.request_count(), 1);
     // A thread that chose the model keeps it, and is told why it cannot run.
-    rt.set_model("t:pinned", "fake/m").await.unwrap();
+    rt.set_model(&testing::thread("t:pinned"), "fake/m")
+        .await
+        .unwrap();
     let pinned = run(&rt, "t:pinned", "u:user:a").await;
     let err = pinned.error.unwrap();
     assert_eq!(err.code, "budget_exceeded");

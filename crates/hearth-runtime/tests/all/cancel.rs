@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hearth_agent::{ConfirmPolicy, Engine, Limits};
+use hearth_agent::ConfirmPolicy;
 use hearth_core::{DeliveryMode, Inbound, RunStatus, ToolSpec};
-use hearth_runtime::{Runtime, RuntimeOptions};
+use hearth_runtime::testing;
 use hearth_store::{StepKind, StepStatus};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
@@ -45,7 +45,7 @@ async fn cancel_stops_a_running_write_tool_and_journals_it_as_unknown() {
         "c1", "deploy", "{}",
     )]));
     let store = common::store(dir.path());
-    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", ""));
+    let toml = common::fake_toml(&fake.base_url(), "", "");
     let started = Arc::new(Notify::new());
     let (alive, mut gone) = oneshot::channel();
     let mut tools = ToolRegistry::new();
@@ -58,19 +58,24 @@ async fn cancel_stops_a_running_write_tool_and_journals_it_as_unknown() {
         started: started.clone(),
         alive: Mutex::new(Some(alive)),
     }));
-    let engine = Engine::new(store.clone(), tools, Limits::default(), String::new())
-        .with_confirmations(ConfirmPolicy {
-            confirm_writes: false,
-            ..ConfirmPolicy::default()
-        });
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(tools)
+            .engine(|e| {
+                e.with_confirmations(ConfirmPolicy {
+                    confirm_writes: false,
+                    ..ConfirmPolicy::default()
+                })
+            }),
+    )
+    .await;
     rt.start().await.unwrap();
 
     let run = rt
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: "t:cancel".into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread("t:cancel"),
+            user_key: testing::user("test:user:1"),
             text: "deploy it".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,

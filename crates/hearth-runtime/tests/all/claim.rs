@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunStatus};
-use hearth_runtime::{Runtime, RuntimeOptions, WaitOutcome};
+use hearth_runtime::testing;
+use hearth_runtime::{RuntimeOptions, WaitOutcome};
 use hearth_store::RunFilter;
 use hearth_testkit::FakeOpenAi;
 use hearth_tools::ToolRegistry;
@@ -17,19 +17,18 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", ""));
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::new(),
-        Limits::default(),
-        String::new(),
-    );
+    let toml = common::fake_toml(&fake.base_url(), "", "");
     // A sweep every millisecond: it races every ingest and every follow-up.
     let options = RuntimeOptions {
         sweep_every: Duration::from_millis(1),
         ..RuntimeOptions::default()
     };
-    let rt = Runtime::new(store.clone(), catalog, engine, options);
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(ToolRegistry::new())
+            .options(options),
+    )
+    .await;
     rt.start().await.unwrap();
 
     let mut accepted = Vec::new();
@@ -46,8 +45,8 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
             batch.push(tokio::spawn(async move {
                 rt.ingest(Inbound {
                     source: "test".into(),
-                    thread_key: format!("race:{t}"),
-                    user_key: "test:user:1".into(),
+                    thread_key: testing::thread(format!("race:{t}")),
+                    user_key: testing::user("test:user:1"),
                     text: format!("message {round} on {t}"),
                     delivery_mode: mode,
                     idempotency_key: None,

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hearth_agent::policy::{PolicyConfig, Preset};
-use hearth_agent::{ConfirmPolicy, Engine, Limits};
+use hearth_agent::{ConfirmPolicy, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus};
-use hearth_runtime::{Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
+use hearth_runtime::testing;
+use hearth_runtime::{Runtime, RuntimeError, WaitOutcome};
 use hearth_store::Store;
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
@@ -60,11 +61,7 @@ async fn setup_with(ttl: Duration, limits: Limits) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let catalog = common::catalog(&common::fake_toml(
-        &fake.base_url(),
-        "capabilities = { tools = true }",
-        "",
-    ));
+    let toml = common::fake_toml(&fake.base_url(), "capabilities = { tools = true }", "");
     let runs = Arc::new(AtomicUsize::new(0));
     let mut tools = ToolRegistry::new();
     tools.register(Arc::new(Delete {
@@ -79,13 +76,19 @@ async fn setup_with(ttl: Duration, limits: Limits) -> Setup {
         default_preset: Preset::Member,
         admins: vec![ADMIN.to_owned()],
     };
-    let engine = Engine::new(store.clone(), tools, limits, "be brief".into())
-        .with_policy(policy)
-        .with_confirmations(ConfirmPolicy {
-            ttl,
-            ..ConfirmPolicy::default()
-        });
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(tools)
+            .limits(limits)
+            .system_prompt("be brief")
+            .engine(move |e| {
+                e.with_policy(policy).with_confirmations(ConfirmPolicy {
+                    ttl,
+                    ..ConfirmPolicy::default()
+                })
+            }),
+    )
+    .await;
     rt.start().await.unwrap();
     Setup {
         rt,
@@ -99,8 +102,8 @@ async fn setup_with(ttl: Duration, limits: Limits) -> Setup {
 fn msg(thread: &str, user: &str, text: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: user.into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user(user),
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,

@@ -11,18 +11,21 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hearth_agent::{Engine, Limits, RetryPolicy};
+use hearth_agent::RetryPolicy;
 use hearth_core::{
     Content, DeliveryMode, Inbound, Role, RunEnvelope, RunEventKind, RunStatus, ThinkingLevel,
 };
-use hearth_runtime::{Catalog, Runtime, RuntimeOptions, UsageReport, WaitOutcome};
-use hearth_store::{Durability, SqliteStore, StepRecord, Store, UsageGroup, UsageQuery};
+use hearth_runtime::testing;
+use hearth_runtime::{Runtime, UsageReport, WaitOutcome};
+use hearth_store::{StepRecord, Store, UsageGroup, UsageQuery};
 use hearth_testkit::fake_anthropic::{AnthropicReply, FakeAnthropic};
 use hearth_testkit::fake_gemini::{FakeGemini, GeminiReply};
 use hearth_testkit::fake_responses::{FakeResponses, ResponsesReply};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::ToolRegistry;
 use serde_json::{Value, json};
+
+use crate::common;
 
 // ---------------------------------------------------------------------------
 // The adapter abstraction: one fake server plus how its wire looks.
@@ -650,8 +653,7 @@ struct Setup<A> {
 async fn setup<A: Adapter>(fallback: bool) -> Setup<A> {
     let dir = tempfile::tempdir().unwrap();
     let fake = A::start().await;
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
+    let store = common::store(dir.path());
     let fallback = if fallback {
         "fallback = [\"echo/echo\"]\n"
     } else {
@@ -662,24 +664,21 @@ async fn setup<A: Adapter>(fallback: bool) -> Setup<A> {
         A::TYPE,
         fake.base_url()
     );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
     let env: BTreeMap<String, String> = [("K".to_owned(), "test-key".to_owned())].into();
-    let catalog =
-        Catalog::from_config(&config, &env, &Default::default(), reqwest::Client::new()).unwrap();
     let retry = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
         max_total_wait: Duration::from_secs(5),
     };
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .env(env)
+            .tools(ToolRegistry::with_builtins())
+            .system_prompt("be brief")
+            .engine(move |e| e.with_retry(retry)),
     )
-    .with_retry(retry);
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    .await;
     rt.start().await.unwrap();
     Setup {
         rt,
@@ -692,8 +691,8 @@ async fn setup<A: Adapter>(fallback: bool) -> Setup<A> {
 fn msg(thread: &str, text: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: "test:user:1".into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user("test:user:1"),
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
@@ -913,7 +912,7 @@ async fn two_parallel_tool_calls<A: Adapter>() {
 async fn thinking_on<A: Adapter>() {
     let s = setup::<A>(false).await;
     let th =
-        s.rt.set_thinking("t:think", ThinkingLevel::Low)
+        s.rt.set_thinking(&testing::thread("t:think"), ThinkingLevel::Low)
             .await
             .unwrap();
     assert_eq!(
@@ -992,7 +991,7 @@ async fn thinking_on<A: Adapter>() {
         A::TYPE
     );
     // Thinking off again: no knob.
-    s.rt.set_thinking("t:think", ThinkingLevel::Off)
+    s.rt.set_thinking(&testing::thread("t:think"), ThinkingLevel::Off)
         .await
         .unwrap();
     let off = s.run("t:think", "thanks").await;
@@ -1007,7 +1006,7 @@ async fn thinking_on<A: Adapter>() {
 ///     refuses a continued tool turn without it when thinking is on).
 async fn thinking_with_tool_call<A: Adapter>() {
     let s = setup::<A>(false).await;
-    s.rt.set_thinking("t:think-tool", ThinkingLevel::Low)
+    s.rt.set_thinking(&testing::thread("t:think-tool"), ThinkingLevel::Low)
         .await
         .unwrap();
     s.fake.push_thinking_then_tool_calls(

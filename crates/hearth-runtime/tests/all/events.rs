@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunEventKind};
-use hearth_runtime::{RunEvents, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_runtime::testing;
+use hearth_runtime::{RunEvents, WaitOutcome};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
 
@@ -21,26 +21,15 @@ async fn the_replay_after_the_live_log_is_gone_keeps_the_terminal_events_id() {
     let store = common::store(dir.path());
     let toml = common::fake_toml(&fake.base_url(), "", "");
     let runtime = |store| {
-        let engine = Engine::new(
-            std::sync::Arc::clone(&store),
-            ToolRegistry::new(),
-            Limits::default(),
-            String::new(),
-        );
-        Runtime::new(
-            store,
-            common::catalog(&toml),
-            engine,
-            RuntimeOptions::default(),
-        )
+        common::build(common::builder(dir.path(), &toml, &store).tools(ToolRegistry::new()))
     };
-    let live = runtime(store.clone());
+    let live = runtime(store.clone()).await;
     live.start().await.unwrap();
     let run = live
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: "t:events".into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread("t:events"),
+            user_key: testing::user("test:user:1"),
             text: "talk".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
@@ -64,7 +53,7 @@ async fn the_replay_after_the_live_log_is_gone_keeps_the_terminal_events_id() {
 
     // A process without the live log (evicted, or after a restart) replays
     // from the store with the same id for the end.
-    let later = runtime(store.clone());
+    let later = runtime(store.clone()).await;
     let RunEvents::Stored(stored) = later.events(&run.run_id).await.unwrap() else {
         panic!("a fresh runtime has no live log");
     };

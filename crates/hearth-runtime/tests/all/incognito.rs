@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
+use hearth_runtime::testing;
 use hearth_runtime::{Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
 use hearth_store::{Store, UsageGroup, UsageQuery};
 use hearth_testkit::{FakeOpenAi, Reply};
@@ -27,18 +27,18 @@ async fn runtime_with(
     options: RuntimeOptions,
 ) -> (Runtime, Arc<dyn Store>) {
     let store = common::store(dir);
-    let catalog = common::catalog(&common::fake_toml(
+    let toml = common::fake_toml(
         &fake.base_url(),
         "",
         "[llm.providers.remote]\ntype = \"openai_compat\"\nbase_url = \"https://api.example.com/v1\"\nmodels = [\"big\"]",
-    ));
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
     );
-    let rt = Runtime::new(store.clone(), catalog, engine, options);
+    let rt = common::build(
+        common::builder(dir, &toml, &store)
+            .tools(ToolRegistry::with_builtins())
+            .system_prompt("be brief")
+            .options(options),
+    )
+    .await;
     rt.start().await.unwrap();
     (rt, store)
 }
@@ -46,8 +46,8 @@ async fn runtime_with(
 fn msg(thread: &str, text: &str) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: "test:user:1".into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user("test:user:1"),
         text: text.into(),
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,
@@ -65,7 +65,7 @@ async fn answer(rt: &Runtime, thread: &str, text: &str) -> hearth_core::RunEnvel
 }
 
 fn db_contains(dir: &Path, needle: &str) -> bool {
-    ["h.db", "h.db-wal"].iter().any(|f| {
+    ["hearth.db", "hearth.db-wal"].iter().any(|f| {
         std::fs::read(dir.join(f))
             .map(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
             .unwrap_or(false)
@@ -81,7 +81,10 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
     // History from before incognito stays and is still seen.
     let before = answer(&rt, "t:inc", "stored-before-incognito").await;
     assert_eq!(before.status, RunStatus::Succeeded);
-    let on = rt.set_incognito("t:inc", true).await.unwrap();
+    let on = rt
+        .set_incognito(&testing::thread("t:inc"), true)
+        .await
+        .unwrap();
     assert!(on.incognito);
     assert_eq!(on.message_count, 2);
 
@@ -110,7 +113,13 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
         rt.get_run(&first.run_id).await.unwrap().run_id,
         first.run_id
     );
-    assert_eq!(rt.thread_runtime("t:inc").await.unwrap().message_count, 6);
+    assert_eq!(
+        rt.thread_runtime(&testing::thread("t:inc"))
+            .await
+            .unwrap()
+            .message_count,
+        6
+    );
     let listed = rt
         .list_runs(&hearth_store::RunFilter {
             thread_key: Some("t:inc".into()),
@@ -143,7 +152,7 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
     drop(rt);
     drop(store);
     let (rt, _store) = runtime(dir.path(), &fake).await;
-    let state = rt.thread_runtime("t:inc").await.unwrap();
+    let state = rt.thread_runtime(&testing::thread("t:inc")).await.unwrap();
     assert!(state.incognito);
     assert_eq!(
         state.message_count, 2,
@@ -154,7 +163,9 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
         Err(RuntimeError::RunNotFound(_))
     ));
     // Turned off, the thread is stored again.
-    rt.set_incognito("t:inc", false).await.unwrap();
+    rt.set_incognito(&testing::thread("t:inc"), false)
+        .await
+        .unwrap();
     answer(&rt, "t:inc", "stored-after-incognito").await;
     assert!(db_contains(dir.path(), "stored-after-incognito"));
 }
@@ -168,13 +179,17 @@ async fn incognito_local_only_refuses_a_remote_model_before_any_request() {
         ..RuntimeOptions::default()
     };
     let (rt, _store) = runtime_with(dir.path(), &fake, options).await;
-    rt.set_incognito("t:local", true).await.unwrap();
+    rt.set_incognito(&testing::thread("t:local"), true)
+        .await
+        .unwrap();
     // The fake listens on loopback: local, so it answers.
     assert_eq!(
         answer(&rt, "t:local", "hello").await.status,
         RunStatus::Succeeded
     );
-    rt.set_model("t:local", "remote/big").await.unwrap();
+    rt.set_model(&testing::thread("t:local"), "remote/big")
+        .await
+        .unwrap();
     let refused = answer(&rt, "t:local", "private words").await;
     assert_eq!(refused.status, RunStatus::Failed);
     assert_eq!(refused.error.unwrap().code, "not_local");

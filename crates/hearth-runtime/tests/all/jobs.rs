@@ -5,9 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{RunStatus, rfc3339};
-use hearth_runtime::{CatchUp, NewJob, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_runtime::{CatchUp, NewJob, Runtime, RuntimeBuilder, WaitOutcome};
 use hearth_store::{
     ConfirmationRecord, JobFiring, NewOutboxItem, NextFiring, OutboxKind, ReplyRouter, RunEnd,
     RunFilter, Store,
@@ -20,15 +19,21 @@ use crate::common;
 
 /// A runtime that is not started: no ticker runs, the test calls
 /// `tick_jobs` with the time it chooses.
-fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi) -> Runtime {
-    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", ""));
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
-    );
-    Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default())
+async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi) -> Runtime {
+    runtime_with(store, fake, |b| b).await
+}
+
+async fn runtime_with(
+    store: &Arc<dyn Store>,
+    fake: &FakeOpenAi,
+    adjust: impl FnOnce(RuntimeBuilder) -> RuntimeBuilder,
+) -> Runtime {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = common::fake_toml(&fake.base_url(), "", "");
+    let builder = common::builder(dir.path(), &toml, store)
+        .tools(ToolRegistry::with_builtins())
+        .system_prompt("be brief");
+    common::build(adjust(builder)).await
 }
 
 fn job(schedule: &str, thread: &str, catch_up: CatchUp) -> NewJob {
@@ -65,7 +70,7 @@ async fn a_firing_happens_once_per_instant_also_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let rt = runtime(&store, &fake);
+    let rt = runtime(&store, &fake).await;
     let created = rt
         .create_job(job("every 1s", "api:jobs", CatchUp::Latest))
         .await
@@ -103,7 +108,7 @@ async fn a_firing_happens_once_per_instant_also_after_a_restart() {
         })
         .await
         .unwrap();
-    let again = runtime(&store, &fake);
+    let again = runtime(&store, &fake).await;
     again.tick_jobs(first + 500).await;
     let runs = runs_of(&again, "api:jobs").await;
     assert_eq!(runs.len(), 1, "{runs:?}");
@@ -115,7 +120,7 @@ async fn after_downtime_latest_fires_once_and_none_fires_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let rt = runtime(&store, &fake);
+    let rt = runtime(&store, &fake).await;
     let latest = rt
         .create_job(job("every 1h", "api:latest", CatchUp::Latest))
         .await
@@ -145,7 +150,7 @@ async fn a_one_shot_job_fires_then_is_disabled() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let rt = runtime(&store, &fake);
+    let rt = runtime(&store, &fake).await;
     let at = hearth_core::now_ms() + 60_000;
     let created = rt
         .create_job(job(&rfc3339(at), "api:once", CatchUp::Latest))
@@ -187,7 +192,7 @@ async fn a_failed_job_run_publishes_job_failed() {
         json!({"error": {"message": "bad request", "type": "invalid_request_error"}}),
     ));
     let store = common::store(dir.path());
-    let rt = runtime(&store, &fake);
+    let rt = runtime(&store, &fake).await;
     let mut notices = rt.notices();
     let created = rt
         .create_job(job("every 1h", "api:failing", CatchUp::Latest))
@@ -227,7 +232,7 @@ async fn running_a_job_by_hand_keeps_what_the_ticker_did_meanwhile() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let rt = runtime(&store, &fake);
+    let rt = runtime(&store, &fake).await;
     let created = rt
         .create_job(job("every 1h", "api:by-hand", CatchUp::Latest))
         .await
@@ -235,7 +240,7 @@ async fn running_a_job_by_hand_keeps_what_the_ticker_did_meanwhile() {
     let moved_to = created.next_run_at.unwrap() + 3_600_000;
     // Stands in for the ticker recording a firing while the manual one is
     // in flight: the run it inserts moves the job on in the same commit.
-    let db = rusqlite::Connection::open(dir.path().join("h.db")).unwrap();
+    let db = rusqlite::Connection::open(dir.path().join("hearth.db")).unwrap();
     db.execute_batch(&format!(
         "CREATE TRIGGER ticker_meanwhile AFTER INSERT ON runs BEGIN \
          UPDATE jobs SET next_run_at = {moved_to} WHERE id = '{}'; END;",
@@ -291,9 +296,9 @@ async fn a_job_on_a_channel_thread_is_answered_through_the_outbox() {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::text("the digest is ready"));
     let store = common::store(dir.path());
-    let rt = runtime(&store, &fake);
     let router = Arc::new(TelegramLike::default());
-    assert!(rt.set_reply_router(router.clone()));
+    let surface = hearth_runtime::testing::reply_router_surface(router.clone());
+    let rt = runtime_with(&store, &fake, |b| b.surface(surface)).await;
     let created = rt
         .create_job(job("every 1h", "telegram:chat:42", CatchUp::Latest))
         .await

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits};
 use hearth_core::{DeliveryMode, Inbound, RunStatus};
+use hearth_runtime::testing;
 use hearth_runtime::{Runtime, RuntimeOptions, WaitOutcome};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry, ToolSource, ToolWait};
@@ -19,25 +19,24 @@ async fn a_run_whose_end_could_not_be_stored_is_run_again() {
     // The first answer comes once the database is locked (below).
     fake.push(Reply::text("lost").with_delay(Duration::from_secs(2)));
     let store = common::store(dir.path());
-    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", ""));
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::new(),
-        Limits::default(),
-        String::new(),
-    );
+    let toml = common::fake_toml(&fake.base_url(), "", "");
     let options = RuntimeOptions {
         lease: Duration::from_millis(200),
         sweep_every: Duration::from_millis(50),
         ..RuntimeOptions::default()
     };
-    let rt = Runtime::new(store.clone(), catalog, engine, options);
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(ToolRegistry::new())
+            .options(options),
+    )
+    .await;
     rt.start().await.unwrap();
     let run = rt
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: "t:lost-end".into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread("t:lost-end"),
+            user_key: testing::user("test:user:1"),
             text: "hello".into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
@@ -50,7 +49,7 @@ async fn a_run_whose_end_could_not_be_stored_is_run_again() {
 
     // Another connection holds the write lock past the store's busy timeout:
     // storing the run's end fails.
-    let path = dir.path().join("h.db");
+    let path = dir.path().join("hearth.db");
     let locker = std::thread::spawn(move || {
         let conn = rusqlite::Connection::open(path).unwrap();
         conn.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -192,9 +191,8 @@ async fn recovered_with(
         .unwrap();
     let mut tools = ToolRegistry::new();
     tools.add_source(source);
-    let engine = Engine::new(store.clone(), tools, Limits::default(), String::new());
-    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", ""));
-    let rt = Runtime::new(store, catalog, engine, RuntimeOptions::default());
+    let toml = common::fake_toml(&fake.base_url(), "", "");
+    let rt = common::build(common::builder(dir, &toml, &store).tools(tools)).await;
     assert_eq!(rt.start().await.unwrap(), 1, "the run is recovered");
     (rt, run_id)
 }

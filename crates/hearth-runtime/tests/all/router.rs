@@ -6,10 +6,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use hearth_agent::RetryPolicy;
 use hearth_agent::router::{Estimate, Pools, TaskClass};
-use hearth_agent::{Engine, Limits, RetryPolicy};
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus};
-use hearth_runtime::{Runtime, RuntimeOptions, WaitOutcome, build_router};
+use hearth_runtime::testing;
+use hearth_runtime::{Runtime, WaitOutcome};
 use hearth_store::{Rating, StepKind, Store};
 use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
@@ -48,14 +49,6 @@ async fn runtime(
     pools: Option<Arc<dyn Pools>>,
 ) -> (Runtime, Arc<dyn Store>) {
     let store = common::store(dir);
-    let config = hearth_config::load_str(toml, "test", Vec::new()).unwrap();
-    let catalog = common::catalog(toml);
-    // `[budget]` in the config: the real pools, for the engine and the router.
-    let budget = hearth_runtime::budget::from_config(&config, &catalog.prices);
-    let mut router = build_router(&config.router, &catalog, budget.clone()).unwrap();
-    if let Some(p) = pools {
-        router = router.with_pools(p);
-    }
     // One attempt per model, so a failure fails over at once.
     let retry = RetryPolicy {
         max_attempts: 1,
@@ -63,19 +56,18 @@ async fn runtime(
         max_backoff: Duration::from_millis(1),
         max_total_wait: Duration::from_millis(1),
     };
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
+    // `[budget]` in the config: the real pools, for the engine and the router.
+    let rt = common::build(
+        common::builder(dir, toml, &store)
+            .tools(ToolRegistry::with_builtins())
+            .system_prompt("be brief")
+            .engine(move |e| e.with_retry(retry))
+            .router(move |r| match pools {
+                Some(p) => r.with_pools(p),
+                None => r,
+            }),
     )
-    .with_retry(retry);
-    let engine = match budget {
-        Some(b) => engine.with_budget(b),
-        None => engine,
-    };
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
-    rt.enable_router(router).await.unwrap();
+    .await;
     rt.start().await.unwrap();
     (rt, store)
 }
@@ -84,8 +76,8 @@ async fn ask(rt: &Runtime, thread: &str, text: &str) -> RunEnvelope {
     let env = rt
         .ingest(Inbound {
             source: "test".into(),
-            thread_key: thread.into(),
-            user_key: "test:user:1".into(),
+            thread_key: testing::thread(thread),
+            user_key: testing::user("test:user:1"),
             text: text.into(),
             delivery_mode: DeliveryMode::FollowUp,
             idempotency_key: None,
@@ -219,7 +211,9 @@ async fn a_thread_with_its_model_set_is_not_routed_and_teaches_nothing() {
     let arms = Arms::start().await;
     let dir = tempfile::tempdir().unwrap();
     let (rt, store) = runtime(dir.path(), &arms.toml("learn"), None).await;
-    rt.set_model("api:pinned", "bad/m").await.unwrap();
+    rt.set_model(&testing::thread("api:pinned"), "bad/m")
+        .await
+        .unwrap();
     let env = ask(&rt, "api:pinned", "hello").await;
     assert_eq!(env.model.as_deref(), Some("bad/m"));
     let steps = rt.trace(&env.run_id).await.unwrap();

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_agent::{Engine, Limits, RetryPolicy};
+use hearth_agent::{Limits, RetryPolicy};
 use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
-use hearth_runtime::{Catalog, Runtime, RuntimeOptions, WaitOutcome};
+use hearth_runtime::testing;
+use hearth_runtime::{Catalog, Runtime, WaitOutcome};
 use hearth_store::{NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::ToolRegistry;
@@ -34,21 +35,21 @@ async fn setup_full(
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
     before_start(&store);
-    let catalog = common::catalog(&common::fake_toml(&fake.base_url(), "", extra));
+    let toml = common::fake_toml(&fake.base_url(), "", extra);
     let retry = RetryPolicy {
         max_attempts: 3,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
         max_total_wait: Duration::from_secs(5),
     };
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        limits,
-        "be brief".into(),
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(ToolRegistry::with_builtins())
+            .limits(limits)
+            .system_prompt("be brief")
+            .engine(move |e| e.with_retry(retry)),
     )
-    .with_retry(retry);
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    .await;
     rt.start().await.unwrap();
     Setup {
         rt,
@@ -65,8 +66,8 @@ async fn setup() -> Setup {
 fn msg(thread: &str, text: &str, mode: DeliveryMode) -> Inbound {
     Inbound {
         source: "test".into(),
-        thread_key: thread.into(),
-        user_key: "test:user:1".into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user("test:user:1"),
         text: text.into(),
         delivery_mode: mode,
         idempotency_key: None,
@@ -223,14 +224,20 @@ async fn a_new_session_cancels_and_clears_history() {
             .await
             .unwrap();
     finished(&s.rt, &a.run_id).await;
-    assert_eq!(s.rt.thread_runtime("t:new").await.unwrap().message_count, 2);
+    assert_eq!(
+        s.rt.thread_runtime(&testing::thread("t:new"))
+            .await
+            .unwrap()
+            .message_count,
+        2
+    );
     s.fake.push(Reply::hang());
     let b =
         s.rt.ingest(msg("t:new", "hang", DeliveryMode::FollowUp))
             .await
             .unwrap();
     s.fake.wait_for_requests(2).await;
-    let rt = s.rt.new_session("t:new").await.unwrap();
+    let rt = s.rt.new_session(&testing::thread("t:new")).await.unwrap();
     assert_eq!(rt.message_count, 0);
     assert_eq!(
         s.rt.get_run(&b.run_id).await.unwrap().status,
@@ -282,13 +289,25 @@ async fn runs_left_queued_by_a_dead_process_are_recovered_at_start() {
 #[tokio::test]
 async fn ingest_refuses_bad_input_and_shutdown_stops_new_work() {
     let s = setup().await;
-    for (t, thread) in [("", "t:x"), ("  ", "t:x"), ("ok", ""), ("ok", "a\nb")] {
+    for t in ["", "  "] {
         assert!(
             matches!(
-                s.rt.ingest(msg(thread, t, DeliveryMode::FollowUp)).await,
+                s.rt.ingest(msg("t:x", t, DeliveryMode::FollowUp)).await,
                 Err(hearth_runtime::RuntimeError::InvalidInput(_))
             ),
-            "{t:?} {thread:?}"
+            "{t:?}"
+        );
+    }
+    // A bad key never reaches the runtime: it is refused where it is made,
+    // as the runtime's own refusal of the input.
+    for thread in ["", "a\nb"] {
+        let e = hearth_core::ThreadKey::new(thread).unwrap_err();
+        assert!(
+            matches!(
+                hearth_runtime::RuntimeError::from(e),
+                hearth_runtime::RuntimeError::InvalidInput(_)
+            ),
+            "{thread:?}"
         );
     }
     assert_eq!(s.rt.shutdown(Duration::from_secs(1)).await, 0);
@@ -482,20 +501,22 @@ async fn a_provider_without_tools_gets_none_and_is_told_so() {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let catalog = common::catalog(&format!(
+    let toml = format!(
         "[llm]\ndefault_model = \"plain/m\"\n[llm.providers.plain]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"m\"]\ncapabilities = {{ tools = false, thinking = false }}\n",
         fake.base_url()
-    ));
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
     );
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(ToolRegistry::with_builtins())
+            .system_prompt("be brief"),
+    )
+    .await;
     rt.start().await.unwrap();
     let th = rt
-        .set_thinking("t:plain", hearth_core::ThinkingLevel::High)
+        .set_thinking(
+            &testing::thread("t:plain"),
+            hearth_core::ThinkingLevel::High,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -583,7 +604,7 @@ impl hearth_tools::Tool for Leaky {
 
 fn db_bytes(dir: &std::path::Path) -> Vec<u8> {
     let mut all = Vec::new();
-    for f in ["h.db", "h.db-wal"] {
+    for f in ["hearth.db", "hearth.db-wal"] {
         if let Ok(b) = std::fs::read(dir.join(f)) {
             all.extend(b);
         }
@@ -600,11 +621,7 @@ async fn secrets_are_redacted_before_storage_and_before_any_provider_sees_them()
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let store = common::store(dir.path());
-    let catalog = common::catalog(&common::fake_toml(
-        &fake.base_url(),
-        "capabilities = { tools = true }",
-        "",
-    ));
+    let toml = common::fake_toml(&fake.base_url(), "capabilities = { tools = true }", "");
     let mut tools = ToolRegistry::with_builtins();
     tools.register(Arc::new(Leaky {
         spec: hearth_core::ToolSpec {
@@ -613,8 +630,12 @@ async fn secrets_are_redacted_before_storage_and_before_any_provider_sees_them()
             parameters: serde_json::json!({"type": "object"}),
         },
     }));
-    let engine = Engine::new(store.clone(), tools, Limits::default(), "be brief".into());
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let rt = common::build(
+        common::builder(dir.path(), &toml, &store)
+            .tools(tools)
+            .system_prompt("be brief"),
+    )
+    .await;
     rt.start().await.unwrap();
 
     let aws = concat!("AKIA", "Z7QXKJ3M9PLW2RTY");

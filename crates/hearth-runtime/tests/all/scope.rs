@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hearth_agent::ConfirmPolicy;
 use hearth_agent::policy::{PolicyConfig, Preset};
-use hearth_agent::{ConfirmPolicy, Engine, Limits};
-use hearth_core::{Inbound, RunStatus, now_ms};
-use hearth_runtime::{Answerer, Runtime, RuntimeError, RuntimeOptions, WaitOutcome};
+use hearth_core::{DeliveryMode, Inbound, RunStatus, now_ms};
+use hearth_runtime::testing;
+use hearth_runtime::{Answerer, Runtime, RuntimeError, WaitOutcome};
 use hearth_store::{Grant, NewRun, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolRegistry};
@@ -43,11 +44,7 @@ impl Tool for Delete {
 /// A runtime over `store` whose users hold nothing by default, with the
 /// memory tools (gated by `memory.read` / `memory.write`).
 async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi) -> Runtime {
-    let catalog = common::catalog(&common::fake_toml(
-        &fake.base_url(),
-        "capabilities = { tools = true }",
-        "",
-    ));
+    let toml = common::fake_toml(&fake.base_url(), "capabilities = { tools = true }", "");
     let mut tools = ToolRegistry::new();
     for t in hearth_tools::memory::tools(store.clone()) {
         tools.register(t);
@@ -57,13 +54,19 @@ async fn runtime(store: &Arc<dyn Store>, fake: &FakeOpenAi) -> Runtime {
         description: "deletes a file".into(),
         parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     })));
-    let engine = Engine::new(store.clone(), tools, Limits::default(), String::new())
-        .with_policy(PolicyConfig {
-            default_preset: Preset::None,
-            admins: Vec::new(),
-        })
-        .with_confirmations(ConfirmPolicy::default());
-    let rt = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
+    let dir = tempfile::tempdir().unwrap();
+    let rt = common::build(
+        common::builder(dir.path(), &toml, store)
+            .tools(tools)
+            .engine(|e| {
+                e.with_policy(PolicyConfig {
+                    default_preset: Preset::None,
+                    admins: Vec::new(),
+                })
+                .with_confirmations(ConfirmPolicy::default())
+            }),
+    )
+    .await;
     rt.start().await.unwrap();
     rt
 }
@@ -155,12 +158,13 @@ async fn ingest_stores_the_context_and_refuses_a_malformed_one() {
     let rt = runtime(&store, &fake).await;
     let msg = |scope: Option<&str>, roles: &[&str]| Inbound {
         source: "test".into(),
-        thread_key: "discord:channel:1".into(),
-        user_key: "discord:user:5".into(),
+        thread_key: testing::thread("discord:channel:1"),
+        user_key: testing::user("discord:user:5"),
         text: "hello".into(),
         scope: scope.map(str::to_owned),
         roles: roles.iter().map(|r| r.to_string()).collect(),
-        ..Inbound::default()
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
     };
     let env = rt.ingest(msg(Some(GUILD), &["111", "222"])).await.unwrap();
     let stored = store.get_run(&env.run_id).await.unwrap().unwrap();
@@ -223,12 +227,13 @@ async fn an_admin_of_the_runs_scope_or_a_role_holding_resolve_any_there_answers_
     };
     let ask = |n: u32| Inbound {
         source: "test".into(),
-        thread_key: "discord:channel:1".into(),
-        user_key: "discord:user:alice".into(),
+        thread_key: testing::thread("discord:channel:1"),
+        user_key: testing::user("discord:user:alice"),
         text: format!("remember {n}"),
         scope: Some(GUILD.into()),
         roles: vec!["111".into()],
-        ..Inbound::default()
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
     };
     let bob = "discord:user:bob";
     let no_roles: &[String] = &[];

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::request::Parts;
-use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus, rfc3339};
+use hearth_core::records::RunFilter;
+use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus, ThreadKey, UserKey, rfc3339};
 use hearth_runtime::{Runtime, RuntimeError, WaitOutcome};
-use hearth_store::RunFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -263,8 +263,9 @@ impl HearthMcp {
             .runtime
             .ingest(Inbound {
                 source: "mcp".into(),
-                thread_key: a.thread_key.unwrap_or_else(|| DEFAULT_THREAD.into()),
-                user_key: user_key(caller),
+                thread_key: ThreadKey::new(a.thread_key.as_deref().unwrap_or(DEFAULT_THREAD))
+                    .map_err(RuntimeError::from)?,
+                user_key: UserKey::new(user_key(caller)).map_err(RuntimeError::from)?,
                 text: a.text,
                 delivery_mode: DeliveryMode::FollowUp,
                 idempotency_key: None,

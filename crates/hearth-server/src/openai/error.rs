@@ -185,6 +185,12 @@ impl OpenAiError {
     }
 }
 
+impl From<hearth_core::KeyError> for OpenAiError {
+    fn from(e: hearth_core::KeyError) -> Self {
+        RuntimeError::from(e).into()
+    }
+}
+
 impl From<RuntimeError> for OpenAiError {
     fn from(e: RuntimeError) -> Self {
         match e {
@@ -195,7 +201,8 @@ impl From<RuntimeError> for OpenAiError {
             },
             RuntimeError::RunNotFound(_)
             | RuntimeError::JobNotFound(_)
-            | RuntimeError::Store(_) => Self::Internal(e.to_string()),
+            | RuntimeError::Store(_)
+            | RuntimeError::Internal(_) => Self::Internal(e.to_string()),
             RuntimeError::InvalidSchedule(_) => Self::InvalidRequest {
                 message: e.to_string(),
                 param: None,

@@ -30,9 +30,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any, get, post};
 use axum::{Extension, Json, Router};
-use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunError, RunStatus};
+use hearth_core::records::StepKind;
+use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunError, RunStatus, ThreadKey, UserKey};
 use hearth_runtime::{RunOverrides, Runtime, RuntimeError, WaitOutcome};
-use hearth_store::StepKind;
 use serde_json::json;
 
 pub use error::OpenAiError;
@@ -241,8 +241,8 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
     let history = placement.supplied.then_some(conversation.history);
     let inbound = Inbound {
         source: "openai".into(),
-        thread_key,
-        user_key: format!("openai:user:{}", user.unwrap_or("anonymous")),
+        thread_key: ThreadKey::new(thread_key)?,
+        user_key: UserKey::new(format!("openai:user:{}", user.unwrap_or("anonymous")))?,
         text: conversation.text,
         delivery_mode: DeliveryMode::FollowUp,
         idempotency_key: None,

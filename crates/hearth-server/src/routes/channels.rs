@@ -4,34 +4,26 @@
 
 use axum::Json;
 use axum::extract::Extension;
-use hearth_channels::{ChannelError, Channels, Removed};
-use hearth_core::rfc3339;
-use hearth_store::{OutboxItem, OutboxStatus, PairingRecord};
+use std::sync::Arc;
+
+use hearth_core::records::outbox::{OutboxItem, OutboxStatus, PairingRecord};
+use hearth_core::{CHANNEL_NAMES, Removed, rfc3339};
+use hearth_runtime::surfaces::ChannelAdmin;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, page_limit};
 
-/// The channels of this process, or none (a router built without them).
+/// The channels of the runtime, or none (a runtime built without them).
 #[derive(Clone, Default)]
-pub struct ChannelsHandle(pub Option<Channels>);
+pub struct ChannelsHandle(pub Option<Arc<dyn ChannelAdmin>>);
 
 impl ChannelsHandle {
-    fn get(&self) -> Result<&Channels, ApiError> {
-        self.0.as_ref().ok_or_else(|| {
+    fn get(&self) -> Result<&dyn ChannelAdmin, ApiError> {
+        self.0.as_deref().ok_or_else(|| {
             ApiError::Unavailable("the chat channels are not running in this process".into())
         })
-    }
-}
-
-impl From<ChannelError> for ApiError {
-    fn from(e: ChannelError) -> Self {
-        match e {
-            ChannelError::Store(e) => ApiError::Internal(e.to_string()),
-            ChannelError::Runtime(e) => e.into(),
-            other => ApiError::Internal(other.to_string()),
-        }
     }
 }
 
@@ -79,7 +71,7 @@ pub async fn list_channels(
                 outbox_pending: i.outbox_pending,
             })
             .collect(),
-        None => hearth_channels::hub::NAMES
+        None => CHANNEL_NAMES
             .iter()
             .map(|n| ChannelDto {
                 name: (*n).into(),
@@ -176,7 +168,7 @@ pub async fn approve_pairing(
     let code = code.trim().to_uppercase();
     let rec = ch
         .get()?
-        .approve(&code)
+        .approve_pairing(&code)
         .await?
         .ok_or_else(|| no_code(&code))?;
     Ok(Json(Approved {
@@ -204,7 +196,11 @@ pub async fn deny_pairing(
     ApiPath(code): ApiPath<String>,
 ) -> Result<Json<Denied>, ApiError> {
     let code = code.trim().to_uppercase();
-    let rec = ch.get()?.deny(&code).await?.ok_or_else(|| no_code(&code))?;
+    let rec = ch
+        .get()?
+        .deny_pairing(&code)
+        .await?
+        .ok_or_else(|| no_code(&code))?;
     Ok(Json(Denied {
         channel: rec.channel,
         user_key: rec.user_key,
@@ -281,7 +277,7 @@ pub async fn remove_allowed(
     ApiPath((name, user_key)): ApiPath<(String, String)>,
 ) -> Result<Json<RemovedDto>, ApiError> {
     let channels = ch.get()?;
-    if !hearth_channels::hub::NAMES.contains(&name.as_str()) {
+    if !CHANNEL_NAMES.contains(&name.as_str()) {
         return Err(no_channel(&name));
     }
     match channels.remove_allowed(&name, &user_key).await? {
@@ -407,15 +403,10 @@ pub async fn retry_outbox(
     Extension(ch): Extension<ChannelsHandle>,
     ApiPath(id): ApiPath<i64>,
 ) -> Result<Json<OutboxDto>, ApiError> {
-    let channels = ch.get()?;
-    if !channels.retry(id).await? {
-        return Err(ApiError::NotFound(format!(
-            "no failed outbox item has id {id}"
-        )));
-    }
-    let item = channels
-        .outbox_item(id)
+    let item = ch
+        .get()?
+        .retry_outbox(id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no outbox item has id {id}")))?;
+        .ok_or_else(|| ApiError::NotFound(format!("no failed outbox item has id {id}")))?;
     Ok(Json(item.into()))
 }

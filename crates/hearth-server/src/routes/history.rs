@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use hearth_core::ThreadKey;
 
 use crate::AppState;
 use crate::dto::{History, HistoryQuery};
@@ -27,7 +28,7 @@ pub async fn history(
     let before = q.before.map(|b| b.to_string());
     let page = st
         .runtime
-        .history(&thread_key, Some(limit), before.as_deref())
+        .history(&ThreadKey::new(thread_key)?, Some(limit), before.as_deref())
         .await?;
     Ok(Json(page.into()))
 }

@@ -5,9 +5,9 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use hearth_core::records::jobs::JobRecord;
 use hearth_core::{RunEnvelope, rfc3339};
 use hearth_runtime::{CatchUp, NewJob};
-use hearth_store::JobRecord;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

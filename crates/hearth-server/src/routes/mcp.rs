@@ -1,17 +1,15 @@
 //! The MCP servers hearth is a client of: their state, and a direct call of
 //! one of their tools (through the runtime, as a run).
 //!
-//! The manager reaches handlers as an `Extension` that `hearth serve` adds;
-//! without it (tests, a build with no MCP) there are no servers.
+//! The servers are the runtime's: it starts, supervises and closes them.
 
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use hearth_core::RunEnvelope;
-use hearth_mcp::{McpError, McpManager};
-use hearth_runtime::{ToolCallRequest, WaitOutcome};
+use hearth_core::{RunEnvelope, UserKey};
+use hearth_runtime::{McpLookupError, ToolCallRequest, WaitOutcome};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -82,15 +80,15 @@ const MAX_WAIT_SECS: u64 = 600;
 /// Every configured MCP server, with its state and tool count.
 #[utoipa::path(get, path = "/v1/mcp/servers", tag = "mcp",
     responses((status = 200, description = "The servers, by name", body = McpServerList)))]
-pub async fn servers(mcp: Option<Extension<McpManager>>) -> Json<McpServerList> {
-    let servers = mcp
-        .map(|Extension(m)| m.statuses())
-        .unwrap_or_default()
+pub async fn servers(State(st): State<AppState>) -> Json<McpServerList> {
+    let servers = st
+        .runtime
+        .mcp_servers()
         .into_iter()
         .map(|s| McpServerInfo {
             name: s.name,
             transport: s.transport.to_owned(),
-            state: s.state.as_str().to_owned(),
+            state: s.state.to_owned(),
             last_error: s.last_error,
             tools: s.tools,
         })
@@ -118,7 +116,6 @@ pub async fn servers(mcp: Option<Extension<McpManager>>) -> Json<McpServerList> 
 pub async fn call(
     State(st): State<AppState>,
     Extension(caller): Extension<Caller>,
-    mcp: Option<Extension<McpManager>>,
     ApiPath(ServerName { name }): ApiPath<ServerName>,
     ApiJson(body): ApiJson<McpCallRequest>,
 ) -> Result<(StatusCode, Json<RunEnvelope>), ApiError> {
@@ -128,12 +125,12 @@ pub async fn call(
             "wait_timeout_secs must be at most {MAX_WAIT_SECS}"
         )));
     }
-    let manager = mcp.map(|Extension(m)| m).unwrap_or_default();
-    let tool = manager
-        .tool_name(&name, &body.tool)
+    let tool = st
+        .runtime
+        .mcp_tool_name(&name, &body.tool)
         .map_err(|e| match e {
-            McpError::UnknownServer(_) => ApiError::NotFound(e.to_string()),
-            other => ApiError::Unavailable(other.to_string()),
+            McpLookupError::UnknownServer(m) => ApiError::NotFound(m),
+            McpLookupError::Unavailable(m) => ApiError::Unavailable(m),
         })?
         .ok_or_else(|| {
             ApiError::NotFound(format!(
@@ -142,8 +139,8 @@ pub async fn call(
             ))
         })?;
     let (user_key, operator) = match body.user_key {
-        Some(user) => (user, false),
-        None => (caller.operator_key(), true),
+        Some(user) => (UserKey::new(user)?, false),
+        None => (UserKey::new(caller.operator_key())?, true),
     };
     let env = st
         .runtime

@@ -9,9 +9,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, rfc3339};
+use hearth_core::records::RunFilter;
+use hearth_core::{
+    DeliveryMode, Inbound, RunEnvelope, RunEvent, RunStatus, ThreadKey, UserKey, rfc3339,
+};
 use hearth_runtime::{RunEvents, WaitOutcome};
-use hearth_store::RunFilter;
 use tokio::sync::watch;
 
 use crate::AppState;
@@ -60,8 +62,8 @@ pub async fn post_message(
         .runtime
         .ingest(Inbound {
             source: body.source.unwrap_or_else(|| "api".into()),
-            thread_key: body.thread_key.unwrap_or_else(|| "api:default".into()),
-            user_key: body.user_key.unwrap_or_else(|| "api:user:anonymous".into()),
+            thread_key: ThreadKey::new(body.thread_key.as_deref().unwrap_or("api:default"))?,
+            user_key: UserKey::new(body.user_key.as_deref().unwrap_or("api:user:anonymous"))?,
             text: body.text,
             delivery_mode: body.delivery_mode.unwrap_or(DeliveryMode::FollowUp),
             idempotency_key,
@@ -158,10 +160,11 @@ pub async fn run_trace(
                 // Only the step kinds that describe themselves: a model or
                 // tool call's payload holds prompts and outputs.
                 detail: match s.kind {
-                    hearth_store::StepKind::Compaction | hearth_store::StepKind::Route => {
-                        s.payload.get("detail").cloned()
+                    hearth_core::records::StepKind::Compaction
+                    | hearth_core::records::StepKind::Route => s.payload.get("detail").cloned(),
+                    hearth_core::records::StepKind::Llm | hearth_core::records::StepKind::Tool => {
+                        None
                     }
-                    hearth_store::StepKind::Llm | hearth_store::StepKind::Tool => None,
                 },
                 tokens: s.tokens,
             })

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
@@ -25,15 +25,10 @@ pub async fn healthz() -> Json<Health> {
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses((status = 200, description = "Ready", body = Ready),
               (status = 503, description = "Not ready", body = Ready)))]
-pub async fn readyz(
-    State(st): State<AppState>,
-    Extension(channels): Extension<super::channels::ChannelsHandle>,
-) -> (StatusCode, Json<Ready>) {
+pub async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Ready>) {
     let mut checks = BTreeMap::new();
     // A degraded channel is shown but does not make hearth not ready.
-    if let Some(c) = &channels.0 {
-        checks.extend(c.readiness());
-    }
+    checks.extend(st.runtime.channel_readiness());
     let store_ok = match st.runtime.store_ready().await {
         Ok(()) => {
             checks.insert("store".to_owned(), "ok".to_owned());

@@ -4,10 +4,10 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use hearth_agent::policy::{
+use hearth_core::records::{AuditEvent, Grant};
+use hearth_runtime::policy::{
     CapabilityName, GLOBAL_SCOPE, parse_capability, parse_subject, validate_scope,
 };
-use hearth_store::{AuditEvent, Grant};
 
 use crate::AppState;
 use crate::dto::{
@@ -124,7 +124,7 @@ pub async fn list(
     let grants = st.runtime.list_grants(Some(&scope)).await?;
     Ok(Json(Permissions {
         scope,
-        default_preset: st.policy.default_preset.as_str().to_owned(),
+        default_preset: st.runtime.permissions().default_preset.as_str().to_owned(),
         grants: grants.into_iter().map(GrantView::from).collect(),
     }))
 }
@@ -217,7 +217,7 @@ pub async fn check(
     let roles = roles_of(q.roles.as_deref())?;
     let d = st
         .runtime
-        .check_permission(&st.policy, &user_key, &roles, capability, &scope)
+        .check_permission(&user_key, &roles, capability, &scope)
         .await?;
     Ok(Json(CheckResult {
         allowed: d.allowed,

@@ -104,8 +104,8 @@ pub async fn post_feedback(
         hearth_runtime::check_key("user_key", user)?;
     }
     let rating = match body.rating {
-        RatingBody::Up => hearth_store::Rating::Up,
-        RatingBody::Down => hearth_store::Rating::Down,
+        RatingBody::Up => hearth_core::records::router::Rating::Up,
+        RatingBody::Down => hearth_core::records::router::Rating::Down,
     };
     let counted = st.runtime.rate_run(&run_id, rating).await?;
     tracing::debug!(

@@ -1,17 +1,11 @@
-//! `GET /v1/skills` and `POST /v1/skills/reload`.
-//!
-//! The skills are an extension of the router ([`with_skills`]) rather than
-//! part of `AppState`: a server built without them (tests, embedders) lists
-//! none and reloads nothing.
+//! `GET /v1/skills` and `POST /v1/skills/reload`: the runtime's skills.
 
-use std::sync::Arc;
-
-use axum::extract::Extension;
-use axum::{Json, Router};
-use hearth_skills::{Catalog, Skills};
+use axum::Json;
+use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::AppState;
 use crate::error::ApiError;
 
 /// One skill of `GET /v1/skills`.
@@ -49,37 +43,25 @@ pub struct SkillsReloaded {
     pub skills: usize,
 }
 
-/// `app` with `skills` served by these routes.
-pub fn with_skills(app: Router, skills: Arc<Skills>) -> Router {
-    app.layer(Extension(skills))
-}
-
-fn list(catalog: &Catalog) -> SkillList {
-    SkillList {
-        skills: catalog
-            .skills
-            .iter()
-            .map(|s| SkillInfo {
-                name: s.name.clone(),
-                description: s.description.clone(),
-                path: s.path.display().to_string(),
-                source: s.source.as_str(),
-                eligible: s.eligible,
-                reason: s.reason.clone(),
-                signed: s.signed,
-            })
-            .collect(),
-    }
-}
-
 /// Every skill found, eligible or not, with the reason when not.
 #[utoipa::path(get, path = "/v1/skills", tag = "skills",
     responses((status = 200, description = "The skills", body = SkillList)))]
-pub async fn skills(skills: Option<Extension<Arc<Skills>>>) -> Json<SkillList> {
-    Json(match skills {
-        Some(Extension(s)) => list(&s.catalog()),
-        None => SkillList { skills: Vec::new() },
-    })
+pub async fn skills(State(st): State<AppState>) -> Json<SkillList> {
+    let skills = st
+        .runtime
+        .skills()
+        .into_iter()
+        .map(|s| SkillInfo {
+            name: s.name,
+            description: s.description,
+            path: s.path,
+            source: s.source,
+            eligible: s.eligible,
+            reason: s.reason,
+            signed: s.signed,
+        })
+        .collect();
+    Json(SkillList { skills })
 }
 
 /// Reads every skill folder again (as SIGHUP does); the model sees the new
@@ -87,16 +69,8 @@ pub async fn skills(skills: Option<Extension<Arc<Skills>>>) -> Json<SkillList> {
 #[utoipa::path(post, path = "/v1/skills/reload", tag = "skills",
     responses((status = 200, description = "How many skills are listed now", body = SkillsReloaded),
         (status = 500, body = crate::dto::ErrorBody)))]
-pub async fn reload(
-    skills: Option<Extension<Arc<Skills>>>,
-) -> Result<Json<SkillsReloaded>, ApiError> {
-    let Some(Extension(skills)) = skills else {
-        return Ok(Json(SkillsReloaded { skills: 0 }));
-    };
-    // Reading folders is blocking file I/O.
-    let count = tokio::task::spawn_blocking(move || skills.reload().skills.len())
-        .await
-        .map_err(|e| ApiError::Internal(format!("reloading skills failed: {e}")))?;
+pub async fn reload(State(st): State<AppState>) -> Result<Json<SkillsReloaded>, ApiError> {
+    let count = st.runtime.reload_skills().await?;
     tracing::info!(skills = count, "skills reloaded");
     Ok(Json(SkillsReloaded { skills: count }))
 }

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use hearth_core::ThinkingLevel;
+use hearth_core::{ThinkingLevel, ThreadKey};
 
 use crate::AppState;
 use crate::dto::{
@@ -52,7 +52,12 @@ pub async fn runtime(
     State(st): State<AppState>,
     ApiPath(thread_key): ApiPath<String>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
-    Ok(Json(st.runtime.thread_runtime(&thread_key).await?.into()))
+    Ok(Json(
+        st.runtime
+            .thread_runtime(&ThreadKey::new(thread_key)?)
+            .await?
+            .into(),
+    ))
 }
 
 /// Sets a thread's model.
@@ -65,7 +70,10 @@ pub async fn set_model(
     ApiJson(body): ApiJson<SetModel>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
     Ok(Json(
-        st.runtime.set_model(&thread_key, &body.model).await?.into(),
+        st.runtime
+            .set_model(&ThreadKey::new(thread_key)?, &body.model)
+            .await?
+            .into(),
     ))
 }
 
@@ -85,7 +93,10 @@ pub async fn set_thinking(
         ))
     })?;
     Ok(Json(
-        st.runtime.set_thinking(&thread_key, level).await?.into(),
+        st.runtime
+            .set_thinking(&ThreadKey::new(thread_key)?, level)
+            .await?
+            .into(),
     ))
 }
 
@@ -98,7 +109,12 @@ pub async fn new_session(
     State(st): State<AppState>,
     ApiPath(thread_key): ApiPath<String>,
 ) -> Result<Json<ThreadRuntime>, ApiError> {
-    Ok(Json(st.runtime.new_session(&thread_key).await?.into()))
+    Ok(Json(
+        st.runtime
+            .new_session(&ThreadKey::new(thread_key)?)
+            .await?
+            .into(),
+    ))
 }
 
 /// Turns a thread's incognito mode on or off: while on, nothing of the
@@ -113,7 +129,7 @@ pub async fn set_incognito(
 ) -> Result<Json<ThreadRuntime>, ApiError> {
     Ok(Json(
         st.runtime
-            .set_incognito(&thread_key, body.enabled)
+            .set_incognito(&ThreadKey::new(thread_key)?, body.enabled)
             .await?
             .into(),
     ))

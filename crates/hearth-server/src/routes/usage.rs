@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use hearth_store::{UsageGroup, UsageQuery};
+use hearth_core::records::{UsageGroup, UsageQuery};
 
 use crate::AppState;
 use crate::dto::{UsageParams, UsageRow, UsageRows};

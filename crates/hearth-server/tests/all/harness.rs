@@ -1,13 +1,13 @@
 //! A server over a temp store with the offline echo provider.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
-use hearth_agent::{Engine, Limits};
-use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
+use hearth_runtime::{Runtime, RuntimeBuilder};
 use hearth_server::{AppState, Auth, ServeLimits};
-use hearth_store::{Durability, SqliteStore, Store};
+use hearth_store::Store;
 use hearth_tools::ToolRegistry;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -26,31 +26,9 @@ impl Server {
     /// The real API with a body limit of `max_body_bytes`.
     pub async fn start(limits: ServeLimits, max_body_bytes: usize) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> =
-            Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
-        let config = hearth_config::load_str("", "test", Vec::new()).unwrap();
-        let catalog = Catalog::from_config(
-            &config,
-            &Default::default(),
-            &Default::default(),
-            reqwest::Client::new(),
-        )
-        .unwrap();
-        let engine = Engine::new(
-            store.clone(),
-            ToolRegistry::with_builtins(),
-            Limits::default(),
-            "be brief".into(),
-        );
-        let runtime = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
-        runtime.start().await.unwrap();
-        let state = AppState {
-            runtime: runtime.clone(),
-            auth: Arc::new(Auth::new(runtime, true)),
-            metrics: None,
-            policy: Default::default(),
-        };
-        let app = hearth_server::router(state, max_body_bytes);
+        let store = hearth_runtime::testing::store(dir.path());
+        let runtime = runtime(dir.path(), "", &store, |b| b).await;
+        let app = hearth_server::router(state(runtime), max_body_bytes);
         Self::serve(app, limits, store, dir).await
     }
 
@@ -109,6 +87,31 @@ impl Drop for Server {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
+    }
+}
+
+/// A started runtime over `home` and its `store`, configured by `toml`,
+/// offering the built-in tools, with the builder adjusted by `adjust`.
+pub async fn runtime(
+    home: &Path,
+    toml: &str,
+    store: &Arc<dyn Store>,
+    adjust: impl FnOnce(RuntimeBuilder) -> RuntimeBuilder,
+) -> Runtime {
+    let builder = hearth_runtime::testing::builder(home, toml, store.clone())
+        .tools(ToolRegistry::with_builtins())
+        .system_prompt("be brief");
+    let runtime = hearth_runtime::testing::build(adjust(builder)).await;
+    runtime.start().await.unwrap();
+    runtime
+}
+
+/// What the handlers of a loopback server over `runtime` reach.
+pub fn state(runtime: Runtime) -> AppState {
+    AppState {
+        runtime: runtime.clone(),
+        auth: Arc::new(Auth::new(runtime, true)),
+        metrics: None,
     }
 }
 

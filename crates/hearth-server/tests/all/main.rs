@@ -12,3 +12,4 @@ mod mcp;
 mod openai;
 mod openai_threads;
 mod parsers;
+mod push;

@@ -2,51 +2,28 @@
 //! over streamable HTTP (so the wire itself is what is checked), with the
 //! fake OpenAI-compatible provider answering runs.
 
-use std::sync::Arc;
-
-use hearth_agent::{Engine, Limits};
-use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
-use hearth_server::{AllowedHosts, AppState, Auth, Routes, ServeLimits, hash_token};
-use hearth_store::{Durability, NewMemory, NewToken, SqliteStore, Store};
+use hearth_server::{AllowedHosts, Routes, ServeLimits, hash_token};
+use hearth_store::{NewMemory, NewToken};
 use hearth_testkit::{FakeOpenAi, Reply};
-use hearth_tools::ToolRegistry;
 use serde_json::{Value, json};
 
-use crate::harness::{Server, code};
+use crate::harness::{self, Server, code};
 
 /// A server whose runs are answered by `fake`, `/mcp` accepting `hosts`.
 async fn start(fake: &FakeOpenAi, hosts: AllowedHosts) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
+    let store = hearth_runtime::testing::store(dir.path());
     let toml = format!(
         "[llm]\ndefault_model = \"fake/fake-model\"\n\
          [llm.providers.fake]\ntype = \"openai_compat\"\nheaders = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\nmodels = [\"fake-model\"]\n",
         fake.base_url()
     );
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = Catalog::from_config(
-        &config,
-        &Default::default(),
-        &Default::default(),
-        reqwest::Client::new(),
-    )
-    .unwrap();
-    let engine = Engine::new(
-        store.clone(),
-        ToolRegistry::with_builtins(),
-        Limits::default(),
-        "be brief".into(),
+    let runtime = harness::runtime(dir.path(), &toml, &store, |b| b).await;
+    let app = hearth_server::with_state(
+        Routes::build().with_allowed_hosts(hosts),
+        harness::state(runtime),
+        1 << 20,
     );
-    let runtime = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
-    runtime.start().await.unwrap();
-    let state = AppState {
-        runtime: runtime.clone(),
-        auth: Arc::new(Auth::new(runtime, true)),
-        metrics: None,
-        policy: Default::default(),
-    };
-    let app = hearth_server::with_state(Routes::build().with_allowed_hosts(hosts), state, 1 << 20);
     Server::serve(app, ServeLimits::default(), store, dir).await
 }
 

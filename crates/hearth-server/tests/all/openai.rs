@@ -1,17 +1,13 @@
 //! The OpenAI-compatible surface over HTTP, with the fake OpenAI-compatible
 //! provider behind hearth: shapes, streaming, history, threads, refusals.
 
-use std::sync::Arc;
-
-use hearth_agent::{Engine, Limits};
-use hearth_runtime::{Catalog, Runtime, RuntimeOptions};
-use hearth_server::{AppState, Auth, ServeLimits};
-use hearth_store::{Durability, NewToken, SqliteStore, Store};
+use hearth_server::ServeLimits;
+use hearth_store::NewToken;
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::ToolRegistry;
 use serde_json::{Value, json};
 
-use crate::harness::Server;
+use crate::harness::{self, Server};
 
 pub(crate) struct Setup {
     pub(crate) s: Server,
@@ -29,31 +25,14 @@ pub(crate) async fn setup() -> Setup {
         fake.base_url()
     );
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.path().join("h.db"), Durability::Normal).unwrap());
-    let config = hearth_config::load_str(&toml, "test", Vec::new()).unwrap();
-    let catalog = Catalog::from_config(
-        &config,
-        &Default::default(),
-        &Default::default(),
-        reqwest::Client::new(),
-    )
-    .unwrap();
+    let store = hearth_runtime::testing::store(dir.path());
     // The memory tools give a write-class tool that asks for confirmation.
     let mut tools = ToolRegistry::with_builtins();
     for t in hearth_tools::memory::tools(store.clone()) {
         tools.register(t);
     }
-    let engine = Engine::new(store.clone(), tools, Limits::default(), "be brief".into());
-    let runtime = Runtime::new(store.clone(), catalog, engine, RuntimeOptions::default());
-    runtime.start().await.unwrap();
-    let state = AppState {
-        runtime: runtime.clone(),
-        auth: Arc::new(Auth::new(runtime, true)),
-        metrics: None,
-        policy: Default::default(),
-    };
-    let app = hearth_server::router(state, 1 << 20);
+    let runtime = harness::runtime(dir.path(), &toml, &store, |b| b.tools(tools)).await;
+    let app = hearth_server::router(harness::state(runtime), 1 << 20);
     let s = Server::serve(app, ServeLimits::default(), store, dir).await;
     Setup { s, fake }
 }

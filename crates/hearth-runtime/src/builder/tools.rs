@@ -1,5 +1,8 @@
-//! The tool registry `serve` builds from the configuration.
+//! The tool registry a runtime offers: the built-in tools, memory, the
+//! skills' tools, and the tools whose configuration is present (web search).
+//! The job tools and the MCP servers' tools join it in the builder.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hearth_config::{Config, SearchBackend, WebSearchConfig};
@@ -7,15 +10,17 @@ use hearth_store::Store;
 use hearth_tools::web::search;
 use hearth_tools::{ToolProfile, ToolProfiles, ToolRegistry};
 
-use crate::Exit;
+use super::BuildError;
+use super::secrets::sealer_for;
 
-/// Every tool this process offers: the built-ins, plus the tools whose
-/// configuration (or store) they need is present.
-pub async fn build_registry(
+/// Every tool this process offers besides jobs and MCP: the built-ins, plus
+/// the tools whose configuration (or store) they need is present.
+pub(super) async fn registry(
     config: &Config,
+    env: &BTreeMap<String, String>,
     store: &Arc<dyn Store>,
     skills: &Arc<hearth_skills::Skills>,
-) -> Result<ToolRegistry, Exit> {
+) -> Result<ToolRegistry, BuildError> {
     let mut registry = ToolRegistry::with_builtins();
     // skill_read and skill_file exist even with no skill yet: a reload may add some.
     for tool in hearth_skills::tools::tools(skills.clone()) {
@@ -27,13 +32,13 @@ pub async fn build_registry(
         registry.register(tool);
     }
     if let Some(ws) = &config.tools.web_search {
-        registry.register(Arc::new(web_search(ws, store.as_ref()).await?));
+        registry.register(Arc::new(web_search(ws, env, store.as_ref()).await?));
     }
     Ok(registry.with_profiles(profiles(config)))
 }
 
 /// `[tools.profiles.*]`, whose globs the config loader already checked.
-fn profiles(config: &Config) -> ToolProfiles {
+pub(super) fn profiles(config: &Config) -> ToolProfiles {
     let mut profiles = ToolProfiles::new();
     for (channel, p) in &config.tools.profiles {
         profiles.insert(
@@ -45,15 +50,19 @@ fn profiles(config: &Config) -> ToolProfiles {
 }
 
 /// The `web_search` tool for `[tools.web_search]`. A Brave key that cannot
-/// be found or opened is a start-up error (exit 2) that names where it was
+/// be found or opened is a configuration error that names where it was
 /// looked for, never its value.
-async fn web_search(ws: &WebSearchConfig, store: &dyn Store) -> Result<search::WebSearch, Exit> {
+async fn web_search(
+    ws: &WebSearchConfig,
+    env: &BTreeMap<String, String>,
+    store: &dyn Store,
+) -> Result<search::WebSearch, BuildError> {
     let backend = match ws.backend {
         SearchBackend::Searxng => search::SearchBackend::Searxng {
             base_url: ws.base_url.clone().ok_or_else(|| {
-                Exit::config(anyhow::anyhow!(
-                    "tools.web_search: backend = \"searxng\" needs base_url"
-                ))
+                BuildError::Config(
+                    "tools.web_search: backend = \"searxng\" needs base_url".to_owned(),
+                )
             })?,
         },
         SearchBackend::Brave => search::SearchBackend::Brave {
@@ -61,7 +70,7 @@ async fn web_search(ws: &WebSearchConfig, store: &dyn Store) -> Result<search::W
                 .base_url
                 .clone()
                 .unwrap_or_else(|| search::BRAVE_BASE_URL.to_owned()),
-            api_key: brave_key(ws, store).await?,
+            api_key: brave_key(ws, env, store).await?,
         },
     };
     Ok(search::WebSearch::new(search::WebSearchConfig {
@@ -72,11 +81,15 @@ async fn web_search(ws: &WebSearchConfig, store: &dyn Store) -> Result<search::W
 }
 
 /// The Brave key, from `api_key_env` or the sealed `api_key_secret`.
-async fn brave_key(ws: &WebSearchConfig, store: &dyn Store) -> Result<String, Exit> {
-    let missing = |why: String| Exit::config(anyhow::anyhow!("tools.web_search: {why}"));
+async fn brave_key(
+    ws: &WebSearchConfig,
+    env: &BTreeMap<String, String>,
+    store: &dyn Store,
+) -> Result<String, BuildError> {
+    let missing = |why: String| BuildError::Config(format!("tools.web_search: {why}"));
     match (&ws.api_key_env, &ws.api_key_secret) {
-        (Some(var), None) => std::env::var(var)
-            .ok()
+        (Some(var), None) => env
+            .get(var)
             .filter(|k| !k.trim().is_empty())
             .map(|k| k.trim().to_owned())
             .ok_or_else(|| {
@@ -86,18 +99,15 @@ async fn brave_key(ws: &WebSearchConfig, store: &dyn Store) -> Result<String, Ex
                 ))
             }),
         (None, Some(secret)) => {
-            let sealer = crate::secrets::sealer_from_env(store)
-                .await
-                .map_err(|exit| {
-                    missing(format!(
-                        "api_key_secret `{secret}` needs the master key: {:#}",
-                        exit.error
-                    ))
-                })?;
+            let sealer = sealer_for(env, store).await.map_err(|e| {
+                missing(format!(
+                    "api_key_secret `{secret}` needs the master key: {e}"
+                ))
+            })?;
             let sealed = store
                 .get_secret(secret)
                 .await
-                .map_err(anyhow::Error::new)?
+                .map_err(BuildError::Store)?
                 .ok_or_else(|| {
                     missing(format!(
                         "api_key_secret `{secret}` is not in the store; set it with \

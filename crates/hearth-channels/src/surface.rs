@@ -1,0 +1,245 @@
+//! The chat channels as the runtime's builder assembles them:
+//! [`ChannelsFactory`] builds every channel `[channels]` enables (each behind
+//! its cargo feature, with its token from the environment or the opened
+//! sealed secrets) and the alerts, from the narrow stores the builder hands
+//! out; the surface it returns routes replies, administers the channels,
+//! serves the push endpoints, and starts and stops the loops with the
+//! runtime.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use hearth_runtime::surfaces::{
+    ChannelAdmin, ChatSurface, ChatSurfaceFactory, ReplyRouter, SurfaceContext, Webhook,
+};
+use hearth_runtime::{BuildError, Notice, Runtime};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::alerts::Alerts;
+use crate::hub::Channels;
+use crate::secrets::TokenSources;
+
+/// Builds the channels and alerts of a configuration (see the module
+/// documentation). A channel whose token is missing still exists: it logs
+/// the reason and shows as degraded, and hearth serves on.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ChannelsFactory;
+
+impl ChatSurfaceFactory for ChannelsFactory {
+    fn build(self: Box<Self>, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>, BuildError> {
+        let channels = channels(&ctx);
+        let config = ctx.config;
+        let alert_secret = config
+            .alerts
+            .webhook_secret_env
+            .as_deref()
+            .and_then(|var| ctx.env.get(var))
+            .cloned();
+        let alerts = Alerts::new(
+            &config.alerts,
+            alert_secret,
+            ctx.http.clone(),
+            ctx.outbox.clone(),
+            channels.clone(),
+            config.channels.outbox_max_age(),
+        )
+        .map_err(|e| BuildError::Config(e.to_string()))?
+        // Subscribed now, before the runtime exists, so no notice of
+        // recovered runs is missed; matched once started.
+        .map(|a| (a, ctx.notices.subscribe()));
+        Ok(Arc::new(ChannelsSurface {
+            channels,
+            alerts: Mutex::new(alerts),
+            alerts_stop: Mutex::new(None),
+        }))
+    }
+}
+
+/// The channels enabled in `ctx.config`.
+fn channels(ctx: &SurfaceContext<'_>) -> Channels {
+    let sources = TokenSources {
+        env: ctx.env.clone(),
+        sealed: ctx
+            .secrets
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+            .collect(),
+    };
+    // Pushed to only by the platforms this build has.
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        expect(unused_mut, reason = "no platform is built in to push")
+    )]
+    let mut enabled: Vec<(Arc<dyn crate::Channel>, crate::access::Access)> = Vec::new();
+    let ch = &ctx.config.channels;
+    let env = ctx.env;
+    if ch.telegram.enabled {
+        #[cfg(feature = "telegram")]
+        {
+            let t = &ch.telegram;
+            let token = sources.token(
+                "telegram",
+                "bot token",
+                t.token_env.as_deref(),
+                t.token_secret.as_deref(),
+            );
+            let webhook_secret = t
+                .webhook_secret_env
+                .as_deref()
+                .and_then(|var| env.get(var))
+                .filter(|v| !v.trim().is_empty())
+                .cloned();
+            let tg = crate::telegram::Telegram::new(
+                t.clone(),
+                token,
+                webhook_secret,
+                ctx.http.clone(),
+                ctx.outbox.clone(),
+                ctx.access.clone(),
+            );
+            let access = tg.access();
+            enabled.push((tg, access));
+        }
+        #[cfg(not(feature = "telegram"))]
+        tracing::error!(
+            "[channels.telegram] is enabled, but this hearth was built without the `telegram` feature"
+        );
+    }
+    if ch.discord.enabled {
+        #[cfg(feature = "discord")]
+        {
+            let d = &ch.discord;
+            let token = sources.token(
+                "discord",
+                "bot token",
+                d.token_env.as_deref(),
+                d.token_secret.as_deref(),
+            );
+            let dc = crate::discord::Discord::new(
+                d.clone(),
+                token,
+                ctx.http.clone(),
+                ctx.outbox.clone(),
+                ctx.access.clone(),
+            );
+            let access = dc.access();
+            enabled.push((dc, access));
+        }
+        #[cfg(not(feature = "discord"))]
+        tracing::error!(
+            "[channels.discord] is enabled, but this hearth was built without the `discord` feature"
+        );
+    }
+    if ch.slack.enabled {
+        #[cfg(feature = "slack")]
+        {
+            let s = &ch.slack;
+            let bot_token = sources.token(
+                "slack",
+                "bot token",
+                s.bot_token_env.as_deref(),
+                s.bot_token_secret.as_deref(),
+            );
+            // Only Socket Mode needs the app-level token.
+            let app_token = match s.mode {
+                hearth_runtime::config::SlackMode::Socket => sources.token(
+                    "slack",
+                    "app-level token",
+                    s.app_token_env.as_deref(),
+                    s.app_token_secret.as_deref(),
+                ),
+                hearth_runtime::config::SlackMode::Http => Err(crate::ChannelError::NoToken {
+                    channel: "slack",
+                    detail: "HTTP mode uses no app-level token".into(),
+                }),
+            };
+            let signing_secret = s
+                .signing_secret_env
+                .as_deref()
+                .and_then(|var| env.get(var))
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| v.trim().to_owned());
+            let slack = crate::slack::Slack::new(
+                s.clone(),
+                bot_token,
+                app_token,
+                signing_secret,
+                ctx.http.clone(),
+                ctx.outbox.clone(),
+                ctx.access.clone(),
+            );
+            let access = slack.access();
+            enabled.push((slack, access));
+        }
+        #[cfg(not(feature = "slack"))]
+        tracing::error!(
+            "[channels.slack] is enabled, but this hearth was built without the `slack` feature"
+        );
+    }
+    let _ = (&sources, env);
+    Channels::new(
+        ctx.outbox.clone(),
+        ctx.access.clone(),
+        enabled,
+        ch.outbox_max_age(),
+        ctx.notices.clone(),
+    )
+}
+
+/// The channels and alerts, started and stopped with the runtime.
+struct ChannelsSurface {
+    channels: Channels,
+    /// The alerts and the notices they match, until started.
+    alerts: Mutex<Option<(Alerts, broadcast::Receiver<Notice>)>>,
+    /// Stops the alerts once started.
+    alerts_stop: Mutex<Option<CancellationToken>>,
+}
+
+#[async_trait::async_trait]
+impl ChatSurface for ChannelsSurface {
+    fn reply_router(&self) -> Option<Arc<dyn ReplyRouter>> {
+        // Nothing is owed without a channel; runs then skip routing.
+        (!self.channels.is_empty()).then(|| Arc::new(self.channels.clone()) as Arc<dyn ReplyRouter>)
+    }
+
+    fn admin(&self) -> Arc<dyn ChannelAdmin> {
+        Arc::new(self.channels.clone())
+    }
+
+    fn webhooks(&self) -> Vec<Arc<dyn Webhook>> {
+        self.channels.webhooks()
+    }
+
+    async fn restore(&self, runtime: &Runtime) {
+        // Before recovery, so a recovered run that fails is alerted about too.
+        let alerts = self
+            .alerts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((alerts, notices)) = alerts {
+            let stop = alerts.start(notices);
+            *self
+                .alerts_stop
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(stop);
+        }
+        self.channels.restore(runtime).await;
+    }
+
+    fn start(&self, runtime: Runtime) {
+        self.channels.start(&runtime);
+    }
+
+    async fn shutdown(&self) {
+        self.channels.shutdown();
+        let stop = self
+            .alerts_stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(stop) = stop {
+            stop.cancel();
+        }
+    }
+}
