@@ -10,7 +10,7 @@ use std::io::{IsTerminal, Read};
 
 use hearth_core::{now_ms, rfc3339};
 use hearth_runtime::builder::{KEY_VAR, sealer_from};
-use hearth_store::Store;
+use hearth_store::SecretStore;
 use hearth_store::secrets::{Sealer, SecretString, generate_key_base64};
 use serde_json::json;
 
@@ -130,7 +130,7 @@ fn keygen(g: &Global) -> Result<(), Exit> {
 /// The sealer for the key in `HEARTH_SECRET_KEY`; a missing or invalid key is
 /// a configuration error (exit 2) whose message says what to do: make a key
 /// when nothing is sealed yet, else restore the one the secrets were sealed with.
-async fn sealer_from_env(store: &dyn Store) -> Result<Sealer, Exit> {
+async fn sealer_from_env(store: &dyn SecretStore) -> Result<Sealer, Exit> {
     let key = std::env::var_os(KEY_VAR);
     let key = key.as_ref().map(|k| k.to_str());
     if let Some(Some(k)) = key

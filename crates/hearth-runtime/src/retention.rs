@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use hearth_core::Timestamp;
-use hearth_store::{PurgeReport, RetentionCutoffs, Store};
+use hearth_store::{PurgeReport, RetentionCutoffs, RetentionStore};
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
@@ -47,7 +47,10 @@ pub fn cutoffs(now: Timestamp) -> RetentionCutoffs {
 
 /// Deletes everything kept longer than its TTL as of `now`, and logs the
 /// counts.
-pub async fn run_once(store: &dyn Store, now: Timestamp) -> hearth_store::Result<PurgeReport> {
+pub async fn run_once(
+    store: &dyn RetentionStore,
+    now: Timestamp,
+) -> hearth_store::Result<PurgeReport> {
     let report = store.purge_expired(cutoffs(now)).await?;
     tracing::info!(
         memories = report.memories,

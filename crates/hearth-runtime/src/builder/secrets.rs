@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use hearth_config::Config;
-use hearth_store::Store;
+use hearth_store::SecretStore;
 use hearth_store::secrets::{Sealer, SecretError, SecretString};
 
 use super::BuildError;
@@ -20,7 +20,7 @@ pub const KEY_VAR: &str = "HEARTH_SECRET_KEY";
 /// [`sealer_from`]).
 pub async fn sealer_for(
     env: &BTreeMap<String, String>,
-    store: &dyn Store,
+    store: &dyn SecretStore,
 ) -> Result<Sealer, BuildError> {
     let key = env.get(KEY_VAR).map(String::as_str);
     if let Some(k) = key
@@ -32,7 +32,7 @@ pub async fn sealer_for(
 }
 
 /// The names of the secrets in `store`.
-async fn sealed_names(store: &dyn Store) -> Result<Vec<String>, BuildError> {
+async fn sealed_names(store: &dyn SecretStore) -> Result<Vec<String>, BuildError> {
     Ok(store
         .list_secrets()
         .await?
@@ -86,7 +86,7 @@ pub fn sealer_from(key: Option<Option<&str>>, sealed: &[String]) -> Result<Seale
 pub async fn open_secrets(
     config: &Config,
     env: &BTreeMap<String, String>,
-    store: &dyn Store,
+    store: &dyn SecretStore,
 ) -> Result<BTreeMap<String, SecretString>, BuildError> {
     let key = env.get(KEY_VAR).map(String::as_str);
     let ch = &config.channels;

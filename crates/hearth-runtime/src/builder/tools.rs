@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hearth_config::{Config, SearchBackend, WebSearchConfig};
-use hearth_store::Store;
+use hearth_store::{SecretStore, Store};
 use hearth_tools::web::search;
 use hearth_tools::{ToolProfile, ToolProfiles, ToolRegistry};
 
@@ -55,7 +55,7 @@ pub(super) fn profiles(config: &Config) -> ToolProfiles {
 async fn web_search(
     ws: &WebSearchConfig,
     env: &BTreeMap<String, String>,
-    store: &dyn Store,
+    store: &dyn SecretStore,
 ) -> Result<search::WebSearch, BuildError> {
     let backend = match ws.backend {
         SearchBackend::Searxng => search::SearchBackend::Searxng {
@@ -84,7 +84,7 @@ async fn web_search(
 async fn brave_key(
     ws: &WebSearchConfig,
     env: &BTreeMap<String, String>,
-    store: &dyn Store,
+    store: &dyn SecretStore,
 ) -> Result<String, BuildError> {
     let missing = |why: String| BuildError::Config(format!("tools.web_search: {why}"));
     match (&ws.api_key_env, &ws.api_key_secret) {
