@@ -92,7 +92,7 @@ fn main() -> ExitCode {
 /// signal, which turns a closed pipe into a panic on the next print. `serve`
 /// keeps it ignored: a closed pipe to an MCP child must not end the server
 /// (sockets never raise it: Rust sends with `MSG_NOSIGNAL`).
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "libc::signal is a C call; see SAFETY below")]
 fn default_sigpipe() {
     // SAFETY: runs first thing in `main`, before any other thread exists, and
     // only sets one signal's disposition to the default.

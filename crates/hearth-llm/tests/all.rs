@@ -4,7 +4,10 @@
 //! A new test file is a module here: `autotests` is off in Cargo.toml.
 
 // Helpers outside #[test] functions fail the test just as an assert would.
-#![allow(clippy::unwrap_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 mod alloc;
 mod anthropic;

@@ -4,7 +4,11 @@
 
 // A global allocator needs `unsafe impl`; helpers outside #[test] functions
 // fail the test just as an assert would.
-#![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    unsafe_code,
+    clippy::unwrap_used,
+    reason = "a counting global allocator needs unsafe, and test helpers unwrap what the test set up"
+)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -1,7 +1,10 @@
 //! The Anthropic adapter against the testkit's fake Messages API server.
 
 // Helpers outside #[test] functions fail the test just as an assert would.
-#![allow(clippy::unwrap_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use std::time::{Duration, Instant};
 

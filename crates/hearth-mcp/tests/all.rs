@@ -1,6 +1,9 @@
 //! The MCP client against `fake-mcp` (hearth-testkit), a scripted stdio server.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -3,7 +3,11 @@
 //! module is a test file under `tests/suite/`.
 
 // clippy's allow-unwrap-in-tests covers only `#[test]` bodies, not helpers.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 mod suite {
     mod conformance;

@@ -1,6 +1,9 @@
 //! Every capability-gated tool hearth ships: refused (and audited) without
 //! its capability, run with it.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,10 @@
 //! Compaction through the fake provider: long threads stay under the
 //! window, stated facts survive summaries of summaries, tool calls stay
 //! with their results, incognito summaries never reach the disk.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use std::sync::Arc;
 

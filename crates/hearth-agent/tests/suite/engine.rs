@@ -1,5 +1,8 @@
 //! The engine with a real store and the fake provider: how tool calls run.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use std::sync::Arc;
 use std::sync::Mutex;

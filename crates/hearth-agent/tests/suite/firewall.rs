@@ -2,7 +2,10 @@
 //! its surroundings kept; ordinary text is left byte-for-byte alone;
 //! placeholders are stable; redaction is idempotent and never panics.
 //! The data is in `corpus`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use hearth_agent::firewall::{Redacted, SecretScanner};
 use serde_json::json;

@@ -1,7 +1,10 @@
 //! The permission model's decisions (`hearth_agent::policy`).
 
 // clippy's allow-unwrap-in-tests covers only `#[test]` bodies, not helpers.
-#![allow(clippy::unwrap_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use hearth_agent::policy::{
     CAPABILITIES, CapabilityName, Decision, PolicyConfig, PolicyError, Preset, Subject, Via,

@@ -1,6 +1,10 @@
 //! End-to-end tests: the real `hearth` binary against the fake provider.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 mod harness;
 

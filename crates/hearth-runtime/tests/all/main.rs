@@ -1,6 +1,10 @@
 //! hearth-runtime's integration tests, one binary (link time): the runtime
 //! in-process with a real SQLite store, the real engine and fake providers.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 mod common;
 

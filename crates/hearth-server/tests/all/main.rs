@@ -1,6 +1,10 @@
 //! hearth-server's integration tests (one binary): the real router served
 //! by `hearth_server::serve` on 127.0.0.1, driven over HTTP.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 mod harness;
 

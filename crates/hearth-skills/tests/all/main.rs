@@ -1,4 +1,7 @@
 //! hearth-skills integration tests: one binary (see STYLE.md).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 mod suite;

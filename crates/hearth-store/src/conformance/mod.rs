@@ -18,7 +18,10 @@
 // This module is test code compiled into the library (behind the
 // `conformance` feature) so that other backends' tests can call it: a
 // failed expectation is reported by panicking, as in any test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 pub mod channels;
 pub mod confirmations;

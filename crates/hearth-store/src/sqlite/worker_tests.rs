@@ -3,8 +3,6 @@
 //! instead of piling up, and none is lost once the writer moves on), and
 //! dropping the last handle does not stall the executor thread.
 
-#![allow(clippy::unwrap_used)]
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::mpsc as std_mpsc;

@@ -7,7 +7,10 @@
 //!
 //! The fake is a few lines of HTTP/1.1 over a tokio listener rather than
 //! axum, because axum is not a dev-dependency of this crate.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -3,7 +3,10 @@
 //! The fake is a few lines of HTTP/1.1 over a tokio listener (axum is not a
 //! dev-dependency of this crate). It records each request's head before it
 //! answers, so once a call has returned its request is in the log.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns unwrap what the test set up"
+)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
