@@ -23,7 +23,6 @@ pub enum HomeLockError {
         holder.map(|p| format!(" (PID {p})")).unwrap_or_default()
     )]
     Held {
-        /// The home.
         home: String,
         /// The PID written by the holder, when readable.
         holder: Option<u32>,
@@ -31,7 +30,6 @@ pub enum HomeLockError {
     /// The lock file could not be opened or written.
     #[error("could not lock the hearth home {home} ({path}): {source}")]
     Io {
-        /// The home.
         home: String,
         /// The lock file.
         path: String,

@@ -19,10 +19,7 @@ pub enum Role {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     /// Plain text.
-    Text {
-        /// The text.
-        text: String,
-    },
+    Text { text: String },
     /// The model's reasoning, with the provider's signature to send back unchanged.
     Thinking {
         /// The reasoning text (may be empty when only a signature is given).

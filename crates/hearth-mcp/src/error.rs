@@ -21,7 +21,6 @@ pub enum McpError {
     /// The server is configured but not connected now.
     #[error("MCP server {server} is not available ({state}){}", last_error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
     Unavailable {
-        /// The server.
         server: String,
         /// Its state, e.g. `restarting`.
         state: &'static str,

@@ -80,7 +80,6 @@ pub fn builder(home: &Path, toml: &str, store: Arc<dyn Store>) -> RuntimeBuilder
 
 /// A test runtime, its store and its home.
 pub struct TestRuntime {
-    /// The runtime.
     pub runtime: Runtime,
     /// Its store (`<home>/hearth.db`).
     pub store: Arc<dyn Store>,

@@ -389,7 +389,6 @@ pub struct ToolList {
 /// The error body.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
-    /// The error.
     pub error: ErrorDetail,
 }
 

@@ -36,7 +36,6 @@ pub use listen::{ServeLimits, serve};
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
-    /// The runtime.
     pub runtime: Runtime,
     /// Token checks.
     pub auth: Arc<Auth>,

@@ -122,7 +122,6 @@ impl ExecutableSkill {
 pub struct Skill {
     /// Name (the folder's name when the frontmatter has none).
     pub name: String,
-    /// Description.
     pub description: String,
     /// Its folder (real path).
     pub dir: PathBuf,

@@ -71,7 +71,6 @@ pub struct Trust {
 /// A folder that passed every check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
-    /// The manifest.
     pub manifest: Manifest,
     /// The folder, canonical.
     pub dir: PathBuf,

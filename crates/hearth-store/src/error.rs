@@ -37,7 +37,6 @@ pub enum StoreError {
         "database schema version {found} is newer than this hearth supports ({supported}); upgrade hearth"
     )]
     TooNew {
-        /// Found.
         found: u32,
         /// Known.
         supported: u32,

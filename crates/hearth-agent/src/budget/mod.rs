@@ -158,7 +158,6 @@ pub struct Estimate {
     resets = rfc3339(self.resets_at),
 )]
 pub struct Refusal {
-    /// The pool.
     pub pool: String,
     /// What it counts.
     pub kind: PoolKind,
@@ -182,7 +181,6 @@ pub struct Refusal {
 /// as the `budget.threshold` event).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Threshold {
-    /// The pool.
     pub pool: String,
     /// What it counts.
     pub kind: PoolKind,
@@ -192,7 +190,6 @@ pub struct Threshold {
     pub percent: u8,
     /// Settled use.
     pub used: f64,
-    /// The limit.
     pub limit: f64,
     /// When the use shown is gone.
     pub resets_at: Timestamp,
@@ -212,7 +209,6 @@ pub struct PoolStatus {
     /// The user or thread; `None` for a global pool, or for a scoped pool
     /// nobody used in this window.
     pub subject: Option<String>,
-    /// The limit.
     pub limit: f64,
     /// Settled use in the window.
     pub used: f64,
@@ -282,7 +278,6 @@ impl Budget {
         }
     }
 
-    /// The pools.
     pub fn pools(&self) -> &[PoolSpec] {
         &self.pools
     }

@@ -101,7 +101,6 @@ pub enum Outcome {
     Succeeded(String),
     /// What went wrong.
     Failed(RunError),
-    /// Cancelled.
     Cancelled,
 }
 

@@ -54,7 +54,6 @@ pub struct HistoryEntry {
 /// A page of history, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HistoryPage {
-    /// The messages.
     pub messages: Vec<HistoryEntry>,
     /// The `before` of the next (older) page; `None` on the last page.
     pub next_before: Option<i64>,

@@ -64,7 +64,6 @@ pub struct MemoryScope {
 /// One search hit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryHit {
-    /// The memory.
     pub memory: MemoryRecord,
     /// Relevance (negated BM25): higher is better; only comparable within
     /// one search.

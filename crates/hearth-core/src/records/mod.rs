@@ -61,9 +61,7 @@ pub struct RunRecord {
     pub source: String,
     /// Message text.
     pub input: String,
-    /// Idempotency key.
     pub idempotency_key: Option<String>,
-    /// Status.
     pub status: RunStatus,
     /// Answer text once succeeded.
     pub output: Option<String>,
@@ -220,9 +218,7 @@ pub struct RunFinish {
     pub status: RunStatus,
     /// The answer.
     pub output: Option<String>,
-    /// Error code.
     pub error_code: Option<String>,
-    /// Error message.
     pub error_message: Option<String>,
     /// Messages appended to the thread, in order (user message, tool exchanges,
     /// the answer).
@@ -290,7 +286,6 @@ pub struct UsageRow {
 pub struct ModelUsage {
     /// `<provider>/<model>`.
     pub model: String,
-    /// Calls.
     pub calls: u64,
     /// Calls with no usage reported.
     pub untracked_calls: u64,
@@ -469,7 +464,6 @@ pub struct ConfirmationRecord {
     pub thread_key: String,
     /// Who may answer (besides holders of `confirmations.resolve_any`).
     pub user_key: String,
-    /// The tool.
     pub tool: String,
     /// One line saying what the call would do.
     pub summary: String,

@@ -95,7 +95,6 @@ pub struct NewOutboxItem {
 pub struct OutboxItem {
     /// Increasing id: the delivery order within a target.
     pub id: i64,
-    /// The channel.
     pub channel: String,
     /// The platform conversation id.
     pub target: String,
@@ -135,7 +134,6 @@ pub struct OutboxCounts {
 pub struct PairingRecord {
     /// The code the owner approves (8 characters).
     pub code: String,
-    /// The channel.
     pub channel: String,
     /// Who asked (`telegram:user:<id>`).
     pub user_key: String,
@@ -204,7 +202,6 @@ pub struct ReplyMessage {
 /// A run's end, as the reply router sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct RunEnd<'a> {
-    /// The run.
     pub run: &'a crate::records::RunRecord,
     /// `succeeded`, `failed` or `cancelled`.
     pub status: crate::RunStatus,

@@ -27,11 +27,8 @@ pub struct RetentionCutoffs {
 /// How many records one purge deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PurgeReport {
-    /// Memories.
     pub memories: u64,
-    /// Audit events.
     pub audit_events: u64,
-    /// Confirmations.
     pub confirmations: u64,
     /// Outbox items, seen event ids and pairing requests.
     pub channel_records: u64,

@@ -22,6 +22,5 @@ pub struct CallUsage {
     pub cached_tokens: u64,
     /// Prompt tokens written to a cache.
     pub cache_write_tokens: u64,
-    /// Reasoning tokens.
     pub reasoning_tokens: u64,
 }

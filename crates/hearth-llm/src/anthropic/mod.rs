@@ -23,7 +23,6 @@ pub type AnthropicProvider = HttpProvider<AnthropicWire>;
 pub type AnthropicDecoder = EventDecoder<AnthropicEvents>;
 
 impl AnthropicConfig {
-    /// The default base URL.
     pub const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
     /// The default `anthropic-version`.
     pub const DEFAULT_VERSION: &'static str = "2023-06-01";

@@ -27,7 +27,6 @@ pub type OpenAiProvider = HttpProvider<OpenAiWire>;
 pub type OpenAiDecoder = EventDecoder<OpenAiEvents>;
 
 impl OpenAiConfig {
-    /// The default base URL.
     pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
 }
 

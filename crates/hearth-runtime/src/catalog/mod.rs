@@ -52,7 +52,6 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The default model.
     pub fn default_model(&self) -> &ModelRef {
         &self.default
     }

@@ -28,7 +28,6 @@ use super::dto::Conversation;
 /// its history (else the thread's stored history is).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Placement {
-    /// The thread key.
     pub thread_key: String,
     /// The request's messages are the run's history.
     pub supplied: bool,

@@ -91,7 +91,6 @@ pub async fn list_channels(
 pub struct PairingDto {
     /// The code to approve.
     pub code: String,
-    /// The channel.
     pub channel: String,
     /// Who asked.
     pub user_key: String,
@@ -144,7 +143,6 @@ pub async fn list_pairings(
 /// `POST /v1/pairings/{code}/approve`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Approved {
-    /// The channel.
     pub channel: String,
     /// The user now let in.
     pub user_key: String,
@@ -180,7 +178,6 @@ pub async fn approve_pairing(
 /// `POST /v1/pairings/{code}/deny`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Denied {
-    /// The channel.
     pub channel: String,
     /// The user refused.
     pub user_key: String,
@@ -260,7 +257,6 @@ pub async fn list_allowed(
 /// `DELETE /v1/channels/{name}/allowed/{user_key}`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RemovedDto {
-    /// The channel.
     pub channel: String,
     /// The user no longer let in.
     pub user_key: String,
@@ -321,9 +317,7 @@ pub enum OutboxStatusName {
 /// One outbox item (never its text).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OutboxDto {
-    /// Id.
     pub id: i64,
-    /// The channel.
     pub channel: String,
     /// The platform conversation id.
     pub target: String,

@@ -41,7 +41,6 @@ pub async fn a_run_awaiting_confirmation_keeps_its_status_when_claimed<
     assert_eq!(taken.lease_owner.as_deref(), Some("node-b"));
 }
 
-/// Resolving a confirmation stores its audit event only when it resolves.
 pub async fn resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves<
     S: ConfirmationStore + RunStore + GrantStore,
 >(

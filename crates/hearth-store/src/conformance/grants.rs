@@ -3,7 +3,6 @@
 use super::fixtures::{event, grant, strings};
 use crate::grants::GrantStore;
 
-/// Add grant is idempotent and keeps the first.
 pub async fn add_grant_is_idempotent_and_keeps_the_first<S: GrantStore>(store: S) {
     let first = grant("user:u1", "web.fetch", "global");
     assert!(store.add_grant(first.clone()).await.unwrap());
@@ -14,7 +13,6 @@ pub async fn add_grant_is_idempotent_and_keeps_the_first<S: GrantStore>(store: S
     assert_eq!(store.list_grants(None).await.unwrap(), vec![first]);
 }
 
-/// Remove grant reports whether it existed.
 pub async fn remove_grant_reports_whether_it_existed<S: GrantStore>(store: S) {
     store
         .add_grant(grant("user:u1", "web.fetch", "global"))
@@ -42,7 +40,6 @@ pub async fn remove_grant_reports_whether_it_existed<S: GrantStore>(store: S) {
     assert!(store.list_grants(None).await.unwrap().is_empty());
 }
 
-/// List grants filters by scope and sorts.
 pub async fn list_grants_filters_by_scope_and_sorts<S: GrantStore>(store: S) {
     for g in [
         grant("user:u2", "web.fetch", "global"),
@@ -83,7 +80,6 @@ pub async fn list_grants_filters_by_scope_and_sorts<S: GrantStore>(store: S) {
     );
 }
 
-/// Grants for matches any subject in any scope.
 pub async fn grants_for_matches_any_subject_in_any_scope<S: GrantStore>(store: S) {
     for g in [
         grant("user:u1", "web.fetch", "global"),
@@ -149,7 +145,6 @@ pub async fn grants_for_matches_any_subject_in_any_scope<S: GrantStore>(store: S
     );
 }
 
-/// Audit is newest first with default and cap.
 pub async fn audit_is_newest_first_with_default_and_cap<S: GrantStore>(store: S) {
     assert!(store.list_audit(0).await.unwrap().is_empty());
 
@@ -182,7 +177,6 @@ pub async fn audit_is_newest_first_with_default_and_cap<S: GrantStore>(store: S)
     assert_eq!(two, all[..2].to_vec());
 }
 
-/// Audit limit defaults to 100 and caps at 1000.
 pub async fn audit_limit_defaults_to_100_and_caps_at_1000<S: GrantStore>(store: S) {
     for i in 0..1005 {
         store
@@ -197,7 +191,6 @@ pub async fn audit_limit_defaults_to_100_and_caps_at_1000<S: GrantStore>(store: 
     assert_eq!(capped[999].at, 5);
 }
 
-/// Audited grant changes write the event only when something changed.
 pub async fn audited_grant_changes_write_the_event_only_when_something_changed<S: GrantStore>(
     store: S,
 ) {

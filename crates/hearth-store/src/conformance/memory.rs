@@ -6,7 +6,6 @@ use crate::grants::GrantStore;
 use crate::memory::MemoryStore;
 use crate::retention::{RetentionCutoffs, RetentionStore};
 
-/// Search ranks by relevance and returns sources.
 pub async fn search_ranks_by_relevance_and_returns_sources<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
@@ -48,7 +47,6 @@ pub async fn search_ranks_by_relevance_and_returns_sources<
     assert!(found(&store, &scope("u", None), "coffee").await.is_empty());
 }
 
-/// Saving the same text again returns the first memory.
 pub async fn saving_the_same_text_again_returns_the_first_memory<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
@@ -81,7 +79,6 @@ pub async fn saving_the_same_text_again_returns_the_first_memory<
     assert_eq!(store.export_user_memories("u").await.unwrap().len(), 2);
 }
 
-/// Reads see only the users own and this threads memories.
 pub async fn reads_see_only_the_users_own_and_this_threads_memories<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
@@ -140,7 +137,6 @@ pub async fn reads_see_only_the_users_own_and_this_threads_memories<
     );
 }
 
-/// Hostile queries never error.
 pub async fn hostile_queries_never_error<S: MemoryStore + GrantStore + RetentionStore>(store: S) {
     save(&store, "u", None, "NEAR the river, a star * shines").await;
     for q in [
@@ -179,7 +175,6 @@ pub async fn hostile_queries_never_error<S: MemoryStore + GrantStore + Retention
     assert_eq!(store.export_user_memories("u").await.unwrap().len(), 1);
 }
 
-/// Forget removes only the users own memory.
 pub async fn forget_removes_only_the_users_own_memory<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
@@ -193,7 +188,6 @@ pub async fn forget_removes_only_the_users_own_memory<
     assert!(found(&store, &scope("u", None), "plan").await.is_empty());
 }
 
-/// Purge deletes memories unused since the cutoff.
 pub async fn purge_deletes_memories_unused_since_the_cutoff<
     S: MemoryStore + GrantStore + RetentionStore,
 >(
@@ -254,7 +248,6 @@ pub async fn purge_deletes_memories_unused_since_the_cutoff<
     assert!(store.export_user_memories("u").await.unwrap().is_empty());
 }
 
-/// Deleting a users memories stores its audit event in the same write.
 pub async fn deleting_a_users_memories_stores_its_audit_event_in_the_same_write<
     S: MemoryStore + GrantStore + RetentionStore,
 >(

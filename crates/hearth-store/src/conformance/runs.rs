@@ -14,7 +14,6 @@ pub async fn a_fresh_store_answers_a_ping<S: crate::Store>(store: S) {
     store.ping().await.unwrap();
 }
 
-/// Create then get round trips.
 pub async fn create_then_get_round_trips<S: RunStore + ThreadStore>(store: S) {
     let run = created(&store, "run_1", "t1").await;
     assert_eq!(run.status, RunStatus::Queued);
@@ -189,7 +188,6 @@ pub async fn run_stats_aggregate_one_scopes_runs_in_the_window<S: RunStore + Thr
     assert_eq!(empty, crate::records::RunStats::default());
 }
 
-/// Concurrent identical requests create one run.
 pub async fn concurrent_identical_requests_create_one_run<S: RunStore + ThreadStore>(store: S) {
     let store = Arc::new(store);
     let mut tasks = tokio::task::JoinSet::new();
@@ -231,7 +229,6 @@ pub async fn concurrent_identical_requests_create_one_run<S: RunStore + ThreadSt
     assert!(matches!(other, CreateRunOutcome::Created(ref r) if r.run_id == "run_other"));
 }
 
-/// Finish run is atomic and happens once.
 pub async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
     store
@@ -275,7 +272,6 @@ pub async fn finish_run_is_atomic_and_happens_once<S: RunStore + ThreadStore>(st
     );
 }
 
-/// Steps upsert by index.
 pub async fn steps_upsert_by_index<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
     store
@@ -297,7 +293,6 @@ pub async fn steps_upsert_by_index<S: RunStore + ThreadStore>(store: S) {
     assert_eq!(steps[1], done);
 }
 
-/// List runs filters newest first.
 pub async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S) {
     for i in 0..6 {
         created(
@@ -346,7 +341,6 @@ pub async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S)
     );
 }
 
-/// Steers are stored in order and follow ups commit with the finish.
 pub async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
     S: RunStore + ThreadStore,
 >(
@@ -376,7 +370,6 @@ pub async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
     assert!(store.get_run("run_follow_2").await.unwrap().is_none());
 }
 
-/// Of concurrent claims exactly one wins.
 pub async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(store: S) {
     let store = Arc::new(store);
     created(store.as_ref(), "run_1", "t1").await;
@@ -403,7 +396,6 @@ pub async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(st
     assert_eq!(stored.lease_until, Some(10_000));
 }
 
-/// Claims respect terminal runs and live leases.
 pub async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
     created(&store, "run_2", "t1").await;
@@ -511,7 +503,6 @@ pub async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadSt
     );
 }
 
-/// Renew leases extends only the named runs of the owner.
 pub async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore + ThreadStore>(
     store: S,
 ) {
@@ -545,7 +536,6 @@ pub async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore +
     assert_eq!(leases, [Some(500), Some(100), Some(100), None]);
 }
 
-/// Release foreign leases frees only other owners unfinished runs.
 pub async fn release_foreign_leases_frees_only_other_owners_unfinished_runs<
     S: RunStore + ThreadStore,
 >(

@@ -3,7 +3,6 @@
 use crate::records::SecretInfo;
 use crate::secret_store::SecretStore;
 
-/// Secrets are upserted listed without values and deleted.
 pub async fn secrets_are_upserted_listed_without_values_and_deleted<S: SecretStore>(store: S) {
     assert!(store.list_secrets().await.unwrap().is_empty());
     assert_eq!(store.get_secret("openai").await.unwrap(), None);

@@ -7,7 +7,6 @@ use crate::records::NewSession;
 use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
-/// History is oldest first and limited.
 pub async fn history_is_oldest_first_and_limited<S: ThreadStore + RunStore>(store: S) {
     for i in 0..5 {
         let id = format!("run_{i}");
@@ -49,7 +48,6 @@ pub async fn history_is_oldest_first_and_limited<S: ThreadStore + RunStore>(stor
     assert_eq!(full[0].content.len(), 2);
 }
 
-/// Thread state defaults updates and clear.
 pub async fn thread_state_defaults_updates_and_clear<S: ThreadStore + RunStore>(store: S) {
     let state = store.thread_state("t1").await.unwrap();
     assert_eq!(
@@ -89,7 +87,6 @@ pub async fn thread_state_defaults_updates_and_clear<S: ThreadStore + RunStore>(
     assert!(store.thread_history("t1", 10).await.unwrap().is_empty());
 }
 
-/// New session cancels the run and clears history together.
 pub async fn new_session_cancels_the_run_and_clears_history_together<S: ThreadStore + RunStore>(
     store: S,
 ) {

@@ -3,7 +3,6 @@
 use crate::records::NewToken;
 use crate::tokens::TokenStore;
 
-/// Tokens lifecycle.
 pub async fn tokens_lifecycle<S: TokenStore>(store: S) {
     for (i, id) in ["tok_a", "tok_b"].into_iter().enumerate() {
         let token = NewToken {
