@@ -3,7 +3,10 @@
 use hearth_core::{Message, Timestamp, now_ms};
 use rusqlite::params;
 
+use std::sync::Arc;
+
 use super::SqliteStore;
+use super::context_cache::InvalidateOnDrop;
 use super::db::Db;
 use super::rows::{self, col, count, to_json};
 use crate::error::{Result, StoreError};
@@ -194,8 +197,13 @@ impl ThreadStore for SqliteStore {
 
     async fn clear_thread_history(&self, thread_key: &str) -> Result<()> {
         let thread_key = thread_key.to_owned();
-        self.write(move |db| clear_thread_history(db, &thread_key))
-            .await
+        let cache = InvalidateOnDrop(Arc::clone(&self.inner.contexts));
+        self.write(move |db| {
+            clear_thread_history(db, &thread_key)?;
+            Ok(cache)
+        })
+        .await
+        .map(drop)
     }
 
     async fn new_session(
@@ -205,7 +213,9 @@ impl ThreadStore for SqliteStore {
         at: Timestamp,
     ) -> Result<NewSession> {
         let (thread_key, run) = (thread_key.to_owned(), cancelled_run.map(str::to_owned));
-        self.write(move |db| new_session(db, &thread_key, run.as_deref(), at))
+        let cache = InvalidateOnDrop(Arc::clone(&self.inner.contexts));
+        self.write(move |db| Ok((new_session(db, &thread_key, run.as_deref(), at)?, cache)))
             .await
+            .map(|(session, _)| session)
     }
 }
