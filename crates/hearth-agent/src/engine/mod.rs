@@ -16,6 +16,7 @@ use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
 mod call;
 mod compact;
 mod confirm_gate;
+mod offered;
 mod run_io;
 mod supplied;
 mod tools;
@@ -74,6 +75,8 @@ pub struct Engine {
     summaries: supplied::SummaryCache,
     /// Sent as each call's max tokens; `None` leaves the provider's default.
     max_output_tokens: Option<u32>,
+    /// Tool lists offered lately, shared by the runs that offer the same.
+    offered: offered::OfferedLists,
 }
 
 /// Which write-class calls need the user's confirmation.
@@ -136,7 +139,7 @@ fn llm_failure(e: &LlmError) -> Stop {
 /// The state of one run in progress.
 struct Progress {
     /// Tools the run's user may use, offered to the model.
-    offered: Vec<hearth_core::ToolSpec>,
+    offered: Arc<[hearth_core::ToolSpec]>,
     /// Stored steers not shown to the model yet (after a crash), by id.
     pending_steer: Vec<(i64, String)>,
     /// Steer ids already shown to the model.
@@ -191,6 +194,7 @@ impl Engine {
             budget: None,
             summaries: supplied::SummaryCache::default(),
             max_output_tokens: None,
+            offered: offered::OfferedLists::default(),
         }
     }
 
