@@ -28,8 +28,11 @@ impl Engine {
         sink: &dyn EventSink,
         p: &mut Progress,
     ) -> Result<(AssistantTurn, ModelRef), Stop> {
-        let mut messages = Vec::with_capacity(p.history.len() + p.scratch.len());
-        messages.extend_from_slice(&p.history);
+        // The history is lent to the request and taken back after the call,
+        // rather than copied for every call: a long thread's history is most
+        // of what a request holds.
+        let history_len = p.history.len();
+        let mut messages = std::mem::take(&mut p.history);
         messages.extend_from_slice(&p.scratch);
         let mut request = ChatRequest {
             model: String::new(),
@@ -39,7 +42,11 @@ impl Engine {
             thinking: ThinkingLevel::Off,
             max_output_tokens: self.max_output_tokens,
         };
-        self.call_candidates(input, sink, p, &mut request).await
+        let outcome = self.call_candidates(input, sink, p, &mut request).await;
+        let mut history = std::mem::take(&mut request.messages);
+        history.truncate(history_len);
+        p.history = history;
+        outcome
     }
 
     /// `call_model` with the request holding the run's messages.
