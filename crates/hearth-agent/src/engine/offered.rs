@@ -12,13 +12,16 @@ use hearth_tools::Tool;
 /// Lists kept: one per channel and permission level in use is plenty.
 const LISTS: usize = 8;
 
+/// The tools a list was built from, and the list.
+type Entry = (Vec<Arc<dyn Tool>>, Arc<[ToolSpec]>);
+
 /// Recently offered tool lists, newest last, each with the tools it was
 /// built from. Holding the tools keeps their addresses from being reused, so
 /// comparing addresses is comparing tools: an MCP server whose tool list
 /// changed brings new tool objects, hence a new list.
 #[derive(Default)]
 pub(super) struct OfferedLists {
-    lists: Mutex<Vec<(Vec<Arc<dyn Tool>>, Arc<[ToolSpec]>)>>,
+    lists: Mutex<Vec<Entry>>,
 }
 
 impl OfferedLists {
