@@ -109,3 +109,20 @@ async fn many_threads_stay_within_the_bound_and_stay_right() {
         assert_eq!(texts(&ctx.messages), ["u0", "a0", "u1", "a1"]);
     }
 }
+
+#[tokio::test]
+async fn a_run_reads_the_settings_without_counting_the_messages() {
+    let (_dir, store) = store();
+    said(&store, "t1", 0, 3).await;
+    store.set_thread_model("t1", Some("p/m")).await.unwrap();
+    store.set_thread_thinking("t1", "high").await.unwrap();
+    let counted = store.thread_state("t1").await.unwrap();
+    assert_eq!(counted.message_count, 6);
+    let settings = store.thread_settings("t1").await.unwrap();
+    assert_eq!(settings.message_count, 0, "not counted");
+    assert_eq!(settings.model.as_deref(), Some("p/m"));
+    assert_eq!(settings.thinking, "high");
+    assert_eq!(settings.incognito, counted.incognito);
+    let unknown = store.thread_settings("t9").await.unwrap();
+    assert_eq!((unknown.model, unknown.thinking.as_str()), (None, "off"));
+}

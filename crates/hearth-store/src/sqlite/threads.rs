@@ -133,13 +133,17 @@ fn thread_history(db: &mut Db<'_>, thread_key: &str, limit: u32) -> Result<Vec<M
     Ok(out)
 }
 
-fn thread_state(db: &mut Db<'_>, thread_key: &str) -> Result<ThreadState> {
+fn thread_state(db: &mut Db<'_>, thread_key: &str, counted: bool) -> Result<ThreadState> {
     // One statement, so the settings and the count come from one snapshot.
-    let stmt = db.stmt(
+    // Counting walks every message of the thread: a run does without it.
+    let stmt = db.stmt(if counted {
         "SELECT t.model, t.thinking, t.incognito, \
          (SELECT count(*) FROM messages WHERE thread_key = ?1) \
-         FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1",
-    )?;
+         FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1"
+    } else {
+        "SELECT t.model, t.thinking, t.incognito, 0 \
+         FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1"
+    })?;
     let mut found = stmt.query(params![thread_key])?;
     let Some(row) = found.next()? else {
         return Err(StoreError::Corrupt(
@@ -167,7 +171,14 @@ impl ThreadStore for SqliteStore {
 
     async fn thread_state(&self, thread_key: &str) -> Result<ThreadState> {
         let thread_key = thread_key.to_owned();
-        self.read(move |db| thread_state(db, &thread_key)).await
+        self.read(move |db| thread_state(db, &thread_key, true))
+            .await
+    }
+
+    async fn thread_settings(&self, thread_key: &str) -> Result<ThreadState> {
+        let thread_key = thread_key.to_owned();
+        self.read(move |db| thread_state(db, &thread_key, false))
+            .await
     }
 
     async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()> {
