@@ -69,6 +69,15 @@ pub trait HistoryStore: Send + Sync + 'static {
     /// in one read.
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext>;
 
+    /// Hands back the messages and ids of the last `thread_context` of the
+    /// thread, unchanged (or after a summary replaced a prefix of them), once a run is done with
+    /// them: a store that caches contexts keeps them, so the thread's next
+    /// read only adds the messages stored since, without copying or decoding
+    /// the rest again. Others drop them.
+    fn keep_context(&self, thread_key: &str, messages: Vec<Message>, ids: Vec<i64>) {
+        let _ = (thread_key, messages, ids);
+    }
+
     /// Stores a summary that replaces the thread's messages up to id
     /// `covers_to` (and any older summary); returns its id.
     async fn append_summary(

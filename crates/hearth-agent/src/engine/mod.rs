@@ -150,6 +150,9 @@ struct Progress {
     history_ids: Vec<i64>,
     /// Estimated tokens of `history`, kept current as it is compacted.
     history_tokens: usize,
+    /// `history` is the store's context of the thread as read (see
+    /// `Loaded::as_read`): it is handed back to the store at the end.
+    history_as_read: bool,
     /// The summary that replaces the turns before `history`, if any.
     summary: Option<String>,
     /// For a history the client supplied: its prefixes' hashes, under which
@@ -436,6 +439,14 @@ impl Engine {
             }
             if !has_calls && p.pending_steer.is_empty() {
                 let text = turn.message.joined_text();
+                if p.history_as_read && p.history.len() == p.history_ids.len() {
+                    // The thread's next run starts from it instead of a copy.
+                    self.store.keep_context(
+                        &input.thread_key,
+                        std::mem::take(&mut p.history),
+                        std::mem::take(&mut p.history_ids),
+                    );
+                }
                 return Ok((text, p.scratch, vec![step], p.seen_steer));
             }
             input.journal(&self.store).put_step(step).await?;
@@ -466,6 +477,7 @@ impl Engine {
             history_tokens: crate::compaction::estimate_messages(&loaded.history),
             history: loaded.history,
             history_ids: loaded.ids,
+            history_as_read: loaded.as_read,
             summary: loaded.summary,
             supplied: loaded.supplied,
             tools_size: None,

@@ -8,6 +8,10 @@
 //! prefix; so a cached context stays right as long as no deletion happened and
 //! the newest summary is the same, and the next read only decodes the rows
 //! added since. Deletions bump `epoch` once committed, which drops every entry.
+//!
+//! A read moves the cached messages out to the caller (no copy) and notes
+//! what they were read under; the run hands them back when it is done
+//! (`HistoryStore::keep_context`), and they are cached again under that note.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -38,6 +42,9 @@ pub(crate) struct Cached {
 pub(crate) struct ContextCache {
     epoch: AtomicU64,
     entries: Mutex<VecDeque<(String, Cached)>>,
+    /// Contexts out with their readers: the thread, the epoch and summary
+    /// they were read under.
+    lent: Mutex<VecDeque<(String, u64, Option<i64>)>>,
     /// Rows decoded by reads, for tests.
     #[cfg(test)]
     pub decoded: AtomicU64,
@@ -54,6 +61,10 @@ impl ContextCache {
     pub fn invalidate(&self) {
         self.epoch.fetch_add(1, Ordering::AcqRel);
         self.lock().clear();
+        self.lent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 
     /// Takes the thread's cached context out, if it was read in `epoch`
@@ -68,7 +79,7 @@ impl ContextCache {
 
     /// Keeps `cached` as the thread's context unless a deletion committed
     /// since it was read, or it is empty (a new thread: nothing to save).
-    pub fn put(&self, thread_key: &str, cached: Cached) {
+    fn put(&self, thread_key: &str, cached: Cached) {
         if cached.messages.is_empty() || cached.messages.len() > MESSAGES {
             return;
         }
@@ -86,6 +97,42 @@ impl ContextCache {
             total -= old.messages.len();
         }
         entries.push_back((thread_key.to_owned(), cached));
+    }
+
+    /// Notes that `thread_key`'s context was read in `epoch` after the
+    /// summary `summary_id` and handed out.
+    pub fn lend(&self, thread_key: &str, epoch: u64, summary_id: Option<i64>) {
+        let mut lent = self.lent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        lent.retain(|(k, _, _)| k != thread_key);
+        if lent.len() >= THREADS * 4 {
+            lent.pop_front();
+        }
+        lent.push_back((thread_key.to_owned(), epoch, summary_id));
+    }
+
+    /// Caches the context a reader hands back, under what it was read with
+    /// (refused when it was not lent, or a deletion committed since).
+    pub fn give_back(&self, thread_key: &str, messages: Vec<hearth_core::Message>, ids: Vec<i64>) {
+        let note = {
+            let mut lent = self.lent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let at = lent.iter().position(|(k, _, _)| k == thread_key);
+            at.and_then(|at| lent.remove(at))
+        };
+        let Some((_, epoch, summary_id)) = note else {
+            return;
+        };
+        if messages.len() != ids.len() || !ids.windows(2).all(|w| w[0] < w[1]) {
+            return;
+        }
+        self.put(
+            thread_key,
+            Cached {
+                epoch,
+                summary_id,
+                messages,
+                ids,
+            },
+        );
     }
 
     /// Counts rows decoded by a read (tests only).

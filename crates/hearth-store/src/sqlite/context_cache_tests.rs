@@ -46,6 +46,9 @@ async fn a_thread_that_keeps_talking_decodes_only_its_new_messages() {
     let first = store.thread_context("t1").await.unwrap();
     assert_eq!(first.messages.len(), 100);
     assert_eq!(decoded(&store), 100);
+    // The run hands its context back when it is done with it.
+    let (first_ids, first_len) = (first.ids.clone(), first.messages.len());
+    store.keep_context("t1", first.messages, first.ids);
     said(&store, "t1", 50, 1).await;
     let next = store.thread_context("t1").await.unwrap();
     assert_eq!(
@@ -56,7 +59,25 @@ async fn a_thread_that_keeps_talking_decodes_only_its_new_messages() {
     assert_eq!(next.messages.len(), 102);
     assert_eq!(texts(&next.messages[100..]), ["u50", "a50"]);
     assert!(next.ids.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(next.ids[..100], first.ids[..]);
+    assert_eq!(next.ids[..first_len], first_ids[..]);
+    // Not handed back: the next read decodes it all again, and is as right.
+    let again = store.thread_context("t1").await.unwrap();
+    assert_eq!(decoded(&store), 204);
+    assert_eq!(again, next);
+}
+
+#[tokio::test]
+async fn a_context_handed_back_after_a_deletion_is_not_kept() {
+    let (_dir, store) = store();
+    said(&store, "t1", 0, 2).await;
+    let ctx = store.thread_context("t1").await.unwrap();
+    store.clear_thread_history("t1").await.unwrap();
+    store.keep_context("t1", ctx.messages, ctx.ids);
+    assert!(store.thread_context("t1").await.unwrap().messages.is_empty());
+    // Handed back without having been read: ignored.
+    let stray = vec![Message::text(Role::User, "never stored")];
+    store.keep_context("t2", stray, vec![1]);
+    assert!(store.thread_context("t2").await.unwrap().messages.is_empty());
 }
 
 #[tokio::test]
@@ -66,7 +87,9 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
     said(&store, "t2", 0, 2).await;
     let ctx = store.thread_context("t1").await.unwrap();
     assert_eq!(ctx.messages.len(), 6);
-    store.thread_context("t2").await.unwrap();
+    store.keep_context("t1", ctx.messages.clone(), ctx.ids.clone());
+    let t2 = store.thread_context("t2").await.unwrap();
+    store.keep_context("t2", t2.messages, t2.ids);
 
     // Compaction: the summary hides what it covers.
     store
@@ -76,6 +99,7 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
     let ctx = store.thread_context("t1").await.unwrap();
     assert_eq!(ctx.summary.unwrap().text, "s1");
     assert_eq!(texts(&ctx.messages), ["u2", "a2"]);
+    store.keep_context("t1", ctx.messages, ctx.ids);
 
     // Clearing the history empties the context, also after new messages.
     store.clear_thread_history("t1").await.unwrap();
@@ -101,12 +125,14 @@ async fn many_threads_stay_within_the_bound_and_stay_right() {
     let (_dir, store) = store();
     for t in 0..40 {
         said(&store, &format!("t{t}"), 0, 2).await;
-        store.thread_context(&format!("t{t}")).await.unwrap();
+        let ctx = store.thread_context(&format!("t{t}")).await.unwrap();
+        store.keep_context(&format!("t{t}"), ctx.messages, ctx.ids);
     }
     assert!(store.inner.contexts.len() <= 16);
     for t in 0..40 {
         let ctx = store.thread_context(&format!("t{t}")).await.unwrap();
         assert_eq!(texts(&ctx.messages), ["u0", "a0", "u1", "a1"]);
+        store.keep_context(&format!("t{t}"), ctx.messages, ctx.ids);
     }
 }
 

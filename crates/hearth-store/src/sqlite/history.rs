@@ -4,7 +4,7 @@ use hearth_core::{Content, Timestamp};
 use rusqlite::params;
 
 use super::SqliteStore;
-use super::context_cache::{Cached, ContextCache};
+use super::context_cache::ContextCache;
 use super::db::Db;
 use super::rows::{self, col, to_json};
 use crate::error::{Result, StoreError};
@@ -76,15 +76,8 @@ fn thread_context(
         ids.push(col(row, 2)?);
     }
     cache.count_decoded(messages.len() - before);
-    cache.put(
-        thread_key,
-        Cached {
-            epoch,
-            summary_id,
-            messages: messages.clone(),
-            ids: ids.clone(),
-        },
-    );
+    // Handed out, not copied: the run gives them back (`keep_context`).
+    cache.lend(thread_key, epoch, summary_id);
     Ok(ThreadContext {
         summary,
         messages,
@@ -188,6 +181,10 @@ impl HistoryStore for SqliteStore {
         let cache = std::sync::Arc::clone(&self.inner.contexts);
         self.read(move |db| thread_context(db, &cache, &thread_key))
             .await
+    }
+
+    fn keep_context(&self, thread_key: &str, messages: Vec<hearth_core::Message>, ids: Vec<i64>) {
+        self.inner.contexts.give_back(thread_key, messages, ids);
     }
 
     async fn append_summary(
