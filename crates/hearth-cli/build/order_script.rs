@@ -13,7 +13,10 @@ pub fn linker_script(names: &str) -> String {
     for name in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
         let pattern = pattern(name);
         // A name with characters a script cannot hold is left to the exact order.
-        if pattern.chars().any(|c| c.is_whitespace() || "()\"{};,".contains(c)) {
+        if pattern
+            .chars()
+            .any(|c| c.is_whitespace() || "()\"{};,".contains(c))
+        {
             continue;
         }
         if seen.insert(pattern.clone()) {

@@ -30,7 +30,10 @@ fn the_release_profile_leaves_stripping_to_the_link() {
          then matches nothing in the shipped binary"
     );
     let build = include_str!("../build.rs");
-    assert!(build.contains("-Wl,--strip-all"), "build.rs strips the binary");
+    assert!(
+        build.contains("-Wl,--strip-all"),
+        "build.rs strips the binary"
+    );
 }
 
 #[test]
@@ -65,5 +68,8 @@ fn the_script_lists_every_traced_function_before_text() {
         let p = format!("      .text.{}\n", pattern(name));
         assert!(script.contains(&p), "{name} is in the script as {p}");
     }
-    assert!(!script.contains("17h0") && !script.contains("17ha"), "no hash left");
+    assert!(
+        !script.contains("17h0") && !script.contains("17ha"),
+        "no hash left"
+    );
 }

@@ -267,7 +267,8 @@ async fn request_shape_tools_schema_and_thinking() {
         name: "now".into(),
         description: "time".into(),
         parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
-    }].into();
+    }]
+    .into();
     turn(&p, &req).await.unwrap();
     let body = fake.requests().pop().unwrap();
     assert_eq!(

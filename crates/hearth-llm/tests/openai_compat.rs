@@ -121,11 +121,16 @@ async fn one_tool_call() {
         r#"{"path":"/tmp/notes.txt"}"#,
     )]));
     let mut req = request("read it");
-    req.tools = [req.tools.to_vec(), vec![ToolSpec {
-        name: "read_file".into(),
-        description: "Reads a file".into(),
-        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    }]].concat().into();
+    req.tools = [
+        req.tools.to_vec(),
+        vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Reads a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+    ]
+    .concat()
+    .into();
     let t = turn(&provider(&fake), &req).await.unwrap();
     assert_eq!(t.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(

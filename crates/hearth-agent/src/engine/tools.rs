@@ -87,7 +87,8 @@ impl Engine {
         input: &RunInput,
     ) -> Result<Arc<[hearth_core::ToolSpec]>, Stop> {
         let channel = channel_of(&input.thread_key);
-        let on_channel: Vec<Arc<dyn hearth_tools::Tool>> = self.tools.for_channel(channel).collect();
+        let on_channel: Vec<Arc<dyn hearth_tools::Tool>> =
+            self.tools.for_channel(channel).collect();
         let needs_grants = on_channel.iter().any(|t| {
             t.capability().is_some_and(|cap| {
                 !self.policy.is_admin(&input.user_key) && !self.policy.default_preset.contains(cap)

@@ -488,7 +488,8 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             },
-        ].into();
+        ]
+        .into();
         let v = serde_json::to_value(WireRequest::from_request(&r, "p", 10)).unwrap();
         assert_eq!(
             v["messages"],

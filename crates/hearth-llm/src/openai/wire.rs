@@ -434,7 +434,8 @@ mod tests {
             name: "t".into(),
             description: "d".into(),
             parameters: json!({"type": "object"}),
-        }].into();
+        }]
+        .into();
         let v = serde_json::to_value(WireRequest::from_request(&r, "p")).unwrap();
         assert_eq!(
             v,

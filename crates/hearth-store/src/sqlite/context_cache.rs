@@ -14,8 +14,8 @@
 //! (`HistoryStore::keep_context`), and they are cached again under that note.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use hearth_core::Message;
 
@@ -102,7 +102,10 @@ impl ContextCache {
     /// Notes that `thread_key`'s context was read in `epoch` after the
     /// summary `summary_id` and handed out.
     pub fn lend(&self, thread_key: &str, epoch: u64, summary_id: Option<i64>) {
-        let mut lent = self.lent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut lent = self
+            .lent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         lent.retain(|(k, _, _)| k != thread_key);
         if lent.len() >= THREADS * 4 {
             lent.pop_front();
@@ -114,7 +117,10 @@ impl ContextCache {
     /// (refused when it was not lent, or a deletion committed since).
     pub fn give_back(&self, thread_key: &str, messages: Vec<hearth_core::Message>, ids: Vec<i64>) {
         let note = {
-            let mut lent = self.lent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut lent = self
+                .lent
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let at = lent.iter().position(|(k, _, _)| k == thread_key);
             at.and_then(|at| lent.remove(at))
         };

@@ -1,8 +1,6 @@
 //! The thread-context cache: a thread that keeps talking decodes only its
 //! new messages, and what it returns is always what a full read would.
 
-#![expect(clippy::unwrap_used, reason = "tests")]
-
 use std::sync::atomic::Ordering;
 
 use hearth_core::{Message, Role};
@@ -73,11 +71,25 @@ async fn a_context_handed_back_after_a_deletion_is_not_kept() {
     let ctx = store.thread_context("t1").await.unwrap();
     store.clear_thread_history("t1").await.unwrap();
     store.keep_context("t1", ctx.messages, ctx.ids);
-    assert!(store.thread_context("t1").await.unwrap().messages.is_empty());
+    assert!(
+        store
+            .thread_context("t1")
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
     // Handed back without having been read: ignored.
     let stray = vec![Message::text(Role::User, "never stored")];
     store.keep_context("t2", stray, vec![1]);
-    assert!(store.thread_context("t2").await.unwrap().messages.is_empty());
+    assert!(
+        store
+            .thread_context("t2")
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -103,7 +115,14 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
 
     // Clearing the history empties the context, also after new messages.
     store.clear_thread_history("t1").await.unwrap();
-    assert!(store.thread_context("t1").await.unwrap().messages.is_empty());
+    assert!(
+        store
+            .thread_context("t1")
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
     said(&store, "t1", 3, 1).await;
     assert_eq!(
         texts(&store.thread_context("t1").await.unwrap().messages),
@@ -112,7 +131,14 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
 
     // A new session on another thread, whose context was cached.
     store.new_session("t2", None, 9).await.unwrap();
-    assert!(store.thread_context("t2").await.unwrap().messages.is_empty());
+    assert!(
+        store
+            .thread_context("t2")
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
+    );
     said(&store, "t2", 2, 1).await;
     assert_eq!(
         texts(&store.thread_context("t2").await.unwrap().messages),
