@@ -6,7 +6,9 @@
 # costs to see what a setting costs (BENCHMARKS.md, the router next to fixed).
 #
 # Usage: callgrind-per-run.sh BIN_DIR OUT_DIR [EXTRA_TOML] [N] [WARM]
-# BIN_DIR holds an unstripped release `hearth` and `fake-openai`; EXTRA_TOML is
+# BIN_DIR holds a release `hearth` built with its symbols
+# (`HEARTH_KEEP_SYMBOLS=1 cargo build --release -p hearth-cli`: same code and
+# layout as the shipped, stripped one) and `fake-openai`; EXTRA_TOML is
 # appended to hearth.toml with FAKE_URL replaced by the fake's address (pass ''
 # for none). WARM is the number of warm-up messages (20).
 # With ONE_THREAD=1 every message (warm-up included) goes to the same thread,
