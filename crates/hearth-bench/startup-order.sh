@@ -27,11 +27,12 @@ for _ in $(seq 50); do grep -q listening "$work/fake.out" && break; sleep 0.1; d
 fake_url=$(grep -o 'http://[^ ]*' "$work/fake.out")
 
 # Traces one start, three idle seconds, one request and `$3` messages (each
-# on a new thread) with `$1` as hearth.toml.
+# on a new thread) with `$1` as hearth.toml (none when empty: a first start,
+# which writes the home's files and logs at the default level).
 trace() {
   local home="$work/home-$2"
   mkdir -m 700 "$home"
-  printf '%b' "$1" > "$home/hearth.toml"
+  if [ -n "$1" ]; then printf '%b' "$1" > "$home/hearth.toml"; fi
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   HEARTH_HOME="$home" valgrind --tool=callgrind --demangle=no \
@@ -54,23 +55,25 @@ trace() {
   wait "$vg" || true
 }
 
-# An empty home, then one with a provider configured (most homes have one; its
+# A new home (the README's first start), an empty one, then one with a provider configured (most homes have one; its
 # client is built at start) and nothing listening at its address (start-up
 # does not call it), then one whose provider answers, sending messages: the
 # code of a run follows start-up's in the order, so a busy server touches
 # fewer pages too.
 provider='[log]\nlevel = "warn"\n[llm]\ndefault_model = "local/m"\n[llm.providers.local]\ntype = "openai_compat"\nmodels = ["m"]\n'
+trace '' new 0
 trace '[log]\nlevel = "warn"\n' empty 0
 trace "${provider}base_url = \"http://127.0.0.1:9/v1\"\n" provider 0
 trace "${provider}base_url = \"$fake_url\"\n" runs 20
 
-# Function names callgrind saw, first appearance first (the empty home's run,
+# Function names callgrind saw, first appearance first (the new home's run,
 # then what each other adds), kept when they are text symbols of the binary.
 nm --defined-only "$bin" | awk '$2 ~ /^[tTwW]$/ {print $3}' > "$work/syms"
 awk 'NR == FNR { sym[$0] = 1; next }
      match($0, /^c?fn=\([0-9]+\) /) {
        name = substr($0, RLENGTH + 1)
        if ((name in sym) && !(name in seen)) { seen[name] = 1; print name }
-     }' "$work/syms" "$work/cg-empty.out" "$work/cg-provider.out" "$work/cg-runs.out" \
+     }' "$work/syms" "$work/cg-new.out" "$work/cg-empty.out" "$work/cg-provider.out" \
+  "$work/cg-runs.out" \
   > crates/hearth-cli/startup-order.txt
 echo "startup-order.txt: $(wc -l < crates/hearth-cli/startup-order.txt) functions"
