@@ -174,7 +174,7 @@ pub fn summary_request(
         model: model.to_owned(),
         system: SUMMARY_INSTRUCTIONS.to_owned(),
         messages: vec![Message::text(Role::User, text)],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     }

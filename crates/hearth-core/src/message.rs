@@ -138,8 +138,9 @@ pub struct ChatRequest {
     pub system: String,
     /// The conversation so far, oldest first.
     pub messages: Vec<Message>,
-    /// Tools the model may call; empty for none.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call; empty for none. Shared: a run offers the
+    /// same list on every call, and most runs the same list as the last.
+    pub tools: std::sync::Arc<[ToolSpec]>,
     /// Requested reasoning effort.
     pub thinking: ThinkingLevel,
     /// Most tokens the answer may have (`[agent] max_output_tokens`);

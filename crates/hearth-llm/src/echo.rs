@@ -62,7 +62,7 @@ mod tests {
                 Message::text(Role::Assistant, "answer"),
                 Message::text(Role::User, "héllo wörld"),
             ],
-            tools: vec![],
+            tools: Default::default(),
             thinking: ThinkingLevel::Off,
             max_output_tokens: None,
         };

@@ -127,7 +127,7 @@ async fn one_tool_call_and_cache_control_on_last_tool() {
         r#"{"path":"/tmp/notes.txt"}"#,
     )]));
     let mut req = request("read it");
-    req.tools = vec![tool("list_dir"), tool("read_file")];
+    req.tools = vec![tool("list_dir"), tool("read_file")].into();
     let t = turn(&provider(&fake), &req).await.unwrap();
     assert_eq!(t.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
@@ -210,7 +210,7 @@ async fn thinking_is_signed_and_returned_only_to_its_provider() {
             .with_thinking("I should list the root directory.", "EqQBsig=="),
     );
     let mut req = request("what is in /?");
-    req.tools = vec![tool("ls")];
+    req.tools = vec![tool("ls")].into();
     req.thinking = ThinkingLevel::Medium;
     let evs = events(&p, &req).await.unwrap();
     let thinking_deltas = evs
@@ -630,7 +630,7 @@ async fn history_is_converted_with_alternation_and_merged_results() {
                 ],
             },
         ],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     };
@@ -691,7 +691,7 @@ async fn fake_flags_broken_requests() {
                 }],
             },
         ],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     };

@@ -165,7 +165,7 @@ async fn one_function_call_gets_a_generated_id() {
     )]));
     let p = provider(&fake);
     let mut req = request("read it");
-    req.tools = vec![tool("read_file")];
+    req.tools = vec![tool("read_file")].into();
     let t = turn(&p, &req).await.unwrap();
     let calls: Vec<_> = t.tool_calls().collect();
     assert_eq!(calls.len(), 1);
@@ -195,7 +195,7 @@ async fn two_parallel_calls_keep_their_order() {
     ]));
     let p = provider(&fake);
     let mut req = request("both");
-    req.tools = vec![tool("read_file"), tool("list_dir")];
+    req.tools = vec![tool("read_file"), tool("list_dir")].into();
     let evs = events(&p, &req).await.unwrap();
     let indices: Vec<u32> = evs
         .iter()
@@ -234,7 +234,7 @@ async fn request_shape_tools_schema_and_thinking() {
         (ThinkingLevel::High, 24576),
     ] {
         let mut req = request("go");
-        req.tools = vec![tool("read_file")];
+        req.tools = vec![tool("read_file")].into();
         req.thinking = level;
         turn(&p, &req).await.unwrap();
         let body = fake.requests().pop().unwrap();
@@ -271,7 +271,8 @@ async fn request_shape_tools_schema_and_thinking() {
         name: "now".into(),
         description: "time".into(),
         parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
-    }];
+    }]
+    .into();
     turn(&p, &req).await.unwrap();
     let body = fake.requests().pop().unwrap();
     assert_eq!(
@@ -283,7 +284,7 @@ async fn request_shape_tools_schema_and_thinking() {
 
 fn thinking_history(provider: &str, first_text: &str) -> ChatRequest {
     let mut req = request(first_text);
-    req.tools = vec![tool("read_file")];
+    req.tools = vec![tool("read_file")].into();
     req.messages.push(Message {
         role: Role::Assistant,
         content: vec![
@@ -319,7 +320,7 @@ async fn thought_and_signature_accumulate_and_go_back_to_the_same_provider_only(
     );
     let p = provider(&fake);
     let mut req = request("read a");
-    req.tools = vec![tool("read_file")];
+    req.tools = vec![tool("read_file")].into();
     req.thinking = ThinkingLevel::Medium;
     let evs = events(&p, &req).await.unwrap();
     assert!(
@@ -418,7 +419,7 @@ async fn history_with_tool_results_uses_function_names() {
         content: vec![result("call_0", "[1,2]")],
     });
     req.messages.push(Message::text(Role::User, "and now?"));
-    req.tools.push(tool("list_dir"));
+    req.tools = [req.tools.to_vec(), vec![tool("list_dir")]].concat().into();
     let t = turn(&p, &req).await.unwrap();
     assert_eq!(t.text(), "echo: and now?");
     let body = &fake.requests()[0];

@@ -16,7 +16,7 @@ pub fn request_for(model: &str, text: &str) -> ChatRequest {
         model: model.into(),
         system: SYSTEM.into(),
         messages: vec![Message::text(Role::User, text)],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     }

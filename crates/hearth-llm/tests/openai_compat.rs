@@ -126,11 +126,16 @@ async fn one_tool_call() {
         r#"{"path":"/tmp/notes.txt"}"#,
     )]));
     let mut req = request("read it");
-    req.tools.push(ToolSpec {
-        name: "read_file".into(),
-        description: "Reads a file".into(),
-        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    });
+    req.tools = [
+        req.tools.to_vec(),
+        vec![ToolSpec {
+            name: "read_file".into(),
+            description: "Reads a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+    ]
+    .concat()
+    .into();
     let t = turn(&provider(&fake), &req).await.unwrap();
     assert_eq!(t.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
@@ -589,7 +594,7 @@ async fn history_with_tool_calls_and_results_is_converted() {
                 ],
             },
         ],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: ThinkingLevel::Low,
         max_output_tokens: None,
     };
@@ -637,7 +642,7 @@ async fn fake_flags_orphan_tool_results() {
                 }],
             },
         ],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     };

@@ -146,7 +146,7 @@ async fn one_function_call() {
         r#"{"path":"/tmp/notes.txt"}"#,
     )]));
     let mut req = request("read it");
-    req.tools = vec![tool("list_dir"), tool("read_file")];
+    req.tools = vec![tool("list_dir"), tool("read_file")].into();
     let t = turn(&provider(&fake), &req).await.unwrap();
     assert_eq!(t.finish_reason, Some(FinishReason::ToolCalls));
     assert_eq!(
@@ -294,7 +294,7 @@ async fn reasoning_is_signed_and_returned_only_to_its_provider() {
             .with_reasoning("I should list the root directory.", "gAAAAABenc=="),
     );
     let mut req = request("what is in /?");
-    req.tools = vec![tool("ls")];
+    req.tools = vec![tool("ls")].into();
     req.thinking = ThinkingLevel::Medium;
     let evs = events(&p, &req).await.unwrap();
     let thinking_deltas = evs
@@ -799,7 +799,7 @@ async fn history_is_converted_to_input_items() {
                 ],
             },
         ],
-        tools: vec![tool("ls"), tool("du")],
+        tools: vec![tool("ls"), tool("du")].into(),
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     };
@@ -854,7 +854,7 @@ async fn fake_flags_broken_requests() {
                 }],
             },
         ],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: ThinkingLevel::Off,
         max_output_tokens: None,
     };

@@ -309,7 +309,8 @@ impl Runtime {
         thread_key: &str,
         model: Option<&str>,
     ) -> Result<Prepared, PrepareError> {
-        let state = self.inner.store.thread_state(thread_key).await?;
+        // Settings only: counting a long thread's messages is not needed here.
+        let state = self.inner.store.thread_settings(thread_key).await?;
         let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
         let pinned = model.is_some() || state.model.is_some();
         // A model named by the run or its thread always wins over the router.

@@ -5,7 +5,7 @@
 //! what is sent to a model (`covers_to`). Summaries build on the previous
 //! one, so the newest summary covers everything up to its boundary.
 
-use hearth_core::Timestamp;
+use hearth_core::{Message, Timestamp};
 
 use crate::error::Result;
 
@@ -19,6 +19,15 @@ pub trait HistoryStore: Send + Sync + 'static {
     /// The newest summary of a thread and the messages after its boundary,
     /// in one read.
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext>;
+
+    /// Hands back the messages and ids of the last `thread_context` of the
+    /// thread, unchanged (or after a summary replaced a prefix of them), once a run is done with
+    /// them: a store that caches contexts keeps them, so the thread's next
+    /// read only adds the messages stored since, without copying or decoding
+    /// the rest again. Others drop them.
+    fn keep_context(&self, thread_key: &str, messages: Vec<Message>, ids: Vec<i64>) {
+        let _ = (thread_key, messages, ids);
+    }
 
     /// Stores a summary that replaces the thread's messages up to id
     /// `covers_to` (and any older summary); returns its id.

@@ -14,6 +14,17 @@ pub trait ThreadStore: Send + Sync + 'static {
     /// A thread's runtime settings and message count (defaults when unknown).
     async fn thread_state(&self, thread_key: &str) -> Result<ThreadState>;
 
+    /// A thread's runtime settings without counting its messages
+    /// (`message_count` is 0): what a run reads before it starts, in a time
+    /// that does not grow with the thread.
+    async fn thread_settings(&self, thread_key: &str) -> Result<ThreadState> {
+        let state = self.thread_state(thread_key).await?;
+        Ok(ThreadState {
+            message_count: 0,
+            ..state
+        })
+    }
+
     /// Sets (or with `None` clears) a thread's model override.
     async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()>;
 

@@ -313,7 +313,7 @@ fn the_estimate_counts_the_text_and_the_answer() {
             hearth_core::Role::User,
             "y".repeat(384),
         )],
-        tools: Vec::new(),
+        tools: Default::default(),
         thinking: hearth_core::ThinkingLevel::Off,
         max_output_tokens: None,
     };

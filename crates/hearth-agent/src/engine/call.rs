@@ -28,17 +28,35 @@ impl Engine {
         sink: &dyn EventSink,
         p: &mut Progress,
     ) -> Result<(AssistantTurn, ModelRef), Stop> {
-        let mut messages = Vec::with_capacity(p.history.len() + p.scratch.len());
-        messages.extend_from_slice(&p.history);
+        // The history is lent to the request and taken back after the call,
+        // rather than copied for every call: a long thread's history is most
+        // of what a request holds.
+        let history_len = p.history.len();
+        let mut messages = std::mem::take(&mut p.history);
         messages.extend_from_slice(&p.scratch);
         let mut request = ChatRequest {
             model: String::new(),
             system: String::new(),
             messages,
-            tools: Vec::new(),
+            tools: std::sync::Arc::default(),
             thinking: ThinkingLevel::Off,
             max_output_tokens: self.max_output_tokens,
         };
+        let outcome = self.call_candidates(input, sink, p, &mut request).await;
+        let mut history = std::mem::take(&mut request.messages);
+        history.truncate(history_len);
+        p.history = history;
+        outcome
+    }
+
+    /// `call_model` with the request holding the run's messages.
+    async fn call_candidates(
+        &self,
+        input: &RunInput,
+        sink: &dyn EventSink,
+        p: &mut Progress,
+        request: &mut ChatRequest,
+    ) -> Result<(AssistantTurn, ModelRef), Stop> {
         let section = self.prompt_section(&input.text);
         // Worked out once per run, and only when a budget needs it.
         let tools_bytes = match &self.budget {
@@ -64,14 +82,14 @@ impl Engine {
             let mut attempt = 0;
             let mut waited = Duration::ZERO;
             loop {
-                self.shape_request(&mut request, with_tools, &p.offered, &section);
+                self.shape_request(request, with_tools, &p.offered, &section);
                 if let Some(summary) = &p.summary {
                     append_section(
                         &mut request.system,
                         &crate::compaction::summary_section(summary),
                     );
                 }
-                let hold = match self.reserve(input, model, &request, tools_bytes) {
+                let hold = match self.reserve(input, model, request, tools_bytes) {
                     Ok(hold) => hold,
                     Err(refusal) if input.pinned => return Err(budget_exceeded(&refusal)),
                     Err(refusal) => {
@@ -92,7 +110,7 @@ impl Engine {
                     },
                 );
                 let (outcome, emitted) = self
-                    .attempt(model, c.provider.as_ref(), &request, sink, hold.as_ref())
+                    .attempt(model, c.provider.as_ref(), request, sink, hold.as_ref())
                     .await;
                 call_ended(&p.calls);
                 if let Some(hold) = hold {
@@ -203,16 +221,16 @@ impl Engine {
         &self,
         request: &mut ChatRequest,
         with_tools: bool,
-        offered: &[hearth_core::ToolSpec],
+        offered: &std::sync::Arc<[hearth_core::ToolSpec]>,
         section: &str,
     ) {
         request.system.clear();
         request.system.push_str(&self.system_prompt);
         append_section(&mut request.system, section);
         if with_tools {
-            request.tools = offered.to_vec();
+            request.tools = std::sync::Arc::clone(offered);
         } else {
-            request.tools.clear();
+            request.tools = std::sync::Arc::default();
             request.system.push_str(PROMPT_ONLY_NOTE);
         }
     }

@@ -36,6 +36,9 @@ pub(super) struct Loaded {
     pub(super) summary: Option<String>,
     /// For a supplied history, the hashes its summaries are cached under.
     pub(super) supplied: Option<Prefixes>,
+    /// True when `history` and `ids` are the thread's context as the store
+    /// read it (nothing trimmed or added), so they can be handed back.
+    pub(super) as_read: bool,
 }
 
 impl Engine {
@@ -77,8 +80,10 @@ impl Engine {
                 ids: Vec::new(),
                 summary: None,
                 supplied: None,
+                as_read: false,
             });
         }
+        let mut as_read = from_thread && input.journal.is_none();
         let (mut history, mut ids, summary) = match supplied {
             Some(h) => (h, Vec::new(), None),
             None => {
@@ -101,12 +106,14 @@ impl Engine {
         if !ids.is_empty() {
             ids.drain(..first_user);
         }
+        as_read &= first_user == 0;
         if from_thread {
             return Ok(Loaded {
                 history,
                 ids,
                 summary,
                 supplied: None,
+                as_read,
             });
         }
         // A supplied history: its oldest turns may have been summarized for
@@ -129,6 +136,7 @@ impl Engine {
             ids,
             summary,
             supplied: Some(prefixes),
+            as_read: false,
         })
     }
 

@@ -158,6 +158,7 @@ impl Engine {
             history: Vec::new(),
             history_ids: Vec::new(),
             history_tokens: 0,
+            history_as_read: false,
             summary: None,
             supplied: None,
             tools_size: None,

@@ -17,6 +17,7 @@ mod call;
 mod compact;
 mod confirm_gate;
 mod direct;
+mod offered;
 mod run_io;
 mod supplied;
 mod tools;
@@ -76,6 +77,8 @@ pub struct Engine {
     summaries: supplied::SummaryCache,
     /// Sent as each call's max tokens; `None` leaves the provider's default.
     max_output_tokens: Option<u32>,
+    /// Tool lists offered lately, shared by the runs that offer the same.
+    offered: offered::OfferedLists,
 }
 
 /// Which write-class calls need the user's confirmation.
@@ -138,7 +141,7 @@ fn llm_failure(e: &LlmError) -> Stop {
 /// The state of one run in progress.
 struct Progress {
     /// Tools the run's user may use, offered to the model.
-    offered: Vec<hearth_core::ToolSpec>,
+    offered: Arc<[hearth_core::ToolSpec]>,
     /// Stored steers not shown to the model yet (after a crash), by id.
     pending_steer: Vec<(i64, String)>,
     /// Steer ids already shown to the model.
@@ -149,6 +152,9 @@ struct Progress {
     history_ids: Vec<i64>,
     /// Estimated tokens of `history`, kept current as it is compacted.
     history_tokens: usize,
+    /// `history` is the store's context of the thread as read (see
+    /// `Loaded::as_read`): it is handed back to the store at the end.
+    history_as_read: bool,
     /// The summary that replaces the turns before `history`, if any.
     summary: Option<String>,
     /// For a history the client supplied: its prefixes' hashes, under which
@@ -197,6 +203,7 @@ impl Engine {
             budget: None,
             summaries: supplied::SummaryCache::default(),
             max_output_tokens: None,
+            offered: offered::OfferedLists::default(),
         }
     }
 
@@ -438,6 +445,14 @@ impl Engine {
             }
             if !has_calls && p.pending_steer.is_empty() {
                 let text = turn.message.joined_text();
+                if p.history_as_read && p.history.len() == p.history_ids.len() {
+                    // The thread's next run starts from it instead of a copy.
+                    self.store.keep_context(
+                        &input.thread_key,
+                        std::mem::take(&mut p.history),
+                        std::mem::take(&mut p.history_ids),
+                    );
+                }
                 return Ok((text, p.scratch, vec![step], p.seen_steer));
             }
             input.journal(&self.store).put_step(step).await?;
@@ -468,6 +483,7 @@ impl Engine {
             history_tokens: crate::compaction::estimate_messages(&loaded.history),
             history: loaded.history,
             history_ids: loaded.ids,
+            history_as_read: loaded.as_read,
             summary: loaded.summary,
             supplied: loaded.supplied,
             tools_size: None,

@@ -1,6 +1,8 @@
 //! Running the tool calls of a model turn: permissions, journaling, and the
 //! order and concurrency of calls.
 
+use std::sync::Arc;
+
 use hearth_core::{Content, Message, Role, RunEventKind, now_ms};
 use hearth_store::{AuditEvent, StepKind, StepRecord, StepStatus};
 use hearth_tools::{ToolClass, channel_of};
@@ -129,7 +131,7 @@ impl Engine {
     pub(super) async fn offered_tools(
         &self,
         input: &RunInput,
-    ) -> Result<Vec<hearth_core::ToolSpec>, Stop> {
+    ) -> Result<Arc<[hearth_core::ToolSpec]>, Stop> {
         self.offered_tools_as(input, false).await
     }
 
@@ -139,16 +141,14 @@ impl Engine {
         &self,
         input: &RunInput,
         operator: bool,
-    ) -> Result<Vec<hearth_core::ToolSpec>, Stop> {
+    ) -> Result<Arc<[hearth_core::ToolSpec]>, Stop> {
         let channel = channel_of(&input.thread_key);
+        let on_channel: Vec<Arc<dyn hearth_tools::Tool>> =
+            self.tools.for_channel(channel).collect();
         if operator {
-            return Ok(self
-                .tools
-                .for_channel(channel)
-                .map(|t| t.spec().clone())
-                .collect());
+            return Ok(self.offered.specs(on_channel));
         }
-        let needs_grants = self.tools.for_channel(channel).any(|t| {
+        let needs_grants = on_channel.iter().any(|t| {
             t.capability().is_some_and(|cap| {
                 !self.policy.is_admin(&input.user_key) && !self.policy.default_preset.contains(cap)
             })
@@ -161,9 +161,8 @@ impl Engine {
         } else {
             Vec::new()
         };
-        Ok(self
-            .tools
-            .for_channel(channel)
+        let offered: Vec<Arc<dyn hearth_tools::Tool>> = on_channel
+            .into_iter()
             .filter(|t| {
                 t.capability().is_none_or(|cap| {
                     match t.capability_preset().and_then(Preset::parse) {
@@ -185,8 +184,8 @@ impl Engine {
                     }
                 })
             })
-            .map(|t| t.spec().clone())
-            .collect())
+            .collect();
+        Ok(self.offered.specs(offered))
     }
 
     /// A refused call: an error the model can read, and an audit record

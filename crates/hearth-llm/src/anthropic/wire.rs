@@ -369,7 +369,7 @@ mod tests {
             model: "m".into(),
             system: String::new(),
             messages,
-            tools: Vec::new(),
+            tools: Default::default(),
             thinking,
             max_output_tokens: None,
         }
@@ -488,7 +488,8 @@ mod tests {
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
             },
-        ];
+        ]
+        .into();
         let v = serde_json::to_value(WireRequest::from_request(&r, "p", 10)).unwrap();
         assert_eq!(
             v["messages"],

@@ -391,7 +391,7 @@ mod tests {
             model: "m".into(),
             system: String::new(),
             messages,
-            tools: Vec::new(),
+            tools: Default::default(),
             thinking,
             max_output_tokens: None,
         }
@@ -434,7 +434,8 @@ mod tests {
             name: "t".into(),
             description: "d".into(),
             parameters: json!({"type": "object"}),
-        }];
+        }]
+        .into();
         let v = serde_json::to_value(WireRequest::from_request(&r, "p")).unwrap();
         assert_eq!(
             v,

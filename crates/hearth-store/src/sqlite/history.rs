@@ -4,6 +4,7 @@ use hearth_core::{Content, Timestamp};
 use rusqlite::params;
 
 use super::SqliteStore;
+use super::context_cache::ContextCache;
 use super::db::Db;
 use super::rows::{self, col, to_json};
 use crate::error::{Result, StoreError};
@@ -46,23 +47,42 @@ fn latest_summary(db: &mut Db<'_>, thread_key: &str) -> Result<Option<StoredSumm
     }))
 }
 
-fn thread_context(db: &mut Db<'_>, thread_key: &str) -> Result<ThreadContext> {
+fn thread_context(
+    db: &mut Db<'_>,
+    cache: &ContextCache,
+    thread_key: &str,
+) -> Result<ThreadContext> {
+    // Read first: a deletion that commits during this read makes the result
+    // one the cache refuses.
+    let epoch = cache.epoch();
     let summary = latest_summary(db, thread_key)?;
-    let after = summary.as_ref().map_or(0, |s| s.covers_to);
+    let summary_id = summary.as_ref().map(|s| s.id);
+    let mut after = summary.as_ref().map_or(0, |s| s.covers_to);
+    let (mut messages, mut ids) = match cache.take(thread_key, epoch, summary_id) {
+        Some(cached) => {
+            after = after.max(cached.ids.last().copied().unwrap_or(0));
+            (cached.messages, cached.ids)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
     let stmt = db.stmt(
         "SELECT role, content, id FROM messages \
          WHERE thread_key = ?1 AND id > ?2 AND covers_to IS NULL ORDER BY id",
     )?;
-    let mut ctx = ThreadContext {
-        summary,
-        ..ThreadContext::default()
-    };
+    let before = messages.len();
     let mut found = stmt.query(params![thread_key, after])?;
     while let Some(row) = found.next()? {
-        ctx.messages.push(rows::message(row)?);
-        ctx.ids.push(col(row, 2)?);
+        messages.push(rows::message(row)?);
+        ids.push(col(row, 2)?);
     }
-    Ok(ctx)
+    cache.count_decoded(messages.len() - before);
+    // Handed out, not copied: the run gives them back (`keep_context`).
+    cache.lend(thread_key, epoch, summary_id);
+    Ok(ThreadContext {
+        summary,
+        messages,
+        ids,
+    })
 }
 
 fn append_summary(
@@ -158,7 +178,13 @@ fn history_page(
 impl HistoryStore for SqliteStore {
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext> {
         let thread_key = thread_key.to_owned();
-        self.read(move |db| thread_context(db, &thread_key)).await
+        let cache = std::sync::Arc::clone(&self.inner.contexts);
+        self.read(move |db| thread_context(db, &cache, &thread_key))
+            .await
+    }
+
+    fn keep_context(&self, thread_key: &str, messages: Vec<hearth_core::Message>, ids: Vec<i64>) {
+        self.inner.contexts.give_back(thread_key, messages, ids);
     }
 
     async fn append_summary(

@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod confirmations;
+mod context_cache;
 mod db;
 mod grants;
 mod history;
@@ -23,6 +24,8 @@ mod tokens;
 mod usage;
 mod writer;
 
+#[cfg(test)]
+mod context_cache_tests;
 #[cfg(test)]
 mod worker_tests;
 
@@ -79,6 +82,9 @@ pub struct SqliteStore {
 struct Inner {
     path: PathBuf,
     commits: Arc<AtomicU64>,
+    /// Decoded thread contexts, so a thread that keeps talking decodes
+    /// only its new messages.
+    contexts: Arc<context_cache::ContextCache>,
     // Field order matters: the senders drop first so the threads see their
     // queues close, then `Workers` joins them.
     writer: bounded::Sender<Box<dyn Job>>,
@@ -177,6 +183,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 commits,
+                contexts: Arc::default(),
                 writer: writer_tx,
                 readers: Some(reader_tx),
                 _checkpoint_stop: checkpoint_tx,
@@ -212,6 +219,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 path: PathBuf::from(":memory:"),
                 commits,
+                contexts: Arc::default(),
                 writer: writer_tx,
                 readers: None,
                 _checkpoint_stop: checkpoint_tx,

@@ -3,7 +3,10 @@
 use hearth_core::{Message, Timestamp, now_ms};
 use rusqlite::params;
 
+use std::sync::Arc;
+
 use super::SqliteStore;
+use super::context_cache::InvalidateOnDrop;
 use super::db::Db;
 use super::rows::{self, col, count, to_json};
 use crate::error::{Result, StoreError};
@@ -135,13 +138,17 @@ fn thread_history(db: &mut Db<'_>, thread_key: &str, limit: u32) -> Result<Vec<M
     Ok(out)
 }
 
-fn thread_state(db: &mut Db<'_>, thread_key: &str) -> Result<ThreadState> {
+fn thread_state(db: &mut Db<'_>, thread_key: &str, counted: bool) -> Result<ThreadState> {
     // One statement, so the settings and the count come from one snapshot.
-    let stmt = db.stmt(
+    // Counting walks every message of the thread: a run does without it.
+    let stmt = db.stmt(if counted {
         "SELECT t.model, t.thinking, t.incognito, \
          (SELECT count(*) FROM messages WHERE thread_key = ?1) \
-         FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1",
-    )?;
+         FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1"
+    } else {
+        "SELECT t.model, t.thinking, t.incognito, 0 \
+         FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1"
+    })?;
     let mut found = stmt.query(params![thread_key])?;
     let Some(row) = found.next()? else {
         return Err(StoreError::Corrupt(
@@ -169,7 +176,14 @@ impl ThreadStore for SqliteStore {
 
     async fn thread_state(&self, thread_key: &str) -> Result<ThreadState> {
         let thread_key = thread_key.to_owned();
-        self.read(move |db| thread_state(db, &thread_key)).await
+        self.read(move |db| thread_state(db, &thread_key, true))
+            .await
+    }
+
+    async fn thread_settings(&self, thread_key: &str) -> Result<ThreadState> {
+        let thread_key = thread_key.to_owned();
+        self.read(move |db| thread_state(db, &thread_key, false))
+            .await
     }
 
     async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()> {
@@ -199,8 +213,13 @@ impl ThreadStore for SqliteStore {
 
     async fn clear_thread_history(&self, thread_key: &str) -> Result<()> {
         let thread_key = thread_key.to_owned();
-        self.write(move |db| clear_thread_history(db, &thread_key))
-            .await
+        let cache = InvalidateOnDrop(Arc::clone(&self.inner.contexts));
+        self.write(move |db| {
+            clear_thread_history(db, &thread_key)?;
+            Ok(cache)
+        })
+        .await
+        .map(drop)
     }
 
     async fn new_session(
@@ -210,7 +229,9 @@ impl ThreadStore for SqliteStore {
         at: Timestamp,
     ) -> Result<NewSession> {
         let (thread_key, run) = (thread_key.to_owned(), cancelled_run.map(str::to_owned));
-        self.write(move |db| new_session(db, &thread_key, run.as_deref(), at))
+        let cache = InvalidateOnDrop(Arc::clone(&self.inner.contexts));
+        self.write(move |db| Ok((new_session(db, &thread_key, run.as_deref(), at)?, cache)))
             .await
+            .map(|(session, _)| session)
     }
 }
