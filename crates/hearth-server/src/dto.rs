@@ -389,6 +389,7 @@ pub struct ToolList {
 /// The error body.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
+    /// What failed: a `snake_case` code and a sentence that says what to do.
     pub error: ErrorDetail,
 }
 

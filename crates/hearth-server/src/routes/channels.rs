@@ -91,6 +91,7 @@ pub async fn list_channels(
 pub struct PairingDto {
     /// The code to approve.
     pub code: String,
+    /// `telegram`, `discord` or `slack`.
     pub channel: String,
     /// Who asked.
     pub user_key: String,
@@ -143,6 +144,7 @@ pub async fn list_pairings(
 /// `POST /v1/pairings/{code}/approve`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Approved {
+    /// `telegram`, `discord` or `slack`.
     pub channel: String,
     /// The user now let in.
     pub user_key: String,
@@ -178,6 +180,7 @@ pub async fn approve_pairing(
 /// `POST /v1/pairings/{code}/deny`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Denied {
+    /// `telegram`, `discord` or `slack`.
     pub channel: String,
     /// The user refused.
     pub user_key: String,
@@ -257,6 +260,7 @@ pub async fn list_allowed(
 /// `DELETE /v1/channels/{name}/allowed/{user_key}`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RemovedDto {
+    /// `telegram`, `discord` or `slack`.
     pub channel: String,
     /// The user no longer let in.
     pub user_key: String,
@@ -317,7 +321,9 @@ pub enum OutboxStatusName {
 /// One outbox item (never its text).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OutboxDto {
+    /// The item\'s id: increasing, the delivery order within a target.
     pub id: i64,
+    /// `telegram`, `discord` or `slack`.
     pub channel: String,
     /// The platform conversation id.
     pub target: String,
