@@ -96,7 +96,8 @@ async fn a_dm_is_answered_once_and_a_stranger_is_offered_pairing() {
             "new",
             "usage",
             "permissions",
-            "agent"
+            "agent",
+            "help"
         ]
     );
 
