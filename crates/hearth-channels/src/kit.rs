@@ -23,6 +23,25 @@ use crate::hub::Enabled;
 use crate::payload::Payload;
 use crate::progress::{Progress, ProgressSink};
 
+/// What handling one event (a message, a command, a press) came to, for
+/// the platform's acknowledgement: an error that may pass (the store, the
+/// platform, shutdown, overload) is returned, so the event is left
+/// unacknowledged for the platform to send again (and counts as a channel
+/// failure); any other is the runtime's answer to this event, which a
+/// retry would only repeat: it is logged and the event acknowledged.
+pub(crate) fn settle(
+    channel: &'static str,
+    handled: Result<(), ChannelError>,
+) -> Result<(), ChannelError> {
+    match handled {
+        Err(e) if !e.is_transient() => {
+            tracing::warn!(channel, error = %e, "an event was refused; it is acknowledged and not retried");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// The seven fields every platform shares, for a platform whose API client
 /// is `A` and whose bot identity is `M`.
 pub(crate) struct Kit<A, M> {
@@ -179,5 +198,42 @@ impl<A, M> Kit<A, M> {
             self.progress
                 .follow(runtime.clone(), run.run_id.clone(), target, sink);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hearth_runtime::RuntimeError;
+    use hearth_runtime::surfaces::StoreError;
+
+    use super::*;
+
+    #[test]
+    fn only_a_failure_that_may_pass_leaves_an_event_to_come_again() {
+        // Whatever the runtime answers one event with, the platform is
+        // told it was taken, and what follows goes on.
+        for refusal in [
+            RuntimeError::InvalidInput("text must not be empty".into()),
+            RuntimeError::Forbidden("this confirmation belongs to another user".into()),
+            RuntimeError::ConfirmationNotFound,
+            RuntimeError::RunNotFound("run_1".into()),
+            RuntimeError::UnknownModel("x/y".into()),
+            RuntimeError::JobNotFound("job_1".into()),
+        ] {
+            assert!(settle("telegram", Err(refusal.into())).is_ok());
+        }
+        for may_pass in [
+            ChannelError::Store(StoreError::Corrupt("bad row".into())),
+            RuntimeError::Store(StoreError::Closed).into(),
+            RuntimeError::ShuttingDown.into(),
+            RuntimeError::Overloaded {
+                queued: 3,
+                retry_after_secs: 1,
+            }
+            .into(),
+        ] {
+            assert!(settle("slack", Err(may_pass)).is_err());
+        }
+        assert!(settle("discord", Ok(())).is_ok());
     }
 }

@@ -19,6 +19,7 @@ use twilight_gateway::{ConfigBuilder, Intents, Message, Shard, ShardId};
 use super::types::{Frame, Guild, Interaction, Ready};
 use super::{Dc, Identity, commands, inbound, interactions};
 use crate::backoff::Backoff;
+use crate::kit::settle;
 
 /// twilight's built-in gateway address: no proxy URL is set for it, so
 /// resumes go to READY's `resume_gateway_url` as Discord asks.
@@ -194,21 +195,13 @@ pub(super) async fn dispatch(dc: &Dc, json: &str) -> bool {
         }),
         "MESSAGE_CREATE" => match serde_json::from_value(frame.d) {
             Ok(m) => {
-                match inbound::message(dc, m).await {
-                    Ok(()) => Ok(()),
-                    Err(e) if e.is_transient() => {
-                        // Nothing to acknowledge on Discord: say it loudly.
-                        error!(channel = "discord", error = %e, "could not take a Discord message");
-                        dc.kit.health.failed(format!("taking a message: {e}"));
-                        return true;
-                    }
-                    Err(e) => {
-                        // The runtime's answer to this message, not a
-                        // failure of the channel.
-                        warn!(channel = "discord", error = %e, "a message was refused");
-                        Ok(())
-                    }
+                if let Err(e) = settle("discord", inbound::message(dc, m).await) {
+                    // Nothing to acknowledge on Discord: say it loudly.
+                    error!(channel = "discord", error = %e, "could not take a Discord message");
+                    dc.kit.health.failed(format!("taking a message: {e}"));
+                    return true;
                 }
+                Ok(())
             }
             Err(e) => Err(e),
         },

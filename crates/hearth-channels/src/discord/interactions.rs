@@ -333,6 +333,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_picker_fits_discords_rows_and_says_when_models_are_left_out() {
+        use crate::commands::PickerKind;
+        let picker = Picker {
+            kind: PickerKind::Model,
+            heading: "Choose the model:".into(),
+            current: format!("p/3{}", "x".repeat(12)),
+            choices: (0..30)
+                .map(|i| format!("p/{i}{}", "x".repeat(i * 4)))
+                .collect(),
+        };
+        let msg = picker_message(&picker, true);
+        let rows = msg["components"].as_array().unwrap();
+        assert_eq!(rows.len(), 5);
+        for row in rows {
+            let buttons = row["components"].as_array().unwrap();
+            assert!(buttons.len() <= PER_ROW);
+            for b in buttons {
+                assert!(b["custom_id"].as_str().unwrap().len() <= 100);
+                assert!(b["label"].as_str().unwrap().chars().count() <= MAX_LABEL);
+            }
+        }
+        assert_eq!(rows[0]["components"][3]["label"], "✓ p/3xxxxxxxxxxxx");
+        assert_eq!(rows[0]["components"][3]["style"], 1);
+        assert_eq!(msg["flags"], EPHEMERAL);
+        assert!(
+            msg["content"]
+                .as_str()
+                .unwrap()
+                .contains("The first 25 are shown")
+        );
+        assert!(picker_message(&picker, false).get("flags").is_none());
+    }
+
+    #[test]
     fn interaction_tokens_are_checked_before_going_in_a_path() {
         assert!(token_ok("aW50ZXJhY3Rpb246MTIz.abc-_"));
         assert!(!token_ok("../x"));

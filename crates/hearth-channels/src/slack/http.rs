@@ -200,7 +200,7 @@ async fn receive(slack: &Sl, headers: &HeaderMap, body: &[u8]) -> (StatusCode, O
             }
         }
     };
-    match super::settle(outcome) {
+    match crate::kit::settle("slack", outcome) {
         Ok(()) => {
             slack.kit.health.event();
             (StatusCode::OK, None)

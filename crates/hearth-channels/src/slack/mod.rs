@@ -105,20 +105,6 @@ fn reply_to_for(thread_key: &str) -> Option<String> {
     parse_thread_key(thread_key).and_then(|(_, ts)| ts.map(str::to_owned))
 }
 
-/// What handling one event, command or press came to: an error that may
-/// pass (the store, the platform, shutdown, overload) is returned, so the
-/// event is left unacknowledged for Slack to send again; any other is the
-/// runtime's answer to this event, logged here, and the event acknowledged.
-fn settle(handled: Result<(), ChannelError>) -> Result<(), ChannelError> {
-    match handled {
-        Err(e) if !e.is_transient() => {
-            tracing::warn!(channel = "slack", error = %e, "an event was refused; it is acknowledged and not retried");
-            Ok(())
-        }
-        other => other,
-    }
-}
-
 /// Who the bot is, from `auth.test`.
 #[derive(Debug, Clone)]
 struct Identity {

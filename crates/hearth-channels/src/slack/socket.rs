@@ -199,7 +199,7 @@ async fn on_frame(slack: &Sl, text: &str, backoff: &mut Backoff) -> Step {
             Ok(())
         }
     };
-    match super::settle(handled) {
+    match crate::kit::settle("slack", handled) {
         Ok(()) => Step::Ack(envelope_id),
         Err(e) => {
             // Not acknowledged: Slack sends it again.

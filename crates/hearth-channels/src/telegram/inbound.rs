@@ -17,6 +17,7 @@ use super::types::{Me, Message, MessageReactionUpdated, Update};
 use super::{Identity, Telegram, Tg, commands, presses, thread_key, user_key};
 use crate::backoff::Backoff;
 use crate::error::ChannelError;
+use crate::kit::settle;
 use crate::reactions;
 
 /// The stored cursor: the next `getUpdates` offset.
@@ -216,8 +217,9 @@ pub(super) async fn handle_batch(tg: &Tg, updates: Vec<Value>) -> Result<i64, Ch
         let tg = tg.clone();
         tasks.spawn(async move {
             for u in list {
-                let update_id = u.update_id;
-                settle(update_id, handle(&tg, u).await)?;
+                // Only an error that may pass holds the batch back to be
+                // received again; the chat's next updates go on otherwise.
+                settle("telegram", handle(&tg, u).await)?;
             }
             Ok::<(), ChannelError>(())
         });
@@ -240,20 +242,6 @@ pub(super) async fn handle_batch(tg: &Tg, updates: Vec<Value>) -> Result<i64, Ch
     }
 }
 
-/// What one update's outcome means for the batch: only an error that may
-/// pass (the store, shutdown, overload) holds the batch back to be received
-/// again. Any other error is the runtime's answer to this update: it is
-/// logged, the update is acknowledged, and the chat's next updates go on.
-fn settle(update_id: i64, handled: Result<(), ChannelError>) -> Result<(), ChannelError> {
-    match handled {
-        Err(e) if !e.is_transient() => {
-            warn!(channel = "telegram", update_id, error = %e, "an update was refused; it is acknowledged and not retried");
-            Ok(())
-        }
-        other => other,
-    }
-}
-
 fn chat_of(u: &Update) -> i64 {
     u.message
         .as_ref()
@@ -270,7 +258,7 @@ fn chat_of(u: &Update) -> i64 {
 
 /// Handles one update. An error that may pass (see
 /// [`ChannelError::is_transient`]) must not be acknowledged; any other is
-/// logged and the update acknowledged ([`settle`]).
+/// logged and the update acknowledged ([`crate::kit::settle`]).
 pub(super) async fn handle(tg: &Tg, u: Update) -> Result<(), ChannelError> {
     if let Some(q) = u.callback_query {
         return presses::callback(tg, u.update_id, q).await;
@@ -446,36 +434,6 @@ mod tests {
         assert_eq!(strip_mention("no mention", "@hearthbot"), "no mention");
         assert!(is_command_for_me("/model@hearthbot", "hearthbot"));
         assert!(!is_command_for_me("/model@otherbot", "hearthbot"));
-    }
-
-    #[test]
-    fn only_a_failure_that_may_pass_holds_the_batch_back() {
-        use hearth_runtime::RuntimeError;
-        use hearth_runtime::surfaces::StoreError;
-        // Whatever the runtime answers one update with, the batch goes on.
-        for refusal in [
-            RuntimeError::InvalidInput("text must not be empty".into()),
-            RuntimeError::Forbidden("this confirmation belongs to another user".into()),
-            RuntimeError::ConfirmationNotFound,
-            RuntimeError::RunNotFound("run_1".into()),
-            RuntimeError::UnknownModel("x/y".into()),
-            RuntimeError::JobNotFound("job_1".into()),
-        ] {
-            assert!(settle(7, Err(refusal.into())).is_ok());
-        }
-        for may_pass in [
-            ChannelError::Store(StoreError::Corrupt("bad row".into())),
-            RuntimeError::Store(StoreError::Closed).into(),
-            RuntimeError::ShuttingDown.into(),
-            RuntimeError::Overloaded {
-                queued: 3,
-                retry_after_secs: 1,
-            }
-            .into(),
-        ] {
-            assert!(settle(7, Err(may_pass)).is_err());
-        }
-        assert!(settle(7, Ok(())).is_ok());
     }
 
     fn reaction_update(old: Value, new: Value) -> Update {

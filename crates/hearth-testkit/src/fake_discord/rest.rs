@@ -105,9 +105,17 @@ fn check_message(body: &Value, creating: bool) -> Vec<String> {
     if creating && content.is_none() && body.get("components").is_none() {
         out.push("a message without content".into());
     }
+    let rows = body["components"].as_array().map_or(0, Vec::len);
+    if rows > 5 {
+        out.push(format!("{rows} action rows (limit 5)"));
+    }
     for row in body["components"].as_array().into_iter().flatten() {
         if row["type"] != 1 {
             out.push("a top-level component that is not an action row".into());
+        }
+        let buttons = row["components"].as_array().map_or(0, Vec::len);
+        if buttons > 5 {
+            out.push(format!("an action row of {buttons} buttons (limit 5)"));
         }
         for c in row["components"].as_array().into_iter().flatten() {
             let id = c["custom_id"].as_str().unwrap_or("");
