@@ -1,11 +1,13 @@
-//! The one trait every platform implements, and [`Live`]: a platform's
-//! inbound side, the channel with the runtime its loops hand messages to.
+//! The two sides of a platform: [`Delivery`] (where replies go and how an
+//! outbox item is sent) and [`Ingress`] (its loop and push endpoint), and
+//! [`Live`]: the inbound side at work, the channel with the runtime its
+//! handlers hand messages to.
 //!
 //! A channel is built before the runtime (the runtime is built with the
 //! channels' reply router), so its delivery side (the outbox sender,
 //! progress messages, reply routing) needs only the outbox store and the
 //! platform's API; the inbound side gets the runtime when it starts
-//! ([`Channel::run`]) or, for a webhook, with each request.
+//! ([`Ingress::run`]) or, for a webhook, with each request.
 
 use std::sync::Arc;
 
@@ -15,7 +17,6 @@ use hearth_runtime::surfaces::Webhook;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ChannelError, DeliveryError};
-use crate::health::Health;
 use crate::payload::Payload;
 
 /// Why an item was not (completely) delivered.
@@ -29,10 +30,13 @@ pub struct Undelivered {
     pub error: DeliveryError,
 }
 
-/// A chat platform: its inbound loop and its delivery of outbox items.
+/// A platform's delivery side: where a thread's replies go and how an
+/// outbox item reaches the platform. Needs only the outbox store and the
+/// platform's API, so it exists before the runtime; the outbox sender and
+/// the reply router see only this.
 #[async_trait::async_trait]
-pub trait Channel: Send + Sync + 'static {
-    /// `telegram`, `discord` or `slack`.
+pub trait Delivery: Send + Sync + 'static {
+    /// `telegram`, `discord`, `slack` (or `webhook` for alert webhooks).
     fn name(&self) -> &'static str;
 
     /// The outbox target (platform conversation id) of a thread this
@@ -45,16 +49,11 @@ pub trait Channel: Send + Sync + 'static {
         None
     }
 
-    /// The channel's health, updated by its loops.
-    fn health(&self) -> &Health;
-
-    /// Wakes the channel's outbox sender (notified after items are queued).
-    fn outbox_wake(&self) -> Arc<tokio::sync::Notify>;
-
-    /// Receives platform events and hands them to `runtime` until `stop`.
-    /// Failures are logged, retried with backoff and shown in `health`;
-    /// this never returns early.
-    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken);
+    /// The permission scope of runs on `thread_key` (a guild, a group),
+    /// when the channel knows it; `None` means `global`.
+    fn scope_of(&self, _thread_key: &str) -> Option<String> {
+        None
+    }
 
     /// Delivers `item` (rendered from `payload`), skipping its first
     /// `item.progress` parts, which were delivered before. A reply sent as
@@ -66,7 +65,9 @@ pub trait Channel: Send + Sync + 'static {
     /// The progress message shown for `run_id`, if any, which the answer
     /// replaces: the caller queues its clean-up. Progress edits for the run
     /// stop.
-    fn take_progress(&self, run_id: &str) -> Option<String>;
+    fn take_progress(&self, _run_id: &str) -> Option<String> {
+        None
+    }
 
     /// Takes back what a previous process left that the next answers need
     /// (the progress messages of runs `runtime` still has unfinished);
@@ -76,12 +77,17 @@ pub trait Channel: Send + Sync + 'static {
     /// Checks the token with the platform (`hearth doctor`): a line naming
     /// the bot on success.
     async fn check(&self) -> Result<String, ChannelError>;
+}
 
-    /// The permission scope of runs on `thread_key` (a guild, a group),
-    /// when the channel knows it; `None` means `global`.
-    fn scope_of(&self, _thread_key: &str) -> Option<String> {
-        None
-    }
+/// A platform's inbound side: its loop (polling, a gateway, a socket) and
+/// its push endpoint, which hand events, commands and button presses to
+/// the runtime they are given ([`Live`]).
+#[async_trait::async_trait]
+pub trait Ingress: Send + Sync + 'static {
+    /// Receives platform events and hands them to `runtime` until `stop`.
+    /// Failures are logged, retried with backoff and shown in the
+    /// channel's health; this never returns early.
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken);
 
     /// The endpoint of the platform's push mode (a webhook), mounted on
     /// hearth's listener outside bearer auth (it checks its own signature).

@@ -24,19 +24,25 @@ pub(crate) const CHANGE_REFUSED: &str = "Changing this shared conversation (its 
 pub(crate) const CANCEL_REFUSED: &str =
     "Only the person who asked, or an admin, can stop this answer.";
 
-/// Where a command acts.
+/// Where a command acts: a conversation, one user's or shared.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Place<'a> {
-    /// A conversation with one user.
-    Private,
-    /// A conversation many can write in, checked in `scope`.
-    Shared {
-        /// The permission scope (`telegram:chat:<id>`, `discord:guild:<id>`,
-        /// `slack:team:<id>`).
-        scope: &'a str,
-        /// The conversation's thread key (the audit record's target).
-        thread: &'a str,
-    },
+pub(crate) struct Place<'a> {
+    /// The conversation's thread key (the audit record's target).
+    pub(crate) thread: &'a str,
+    /// For a conversation many can write in, the permission scope it is
+    /// checked in (`telegram:chat:<id>`, `discord:guild:<id>`,
+    /// `slack:team:<id>`); `None` for a private one.
+    pub(crate) shared_in: Option<&'a str>,
+}
+
+impl<'a> Place<'a> {
+    /// The conversation of `thread`, shared in `scope` (private without).
+    pub(crate) fn new(thread: &'a str, scope: Option<&'a str>) -> Self {
+        Self {
+            thread,
+            shared_in: scope,
+        }
+    }
 }
 
 /// Whether `who` may change the conversation at `place`.
@@ -45,10 +51,10 @@ pub(crate) async fn may_change(
     who: Answerer<'_>,
     place: Place<'_>,
 ) -> Result<bool, ChannelError> {
-    match place {
-        Place::Private => Ok(true),
-        Place::Shared { scope, thread } => Ok(runtime
-            .authorize(who, CONFIGURE, scope, "thread.configure", thread)
+    match place.shared_in {
+        None => Ok(true),
+        Some(scope) => Ok(runtime
+            .authorize(who, CONFIGURE, scope, "thread.configure", place.thread)
             .await?),
     }
 }
@@ -62,7 +68,7 @@ pub(crate) async fn may_cancel(
     run_id: &str,
     asker: &str,
 ) -> bool {
-    let Place::Shared { scope, .. } = place else {
+    let Some(scope) = place.shared_in else {
         return true;
     };
     if who.user_key == asker || runtime.is_admin_in(who, scope) {

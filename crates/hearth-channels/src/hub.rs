@@ -17,9 +17,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{APPROVED_NOTICE, Access};
-use crate::channel::Channel;
+use crate::channel::{Delivery, Ingress};
 use crate::error::ChannelError;
-use crate::health::ChannelState;
+use crate::health::{ChannelState, Health};
 use crate::payload::{ConfirmButtons, Payload};
 
 /// `channel.degraded`: a channel failed repeatedly. `data`: `{"channel", "error"}`.
@@ -28,10 +28,35 @@ pub const CHANNEL_DEGRADED: &str = "channel.degraded";
 /// Every channel hearth knows, enabled or not, in API order.
 pub const NAMES: [&str; 3] = CHANNEL_NAMES;
 
-struct Enabled {
-    channel: Arc<dyn Channel>,
-    access: Access,
+/// An enabled platform as the hub holds it: its delivery side (replies
+/// are routed and sent through it), its inbound side (started with the
+/// runtime), and what the hub shows of it and wakes.
+pub struct Enabled {
+    delivery: Arc<dyn Delivery>,
+    ingress: Arc<dyn Ingress>,
+    health: Arc<Health>,
     wake: Arc<Notify>,
+    access: Access,
+}
+
+impl Enabled {
+    /// A platform's two sides, its health, the wake of its outbox sender
+    /// and its access rules.
+    pub fn new(
+        delivery: Arc<dyn Delivery>,
+        ingress: Arc<dyn Ingress>,
+        health: Arc<Health>,
+        wake: Arc<Notify>,
+        access: Access,
+    ) -> Self {
+        Self {
+            delivery,
+            ingress,
+            health,
+            wake,
+            access,
+        }
+    }
 }
 
 struct Inner {
@@ -61,35 +86,26 @@ impl Channels {
         )
     }
 
-    /// The enabled `channels`, each with its access rules; undelivered
-    /// replies fail after `max_age`. A channel becoming degraded and a reply
-    /// that fails are published on `notices` (`channel.degraded`,
-    /// `outbox.failed`).
+    /// The `enabled` channels; undelivered replies fail after `max_age`. A
+    /// channel becoming degraded and a reply that fails are published on
+    /// `notices` (`channel.degraded`, `outbox.failed`).
     pub fn new(
         outbox: Arc<dyn OutboxStore>,
         access: Arc<dyn AccessStore>,
-        channels: Vec<(Arc<dyn Channel>, Access)>,
+        enabled: Vec<Enabled>,
         max_age: Duration,
         notices: Notices,
     ) -> Self {
-        let enabled = channels
-            .into_iter()
-            .map(|(channel, access)| {
-                let (name, bus) = (channel.name(), notices.clone());
-                channel.health().on_degraded(Box::new(move |error| {
-                    bus.publish(Notice {
-                        event: CHANNEL_DEGRADED.to_owned(),
-                        at: now_ms(),
-                        data: serde_json::json!({ "channel": name, "error": error }),
-                    });
-                }));
-                Enabled {
-                    wake: channel.outbox_wake(),
-                    channel,
-                    access,
-                }
-            })
-            .collect();
+        for e in &enabled {
+            let (name, bus) = (e.delivery.name(), notices.clone());
+            e.health.on_degraded(Box::new(move |error| {
+                bus.publish(Notice {
+                    event: CHANNEL_DEGRADED.to_owned(),
+                    at: now_ms(),
+                    data: serde_json::json!({ "channel": name, "error": error }),
+                });
+            }));
+        }
         Self {
             inner: Arc::new(Inner {
                 outbox,
@@ -108,10 +124,10 @@ impl Channels {
     }
 
     /// Lets every channel take back what a previous process left (see
-    /// [`Channel::restore`]); call before the runtime recovers runs.
+    /// [`Delivery::restore`]); call before the runtime recovers runs.
     pub async fn restore(&self, runtime: &Runtime) {
         for e in &self.inner.enabled {
-            e.channel.restore(runtime).await;
+            e.delivery.restore(runtime).await;
         }
     }
 
@@ -121,16 +137,16 @@ impl Channels {
     pub fn start(&self, runtime: &Runtime) {
         for e in &self.inner.enabled {
             let stop = self.inner.stop.child_token();
-            tokio::spawn(e.channel.clone().run(runtime.clone(), stop.clone()));
+            tokio::spawn(e.ingress.clone().run(runtime.clone(), stop.clone()));
             tokio::spawn(crate::outbox::run_sender(
-                e.channel.clone(),
+                e.delivery.clone(),
                 self.inner.outbox.clone(),
                 e.wake.clone(),
                 self.inner.max_age,
                 self.inner.notices.clone(),
                 stop,
             ));
-            tracing::info!(channel = e.channel.name(), "channel started");
+            tracing::info!(channel = e.delivery.name(), "channel started");
         }
     }
 
@@ -145,19 +161,22 @@ impl Channels {
         self.inner
             .enabled
             .iter()
-            .filter_map(|e| e.channel.clone().webhook())
+            .filter_map(|e| e.ingress.clone().webhook())
             .collect()
     }
 
     fn find(&self, name: &str) -> Option<&Enabled> {
-        self.inner.enabled.iter().find(|e| e.channel.name() == name)
+        self.inner
+            .enabled
+            .iter()
+            .find(|e| e.delivery.name() == name)
     }
 
     fn owner(&self, thread_key: &str) -> Option<(&Enabled, String)> {
         self.inner
             .enabled
             .iter()
-            .find_map(|e| e.channel.target_of(thread_key).map(|t| (e, t)))
+            .find_map(|e| e.delivery.target_of(thread_key).map(|t| (e, t)))
     }
 
     /// Queues `payload` for the conversation of `thread_key` on whichever
@@ -171,11 +190,11 @@ impl Channels {
         let Some((e, target)) = self.owner(thread_key) else {
             return Ok(false);
         };
-        payload.reply_to = e.channel.reply_to_of(thread_key);
+        payload.reply_to = e.delivery.reply_to_of(thread_key);
         crate::outbox::queue_notice(
             self.inner.outbox.as_ref(),
             &e.wake,
-            e.channel.name(),
+            e.delivery.name(),
             &target,
             &payload,
         )
@@ -195,7 +214,7 @@ impl Channels {
                     .map_or(0, |(_, n)| n.pending);
                 match self.find(name) {
                     Some(e) => {
-                        let h = e.channel.health().snapshot();
+                        let h = e.health.snapshot();
                         ChannelInfo {
                             name,
                             enabled: true,
@@ -225,7 +244,7 @@ impl Channels {
             .enabled
             .iter()
             .map(|e| {
-                let h = e.channel.health().snapshot();
+                let h = e.health.snapshot();
                 let status = match h.state {
                     ChannelState::Connected => "ok".to_owned(),
                     ChannelState::Degraded => format!(
@@ -234,7 +253,7 @@ impl Channels {
                     ),
                     other => other.as_str().to_owned(),
                 };
-                (format!("channel:{}", e.channel.name()), status)
+                (format!("channel:{}", e.delivery.name()), status)
             })
             .collect()
     }
@@ -346,7 +365,7 @@ impl Channels {
     pub async fn check(&self) -> Vec<(&'static str, Result<String, ChannelError>)> {
         let mut out = Vec::new();
         for e in &self.inner.enabled {
-            out.push((e.channel.name(), e.channel.check().await));
+            out.push((e.delivery.name(), e.delivery.check().await));
         }
         out
     }
@@ -416,8 +435,8 @@ impl ReplyRouter for Channels {
         let Some((e, target)) = self.owner(&end.run.thread_key) else {
             return Vec::new();
         };
-        let channel = e.channel.name();
-        let reply_to = e.channel.reply_to_of(&end.run.thread_key);
+        let channel = e.delivery.name();
+        let reply_to = e.delivery.reply_to_of(&end.run.thread_key);
         let mut payload = match end.status {
             RunStatus::Succeeded => Payload {
                 text: match end.output {
@@ -441,7 +460,7 @@ impl ReplyRouter for Channels {
             run_id: Some(end.run.run_id.clone()),
             payload: payload.to_json(),
         }];
-        if let Some(message_id) = e.channel.take_progress(&end.run.run_id) {
+        if let Some(message_id) = e.delivery.take_progress(&end.run.run_id) {
             items.push(NewOutboxItem {
                 channel: channel.to_owned(),
                 target,
@@ -466,7 +485,7 @@ impl ReplyRouter for Channels {
             rec.tool, rec.summary
         );
         vec![NewOutboxItem {
-            channel: e.channel.name().to_owned(),
+            channel: e.delivery.name().to_owned(),
             target,
             kind: OutboxKind::Prompt,
             run_id: Some(rec.run_id.clone()),
@@ -475,7 +494,7 @@ impl ReplyRouter for Channels {
                 confirm: Some(ConfirmButtons {
                     token: token.to_owned(),
                 }),
-                reply_to: e.channel.reply_to_of(&rec.thread_key),
+                reply_to: e.delivery.reply_to_of(&rec.thread_key),
                 ..Payload::default()
             }
             .to_json(),
@@ -490,6 +509,6 @@ impl ReplyRouter for Channels {
 
     fn scope_of(&self, thread_key: &str) -> Option<String> {
         let (e, _) = self.owner(thread_key)?;
-        e.channel.scope_of(thread_key)
+        e.delivery.scope_of(thread_key)
     }
 }

@@ -14,6 +14,8 @@ pub mod alerts;
 pub mod backoff;
 pub mod channel;
 #[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+mod commands;
+#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
 mod control;
 #[cfg(feature = "discord")]
 pub mod discord;
@@ -21,6 +23,8 @@ pub mod doctor;
 pub mod error;
 pub mod health;
 pub mod hub;
+#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+mod kit;
 pub mod outbox;
 pub mod payload;
 pub mod progress;
@@ -34,7 +38,7 @@ pub mod surface;
 pub mod telegram;
 pub mod text;
 
-pub use channel::{Channel, Undelivered};
+pub use channel::{Delivery, Ingress, Undelivered};
 pub use error::{ChannelError, DeliveryError};
 pub use health::{ChannelState, Health, HealthSnapshot};
 pub use hub::Channels;

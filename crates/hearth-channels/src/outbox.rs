@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::backoff::{Backoff, jitter};
-use crate::channel::{Channel, Undelivered};
+use crate::channel::{Delivery, Undelivered};
 use crate::error::DeliveryError;
 use crate::payload::Payload;
 
@@ -90,7 +90,7 @@ pub const OUTBOX_FAILED: &str = "outbox.failed";
 /// conversation items go out one at a time, in order. On `stop`, no new
 /// delivery starts and those under way are waited for.
 pub async fn run_sender(
-    channel: Arc<dyn Channel>,
+    channel: Arc<dyn Delivery>,
     store: Arc<dyn OutboxStore>,
     wake: Arc<Notify>,
     max_age: Duration,
@@ -212,7 +212,7 @@ async fn refresh_gauge(name: &'static str, store: &dyn OutboxStore) {
 
 /// Delivers one item and records what happened.
 async fn deliver_one(
-    channel: &dyn Channel,
+    channel: &dyn Delivery,
     store: &dyn OutboxStore,
     notices: &Notices,
     item: OutboxItem,

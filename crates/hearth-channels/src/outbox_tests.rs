@@ -11,9 +11,8 @@ use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::run_sender;
-use crate::channel::{Channel, Undelivered};
+use crate::channel::{Delivery, Undelivered};
 use crate::error::ChannelError;
-use crate::health::Health;
 use crate::payload::Payload;
 
 /// Long enough for any delivery the test expects; reached only on failure.
@@ -22,7 +21,6 @@ const WAIT: Duration = Duration::from_secs(10);
 /// A channel that reports each delivery, and holds those of gated
 /// conversations until the test lets them through.
 struct Scripted {
-    health: Health,
     wake: Arc<Notify>,
     gates: Mutex<HashMap<String, Arc<Semaphore>>>,
     entered: mpsc::UnboundedSender<(String, String)>,
@@ -39,7 +37,6 @@ impl Scripted {
         let (entered, entered_rx) = mpsc::unbounded_channel();
         let (delivered, delivered_rx) = mpsc::unbounded_channel();
         let channel = Arc::new(Self {
-            health: Health::default(),
             wake: Arc::new(Notify::new()),
             gates: Mutex::new(HashMap::new()),
             entered,
@@ -64,25 +61,13 @@ impl Scripted {
 }
 
 #[async_trait::async_trait]
-impl Channel for Scripted {
+impl Delivery for Scripted {
     fn name(&self) -> &'static str {
         "telegram"
     }
 
     fn target_of(&self, _thread_key: &str) -> Option<String> {
         None
-    }
-
-    fn health(&self) -> &Health {
-        &self.health
-    }
-
-    fn outbox_wake(&self) -> Arc<Notify> {
-        self.wake.clone()
-    }
-
-    async fn run(self: Arc<Self>, _runtime: hearth_runtime::Runtime, stop: CancellationToken) {
-        stop.cancelled().await;
     }
 
     async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
@@ -94,10 +79,6 @@ impl Channel for Scripted {
         }
         self.delivered.send(event).unwrap();
         Ok(())
-    }
-
-    fn take_progress(&self, _run_id: &str) -> Option<String> {
-        None
     }
 
     async fn check(&self) -> Result<String, ChannelError> {
@@ -137,7 +118,7 @@ fn pair(target: &str, text: &str) -> (String, String) {
 async fn a_slow_conversation_does_not_hold_up_another() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().unwrap());
     let (channel, mut events) = Scripted::new();
-    let wake = channel.outbox_wake();
+    let wake = channel.wake.clone();
     let slow = channel.gate("slow");
     queue(store.as_ref(), &wake, "slow", "s1").await;
     let stop = CancellationToken::new();

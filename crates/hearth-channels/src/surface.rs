@@ -70,7 +70,7 @@ fn channels(ctx: &SurfaceContext<'_>) -> Channels {
         not(any(feature = "telegram", feature = "discord", feature = "slack")),
         expect(unused_mut, reason = "no platform is built in to push")
     )]
-    let mut enabled: Vec<(Arc<dyn crate::Channel>, crate::access::Access)> = Vec::new();
+    let mut enabled: Vec<crate::hub::Enabled> = Vec::new();
     let ch = &ctx.config.channels;
     let env = ctx.env;
     if ch.telegram.enabled {
@@ -97,8 +97,7 @@ fn channels(ctx: &SurfaceContext<'_>) -> Channels {
                 ctx.outbox.clone(),
                 ctx.access.clone(),
             );
-            let access = tg.access();
-            enabled.push((tg, access));
+            enabled.push(tg.enabled());
         }
         #[cfg(not(feature = "telegram"))]
         tracing::error!(
@@ -122,8 +121,7 @@ fn channels(ctx: &SurfaceContext<'_>) -> Channels {
                 ctx.outbox.clone(),
                 ctx.access.clone(),
             );
-            let access = dc.access();
-            enabled.push((dc, access));
+            enabled.push(dc.enabled());
         }
         #[cfg(not(feature = "discord"))]
         tracing::error!(
@@ -168,8 +166,7 @@ fn channels(ctx: &SurfaceContext<'_>) -> Channels {
                 ctx.outbox.clone(),
                 ctx.access.clone(),
             );
-            let access = slack.access();
-            enabled.push((slack, access));
+            enabled.push(slack.enabled());
         }
         #[cfg(not(feature = "slack"))]
         tracing::error!(

@@ -206,6 +206,34 @@ async fn discord_refuses_an_edit_it_would_refuse_and_changes_nothing() {
     assert_eq!(discord.violations().len(), 1);
 }
 
+/// A post to a channel before the `retry_after` of its 429 is refused with
+/// 429 again and counted; another channel is not held back.
+#[tokio::test]
+async fn discord_refuses_a_post_before_retry_after_and_counts_it() {
+    let discord = FakeDiscord::start("tok").await;
+    let to = |channel: &str| format!("{}/channels/{channel}/messages", discord.api_base());
+    let headers = [("authorization", "Bot tok"), ("content-type", JSON)];
+    let body = json!({"content": "x"});
+    discord.rate_limit_messages(1, 5.0);
+    let (status, answer) = post(&to("100"), &headers, &body).await;
+    assert_eq!((status, &answer["retry_after"]), (429, &json!(5.0)));
+    assert!(
+        discord.violations().is_empty(),
+        "the 429 itself is scripted"
+    );
+    assert_eq!(post(&to("200"), &headers, &body).await.0, 200);
+    let (status, answer) = post(&to("100"), &headers, &body).await;
+    assert_eq!(status, 429);
+    assert!(answer["retry_after"].as_f64().unwrap() <= 5.0, "{answer}");
+    let violations = discord.violations();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        violations[0].contains("before the retry_after"),
+        "{violations:?}"
+    );
+    assert_eq!(discord.messages().len(), 1);
+}
+
 #[tokio::test]
 #[should_panic(expected = "FakeDiscord dropped with violations the test never read")]
 async fn discord_dropped_with_unread_violations_fails_the_test() {

@@ -23,7 +23,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::channel::Channel;
 use crate::hub::Channels;
 use crate::outbox::{queue_notice, run_sender};
 use crate::payload::Payload;
@@ -144,7 +143,7 @@ impl Alerts {
             tokio::spawn(run_sender(
                 w.clone(),
                 self.store.clone(),
-                w.outbox_wake(),
+                w.wake.clone(),
                 self.max_age,
                 // Webhook failures are alerts' own: never alerted about.
                 hearth_runtime::Notices::default(),
@@ -221,7 +220,7 @@ impl Alerts {
                     };
                     queue_notice(
                         self.store.as_ref(),
-                        &w.outbox_wake(),
+                        &w.wake,
                         webhook::WEBHOOK,
                         &w.target_of(url),
                         &payload,

@@ -19,11 +19,9 @@ use hearth_runtime::config::alerts::WebhookUrl;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
-use crate::channel::{Channel, Undelivered};
+use crate::channel::{Delivery, Undelivered};
 use crate::error::{ChannelError, DeliveryError};
-use crate::health::Health;
 use crate::payload::Payload;
 
 /// The outbox channel name of alert webhooks.
@@ -38,8 +36,8 @@ const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 pub struct Webhooks {
     client: reqwest::Client,
     secret: String,
-    health: Health,
-    wake: Arc<Notify>,
+    /// Wakes the alerts' sender.
+    pub(crate) wake: Arc<Notify>,
     /// The configured webhooks by their outbox target, and by the whole
     /// URL for items queued before targets were references.
     urls: HashMap<String, WebhookUrl>,
@@ -60,7 +58,6 @@ impl Webhooks {
         Arc::new(Self {
             client,
             secret,
-            health: Health::default(),
             wake: Arc::new(Notify::new()),
             urls: by_target,
         })
@@ -128,26 +125,13 @@ fn classify(status: reqwest::StatusCode, retry_after: Option<&str>) -> Result<()
 }
 
 #[async_trait::async_trait]
-impl Channel for Webhooks {
+impl Delivery for Webhooks {
     fn name(&self) -> &'static str {
         WEBHOOK
     }
 
     fn target_of(&self, _thread_key: &str) -> Option<String> {
         None
-    }
-
-    fn health(&self) -> &Health {
-        &self.health
-    }
-
-    fn outbox_wake(&self) -> Arc<Notify> {
-        self.wake.clone()
-    }
-
-    async fn run(self: Arc<Self>, _runtime: hearth_runtime::Runtime, stop: CancellationToken) {
-        // Nothing comes in on a webhook; only the sender works.
-        stop.cancelled().await;
     }
 
     async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
@@ -187,10 +171,6 @@ impl Channel for Webhooks {
                 e.without_url()
             )))),
         }
-    }
-
-    fn take_progress(&self, _run_id: &str) -> Option<String> {
-        None
     }
 
     async fn check(&self) -> Result<String, ChannelError> {

@@ -65,21 +65,16 @@ pub(super) fn definitions(models: &[String]) -> Value {
             { "type": SUB_COMMAND, "name": "cancel", "description": "Stop the answer being worked on" },
             { "type": SUB_COMMAND, "name": "stats", "description": "Run health of this server" },
           ] },
+        { "name": "help", "description": "What this bot does" },
     ])
 }
 
 /// Registers the commands (replacing any others of the application).
 pub(super) async fn sync(dc: Dc) {
-    let (Ok(api), Some(me)) = (&dc.api, dc.me.get()) else {
+    let (Ok(api), Some(me)) = (&dc.kit.api, dc.kit.me.get()) else {
         return;
     };
-    let models: Vec<String> = dc
-        .runtime
-        .models()
-        .models
-        .iter()
-        .map(|m| m.model.to_string())
-        .collect();
+    let models = crate::commands::model_ids(&dc.runtime);
     let path = format!("/applications/{}/commands", me.app_id);
     match api
         .call::<Value>(
@@ -106,7 +101,7 @@ mod tests {
         let models: Vec<String> = (0..30).map(|i| format!("p/m{i}")).collect();
         for defs in [definitions(&models), definitions(&models[..3])] {
             let list = defs.as_array().unwrap();
-            assert_eq!(list.len(), 8);
+            assert_eq!(list.len(), 9);
             for c in list {
                 let name = c["name"].as_str().unwrap();
                 assert!(

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::api::{Api, ApiError};
 use super::{Discord, is_snowflake};
 use crate::channel::Undelivered;
+use crate::commands::Button;
 use crate::error::DeliveryError;
 use crate::outbox::save_progress;
 use crate::payload::Payload;
@@ -24,11 +25,6 @@ pub const MAX_CONTENT: usize = 2000;
 pub const MAX_CUSTOM_ID: usize = 100;
 /// Discord's limit on a string nonce.
 const MAX_NONCE: usize = 25;
-
-/// The custom id of a confirmation button: `cf:<a|d>:<token>`.
-pub fn confirm_id(approve: bool, token: &str) -> String {
-    format!("cf:{}:{token}", if approve { "a" } else { "d" })
-}
 
 /// The messages a reply is sent as, each within [`MAX_CONTENT`], code
 /// blocks closed and reopened across a split.
@@ -68,12 +64,12 @@ pub fn nonce(id: i64, created_at: i64, part: usize) -> String {
 
 /// Approve/Deny buttons, or none when the token would not fit a custom id.
 fn buttons(token: &str) -> Option<Value> {
-    if confirm_id(true, token).len() > MAX_CUSTOM_ID {
+    if Button::confirm(true, token).len() > MAX_CUSTOM_ID {
         return None;
     }
     Some(json!([{ "type": 1, "components": [
-        { "type": 2, "style": 3, "label": "Approve", "custom_id": confirm_id(true, token) },
-        { "type": 2, "style": 4, "label": "Deny", "custom_id": confirm_id(false, token) },
+        { "type": 2, "style": 3, "label": "Approve", "custom_id": Button::confirm(true, token) },
+        { "type": 2, "style": 4, "label": "Deny", "custom_id": Button::confirm(false, token) },
     ]}]))
 }
 
@@ -114,7 +110,7 @@ pub(super) async fn deliver(
     payload: &Payload,
 ) -> Result<(), Undelivered> {
     let fail = |parts_done: u32, error: DeliveryError| Undelivered { parts_done, error };
-    let api = dc.api().map_err(|e| fail(item.progress, e))?;
+    let api = dc.kit.api().map_err(|e| fail(item.progress, e))?;
     let channel = item.target.as_str();
     if !is_snowflake(channel) {
         return Err(fail(
@@ -177,11 +173,17 @@ pub(super) async fn deliver(
                     .map_err(|e| fail(done, e.delivery()))?;
                 if let Some(id) = posted.get("id").and_then(Value::as_str) {
                     let id = id.to_owned();
-                    reactions::remember_answer(dc.store.as_ref(), "discord", item, payload, id)
+                    reactions::remember_answer(dc.kit.store.as_ref(), "discord", item, payload, id)
                         .await;
                 }
                 if i < last {
-                    save_progress(dc.store.as_ref(), "discord", item, done.saturating_add(1)).await;
+                    save_progress(
+                        dc.kit.store.as_ref(),
+                        "discord",
+                        item,
+                        done.saturating_add(1),
+                    )
+                    .await;
                 }
             }
             if let Some(run_id) = item.run_id.as_deref().filter(|_| footer.is_some()) {
@@ -261,7 +263,6 @@ mod tests {
     fn buttons_fit_or_are_left_out() {
         assert!(buttons(&"t".repeat(95)).is_some());
         assert!(buttons(&"t".repeat(96)).is_none());
-        assert_eq!(confirm_id(false, "T"), "cf:d:T");
     }
 
     #[test]

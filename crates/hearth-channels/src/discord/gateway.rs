@@ -19,6 +19,7 @@ use twilight_gateway::{ConfigBuilder, Intents, Message, Shard, ShardId};
 use super::types::{Frame, Guild, Interaction, Ready};
 use super::{Dc, Identity, commands, inbound, interactions};
 use crate::backoff::Backoff;
+use crate::kit::settle;
 
 /// twilight's built-in gateway address: no proxy URL is set for it, so
 /// resumes go to READY's `resume_gateway_url` as Discord asks.
@@ -49,15 +50,9 @@ async fn pause(stop: &CancellationToken, d: Duration) -> bool {
 }
 
 pub(super) async fn run(dc: Dc, stop: CancellationToken) {
-    let (token, api) = match (&dc.token, &dc.api) {
+    let (token, api) = match (&dc.token, &dc.kit.api) {
         (Ok(t), Ok(api)) => (t.0.clone(), api.clone()),
-        (Err(why), _) | (_, Err(why)) => {
-            error!(channel = "discord", error = %why, "Discord cannot start: no bot token");
-            for _ in 0..3 {
-                dc.health.failed(why.clone());
-            }
-            return;
-        }
+        (Err(why), _) | (_, Err(why)) => return dc.kit.cannot_start(why),
     };
     let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(600));
     loop {
@@ -69,7 +64,7 @@ pub(super) async fn run(dc: Dc, stop: CancellationToken) {
                 Ok(g) => g.url,
                 Err(e) => {
                     warn!(channel = "discord", error = %e, "GET /gateway/bot failed; retrying with backoff");
-                    dc.health.failed(format!("GET /gateway/bot: {e}"));
+                    dc.kit.health.failed(format!("GET /gateway/bot: {e}"));
                     if !pause(&stop, backoff.next_delay()).await {
                         return;
                     }
@@ -94,7 +89,7 @@ pub(super) async fn run(dc: Dc, stop: CancellationToken) {
                 channel = "discord",
                 "cannot set up TLS for the Discord gateway; retrying"
             );
-            dc.health.failed("cannot set up TLS for the gateway");
+            dc.kit.health.failed("cannot set up TLS for the gateway");
             if !pause(&stop, backoff.next_delay()).await {
                 return;
             }
@@ -105,7 +100,7 @@ pub(super) async fn run(dc: Dc, stop: CancellationToken) {
             return;
         };
         error!(channel = "discord", reason = %why, "Discord closed the gateway for good; retrying with backoff");
-        dc.health.failed(why);
+        dc.kit.health.failed(why);
         if !pause(&stop, backoff.next_delay()).await {
             return;
         }
@@ -150,7 +145,7 @@ async fn serve(
                 }
                 _ => {
                     warn!(channel = "discord", error = %e, "gateway connection failed; reconnecting");
-                    dc.health.failed(format!("gateway: {e}"));
+                    dc.kit.health.failed(format!("gateway: {e}"));
                 }
             },
             Some(Ok(Message::Close(frame))) => {
@@ -187,7 +182,7 @@ pub(super) async fn dispatch(dc: &Dc, json: &str) -> bool {
         "READY" => serde_json::from_value::<Ready>(frame.d).map(|r| ready(dc, r)),
         "RESUMED" => {
             info!(channel = "discord", "gateway session resumed");
-            dc.health.ok();
+            dc.kit.health.ok();
             Ok(())
         }
         "GUILD_CREATE" => serde_json::from_value::<Guild>(frame.d).map(|g| {
@@ -200,21 +195,13 @@ pub(super) async fn dispatch(dc: &Dc, json: &str) -> bool {
         }),
         "MESSAGE_CREATE" => match serde_json::from_value(frame.d) {
             Ok(m) => {
-                match inbound::message(dc, m).await {
-                    Ok(()) => Ok(()),
-                    Err(e) if e.is_transient() => {
-                        // Nothing to acknowledge on Discord: say it loudly.
-                        error!(channel = "discord", error = %e, "could not take a Discord message");
-                        dc.health.failed(format!("taking a message: {e}"));
-                        return true;
-                    }
-                    Err(e) => {
-                        // The runtime's answer to this message, not a
-                        // failure of the channel.
-                        warn!(channel = "discord", error = %e, "a message was refused");
-                        Ok(())
-                    }
+                if let Err(e) = settle("discord", inbound::message(dc, m).await) {
+                    // Nothing to acknowledge on Discord: say it loudly.
+                    error!(channel = "discord", error = %e, "could not take a Discord message");
+                    dc.kit.health.failed(format!("taking a message: {e}"));
+                    return true;
                 }
+                Ok(())
             }
             Err(e) => Err(e),
         },
@@ -239,7 +226,7 @@ pub(super) async fn dispatch(dc: &Dc, json: &str) -> bool {
         }
     };
     match parsed {
-        Ok(()) => dc.health.event(),
+        Ok(()) => dc.kit.health.event(),
         Err(e) => {
             warn!(channel = "discord", event = %kind, error = %e, "skipping a malformed dispatch")
         }
@@ -250,13 +237,14 @@ pub(super) async fn dispatch(dc: &Dc, json: &str) -> bool {
 fn ready(dc: &Dc, r: Ready) {
     info!(channel = "discord", bot = %r.user.username, "Discord bot connected");
     let first = dc
+        .kit
         .me
         .set(Identity {
             user_id: r.user.id,
             app_id: r.application.id,
         })
         .is_ok();
-    dc.health.ok();
+    dc.kit.health.ok();
     // Once per process: a re-IDENTIFY does not change the commands.
     if first && dc.config.sync_commands {
         tokio::spawn(commands::sync(dc.clone()));

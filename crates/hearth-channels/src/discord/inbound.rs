@@ -10,15 +10,13 @@ use tracing::warn;
 use super::deliver::DiscordProgress;
 use super::types::{Member, Message, ReactionAdd};
 use super::{Dc, guild_scope, is_snowflake, thread_key, user_key};
-use crate::access::Admission;
-use crate::error::{ChannelError, refusal_notice};
-use crate::payload::Payload;
+use crate::error::ChannelError;
 use crate::reactions;
 
 /// Handles a `MESSAGE_CREATE`. Errors are the store's or the runtime's;
 /// only those that may pass count as a channel failure.
 pub(super) async fn message(dc: &Dc, m: Message) -> Result<(), ChannelError> {
-    let Some(me) = dc.me.get() else {
+    let Some(me) = dc.kit.me.get() else {
         // Before READY there is no bot id to tell mentions by.
         return Ok(());
     };
@@ -45,19 +43,13 @@ pub(super) async fn message(dc: &Dc, m: Message) -> Result<(), ChannelError> {
     if text.is_empty() {
         return Ok(());
     }
-    if m.guild_id.is_none() {
-        match dc
-            .access
+    if m.guild_id.is_none()
+        && !dc
+            .kit
             .admit_private(&user, &m.author.display_name(), &m.channel_id)
             .await?
-        {
-            Admission::Allowed => {}
-            Admission::PairingOffered(_) => {
-                dc.wake.notify_one();
-                return Ok(());
-            }
-            Admission::Ignored => return Ok(()),
-        }
+    {
+        return Ok(());
     }
     let received = hearth_core::now_ms();
     let asked = Asked {
@@ -83,7 +75,7 @@ pub(super) async fn message(dc: &Dc, m: Message) -> Result<(), ChannelError> {
 /// who asked it rates the run. The bot's own reactions, custom emoji and
 /// other users' reactions change nothing; a removal is not an event here.
 pub(super) async fn reaction(dc: &Dc, r: ReactionAdd) -> Result<(), ChannelError> {
-    let Some(me) = dc.me.get() else {
+    let Some(me) = dc.kit.me.get() else {
         return Ok(());
     };
     let bot = r
@@ -99,7 +91,7 @@ pub(super) async fn reaction(dc: &Dc, r: ReactionAdd) -> Result<(), ChannelError
     };
     let Some(run_id) = reactions::rated_run(
         &dc.runtime,
-        dc.store.as_ref(),
+        dc.kit.store.as_ref(),
         "discord",
         &r.channel_id,
         &r.message_id,
@@ -192,28 +184,17 @@ pub(super) async fn ingest(
         scope: context.scope,
         roles: context.roles,
     };
-    let run = match dc.runtime.ingest(inbound).await {
-        Ok(run) => run,
-        // The runtime's answer to this message (not a failure that may
-        // pass): the sender is told.
-        Err(e) if !e.is_transient() => {
-            dc.notify(channel_id, Payload::notice(refusal_notice(&e)))
-                .await?;
-            return Ok(None);
-        }
-        Err(e) => return Err(e.into()),
+    let Some(run) = dc
+        .kit
+        .ingest(&dc.runtime, inbound, channel_id, None)
+        .await?
+    else {
+        return Ok(None);
     };
-    if follow
-        && !run.status.is_terminal()
-        && let Ok(api) = &dc.api
-    {
+    if follow && let Ok(api) = &dc.kit.api {
         let sink = Arc::new(DiscordProgress { api: api.clone() });
-        dc.progress.follow(
-            dc.runtime.clone(),
-            run.run_id.clone(),
-            channel_id.to_owned(),
-            sink,
-        );
+        dc.kit
+            .follow(&dc.runtime, &run, channel_id.to_owned(), sink);
     }
     Ok(Some(run.run_id))
 }

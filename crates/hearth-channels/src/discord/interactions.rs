@@ -6,20 +6,18 @@
 
 use std::sync::atomic::Ordering;
 
-use hearth_core::records::RunFilter;
-use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
+use hearth_runtime::Answerer;
 use reqwest::Method;
 use serde_json::{Value, json};
-use tracing::{info, warn};
-
-use hearth_runtime::Answerer;
+use tracing::warn;
 
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
 use super::{
     Dc, Discord, inbound, is_snowflake, permissions, presses, stats, thread_key, user_key,
 };
-use crate::control::{self, Place};
+use crate::commands::{self, Button, Command, Ctx, Picker, Reply};
+use crate::control::Place;
 use crate::error::ChannelError;
 
 /// Interaction callback types.
@@ -28,6 +26,11 @@ const DEFERRED: u8 = 5;
 pub(super) const UPDATE_MESSAGE: u8 = 7;
 /// Only the user who acted sees the message.
 const EPHEMERAL: u64 = 1 << 6;
+/// Buttons in an action row, and in a message (five rows).
+const PER_ROW: usize = 5;
+const MAX_BUTTONS: usize = 25;
+/// Characters of a button's label.
+const MAX_LABEL: usize = 80;
 
 /// Handles one interaction. A failure is logged and, when the interaction
 /// was not answered yet, answered privately, so the user is not left with
@@ -77,15 +80,12 @@ async fn handle_inner(dc: &Dc, i: &Interaction) -> Result<(), ChannelError> {
 
 /// Records interaction `i`; true the first time.
 pub(super) async fn first_sight(dc: &Discord, i: &Interaction) -> Result<bool, ChannelError> {
-    Ok(dc
-        .store
-        .first_sight("discord", &format!("interaction:{}", i.id), now_ms())
-        .await?)
+    dc.kit.first_sight(&format!("interaction:{}", i.id)).await
 }
 
 /// Answers interaction `i` with callback `kind` and `data`.
 pub(super) async fn respond(dc: &Discord, i: &Interaction, kind: u8, data: Value) {
-    let Ok(api) = &dc.api else { return };
+    let Ok(api) = &dc.kit.api else { return };
     i.answered.store(true, Ordering::SeqCst);
     let path = format!("/interactions/{}/{}/callback", i.id, i.token);
     let body = json!({ "type": kind, "data": data });
@@ -132,209 +132,190 @@ pub(super) fn is_guild_admin(dc: &Discord, i: &Interaction, actor: &User) -> boo
     perms & ADMINISTRATOR != 0 || dc.owner_of(guild).as_deref() == Some(actor.id.as_str())
 }
 
+/// Why `user` may not use the assistant where interaction `i` happened
+/// (a guild it is not enabled in, a DM of a stranger), or `None`.
+pub(super) async fn refusal(
+    dc: &Dc,
+    i: &Interaction,
+    user: &str,
+) -> Result<Option<&'static str>, ChannelError> {
+    Ok(match &i.guild_id {
+        Some(guild) if !dc.guild_allowed(guild) => {
+            Some("This assistant is not enabled in this server.")
+        }
+        Some(_) => None,
+        None if !dc.config.open_dms && !dc.kit.access.is_allowed(user).await? => Some(
+            "This assistant is private. Send it a message to get a pairing code for its owner.",
+        ),
+        None => None,
+    })
+}
+
+/// Who acts in interaction `i`, for the rules of [`crate::control`]: the
+/// guild's scope and their roles there, and whether they administer it.
+pub(super) struct Acting {
+    pub(super) user: String,
+    pub(super) context: inbound::PermissionContext,
+    pub(super) admin: bool,
+}
+
+impl Acting {
+    pub(super) fn of(dc: &Discord, i: &Interaction, actor: &User) -> Self {
+        Self {
+            user: user_key(&actor.id),
+            context: inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref()),
+            admin: is_guild_admin(dc, i, actor),
+        }
+    }
+
+    /// As the runtime sees them.
+    pub(super) fn who(&self) -> Answerer<'_> {
+        Answerer {
+            user_key: &self.user,
+            roles: &self.context.roles,
+            // The guild owner and Administrators are admins in their guild.
+            admin_of: self.context.scope.as_deref().filter(|_| self.admin),
+        }
+    }
+
+    /// The conversation of `thread`: shared in a guild, private in a DM.
+    pub(super) fn place<'a>(&'a self, thread: &'a str) -> Place<'a> {
+        Place::new(thread, self.context.scope.as_deref())
+    }
+}
+
+/// What `/help` says.
+fn help() -> String {
+    let lines = commands::help_lines(|s| match (s.name, s.args) {
+        ("cancel", _) => "/agent cancel".to_owned(),
+        (name, "") => format!("/{name}"),
+        (name, args) => format!("/{name} {args}"),
+    });
+    format!(
+        "I am your hearth assistant. Write to me, or mention me in a channel, and I answer.\n\n{lines}\n\n\
+         /ask asks a question, /agent stats shows this server's run health, and /permissions lets \
+         server admins grant capabilities."
+    )
+}
+
 async fn command(
     dc: &Dc,
     i: &Interaction,
     actor: &User,
     channel: &str,
 ) -> Result<(), ChannelError> {
-    let user = user_key(&actor.id);
-    match &i.guild_id {
-        Some(guild) if !dc.guild_allowed(guild) => {
-            private(dc, i, "This assistant is not enabled in this server.").await;
-            return Ok(());
-        }
-        Some(_) => {}
-        None => {
-            if !dc.config.open_dms && !dc.access.is_allowed(&user).await? {
-                private(dc, i, "This assistant is private. Send it a message to get a pairing code for its owner.").await;
-                return Ok(());
-            }
-        }
+    let acting = Acting::of(dc, i, actor);
+    if let Some(why) = refusal(dc, i, &acting.user).await? {
+        private(dc, i, why).await;
+        return Ok(());
     }
     let Some(data) = &i.data else { return Ok(()) };
     let thread = thread_key(channel);
     let sub = data.options.first();
-    // Who acts and where, for the rules on changing and cancelling.
-    let context = inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref());
-    let who = Answerer {
-        user_key: &user,
-        roles: &context.roles,
-        admin_of: context
-            .scope
-            .as_deref()
-            .filter(|_| is_guild_admin(dc, i, actor)),
+    // The shared commands' one option: `/model name`, `/thinking level`.
+    let arg = option(&data.options, "name").or_else(|| option(&data.options, "level"));
+    let args: Vec<&str> = arg.as_deref().into_iter().collect();
+    let command = match data.name.as_str() {
+        "agent" if sub.is_some_and(|s| s.name == "cancel") => Command::parse("cancel", &[]),
+        name => Command::parse(name, &args),
     };
-    let place = match context.scope.as_deref() {
-        Some(scope) => Place::Shared {
-            scope,
-            thread: &thread,
-        },
-        None => Place::Private,
-    };
-    let may_change = || control::may_change(&dc.runtime, who, place);
-    match data.name.as_str() {
-        "ping" => private(dc, i, "Pong.").await,
-        "ask" => {
-            let Some(question) = option(&data.options, "question").filter(|q| !q.trim().is_empty())
-            else {
-                private(dc, i, "Ask a question.").await;
-                return Ok(());
-            };
-            respond(dc, i, DEFERRED, json!({})).await;
-            let asked = inbound::Asked {
-                key: format!("discord:{}", i.id),
-                channel_id: channel.to_owned(),
-                user: user.clone(),
-                context: inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref()),
-            };
-            let queued = inbound::ingest(dc, asked, question.clone(), true).await?;
-            let text = match queued {
-                Some(_) => format!("> {}", question.replace('\n', "\n> ")),
-                None => "I cannot take that question.".to_owned(),
-            };
-            edit_original(dc, i, &clip(&text)).await;
+    if let Some(command) = command {
+        let ctx = Ctx {
+            runtime: &dc.runtime,
+            who: acting.who(),
+            place: Some(acting.place(&thread)),
+        };
+        match commands::run(&ctx, command).await? {
+            Reply::Help => private(dc, i, &help()).await,
+            Reply::Private(text) => private(dc, i, &text).await,
+            Reply::Public(text) => public(dc, i, &text).await,
+            Reply::Stopped(text) => public(dc, i, text).await,
+            Reply::Picker(picker) => respond(dc, i, MESSAGE, picker_message(&picker, true)).await,
         }
-        "model" => match option(&data.options, "name") {
-            Some(name) => {
-                let known = dc
-                    .runtime
-                    .models()
-                    .models
-                    .iter()
-                    .any(|m| m.model.to_string() == name);
-                if !known {
-                    private(
-                        dc,
-                        i,
-                        &format!("Unknown model {name:?}. {}", models_text(dc)),
-                    )
-                    .await;
-                } else if may_change().await? {
-                    dc.runtime
-                        .set_model(&ThreadKey::new(&thread)?, &name)
-                        .await?;
-                    public(dc, i, &format!("Model: {name}")).await;
-                } else {
-                    private(dc, i, control::CHANGE_REFUSED).await;
-                }
-            }
-            None => {
-                let now = dc
-                    .runtime
-                    .thread_runtime(&ThreadKey::new(&thread)?)
-                    .await?
-                    .model;
-                private(dc, i, &format!("Now: {now}. {}", models_text(dc))).await;
-            }
-        },
-        "thinking" => match option(&data.options, "level") {
-            Some(level) => match ThinkingLevel::parse(&level) {
-                Some(l) if may_change().await? => {
-                    dc.runtime
-                        .set_thinking(&ThreadKey::new(&thread)?, l)
-                        .await?;
-                    public(dc, i, &format!("Thinking: {}", l.as_str())).await;
-                }
-                Some(_) => private(dc, i, control::CHANGE_REFUSED).await,
-                None => private(dc, i, "Choose off, low, medium or high.").await,
-            },
-            None => {
-                let now = dc
-                    .runtime
-                    .thread_runtime(&ThreadKey::new(&thread)?)
-                    .await?
-                    .thinking;
-                private(dc, i, &format!("Thinking: {now}.")).await;
-            }
-        },
-        "new" if may_change().await? => {
-            dc.runtime.new_session(&ThreadKey::new(&thread)?).await?;
-            info!(channel = "discord", "new session by command");
-            public(dc, i, "Started a new conversation.").await;
-        }
-        "new" => private(dc, i, control::CHANGE_REFUSED).await,
-        "usage" => {
-            let rows = dc
-                .runtime
-                .usage(&hearth_runtime::usage::today(now_ms()))
-                .await?;
-            private(dc, i, &usage_text(&rows)).await;
-        }
-        "permissions" => permissions::command(dc, i, actor, sub).await?,
-        "agent" => match sub.map(|s| s.name.as_str()) {
-            Some("cancel") => match cancel(dc, &thread, who, place).await? {
-                Some(text) => public(dc, i, text).await,
-                None => private(dc, i, control::CANCEL_REFUSED).await,
-            },
-            Some("stats") => stats::command(dc, i, actor).await?,
-            _ => private(dc, i, "Use /agent cancel or /agent stats.").await,
-        },
-        _ => private(dc, i, "This command is no longer supported.").await,
+        return Ok(());
     }
+    match data.name.as_str() {
+        "agent" if sub.is_some_and(|s| s.name == "stats") => stats::command(dc, i, actor).await,
+        "ask" => ask(dc, i, &acting.user, channel).await,
+        "permissions" => permissions::command(dc, i, actor, sub).await,
+        other => {
+            let text = match other {
+                "agent" => "Use /agent cancel or /agent stats.",
+                "ping" => "Pong.",
+                _ => "This command is no longer supported.",
+            };
+            private(dc, i, text).await;
+            Ok(())
+        }
+    }
+}
+
+/// `/ask`: deferred, then finished once the run is queued; its answer
+/// follows in the channel through the outbox, like any answer.
+async fn ask(dc: &Dc, i: &Interaction, user: &str, channel: &str) -> Result<(), ChannelError> {
+    let options = i
+        .data
+        .as_ref()
+        .map(|d| d.options.as_slice())
+        .unwrap_or_default();
+    let Some(question) = option(options, "question").filter(|q| !q.trim().is_empty()) else {
+        private(dc, i, "Ask a question.").await;
+        return Ok(());
+    };
+    respond(dc, i, DEFERRED, json!({})).await;
+    let asked = inbound::Asked {
+        key: format!("discord:{}", i.id),
+        channel_id: channel.to_owned(),
+        user: user.to_owned(),
+        context: inbound::PermissionContext::of(i.guild_id.as_deref(), i.member.as_ref()),
+    };
+    let queued = inbound::ingest(dc, asked, question.clone(), true).await?;
+    let text = match queued {
+        Some(_) => format!("> {}", question.replace('\n', "\n> ")),
+        None => "I cannot take that question.".to_owned(),
+    };
+    edit_original(dc, i, &clip(&text)).await;
     Ok(())
 }
 
-fn models_text(dc: &Dc) -> String {
-    let ids: Vec<String> = dc
-        .runtime
-        .models()
-        .models
-        .iter()
-        .map(|m| m.model.to_string())
+/// A picker as a message: its question, and a button per choice, five to
+/// an action row and at most five rows (Discord's limits); past them the
+/// message says how to name the rest. Only the one who asked sees it
+/// when `ephemeral`.
+pub(super) fn picker_message(picker: &Picker, ephemeral: bool) -> Value {
+    let shown = picker.choices.len().min(MAX_BUTTONS);
+    let rows: Vec<Value> = picker.choices[..shown]
+        .chunks(PER_ROW)
+        .enumerate()
+        .map(|(r, row)| {
+            let buttons: Vec<Value> = row
+                .iter()
+                .enumerate()
+                .map(|(c, choice)| {
+                    let index = r * PER_ROW + c;
+                    let label: String = picker.label(choice).chars().take(MAX_LABEL).collect();
+                    let style = if *choice == picker.current { 1 } else { 2 };
+                    json!({ "type": 2, "style": style, "label": label,
+                            "custom_id": Button::choice(picker, index, choice) })
+                })
+                .collect();
+            json!({ "type": 1, "components": buttons })
+        })
         .collect();
-    format!("Available: {}", ids.join(", "))
-}
-
-fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
-    let calls: u64 = rows.iter().map(|r| r.calls).sum();
-    let input: u64 = rows.iter().map(|r| r.input_tokens).sum();
-    let output: u64 = rows.iter().map(|r| r.output_tokens).sum();
-    let cost: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
-    let cost = cost.map_or_else(
-        || "unknown (a model has no price)".to_owned(),
-        |c| format!("${c:.4}"),
-    );
-    format!(
-        "Today (UTC): {calls} model calls, {input} input and {output} output tokens, cost {cost}."
-    )
-}
-
-/// Cancels the channel's active run when `who` may; what to tell the
-/// channel, or `None` when `who` may not.
-async fn cancel(
-    dc: &Dc,
-    thread: &str,
-    who: Answerer<'_>,
-    place: Place<'_>,
-) -> Result<Option<&'static str>, ChannelError> {
-    let filter = RunFilter {
-        thread_key: Some(thread.to_owned()),
-        status: None,
-        limit: 20,
-    };
-    let active = dc
-        .runtime
-        .list_runs(&filter)
-        .await?
-        .into_iter()
-        .find(|r| !r.status.is_terminal());
-    let Some(run) = active else {
-        return Ok(Some("Nothing to cancel."));
-    };
-    if !control::may_cancel(&dc.runtime, who, place, &run.run_id, &run.user_key).await {
-        return Ok(None);
+    let mut text = picker.text();
+    if shown < picker.choices.len() {
+        text.push_str("\n(The first 25 are shown; /model <name> chooses any.)");
     }
-    let env = dc.runtime.cancel(&run.run_id).await?;
-    Ok(Some(if env.status == RunStatus::Cancelled {
-        "Cancelled."
-    } else {
-        "Stopping."
-    }))
+    let mut data =
+        json!({ "content": clip(&text), "components": rows, "allowed_mentions": { "parse": [] } });
+    if ephemeral {
+        data["flags"] = json!(EPHEMERAL);
+    }
+    data
 }
 
 async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {
-    let (Ok(api), Some(me)) = (&dc.api, dc.me.get()) else {
+    let (Ok(api), Some(me)) = (&dc.kit.api, dc.kit.me.get()) else {
         return;
     };
     let path = format!("/webhooks/{}/{}/messages/@original", me.app_id, i.token);
@@ -350,6 +331,40 @@ async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_picker_fits_discords_rows_and_says_when_models_are_left_out() {
+        use crate::commands::PickerKind;
+        let picker = Picker {
+            kind: PickerKind::Model,
+            heading: "Choose the model:".into(),
+            current: format!("p/3{}", "x".repeat(12)),
+            choices: (0..30)
+                .map(|i| format!("p/{i}{}", "x".repeat(i * 4)))
+                .collect(),
+        };
+        let msg = picker_message(&picker, true);
+        let rows = msg["components"].as_array().unwrap();
+        assert_eq!(rows.len(), 5);
+        for row in rows {
+            let buttons = row["components"].as_array().unwrap();
+            assert!(buttons.len() <= PER_ROW);
+            for b in buttons {
+                assert!(b["custom_id"].as_str().unwrap().len() <= 100);
+                assert!(b["label"].as_str().unwrap().chars().count() <= MAX_LABEL);
+            }
+        }
+        assert_eq!(rows[0]["components"][3]["label"], "✓ p/3xxxxxxxxxxxx");
+        assert_eq!(rows[0]["components"][3]["style"], 1);
+        assert_eq!(msg["flags"], EPHEMERAL);
+        assert!(
+            msg["content"]
+                .as_str()
+                .unwrap()
+                .contains("The first 25 are shown")
+        );
+        assert!(picker_message(&picker, false).get("flags").is_none());
+    }
 
     #[test]
     fn interaction_tokens_are_checked_before_going_in_a_path() {

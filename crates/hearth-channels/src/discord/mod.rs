@@ -19,7 +19,7 @@ mod stats;
 pub mod types;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use hearth_core::records::outbox::OutboxItem;
 use hearth_core::{Timestamp, now_ms};
@@ -31,11 +31,11 @@ use tokio_util::sync::CancellationToken;
 
 use self::api::Api;
 use crate::access::Access;
-use crate::channel::{Channel, Live, Undelivered};
-use crate::error::{ChannelError, DeliveryError};
-use crate::health::Health;
+use crate::channel::{Delivery, Ingress, Live, Undelivered};
+use crate::error::ChannelError;
+use crate::hub::Enabled;
+use crate::kit::Kit;
 use crate::payload::Payload;
-use crate::progress::Progress;
 
 /// Thread keys of Discord channels start with this.
 const THREAD_PREFIX: &str = "discord:channel:";
@@ -80,18 +80,12 @@ pub struct Discord {
     config: DiscordConfig,
     /// `Err` when the token could not be read: the channel stays degraded.
     token: Result<Token, String>,
-    api: Result<Api, String>,
-    store: Arc<dyn OutboxStore>,
-    access: Access,
-    health: Health,
-    progress: Arc<Progress>,
-    me: OnceLock<Identity>,
+    kit: Kit<Api, Identity>,
     /// Guild owners seen in `GUILD_CREATE` (admins in their guild).
     owners: Mutex<HashMap<String, String>>,
     /// When the message behind a run was received, for runs answered in a
     /// `latency_footer_guilds` guild (in memory: no footer after a restart).
     footers: Mutex<HashMap<String, Timestamp>>,
-    wake: Arc<tokio::sync::Notify>,
 }
 
 impl Discord {
@@ -117,43 +111,18 @@ impl Discord {
             .as_ref()
             .map(|t| Api::new(client, &config.api_base, &t.0))
             .map_err(Clone::clone);
-        let progress = Arc::new(Progress::durable(store.clone(), "discord"));
         Arc::new(Self {
+            kit: Kit::new("discord", api, store, access),
             config,
             token,
-            api,
-            store,
-            access,
-            health: Health::default(),
-            progress,
-            me: OnceLock::new(),
             owners: Mutex::default(),
             footers: Mutex::default(),
-            wake: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
-    /// The access rules (for the hub).
-    pub fn access(&self) -> Access {
-        self.access.clone()
-    }
-
-    /// Queues a reply outside a run (a notice) and wakes the sender.
-    async fn notify(&self, channel_id: &str, payload: Payload) -> Result<(), ChannelError> {
-        crate::outbox::queue_notice(
-            self.store.as_ref(),
-            &self.wake,
-            "discord",
-            channel_id,
-            &payload,
-        )
-        .await
-    }
-
-    fn api(&self) -> Result<&Api, DeliveryError> {
-        self.api
-            .as_ref()
-            .map_err(|e| DeliveryError::Transient(e.clone()))
+    /// The channel as the hub holds it.
+    pub(crate) fn enabled(self: &Arc<Self>) -> Enabled {
+        self.kit.enable(self.clone(), self.clone())
     }
 
     fn owner_of(&self, guild_id: &str) -> Option<String> {
@@ -197,9 +166,9 @@ impl Discord {
 }
 
 #[async_trait::async_trait]
-impl Channel for Discord {
+impl Delivery for Discord {
     fn name(&self) -> &'static str {
-        "discord"
+        self.kit.name()
     }
 
     fn target_of(&self, thread_key: &str) -> Option<String> {
@@ -207,36 +176,22 @@ impl Channel for Discord {
         is_snowflake(id).then(|| id.to_owned())
     }
 
-    fn health(&self) -> &Health {
-        &self.health
-    }
-
-    fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
-        self.wake.clone()
-    }
-
-    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
-        gateway::run(Live::new(self, runtime), stop).await;
-    }
-
     async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
         deliver::deliver(self, item, payload).await
     }
 
     fn take_progress(&self, run_id: &str) -> Option<String> {
-        self.progress.take(run_id)
+        self.kit.progress.take(run_id)
     }
 
     async fn restore(&self, runtime: &Runtime) {
-        self.progress.restore(runtime).await;
+        self.kit.progress.restore(runtime).await;
     }
 
     async fn check(&self) -> Result<String, ChannelError> {
-        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
-            channel: "discord",
-            detail: e.clone(),
-        })?;
-        let me: types::User = api
+        let me: types::User = self
+            .kit
+            .api_or_why()?
             .call(Method::GET, "/users/@me", "users/@me", None)
             .await
             .map_err(|e| ChannelError::Platform {
@@ -248,6 +203,13 @@ impl Channel for Discord {
             "token accepted: bot {} (id {})",
             me.username, me.id
         ))
+    }
+}
+
+#[async_trait::async_trait]
+impl Ingress for Discord {
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
+        gateway::run(Live::new(self, runtime), stop).await;
     }
 }
 

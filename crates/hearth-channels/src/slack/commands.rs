@@ -1,7 +1,7 @@
 //! The `/hearth` slash command: `new`, `model`, `thinking`, `usage`,
-//! `cancel`, `help`, as on Telegram. Answers are ephemeral, through the
-//! command's `response_url`; pickers are Block Kit buttons answered in
-//! [`super::interactive`].
+//! `cancel`, `help`, carried out by [`crate::commands`] and rendered for
+//! Slack: answers are ephemeral, through the command's `response_url`;
+//! pickers are Block Kit buttons answered in [`super::interactive`].
 //!
 //! Commands that act on a conversation (`new`, `model`, `thinking`,
 //! `cancel`) change, in a direct message, that DM's conversation. In a
@@ -13,7 +13,6 @@
 //! shown for a thread carries the thread's root in its `block_id`.
 
 use hearth_core::records::RunFilter;
-use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::Answerer;
 use serde_json::{Value, json};
 use tracing::warn;
@@ -21,7 +20,8 @@ use tracing::warn;
 use super::mrkdwn::escape;
 use super::types::SlashCommand;
 use super::{Sl, THREAD_PREFIX, dm_thread_key, is_id, is_ts, thread_key, user_key};
-use crate::control::{self, Place};
+use crate::commands::{self, Command, Ctx, Picker, PickerKind, Reply};
+use crate::control::Place;
 use crate::error::ChannelError;
 
 /// `action_id` prefix of the model picker's buttons (value: the model id).
@@ -38,11 +38,6 @@ const THREAD_BLOCK: &str = "hearth_thread:";
 /// Newest runs searched for the user's latest thread in a channel.
 const RECENT_RUNS: u32 = 200;
 
-const HELP: &str = "I am your hearth assistant. Write to me in a direct message, or mention me in a channel and I answer in a thread.\n\n\
-`/hearth new` starts a new conversation\n`/hearth model [id]` chooses the model\n`/hearth thinking [off|low|medium|high]` sets how hard it thinks\n\
-`/hearth usage` shows today's usage and cost\n`/hearth cancel` stops the answer being worked on\n\n\
-In a channel these act on your newest thread with me there, or on the thread whose link (or ts) you add last.";
-
 const PRIVATE: &str =
     "This assistant is private: send it a direct message to ask its owner for access.";
 const NO_THREAD: &str = "You have no conversation with me in this channel yet: mention me to start one, or name a thread by its link (More actions → Copy link) after the command.";
@@ -51,7 +46,7 @@ const UNKNOWN_THREAD: &str =
 
 /// True when `user` may use the assistant's commands and settings.
 pub(super) async fn may_use(slack: &Sl, user: &str) -> Result<bool, ChannelError> {
-    Ok(slack.config.open_dms || slack.access.is_allowed(&user_key(user)).await?)
+    Ok(slack.config.open_dms || slack.kit.access.is_allowed(&user_key(user)).await?)
 }
 
 /// The conversation a command or picker in `channel` acts on: only a DM's.
@@ -143,10 +138,7 @@ async fn aim<'a>(
 
 pub(super) async fn command(slack: &Sl, cmd: SlashCommand) -> Result<(), ChannelError> {
     if let Some(trigger) = &cmd.trigger_id
-        && !slack
-            .store
-            .first_sight("slack", &format!("command:{trigger}"), now_ms())
-            .await?
+        && !slack.kit.first_sight(&format!("command:{trigger}")).await?
     {
         return Ok(());
     }
@@ -162,7 +154,7 @@ pub(super) async fn command(slack: &Sl, cmd: SlashCommand) -> Result<(), Channel
 pub(super) fn respond(slack: &Sl, url: String, body: Value) {
     let slack = slack.clone();
     tokio::spawn(async move {
-        let Ok(api) = &slack.api else { return };
+        let Ok(api) = &slack.kit.api else { return };
         if let Err(e) = api.respond(&url, &body).await {
             warn!(channel = "slack", error = %e, "could not answer a command or button");
         }
@@ -179,204 +171,98 @@ async fn answer(slack: &Sl, cmd: &SlashCommand) -> Result<Value, ChannelError> {
     }
     let mut words = cmd.text.split_whitespace();
     let sub = words.next().unwrap_or("help").to_lowercase();
-    let rest: Vec<&str> = words.collect();
-    let (thread, arg) = match sub.as_str() {
-        "new" | "model" | "thinking" | "cancel" => match aim(slack, cmd, rest).await? {
-            (Aim::Thread(thread), args) => (Some(thread), args.first().copied()),
+    let mut args: Vec<&str> = words.collect();
+    let Some(command) = Command::parse(&sub, &[]) else {
+        return Ok(text(&format!("I do not know that command.\n\n{}", help())));
+    };
+    let thread = match command {
+        Command::On(_) => match aim(slack, cmd, args).await? {
+            (Aim::Thread(thread), rest) => {
+                args = rest;
+                Some(thread)
+            }
             (Aim::Missing(why), _) => return Ok(text(why)),
         },
-        _ => (None, None),
+        Command::Help | Command::Usage => None,
     };
+    // Parsed again with the words a named thread left.
+    let command = Command::parse(&sub, &args).unwrap_or(command);
     let user = user_key(&cmd.user_id);
-    // Showing a picker changes nothing; setting does.
-    let changes = match sub.as_str() {
-        "new" => true,
-        "model" => arg.is_some_and(|m| model_ids(slack).iter().any(|id| id == m)),
-        "thinking" => arg.and_then(ThinkingLevel::parse).is_some(),
-        _ => false,
+    let scope = scope(slack);
+    let ctx = Ctx {
+        runtime: &slack.runtime,
+        who: Answerer::user(&user),
+        place: thread.as_deref().map(|t| place(t, &scope)),
     };
-    if let Some(thread) = thread.as_deref()
-        && changes
-        && !may_change(slack, &user, thread).await?
-    {
-        return Ok(text(control::CHANGE_REFUSED));
-    }
-    Ok(match (sub.as_str(), thread) {
-        ("help", _) => text(HELP),
-        ("usage", _) => {
-            let rows = slack
-                .runtime
-                .usage(&hearth_runtime::usage::today(now_ms()))
-                .await?;
-            text(&usage_text(&rows))
-        }
-        ("new", Some(thread)) => {
-            slack.runtime.new_session(&ThreadKey::new(&thread)?).await?;
-            text("Started a new conversation.")
-        }
-        ("model", Some(thread)) => match arg {
-            Some(m) if model_ids(slack).iter().any(|id| id == m) => {
-                slack
-                    .runtime
-                    .set_model(&ThreadKey::new(&thread)?, m)
-                    .await?;
-                text(&format!("Model: {}", escape(m)))
-            }
-            Some(m) => {
-                picker(
-                    slack,
-                    &thread,
-                    &format!("No model {}. Choose one:", escape(m)),
-                )
-                .await?
-            }
-            None => picker(slack, &thread, "Choose the model:").await?,
+    Ok(match commands::run(&ctx, command).await? {
+        Reply::Help => text(&help()),
+        Reply::Private(words) | Reply::Public(words) => text(&escape(&words)),
+        Reply::Stopped(words) => text(words),
+        Reply::Picker(picker) => match &thread {
+            Some(thread) => with_buttons(thread, &picker),
+            None => text(&escape(&picker.text())),
         },
-        ("thinking", Some(thread)) => match arg.and_then(ThinkingLevel::parse) {
-            Some(level) => {
-                slack
-                    .runtime
-                    .set_thinking(&ThreadKey::new(&thread)?, level)
-                    .await?;
-                text(&format!("Thinking: {}", level.as_str()))
-            }
-            None => thinking_picker(slack, &thread).await?,
-        },
-        ("cancel", Some(thread)) => text(cancel(slack, &thread, &user).await?),
-        _ => text(&format!("I do not know that command.\n\n{HELP}")),
     })
 }
 
-fn usage_text(rows: &[hearth_runtime::UsageReport]) -> String {
-    let calls: u64 = rows.iter().map(|r| r.calls).sum();
-    let input: u64 = rows.iter().map(|r| r.input_tokens).sum();
-    let output: u64 = rows.iter().map(|r| r.output_tokens).sum();
-    let cost: Option<f64> = rows.iter().map(|r| r.cost_usd).sum();
-    let cost = cost.map_or_else(
-        || "unknown (a model has no price)".to_owned(),
-        |c| format!("${c:.4}"),
-    );
+/// What `/hearth help` says.
+fn help() -> String {
+    let lines = commands::help_lines(|s| match s.args {
+        "" => format!("`/hearth {}`", s.name),
+        args => format!("`/hearth {} {args}`", s.name),
+    });
     format!(
-        "Today (UTC): {calls} model calls, {input} input and {output} output tokens, cost {cost}."
+        "I am your hearth assistant. Write to me in a direct message, or mention me in a channel and I answer in a thread.\n\n{lines}\n\n\
+         In a channel these act on your newest thread with me there, or on the thread whose link (or ts) you add last."
     )
 }
 
-/// Where `thread` is, for the rules of [`control`]: a DM is its user's, a
-/// channel thread is shared and checked in the workspace's scope.
-fn place<'a>(thread: &'a str, scope: &'a str) -> Place<'a> {
-    if thread.starts_with(super::DM_PREFIX) {
-        Place::Private
-    } else {
-        Place::Shared { scope, thread }
-    }
+/// Where `thread` is, for the rules of [`crate::control`]: a DM is its
+/// user's, a channel thread is shared and checked in the workspace's scope.
+pub(super) fn place<'a>(thread: &'a str, scope: &'a str) -> Place<'a> {
+    let shared = !thread.starts_with(super::DM_PREFIX);
+    Place::new(thread, shared.then_some(scope))
 }
 
 /// The workspace's scope (`global` before the bot's workspace is known).
-fn scope(slack: &Sl) -> String {
+pub(super) fn scope(slack: &Sl) -> String {
     slack.scope_for(None).unwrap_or_else(|| "global".to_owned())
 }
 
-/// Whether `user` (a user key) may change `thread`'s conversation.
-pub(super) async fn may_change(slack: &Sl, user: &str, thread: &str) -> Result<bool, ChannelError> {
-    let scope = scope(slack);
-    control::may_change(&slack.runtime, Answerer::user(user), place(thread, &scope)).await
-}
-
-async fn cancel(slack: &Sl, thread: &str, user: &str) -> Result<&'static str, ChannelError> {
-    let filter = RunFilter {
-        thread_key: Some(thread.to_owned()),
-        status: None,
-        limit: 20,
+/// A picker's buttons: a model's value is its id, a level's the level.
+fn buttons(picker: &Picker) -> Vec<Value> {
+    let prefix = match picker.kind {
+        PickerKind::Model => MODEL_ACTION,
+        PickerKind::Thinking => THINKING_ACTION,
     };
-    let active = slack
-        .runtime
-        .list_runs(&filter)
-        .await?
-        .into_iter()
-        .find(|r| !r.status.is_terminal());
-    let Some(run) = active else {
-        return Ok("Nothing to cancel.");
-    };
-    let scope = scope(slack);
-    let (who, place) = (Answerer::user(user), place(thread, &scope));
-    if !control::may_cancel(&slack.runtime, who, place, &run.run_id, &run.user_key).await {
-        return Ok(control::CANCEL_REFUSED);
-    }
-    let env = slack.runtime.cancel(&run.run_id).await?;
-    Ok(if env.status == RunStatus::Cancelled {
-        "Cancelled."
-    } else {
-        "Stopping."
-    })
-}
-
-pub(super) fn model_ids(slack: &Sl) -> Vec<String> {
-    slack
-        .runtime
-        .models()
-        .models
-        .iter()
-        .map(|m| m.model.to_string())
-        .collect()
-}
-
-/// The model picker: one button per configured model, the current one marked.
-pub(super) async fn picker(slack: &Sl, thread: &str, title: &str) -> Result<Value, ChannelError> {
-    let current = slack
-        .runtime
-        .thread_runtime(&ThreadKey::new(thread)?)
-        .await?
-        .model;
-    let buttons: Vec<Value> = model_ids(slack)
+    picker
+        .choices
         .iter()
         .take(MAX_MODELS)
         .enumerate()
-        .map(|(i, m)| {
-            let mark = if *m == current { "✓ " } else { "" };
+        .map(|(i, c)| {
             // Button labels are at most 75 characters.
-            let label: String = format!("{mark}{m}").chars().take(75).collect();
-            json!({ "type": "button", "action_id": format!("{MODEL_ACTION}{i}"), "value": m,
+            let label: String = picker.label(c).chars().take(75).collect();
+            let id = match picker.kind {
+                PickerKind::Model => format!("{prefix}{i}"),
+                PickerKind::Thinking => format!("{prefix}{c}"),
+            };
+            json!({ "type": "button", "action_id": id, "value": c,
                     "text": { "type": "plain_text", "text": label } })
         })
-        .collect();
-    Ok(with_buttons(
-        thread,
-        &format!("{title}\nNow: {}", escape(&current)),
-        buttons,
-    ))
-}
-
-/// The thinking picker.
-pub(super) async fn thinking_picker(slack: &Sl, thread: &str) -> Result<Value, ChannelError> {
-    let current = slack
-        .runtime
-        .thread_runtime(&ThreadKey::new(thread)?)
-        .await?
-        .thinking;
-    let buttons: Vec<Value> = [
-        ThinkingLevel::Off,
-        ThinkingLevel::Low,
-        ThinkingLevel::Medium,
-        ThinkingLevel::High,
-    ]
-    .iter()
-    .map(|l| {
-        let mark = if l.as_str() == current { "✓ " } else { "" };
-        json!({ "type": "button", "action_id": format!("{THINKING_ACTION}{}", l.as_str()), "value": l.as_str(),
-                "text": { "type": "plain_text", "text": format!("{mark}{}", l.as_str()) } })
-    })
-    .collect();
-    Ok(with_buttons(
-        thread,
-        &format!("How hard should the model think?\nNow: {current}"),
-        buttons,
-    ))
+        .collect()
 }
 
 /// An ephemeral message for `thread`: a section and rows of buttons. Rows
 /// shown for a channel thread name its root in their `block_id` (unique per
 /// row, as Slack requires), since a press says only the channel.
-fn with_buttons(thread: &str, title: &str, buttons: Vec<Value>) -> Value {
+pub(super) fn with_buttons(thread: &str, picker: &Picker) -> Value {
+    let title = format!(
+        "{}\nNow: {}",
+        escape(&picker.heading),
+        escape(&picker.current)
+    );
+    let buttons = buttons(picker);
     let root = thread
         .strip_prefix(THREAD_PREFIX)
         .and_then(|rest| rest.split_once(':'))
@@ -399,10 +285,19 @@ mod tests {
 
     #[test]
     fn pickers_fit_slack_limits() {
-        let buttons: Vec<Value> = (0..60)
-            .map(|i| json!({ "action_id": format!("{MODEL_ACTION}{i}") }))
-            .collect();
-        let msg = with_buttons("slack:thread:C1:17.5", "Choose", buttons);
+        let mut picker = Picker {
+            kind: PickerKind::Model,
+            heading: "Choose <one>".into(),
+            current: "p/1".into(),
+            choices: (0..60).map(|i| format!("p/{i}")).collect(),
+        };
+        let msg = with_buttons("slack:thread:C1:17.5", &picker);
+        assert_eq!(msg["text"], "Choose &lt;one&gt;\nNow: p/1");
+        assert_eq!(
+            msg["blocks"][1]["elements"][1]["action_id"],
+            "hearth_model_1"
+        );
+        assert_eq!(msg["blocks"][1]["elements"][1]["value"], "p/1");
         let blocks = msg["blocks"].as_array().unwrap();
         assert_eq!(blocks.len(), 1 + 3);
         assert_eq!(blocks[3]["block_id"], "hearth_thread:17.5:2");
@@ -411,7 +306,13 @@ mod tests {
             Some("slack:thread:C1:17.5")
         );
         assert_eq!(picker_thread("C1", "hearth_confirm"), None);
-        let dm = with_buttons("slack:channel:D1", "Choose", Vec::new());
+        picker.kind = PickerKind::Thinking;
+        picker.choices = vec!["high".into()];
+        let dm = with_buttons("slack:channel:D1", &picker);
+        assert_eq!(
+            dm["blocks"][1]["elements"][0]["action_id"],
+            "hearth_thinking_high"
+        );
         assert!(dm["blocks"][0].get("block_id").is_none());
         assert!(
             blocks[1..]

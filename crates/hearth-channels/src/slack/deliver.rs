@@ -73,7 +73,7 @@ pub(super) async fn deliver(
     payload: &Payload,
 ) -> Result<(), Undelivered> {
     let fail = |parts_done: u32, error: DeliveryError| Undelivered { parts_done, error };
-    let api = slack.api().map_err(|e| fail(item.progress, e))?;
+    let api = slack.kit.api().map_err(|e| fail(item.progress, e))?;
     // A legacy target (`<C…>:<root ts>`) carries the thread itself.
     let (channel, legacy_thread) = split_target(&item.target);
     let thread = payload.reply_to.as_deref().or(legacy_thread);
@@ -121,8 +121,13 @@ pub(super) async fn deliver(
                 .await
                 .map_err(|e| fail(done, e.delivery()))?;
                 if i < last {
-                    save_progress(slack.store.as_ref(), "slack", item, done.saturating_add(1))
-                        .await;
+                    save_progress(
+                        slack.kit.store.as_ref(),
+                        "slack",
+                        item,
+                        done.saturating_add(1),
+                    )
+                    .await;
                 }
             }
             Ok(())

@@ -67,7 +67,7 @@ pub(super) async fn run(slack: Arc<Slack>, stop: CancellationToken) {
         let why = "HTTP mode without a signing secret: every event is refused; set the variable signing_secret_env names";
         tracing::error!(channel = "slack", "{why}");
         for _ in 0..3 {
-            slack.health.failed(why);
+            slack.kit.health.failed(why);
         }
     }
     let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
@@ -75,13 +75,13 @@ pub(super) async fn run(slack: Arc<Slack>, stop: CancellationToken) {
         match slack.identify().await {
             Ok(()) => {
                 if slack.signing_secret.is_some() {
-                    slack.health.ok();
+                    slack.kit.health.ok();
                 }
                 return;
             }
             Err(e) => {
                 warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
-                slack.health.failed(e.to_string());
+                slack.kit.health.failed(e.to_string());
                 if matches!(e, ChannelError::NoToken { .. }) {
                     return;
                 }
@@ -200,14 +200,14 @@ async fn receive(slack: &Sl, headers: &HeaderMap, body: &[u8]) -> (StatusCode, O
             }
         }
     };
-    match super::settle(outcome) {
+    match crate::kit::settle("slack", outcome) {
         Ok(()) => {
-            slack.health.event();
+            slack.kit.health.event();
             (StatusCode::OK, None)
         }
         Err(e) => {
             warn!(channel = "slack", error = %e, "could not store an event; Slack will send it again");
-            slack.health.failed(format!("storing events: {e}"));
+            slack.kit.health.failed(format!("storing events: {e}"));
             (StatusCode::SERVICE_UNAVAILABLE, None)
         }
     }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use hearth_core::records::RunFilter;
-use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey, now_ms};
+use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey};
 use serde_json::Value;
 use tracing::{debug, warn};
 
@@ -14,9 +14,7 @@ use super::deliver::SlackProgress;
 use super::mrkdwn::decode_incoming;
 use super::types::EventCallback;
 use super::{Sl, dm_thread_key, is_id, is_ts, thread_key, user_key};
-use crate::access::Admission;
-use crate::error::{ChannelError, refusal_notice};
-use crate::payload::Payload;
+use crate::error::ChannelError;
 
 /// Handles one `event_callback` body. Errors that may pass (see
 /// [`ChannelError::is_transient`]) must not be acknowledged; a malformed
@@ -47,15 +45,15 @@ pub(super) async fn handle(slack: &Sl, body: Value) -> Result<(), ChannelError> 
         warn!(channel = "slack", event_id = %cb.event_id, "skipping an event with malformed ids");
         return Ok(());
     }
-    if slack.me.get().is_none()
+    if slack.kit.me.get().is_none()
         && let Err(e) = slack.identify().await
     {
         // Without the bot's id its own mention cannot be removed, nor its
         // own messages told apart: the event is received again.
-        slack.health.failed(e.to_string());
+        slack.kit.health.failed(e.to_string());
         return Err(e);
     }
-    let bot = slack.me.get().map(|m| m.user_id.as_str());
+    let bot = slack.kit.me.get().map(|m| m.user_id.as_str());
     if Some(user) == bot {
         return Ok(());
     }
@@ -81,13 +79,8 @@ pub(super) async fn handle(slack: &Sl, body: Value) -> Result<(), ChannelError> 
     let user_key = user_key(user);
     let (thread, out) = match &target {
         Target::Dm => {
-            match slack.access.admit_private(&user_key, user, channel).await? {
-                Admission::Allowed => {}
-                Admission::PairingOffered(_) => {
-                    slack.wake.notify_one();
-                    return Ok(());
-                }
-                Admission::Ignored => return Ok(()),
+            if !slack.kit.admit_private(&user_key, user, channel).await? {
+                return Ok(());
             }
             (dm_thread_key(channel), channel.to_owned())
         }
@@ -138,30 +131,24 @@ async fn ingest(
         scope: slack.scope_for(cb.team_id.as_deref()),
         roles: Vec::new(),
     };
-    let run = match slack.runtime.ingest(inbound).await {
-        Ok(run) => run,
-        // The runtime's answer to this message (not a failure that may
-        // pass): the sender is told, and the event is done with.
-        Err(e) if !e.is_transient() => {
-            return slack
-                .notify(&target, Payload::notice(refusal_notice(&e)))
-                .await;
-        }
-        Err(e) => return Err(e.into()),
+    let (channel, thread) = super::split_target(&target);
+    let reply_to = thread.map(str::to_owned);
+    let Some(run) = slack
+        .kit
+        .ingest(&slack.runtime, inbound, channel, reply_to)
+        .await?
+    else {
+        return Ok(());
     };
     // A redelivered event finds the same run: one progress message only.
-    let first = slack
-        .store
-        .first_sight("slack", &format!("event:{}", cb.event_id), now_ms())
-        .await?;
-    if first
-        && !run.status.is_terminal()
-        && let Ok(api) = &slack.api
+    if slack
+        .kit
+        .first_sight(&format!("event:{}", cb.event_id))
+        .await?
+        && let Ok(api) = &slack.kit.api
     {
         let sink = Arc::new(SlackProgress { api: api.clone() });
-        slack
-            .progress
-            .follow(slack.runtime.clone(), run.run_id.clone(), target, sink);
+        slack.kit.follow(&slack.runtime, &run, target, sink);
     }
     Ok(())
 }

@@ -8,19 +8,19 @@
 //! changes nothing) and shows nothing twice. A failed press is told so
 //! through its `response_url`.
 
-use hearth_core::{ThinkingLevel, ThreadKey, now_ms};
-use hearth_runtime::RuntimeError;
+use hearth_core::ThinkingLevel;
+use hearth_runtime::Answerer;
 use serde_json::{Value, json};
 use tracing::warn;
 
 use super::commands::{
-    MODEL_ACTION, THINKING_ACTION, dm_thread, may_change, may_use, model_ids, picker,
-    picker_thread, respond, thinking_picker,
+    MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, picker_thread, place, respond, scope,
+    with_buttons,
 };
 use super::deliver::{APPROVE, DENY, blocks};
 use super::types::Interaction;
 use super::{Sl, user_key};
-use crate::control;
+use crate::commands::{self, CONFIRM_REFUSED, Confirmed, Pick, Picked};
 use crate::error::ChannelError;
 
 /// What a press did, shown once.
@@ -62,10 +62,7 @@ pub(super) async fn handle(slack: &Sl, body: Value) -> Result<(), ChannelError> 
     };
     // Seen only now that it acted (see the module's doc).
     if let Some(trigger) = &ix.trigger_id
-        && !slack
-            .store
-            .first_sight("slack", &format!("action:{trigger}"), now_ms())
-            .await?
+        && !slack.kit.first_sight(&format!("action:{trigger}")).await?
     {
         return Ok(());
     }
@@ -106,33 +103,22 @@ async fn act(slack: &Sl, ix: &Interaction) -> Result<Shown, ChannelError> {
     let Some(thread) = thread else {
         return Ok(Shown::Nothing);
     };
-    let changes = id.starts_with(MODEL_ACTION) || id.starts_with(THINKING_ACTION);
-    if changes && !may_change(slack, &user_key(&ix.user.id), &thread).await? {
-        return Ok(Shown::Respond(url, ephemeral(control::CHANGE_REFUSED)));
-    }
-    let reply = if id.starts_with(MODEL_ACTION) {
-        if model_ids(slack).contains(&value) {
-            slack
-                .runtime
-                .set_model(&ThreadKey::new(&thread)?, &value)
-                .await?;
-            picker(slack, &thread, "Choose the model:").await?
-        } else {
-            // A stale picker: show the current list.
-            picker(slack, &thread, "The list changed; choose again:").await?
-        }
+    let choice = if id.starts_with(MODEL_ACTION) {
+        Pick::Model(Some(value))
     } else if id.starts_with(THINKING_ACTION) {
-        if let Some(level) = ThinkingLevel::parse(&value) {
-            slack
-                .runtime
-                .set_thinking(&ThreadKey::new(&thread)?, level)
-                .await?;
-        }
-        thinking_picker(slack, &thread).await?
+        Pick::Thinking(ThinkingLevel::parse(&value))
     } else {
-        ephemeral("This button is no longer active.")
+        let text = "This button is no longer active.";
+        return Ok(Shown::Respond(url, ephemeral(text)));
     };
-    Ok(Shown::Respond(url, reply))
+    let (user, scope) = (user_key(&ix.user.id), scope(slack));
+    let who = Answerer::user(&user);
+    Ok(
+        match commands::pick(&slack.runtime, who, place(&thread, &scope), choice).await? {
+            Picked::Refused(why) => Shown::Respond(url, ephemeral(why)),
+            Picked::Done { picker, .. } => Shown::Respond(url, with_buttons(&thread, &picker)),
+        },
+    )
 }
 
 async fn confirm(
@@ -143,29 +129,24 @@ async fn confirm(
     approve: bool,
 ) -> Result<Shown, ChannelError> {
     let presser = &ix.user.id;
-    let outcome = match slack
-        .runtime
-        .resolve_confirmation(token, &user_key(presser), approve)
-        .await
-    {
-        Ok(_) => format!(
-            "*{}* by <@{presser}>.",
-            if approve { "Approved" } else { "Denied" }
-        ),
-        Err(RuntimeError::Forbidden(_)) => {
-            let mut body = json!({
-                "channel": channel,
-                "user": presser,
-                "text": "Only the person who asked, or someone allowed to answer for others, can answer this.",
-            });
-            if let Some(ts) = ix.message.as_ref().and_then(|m| m.thread_ts.clone()) {
-                body["thread_ts"] = json!(ts);
+    let user = user_key(presser);
+    let outcome =
+        match commands::answer_confirmation(&slack.runtime, Answerer::user(&user), token, approve)
+            .await?
+        {
+            Confirmed::Settled { approved } => {
+                format!("*{}* by <@{presser}>.", Confirmed::word(approved))
             }
-            return Ok(Shown::Call("chat.postEphemeral", body));
-        }
-        Err(RuntimeError::ConfirmationNotFound) => "No longer pending.".to_owned(),
-        Err(e) => return Err(e.into()),
-    };
+            Confirmed::Refused => {
+                let mut body =
+                    json!({ "channel": channel, "user": presser, "text": CONFIRM_REFUSED });
+                if let Some(ts) = ix.message.as_ref().and_then(|m| m.thread_ts.clone()) {
+                    body["thread_ts"] = json!(ts);
+                }
+                return Ok(Shown::Call("chat.postEphemeral", body));
+            }
+            Confirmed::Gone => "No longer pending.".to_owned(),
+        };
     // The prompt loses its buttons and says how it was answered.
     let Some(msg) = &ix.message else {
         return Ok(Shown::Nothing);
@@ -181,7 +162,7 @@ async fn confirm(
 fn call_later(slack: &Sl, method: &'static str, body: Value) {
     let slack = slack.clone();
     tokio::spawn(async move {
-        let Ok(api) = &slack.api else { return };
+        let Ok(api) = &slack.kit.api else { return };
         if let Err(e) = api.call::<Value>(method, &body).await {
             warn!(channel = "slack", method, error = %e, "could not answer a button press");
         }

@@ -24,7 +24,7 @@ pub mod types;
 
 pub use self::http::{PATH as EVENTS_PATH, sign};
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use hearth_core::records::outbox::OutboxItem;
 use hearth_runtime::Runtime;
@@ -35,11 +35,11 @@ use tokio_util::sync::CancellationToken;
 
 use self::api::Api;
 use crate::access::Access;
-use crate::channel::{Channel, Live, Undelivered};
-use crate::error::{ChannelError, DeliveryError};
-use crate::health::Health;
+use crate::channel::{Delivery, Ingress, Live, Undelivered};
+use crate::error::ChannelError;
+use crate::hub::Enabled;
+use crate::kit::Kit;
 use crate::payload::Payload;
-use crate::progress::Progress;
 
 const DM_PREFIX: &str = "slack:channel:";
 const THREAD_PREFIX: &str = "slack:thread:";
@@ -105,20 +105,6 @@ fn reply_to_for(thread_key: &str) -> Option<String> {
     parse_thread_key(thread_key).and_then(|(_, ts)| ts.map(str::to_owned))
 }
 
-/// What handling one event, command or press came to: an error that may
-/// pass (the store, the platform, shutdown, overload) is returned, so the
-/// event is left unacknowledged for Slack to send again; any other is the
-/// runtime's answer to this event, logged here, and the event acknowledged.
-fn settle(handled: Result<(), ChannelError>) -> Result<(), ChannelError> {
-    match handled {
-        Err(e) if !e.is_transient() => {
-            tracing::warn!(channel = "slack", error = %e, "an event was refused; it is acknowledged and not retried");
-            Ok(())
-        }
-        other => other,
-    }
-}
-
 /// Who the bot is, from `auth.test`.
 #[derive(Debug, Clone)]
 struct Identity {
@@ -133,18 +119,11 @@ type Sl = Live<Slack>;
 /// The Slack channel.
 pub struct Slack {
     config: SlackConfig,
-    /// `Err` when the bot token could not be read: the channel stays degraded.
-    api: Result<Api, String>,
+    kit: Kit<Api, Identity>,
     /// The app-level token (Socket Mode), or why it is missing.
     app_token: Result<String, String>,
     /// The signing secret (HTTP mode).
     signing_secret: Option<String>,
-    store: Arc<dyn OutboxStore>,
-    access: Access,
-    health: Health,
-    progress: Arc<Progress>,
-    me: OnceLock<Identity>,
-    wake: Arc<tokio::sync::Notify>,
 }
 
 impl Slack {
@@ -168,68 +147,48 @@ impl Slack {
         let api = bot_token
             .map(|t| Api::new(client, &config.api_base, t))
             .map_err(|e| e.to_string());
-        let progress = Arc::new(Progress::durable(store.clone(), "slack"));
         Arc::new(Self {
+            kit: Kit::new("slack", api, store, access),
             config,
-            api,
             app_token: app_token.map_err(|e| e.to_string()),
             signing_secret,
-            store,
-            access,
-            health: Health::default(),
-            progress,
-            me: OnceLock::new(),
-            wake: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
-    /// The access rules (for the hub).
-    pub fn access(&self) -> Access {
-        self.access.clone()
-    }
-
-    /// Queues a reply outside a run (notices) to `target` (a conversation
-    /// id, or `<C…>:<root ts>` for a thread) and wakes the sender.
-    async fn notify(&self, target: &str, mut payload: Payload) -> Result<(), ChannelError> {
-        let (channel, thread) = split_target(target);
-        payload.reply_to = thread.map(str::to_owned);
-        crate::outbox::queue_notice(self.store.as_ref(), &self.wake, "slack", channel, &payload)
-            .await
+    /// The channel as the hub holds it.
+    pub(crate) fn enabled(self: &Arc<Self>) -> Enabled {
+        self.kit.enable(self.clone(), self.clone())
     }
 
     /// The scope of a run from `team` (an event's `team_id`), or the bot's
     /// workspace from `auth.test`.
     fn scope_for(&self, team: Option<&str>) -> Option<String> {
         team.filter(|t| is_id(t))
-            .or_else(|| self.me.get().and_then(|m| m.team_id.as_deref()))
+            .or_else(|| self.kit.me.get().and_then(|m| m.team_id.as_deref()))
             .map(team_scope)
     }
 
-    fn api(&self) -> Result<&Api, DeliveryError> {
-        self.api
-            .as_ref()
-            .map_err(|e| DeliveryError::Transient(e.clone()))
+    /// `auth.test`: who the bot is and in which workspace.
+    async fn auth_test(&self) -> Result<types::AuthTest, ChannelError> {
+        self.kit
+            .api_or_why()?
+            .call("auth.test", &json!({}))
+            .await
+            .map_err(|e| ChannelError::Platform {
+                channel: "slack",
+                method: "auth.test".into(),
+                detail: e.to_string(),
+            })
     }
 
-    /// Learns the bot's user id (`auth.test`); true once known.
+    /// Learns the bot's user id (`auth.test`), once.
     async fn identify(&self) -> Result<(), ChannelError> {
-        if self.me.get().is_some() {
+        if self.kit.me.get().is_some() {
             return Ok(());
         }
-        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
-            channel: "slack",
-            detail: e.clone(),
-        })?;
-        let me: types::AuthTest =
-            api.call("auth.test", &json!({}))
-                .await
-                .map_err(|e| ChannelError::Platform {
-                    channel: "slack",
-                    method: "auth.test".into(),
-                    detail: e.to_string(),
-                })?;
+        let me = self.auth_test().await?;
         tracing::info!(channel = "slack", bot_user = %me.user_id, team = ?me.team, "Slack bot identified");
-        let _ = self.me.set(Identity {
+        let _ = self.kit.me.set(Identity {
             user_id: me.user_id,
             team_id: me.team_id.filter(|t| is_id(t)),
         });
@@ -238,9 +197,9 @@ impl Slack {
 }
 
 #[async_trait::async_trait]
-impl Channel for Slack {
+impl Delivery for Slack {
     fn name(&self) -> &'static str {
-        "slack"
+        self.kit.name()
     }
 
     fn target_of(&self, thread_key: &str) -> Option<String> {
@@ -258,52 +217,36 @@ impl Channel for Slack {
         self.scope_for(None)
     }
 
-    fn health(&self) -> &Health {
-        &self.health
-    }
-
-    fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
-        self.wake.clone()
-    }
-
-    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
-        match self.config.mode {
-            SlackMode::Socket => socket::run(Live::new(self, runtime), stop).await,
-            SlackMode::Http => http::run(self, stop).await,
-        }
-    }
-
     async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
         deliver::deliver(self, item, payload).await
     }
 
     fn take_progress(&self, run_id: &str) -> Option<String> {
-        self.progress.take(run_id)
+        self.kit.progress.take(run_id)
     }
 
     async fn restore(&self, runtime: &Runtime) {
-        self.progress.restore(runtime).await;
+        self.kit.progress.restore(runtime).await;
     }
 
     async fn check(&self) -> Result<String, ChannelError> {
-        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
-            channel: "slack",
-            detail: e.clone(),
-        })?;
-        let me: types::AuthTest =
-            api.call("auth.test", &json!({}))
-                .await
-                .map_err(|e| ChannelError::Platform {
-                    channel: "slack",
-                    method: "auth.test".into(),
-                    detail: e.to_string(),
-                })?;
+        let me = self.auth_test().await?;
         Ok(format!(
             "token accepted: bot {} ({}) in {}",
             me.user.unwrap_or_default(),
             me.user_id,
             me.team.or(me.team_id).unwrap_or_default()
         ))
+    }
+}
+
+#[async_trait::async_trait]
+impl Ingress for Slack {
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
+        match self.config.mode {
+            SlackMode::Socket => socket::run(Live::new(self, runtime), stop).await,
+            SlackMode::Http => http::run(self, stop).await,
+        }
     }
 
     fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {

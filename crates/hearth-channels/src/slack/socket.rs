@@ -11,7 +11,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tokio_websockets::{ClientBuilder, Message};
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use super::Sl;
 use super::types::{Connection, Frame, SlashCommand};
@@ -32,15 +32,9 @@ enum Ended {
 }
 
 pub(super) async fn run(slack: Sl, stop: CancellationToken) {
-    let (api, app_token) = match (&slack.api, &slack.app_token) {
+    let (api, app_token) = match (&slack.kit.api, &slack.app_token) {
         (Ok(api), Ok(token)) => (api.clone(), token.clone()),
-        (Err(why), _) | (_, Err(why)) => {
-            error!(channel = "slack", error = %why, "Slack cannot start: a token is missing");
-            for _ in 0..3 {
-                slack.health.failed(why.clone());
-            }
-            return;
-        }
+        (Err(why), _) | (_, Err(why)) => return slack.kit.cannot_start(why),
     };
     let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     loop {
@@ -49,7 +43,7 @@ pub(super) async fn run(slack: Sl, stop: CancellationToken) {
         }
         if let Err(e) = slack.identify().await {
             warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
-            slack.health.failed(e.to_string());
+            slack.kit.health.failed(e.to_string());
             if !pause(&stop, backoff.next_delay()).await {
                 return;
             }
@@ -62,7 +56,10 @@ pub(super) async fn run(slack: Sl, stop: CancellationToken) {
             Ok(c) => c.url,
             Err(e) => {
                 warn!(channel = "slack", error = %e, "apps.connections.open failed; retrying with backoff");
-                slack.health.failed(format!("apps.connections.open: {e}"));
+                slack
+                    .kit
+                    .health
+                    .failed(format!("apps.connections.open: {e}"));
                 if !pause(&stop, backoff.next_delay()).await {
                     return;
                 }
@@ -74,7 +71,7 @@ pub(super) async fn run(slack: Sl, stop: CancellationToken) {
             Ended::Disconnect => info!(channel = "slack", "Slack asked for a new connection"),
             Ended::Dropped(why) => {
                 warn!(channel = "slack", error = %why, "the Socket Mode connection dropped; reconnecting with backoff");
-                slack.health.failed(format!("socket: {why}"));
+                slack.kit.health.failed(format!("socket: {why}"));
                 if !pause(&stop, backoff.next_delay()).await {
                     return;
                 }
@@ -139,7 +136,7 @@ async fn serve(slack: &Sl, url: &str, stop: &CancellationToken, backoff: &mut Ba
                 if let Err(e) = ws.send(Message::text(ack)).await {
                     return Ended::Dropped(format!("ack: {e}"));
                 }
-                slack.health.event();
+                slack.kit.health.event();
             }
             Step::Disconnect => return Ended::Disconnect,
         }
@@ -168,7 +165,7 @@ async fn on_frame(slack: &Sl, text: &str, backoff: &mut Backoff) -> Step {
     match frame.kind.as_str() {
         "hello" => {
             info!(channel = "slack", "Slack Socket Mode connected");
-            slack.health.ok();
+            slack.kit.health.ok();
             backoff.reset();
             return Step::Continue;
         }
@@ -202,12 +199,12 @@ async fn on_frame(slack: &Sl, text: &str, backoff: &mut Backoff) -> Step {
             Ok(())
         }
     };
-    match super::settle(handled) {
+    match crate::kit::settle("slack", handled) {
         Ok(()) => Step::Ack(envelope_id),
         Err(e) => {
             // Not acknowledged: Slack sends it again.
             warn!(channel = "slack", error = %e, retry_attempt = ?frame.retry_attempt, "could not store an envelope; Slack will send it again");
-            slack.health.failed(format!("storing events: {e}"));
+            slack.kit.health.failed(format!("storing events: {e}"));
             Step::Continue
         }
     }

@@ -8,6 +8,7 @@ use super::Telegram;
 use super::api::ApiError;
 use super::format;
 use crate::channel::Undelivered;
+use crate::commands::Button;
 use crate::error::DeliveryError;
 use crate::outbox::save_progress;
 use crate::payload::Payload;
@@ -17,11 +18,6 @@ use crate::text::split_markdown;
 
 /// Telegram's limit on a message's text, in UTF-16 units after entity parsing.
 pub const MAX_TEXT: usize = 4096;
-
-/// Callback data of a confirmation button: `cf:<a|d>:<token>`.
-pub fn confirm_data(approve: bool, token: &str) -> String {
-    format!("cf:{}:{token}", if approve { "a" } else { "d" })
-}
 
 /// The parts a reply is sent as: the source chunks of a rich answer (each
 /// rendered to HTML when sent), or plain parts of a notice.
@@ -51,7 +47,7 @@ pub(super) async fn deliver(
     payload: &Payload,
 ) -> Result<(), Undelivered> {
     let fail = |parts_done: u32, error: DeliveryError| Undelivered { parts_done, error };
-    let api = tg.api().map_err(|e| fail(item.progress, e))?;
+    let api = tg.kit.api().map_err(|e| fail(item.progress, e))?;
     let Ok(chat_id) = item.target.parse::<i64>() else {
         return Err(fail(
             item.progress,
@@ -126,7 +122,7 @@ pub(super) async fn deliver(
                 // those posted stay in the chat and can be reacted to.
                 for message_id in posted {
                     reactions::remember_answer(
-                        tg.store.as_ref(),
+                        tg.kit.store.as_ref(),
                         "telegram",
                         item,
                         payload,
@@ -140,7 +136,7 @@ pub(super) async fn deliver(
                         part: at.part.saturating_add(1),
                         plain: 0,
                     };
-                    save_progress(tg.store.as_ref(), "telegram", item, next.progress()).await;
+                    save_progress(tg.kit.store.as_ref(), "telegram", item, next.progress()).await;
                 }
             }
             Ok(())
@@ -180,8 +176,8 @@ impl Resume {
 
 fn buttons(token: &str) -> Value {
     json!({ "inline_keyboard": [[
-        { "text": "Approve", "callback_data": confirm_data(true, token) },
-        { "text": "Deny", "callback_data": confirm_data(false, token) },
+        { "text": "Approve", "callback_data": Button::confirm(true, token) },
+        { "text": "Deny", "callback_data": Button::confirm(false, token) },
     ]]})
 }
 
@@ -240,7 +236,13 @@ async fn send_part(
                 plain: stopped.plain.saturating_add(1),
                 ..stopped
             };
-            save_progress(to.tg.store.as_ref(), "telegram", to.item, done.progress()).await;
+            save_progress(
+                to.tg.kit.store.as_ref(),
+                "telegram",
+                to.item,
+                done.progress(),
+            )
+            .await;
         }
     }
     Ok(())
@@ -342,12 +344,5 @@ mod tests {
                 plain: Resume::MAX
             }
         );
-    }
-
-    #[test]
-    fn callback_data_fits_in_64_bytes() {
-        let token = "A".repeat(32);
-        assert!(confirm_data(true, &token).len() <= 64);
-        assert_eq!(confirm_data(false, "T"), "cf:d:T");
     }
 }

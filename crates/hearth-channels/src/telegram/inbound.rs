@@ -15,10 +15,9 @@ use super::api::ApiError;
 use super::deliver::TelegramProgress;
 use super::types::{Me, Message, MessageReactionUpdated, Update};
 use super::{Identity, Telegram, Tg, commands, presses, thread_key, user_key};
-use crate::access::Admission;
 use crate::backoff::Backoff;
-use crate::error::{ChannelError, refusal_notice};
-use crate::payload::Payload;
+use crate::error::ChannelError;
+use crate::kit::settle;
 use crate::reactions;
 
 /// The stored cursor: the next `getUpdates` offset.
@@ -29,15 +28,9 @@ const OFFSET: &str = "offset";
 const ALLOWED_UPDATES: [&str; 3] = ["message", "callback_query", "message_reaction"];
 
 pub(super) async fn run(tg: Tg, stop: CancellationToken) {
-    let api = match &tg.api {
+    let api = match &tg.kit.api {
         Ok(api) => api.clone(),
-        Err(why) => {
-            error!(channel = "telegram", error = %why, "Telegram cannot start: no bot token");
-            for _ in 0..3 {
-                tg.health.failed(why.clone());
-            }
-            return;
-        }
+        Err(why) => return tg.kit.cannot_start(why),
     };
     let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     // Who the bot is: needed to see mentions and replies in groups.
@@ -46,11 +39,11 @@ pub(super) async fn run(tg: Tg, stop: CancellationToken) {
             Ok(me) => {
                 let username = me.username.unwrap_or_default().to_lowercase();
                 info!(channel = "telegram", bot = %username, "Telegram bot connected");
-                let _ = tg.me.set(Identity {
+                let _ = tg.kit.me.set(Identity {
                     id: me.id,
                     username,
                 });
-                tg.health.ok();
+                tg.kit.health.ok();
                 break;
             }
             Err(e) => {
@@ -103,7 +96,7 @@ async fn set_webhook(tg: &Telegram, api: &super::api::Api) {
 
 fn failed(tg: &Telegram, method: &str, e: &ApiError) {
     warn!(channel = "telegram", method, error = %e, "Telegram call failed; retrying with backoff");
-    tg.health.failed(format!("{method}: {e}"));
+    tg.kit.health.failed(format!("{method}: {e}"));
 }
 
 /// Waits `d` unless stopped first; false when stopped.
@@ -117,7 +110,7 @@ async fn pause(stop: &CancellationToken, d: Duration) -> bool {
 async fn poll(tg: &Tg, api: &super::api::Api, stop: &CancellationToken, backoff: &mut Backoff) {
     let timeout = tg.config.poll_timeout_secs;
     let mut offset = loop {
-        match tg.store.cursor("telegram", OFFSET).await {
+        match tg.kit.store.cursor("telegram", OFFSET).await {
             Ok(v) => break v.and_then(|s| s.parse::<i64>().ok()).unwrap_or(0),
             Err(e) => {
                 warn!(channel = "telegram", error = %e, "cannot read the update offset");
@@ -161,19 +154,19 @@ async fn poll(tg: &Tg, api: &super::api::Api, stop: &CancellationToken, backoff:
         };
         backoff.reset();
         if updates.is_empty() {
-            tg.health.ok();
+            tg.kit.health.ok();
             continue;
         }
         match handle_batch(tg, updates).await {
             Ok(next) => {
                 offset = offset.max(next);
                 stored.send_replace(offset);
-                tg.health.event();
+                tg.kit.health.event();
             }
             Err(e) => {
                 // Not acknowledged: Telegram delivers the batch again.
                 warn!(channel = "telegram", error = %e, "could not store incoming updates; they will be received again");
-                tg.health.failed(format!("storing updates: {e}"));
+                tg.kit.health.failed(format!("storing updates: {e}"));
                 if !pause(stop, backoff.next_delay()).await {
                     break;
                 }
@@ -191,6 +184,7 @@ async fn store_offsets(tg: Arc<Telegram>, mut offsets: tokio::sync::watch::Recei
     while offsets.changed().await.is_ok() {
         let offset = *offsets.borrow_and_update();
         if let Err(e) = tg
+            .kit
             .store
             .set_cursor("telegram", OFFSET, &offset.to_string())
             .await
@@ -223,8 +217,9 @@ pub(super) async fn handle_batch(tg: &Tg, updates: Vec<Value>) -> Result<i64, Ch
         let tg = tg.clone();
         tasks.spawn(async move {
             for u in list {
-                let update_id = u.update_id;
-                settle(update_id, handle(&tg, u).await)?;
+                // Only an error that may pass holds the batch back to be
+                // received again; the chat's next updates go on otherwise.
+                settle("telegram", handle(&tg, u).await)?;
             }
             Ok::<(), ChannelError>(())
         });
@@ -247,20 +242,6 @@ pub(super) async fn handle_batch(tg: &Tg, updates: Vec<Value>) -> Result<i64, Ch
     }
 }
 
-/// What one update's outcome means for the batch: only an error that may
-/// pass (the store, shutdown, overload) holds the batch back to be received
-/// again. Any other error is the runtime's answer to this update: it is
-/// logged, the update is acknowledged, and the chat's next updates go on.
-fn settle(update_id: i64, handled: Result<(), ChannelError>) -> Result<(), ChannelError> {
-    match handled {
-        Err(e) if !e.is_transient() => {
-            warn!(channel = "telegram", update_id, error = %e, "an update was refused; it is acknowledged and not retried");
-            Ok(())
-        }
-        other => other,
-    }
-}
-
 fn chat_of(u: &Update) -> i64 {
     u.message
         .as_ref()
@@ -277,7 +258,7 @@ fn chat_of(u: &Update) -> i64 {
 
 /// Handles one update. An error that may pass (see
 /// [`ChannelError::is_transient`]) must not be acknowledged; any other is
-/// logged and the update acknowledged ([`settle`]).
+/// logged and the update acknowledged ([`crate::kit::settle`]).
 pub(super) async fn handle(tg: &Tg, u: Update) -> Result<(), ChannelError> {
     if let Some(q) = u.callback_query {
         return presses::callback(tg, u.update_id, q).await;
@@ -310,19 +291,15 @@ pub(super) async fn handle(tg: &Tg, u: Update) -> Result<(), ChannelError> {
     };
     let user = user_key(from.id);
     if private {
-        match tg
-            .access
-            .admit_private(&user, &from.display_name(), &msg.chat.id.to_string())
+        let chat = msg.chat.id.to_string();
+        if !tg
+            .kit
+            .admit_private(&user, &from.display_name(), &chat)
             .await?
         {
-            Admission::Allowed => {}
-            Admission::PairingOffered(_) => {
-                tg.wake.notify_one();
-                return Ok(());
-            }
-            Admission::Ignored => return Ok(()),
+            return Ok(());
         }
-    } else if !tg.config.open_groups && !tg.access.is_allowed(&user).await? {
+    } else if !tg.config.open_groups && !tg.kit.access.is_allowed(&user).await? {
         // Strangers in groups are ignored, without a pairing message.
         return Ok(());
     }
@@ -346,7 +323,7 @@ async fn reaction(tg: &Tg, update_id: i64, r: MessageReactionUpdated) -> Result<
     };
     let Some(run_id) = reactions::rated_run(
         &tg.runtime,
-        tg.store.as_ref(),
+        tg.kit.store.as_ref(),
         "telegram",
         &r.chat.id.to_string(),
         &r.message_id.to_string(),
@@ -367,7 +344,7 @@ async fn reaction(tg: &Tg, update_id: i64, r: MessageReactionUpdated) -> Result<
 /// In a group: the text addressed to the bot (mention removed), or `None`
 /// when the message is neither a mention nor a reply to the bot.
 fn addressed(tg: &Telegram, msg: &Message, text: &str) -> Option<String> {
-    let me = tg.me.get()?;
+    let me = tg.kit.me.get()?;
     let replied = msg
         .reply_to_message
         .as_ref()
@@ -429,27 +406,13 @@ pub(super) async fn ingest(
         scope: super::group_scope(chat_id),
         roles: Vec::new(),
     };
-    let run = match tg.runtime.ingest(inbound).await {
-        Ok(run) => run,
-        // The runtime's answer to this message (not a failure that may
-        // pass): the sender is told, and the update is done with.
-        Err(e) if !e.is_transient() => {
-            tg.notify(chat_id, Payload::notice(refusal_notice(&e)))
-                .await?;
-            return Ok(());
-        }
-        Err(e) => return Err(e.into()),
+    let target = chat_id.to_string();
+    let Some(run) = tg.kit.ingest(&tg.runtime, inbound, &target, None).await? else {
+        return Ok(());
     };
-    if !run.status.is_terminal()
-        && let Ok(api) = &tg.api
-    {
+    if let Ok(api) = &tg.kit.api {
         let sink = Arc::new(TelegramProgress { api: api.clone() });
-        tg.progress.follow(
-            tg.runtime.clone(),
-            run.run_id.clone(),
-            chat_id.to_string(),
-            sink,
-        );
+        tg.kit.follow(&tg.runtime, &run, target, sink);
     }
     Ok(())
 }
@@ -471,36 +434,6 @@ mod tests {
         assert_eq!(strip_mention("no mention", "@hearthbot"), "no mention");
         assert!(is_command_for_me("/model@hearthbot", "hearthbot"));
         assert!(!is_command_for_me("/model@otherbot", "hearthbot"));
-    }
-
-    #[test]
-    fn only_a_failure_that_may_pass_holds_the_batch_back() {
-        use hearth_runtime::RuntimeError;
-        use hearth_runtime::surfaces::StoreError;
-        // Whatever the runtime answers one update with, the batch goes on.
-        for refusal in [
-            RuntimeError::InvalidInput("text must not be empty".into()),
-            RuntimeError::Forbidden("this confirmation belongs to another user".into()),
-            RuntimeError::ConfirmationNotFound,
-            RuntimeError::RunNotFound("run_1".into()),
-            RuntimeError::UnknownModel("x/y".into()),
-            RuntimeError::JobNotFound("job_1".into()),
-        ] {
-            assert!(settle(7, Err(refusal.into())).is_ok());
-        }
-        for may_pass in [
-            ChannelError::Store(StoreError::Corrupt("bad row".into())),
-            RuntimeError::Store(StoreError::Closed).into(),
-            RuntimeError::ShuttingDown.into(),
-            RuntimeError::Overloaded {
-                queued: 3,
-                retry_after_secs: 1,
-            }
-            .into(),
-        ] {
-            assert!(settle(7, Err(may_pass)).is_err());
-        }
-        assert!(settle(7, Ok(())).is_ok());
     }
 
     fn reaction_update(old: Value, new: Value) -> Update {

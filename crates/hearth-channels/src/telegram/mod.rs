@@ -12,7 +12,7 @@ mod presses;
 pub mod types;
 mod webhook;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use hearth_core::records::outbox::OutboxItem;
 use hearth_runtime::Runtime;
@@ -23,11 +23,11 @@ use tokio_util::sync::CancellationToken;
 
 use self::api::Api;
 use crate::access::Access;
-use crate::channel::{Channel, Live, Undelivered};
-use crate::error::{ChannelError, DeliveryError};
-use crate::health::Health;
+use crate::channel::{Delivery, Ingress, Live, Undelivered};
+use crate::error::ChannelError;
+use crate::hub::Enabled;
+use crate::kit::Kit;
 use crate::payload::Payload;
-use crate::progress::Progress;
 
 /// Thread keys of Telegram chats start with this.
 const THREAD_PREFIX: &str = "telegram:chat:";
@@ -63,15 +63,8 @@ type Tg = Live<Telegram>;
 /// The Telegram channel.
 pub struct Telegram {
     config: TelegramConfig,
-    /// `Err` when the token could not be read: the channel stays degraded.
-    api: Result<Api, String>,
+    kit: Kit<Api, Identity>,
     webhook_secret: Option<String>,
-    store: Arc<dyn OutboxStore>,
-    access: Access,
-    health: Health,
-    progress: Arc<Progress>,
-    me: OnceLock<Identity>,
-    wake: Arc<tokio::sync::Notify>,
     /// Button presses answered at a failure, not to be answered again.
     answered: Mutex<presses::Answered>,
 }
@@ -96,80 +89,36 @@ impl Telegram {
         let api = token
             .map(|t| Api::new(client, &config.api_base, t))
             .map_err(|e| e.to_string());
-        let progress = Arc::new(Progress::durable(store.clone(), "telegram"));
         Arc::new(Self {
+            kit: Kit::new("telegram", api, store, access),
             config,
-            api,
             webhook_secret,
-            store,
-            access,
-            health: Health::default(),
-            progress,
-            me: OnceLock::new(),
-            wake: Arc::new(tokio::sync::Notify::new()),
             answered: Mutex::default(),
         })
     }
 
-    /// The access rules (for the hub).
-    pub fn access(&self) -> Access {
-        self.access.clone()
+    /// The channel as the hub holds it.
+    pub(crate) fn enabled(self: &Arc<Self>) -> Enabled {
+        self.kit.enable(self.clone(), self.clone())
     }
 
-    /// Queues replies outside a run (notices, command answers) and wakes
-    /// the sender.
-    async fn notify(&self, chat_id: i64, payload: Payload) -> Result<(), ChannelError> {
-        let target = chat_id.to_string();
-        crate::outbox::queue_notice(
-            self.store.as_ref(),
-            &self.wake,
-            "telegram",
-            &target,
-            &payload,
-        )
-        .await
-    }
-
-    fn api(&self) -> Result<&Api, DeliveryError> {
-        self.api
-            .as_ref()
-            .map_err(|e| DeliveryError::Transient(e.clone()))
+    /// Queues a reply outside a run (notices, command answers) to chat
+    /// `chat_id` and wakes the sender.
+    async fn notify(&self, chat_id: i64, text: impl Into<String>) -> Result<(), ChannelError> {
+        let notice = Payload::notice(text);
+        self.kit.notify(&chat_id.to_string(), &notice).await
     }
 }
 
 #[async_trait::async_trait]
-impl Channel for Telegram {
+impl Delivery for Telegram {
     fn name(&self) -> &'static str {
-        "telegram"
+        self.kit.name()
     }
 
     fn target_of(&self, thread_key: &str) -> Option<String> {
         let id = thread_key.strip_prefix(THREAD_PREFIX)?;
         id.parse::<i64>().ok().map(|n| n.to_string())
-    }
-
-    fn health(&self) -> &Health {
-        &self.health
-    }
-
-    fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
-        self.wake.clone()
-    }
-
-    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
-        inbound::run(Live::new(self, runtime), stop).await;
-    }
-
-    async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
-        deliver::deliver(self, item, payload).await
-    }
-
-    fn take_progress(&self, run_id: &str) -> Option<String> {
-        self.progress.take(run_id)
-    }
-
-    async fn restore(&self, runtime: &Runtime) {
-        self.progress.restore(runtime).await;
     }
 
     fn scope_of(&self, thread_key: &str) -> Option<String> {
@@ -178,24 +127,41 @@ impl Channel for Telegram {
         group_scope(thread_key.strip_prefix(THREAD_PREFIX)?.parse().ok()?)
     }
 
+    async fn deliver(&self, item: &OutboxItem, payload: &Payload) -> Result<(), Undelivered> {
+        deliver::deliver(self, item, payload).await
+    }
+
+    fn take_progress(&self, run_id: &str) -> Option<String> {
+        self.kit.progress.take(run_id)
+    }
+
+    async fn restore(&self, runtime: &Runtime) {
+        self.kit.progress.restore(runtime).await;
+    }
+
     async fn check(&self) -> Result<String, ChannelError> {
-        let api = self.api.as_ref().map_err(|e| ChannelError::NoToken {
-            channel: "telegram",
-            detail: e.clone(),
-        })?;
-        let me: types::Me =
-            api.call("getMe", &json!({}))
-                .await
-                .map_err(|e| ChannelError::Platform {
-                    channel: "telegram",
-                    method: "getMe".into(),
-                    detail: e.to_string(),
-                })?;
+        let me: types::Me = self
+            .kit
+            .api_or_why()?
+            .call("getMe", &json!({}))
+            .await
+            .map_err(|e| ChannelError::Platform {
+                channel: "telegram",
+                method: "getMe".into(),
+                detail: e.to_string(),
+            })?;
         Ok(format!(
             "token accepted: bot @{} (id {})",
             me.username.unwrap_or_default(),
             me.id
         ))
+    }
+}
+
+#[async_trait::async_trait]
+impl Ingress for Telegram {
+    async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
+        inbound::run(Live::new(self, runtime), stop).await;
     }
 
     fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {

@@ -12,15 +12,16 @@
 
 use std::sync::PoisonError;
 
-use hearth_core::{ThinkingLevel, ThreadKey};
-use hearth_runtime::RuntimeError;
+use hearth_core::ThinkingLevel;
+use hearth_runtime::Answerer;
 use serde_json::{Value, json};
 use tracing::warn;
 
-use super::commands::{first_time, may_change, model_ids, picker, tag, thinking_picker};
+use super::commands::first_time;
 use super::types::{CallbackQuery, Message};
-use super::{Telegram, Tg, thread_key, user_key};
-use crate::control;
+use super::{Telegram, Tg, group_scope, thread_key, user_key};
+use crate::commands::{self, Button, CONFIRM_REFUSED, Confirmed, Pick, Picked, Picker};
+use crate::control::Place;
 use crate::error::ChannelError;
 
 /// Queries answered early (at a failure) that are remembered, at most.
@@ -32,10 +33,8 @@ enum Shown {
     Answer { text: String, alert: bool },
     /// A toast, and the prompt settled with `outcome`.
     Settle { text: String, outcome: String },
-    /// A toast, and the model picker shown again under `title`.
-    Models { text: String, title: &'static str },
-    /// A toast, and the thinking picker shown again.
-    Thinking { text: String },
+    /// A toast, and the picker shown again as it stands now.
+    Picker { text: String, picker: Picker },
 }
 
 fn toast(text: impl Into<String>) -> Shown {
@@ -77,82 +76,53 @@ async fn act(tg: &Tg, q: &CallbackQuery) -> Result<Shown, ChannelError> {
         return Ok(toast(""));
     };
     let presser = user_key(q.from.id);
-    let mut parts = data.splitn(3, ':');
-    let parts = (parts.next(), parts.next(), parts.next());
-    if let (Some("cf"), Some(verb @ ("a" | "d")), Some(token)) = parts {
-        let approve = verb == "a";
-        return match tg
-            .runtime
-            .resolve_confirmation(token, &presser, approve)
-            .await
-        {
-            Ok(_) => {
-                let word = if approve { "Approved" } else { "Denied" };
-                Ok(Shown::Settle {
-                    text: word.into(),
-                    outcome: format!("{word} by {}.", q.from.first_name),
-                })
-            }
-            Err(RuntimeError::Forbidden(_)) => Ok(alert(
-                "Only the person who asked, or someone allowed to answer for others, can answer this.",
-            )),
-            Err(RuntimeError::ConfirmationNotFound) => Ok(Shown::Settle {
-                text: "This is no longer waiting for an answer.".into(),
-                outcome: "No longer pending.".into(),
-            }),
-            Err(e) => Err(e.into()),
-        };
+    let who = Answerer::user(&presser);
+    let button = Button::parse(data);
+    if let Some(Button::Confirm { approve, token }) = button {
+        return Ok(
+            match commands::answer_confirmation(&tg.runtime, who, token, approve).await? {
+                Confirmed::Settled { approved } => {
+                    let word = Confirmed::word(approved);
+                    Shown::Settle {
+                        text: word.into(),
+                        outcome: format!("{word} by {}.", q.from.first_name),
+                    }
+                }
+                Confirmed::Refused => alert(CONFIRM_REFUSED),
+                Confirmed::Gone => Shown::Settle {
+                    text: "This is no longer waiting for an answer.".into(),
+                    outcome: "No longer pending.".into(),
+                },
+            },
+        );
     }
-    let allowed = tg.access.is_allowed(&presser).await?
+    let allowed = tg.kit.access.is_allowed(&presser).await?
         || (msg.chat.kind == "private" && tg.config.open_dms)
         || (msg.chat.kind != "private" && tg.config.open_groups);
     if !allowed {
         return Ok(alert("You cannot change this assistant's settings."));
     }
-    let thread = thread_key(msg.chat.id);
-    match parts {
-        (Some("m" | "t"), ..) if !may_change(tg, msg.chat.id, &presser).await? => {
-            Ok(alert(control::CHANGE_REFUSED))
+    let choice = match button {
+        Some(Button::Model { index, tag }) => {
+            Pick::Model(commands::model_at(&tg.runtime, index, tag))
         }
-        (Some("m"), Some(i), Some(t)) => {
-            let ids = model_ids(tg);
-            let chosen = i
-                .parse::<usize>()
-                .ok()
-                .and_then(|i| ids.get(i))
-                .filter(|m| tag(m) == t);
-            Ok(match chosen {
-                Some(model) => {
-                    tg.runtime
-                        .set_model(&ThreadKey::new(&thread)?, model)
-                        .await?;
-                    Shown::Models {
-                        text: format!("Model: {model}"),
-                        title: "Choose the model:",
-                    }
-                }
-                None => Shown::Models {
-                    text: "The list changed; pick again.".into(),
-                    title: "The list changed; choose again:",
-                },
-            })
-        }
-        (Some("t"), Some(level), None) => Ok(match ThinkingLevel::parse(level) {
-            Some(l) => {
-                tg.runtime
-                    .set_thinking(&ThreadKey::new(&thread)?, l)
-                    .await?;
-                Shown::Thinking {
-                    text: format!("Thinking: {}", l.as_str()),
-                }
-            }
-            None => Shown::Thinking {
-                text: "That choice is gone; pick again.".into(),
-            },
-        }),
+        Some(Button::Thinking(level)) => Pick::Thinking(ThinkingLevel::parse(level)),
         // An old or foreign button: say so rather than fail.
-        _ => Ok(toast("This button is no longer active.")),
-    }
+        Some(Button::Confirm { .. }) | None => {
+            return Ok(toast("This button is no longer active."));
+        }
+    };
+    let (thread, scope) = (thread_key(msg.chat.id), group_scope(msg.chat.id));
+    let place = Place::new(&thread, scope.as_deref());
+    Ok(
+        match commands::pick(&tg.runtime, who, place, choice).await? {
+            Picked::Refused(why) => alert(why),
+            Picked::Done { toast, picker } => Shown::Picker {
+                text: toast,
+                picker,
+            },
+        },
+    )
 }
 
 /// Stops the button spinning after a failure. One that may pass is
@@ -187,20 +157,10 @@ async fn show(tg: &Tg, q: &CallbackQuery, shown: Shown) {
                 settle_prompt(tg, msg, &outcome).await;
             }
         }
-        Shown::Models { text, title } => {
+        Shown::Picker { text, picker } => {
             answer(tg, &q.id, &text, false).await;
-            if let Some(msg) = msg
-                && let Err(e) = picker(tg, msg.chat.id, Some(msg.message_id), title).await
-            {
-                warn!(channel = "telegram", error = %e, "could not show the model picker again");
-            }
-        }
-        Shown::Thinking { text } => {
-            answer(tg, &q.id, &text, false).await;
-            if let Some(msg) = msg
-                && let Err(e) = thinking_picker(tg, msg.chat.id, Some(msg.message_id)).await
-            {
-                warn!(channel = "telegram", error = %e, "could not show the thinking picker again");
+            if let Some(msg) = msg {
+                super::commands::show(tg, msg.chat.id, Some(msg.message_id), &picker).await;
             }
         }
     }
@@ -216,7 +176,7 @@ async fn answer(tg: &Telegram, query_id: &str, text: &str, alert: bool) {
     if early {
         return;
     }
-    let Ok(api) = &tg.api else { return };
+    let Ok(api) = &tg.kit.api else { return };
     // Telegram shows at most 200 characters.
     let text: String = text.chars().take(200).collect();
     let body = json!({ "callback_query_id": query_id, "text": text, "show_alert": alert });
@@ -227,7 +187,7 @@ async fn answer(tg: &Telegram, query_id: &str, text: &str, alert: bool) {
 
 /// Removes a prompt's buttons once it is answered, saying how.
 async fn settle_prompt(tg: &Telegram, msg: &Message, outcome: &str) {
-    let Ok(api) = &tg.api else { return };
+    let Ok(api) = &tg.kit.api else { return };
     let text = format!("{}\n\n{outcome}", msg.text.clone().unwrap_or_default());
     let text: String = text.chars().take(4000).collect();
     let body = json!({ "chat_id": msg.chat.id, "message_id": msg.message_id, "text": text });

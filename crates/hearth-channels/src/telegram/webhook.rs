@@ -77,12 +77,12 @@ async fn receive(tg: &Live<Telegram>, headers: &http::HeaderMap, body: &[u8]) ->
     };
     match super::inbound::handle_batch(tg, vec![update]).await {
         Ok(_) => {
-            tg.health.event();
+            tg.kit.health.event();
             StatusCode::OK
         }
         Err(e) => {
             tracing::warn!(channel = "telegram", error = %e, "could not store a webhook update; Telegram will send it again");
-            tg.health.failed(format!("storing updates: {e}"));
+            tg.kit.health.failed(format!("storing updates: {e}"));
             StatusCode::SERVICE_UNAVAILABLE
         }
     }

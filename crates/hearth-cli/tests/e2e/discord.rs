@@ -96,7 +96,8 @@ async fn a_dm_is_answered_once_and_a_stranger_is_offered_pairing() {
             "new",
             "usage",
             "permissions",
-            "agent"
+            "agent",
+            "help"
         ]
     );
 
@@ -504,6 +505,51 @@ async fn changing_the_channel_and_permissions_need_a_server_admin() {
             .any(|g| g["subject"] == "role:600000000000000001" && g["capability"] == "web.fetch"),
         "{p}"
     );
+    assert_eq!(s.fake.request_count(), 0, "commands are not model calls");
+    no_violations(&s.dc);
+}
+
+/// `/model` without a name shows the models as buttons, to the one who
+/// asked only; a press sets the conversation's model and shows the picker
+/// as it stands. `/help` lists the commands.
+#[tokio::test]
+async fn the_model_picker_is_buttons_and_a_press_sets_the_model() {
+    let s = setup().await;
+    let id =
+        s.dc.interaction(2, DM, None, ALICE, json!({ "name": "model" }), None);
+    let picker = callback_of(&s.dc, &id, 1).await;
+    assert_eq!(picker["type"], 4, "{picker}");
+    assert_eq!(picker["data"]["flags"], 64, "{picker}");
+    assert_eq!(text(&picker), "Choose the model:\nNow: fake/fake-model");
+    let button = picker["data"]["components"][0]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["label"] == "fake/other-model")
+        .cloned()
+        .unwrap_or_else(|| panic!("no other-model button: {picker}"));
+    let data = json!({ "custom_id": button["custom_id"], "component_type": 2 });
+    let shown = json!({ "id": "700000000000000001", "channel_id": DM, "content": text(&picker) });
+    let press = s.dc.interaction(3, DM, None, ALICE, data, Some(shown));
+    let updated = callback_of(&s.dc, &press, 2).await;
+    assert_eq!(
+        updated["type"], 7,
+        "the picker is updated in place: {updated}"
+    );
+    assert_eq!(text(&updated), "Choose the model:\nNow: fake/other-model");
+    let (_, t) = s
+        .hearth
+        .get(&format!("/v1/threads/discord:channel:{DM}/runtime"))
+        .await;
+    assert_eq!(t["model"], "fake/other-model", "{t}");
+    let id =
+        s.dc.interaction(2, DM, None, ALICE, json!({ "name": "help" }), None);
+    let help = callback_of(&s.dc, &id, 3).await;
+    assert!(
+        text(&help).contains("/agent cancel: Stop the answer"),
+        "{help}"
+    );
+    assert_eq!(help["data"]["flags"], 64);
     assert_eq!(s.fake.request_count(), 0, "commands are not model calls");
     no_violations(&s.dc);
 }

@@ -412,6 +412,13 @@ async fn commands_and_pickers_change_the_thread() {
         )
         .await;
     assert!(ok);
+    // An argument sets at once; help lists the commands.
+    s.tg.push_update(s.tg.private_text(&alice, "/thinking high"));
+    wait_text(&s.tg, ALICE, "Thinking: high").await;
+    let (_, rt) = s.hearth.get("/v1/threads/telegram:chat:1001/runtime").await;
+    assert_eq!(rt["thinking"], "high", "{rt}");
+    s.tg.push_update(s.tg.private_text(&alice, "/help"));
+    wait_text(&s.tg, ALICE, "/model [id]: Choose the model").await;
     s.tg.push_update(s.tg.private_text(&alice, "/new"));
     wait_text(&s.tg, ALICE, "Started a new conversation.").await;
     s.tg.push_update(s.tg.private_text(&alice, "/cancel"));

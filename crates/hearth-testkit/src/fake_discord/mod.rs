@@ -6,7 +6,9 @@
 //! (`enforce_nonce` answers a repeated nonce with the message already
 //! created); components' `custom_id` within 100 characters; interaction
 //! callbacks once per interaction with a known token; 429 with
-//! `retry_after` and `X-RateLimit-*` headers on demand.
+//! `retry_after` and `X-RateLimit-*` headers on demand, and a post to a
+//! channel before the `retry_after` of a 429 it was answered for that
+//! channel has passed answered 429 again and counted a violation.
 //!
 //! Gateway (`gateway_url()`): HELLO, IDENTIFY checked (token, intents),
 //! READY with `session_id` and `resume_gateway_url` (`/resume` on the same
@@ -112,6 +114,9 @@ pub(crate) struct Inner {
     pub(crate) original_edits: Vec<(String, Value)>,
     /// Retry-after seconds for the next message posts.
     pub(crate) rate_limits: VecDeque<f64>,
+    /// Channels whose message posts were answered 429, until their
+    /// `retry_after` ends: a post before then is a violation.
+    pub(crate) limited_until: HashMap<String, std::time::Instant>,
     /// Message posts to create and then answer with 502, as if the answer
     /// were lost on the way back.
     pub(crate) lose_answers: u32,
@@ -334,6 +339,19 @@ impl FakeDiscord {
         id
     }
 
+    /// Sends message `id`'s `MESSAGE_CREATE` again, as a gateway does that
+    /// replays a session from a sequence the bot had already seen; the new
+    /// sequence number, or `None` when no such message was dispatched.
+    pub fn redeliver_message(&self, id: &str) -> Option<u64> {
+        self.shared.with(|s| {
+            let d = s.log.iter().find_map(|(_, frame)| {
+                let v: Value = serde_json::from_str(frame).ok()?;
+                (v["t"] == "MESSAGE_CREATE" && v["d"]["id"] == id).then(|| v["d"].clone())
+            })?;
+            s.dispatch("MESSAGE_CREATE", d)
+        })
+    }
+
     /// Pushes an `INTERACTION_CREATE` of `kind` (2 command, 3 component)
     /// by `user` in `channel` (a guild's when `guild` is given) with
     /// `data`; its id.
@@ -490,6 +508,17 @@ impl FakeDiscord {
             s.messages.iter().find(|m| m.content == content).cloned()
         })
         .await
+    }
+
+    /// Waits until the bot posted a message `f` accepts (`what` names it
+    /// in the panic); the first such message.
+    pub async fn wait_message_where(
+        &self,
+        what: &str,
+        f: impl Fn(&SentMessage) -> bool,
+    ) -> SentMessage {
+        self.wait_for(what, |s| s.messages.iter().find(|m| f(m)).cloned())
+            .await
     }
 
     /// Waits until at least `n` interaction callbacks were received.

@@ -105,9 +105,17 @@ fn check_message(body: &Value, creating: bool) -> Vec<String> {
     if creating && content.is_none() && body.get("components").is_none() {
         out.push("a message without content".into());
     }
+    let rows = body["components"].as_array().map_or(0, Vec::len);
+    if rows > 5 {
+        out.push(format!("{rows} action rows (limit 5)"));
+    }
     for row in body["components"].as_array().into_iter().flatten() {
         if row["type"] != 1 {
             out.push("a top-level component that is not an action row".into());
+        }
+        let buttons = row["components"].as_array().map_or(0, Vec::len);
+        if buttons > 5 {
+            out.push(format!("an action row of {buttons} buttons (limit 5)"));
         }
         for c in row["components"].as_array().into_iter().flatten() {
             let id = c["custom_id"].as_str().unwrap_or("");
@@ -153,6 +161,30 @@ async fn gateway_bot(State(shared): S, headers: HeaderMap) -> Response {
     .into_response()
 }
 
+/// Discord's 429: the body and the `X-RateLimit-*` headers of a route
+/// bucket that is empty for `secs`.
+fn rate_limited(secs: f64) -> Response {
+    let mut r = (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::Json(json!({ "message": "You are being rate limited.", "retry_after": secs, "global": false })),
+    )
+        .into_response();
+    let h = r.headers_mut();
+    for (k, v) in [
+        ("x-ratelimit-limit", "5".to_owned()),
+        ("x-ratelimit-remaining", "0".to_owned()),
+        ("x-ratelimit-reset-after", secs.to_string()),
+        ("x-ratelimit-bucket", "fake-bucket".to_owned()),
+        ("x-ratelimit-scope", "user".to_owned()),
+        ("retry-after", secs.ceil().to_string()),
+    ] {
+        if let Ok(v) = v.parse() {
+            h.insert(k, v);
+        }
+    }
+    r
+}
+
 async fn create_message(
     State(shared): S,
     Path(channel): Path<String>,
@@ -164,26 +196,24 @@ async fn create_message(
     if let Some(r) = auth(&shared, &headers, what) {
         return r;
     }
+    // Still limited: Discord answers 429 again, for what is left.
+    let now = std::time::Instant::now();
+    let early = shared.with(|s| {
+        s.limited_until
+            .get(&channel)
+            .filter(|until| **until > now)
+            .map(|until| *until - now)
+    });
+    if let Some(left) = early {
+        shared.violation(format!(
+            "{what}: a post to channel {channel} {left:?} before the retry_after of an earlier 429 ended"
+        ));
+        return rate_limited(left.as_secs_f64());
+    }
     if let Some(secs) = shared.with(|s| s.rate_limits.pop_front()) {
-        let mut r = (
-            StatusCode::TOO_MANY_REQUESTS,
-            axum::Json(json!({ "message": "You are being rate limited.", "retry_after": secs, "global": false })),
-        )
-            .into_response();
-        let h = r.headers_mut();
-        for (k, v) in [
-            ("x-ratelimit-limit", "5".to_owned()),
-            ("x-ratelimit-remaining", "0".to_owned()),
-            ("x-ratelimit-reset-after", secs.to_string()),
-            ("x-ratelimit-bucket", "fake-bucket".to_owned()),
-            ("x-ratelimit-scope", "user".to_owned()),
-            ("retry-after", secs.ceil().to_string()),
-        ] {
-            if let Ok(v) = v.parse() {
-                h.insert(k, v);
-            }
-        }
-        return r;
+        let until = now + std::time::Duration::try_from_secs_f64(secs).unwrap_or_default();
+        shared.with(|s| s.limited_until.insert(channel.clone(), until));
+        return rate_limited(secs);
     }
     if !snowflake(&channel) {
         return error(StatusCode::NOT_FOUND, 10003, "Unknown Channel");

@@ -55,7 +55,7 @@ pub(super) fn canonical(method: &str) -> Option<&'static str> {
 pub(super) struct ApiError {
     pub(super) code: u16,
     pub(super) description: String,
-    retry_after: Option<u64>,
+    pub(super) retry_after: Option<u64>,
 }
 
 impl ApiError {

@@ -12,7 +12,10 @@
 //! `retry_after`, 5xx, any error) or make the server unreachable, and wait
 //! on conditions over the state without sleeping.
 //! Every request Telegram would refuse is counted in
-//! [`FakeTelegram::rejections`], so a test can assert there was none.
+//! [`FakeTelegram::rejections`], so a test can assert there was none; so is
+//! a request to a chat before the `retry_after` of a 429 it was answered
+//! for that chat has passed (answered 429 again, as Telegram's flood
+//! control does).
 
 mod api;
 mod html;
@@ -26,7 +29,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -157,6 +160,9 @@ pub struct TelegramState {
     /// Bumped by each release: calls held before it go on.
     release_generation: u64,
     requests: Vec<ApiRequest>,
+    /// Chats answered 429, until their `retry_after` ends: a request to
+    /// one before then is refused (429 again) and counted a rejection.
+    limited_until: HashMap<i64, Instant>,
     rejections: Vec<String>,
     /// How many rejections the test has read: the rest fail it on drop.
     rejections_read: AtomicUsize,
@@ -506,13 +512,35 @@ async fn call(
     params: &Map<String, Value>,
 ) -> Result<Value, Outcome> {
     script::hold_if_matching(shared, method, params).await;
+    let chat = chat_of(params);
     let injected = {
         let mut st = shared.lock();
+        let now = Instant::now();
+        // Telegram's flood control: a chat told to wait gets 429 again,
+        // for what is left, until the wait is over.
+        let early = chat
+            .and_then(|c| st.limited_until.get(&c))
+            .filter(|until| **until > now)
+            .map(|until| *until - now);
+        if let Some(left) = early {
+            let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+            let mut refused = ApiError::from(Failure::TooManyRequests { retry_after: secs });
+            refused.description = format!(
+                "{} (sent {left:?} before the retry_after of an earlier 429 ended)",
+                refused.description
+            );
+            return Err(Outcome::Rejected(refused));
+        }
         let pos = st
             .failures
             .iter()
             .position(|(m, _)| m.matches(method, params));
-        pos.and_then(|p| st.failures.remove(p)).map(|(_, f)| f)
+        let failure = pos.and_then(|p| st.failures.remove(p)).map(|(_, f)| f);
+        if let (Some(Failure::TooManyRequests { retry_after }), Some(chat)) = (&failure, chat) {
+            st.limited_until
+                .insert(chat, now + Duration::from_secs(*retry_after));
+        }
+        failure
     };
     if let Some(failure) = injected {
         return Err(Outcome::Injected(ApiError::from(failure)));
@@ -527,6 +555,15 @@ async fn call(
         shared.polls.notify_waiters();
     }
     result.map_err(Outcome::Rejected)
+}
+
+/// The numeric chat a request is about, if any.
+fn chat_of(params: &Map<String, Value>) -> Option<i64> {
+    match params.get("chat_id")? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
 }
 
 /// Why a call was not answered with a result.

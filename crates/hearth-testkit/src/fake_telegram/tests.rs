@@ -616,14 +616,16 @@ async fn reactions_reach_only_a_bot_that_asked_for_them() {
 async fn injected_failures_answer_like_telegram_and_are_not_rejections() {
     let fake = FakeTelegram::start(TOKEN).await;
     fake.add_chat(42);
-    let msg = json!({"chat_id": 42, "text": "x"});
+    fake.add_chat(43);
+    let limited = json!({"chat_id": 42, "text": "x"});
+    let msg = json!({"chat_id": 43, "text": "x"});
     fake.fail_method(
         "sendMessage",
         1,
         Failure::TooManyRequests { retry_after: 3 },
     );
     fake.fail_next(1, Failure::Status(502));
-    let (status, answer) = call(&fake, "sendMessage", msg.clone()).await;
+    let (status, answer) = call(&fake, "sendMessage", limited).await;
     assert_eq!(status, 429);
     assert_eq!(
         answer,
@@ -651,6 +653,42 @@ async fn injected_failures_answer_like_telegram_and_are_not_rejections() {
     assert!(fake.rejections().is_empty(), "{:?}", fake.rejections());
     let statuses: Vec<u16> = fake.requests().iter().map(|r| r.status).collect();
     assert_eq!(statuses, [429, 502, 403, 200]);
+}
+
+/// A bot that honours a 429 sends nothing to that chat until `retry_after`
+/// has passed; one that does not is refused again and the request counted.
+#[tokio::test]
+async fn a_request_before_retry_after_is_refused_and_counted() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    fake.add_chat(42);
+    fake.add_chat(43);
+    let to = |chat: i64| json!({"chat_id": chat, "text": "x"});
+    fake.fail_method(
+        "sendMessage",
+        1,
+        Failure::TooManyRequests { retry_after: 1 },
+    );
+    assert_eq!(call(&fake, "sendMessage", to(42)).await.0, 429);
+    assert!(fake.rejections().is_empty(), "the 429 itself is scripted");
+    // Another chat is not held back.
+    assert_eq!(call(&fake, "sendMessage", to(43)).await.0, 200);
+    let (status, answer) = call(
+        &fake,
+        "sendChatAction",
+        json!({"chat_id": 42, "action": "typing"}),
+    )
+    .await;
+    assert_eq!(status, 429);
+    assert_eq!(answer["parameters"]["retry_after"], json!(1));
+    let rejections = fake.rejections();
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    assert!(
+        rejections[0].contains("before the retry_after"),
+        "{rejections:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(call(&fake, "sendMessage", to(42)).await.0, 200);
+    assert_eq!(fake.rejections().len(), 1);
 }
 
 #[tokio::test]
