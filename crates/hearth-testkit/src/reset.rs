@@ -33,7 +33,10 @@ impl ResetServer {
     /// # Panics
     /// When no local port can be bound: the test environment is broken and
     /// no test using the server can run.
-    #[allow(clippy::expect_used)]
+    #[expect(
+        clippy::expect_used,
+        reason = "a test fixture that cannot bind loopback cannot run; see Panics"
+    )]
     pub async fn start(head: impl Into<Vec<u8>>) -> Self {
         Self::bind(SocketAddr::from(([127, 0, 0, 1], 0)), head.into())
             .await

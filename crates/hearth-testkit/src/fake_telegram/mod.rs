@@ -311,7 +311,10 @@ impl FakeTelegram {
     /// # Panics
     /// When no local port can be bound: the test environment is broken and
     /// no test using the fake can run.
-    #[allow(clippy::expect_used)]
+    #[expect(
+        clippy::expect_used,
+        reason = "a test fixture that cannot bind loopback cannot run; see Panics"
+    )]
     pub async fn start(token: &str) -> Self {
         Self::bind(SocketAddr::from(([127, 0, 0, 1], 0)), token)
             .await
