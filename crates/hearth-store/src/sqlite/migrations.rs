@@ -21,10 +21,39 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (12, super::jobs::MIGRATION_V12),
     (13, super::router::MIGRATION_V13),
     (14, super::reply_messages::MIGRATION_V14),
+    (15, V15),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 14;
+pub(crate) const LATEST: u32 = 15;
+
+/// Alert webhooks once stored their whole URL, credentials included, as the
+/// outbox target (shown by `GET /v1/outbox`), and a failed attempt's error
+/// could carry it too. Targets are now `scheme://host#<reference>`, resolved
+/// against the configured rules at send time: rows written before keep only
+/// their scheme and host (no user, password, path or query) and a reference no
+/// rule has, so one still pending fails with a clear error instead of going
+/// out; an error that quotes a URL is dropped.
+const V15: &str = "
+UPDATE outbox SET target = (
+    WITH p(scheme, rest) AS (
+        SELECT substr(target, 1, instr(target, '://') + 2), substr(target, instr(target, '://') + 3)
+    ),
+    a(auth) AS (
+        SELECT CASE WHEN instr(rest, '/') > 0 THEN substr(rest, 1, instr(rest, '/') - 1) ELSE rest END FROM p
+    ),
+    b(auth) AS (
+        SELECT CASE WHEN instr(auth, '?') > 0 THEN substr(auth, 1, instr(auth, '?') - 1) ELSE auth END FROM a
+    ),
+    c(host) AS (
+        SELECT CASE WHEN instr(auth, '@') > 0 THEN substr(auth, instr(auth, '@') + 1) ELSE auth END FROM b
+    )
+    SELECT scheme || host || '#stored-before-references' FROM p, c
+)
+WHERE channel = 'webhook' AND instr(target, '#') = 0 AND instr(target, '://') > 0;
+UPDATE outbox SET last_error = 'an error from before webhook addresses were withheld'
+WHERE channel = 'webhook' AND instr(last_error, '://') > 0;
+";
 
 /// The permission context of a run (the space it was asked in and the
 /// sender's role ids, a JSON array), so a run recovered after a restart is
@@ -250,6 +279,60 @@ fn check_not_too_new(found: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn webhook_targets_stored_whole_keep_only_scheme_and_host() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for &(version, sql) in &MIGRATIONS[..14] {
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", version).unwrap();
+        }
+        tx.commit().unwrap();
+        let rows = [
+            (
+                "webhook",
+                "https://user:hunter2@hooks.example:8443/a/b?token=SECRET",
+                Some(
+                    "error sending request for url (https://user:hunter2@hooks.example:8443/a/b?token=SECRET)",
+                ),
+            ),
+            ("webhook", "http://127.0.0.1:9/hook", None),
+            ("webhook", "https://hooks.example#0123456789abcdef", None),
+            ("telegram", "12345", Some("HTTP 502")),
+        ];
+        for (channel, target, error) in rows {
+            conn.execute(
+                "INSERT INTO outbox (channel, target, kind, payload, last_error, created_at) VALUES (?1, ?2, 'message', '{}', ?3, 0)",
+                rusqlite::params![channel, target, error],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT target, last_error FROM outbox ORDER BY id")
+            .unwrap();
+        let got: Vec<(String, Option<String>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "https://hooks.example:8443#stored-before-references".to_owned(),
+                    Some("an error from before webhook addresses were withheld".to_owned())
+                ),
+                (
+                    "http://127.0.0.1:9#stored-before-references".to_owned(),
+                    None
+                ),
+                ("https://hooks.example#0123456789abcdef".to_owned(), None),
+                ("12345".to_owned(), Some("HTTP 502".to_owned())),
+            ]
+        );
+    }
 
     #[test]
     fn versions_are_consecutive_and_end_at_latest() {
