@@ -117,3 +117,79 @@ async fn in_strict_durability_only_lazy_batches_skip_the_sync() {
     assert_eq!(normal.write_lazy(sync_level).await.unwrap(), 1);
     assert_eq!(normal.write(sync_level).await.unwrap(), 1);
 }
+
+/// The rows of table `t` (made by the test), in order.
+async fn rows_of_t(store: &SqliteStore) -> Vec<i64> {
+    store
+        .read(|db| {
+            let mut stmt = db.conn().prepare("SELECT x FROM t ORDER BY x")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+        })
+        .await
+        .unwrap()
+}
+
+/// A write that inserts `x` into `t`, then fails when `fail` is set.
+async fn insert(store: &SqliteStore, x: i64, fail: bool) -> Result<()> {
+    store
+        .write(move |db| {
+            db.conn().execute("INSERT INTO t (x) VALUES (?1)", [x])?;
+            if fail {
+                return Err(crate::StoreError::Corrupt(format!("write {x} fails")));
+            }
+            Ok(())
+        })
+        .await
+}
+
+#[tokio::test]
+async fn a_failed_write_leaves_nothing_alone_or_in_a_batch() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    store
+        .write(|db| Ok(db.conn().execute_batch("CREATE TABLE t (x INTEGER)")?))
+        .await
+        .unwrap();
+
+    // Alone in its transaction (no savepoint).
+    assert!(insert(&store, 1, true).await.is_err());
+    insert(&store, 2, false).await.unwrap();
+    assert_eq!(rows_of_t(&store).await, vec![2]);
+
+    // In one batch with others (each in its own savepoint): hold the writer
+    // so the three queue up and commit together.
+    let (started_tx, started_rx) = oneshot::channel();
+    let (release_tx, release_rx) = std_mpsc::channel::<()>();
+    let held = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .write(move |_db| {
+                    let _ = started_tx.send(());
+                    let _ = release_rx.recv();
+                    Ok(())
+                })
+                .await
+        })
+    };
+    started_rx.await.unwrap();
+    let mut batch: Vec<WriteFuture> = [(3, false), (4, true), (5, false)]
+        .into_iter()
+        .map(|(x, fail)| {
+            let store = store.clone();
+            Box::pin(async move { insert(&store, x, fail).await }) as WriteFuture
+        })
+        .collect();
+    let mut cx = Context::from_waker(Waker::noop());
+    for write in &mut batch {
+        assert!(write.as_mut().poll(&mut cx).is_pending());
+    }
+    release_tx.send(()).unwrap();
+    held.await.unwrap().unwrap();
+    let mut outcomes = Vec::new();
+    for write in batch {
+        outcomes.push(write.await.is_ok());
+    }
+    assert_eq!(outcomes, vec![true, false, true]);
+    assert_eq!(rows_of_t(&store).await, vec![2, 3, 5]);
+}
