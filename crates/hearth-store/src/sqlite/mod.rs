@@ -31,7 +31,7 @@ mod worker_tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -89,7 +89,7 @@ struct Inner {
     // queues close, then `Workers` joins them.
     writer: bounded::Sender<Box<dyn Job>>,
     /// `None` in memory, where the writer thread serves reads too.
-    readers: Option<bounded::Sender<ReadJob>>,
+    readers: Option<reader::ReadSender>,
     _checkpoint_stop: mpsc::Sender<()>,
     _workers: Workers,
 }
@@ -160,14 +160,13 @@ impl SqliteStore {
         let mut workers = Workers(Vec::with_capacity(READERS + 2));
         let commits = Arc::new(AtomicU64::new(0));
         let (writer_tx, writer_rx) = bounded::channel(writer::QUEUE);
-        let (reader_tx, reader_rx) = bounded::channel(reader::QUEUE);
-        let reader_rx = Arc::new(Mutex::new(reader_rx));
+        let (reader_tx, reader_rx) = reader::queue(reader::QUEUE);
         let writer_commits = Arc::clone(&commits);
         workers.0.push(spawn("hearth-store-writer", move || {
             writer::run(conn, writer_rx, writer_commits)
         })?);
         for (i, reader) in reader_conns.into_iter().enumerate() {
-            let queue = Arc::clone(&reader_rx);
+            let queue = reader_rx.clone();
             workers
                 .0
                 .push(spawn(&format!("hearth-store-reader-{i}"), move || {
@@ -286,7 +285,7 @@ impl SqliteStore {
         let job: ReadJob = Box::new(move |db| {
             let _ = tx.send(op(db));
         });
-        readers.send(job).await.map_err(|_| StoreError::Closed)?;
+        readers.send(job).await?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
 }
