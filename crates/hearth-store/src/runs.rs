@@ -88,6 +88,12 @@ pub trait RunStore: Send + Sync + 'static {
     /// The messages steered into a run, oldest first.
     async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>>;
 
+    /// A run's journaled steps and steered messages together, as a run that
+    /// starts or resumes reads them (a store may answer both in one read).
+    async fn journal_of_run(&self, run_id: &str) -> Result<(Vec<StepRecord>, Vec<SteerRecord>)> {
+        Ok((self.steps(run_id).await?, self.steers(run_id).await?))
+    }
+
     /// Ends a run: sets its terminal status, output or error, appends
     /// `messages` to its thread's history, creates `follow_ups` and marks
     /// its pending confirmations `expired` by [`crate::RUN_ENDED`], all in

@@ -469,10 +469,9 @@ impl Engine {
     ) -> Result<Progress, Stop> {
         let journal = input.journal(&self.store);
         // Independent reads, so one waits for the slowest rather than the sum.
-        let (loaded, steps, stored_steers, offered) = futures_util::future::try_join4(
+        let (loaded, (steps, stored_steers), offered) = futures_util::future::try_join3(
             self.load_history(input, supplied),
-            async { Ok::<_, Stop>(journal.steps(&input.run_id).await?) },
-            async { Ok::<_, Stop>(journal.steers(&input.run_id).await?) },
+            async { Ok::<_, Stop>(journal.journal_of_run(&input.run_id).await?) },
             self.offered_tools(input),
         )
         .await?;

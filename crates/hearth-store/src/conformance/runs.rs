@@ -291,6 +291,9 @@ pub async fn steps_upsert_by_index<S: RunStore + ThreadStore>(store: S) {
     assert_eq!(steps.len(), 2);
     assert_eq!(steps[0], step("run_1", 0, StepStatus::Started));
     assert_eq!(steps[1], done);
+    let (journal, steers) = store.journal_of_run("run_1").await.unwrap();
+    assert_eq!(journal, steps);
+    assert!(steers.is_empty());
 }
 
 pub async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S) {
@@ -356,6 +359,10 @@ pub async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
         ["first", "second"]
     );
     assert!(store.steers("run_other").await.unwrap().is_empty());
+    // Read together, the journal holds the same steers (and no steps yet).
+    let (steps, steers) = store.journal_of_run("run_s").await.unwrap();
+    assert!(steps.is_empty());
+    assert_eq!(steers, all);
     // A steer for a run that does not exist breaks the foreign key.
     assert!(store.add_steer("run_missing", "x", 12).await.is_err());
 

@@ -481,6 +481,13 @@ impl RunStore for SqliteStore {
         self.read(move |db| steps(db, &run_id)).await
     }
 
+    async fn journal_of_run(&self, run_id: &str) -> Result<(Vec<StepRecord>, Vec<SteerRecord>)> {
+        let run_id = run_id.to_owned();
+        // One reader hop instead of two.
+        self.read(move |db| Ok((steps(db, &run_id)?, steers(db, &run_id)?)))
+            .await
+    }
+
     async fn add_steer(&self, run_id: &str, text: &str, at: Timestamp) -> Result<SteerRecord> {
         let (run_id, text) = (run_id.to_owned(), text.to_owned());
         self.write(move |db| add_steer(db, &run_id, &text, at))
