@@ -224,13 +224,21 @@ impl Runtime {
     /// thread (one recovered after a restart may not have reached its
     /// question again yet), so the common case, a thread with nothing
     /// running, costs no query.
-    pub(crate) async fn deny_pending_on_thread(&self, thread_key: &str, sender: &Sender) {
+    /// `own_run` is the run the message itself became, if any: it is not
+    /// one the thread waited for, and a message never denies its own run.
+    pub(crate) async fn deny_pending_on_thread(
+        &self,
+        thread_key: &str,
+        sender: &Sender,
+        own_run: Option<&str>,
+    ) {
         let mut runs = self.inner.engine.confirmations().waiting_on(thread_key);
         if let Some(active) = self.inner.scheduler.active_run(thread_key)
             && !runs.contains(&active)
         {
             runs.push(active);
         }
+        runs.retain(|run_id| Some(run_id.as_str()) != own_run);
         for run_id in runs {
             let store = self.store_of_run(&run_id);
             let pending = match store.pending_confirmations(Some(&run_id), None).await {

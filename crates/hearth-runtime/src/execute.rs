@@ -1,7 +1,8 @@
 //! Executing runs: a per-thread worker takes the thread's next run, claims it
 //! in the store (only one caller can), runs the engine and stores the end.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hearth_agent::{Candidate, Outcome, RunInput, ToolMode};
 use hearth_core::{ModelRef, RunError, RunEventKind, RunStatus, ThinkingLevel, now_ms};
@@ -17,7 +18,7 @@ use crate::scheduler::{Enqueued, NextRun};
 
 /// Why a run could not start; it fails with the code and this message.
 #[derive(Debug, thiserror::Error)]
-enum PrepareError {
+pub(crate) enum PrepareError {
     /// The thread's settings could not be read.
     #[error("could not read the thread's settings: {0}")]
     Store(#[from] hearth_store::StoreError),
@@ -52,14 +53,35 @@ impl PrepareError {
 }
 
 /// What a run executes with.
-struct Prepared {
-    model: ModelRef,
+pub(crate) struct Prepared {
+    pub(crate) model: ModelRef,
     provider: Arc<dyn hearth_llm::Provider>,
     thinking: ThinkingLevel,
     /// Set when the router chose the model.
     route: Option<Routed>,
     /// Chosen explicitly (for the run or the thread), not by default.
     pinned: bool,
+}
+
+/// Runs stored already claimed by this process, with what they were
+/// prepared with, until their thread's worker takes them. A message to a
+/// thread with nothing else to run is stored and claimed in one commit
+/// (`Runtime::ingest_stored`) instead of one each: the hot path of a chat.
+#[derive(Default)]
+pub(crate) struct Preclaimed(Mutex<HashMap<String, (RunRecord, Prepared)>>);
+
+impl Preclaimed {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (RunRecord, Prepared)>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn put(&self, run: RunRecord, prepared: Prepared) {
+        self.lock().insert(run.run_id.clone(), (run, prepared));
+    }
+
+    pub(crate) fn take(&self, run_id: &str) -> Option<(RunRecord, Prepared)> {
+        self.lock().remove(run_id)
+    }
 }
 
 /// Publishes the engine's events on a run's log, keeping its status.
@@ -113,6 +135,14 @@ impl Runtime {
             steer,
         } = next;
         let inner = &self.inner;
+        if let Some((run, prepared)) = inner.preclaimed.take(&run_id) {
+            // Claimed when it was stored (and in `executing` since).
+            let history = inner.supplied.take(&run_id).history;
+            self.run_claimed(&run, Ok(prepared), cancel, steer, history)
+                .await;
+            inner.executing_remove(&run_id);
+            return;
+        }
         let store = self.store_of_run(&run_id);
         let overrides = inner.supplied.take(&run_id);
         // Prepared before the claim (it only reads), so the claim records
@@ -303,7 +333,7 @@ impl Runtime {
 
     /// The model, provider and thinking level a run uses: `model` when the
     /// run was given one, else its thread's.
-    async fn prepare(
+    pub(crate) async fn prepare(
         &self,
         run_id: &str,
         thread_key: &str,
@@ -362,8 +392,12 @@ impl Runtime {
         steps: Vec<StepRecord>,
         follow_ups: Vec<NewRun>,
     ) {
-        // A run cancelled before it started leaves its overrides unused.
+        // A run cancelled before it started leaves its overrides unused,
+        // and its claim if it was stored claimed.
         self.inner.supplied.take(&run.run_id);
+        if self.inner.preclaimed.take(&run.run_id).is_some() {
+            self.inner.executing_remove(&run.run_id);
+        }
         self.forget_route_input(&run.run_id);
         let (status, output, error) = match outcome {
             Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),

@@ -11,7 +11,7 @@ use tracing::info;
 use crate::confirmations::Sender;
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
-use crate::runtime::{Runtime, check_key};
+use crate::runtime::{Runtime, check_key, lease_ms};
 use crate::supplied::RunOverrides;
 
 /// How long a steer whose run stopped taking steers waits for that run's end
@@ -109,7 +109,7 @@ impl Runtime {
                 .add_steer(&run_id, &inbound.text, now_ms())
                 .await?;
             if let Some(sender) = &turn {
-                self.deny_pending_on_thread(&inbound.thread_key, sender)
+                self.deny_pending_on_thread(&inbound.thread_key, sender, None)
                     .await;
             }
             if self.inner.scheduler.send_steer(
@@ -135,7 +135,8 @@ impl Runtime {
         // Stored first: an ordinary message denies what the thread waits for
         // only once it is safe.
         if let Some(sender) = &turn {
-            self.deny_pending_on_thread(&thread_key, sender).await;
+            self.deny_pending_on_thread(&thread_key, sender, Some(&env.run_id))
+                .await;
         }
         Ok(env)
     }
@@ -156,19 +157,50 @@ impl Runtime {
         } else {
             self.inner.store.clone()
         };
-        let outcome = store
-            .create_run(NewRun {
-                run_id: hearth_core::new_run_id(),
-                thread_key: inbound.thread_key.into_string(),
-                user_key: inbound.user_key.into_string(),
-                source: inbound.source,
-                input: inbound.text,
-                idempotency_key: inbound.idempotency_key,
-                created_at: now_ms(),
-                scope: inbound.scope,
-                roles: inbound.roles,
-            })
-            .await;
+        let new_run = NewRun {
+            run_id: hearth_core::new_run_id(),
+            thread_key: inbound.thread_key.into_string(),
+            user_key: inbound.user_key.into_string(),
+            source: inbound.source,
+            input: inbound.text,
+            idempotency_key: inbound.idempotency_key,
+            created_at: now_ms(),
+            scope: inbound.scope,
+            roles: inbound.roles,
+        };
+        // A thread with nothing else to run here runs this message next: it
+        // is stored claimed, with its model, in one commit instead of a
+        // store and then a claim. Not for what is prepared differently (a
+        // direct call has no model, a routed run's model is chosen from
+        // the stored message) nor for the in-memory incognito store.
+        let prepared = if !direct
+            && !incognito
+            && !self.is_shutting_down()
+            && !self.routes_runs()
+            && self.inner.scheduler.is_idle(&new_run.thread_key)
+        {
+            // A failure here is left to the worker, which prepares again and
+            // fails the run with the reason.
+            self.prepare(
+                &new_run.run_id,
+                &new_run.thread_key,
+                overrides.model.as_deref(),
+            )
+            .await
+            .ok()
+        } else {
+            None
+        };
+        let owner = &self.inner.options.owner;
+        let outcome = match &prepared {
+            Some(p) => {
+                let until = new_run.created_at + lease_ms(&self.inner.options);
+                store
+                    .create_claimed_run(new_run, owner, until, &p.model.to_string())
+                    .await
+            }
+            None => store.create_run(new_run).await,
+        };
         let run = match outcome {
             Ok(CreateRunOutcome::Existing(run)) => return Ok(envelope(&run)),
             Ok(CreateRunOutcome::Created(run)) => run,
@@ -176,6 +208,13 @@ impl Runtime {
         };
         if incognito {
             self.inner.incognito.add_run(&run.run_id);
+        }
+        if let Some(prepared) = prepared
+            && run.lease_owner.as_deref() == Some(owner.as_str())
+        {
+            // Its lease is renewed from now on, as any claimed run's.
+            self.inner.executing_insert(&run.run_id);
+            self.inner.preclaimed.put(run.clone(), prepared);
         }
         // Before it is scheduled: its worker takes them when it starts.
         self.inner.supplied.put(&run.run_id, overrides);

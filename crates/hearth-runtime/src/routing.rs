@@ -243,6 +243,16 @@ impl Runtime {
 
     /// The route of a run whose thread names no model, when a router that
     /// chooses is set. `Ok(None)`: the run takes the default model.
+    /// Whether runs are routed (a router whose strategy is not `fixed`):
+    /// then a run's model is chosen from its message when it starts.
+    pub(crate) fn routes_runs(&self) -> bool {
+        self.inner
+            .routing
+            .router
+            .get()
+            .is_some_and(|router| router.strategy() != Strategy::Fixed)
+    }
+
     pub(crate) async fn route_run(
         &self,
         run_id: &str,

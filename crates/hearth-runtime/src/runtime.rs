@@ -88,6 +88,8 @@ pub(crate) struct Inner {
     pub(crate) supplied: Supplied,
     /// Direct tool calls accepted (or recovered) and not started yet.
     pub(crate) direct: crate::direct::DirectRuns,
+    /// Runs stored already claimed and prepared, not started yet.
+    pub(crate) preclaimed: crate::execute::Preclaimed,
     /// The chat channels' reply router, when there are channels.
     pub(crate) replies: Option<Arc<dyn ReplyRouter>>,
     /// The chat channels, started and stopped with the runtime.
@@ -199,6 +201,7 @@ impl Runtime {
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
                 direct: crate::direct::DirectRuns::default(),
+                preclaimed: crate::execute::Preclaimed::default(),
                 replies,
                 surface,
                 mcp,

@@ -96,6 +96,15 @@ impl Scheduler {
         self.lock().known.contains(run_id)
     }
 
+    /// True when the thread has no worker here (so nothing queued or
+    /// running in this process): a run stored now is the next it runs.
+    pub fn is_idle(&self, thread_key: &str) -> bool {
+        self.lock()
+            .slots
+            .get(thread_key)
+            .is_none_or(|slot| !slot.worker && slot.queue.is_empty())
+    }
+
     /// Queues a stored run behind the thread's others (once).
     pub fn enqueue(&self, thread_key: &str, run_id: &str) -> Enqueued {
         let mut t = self.lock();

@@ -57,6 +57,34 @@ pub trait RunStore: Send + Sync + 'static {
         model: &str,
     ) -> Result<Option<RunRecord>>;
 
+    /// `create_run` and, when that stored a new run, `claim_run_with_model`
+    /// on it, in one write where the store can (one commit per accepted
+    /// message instead of two, for a thread with nothing else to run). An
+    /// existing twin is returned as `create_run` returns it, unclaimed.
+    async fn create_claimed_run(
+        &self,
+        run: NewRun,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+    ) -> Result<CreateRunOutcome> {
+        let now = run.created_at;
+        let created = match self.create_run(run).await? {
+            CreateRunOutcome::Created(run) => run,
+            existing @ CreateRunOutcome::Existing(_) => return Ok(existing),
+        };
+        Ok(CreateRunOutcome::Created(
+            match self
+                .claim_run_with_model(&created.run_id, owner, lease_until, now, model)
+                .await?
+            {
+                Some(claimed) => claimed,
+                // Claimed by someone else in between: theirs to run.
+                None => created,
+            },
+        ))
+    }
+
     /// Records the model a run uses (after it was claimed).
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()>;
 

@@ -117,3 +117,55 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
     );
     assert!(calls >= runs.len());
 }
+
+/// A message to a thread with nothing else to run is stored already claimed
+/// (one commit), then ended (one more): no commit of its own for the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_an_idle_thread_is_stored_claimed_in_one_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let sqlite = hearth_store::SqliteStore::open(
+        &dir.path().join("hearth.db"),
+        hearth_store::Durability::Normal,
+    )
+    .unwrap();
+    let store: std::sync::Arc<dyn hearth_store::Store> = std::sync::Arc::new(sqlite.clone());
+    let toml = common::fake_toml(&fake.base_url(), "", "");
+    let rt =
+        common::build(common::builder(dir.path(), &toml, &store).tools(ToolRegistry::new())).await;
+    // Not started: no sweep or retention writes between the counts.
+    let message = |text: &str| Inbound {
+        source: "test".into(),
+        thread_key: testing::thread("idle:1"),
+        user_key: testing::user("test:user:1"),
+        text: text.to_owned(),
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
+    };
+
+    let before = sqlite.committed_batches();
+    let env = rt.ingest(message("first")).await.unwrap();
+    assert_eq!(
+        sqlite.committed_batches() - before,
+        1,
+        "stored in one commit"
+    );
+    let stored = store.get_run(&env.run_id).await.unwrap().unwrap();
+    assert!(
+        matches!(stored.status, RunStatus::Running | RunStatus::Succeeded),
+        "stored claimed: {stored:?}"
+    );
+    assert_eq!(stored.model.as_deref(), Some("fake/m"));
+    match rt.wait(&env.run_id, Duration::from_secs(30)).await.unwrap() {
+        WaitOutcome::Finished(done) => assert_eq!(done.status, RunStatus::Succeeded),
+        WaitOutcome::Pending(e) => panic!("not finished: {e:?}"),
+    }
+    assert_eq!(
+        sqlite.committed_batches() - before,
+        2,
+        "stored claimed, then ended: no separate claim"
+    );
+    assert_eq!(fake.requests().len(), 1);
+}

@@ -62,6 +62,7 @@ macro_rules! store_conformance_tests {
                 steers_are_stored_in_order_and_follow_ups_commit_with_the_finish,
                 of_concurrent_claims_exactly_one_wins,
                 claims_respect_terminal_runs_and_live_leases,
+                a_run_created_claimed_is_running_under_its_owner_and_a_twin_is_left_alone,
                 renew_leases_extends_only_the_named_runs_of_the_owner,
                 release_foreign_leases_frees_only_other_owners_unfinished_runs,
             ],

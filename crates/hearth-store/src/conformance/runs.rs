@@ -403,6 +403,62 @@ pub async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(st
     assert_eq!(stored.lease_until, Some(10_000));
 }
 
+pub async fn a_run_created_claimed_is_running_under_its_owner_and_a_twin_is_left_alone<
+    S: RunStore + ThreadStore,
+>(
+    store: S,
+) {
+    let first = new_run("run_c", "t:c", Some("key-1"));
+    let at = first.created_at;
+    let run = match store
+        .create_claimed_run(first, "node-a", at + 10_000, "openai/gpt")
+        .await
+        .unwrap()
+    {
+        CreateRunOutcome::Created(run) => run,
+        other => panic!("expected Created, got {other:?}"),
+    };
+    assert_eq!(run.status, RunStatus::Running);
+    assert_eq!(run.lease_owner.as_deref(), Some("node-a"));
+    assert_eq!(run.lease_until, Some(at + 10_000));
+    assert_eq!(run.model.as_deref(), Some("openai/gpt"));
+    assert_eq!(store.get_run("run_c").await.unwrap().unwrap(), run);
+    // Its lease is live: nobody else claims it; its owner may again.
+    assert!(
+        store
+            .claim_run("run_c", "node-b", at + 20_000, at + 1)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run("run_c", "node-a", at + 20_000, at + 1)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The same idempotency key again: the stored run, not claimed anew.
+    let twin = store
+        .create_claimed_run(
+            new_run("run_d", "t:c", Some("key-1")),
+            "node-b",
+            at + 30_000,
+            "x/y",
+        )
+        .await
+        .unwrap();
+    match twin {
+        CreateRunOutcome::Existing(existing) => {
+            assert_eq!(existing.run_id, "run_c");
+            assert_eq!(existing.lease_owner.as_deref(), Some("node-a"));
+            assert_eq!(existing.model.as_deref(), Some("openai/gpt"));
+        }
+        other => panic!("expected Existing, got {other:?}"),
+    }
+    assert!(store.get_run("run_d").await.unwrap().is_none());
+}
+
 pub async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>(store: S) {
     created(&store, "run_1", "t1").await;
     created(&store, "run_2", "t1").await;

@@ -449,6 +449,26 @@ impl RunStore for SqliteStore {
             .await
     }
 
+    async fn create_claimed_run(
+        &self,
+        run: NewRun,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+    ) -> Result<CreateRunOutcome> {
+        let (owner, model) = (owner.to_owned(), model.to_owned());
+        self.write(move |db| {
+            let now = run.created_at;
+            let created = match create_run(db, run)? {
+                CreateRunOutcome::Created(run) => run,
+                existing @ CreateRunOutcome::Existing(_) => return Ok(existing),
+            };
+            let claimed = claim_run(db, &created.run_id, &owner, lease_until, now, Some(&model))?;
+            Ok(CreateRunOutcome::Created(claimed.unwrap_or(created)))
+        })
+        .await
+    }
+
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {
         let (run_id, model) = (run_id.to_owned(), model.to_owned());
         self.write_lazy(move |db| set_run_model(db, &run_id, &model))
