@@ -20,9 +20,10 @@ const UNIT: &str = "hearth.service";
 /// `hearth service ...`
 #[derive(Debug, Subcommand)]
 pub enum ServiceCommand {
-    /// Write a hardened systemd unit that runs `hearth serve` on this home
-    /// (Type=notify, restart on failure), then `systemctl daemon-reload` and
-    /// `enable`. Provider keys and channel tokens go in <home>/hearth.env
+    /// Install hearth as a systemd service (a hardened unit, Type=notify).
+    ///
+    /// Writes a unit that runs `hearth serve` on this home (restarted on
+    /// failure), then runs `systemctl daemon-reload` and `enable`. Provider keys and channel tokens go in <home>/hearth.env
     /// (KEY=value lines), which the unit reads; the unit holds no key.
     Install {
         #[command(flatten)]
@@ -289,6 +290,11 @@ fn status(scope: Option<Scope>) -> Result<(), Exit> {
             }
         )
         .into()),
-        _ => Err(anyhow!("{UNIT} is not running ({status})").into()),
+        Some(3) => Err(anyhow!("{UNIT} is installed but not running").into()),
+        _ => Err(anyhow!(
+            "`{}` failed ({status}): see its message above",
+            by_hand(scope, "status hearth.service")
+        )
+        .into()),
     }
 }

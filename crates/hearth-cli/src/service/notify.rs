@@ -146,7 +146,6 @@ pub fn when_ready(runtime: Runtime) {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "test set-up")]
 mod tests {
     use super::*;
     use std::ffi::OsStr;

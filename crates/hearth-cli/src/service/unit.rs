@@ -116,7 +116,6 @@ WantedBy={wanted_by}
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "test set-up")]
 mod tests {
     use std::path::PathBuf;
 
