@@ -227,6 +227,11 @@ pub enum Command {
         #[command(subcommand)]
         command: OutboxCommand,
     },
+    /// Run hearth as a systemd service: install, uninstall, status.
+    Service {
+        #[command(subcommand)]
+        command: crate::service::ServiceCommand,
+    },
     /// MCP: hearth as an MCP server for other clients.
     Mcp {
         #[command(subcommand)]
@@ -579,6 +584,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Memory { command } => crate::memory::run(&g, command).await,
         Command::Skills { command } => crate::skills::run(&g, command).await,
         Command::Doctor => crate::doctor::run(&g).await,
+        Command::Service { command } => crate::service::run(&g, command).await,
         Command::Mcp {
             command: McpCommand::Serve,
         } => crate::mcp_serve::run(&g).await,

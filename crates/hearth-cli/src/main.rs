@@ -15,6 +15,7 @@ mod memory;
 mod output;
 mod secrets;
 mod serve;
+mod service;
 mod skills;
 mod tokens;
 

@@ -157,6 +157,8 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
         })
         .await
     });
+    // Under systemd's Type=notify: READY=1 now that /readyz would answer 200.
+    crate::service::notify::when_ready(runtime.clone());
     shutdown_signal().await;
     info!(
         grace_secs = grace.as_secs(),

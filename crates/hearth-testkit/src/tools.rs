@@ -2,7 +2,7 @@
 //! packages, Python packages), and the one definition of "in CI".
 //!
 //! Such a test is `#[ignore]`d with the reason, so a plain `cargo test`
-//! reports it as ignored rather than passing it unrun; `.ci/run` installs
+//! reports it as ignored rather than passing it unrun; `.ci/test` installs
 //! the tools and runs those tests explicitly (`-- --ignored
 //! external_tools::`). Run that way, a missing tool fails the test with
 //! what to install: nothing passes without running.
@@ -21,15 +21,15 @@ pub fn in_ci() -> bool {
 /// Always: that is its purpose.
 pub fn missing(what: &str) -> ! {
     if in_ci() {
-        panic!("CI=true but {what}: .ci/run installs it, so its install step did not")
+        panic!("CI=true but {what}: .ci/test installs it, so its install step did not")
     }
     panic!(
-        "{what}: run .ci/run once (it installs the end-to-end tests' tools under ~/.cache \
+        "{what}: run .ci/test once (it installs the end-to-end tests' tools under ~/.cache \
          and sets the variables), or install it yourself and set the variable"
     )
 }
 
-/// `~/.cache`, where `.ci/run` installs the tools (`/tmp/.cache` without a `HOME`).
+/// `~/.cache`, where `.ci/test` installs the tools (`/tmp/.cache` without a `HOME`).
 fn cache_dir() -> PathBuf {
     std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -38,7 +38,7 @@ fn cache_dir() -> PathBuf {
 }
 
 /// The file or directory at the path in `var`, or else at `under_cache`
-/// inside `~/.cache` where `.ci/run` puts it.
+/// inside `~/.cache` where `.ci/test` puts it.
 ///
 /// # Panics
 /// When it is at neither: see [`missing`].
@@ -52,9 +52,20 @@ pub fn installed(what: &str, var: &str, under_cache: &str) -> PathBuf {
     missing(&format!("{what} is not at {} (set {var})", path.display()))
 }
 
-/// The Python interpreter the tests run: `HEARTH_PYTHON`, else `python3`.
+/// The Python interpreter the tests run: `HEARTH_PYTHON`, else the venv
+/// `.ci/test` makes in `~/.cache/hearth-python` (so a plain `cargo test`
+/// after one `.ci/test` finds its packages), else `python3`.
 pub fn python() -> String {
-    std::env::var("HEARTH_PYTHON").unwrap_or_else(|_| "python3".into())
+    if let Ok(p) = std::env::var("HEARTH_PYTHON")
+        && !p.is_empty()
+    {
+        return p;
+    }
+    let venv = cache_dir().join("hearth-python/bin/python");
+    if venv.exists() {
+        return venv.to_string_lossy().into_owned();
+    }
+    "python3".into()
 }
 
 /// Checks that the Python package `package` is installed at `version`.
@@ -72,7 +83,7 @@ pub fn python_package(package: &str, version: &str) {
     if !ok {
         missing(&format!(
             "the Python package {package}=={version} is not installed for {} \
-             (python3 -m pip install {package}=={version})",
+             (.ci/test installs it in ~/.cache/hearth-python)",
             python()
         ));
     }

@@ -37,6 +37,7 @@ mod reactions;
 mod refused;
 mod router;
 mod secrets;
+mod service;
 mod shared_threads;
 mod skills;
 mod slack;

@@ -1,8 +1,8 @@
 //! hearth as an MCP client, through the real binary: the testkit's
 //! `fake-mcp` over stdio, then the reference servers `server-everything` and
-//! `server-filesystem` (pinned npm packages that `.ci/run` installs and names
+//! `server-filesystem` (pinned npm packages that `.ci/test` installs and names
 //! in `HEARTH_MCP_NPM_DIR`). The tests that need them are ignored by a plain
-//! `cargo test` and run by `.ci/run`, where a missing tool fails them.
+//! `cargo test` and run by `.ci/test`, where a missing tool fails them.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -331,7 +331,7 @@ async fn no_mcp_server_or_process_it_started_outlives_serve() {
     );
 }
 
-/// Where `.ci/run` installed the reference servers (`HEARTH_MCP_NPM_DIR`);
+/// Where `.ci/test` installed the reference servers (`HEARTH_MCP_NPM_DIR`);
 /// fails the test when they are not there.
 fn npm_dir() -> PathBuf {
     installed(
@@ -488,7 +488,7 @@ async fn filesystem_writes_wait_for_confirmation() {
     );
 }
 
-/// Node 22 and the pinned conformance suite from `.ci/run`; fails the test
+/// Node 22 and the pinned conformance suite from `.ci/test`; fails the test
 /// when one is missing.
 fn conformance() -> (String, String) {
     let node = installed(
@@ -796,25 +796,25 @@ async fn a_direct_call_waiting_for_its_confirmation_survives_a_kill() {
 }
 
 /// The tests that need tools from outside the workspace: ignored by a plain
-/// `cargo test`, run by `.ci/run` (`-- --ignored external_tools::`), where
+/// `cargo test`, run by `.ci/test` (`-- --ignored external_tools::`), where
 /// a missing tool fails them.
 mod external_tools {
     #[tokio::test]
-    #[ignore = "needs the MCP reference servers from npm (.ci/run installs them): \
+    #[ignore = "needs the MCP reference servers from npm (.ci/test installs them): \
                 cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
     async fn server_everything_tools_run_end_to_end() {
         super::everything_tools_end_to_end().await;
     }
 
     #[tokio::test]
-    #[ignore = "needs the MCP reference servers from npm (.ci/run installs them): \
+    #[ignore = "needs the MCP reference servers from npm (.ci/test installs them): \
                 cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
     async fn server_filesystem_writes_wait_for_confirmation() {
         super::filesystem_writes_wait_for_confirmation().await;
     }
 
     #[tokio::test]
-    #[ignore = "needs Node 22 and the MCP conformance suite (.ci/run installs them): \
+    #[ignore = "needs Node 22 and the MCP conformance suite (.ci/test installs them): \
                 cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
     async fn the_conformance_suite_passes_in_client_mode() {
         super::conformance_suite_in_client_mode().await;

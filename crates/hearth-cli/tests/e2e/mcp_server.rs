@@ -2,7 +2,7 @@
 //! Python SDK over streamable HTTP (`/mcp`) and over stdio (`hearth mcp
 //! serve`), and the official conformance suite in server mode.
 //!
-//! `.ci/run` installs what these need (the pinned `mcp` package; Node 22 and
+//! `.ci/test` installs what these need (the pinned `mcp` package; Node 22 and
 //! the pinned suite in cache directories) and runs them: they are ignored
 //! by a plain `cargo test`, and a missing tool fails them (see
 //! `hearth_testkit::tools`), so none passes without running.
@@ -27,12 +27,12 @@ const TOOLS: [&str; 5] = [
     "list_tools",
 ];
 
-/// The `mcp` package version the client script is written for (pinned in `.ci/run`).
+/// The `mcp` package version the client script is written for (pinned in `.ci/prereqs.sh`).
 const MCP_PY_VERSION: &str = "2.3.0";
-/// The conformance suite's version (pinned in `.ci/run`).
+/// The conformance suite's version (pinned in `.ci/prereqs.sh`).
 const CONFORMANCE_VERSION: &str = "0.1.16";
 
-/// Checks that the `mcp` package `.ci/run` pins is installed (fails the
+/// Checks that the `mcp` package `.ci/test` pins is installed (fails the
 /// test otherwise, saying what to install).
 fn python_has_mcp() {
     hearth_testkit::tools::python_package("mcp", MCP_PY_VERSION);
@@ -156,7 +156,7 @@ async fn mcp_serve_without_a_running_hearth_answers_with_an_error() {
     assert_eq!(by_id(Value::Null)["error"]["code"], -32700);
 }
 
-/// Node 22 and the conformance suite, where `.ci/run` installs them (or
+/// Node 22 and the conformance suite, where `.ci/test` installs them (or
 /// where HEARTH_NODE and HEARTH_MCP_CONFORMANCE point); fails the test
 /// when one is missing.
 fn conformance_tools() -> (PathBuf, PathBuf) {
@@ -234,18 +234,18 @@ async fn conformance_suite_in_server_mode() {
 }
 
 /// The tests that need tools from outside the workspace: ignored by a plain
-/// `cargo test`, run by `.ci/run` (`-- --ignored external_tools::`), where
+/// `cargo test`, run by `.ci/test` (`-- --ignored external_tools::`), where
 /// a missing tool fails them.
 mod external_tools {
     #[tokio::test]
-    #[ignore = "needs the Python package mcp==2.3.0 (.ci/run installs it): \
+    #[ignore = "needs the Python package mcp==2.3.0 (.ci/test installs it): \
                 cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
     async fn the_python_sdk_uses_hearth_over_http_and_stdio() {
         super::python_sdk_over_http_and_stdio().await;
     }
 
     #[tokio::test]
-    #[ignore = "needs Node 22 and the MCP conformance suite (.ci/run installs them): \
+    #[ignore = "needs Node 22 and the MCP conformance suite (.ci/test installs them): \
                 cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
     async fn the_conformance_suite_passes_in_server_mode() {
         super::conformance_suite_in_server_mode().await;

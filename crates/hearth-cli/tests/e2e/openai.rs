@@ -1,7 +1,7 @@
 //! The OpenAI-compatible surface of the real binary, driven by the official
-//! `openai` Python package (pinned in `.ci/run`), plain and streaming.
+//! `openai` Python package (pinned in `.ci/prereqs.sh`), plain and streaming.
 //!
-//! Ignored by a plain `cargo test` and run by `.ci/run`, which installs the
+//! Ignored by a plain `cargo test` and run by `.ci/test`, which installs the
 //! package; a missing package fails it, so it cannot pass unseen.
 
 use std::time::Duration;
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{Hearth, command, fake_config};
 
-/// The `openai` package version `.ci/run` installs.
+/// The `openai` package version `.ci/test` installs.
 const OPENAI_VERSION: &str = "3.54.0";
 
 /// Run by [`external_tools::the_official_openai_client_talks_to_hearth`].
@@ -130,11 +130,11 @@ fn text_then_tool_call(text: &str) -> Reply {
 }
 
 /// The tests that need tools from outside the workspace: ignored by a plain
-/// `cargo test`, run by `.ci/run` (`-- --ignored external_tools::`), where
+/// `cargo test`, run by `.ci/test` (`-- --ignored external_tools::`), where
 /// a missing tool fails them.
 mod external_tools {
     #[tokio::test]
-    #[ignore = "needs the Python package openai==3.54.0 (.ci/run installs it): \
+    #[ignore = "needs the Python package openai==3.54.0 (.ci/test installs it): \
                 cargo test -p hearth-cli --test e2e -- --ignored external_tools::"]
     async fn the_official_openai_client_talks_to_hearth() {
         super::official_client_talks_to_hearth().await;
