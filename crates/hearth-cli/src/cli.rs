@@ -209,8 +209,10 @@ pub enum Command {
     },
     /// The chat channels (Telegram, Discord, Slack) and their state.
     Channels,
-    /// Checks the config, the home, the store, each provider's key and each
-    /// channel's token; one line each; exit 1 if anything fails.
+    /// Checks everything `serve` checks before it starts, in its words, then
+    /// each provider's key and models, each channel's tokens, MCP servers,
+    /// skills and jobs. Exit 0 all ok, 1 warnings only, 2 something `serve`
+    /// would refuse; --json prints {"checks":[{"name","status","message","fix"}]}.
     Doctor,
     /// Pairing requests from people who want to talk to the assistant.
     Pair {

@@ -203,7 +203,7 @@ impl From<RuntimeError> for OpenAiError {
             | RuntimeError::JobNotFound(_)
             | RuntimeError::Store(_)
             | RuntimeError::Internal(_) => Self::Internal(e.to_string()),
-            RuntimeError::InvalidSchedule(_) => Self::InvalidRequest {
+            RuntimeError::InvalidSchedule(_) | RuntimeError::ChannelDisabled(_) => Self::InvalidRequest {
                 message: e.to_string(),
                 param: None,
                 code: None,
