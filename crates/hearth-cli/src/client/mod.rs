@@ -279,6 +279,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         Command::Router => router::router(&api, g.json).await,
         Command::Serve { .. }
         | Command::Doctor
+        | Command::Init(_)
         | Command::Token { .. }
         | Command::Secrets { .. }
         | Command::Memory { .. }

@@ -11,7 +11,7 @@
 //! when all are ok, 1 with warnings only, 2 when something fails.
 //! `--json` prints `{"checks":[{"name","status","message","fix"}]}`.
 
-mod providers;
+pub mod providers;
 mod runtime;
 
 use std::collections::BTreeMap;
@@ -117,12 +117,17 @@ impl Report {
 /// Runs every check, prints the report, and exits with its status.
 pub async fn run(g: &Global) -> Result<(), Exit> {
     let report = checks(g).await?;
-    if g.json {
-        crate::output::print_json(&report);
-    } else {
-        print_text(&report);
-    }
+    print(g, &report);
     outcome(&report)
+}
+
+/// Prints the report: lines for people, or JSON with `--json`.
+pub fn print(g: &Global, report: &Report) {
+    if g.json {
+        crate::output::print_json(report);
+    } else {
+        print_text(report);
+    }
 }
 
 /// The exit of a report: 0 all ok, 1 warnings only, 2 a failure.
