@@ -47,10 +47,14 @@ fn detail(e: &ChannelError) -> String {
     }
 }
 
+/// A token an enabled channel needs: its channel, whether the channel is
+/// optional, what the token is, and its variable and secret names.
+type Wanted<'a> = (&'static str, bool, &'a str, Option<&'a str>, Option<&'a str>);
+
 /// Every enabled channel's token that cannot be found (the bot token, and
 /// Slack's app-level token in Socket Mode).
 pub fn missing_tokens(config: &ChannelsConfig, sources: &TokenSources) -> Vec<MissingToken> {
-    let mut wanted: Vec<(&'static str, bool, &str, Option<&str>, Option<&str>)> = Vec::new();
+    let mut wanted: Vec<Wanted<'_>> = Vec::new();
     let t = &config.telegram;
     if t.enabled {
         wanted.push((
@@ -117,7 +121,9 @@ mod tests {
         c.slack.enabled = true;
         c.slack.optional = true;
         let mut sources = TokenSources::default();
-        sources.env.insert("SLACK_BOT_TOKEN".into(), "xoxb-1".into());
+        sources
+            .env
+            .insert("SLACK_BOT_TOKEN".into(), "xoxb-1".into());
         let missing = missing_tokens(&c, &sources);
         assert_eq!(missing.len(), 2, "{missing:?}");
         assert_eq!(missing[0].channel, "telegram");
@@ -130,7 +136,9 @@ mod tests {
         assert!(missing[1].optional);
         assert!(missing[1].degraded().contains("SLACK_APP_TOKEN"));
         sources.env.insert("TG_TOKEN".into(), "1:a".into());
-        sources.env.insert("SLACK_APP_TOKEN".into(), "xapp-1".into());
+        sources
+            .env
+            .insert("SLACK_APP_TOKEN".into(), "xapp-1".into());
         assert!(missing_tokens(&c, &sources).is_empty());
     }
 }

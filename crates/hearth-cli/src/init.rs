@@ -206,12 +206,16 @@ pub async fn run(g: &Global, args: InitArgs) -> Result<(), Exit> {
     let choice = choose(&args, &env, &mut prompt).await?;
     let text = render(&choice);
     // What is written must load: the same loader serve uses.
-    hearth_config::load_str(&text, &path.display().to_string(), Vec::new())
-        .map_err(|e| Exit::config(anyhow::anyhow!("the config init would write is refused: {e}")))?;
+    hearth_config::load_str(&text, &path.display().to_string(), Vec::new()).map_err(|e| {
+        Exit::config(anyhow::anyhow!(
+            "the config init would write is refused: {e}"
+        ))
+    })?;
     if configured {
         let bak = path.with_file_name("hearth.toml.bak");
-        std::fs::copy(&path, &bak)
-            .map_err(|e| anyhow::anyhow!("cannot save {} as {}: {e}", path.display(), bak.display()))?;
+        std::fs::copy(&path, &bak).map_err(|e| {
+            anyhow::anyhow!("cannot save {} as {}: {e}", path.display(), bak.display())
+        })?;
         println!("saved the old {} as {}", path.display(), bak.display());
     }
     write_private(&path, &text)
@@ -242,9 +246,7 @@ async fn finish(g: &Global, choice: Option<&Choice>) -> Result<(), Exit> {
         for v in &unset {
             println!("Next: export {v}=<the value>");
         }
-        println!(
-            "Next: hearth serve   (then, in another terminal: hearth message \"hello\")"
-        );
+        println!("Next: hearth serve   (then, in another terminal: hearth message \"hello\")");
     }
     outcome
 }
@@ -516,7 +518,9 @@ async fn pick_model(
                     prompt.say(&format!("Could not list the models ({why})."));
                     let m = prompt.ask("Model", "")?;
                     if m.is_empty() {
-                        Err(Exit::config(anyhow::anyhow!("a model is needed: pass --model")))
+                        Err(Exit::config(anyhow::anyhow!(
+                            "a model is needed: pass --model"
+                        )))
                     } else {
                         Ok(m)
                     }
@@ -541,7 +545,10 @@ async fn pick_model(
         prompt.say(&format!("  {} {m}", i + 1));
     }
     if models.len() > 30 {
-        prompt.say(&format!("  ... and {} more (type a name)", models.len() - 30));
+        prompt.say(&format!(
+            "  ... and {} more (type a name)",
+            models.len() - 30
+        ));
     }
     let answer = prompt.ask("Model (number or name)", &default)?;
     Ok(match answer.parse::<usize>() {

@@ -348,7 +348,9 @@ async fn list_models(models: Arc<Mutex<Vec<String>>>, headers: HeaderMap) -> Res
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
-        .map(|id| serde_json::json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}))
+        .map(
+            |id| serde_json::json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}),
+        )
         .collect();
     axum::Json(serde_json::json!({"object": "list", "data": data})).into_response()
 }

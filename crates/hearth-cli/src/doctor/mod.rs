@@ -183,7 +183,10 @@ pub async fn checks(g: &Global) -> Result<Report, Exit> {
                 "config",
                 Status::Fail,
                 format!("{:#}", e.error),
-                Some("edit the file (the message names the key), then run `hearth doctor` again".into()),
+                Some(
+                    "edit the file (the message names the key), then run `hearth doctor` again"
+                        .into(),
+                ),
             );
             return Ok(report);
         }
@@ -448,8 +451,8 @@ async fn channels(
 
 /// A public URL a platform posts to: https, with a host.
 fn webhook_url(url: &str) -> Result<String, String> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| format!("webhook_url {url:?} is not a URL ({e})"))?;
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| format!("webhook_url {url:?} is not a URL ({e})"))?;
     if parsed.scheme() != "https" {
         return Err(format!(
             "webhook_url {url:?} is not https://: Telegram only posts to HTTPS URLs"
@@ -463,7 +466,11 @@ fn webhook_url(url: &str) -> Result<String, String> {
 
 /// Each enabled job posts to a thread whose channel is enabled (a job kept
 /// while the config disabled its channel would fire into nothing).
-async fn jobs(report: &mut Report, config: &hearth_config::Config, store: &dyn hearth_store::Store) {
+async fn jobs(
+    report: &mut Report,
+    config: &hearth_config::Config,
+    store: &dyn hearth_store::Store,
+) {
     let jobs = match store.list_jobs().await {
         Ok(j) => j,
         Err(e) => {
@@ -502,7 +509,10 @@ async fn jobs(report: &mut Report, config: &hearth_config::Config, store: &dyn h
     if stranded == 0 && !jobs.is_empty() {
         report.ok(
             "jobs",
-            format!("{} job(s), each on a thread whose channel is enabled", jobs.len()),
+            format!(
+                "{} job(s), each on a thread whose channel is enabled",
+                jobs.len()
+            ),
         );
     }
 }

@@ -100,7 +100,10 @@ async fn mcp(report: &mut Report, runtime: &Runtime) {
                     "did not start: {}",
                     s.last_error.as_deref().unwrap_or("no reason given")
                 ),
-                Some("fix its command, url or env in [mcp.servers]; `hearth serve` keeps retrying".into()),
+                Some(
+                    "fix its command, url or env in [mcp.servers]; `hearth serve` keeps retrying"
+                        .into(),
+                ),
             ),
         }
     }

@@ -26,7 +26,11 @@ fn home_with(dir: &Path, config: &str) -> std::path::PathBuf {
 }
 
 /// Exit code, stdout and stderr of `hearth <args>`.
-pub(crate) async fn hearth(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+pub(crate) async fn hearth(
+    home: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
     let mut cmd = command(home);
     cmd.args(args);
     for (k, v) in env {
@@ -123,8 +127,8 @@ async fn doctor_fails_with_exit_2_wherever_serve_refuses_to_start() {
 async fn all_ok_is_exit_0_and_json_lists_each_check_with_its_fix() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let config = fake_config(&fake.base_url())
-        .replace(FAKE_KEY_LINE, "api_key_env = \"FAKE_KEY\"\n");
+    let config =
+        fake_config(&fake.base_url()).replace(FAKE_KEY_LINE, "api_key_env = \"FAKE_KEY\"\n");
     let home = home_with(dir.path(), &config);
     let env = [("FAKE_KEY", "test-key")];
     let (code, checks) = doctor_json(&home, &env).await;
@@ -160,7 +164,10 @@ async fn all_ok_is_exit_0_and_json_lists_each_check_with_its_fix() {
     assert_eq!(code, 1, "{checks:#?}");
     let c = check(&checks, "provider fake");
     assert_eq!(c["status"], "warn");
-    assert!(c["message"].as_str().unwrap().contains("refused the key"), "{c}");
+    assert!(
+        c["message"].as_str().unwrap().contains("refused the key"),
+        "{c}"
+    );
 }
 
 #[tokio::test]
@@ -171,13 +178,19 @@ async fn an_unreachable_provider_is_a_warning_within_seconds() {
         l.local_addr().unwrap().port()
     };
     let dir = tempfile::tempdir().unwrap();
-    let home = home_with(dir.path(), &fake_config(&format!("http://127.0.0.1:{port}/v1")));
+    let home = home_with(
+        dir.path(),
+        &fake_config(&format!("http://127.0.0.1:{port}/v1")),
+    );
     let t0 = std::time::Instant::now();
     let (code, checks) = doctor_json(&home, &[]).await;
     assert_eq!(code, 1, "{checks:#?}");
     let c = check(&checks, "provider fake");
     assert_eq!(c["status"], "warn");
-    assert!(c["message"].as_str().unwrap().contains("cannot reach"), "{c}");
+    assert!(
+        c["message"].as_str().unwrap().contains("cannot reach"),
+        "{c}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(30));
 }
 
@@ -207,7 +220,10 @@ async fn an_optional_channel_without_its_token_serves_degraded_and_doctor_warns(
         .clone();
     assert_eq!(tg["enabled"], true, "{tg}");
     assert_eq!(tg["state"], "degraded", "{tg}");
-    assert!(tg["last_error"].as_str().unwrap().contains("TG_TOKEN"), "{tg}");
+    assert!(
+        tg["last_error"].as_str().unwrap().contains("TG_TOKEN"),
+        "{tg}"
+    );
     h.kill().await;
 }
 
@@ -224,7 +240,10 @@ async fn slack_tokens_are_checked_the_app_level_token_included() {
     let home = home_with(dir.path(), &config);
     let (code, checks) = doctor_json(
         &home,
-        &[("SLACK_BOT_TOKEN", BOT_TOKEN), ("SLACK_APP_TOKEN", APP_TOKEN)],
+        &[
+            ("SLACK_BOT_TOKEN", BOT_TOKEN),
+            ("SLACK_APP_TOKEN", APP_TOKEN),
+        ],
     )
     .await;
     assert_eq!(code, 0, "{checks:#?}");
@@ -240,10 +259,23 @@ async fn slack_tokens_are_checked_the_app_level_token_included() {
     assert_eq!(code, 1, "{checks:#?}");
     let c = check(&checks, "channel slack app token");
     assert_eq!(c["status"], "warn", "{c}");
-    assert!(c["message"].as_str().unwrap().contains("app-level token refused"), "{c}");
-    assert!(!c.to_string().contains("xapp-1-wrong"), "the token was shown: {c}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("app-level token refused"),
+        "{c}"
+    );
+    assert!(
+        !c.to_string().contains("xapp-1-wrong"),
+        "the token was shown: {c}"
+    );
     let refused = slack.violations();
-    assert_eq!(refused.len(), 1, "only the wrong app token was refused: {refused:?}");
+    assert_eq!(
+        refused.len(),
+        1,
+        "only the wrong app token was refused: {refused:?}"
+    );
     assert!(refused[0].contains("apps.connections.open"), "{refused:?}");
 }
 
@@ -254,9 +286,7 @@ async fn a_job_on_a_disabled_channel_is_refused_and_doctor_flags_one_left_behind
     let dir = tempfile::tempdir().unwrap();
     let plain = fake_config(&fake.base_url());
     let home = home_with(dir.path(), &plain);
-    let job = |thread: &str| {
-        json!({"name": "digest", "schedule": "every 1h", "thread_key": thread, "text": "t"})
-    };
+    let job = |thread: &str| json!({"name": "digest", "schedule": "every 1h", "thread_key": thread, "text": "t"});
     let h = Hearth::start(&home, None).await;
     let (s, v) = h
         .send(reqwest::Method::POST, "/v1/jobs", job("telegram:chat:1"))
@@ -288,8 +318,17 @@ async fn a_job_on_a_disabled_channel_is_refused_and_doctor_flags_one_left_behind
     assert_eq!(code, 1, "{checks:#?}");
     let c = check(&checks, &format!("job {id}"));
     assert_eq!(c["status"], "warn");
-    assert!(c["message"].as_str().unwrap().contains("not enabled"), "{c}");
-    assert!(c["fix"].as_str().unwrap().contains(&format!("hearth jobs rm {id}")), "{c}");
+    assert!(
+        c["message"].as_str().unwrap().contains("not enabled"),
+        "{c}"
+    );
+    assert!(
+        c["fix"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("hearth jobs rm {id}")),
+        "{c}"
+    );
 }
 
 #[tokio::test]
@@ -310,7 +349,10 @@ async fn mcp_servers_must_start_and_list_tools() {
     assert!(ok["message"].as_str().unwrap().contains("tool(s)"), "{ok}");
     let gone = check(&checks, "mcp gone");
     assert_eq!(gone["status"], "warn", "{gone}");
-    assert!(gone["message"].as_str().unwrap().contains("did not start"), "{gone}");
+    assert!(
+        gone["message"].as_str().unwrap().contains("did not start"),
+        "{gone}"
+    );
 }
 
 #[tokio::test]
@@ -340,5 +382,8 @@ async fn unset_secret_variables_and_the_master_key_are_named() {
     assert_eq!(code, 2, "{checks:#?}");
     let c = check(&checks, "secrets");
     assert_eq!(c["status"], "fail");
-    assert!(c["message"].as_str().unwrap().contains("HEARTH_SECRET_KEY"), "{c}");
+    assert!(
+        c["message"].as_str().unwrap().contains("HEARTH_SECRET_KEY"),
+        "{c}"
+    );
 }

@@ -37,7 +37,10 @@ async fn init_yes_writes_a_config_that_serve_answers_with() {
     let home = private_home(dir.path());
     let base = fake.base_url();
     let ollama = no_ollama();
-    let env = [("FAKE_KEY", "test-key"), ("HEARTH_OLLAMA_URL", ollama.as_str())];
+    let env = [
+        ("FAKE_KEY", "test-key"),
+        ("HEARTH_OLLAMA_URL", ollama.as_str()),
+    ];
     let (code, out, err) = hearth(
         &home,
         &[
@@ -59,7 +62,10 @@ async fn init_yes_writes_a_config_that_serve_answers_with() {
     assert!(out.contains("Next: hearth serve"), "{out}");
     let written = std::fs::read_to_string(home.join("hearth.toml")).unwrap();
     assert!(written.contains("api_key_env = \"FAKE_KEY\""), "{written}");
-    assert!(!written.contains("test-key"), "a key value was written:\n{written}");
+    assert!(
+        !written.contains("test-key"),
+        "a key value was written:\n{written}"
+    );
     let h = Hearth::start_with(&home, None, &[("FAKE_KEY", "test-key")]).await;
     let env = h.ask("cli:init", "hello from init").await;
     assert_eq!(env["status"], "succeeded", "{env}");
@@ -84,7 +90,10 @@ async fn an_existing_file_is_kept_unless_force_which_keeps_a_bak() {
     std::fs::write(home.join("hearth.toml"), mine).unwrap();
     let base = fake.base_url();
     let ollama = no_ollama();
-    let env = [("FAKE_KEY", "test-key"), ("HEARTH_OLLAMA_URL", ollama.as_str())];
+    let env = [
+        ("FAKE_KEY", "test-key"),
+        ("HEARTH_OLLAMA_URL", ollama.as_str()),
+    ];
     let args = [
         "init",
         "--yes",
@@ -98,7 +107,10 @@ async fn an_existing_file_is_kept_unless_force_which_keeps_a_bak() {
     let (code, out, err) = hearth(&home, &args, &env).await;
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("is kept"), "{out}");
-    assert_eq!(std::fs::read_to_string(home.join("hearth.toml")).unwrap(), mine);
+    assert_eq!(
+        std::fs::read_to_string(home.join("hearth.toml")).unwrap(),
+        mine
+    );
     let mut forced = args.to_vec();
     forced.push("--force");
     let (code, out, err) = hearth(&home, &forced, &env).await;
@@ -148,10 +160,16 @@ async fn asked_it_offers_the_servers_models_and_a_channel_whose_token_doctor_nee
         .unwrap()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(text.contains("1 fake-model") && text.contains("2 other-model"), "{text}");
+    assert!(
+        text.contains("1 fake-model") && text.contains("2 other-model"),
+        "{text}"
+    );
     let written = std::fs::read_to_string(home.join("hearth.toml")).unwrap();
     assert!(written.contains("compat/other-model"), "{written}");
-    assert!(written.contains("[channels.telegram]") && written.contains("token_env = \"TG_TOKEN\""), "{written}");
+    assert!(
+        written.contains("[channels.telegram]") && written.contains("token_env = \"TG_TOKEN\""),
+        "{written}"
+    );
     // Serve would refuse without the token: doctor says so, and init exits 2.
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("FAIL  channel telegram"), "{text}");
@@ -176,8 +194,14 @@ async fn a_local_ollama_is_found_and_its_models_listed() {
     let (code, out, err) = hearth(&home, &["init", "--yes"], &[("HEARTH_OLLAMA_URL", &url)]).await;
     assert_eq!(code, 0, "{out}\n{err}");
     let written = std::fs::read_to_string(home.join("hearth.toml")).unwrap();
-    assert!(written.contains(&format!("base_url = \"{url}/v1\"")), "{written}");
-    assert!(written.contains("default_model = \"ollama/llama3.2:latest\""), "{written}");
+    assert!(
+        written.contains(&format!("base_url = \"{url}/v1\"")),
+        "{written}"
+    );
+    assert!(
+        written.contains("default_model = \"ollama/llama3.2:latest\""),
+        "{written}"
+    );
     // Nothing found and nothing said: what to pass.
     let dir = tempfile::tempdir().unwrap();
     let home = private_home(dir.path());
