@@ -49,7 +49,13 @@ fn detail(e: &ChannelError) -> String {
 
 /// A token an enabled channel needs: its channel, whether the channel is
 /// optional, what the token is, and its variable and secret names.
-type Wanted<'a> = (&'static str, bool, &'a str, Option<&'a str>, Option<&'a str>);
+type Wanted<'a> = (
+    &'static str,
+    bool,
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+);
 
 /// Every enabled channel's token that cannot be found (the bot token, and
 /// Slack's app-level token in Socket Mode).
