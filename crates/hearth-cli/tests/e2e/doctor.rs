@@ -64,9 +64,11 @@ fn check<'a>(checks: &'a [Value], name: &str) -> &'a Value {
 /// `hearth serve` on `home`, expected to refuse: its exit code and stderr.
 async fn serve_refuses(home: &Path, env: &[(&str, &str)]) -> (i32, String) {
     let mut cmd = command(home);
-    cmd.args(["serve", "--bind", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.arg("serve");
+    if !env.iter().any(|(k, _)| *k == "HEARTH_BIND") {
+        cmd.args(["--bind", "127.0.0.1:0"]);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -86,29 +88,38 @@ async fn doctor_fails_with_exit_2_wherever_serve_refuses_to_start() {
     let fake = FakeOpenAi::start().await;
     let base = fake_config(&fake.base_url());
     let keyed = base.replace(FAKE_KEY_LINE, "api_key_env = \"FAKE_KEY\"\n");
-    let cases: [(&str, String, &str); 3] = [
-        ("unset key env", keyed, "FAKE_KEY"),
+    let cases: [(&str, String, &str, &[(&str, &str)]); 5] = [
+        ("unset key env", keyed.clone(), "FAKE_KEY", &[]),
+        ("empty key env", keyed, "FAKE_KEY", &[("FAKE_KEY", " ")]),
         (
             "max_steps = 0",
             format!("{base}[agent]\nmax_steps = 0\n"),
             "agent.max_steps",
+            &[],
         ),
         (
             "missing channel token",
             format!("{base}[channels.telegram]\nenabled = true\ntoken_env = \"TG_TOKEN\"\n"),
             "TG_TOKEN",
+            &[],
+        ),
+        (
+            "bad bind address",
+            base.clone(),
+            "bind address",
+            &[("HEARTH_BIND", "localhost")],
         ),
     ];
-    for (what, config, words) in cases {
+    for (what, config, words, env) in cases {
         let dir = tempfile::tempdir().unwrap();
         let home = home_with(dir.path(), &config);
-        let (code, text, _) = hearth(&home, &["doctor"], &[]).await;
+        let (code, text, _) = hearth(&home, &["doctor"], env).await;
         assert_eq!(code, 2, "{what}: doctor exit\n{text}");
         let fail = text
             .lines()
             .find(|l| l.starts_with("FAIL") && l.contains(words))
             .unwrap_or_else(|| panic!("{what}: no FAIL naming {words}:\n{text}"));
-        let (code, stderr) = serve_refuses(&home, &[]).await;
+        let (code, stderr) = serve_refuses(&home, env).await;
         assert_eq!(code, 2, "{what}: serve exit\n{stderr}");
         // The same words: serve's reason is in doctor's report.
         let reason = stderr
@@ -386,4 +397,46 @@ async fn unset_secret_variables_and_the_master_key_are_named() {
         c["message"].as_str().unwrap().contains("HEARTH_SECRET_KEY"),
         "{c}"
     );
+}
+
+#[tokio::test]
+async fn a_home_others_can_read_is_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with(dir.path(), &fake_config(&fake.base_url()));
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, checks) = doctor_json(&home, &[]).await;
+    assert_eq!(code, 1, "{checks:#?}");
+    let c = check(&checks, "home");
+    assert_eq!(c["status"], "warn");
+    assert!(c["message"].as_str().unwrap().contains("chmod 700"), "{c}");
+}
+
+#[tokio::test]
+async fn skills_that_do_not_verify_or_load_are_warnings() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with(dir.path(), &fake_config(&fake.base_url()));
+    let write = |rel: &str, text: &str| {
+        let p = home.join("skills").join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        "pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Fill PDF forms.\n---\nx\n",
+    );
+    // An executable skill nobody signed.
+    write(
+        "notes/hearth-skill.json",
+        r#"{"name":"notes","version":"1.0.0","description":"Notes","entry":"run.sh","hearth":">=0.1"}"#,
+    );
+    write("notes/run.sh", "#!/bin/sh\nexit 1\n");
+    let (code, checks) = doctor_json(&home, &[]).await;
+    assert_eq!(code, 1, "{checks:#?}");
+    assert_eq!(check(&checks, "skills")["status"], "ok");
+    let c = check(&checks, "skill notes");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["fix"].as_str().unwrap().contains("trusted_keys"), "{c}");
 }
