@@ -191,7 +191,22 @@ pub async fn checks(g: &Global) -> Result<Report, Exit> {
             return Ok(report);
         }
     };
-    report.result("home", Status::Warn, home_permissions(&home));
+    // A home that does not exist yet is made by serve: its store is then
+    // checked on a scratch one, so the start-up checks still run.
+    let scratch = if home.exists() {
+        report.result("home", Status::Warn, home_permissions(&home));
+        None
+    } else {
+        report.ok(
+            "home",
+            format!(
+                "{} does not exist yet: `hearth serve` (or `hearth init`) creates it with mode 700",
+                home.display()
+            ),
+        );
+        Some(Scratch::new()?)
+    };
+    let store_home = scratch.as_ref().map_or(home.as_path(), |s| s.0.as_path());
     let bind = std::env::var("HEARTH_BIND")
         .ok()
         .filter(|b| !b.is_empty())
@@ -208,10 +223,17 @@ pub async fn checks(g: &Global) -> Result<Report, Exit> {
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     env_vars(&mut report, &config, &env);
-    let store = match crate::serve::open_store(&home, &config) {
+    let store = match crate::serve::open_store(store_home, &config) {
         Ok(s) => match s.ping().await {
             Ok(()) => {
-                report.ok("store", "opened; its migrations are current");
+                report.ok(
+                    "store",
+                    if scratch.is_some() {
+                        "not created yet; a new one opens and migrates"
+                    } else {
+                        "opened; its migrations are current"
+                    },
+                );
                 Some(s)
             }
             Err(e) => {
@@ -271,7 +293,35 @@ pub async fn checks(g: &Global) -> Result<Report, Exit> {
             runtime::check(&mut report, &home, &config, store.clone(), addr).await;
         }
     }
+    drop(store);
+    drop(scratch);
     Ok(report)
+}
+
+/// A private directory removed when dropped: the store of a home not
+/// created yet.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Self, Exit> {
+        use std::os::unix::fs::DirBuilderExt;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("hearth-doctor-{}-{nanos}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn home_permissions(home: &Path) -> Result<String, String> {

@@ -440,3 +440,14 @@ async fn skills_that_do_not_verify_or_load_are_warnings() {
     assert_eq!(c["status"], "warn", "{c}");
     assert!(c["fix"].as_str().unwrap().contains("trusted_keys"), "{c}");
 }
+
+#[tokio::test]
+async fn a_home_not_created_yet_is_checked_without_creating_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("not-yet");
+    let (code, checks) = doctor_json(&home, &[]).await;
+    assert_eq!(code, 0, "{checks:#?}");
+    assert_eq!(check(&checks, "store")["status"], "ok");
+    assert_eq!(check(&checks, "start")["status"], "ok");
+    assert!(!home.exists(), "doctor created the home");
+}
