@@ -83,12 +83,15 @@ async fn serve_refuses(home: &Path, env: &[(&str, &str)]) -> (i32, String) {
     )
 }
 
+/// What is wrong, the config, the words both must say, the environment.
+type Refusal<'a> = (&'a str, String, &'a str, &'a [(&'a str, &'a str)]);
+
 #[tokio::test]
 async fn doctor_fails_with_exit_2_wherever_serve_refuses_to_start() {
     let fake = FakeOpenAi::start().await;
     let base = fake_config(&fake.base_url());
     let keyed = base.replace(FAKE_KEY_LINE, "api_key_env = \"FAKE_KEY\"\n");
-    let cases: [(&str, String, &str, &[(&str, &str)]); 5] = [
+    let cases: [Refusal<'_>; 5] = [
         ("unset key env", keyed.clone(), "FAKE_KEY", &[]),
         ("empty key env", keyed, "FAKE_KEY", &[("FAKE_KEY", " ")]),
         (
