@@ -492,7 +492,7 @@ async fn pick_model(
         Ok(c) => match c.llm.providers.get(provider.section()) {
             Some(pc) => {
                 let key = key_env.as_ref().and_then(|k| env.get(k)).map(|k| k.trim());
-                match list_models(client, pc, key).await {
+                match list_models(client, provider.section(), pc, key).await {
                     Ok(Listed::Models(_, models)) => Ok(models),
                     Ok(_) => Err("it has no model list".to_owned()),
                     Err(e) => Err(e.message),

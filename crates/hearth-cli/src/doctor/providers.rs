@@ -47,7 +47,7 @@ pub async fn check(
             (None, None) => None,
         };
         let label = format!("provider {name}");
-        let listed = match list_models(client, pc, key.as_deref()).await {
+        let listed = match list_models(client, name, pc, key.as_deref()).await {
             Ok(Listed::Models(base, models)) => {
                 report.ok(
                     label,
@@ -78,7 +78,7 @@ pub async fn check(
                     label,
                     Status::Warn,
                     format!("provider {name} does not offer model {model:?}"),
-                    Some(missing_model_fix(pc, &model, &listed)),
+                    Some(missing_model_fix(name, pc, &model, &listed)),
                 );
             }
         }
@@ -115,8 +115,8 @@ fn has_model(listed: &[String], model: &str) -> bool {
 }
 
 /// What to do about a model the provider does not offer.
-fn missing_model_fix(pc: &ProviderConfig, model: &str, listed: &[String]) -> String {
-    if is_ollama(pc) {
+fn missing_model_fix(name: &str, pc: &ProviderConfig, model: &str, listed: &[String]) -> String {
+    if is_ollama(name, pc) {
         return format!("ollama pull {model}");
     }
     let mut some: Vec<&str> = listed.iter().map(String::as_str).take(8).collect();
@@ -129,13 +129,19 @@ fn missing_model_fix(pc: &ProviderConfig, model: &str, listed: &[String]) -> Str
     )
 }
 
-/// A provider whose base URL is on Ollama's port.
-pub fn is_ollama(pc: &ProviderConfig) -> bool {
-    pc.base_url
+/// A provider that is an Ollama: named so (as `hearth init` names it), or
+/// on Ollama's port or host name.
+pub fn is_ollama(name: &str, pc: &ProviderConfig) -> bool {
+    let url = pc
+        .base_url
         .as_deref()
-        .and_then(|u| reqwest::Url::parse(u).ok())
-        .and_then(|u| u.port())
-        == Some(OLLAMA_PORT)
+        .and_then(|u| reqwest::Url::parse(u).ok());
+    name == "ollama"
+        || url.as_ref().and_then(reqwest::Url::port) == Some(OLLAMA_PORT)
+        || url
+            .as_ref()
+            .and_then(|u| u.host_str())
+            .is_some_and(|h| h.contains("ollama"))
 }
 
 /// What a provider's model list call found.
@@ -172,6 +178,7 @@ pub fn base_url(pc: &ProviderConfig) -> String {
 /// Lists the provider's models with its key (and its configured headers).
 pub async fn list_models(
     client: &reqwest::Client,
+    name: &str,
     pc: &ProviderConfig,
     key: Option<&str>,
 ) -> Result<Listed, ListError> {
@@ -198,7 +205,7 @@ pub async fn list_models(
     }
     let resp = rb.timeout(TIMEOUT).send().await.map_err(|e| ListError {
         message: format!("cannot reach {base}: {}", e.without_url()),
-        fix: Some(if is_ollama(pc) {
+        fix: Some(if is_ollama(name, pc) {
             "start Ollama (`ollama serve`), or fix base_url".into()
         } else {
             "check base_url and the network".into()
@@ -281,7 +288,7 @@ mod tests {
         .unwrap();
         let pc = &c.llm.providers["local"];
         assert_eq!(
-            missing_model_fix(pc, "llama3.2", &["qwen3:latest".into()]),
+            missing_model_fix("local", pc, "llama3.2", &["qwen3:latest".into()]),
             "ollama pull llama3.2"
         );
     }

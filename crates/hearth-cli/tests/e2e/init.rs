@@ -202,6 +202,25 @@ async fn a_local_ollama_is_found_and_its_models_listed() {
         written.contains("default_model = \"ollama/llama3.2:latest\""),
         "{written}"
     );
+    // A model the Ollama does not have: doctor's fix is to pull it, and
+    // init exits with doctor's warning status.
+    let (code, out, err) = hearth(
+        &home,
+        &[
+            "init",
+            "--yes",
+            "--force",
+            "--provider",
+            "ollama",
+            "--model",
+            "qwen3",
+        ],
+        &[("HEARTH_OLLAMA_URL", &url)],
+    )
+    .await;
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("WARN  model ollama/qwen3"), "{out}");
+    assert!(out.contains("fix: ollama pull qwen3"), "{out}");
     // Nothing found and nothing said: what to pass.
     let dir = tempfile::tempdir().unwrap();
     let home = private_home(dir.path());
