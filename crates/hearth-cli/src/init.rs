@@ -9,8 +9,9 @@
 //! server's own model list is offered to pick from. Only the *names* of
 //! the variables holding keys and tokens are written, never a value. An
 //! existing file is kept unless `--force` (then the old one is saved as
-//! `hearth.toml.bak`); the commented file `serve` seeds a new home with
-//! holds no setting, and is replaced.
+//! `hearth.toml.bak`); a file of comments only (such as the one `serve` seeds
+//! a new home with) holds no setting and is replaced (saved as the `.bak`
+//! unless it is that seeded file unchanged).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
@@ -189,9 +190,8 @@ pub async fn run(g: &Global, args: InitArgs) -> Result<(), Exit> {
     hearth_config::prepare_home(&home).map_err(Exit::config)?;
     let path = g.config.clone().unwrap_or_else(|| home.join("hearth.toml"));
     let existing = std::fs::read_to_string(&path).ok();
-    let configured = existing
-        .as_deref()
-        .is_some_and(|t| t != hearth_config::home::DEFAULT_CONFIG);
+    // Only comments (the file serve seeds a new home with): nothing to keep.
+    let configured = existing.as_deref().is_some_and(has_settings);
     if configured && !args.force {
         println!(
             "{} exists and is kept (pass --force to replace it; the old one is then saved as \
@@ -211,7 +211,8 @@ pub async fn run(g: &Global, args: InitArgs) -> Result<(), Exit> {
             "the config init would write is refused: {e}"
         ))
     })?;
-    if configured {
+    let seeded = existing.as_deref() == Some(hearth_config::home::DEFAULT_CONFIG);
+    if existing.is_some() && !seeded {
         let bak = path.with_file_name("hearth.toml.bak");
         std::fs::copy(&path, &bak).map_err(|e| {
             anyhow::anyhow!("cannot save {} as {}: {e}", path.display(), bak.display())
@@ -222,6 +223,14 @@ pub async fn run(g: &Global, args: InitArgs) -> Result<(), Exit> {
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     println!("wrote {}", path.display());
     finish(g, Some(&choice)).await
+}
+
+/// True when `text` sets something (a line that is not blank or a comment).
+fn has_settings(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim();
+        !l.is_empty() && !l.starts_with('#')
+    })
 }
 
 /// Runs doctor, prints the next command, and exits with doctor's status.
@@ -636,6 +645,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_a_file_with_settings_is_kept() {
+        assert!(!has_settings(hearth_config::home::DEFAULT_CONFIG));
+        assert!(!has_settings("# a note\n\n   # another\n"));
+        assert!(has_settings("# a note\n[llm]\n"));
     }
 
     #[test]

@@ -229,3 +229,39 @@ async fn a_local_ollama_is_found_and_its_models_listed() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("pass --provider"), "{err}");
 }
+
+#[tokio::test]
+async fn the_commented_file_serve_seeds_is_replaced_without_force() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let home = private_home(dir.path());
+    // What a first `hearth serve` leaves: the commented default file.
+    std::fs::write(
+        home.join("hearth.toml"),
+        hearth_config::home::DEFAULT_CONFIG,
+    )
+    .unwrap();
+    let base = fake.base_url();
+    let ollama = no_ollama();
+    let (code, out, err) = hearth(
+        &home,
+        &[
+            "init",
+            "--yes",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &base,
+            "--model",
+            "fake-model",
+            "--key-env",
+            "FAKE_KEY",
+        ],
+        &[("FAKE_KEY", "test-key"), ("HEARTH_OLLAMA_URL", &ollama)],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let written = std::fs::read_to_string(home.join("hearth.toml")).unwrap();
+    assert!(written.contains("compat/fake-model"), "{written}");
+    assert!(!home.join("hearth.toml.bak").exists());
+}
