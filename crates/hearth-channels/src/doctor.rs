@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::secrets::TokenSources;
 
-/// How long one check may take.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one check may take: doctor must never hang on a platform.
+const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One line of the report: the channel, and what was found or what to do.
 pub type Check = (&'static str, Result<String, String>);
@@ -60,8 +60,47 @@ pub async fn check_tokens(
             Err(e) => Err(e.to_string()),
         };
         out.push(("slack", r));
+        // Socket Mode connects with the app-level token: checked the same way.
+        if s.mode == hearth_runtime::config::SlackMode::Socket {
+            let r = match sources.token(
+                "slack",
+                "app-level token",
+                s.app_token_env.as_deref(),
+                s.app_token_secret.as_deref(),
+            ) {
+                Ok(token) => slack_app(client, &s.api_base, &token).await,
+                Err(e) => Err(e.to_string()),
+            };
+            out.push(("slack app token", r));
+        }
     }
     out
+}
+
+/// `apps.connections.open` with the app-level token: what Socket Mode calls
+/// first (it only hands out a connection URL; nothing connects).
+async fn slack_app(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+    let url = format!("{}/apps.connections.open", base.trim_end_matches('/'));
+    let r = client
+        .post(url)
+        .bearer_auth(token)
+        .timeout(TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| unreachable("Slack", e))?;
+    let v: Value = r
+        .json()
+        .await
+        .map_err(|e| format!("Slack answered something else: {}", e.without_url()))?;
+    if v["ok"] == true {
+        return Ok("app-level token accepted (Socket Mode)".into());
+    }
+    Err(format!(
+        "app-level token refused ({}); in the app's Basic Information, generate an app-level \
+         token (xapp-) with the connections:write scope and set it where \
+         app_token_env/app_token_secret points",
+        v["error"].as_str().unwrap_or("no error given")
+    ))
 }
 
 fn unreachable(what: &str, e: reqwest::Error) -> String {

@@ -30,6 +30,7 @@ pub mod payload;
 pub mod progress;
 #[cfg(any(feature = "telegram", feature = "discord"))]
 mod reactions;
+pub mod required;
 pub mod secrets;
 #[cfg(feature = "slack")]
 pub mod slack;

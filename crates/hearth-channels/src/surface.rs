@@ -20,14 +20,31 @@ use crate::hub::Channels;
 use crate::secrets::TokenSources;
 
 /// Builds the channels and alerts of a configuration (see the module
-/// documentation). A channel whose token is missing still exists: it logs
-/// the reason and shows as degraded, and hearth serves on.
+/// documentation). A channel whose token is missing stops the start,
+/// unless it is marked `optional = true`: then it still exists, logs the
+/// reason and shows as degraded, and hearth serves on.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ChannelsFactory;
 
 impl ChatSurfaceFactory for ChannelsFactory {
     fn build(self: Box<Self>, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>, BuildError> {
-        let channels = channels(&ctx);
+        let sources = TokenSources {
+            env: ctx.env.clone(),
+            sealed: ctx
+                .secrets
+                .iter()
+                .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+                .collect(),
+        };
+        // A missing token stops the start, as a missing provider key does,
+        // unless the channel is marked optional.
+        for missing in crate::required::missing_tokens(&ctx.config.channels, &sources) {
+            if !missing.optional {
+                return Err(BuildError::Config(missing.refusal()));
+            }
+            tracing::warn!(channel = missing.channel, reason = %missing.degraded(), "channel not started");
+        }
+        let channels = channels(&ctx, &sources);
         let config = ctx.config;
         let alert_secret = config
             .alerts
@@ -56,15 +73,7 @@ impl ChatSurfaceFactory for ChannelsFactory {
 }
 
 /// The channels enabled in `ctx.config`.
-fn channels(ctx: &SurfaceContext<'_>) -> Channels {
-    let sources = TokenSources {
-        env: ctx.env.clone(),
-        sealed: ctx
-            .secrets
-            .iter()
-            .map(|(k, v)| (k.clone(), v.expose().to_owned()))
-            .collect(),
-    };
+fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
     // Pushed to only by the platforms this build has.
     #[cfg_attr(
         not(any(feature = "telegram", feature = "discord", feature = "slack")),
@@ -173,7 +182,7 @@ fn channels(ctx: &SurfaceContext<'_>) -> Channels {
             "[channels.slack] is enabled, but this hearth was built without the `slack` feature"
         );
     }
-    let _ = (&sources, env);
+    let _ = (sources, env);
     Channels::new(
         ctx.outbox.clone(),
         ctx.access.clone(),

@@ -209,8 +209,14 @@ pub enum Command {
     },
     /// The chat channels (Telegram, Discord, Slack) and their state.
     Channels,
-    /// Checks the config, the home, the store, each provider's key and each
-    /// channel's token; one line each; exit 1 if anything fails.
+    /// Writes a first hearth.toml (provider, model, optionally a chat
+    /// channel), runs doctor on it and prints the next command; asks when
+    /// stdin is a terminal, takes flags otherwise. Exits with doctor's status.
+    Init(crate::init::InitArgs),
+    /// Checks everything `serve` checks before it starts, in its words, then
+    /// each provider's key and models, each channel's tokens, MCP servers,
+    /// skills and jobs. Exit 0 all ok, 1 warnings only, 2 something `serve`
+    /// would refuse; --json prints {"checks":[{"name","status","message","fix"}]}.
     Doctor,
     /// Pairing requests from people who want to talk to the assistant.
     Pair {
@@ -585,6 +591,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Skills { command } => crate::skills::run(&g, command).await,
         Command::Doctor => crate::doctor::run(&g).await,
         Command::Service { command } => crate::service::run(&g, command).await,
+        Command::Init(args) => crate::init::run(&g, args).await,
         Command::Mcp {
             command: McpCommand::Serve,
         } => crate::mcp_serve::run(&g).await,

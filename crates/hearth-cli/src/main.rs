@@ -9,6 +9,7 @@ mod cli;
 mod client;
 mod doctor;
 mod home_lock;
+mod init;
 mod logging;
 mod mcp_serve;
 mod memory;

@@ -42,6 +42,16 @@ pub fn load_config(g: &Global, home: &Path) -> Result<Config, Exit> {
     hearth_config::load(&path, std::env::vars()).map_err(Exit::config)
 }
 
+/// The address to listen on, or why `bind` is not one (`serve` and
+/// `doctor` say it in the same words).
+pub fn bind_addr(bind: &str) -> Result<SocketAddr, Exit> {
+    bind.parse().map_err(|e| {
+        Exit::config(anyhow::anyhow!(
+            "bind address {bind:?} is not an IP:port such as 127.0.0.1:7777: {e}"
+        ))
+    })
+}
+
 /// Opens the home's store (as the runtime's builder does).
 pub fn open_store(home: &Path, config: &Config) -> Result<Arc<dyn Store>, Exit> {
     hearth_runtime::builder::open_store(home, config).map_err(build_exit)
@@ -83,11 +93,7 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     }
 
     let bind = bind.unwrap_or_else(|| config.server.bind.clone());
-    let addr: SocketAddr = bind.parse().map_err(|e| {
-        Exit::config(anyhow::anyhow!(
-            "bind address {bind:?} is not an IP:port such as 127.0.0.1:7777: {e}"
-        ))
-    })?;
+    let addr = bind_addr(&bind)?;
 
     // Before the store: a second server must not recover the first one's runs.
     let _home_lock =

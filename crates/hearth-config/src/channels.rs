@@ -56,6 +56,9 @@ pub enum TelegramMode {
 pub struct TelegramConfig {
     /// Off unless set.
     pub enabled: bool,
+    /// Start without this channel when its token is missing (it shows as
+    /// degraded with the reason); otherwise a missing token stops `serve`.
+    pub optional: bool,
     /// Environment variable holding the bot token.
     pub token_env: Option<String>,
     /// Name of a sealed secret holding the bot token.
@@ -82,6 +85,7 @@ impl Default for TelegramConfig {
     fn default() -> Self {
         Self {
             enabled: false,
+            optional: false,
             token_env: Some("TELEGRAM_BOT_TOKEN".into()),
             token_secret: None,
             api_base: "https://api.telegram.org".into(),
@@ -102,6 +106,9 @@ impl Default for TelegramConfig {
 pub struct DiscordConfig {
     /// Off unless set.
     pub enabled: bool,
+    /// Start without this channel when its token is missing (it shows as
+    /// degraded with the reason); otherwise a missing token stops `serve`.
+    pub optional: bool,
     /// Environment variable holding the bot token.
     pub token_env: Option<String>,
     /// Name of a sealed secret holding the bot token.
@@ -126,6 +133,7 @@ impl Default for DiscordConfig {
     fn default() -> Self {
         Self {
             enabled: false,
+            optional: false,
             token_env: Some("DISCORD_BOT_TOKEN".into()),
             token_secret: None,
             api_base: "https://discord.com/api/v10".into(),
@@ -156,6 +164,9 @@ pub enum SlackMode {
 pub struct SlackConfig {
     /// Off unless set.
     pub enabled: bool,
+    /// Start without this channel when its token is missing (it shows as
+    /// degraded with the reason); otherwise a missing token stops `serve`.
+    pub optional: bool,
     /// Environment variable holding the bot token (`xoxb-`).
     pub bot_token_env: Option<String>,
     /// Name of a sealed secret holding the bot token.
@@ -180,6 +191,7 @@ impl Default for SlackConfig {
     fn default() -> Self {
         Self {
             enabled: false,
+            optional: false,
             bot_token_env: Some("SLACK_BOT_TOKEN".into()),
             bot_token_secret: None,
             app_token_env: Some("SLACK_APP_TOKEN".into()),

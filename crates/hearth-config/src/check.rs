@@ -64,6 +64,7 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
             ),
         ));
     }
+    agent_limits(&config.agent)?;
     if config.agent.default_context_tokens < 1024 {
         return Err(problem(
             "agent.default_context_tokens",
@@ -145,6 +146,42 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
     .map_err(|(key, message)| problem(key, message))?;
     for (i, arm) in config.router.arms.iter().enumerate() {
         model_ref(config, &format!("router.arms[{i}].model"), &arm.model)?;
+    }
+    Ok(())
+}
+
+/// Limits of `[agent]` that would make every run fail (a run needs one step,
+/// one model call and some time) or every tool call time out.
+fn agent_limits(agent: &crate::AgentConfig) -> Result<(), Problem> {
+    let limits = [
+        (
+            "agent.max_steps",
+            u64::from(agent.max_steps),
+            "model calls plus tool calls of one run; default 24",
+        ),
+        (
+            "agent.max_llm_calls",
+            u64::from(agent.max_llm_calls),
+            "model calls of one run; default 12",
+        ),
+        (
+            "agent.max_wall_secs",
+            agent.max_wall_secs,
+            "seconds one run may take; default 300",
+        ),
+        (
+            "agent.tool_timeout_secs",
+            agent.tool_timeout_secs,
+            "seconds one tool call may take; default 30",
+        ),
+    ];
+    for (key, value, what) in limits {
+        if value == 0 {
+            return Err(problem(
+                key,
+                format!("must be at least 1: with 0 every run would fail ({what})"),
+            ));
+        }
     }
     Ok(())
 }
@@ -320,6 +357,25 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("unknown capability"), "{err}");
+    }
+
+    #[test]
+    fn limits_that_fail_every_run_are_refused_at_load() {
+        for key in [
+            "max_steps",
+            "max_llm_calls",
+            "max_wall_secs",
+            "tool_timeout_secs",
+        ] {
+            let err = load(&format!("[agent]\n{key} = 0\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("agent.{key}")), "{err}");
+            assert!(err.contains("must be at least 1"), "{err}");
+            assert!(err.contains("/h/hearth.toml"), "{err}");
+        }
+        // No tools at all is a choice, not a broken config.
+        assert!(load("[agent]\nmax_tool_calls = 0\n").is_ok());
     }
 
     #[test]

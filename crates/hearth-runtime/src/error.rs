@@ -34,6 +34,9 @@ pub enum RuntimeError {
     /// A job's schedule or time zone was refused.
     #[error(transparent)]
     InvalidSchedule(#[from] crate::jobs::ScheduleError),
+    /// A job's thread is on a chat channel that is not enabled.
+    #[error("{0}")]
+    ChannelDisabled(String),
     /// No such job.
     #[error("no job with id {0:?}")]
     JobNotFound(String),

@@ -46,7 +46,7 @@ pub use direct::{DIRECT_SOURCE, ToolCallRequest};
 pub use envelope::envelope;
 pub use error::{Result, RuntimeError};
 pub use events::RunEvents;
-pub use jobs::{CatchUp, NewJob, Schedule, ScheduleError};
+pub use jobs::{CatchUp, NewJob, Schedule, ScheduleError, disabled_channel, thread_channel};
 pub use notices::{Notice, Notices};
 pub use routing::{RouterReport, build_router};
 pub use runtime::{Runtime, RuntimeOptions, WaitOutcome, check_key};

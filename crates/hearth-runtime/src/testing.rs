@@ -138,9 +138,19 @@ pub async fn build(builder: RuntimeBuilder) -> Runtime {
 /// A chat surface that only routes replies through `router`: for tests of
 /// what the runtime commits for the channels, without any channel.
 pub fn reply_router_surface(router: Arc<dyn ReplyRouter>) -> Box<dyn ChatSurfaceFactory> {
+    reply_router_surface_on(router, &[])
+}
+
+/// [`reply_router_surface`] whose administration shows `channels` as
+/// enabled (so jobs may post to their threads).
+pub fn reply_router_surface_on(
+    router: Arc<dyn ReplyRouter>,
+    channels: &[&'static str],
+) -> Box<dyn ChatSurfaceFactory> {
     Box::new(TestSurface {
         router: Some(router),
         webhooks: Vec::new(),
+        enabled: channels.to_vec(),
     })
 }
 
@@ -150,6 +160,7 @@ pub fn webhook_surface(webhooks: Vec<Arc<dyn Webhook>>) -> Box<dyn ChatSurfaceFa
     Box::new(TestSurface {
         router: None,
         webhooks,
+        enabled: Vec::new(),
     })
 }
 
@@ -157,6 +168,8 @@ pub fn webhook_surface(webhooks: Vec<Arc<dyn Webhook>>) -> Box<dyn ChatSurfaceFa
 struct TestSurface {
     router: Option<Arc<dyn ReplyRouter>>,
     webhooks: Vec<Arc<dyn Webhook>>,
+    /// Channels its administration shows as enabled.
+    enabled: Vec<&'static str>,
 }
 
 impl ChatSurfaceFactory for TestSurface {
@@ -175,7 +188,9 @@ impl ChatSurface for TestSurface {
     }
 
     fn admin(&self) -> Arc<dyn ChannelAdmin> {
-        Arc::new(NoChannels)
+        Arc::new(NoChannels {
+            enabled: self.enabled.clone(),
+        })
     }
 
     fn webhooks(&self) -> Vec<Arc<dyn Webhook>> {
@@ -190,8 +205,11 @@ impl ChatSurface for TestSurface {
 }
 
 /// The administration of a surface without channels: every channel shows
-/// as disabled, nothing is pending.
-struct NoChannels;
+/// as disabled (but those named in `enabled`, which show as ready), nothing
+/// is pending.
+struct NoChannels {
+    enabled: Vec<&'static str>,
+}
 
 #[async_trait::async_trait]
 impl ChannelAdmin for NoChannels {
@@ -200,7 +218,7 @@ impl ChannelAdmin for NoChannels {
             .iter()
             .map(|&name| ChannelInfo {
                 name,
-                enabled: false,
+                enabled: self.enabled.contains(&name),
                 state: hearth_core::ChannelState::Disabled,
                 last_error: None,
                 last_event_at: None,
@@ -210,7 +228,10 @@ impl ChannelAdmin for NoChannels {
     }
 
     fn readiness(&self) -> Vec<(String, String)> {
-        Vec::new()
+        self.enabled
+            .iter()
+            .map(|c| (format!("channel:{c}"), "ok".to_owned()))
+            .collect()
     }
 
     async fn pairings(&self) -> Result<Vec<PairingRecord>> {

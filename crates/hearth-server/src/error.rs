@@ -7,6 +7,7 @@
 //! | `UnknownModel` | 400 | `unknown_model` |
 //! | `UnknownCapability` | 400 | `unknown_capability` |
 //! | `InvalidSchedule` | 400 | `invalid_schedule` |
+//! | `ChannelDisabled` | 400 | `channel_disabled` |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
 //! | `ForbiddenHost` | 403 | `forbidden_host` (a Host this server does not answer to) |
@@ -48,6 +49,9 @@ pub enum ApiError {
     /// A job's schedule or time zone that is refused.
     #[error("{0}")]
     InvalidSchedule(String),
+    /// A job's thread is on a chat channel that is not enabled.
+    #[error("{0}")]
+    ChannelDisabled(String),
     /// Missing or bad token.
     #[error(
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
@@ -108,6 +112,7 @@ impl ApiError {
             Self::UnknownModel(_) => (StatusCode::BAD_REQUEST, "unknown_model"),
             Self::UnknownCapability(_) => (StatusCode::BAD_REQUEST, "unknown_capability"),
             Self::InvalidSchedule(_) => (StatusCode::BAD_REQUEST, "invalid_schedule"),
+            Self::ChannelDisabled(_) => (StatusCode::BAD_REQUEST, "channel_disabled"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
@@ -142,6 +147,7 @@ impl From<RuntimeError> for ApiError {
                 retry_after_secs,
             },
             RuntimeError::InvalidSchedule(s) => Self::InvalidSchedule(s.to_string()),
+            RuntimeError::ChannelDisabled(m) => Self::ChannelDisabled(m),
             RuntimeError::JobNotFound(_) => Self::NotFound(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
             RuntimeError::Internal(m) => Self::Internal(m),

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::Router;
@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -26,18 +26,37 @@ use crate::server::{
 /// A fake OpenAI-compatible server on 127.0.0.1; stops when dropped.
 pub struct FakeOpenAi {
     inner: FakeServer<Reply>,
+    /// What `GET /v1/models` lists.
+    models: Arc<Mutex<Vec<String>>>,
 }
+
+/// What `GET /v1/models` lists until [`FakeOpenAi::set_models`].
+pub const FAKE_MODELS: [&str; 2] = ["fake-model", "other-model"];
 
 fake_server_common!(FakeOpenAi, "OpenAI");
 
 impl FakeOpenAi {
     /// Starts on `addr`.
     pub async fn bind(addr: SocketAddr) -> io::Result<Self> {
+        let models = Arc::new(Mutex::new(
+            FAKE_MODELS.iter().map(|m| (*m).to_owned()).collect(),
+        ));
+        let listed = models.clone();
         let router = Router::new()
             .route("/v1/chat/completions", post(chat))
+            .route(
+                "/v1/models",
+                get(move |headers: HeaderMap| list_models(listed.clone(), headers)),
+            )
             .fallback(not_found);
         let inner = FakeServer::bind("FakeOpenAi", addr, router).await?;
-        Ok(Self { inner })
+        Ok(Self { inner, models })
+    }
+
+    /// Sets what `GET /v1/models` lists (by default [`FAKE_MODELS`]).
+    pub fn set_models(&self, models: &[&str]) {
+        *self.models.lock().unwrap_or_else(PoisonError::into_inner) =
+            models.iter().map(|m| (*m).to_owned()).collect();
     }
 
     /// `http://<addr>/v1`, the base URL for an OpenAI-compatible client.
@@ -313,6 +332,27 @@ fn error_response(status: StatusCode, message: &str) -> Response {
         "message": message, "type": "invalid_request_error", "param": null, "code": null,
     }});
     (status, axum::Json(body)).into_response()
+}
+
+/// `GET /v1/models`: OpenAI's list, refused (401, as OpenAI does) without a
+/// bearer key. Not recorded as a request: `requests()` are chat requests.
+async fn list_models(models: Arc<Mutex<Vec<String>>>, headers: HeaderMap) -> Response {
+    if !has_bearer(&headers) {
+        return error_response(
+            StatusCode::UNAUTHORIZED,
+            "You didn't provide an API key. You need to provide your API key in an \
+             Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+        );
+    }
+    let data: Vec<serde_json::Value> = models
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(
+            |id| serde_json::json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}),
+        )
+        .collect();
+    axum::Json(serde_json::json!({"object": "list", "data": data})).into_response()
 }
 
 async fn not_found() -> Response {

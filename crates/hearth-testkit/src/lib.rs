@@ -27,6 +27,6 @@ mod reset;
 mod server;
 pub mod tools;
 
-pub use fake_openai::FakeOpenAi;
+pub use fake_openai::{FAKE_MODELS, FakeOpenAi};
 pub use reply::{FakeUsage, Gate, Reply, ToolCallSpec};
 pub use reset::ResetServer;

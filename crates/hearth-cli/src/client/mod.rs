@@ -280,6 +280,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         Command::Serve { .. }
         | Command::Doctor
         | Command::Service { .. }
+        | Command::Init(_)
         | Command::Token { .. }
         | Command::Secrets { .. }
         | Command::Memory { .. }

@@ -582,9 +582,10 @@ async fn doctor_checks_the_store_the_provider_and_the_bot_token() {
     }
     let out = doctor("7000000001:wrong").await.unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // Serve starts with a refused token (the channel degrades): a warning.
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(
-        text.contains("FAIL  channel telegram: token refused"),
+        text.contains("WARN  channel telegram: token refused"),
         "{text}"
     );
     assert!(!text.contains("wrong"), "the token was printed:\n{text}");

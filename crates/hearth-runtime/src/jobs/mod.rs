@@ -62,6 +62,25 @@ pub struct NewJob {
     pub catch_up: CatchUp,
 }
 
+/// The chat channel (`telegram`, `discord` or `slack`) a thread belongs to,
+/// if it belongs to one.
+pub fn thread_channel(thread_key: &str) -> Option<&'static str> {
+    let prefix = thread_key.split(':').next()?;
+    hearth_core::CHANNEL_NAMES
+        .iter()
+        .copied()
+        .find(|c| *c == prefix)
+}
+
+/// Why a job on `thread_key` cannot be kept: its channel is not enabled, so
+/// no firing would reach anyone. The words job creation refuses with and
+/// `hearth doctor` flags.
+pub fn disabled_channel(thread_key: &str, channel: &str) -> String {
+    format!(
+        "thread {thread_key:?} is on the {channel} channel, which is not enabled: enable it          ([channels.{channel}] enabled = true) or post the job to another thread"
+    )
+}
+
 impl Runtime {
     /// Validates and stores a job; it fires from its first instant after now.
     pub async fn create_job(&self, new: NewJob) -> Result<JobRecord> {
@@ -69,6 +88,18 @@ impl Runtime {
         check_text("text", &new.text, MAX_TEXT_LEN)?;
         check_key("thread_key", &new.thread_key)?;
         check_key("user_key", &new.user_key)?;
+        if let Some(channel) = thread_channel(&new.thread_key) {
+            let enabled = self
+                .channel_readiness()
+                .iter()
+                .any(|(name, _)| name.strip_prefix("channel:") == Some(channel));
+            if !enabled {
+                return Err(RuntimeError::ChannelDisabled(disabled_channel(
+                    &new.thread_key,
+                    channel,
+                )));
+            }
+        }
         let timezone = new.timezone.unwrap_or_else(|| DEFAULT_TIMEZONE.to_owned());
         let created_at = now_ms();
         let schedule = Schedule::parse(&new.schedule, &timezone, created_at)?;

@@ -297,7 +297,7 @@ async fn a_job_on_a_channel_thread_is_answered_through_the_outbox() {
     fake.push(Reply::text("the digest is ready"));
     let store = common::store(dir.path());
     let router = Arc::new(TelegramLike::default());
-    let surface = hearth_runtime::testing::reply_router_surface(router.clone());
+    let surface = hearth_runtime::testing::reply_router_surface_on(router.clone(), &["telegram"]);
     let rt = runtime_with(&store, &fake, |b| b.surface(surface)).await;
     let created = rt
         .create_job(job("every 1h", "telegram:chat:42", CatchUp::Latest))
@@ -318,4 +318,37 @@ async fn a_job_on_a_channel_thread_is_answered_through_the_outbox() {
     assert_eq!(outbox[0].target, "42");
     assert_eq!(outbox[0].run_id.as_deref(), Some(end.run_id.as_str()));
     assert!(outbox[0].payload.contains("the digest is ready"));
+}
+
+#[tokio::test]
+async fn a_job_on_a_disabled_channel_is_refused_at_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store = common::store(dir.path());
+    let surface = hearth_runtime::testing::reply_router_surface_on(
+        Arc::new(TelegramLike::default()),
+        &["telegram"],
+    );
+    let rt = runtime_with(&store, &fake, |b| b.surface(surface)).await;
+    let e = rt
+        .create_job(job("every 1h", "discord:channel:7", CatchUp::Latest))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, hearth_runtime::RuntimeError::ChannelDisabled(_)),
+        "{e:?}"
+    );
+    let m = e.to_string();
+    assert!(
+        m.contains("discord") && m.contains("[channels.discord] enabled = true"),
+        "{m}"
+    );
+    assert!(rt.list_jobs().await.unwrap().is_empty());
+    // Threads of no chat channel and of an enabled one are kept.
+    rt.create_job(job("every 1h", "api:x", CatchUp::Latest))
+        .await
+        .unwrap();
+    rt.create_job(job("every 1h", "telegram:chat:1", CatchUp::Latest))
+        .await
+        .unwrap();
 }

@@ -143,7 +143,7 @@ pub struct JobList {
 /// Creates a job.
 #[utoipa::path(post, path = "/v1/jobs", tag = "jobs", request_body = JobRequest,
     responses((status = 201, description = "The job", body = Job),
-        (status = 400, description = "Bad input (`invalid_request`), or a schedule or time zone that is refused (`invalid_schedule`)", body = crate::dto::ErrorBody)))]
+        (status = 400, description = "Bad input (`invalid_request`), or a schedule or time zone that is refused (`invalid_schedule`), or a thread on a chat channel that is not enabled (`channel_disabled`)", body = crate::dto::ErrorBody)))]
 pub async fn create_job(
     State(st): State<AppState>,
     ApiJson(body): ApiJson<JobRequest>,
