@@ -55,12 +55,15 @@ async fn skills_are_listed_offered_read_invoked_and_reloaded() {
         v["skills"],
         json!([
             {"name": "bad", "description": "", "path": real.join("bad/SKILL.md"), "source": "home",
-             "eligible": false, "reason": "invalid description: is required", "signed": null},
+             "eligible": false, "reason": "invalid description: is required", "signed": null,
+             "problems": ["description: is required"]},
             {"name": "mac", "description": "Mac things.", "path": real.join("mac/SKILL.md"),
              "source": "home", "eligible": false,
-             "reason": format!("needs os hearth-os (this is {})", os()), "signed": null},
+             "reason": format!("needs os hearth-os (this is {})", os()), "signed": null,
+             "problems": []},
             {"name": "pdf", "description": "Fill PDF forms.", "path": real.join("pdf/SKILL.md"),
-             "source": "home", "eligible": true, "reason": null, "signed": null},
+             "source": "home", "eligible": true, "reason": null, "signed": null,
+             "problems": []},
         ])
     );
 
