@@ -22,7 +22,6 @@ mod tokens;
 
 use std::process::ExitCode;
 
-
 /// Exit code for bad usage or configuration.
 const EXIT_CONFIG: u8 = 2;
 
@@ -125,15 +124,19 @@ fn parse_args() -> cli::Cli {
 
 /// `cmd` with no argument read from the environment.
 fn without_env(cmd: clap::Command) -> clap::Command {
-    cmd.mut_args(|a| a.env(None))
-        .mut_subcommands(without_env)
+    cmd.mut_args(|a| a.env(None)).mut_subcommands(without_env)
 }
 
 fn main() -> ExitCode {
     let mut args = parse_args();
     // An empty HEARTH_TOKEN (`export HEARTH_TOKEN=`) means no token, as an
     // unset one does, rather than an empty bearer the server refuses.
-    if args.global.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+    if args
+        .global
+        .token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
         args.global.token = None;
     }
     let json_errors = args.global.json;

@@ -83,9 +83,7 @@ fn parse_since(raw: &str) -> Result<jiff::Timestamp, Exit> {
         _ => return Err(bad()),
     };
     let span = jiff::SignedDuration::from_secs(n.checked_mul(secs).ok_or_else(bad)?);
-    jiff::Timestamp::now()
-        .checked_sub(span)
-        .map_err(|_| bad())
+    jiff::Timestamp::now().checked_sub(span).map_err(|_| bad())
 }
 
 /// `hearth threads ...`
@@ -105,11 +103,21 @@ pub(super) async fn threads(
                 let rows: Vec<Vec<String>> = list
                     .threads
                     .iter()
-                    .map(|t| vec![t.thread_key.clone(), t.runs.to_string(), t.last_run_at.clone()])
+                    .map(|t| {
+                        vec![
+                            t.thread_key.clone(),
+                            t.runs.to_string(),
+                            t.last_run_at.clone(),
+                        ]
+                    })
                     .collect();
                 println!(
                     "{}",
-                    table(&["thread", "runs", "last run"], &[false, true, false], &rows)
+                    table(
+                        &["thread", "runs", "last run"],
+                        &[false, true, false],
+                        &rows
+                    )
                 );
             }
         }

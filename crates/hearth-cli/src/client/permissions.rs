@@ -1,8 +1,8 @@
 //! `hearth permissions ...` and `hearth audit`.
 
+use hearth_runtime::policy::{CAPABILITIES, GLOBAL_SCOPE, PRESET_PREFIX, Preset};
 use hearth_server::dto::{AuditEvents, CheckResult, GrantView, Permissions, RemovedGrant};
 use reqwest::Method;
-use hearth_runtime::policy::{CAPABILITIES, GLOBAL_SCOPE, PRESET_PREFIX, Preset};
 use serde_json::json;
 
 use super::{Api, enc};
@@ -194,7 +194,9 @@ impl Why {
                     .map(|g| format!("{} to {} in {}", g.capability, g.subject, g.scope))
                     .collect();
                 if found.is_empty() {
-                    format!("allowed: by a grant in {scope} (`hearth permissions list --scope {scope}`)")
+                    format!(
+                        "allowed: by a grant in {scope} (`hearth permissions list --scope {scope}`)"
+                    )
                 } else {
                     format!("allowed: by the grant of {}", found.join(", and of "))
                 }
@@ -246,7 +248,10 @@ pub(super) async fn whoami(api: &Api, user: &str, scope: &str, json_out: bool) -
     }
     println!("user      {user_key} (what `hearth message` sends as; --user to look at another)");
     println!("server    {} with {token}", api.base);
-    println!("scope     {}, default preset {}", why.scope, why.default_preset);
+    println!(
+        "scope     {}, default preset {}",
+        why.scope, why.default_preset
+    );
     println!();
     println!(
         "{}",

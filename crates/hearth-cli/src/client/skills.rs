@@ -50,12 +50,12 @@ pub(super) async fn skills(api: &Api, command: SkillsCommand, json_out: bool) ->
             }
             Ok(())
         }
-        SkillsCommand::Keygen { .. } | SkillsCommand::Sign { .. } | SkillsCommand::Verify { .. } => {
-            Err(anyhow::anyhow!(
-                "internal: a local skills command reached the HTTP client; please report this"
-            )
-            .into())
-        }
+        SkillsCommand::Keygen { .. }
+        | SkillsCommand::Sign { .. }
+        | SkillsCommand::Verify { .. } => Err(anyhow::anyhow!(
+            "internal: a local skills command reached the HTTP client; please report this"
+        )
+        .into()),
     }
 }
 

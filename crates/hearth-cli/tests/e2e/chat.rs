@@ -31,10 +31,7 @@ async fn running_run(h: &Hearth, thread: &str) -> String {
         let (_, v) = h
             .get(&format!("/v1/runs?thread_key={thread}&status=running"))
             .await;
-        v["runs"][0]["run_id"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or(v)
+        v["runs"][0]["run_id"].as_str().map(str::to_owned).ok_or(v)
     })
     .await
 }
@@ -204,7 +201,13 @@ async fn a_request_the_server_refuses_exits_2_and_json_errors_are_json() {
     let v: Value = serde_json::from_str(&err).unwrap_or_else(|e| panic!("{e}: {err}"));
     assert_eq!(v["error"]["code"], "unknown_model", "{v}");
     assert_eq!(v["error"]["exit_code"], 2, "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("nowhere/none"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nowhere/none"),
+        "{v}"
+    );
 }
 
 #[tokio::test]

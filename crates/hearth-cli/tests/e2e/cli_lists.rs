@@ -33,7 +33,10 @@ async fn threads_and_runs_are_listed_shown_and_read() {
     assert_eq!(lines.len(), 3, "{out}");
     assert!(lines[0].starts_with("thread"), "{out}");
     // The most recently active first, with its run count.
-    assert!(lines[1].starts_with("api:two") && lines[1].contains(" 2 "), "{out}");
+    assert!(
+        lines[1].starts_with("api:two") && lines[1].contains(" 2 "),
+        "{out}"
+    );
     assert!(lines[2].starts_with("api:one"), "{out}");
     let (code, out, _) = hearth(&h, &["threads", "list", "--json"]).await;
     assert_eq!(code, 0);
@@ -49,10 +52,7 @@ async fn threads_and_runs_are_listed_shown_and_read() {
     );
     let (code, out, err) = hearth(&h, &["threads", "history", "api:two"]).await;
     assert_eq!(code, 0, "{err}");
-    let texts: Vec<&str> = out
-        .lines()
-        .map(|l| l.split_once("] ").unwrap().1)
-        .collect();
+    let texts: Vec<&str> = out.lines().map(|l| l.split_once("] ").unwrap().1).collect();
     // Oldest first, as a conversation reads.
     assert_eq!(
         texts,
@@ -68,13 +68,22 @@ async fn threads_and_runs_are_listed_shown_and_read() {
     let (code, out, err) = hearth(&h, &["runs", "list", "--thread", "api:two"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 3, "{out}");
-    assert!(out.lines().skip(1).all(|l| l.contains("succeeded") && l.contains("api:two")), "{out}");
+    assert!(
+        out.lines()
+            .skip(1)
+            .all(|l| l.contains("succeeded") && l.contains("api:two")),
+        "{out}"
+    );
     let (_, out, _) = hearth(&h, &["runs", "list", "--status", "failed"]).await;
     assert_eq!(out.trim(), "no runs");
     let (_, out, _) = hearth(&h, &["runs", "list", "--since", "1h", "--json"]).await;
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["runs"].as_array().unwrap().len(), 3, "{v}");
-    let (_, out, _) = hearth(&h, &["runs", "list", "--since", "2999-01-01T00:00:00Z", "--json"]).await;
+    let (_, out, _) = hearth(
+        &h,
+        &["runs", "list", "--since", "2999-01-01T00:00:00Z", "--json"],
+    )
+    .await;
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["runs"], serde_json::json!([]), "{v}");
     let (code, _, err) = hearth(&h, &["runs", "list", "--since", "yesterday-ish"]).await;
@@ -96,7 +105,8 @@ async fn whoami_and_permissions_check_say_why() {
             .to_owned()
     };
     assert!(
-        row(&out, "web.fetch").contains("yes") && row(&out, "web.fetch").contains("default preset `member`"),
+        row(&out, "web.fetch").contains("yes")
+            && row(&out, "web.fetch").contains("default preset `member`"),
         "{out}"
     );
     assert!(row(&out, "jobs.manage").contains("no"), "{out}");
@@ -108,29 +118,49 @@ async fn whoami_and_permissions_check_say_why() {
     )
     .await;
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), "granted jobs.manage to user:cli:user:local in global");
+    assert_eq!(
+        out.trim(),
+        "granted jobs.manage to user:cli:user:local in global"
+    );
     let (code, _, err) = hearth(
         &h,
-        &["permissions", "grant", "user:cli:user:bob", "preset:trusted"],
+        &[
+            "permissions",
+            "grant",
+            "user:cli:user:bob",
+            "preset:trusted",
+        ],
     )
     .await;
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = hearth(&h, &["permissions", "grant", "role:42", "web.fetch"]).await;
     assert_eq!(code, 0, "{err}");
 
-    let (_, out, _) = hearth(&h, &["permissions", "check", "cli:user:local", "jobs.manage"]).await;
+    let (_, out, _) = hearth(
+        &h,
+        &["permissions", "check", "cli:user:local", "jobs.manage"],
+    )
+    .await;
     assert_eq!(
         out.trim(),
         "allowed: by the grant of jobs.manage to user:cli:user:local in global"
     );
-    let (_, out, _) = hearth(&h, &["permissions", "check", "user:cli:user:bob", "skills.use"]).await;
+    let (_, out, _) = hearth(
+        &h,
+        &["permissions", "check", "user:cli:user:bob", "skills.use"],
+    )
+    .await;
     assert_eq!(
         out.trim(),
         "allowed: by the grant of preset:trusted to user:cli:user:bob in global"
     );
     let (_, out, _) = hearth(&h, &["permissions", "check", "cli:user:bob", "web.fetch"]).await;
     assert!(out.contains("default preset `member`"), "{out}");
-    let (_, out, _) = hearth(&h, &["permissions", "check", "cli:user:eve", "llm.configure"]).await;
+    let (_, out, _) = hearth(
+        &h,
+        &["permissions", "check", "cli:user:eve", "llm.configure"],
+    )
+    .await;
     assert!(
         out.starts_with("denied: ")
             && out.contains("hearth permissions grant cli:user:eve llm.configure"),
@@ -177,7 +207,14 @@ async fn completions_parse_and_name_the_subcommands_and_man_is_roff() {
     let out = run(vec!["man"]).output().await.unwrap();
     assert_eq!(out.status.code(), Some(0));
     let page = String::from_utf8(out.stdout).unwrap();
-    assert!(page.contains("\n.TH hearth 1 "), "{}", &page[..200.min(page.len())]);
-    assert!(page.contains(".SH \"HEARTH MESSAGE\""), "no message section");
+    assert!(
+        page.contains("\n.TH hearth 1 "),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    assert!(
+        page.contains(".SH \"HEARTH MESSAGE\""),
+        "no message section"
+    );
     assert!(page.contains("Exit codes:"), "no exit codes");
 }

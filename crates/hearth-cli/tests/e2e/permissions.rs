@@ -307,7 +307,10 @@ async fn permission_and_audit_commands() {
     let (code, out, _) = hearth(&h, &["permissions", "check", "dave", "jobs.manage"]).await;
     assert_eq!(
         (code, out.trim()),
-        (0, "allowed: by the grant of jobs.manage to user:dave in global")
+        (
+            0,
+            "allowed: by the grant of jobs.manage to user:dave in global"
+        )
     );
     let (code, out, _) = hearth(
         &h,

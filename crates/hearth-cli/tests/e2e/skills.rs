@@ -182,7 +182,11 @@ async fn check_keygen_sign_and_verify() {
     let (code, ..) = at_server(&["skills", "check"]).await;
     assert_eq!(code, Some(1));
     let (code, out, err) = at_server(&["skills", "reload"]).await;
-    assert_eq!((code, out.trim()), (Some(0), "skills reloaded: 1 listed"), "{err}");
+    assert_eq!(
+        (code, out.trim()),
+        (Some(0), "skills reloaded: 1 listed"),
+        "{err}"
+    );
     let (code, out, err) = at_server(&["skills", "check"]).await;
     assert_eq!(code, Some(0), "{out}{err}");
     drop(h);
