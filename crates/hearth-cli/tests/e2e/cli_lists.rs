@@ -216,5 +216,15 @@ async fn completions_parse_and_name_the_subcommands_and_man_is_roff() {
         page.contains(".SH \"HEARTH MESSAGE\""),
         "no message section"
     );
-    assert!(page.contains("Exit codes:"), "no exit codes");
+    assert!(
+        page.contains(".SH \"EXIT STATUS\"\nExit codes:"),
+        "no exit codes"
+    );
+    // Each command's own subcommands by their full usage, not as pages
+    // that do not exist (`hearth-run-get(1)`).
+    assert!(
+        page.contains("\\fBhearth run get <RUN_ID>\\fR"),
+        "no run get"
+    );
+    assert!(!page.contains("hearth\\-run\\-get(1)") && !page.contains("hearth-run-get(1)"));
 }
