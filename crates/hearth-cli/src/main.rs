@@ -116,10 +116,28 @@ fn parse_args() -> cli::Cli {
     ) {
         err.exit();
     }
-    match without_env(cli::Cli::command()).try_get_matches() {
-        Err(plain) if plain.kind() == err.kind() => plain.exit(),
-        _ => err.exit(),
+    let err = match without_env(cli::Cli::command()).try_get_matches() {
+        Err(plain) if plain.kind() == err.kind() => plain,
+        _ => err,
+    };
+    // `--json` anywhere: the usage error as JSON too, as every other error.
+    if std::env::args_os().any(|a| a == "--json") {
+        let text = err.render().to_string();
+        // What is wrong, without the usage and help lines that follow it.
+        let message = text.split("\n\n").next().unwrap_or_default();
+        let message = message.strip_prefix("error: ").unwrap_or(message);
+        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        eprintln!(
+            "{}",
+            serde_json::json!({ "error": {
+                "code": "usage",
+                "message": message,
+                "exit_code": EXIT_CONFIG,
+            }})
+        );
+        std::process::exit(i32::from(EXIT_CONFIG));
     }
+    err.exit()
 }
 
 /// `cmd` with no argument read from the environment.

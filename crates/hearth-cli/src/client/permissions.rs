@@ -213,6 +213,18 @@ impl Why {
     }
 }
 
+/// The capabilities of `GET /v1/tools` (the server's type is
+/// serialise-only).
+#[derive(serde::Deserialize)]
+struct ToolCaps {
+    tools: Vec<ToolCap>,
+}
+
+#[derive(serde::Deserialize)]
+struct ToolCap {
+    capability: Option<String>,
+}
+
 /// `hearth whoami`: the user the CLI acts as, and each capability it holds
 /// or not, with what decided.
 pub(super) async fn whoami(api: &Api, user: &str, scope: &str, json_out: bool) -> Result<(), Exit> {
@@ -220,10 +232,20 @@ pub(super) async fn whoami(api: &Api, user: &str, scope: &str, json_out: bool) -
     let why = Why::read(api, scope).await?;
     let mut rows = Vec::new();
     let mut verdicts = Vec::new();
-    for cap in CAPABILITIES {
+    // hearth's own capabilities, then those the tools add (an MCP server's
+    // `mcp.<server>`).
+    let tools: ToolCaps = api.get("/v1/tools").await?;
+    let mut caps: Vec<String> = CAPABILITIES.iter().map(|c| (*c).to_owned()).collect();
+    for cap in tools.tools.into_iter().filter_map(|t| t.capability) {
+        if !caps.contains(&cap) {
+            caps.push(cap);
+        }
+    }
+    for cap in &caps {
+        let cap = cap.as_str();
         let c = check(api, user_key, cap, scope, "").await?;
         rows.push(vec![
-            (*cap).to_owned(),
+            cap.to_owned(),
             if c.allowed { "yes" } else { "no" }.to_owned(),
             why.explain(user_key, &[], cap, &c)
                 .split_once(": ")

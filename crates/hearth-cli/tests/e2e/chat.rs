@@ -211,6 +211,24 @@ async fn a_request_the_server_refuses_exits_2_and_json_errors_are_json() {
 }
 
 #[tokio::test]
+async fn a_usage_error_with_json_is_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(dir.path())
+        .args(["--json", "memory", "export"])
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let v: Value = serde_json::from_str(&err).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(v["error"]["code"], "usage", "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("--user"),
+        "{v}"
+    );
+}
+
+#[tokio::test]
 async fn an_empty_hearth_token_counts_as_unset() {
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), None).await;
