@@ -76,14 +76,18 @@ pub(super) async fn message(api: &Api, m: Message, json_out: bool) -> Result<(),
             Duration::from_secs(timeout),
             wait_streaming(api, &run_id, None, &mut out),
         ) => r,
-        _ = interrupt.recv() => {
+        Some(()) = interrupt.recv() => {
             out.end_line();
             return Err(interrupted(api, &run_id, m.cancel_on_interrupt).await);
         }
     };
     out.end_line();
-    let Ok(env) = waited else {
-        let env: RunEnvelope = api.get(&run_path(&run_id)).await?;
+    let env = match waited {
+        Ok(env) => env?,
+        // The wait ran out; the run may have ended just then.
+        Err(_) => api.get(&run_path(&run_id)).await?,
+    };
+    if matches!(env.status, RunStatus::Queued | RunStatus::Running) {
         if json_out {
             print_json(&env);
         }
@@ -93,8 +97,7 @@ pub(super) async fn message(api: &Api, m: Message, json_out: bool) -> Result<(),
             id = env.run_id,
             status = env.status.as_str(),
         )));
-    };
-    let env = env?;
+    }
     if out.printed && env.status == RunStatus::Succeeded && !json_out {
         // The answer is on the screen already.
         return Ok(());
