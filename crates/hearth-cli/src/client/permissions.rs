@@ -321,3 +321,53 @@ pub(super) async fn audit(api: &Api, limit: u32, json_out: bool) -> Result<(), E
     println!("{}", table(&headers, &[false; 7], &rows));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_form_of_a_user_or_role_names_the_same_subject() {
+        for (raw, subject) in [
+            ("cli:user:local", "user:cli:user:local"),
+            ("user:cli:user:local", "user:cli:user:local"),
+            ("telegram:user:42", "user:telegram:user:42"),
+            ("role:777", "role:777"),
+        ] {
+            assert_eq!(subject_of(raw), subject, "{raw}");
+        }
+        assert_eq!(user_key_of("user:cli:user:local"), "cli:user:local");
+        assert_eq!(user_key_of("cli:user:local"), "cli:user:local");
+    }
+
+    #[test]
+    fn a_granted_preset_that_holds_the_capability_is_named_as_the_reason() {
+        let grant = |subject: &str, capability: &str| GrantView {
+            subject: subject.into(),
+            capability: capability.into(),
+            scope: "global".into(),
+            granted_at: "2026-01-01T00:00:00Z".into(),
+        };
+        let why = Why {
+            scope: "global".into(),
+            default_preset: "none".into(),
+            grants: vec![
+                grant("user:a:user:1", "preset:trusted"),
+                grant("role:9", "web.fetch"),
+                grant("user:b:user:2", "jobs.manage"),
+            ],
+        };
+        let allowed = CheckResult {
+            allowed: true,
+            via: Some("grant".into()),
+        };
+        assert_eq!(
+            why.explain("a:user:1", &[], "jobs.manage", &allowed),
+            "allowed: by the grant of preset:trusted to user:a:user:1 in global"
+        );
+        assert_eq!(
+            why.explain("c:user:3", &["9"], "web.fetch", &allowed),
+            "allowed: by the grant of web.fetch to role:9 in global"
+        );
+    }
+}
