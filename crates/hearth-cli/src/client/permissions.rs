@@ -247,9 +247,18 @@ pub(super) async fn whoami(api: &Api, user: &str, scope: &str, json_out: bool) -
         rows.push(vec![
             cap.to_owned(),
             if c.allowed { "yes" } else { "no" }.to_owned(),
-            why.explain(user_key, &[], cap, &c)
-                .split_once(": ")
-                .map_or_else(String::new, |(_, r)| r.to_owned()),
+            if c.allowed {
+                why.explain(user_key, &[], cap, &c)
+                    .split_once(": ")
+                    .map_or_else(String::new, |(_, r)| r.to_owned())
+            } else {
+                // One line per capability: the full sentence (and the
+                // command that grants it) is `permissions check`'s.
+                format!(
+                    "not an admin, not in the default preset `{}`, no grant in {}",
+                    why.default_preset, why.scope
+                )
+            },
         ]);
         verdicts.push(json!({"capability": cap, "allowed": c.allowed, "via": c.via}));
     }
