@@ -13,8 +13,11 @@ use crate::Exit;
     version,
     about,
     after_help = "Exit codes: 0 done; 1 the request or the run failed; 2 bad usage or \
-                  configuration; 3 a --wait ended while the run goes on (follow it with \
-                  `hearth run wait <run_id>`)."
+                  configuration (a request the server refused as invalid included); 3 a \
+                  --wait ended while the run goes on (follow it with `hearth run wait \
+                  <run_id>`); 4 the run stopped to ask for a confirmation (answer with \
+                  `hearth confirm <token>` or `hearth deny <token>`); 130 interrupted \
+                  (Ctrl+C) while waiting, the run going on unless --cancel-on-interrupt."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -69,10 +72,25 @@ pub enum Command {
         #[arg(long, env = "HEARTH_BIND")]
         bind: Option<String>,
     },
-    /// Send a message.
+    /// Send a message. In a terminal the answer is streamed as it is
+    /// written (and the command waits for it); elsewhere, or with
+    /// --no-stream, `--wait` prints the final text and no `--wait` prints
+    /// the run id and status. Ctrl+C while waiting prints the run id and
+    /// how to follow or cancel it.
     Message {
-        /// The text.
-        text: String,
+        /// The text; `-`, or none with stdin not a terminal, reads it from
+        /// stdin (no length limit but the server's).
+        text: Option<String>,
+        /// Print the final text only, never the answer as it is written.
+        #[arg(long, conflicts_with = "stream")]
+        no_stream: bool,
+        /// Stream the answer even when stdout is not a terminal.
+        #[arg(long)]
+        stream: bool,
+        /// On Ctrl+C while waiting, cancel the run instead of leaving it
+        /// going.
+        #[arg(long)]
+        cancel_on_interrupt: bool,
         /// The thread (default cli:local).
         #[arg(long, default_value = "cli:local")]
         thread: String,
@@ -80,10 +98,10 @@ pub enum Command {
         #[arg(long, default_value = "cli:user:local")]
         user: String,
         /// Wait for the answer and print it (exit 3 if the run is still going
-        /// when the wait ends).
+        /// when the wait ends, 4 if it stopped to ask for a confirmation).
         #[arg(long)]
         wait: bool,
-        /// Longest wait in seconds (at most 600).
+        /// Longest wait in seconds (at most 600 with --wait or streaming).
         #[arg(long, default_value_t = 600)]
         timeout: u64,
         /// Idempotency key: sending again with the same key returns the same run.
@@ -95,6 +113,33 @@ pub enum Command {
         #[command(subcommand)]
         command: RunCommand,
     },
+    /// List runs, newest first.
+    Runs {
+        #[command(subcommand)]
+        command: RunsCommand,
+    },
+    /// Threads: list them, show one's settings, read its history.
+    Threads {
+        #[command(subcommand)]
+        command: ThreadsCommand,
+    },
+    /// Which user the CLI acts as, which capabilities it holds and why.
+    Whoami {
+        /// The user to look at (the CLI's own by default).
+        #[arg(long, default_value = "cli:user:local")]
+        user: String,
+        /// `global` or a channel's space.
+        #[arg(long, default_value = "global")]
+        scope: String,
+    },
+    /// Print a shell completion script on stdout, e.g.
+    /// `hearth completions bash > ~/.local/share/bash-completion/completions/hearth`.
+    Completions {
+        /// The shell.
+        shell: ShellArg,
+    },
+    /// Print hearth's man page (roff) on stdout, e.g. `hearth man | man -l -`.
+    Man,
     /// Models: list, get or set.
     Model {
         #[command(subcommand)]
@@ -294,6 +339,65 @@ pub enum McpCommand {
     },
 }
 
+/// `hearth completions <shell>`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ShellArg {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
+}
+
+/// `hearth runs ...`
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Runs, newest first: id, status, thread, when.
+    List {
+        /// Only runs in this status (queued, running, awaiting_confirmation,
+        /// succeeded, failed, cancelled).
+        #[arg(long)]
+        status: Option<String>,
+        /// Only runs of this thread.
+        #[arg(long)]
+        thread: Option<String>,
+        /// Only runs created since: an age such as 7d, 24h, 30m, or an
+        /// RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// At most this many (1-1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+}
+
+/// `hearth threads ...`
+#[derive(Debug, Subcommand)]
+pub enum ThreadsCommand {
+    /// Threads with runs, the most recently active first.
+    List {
+        /// At most this many (1-1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// One thread's settings: model, thinking, incognito, message count.
+    Show {
+        /// The thread's key (e.g. cli:local, telegram:chat:42).
+        key: String,
+    },
+    /// A thread's stored messages, oldest first.
+    History {
+        /// The thread's key.
+        key: String,
+        /// At most this many messages, the newest ones (1-1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+}
+
 /// `hearth pair ...`
 #[derive(Debug, Subcommand)]
 pub enum PairCommand {
@@ -439,9 +543,10 @@ pub enum JobsCommand {
 /// `hearth permissions ...`
 #[derive(Debug, Subcommand)]
 pub enum PermissionsCommand {
-    /// Grant a capability (or `preset:<name>`) to `user:<user_key>` or `role:<id>`.
+    /// Grant a capability (or `preset:<name>`) to a user or a role.
     Grant {
-        /// `user:<user_key>` or `role:<id>`.
+        /// A user key as hearth shows it (`cli:user:local`,
+        /// `telegram:user:42`), `user:<user_key>`, or `role:<id>`.
         subject: String,
         /// A capability such as web.fetch, or preset:<name>.
         capability: String,
@@ -451,7 +556,7 @@ pub enum PermissionsCommand {
     },
     /// Revoke a grant.
     Revoke {
-        /// `user:<user_key>` or `role:<id>`.
+        /// A user key, `user:<user_key>`, or `role:<id>`.
         subject: String,
         /// A capability such as web.fetch, or preset:<name>.
         capability: String,
@@ -518,22 +623,23 @@ pub enum SecretsCommand {
     },
 }
 
-/// `hearth skills ...`: `list`, `show` and `check` read the skill folders
-/// (the workspace's, `~/.agents/skills`, the home's, `[skills] extra_dirs`)
-/// the way `serve` does.
+/// `hearth skills ...`: `list`, `show`, `check` and `reload` ask the running
+/// server (the skills it loaded); `keygen`, `sign` and `verify` are local key
+/// tools.
 #[derive(Debug, Subcommand)]
 pub enum SkillsCommand {
-    /// Every skill found, eligible or not (with the reason).
+    /// Every skill the server found, eligible or not (with the reason).
     List,
-    /// One skill: its fields and instructions.
+    /// One skill of the server: its fields.
     Show {
         /// The skill's name.
         name: String,
     },
-    /// Validates every skill; one line per problem, naming the skill and the
-    /// field. Exits 1 when a skill is invalid (not when it only lacks a
-    /// program or variable on this machine).
+    /// The skills the server refused or cannot use, one line each; exits 1
+    /// when one is invalid (not when it only lacks a program or variable).
     Check,
+    /// Makes the server read its skill folders again.
+    Reload,
     /// Makes an ed25519 signing key: the private key goes to
     /// <DIR>/<key_id>.key (mode 0600), the public key is printed for
     /// [skills] trusted_keys.
@@ -588,7 +694,14 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Token { command } => crate::tokens::run(&g, command).await,
         Command::Secrets { command } => crate::secrets::run(&g, command).await,
         Command::Memory { command } => crate::memory::run(&g, command).await,
-        Command::Skills { command } => crate::skills::run(&g, command).await,
+        Command::Skills {
+            command:
+                command @ (SkillsCommand::Keygen { .. }
+                | SkillsCommand::Sign { .. }
+                | SkillsCommand::Verify { .. }),
+        } => crate::skills::run(&g, command).await,
+        Command::Completions { shell } => crate::generated::completions(shell),
+        Command::Man => crate::generated::man(),
         Command::Doctor => crate::doctor::run(&g).await,
         Command::Service { command } => crate::service::run(&g, command).await,
         Command::Init(args) => crate::init::run(&g, args).await,

@@ -3,11 +3,13 @@
 //!
 //! This is the binary edge: errors are `anyhow` here, and the exit code says
 //! what kind of failure it was (1: the request or run failed, 2: bad usage or
-//! configuration, 3: a `--wait` ended while the run goes on).
+//! configuration, 3: a `--wait` ended while the run goes on, 4: the run
+//! stopped to ask for a confirmation, 130: interrupted while waiting).
 
 mod cli;
 mod client;
 mod doctor;
+mod generated;
 mod home_lock;
 mod init;
 mod logging;
@@ -22,8 +24,6 @@ mod tokens;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// Exit code for bad usage or configuration.
 const EXIT_CONFIG: u8 = 2;
 
@@ -31,42 +31,135 @@ const EXIT_CONFIG: u8 = 2;
 /// failure of the run, so scripts can tell it apart and follow up.
 const EXIT_PENDING: u8 = 3;
 
+/// Exit code for a wait that ended because the run asks for a confirmation:
+/// neither done nor failed, and it needs a person's answer, not more time.
+const EXIT_AWAITING: u8 = 4;
+
+/// Exit code for Ctrl+C while waiting (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
+
 /// An error that carries its exit code.
 #[derive(Debug)]
 pub struct Exit {
     code: u8,
     error: anyhow::Error,
+    /// The API's error code (`unknown_model`, ...) when the server refused.
+    api_code: Option<String>,
 }
 
 impl Exit {
     /// A configuration or usage error (exit 2).
     pub fn config(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            code: EXIT_CONFIG,
-            error: error.into(),
-        }
+        Self::with_code(EXIT_CONFIG, error)
     }
 
     /// The wait ended but the run goes on (exit 3).
     pub fn pending(error: impl Into<anyhow::Error>) -> Self {
+        Self::with_code(EXIT_PENDING, error)
+    }
+
+    /// The run waits for a confirmation (exit 4).
+    pub fn awaiting(error: impl Into<anyhow::Error>) -> Self {
+        Self::with_code(EXIT_AWAITING, error)
+    }
+
+    /// Interrupted while waiting (exit 130).
+    pub fn interrupted(error: impl Into<anyhow::Error>) -> Self {
+        Self::with_code(EXIT_INTERRUPTED, error)
+    }
+
+    fn with_code(code: u8, error: impl Into<anyhow::Error>) -> Self {
         Self {
-            code: EXIT_PENDING,
+            code,
             error: error.into(),
+            api_code: None,
         }
+    }
+
+    /// Names the API's error code, for `--json` errors.
+    pub fn api_code(mut self, code: impl Into<String>) -> Self {
+        self.api_code = Some(code.into());
+        self
+    }
+
+    /// The error as `--json` prints it.
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "error": {
+            "code": self.api_code,
+            "message": format!("{:#}", self.error),
+            "exit_code": self.code,
+        }})
     }
 }
 
 impl<E: Into<anyhow::Error>> From<E> for Exit {
     fn from(e: E) -> Self {
-        Self {
-            code: 1,
-            error: e.into(),
-        }
+        Self::with_code(1, e)
     }
 }
 
+/// Parses the arguments. Options that the environment provides
+/// (`HEARTH_TOKEN`, `HEARTH_HOME`, ...) count as given, so clap's usage line
+/// in an error would list them as if they were required
+/// (`Usage: hearth message --home <HOME> --token <TOKEN> <TEXT>`); the error
+/// is made again without the environment, which gives the plain usage.
+fn parse_args() -> cli::Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let err = match cli::Cli::command().try_get_matches() {
+        Ok(m) => match cli::Cli::from_arg_matches(&m) {
+            Ok(c) => return c,
+            Err(e) => e,
+        },
+        Err(e) => e,
+    };
+    if matches!(
+        err.kind(),
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+    ) {
+        err.exit();
+    }
+    let err = match without_env(cli::Cli::command()).try_get_matches() {
+        Err(plain) if plain.kind() == err.kind() => plain,
+        _ => err,
+    };
+    // `--json` anywhere: the usage error as JSON too, as every other error.
+    if std::env::args_os().any(|a| a == "--json") {
+        let text = err.render().to_string();
+        // What is wrong, without the usage and help lines that follow it.
+        let message = text.split("\n\n").next().unwrap_or_default();
+        let message = message.strip_prefix("error: ").unwrap_or(message);
+        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        eprintln!(
+            "{}",
+            serde_json::json!({ "error": {
+                "code": "usage",
+                "message": message,
+                "exit_code": EXIT_CONFIG,
+            }})
+        );
+        std::process::exit(i32::from(EXIT_CONFIG));
+    }
+    err.exit()
+}
+
+/// `cmd` with no argument read from the environment.
+fn without_env(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| a.env(None)).mut_subcommands(without_env)
+}
+
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let mut args = parse_args();
+    // An empty HEARTH_TOKEN (`export HEARTH_TOKEN=`) means no token, as an
+    // unset one does, rather than an empty bearer the server refuses.
+    if args
+        .global
+        .token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        args.global.token = None;
+    }
+    let json_errors = args.global.json;
     if !matches!(args.command, cli::Command::Serve { .. }) {
         default_sigpipe();
     }
@@ -84,7 +177,13 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::dispatch(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(exit) => {
-            eprintln!("hearth: {:#}", exit.error);
+            if json_errors {
+                // On stderr as every error: stdout keeps the one document
+                // a command prints, or nothing.
+                eprintln!("{}", exit.to_json());
+            } else {
+                eprintln!("hearth: {:#}", exit.error);
+            }
             ExitCode::from(exit.code)
         }
     }

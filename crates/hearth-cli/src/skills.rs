@@ -1,20 +1,17 @@
-//! `hearth skills ...`: keys, signing and verification, and the skills a
-//! server would load.
-//!
-//! `list`, `show` and `check` read the folders themselves, with the same
-//! loader and options as the server (the runtime's builder), so they work
-//! without a running hearth.
+//! `hearth skills keygen|sign|verify`: the key tools, on local files and the
+//! local config (`list`, `show`, `check` and `reload` ask the running server:
+//! `crate::client::skills`).
 
 use std::path::Path;
 
 use anyhow::Context;
 use hearth_config::Config;
-use hearth_skills::{Catalog, PrivateKey, Skill, SkillsOptions, Trust, manifest};
+use hearth_skills::{PrivateKey, SkillsOptions, Trust, manifest};
 use serde_json::json;
 
 use crate::Exit;
 use crate::cli::{Global, SkillsCommand};
-use crate::output::{print_json, table};
+use crate::output::print_json;
 
 /// The load options for `config`, as `serve` loads the skills.
 fn options(config: &Config, home: &Path) -> Result<SkillsOptions, Exit> {
@@ -36,12 +33,13 @@ pub async fn run(g: &Global, command: SkillsCommand) -> Result<(), Exit> {
             Ok(())
         }
         SkillsCommand::Verify { dir } => verify(g, &dir, &loaded()?.trust),
-        SkillsCommand::List => {
-            list(g, &Catalog::load(&loaded()?));
-            Ok(())
-        }
-        SkillsCommand::Show { name } => show(g, &Catalog::load(&loaded()?), &name),
-        SkillsCommand::Check => check(g, &Catalog::load(&loaded()?)),
+        SkillsCommand::List
+        | SkillsCommand::Show { .. }
+        | SkillsCommand::Check
+        | SkillsCommand::Reload => Err(anyhow::anyhow!(
+            "internal: a server skills command reached the local key tools; please report this"
+        )
+        .into()),
     }
 }
 
@@ -103,124 +101,4 @@ fn verify(g: &Global, dir: &Path, trust: &Trust) -> Result<(), Exit> {
             Err(Exit::from(anyhow::anyhow!("refused: {e}")))
         }
     }
-}
-
-fn view(s: &Skill) -> serde_json::Value {
-    json!({"name": s.name, "description": s.description, "path": s.path.display().to_string(),
-        "source": s.source.as_str(), "eligible": s.eligible, "reason": s.reason, "signed": s.signed})
-}
-
-fn list(g: &Global, c: &Catalog) {
-    if g.json {
-        print_json(&json!({"skills": c.skills.iter().map(view).collect::<Vec<_>>()}));
-        return;
-    }
-    if c.skills.is_empty() {
-        println!("no skills found");
-        return;
-    }
-    let rows: Vec<Vec<String>> = c
-        .skills
-        .iter()
-        .map(|s| {
-            vec![
-                s.name.clone(),
-                if s.eligible {
-                    "yes".into()
-                } else {
-                    "no".into()
-                },
-                s.source.as_str().into(),
-                s.reason.clone().unwrap_or_else(|| s.description.clone()),
-            ]
-        })
-        .collect();
-    println!(
-        "{}",
-        table(
-            &["NAME", "ELIGIBLE", "SOURCE", "DESCRIPTION / REASON"],
-            &[],
-            &rows
-        )
-    );
-}
-
-fn show(g: &Global, c: &Catalog, name: &str) -> Result<(), Exit> {
-    let Some(s) = c.get(name) else {
-        return Err(Exit::from(anyhow::anyhow!(
-            "no skill named {name:?}; `hearth skills list` shows them"
-        )));
-    };
-    let body = if s.has_md() { s.body().ok() } else { None };
-    if g.json {
-        let mut v = view(s);
-        v["instructions"] = json!(body);
-        print_json(&v);
-        return Ok(());
-    }
-    println!("name:        {}", s.name);
-    println!("description: {}", s.description);
-    println!("path:        {}", s.path.display());
-    println!("source:      {}", s.source.as_str());
-    match &s.reason {
-        None => println!("eligible:    yes"),
-        Some(r) => println!("eligible:    no ({r})"),
-    }
-    if let Some(signed) = s.signed {
-        println!("signed:      {}", if signed { "yes" } else { "no" });
-    }
-    if let Some(body) = body {
-        println!("\n{body}");
-    }
-    Ok(())
-}
-
-/// One line per problem, naming the skill and the field; exit 1 when any
-/// skill is invalid (not when it only lacks something on this machine).
-fn check(g: &Global, c: &Catalog) -> Result<(), Exit> {
-    let mut lines = Vec::new();
-    for r in &c.refused {
-        lines.push(format!("{}: {}", r.path.display(), r.reason));
-    }
-    for s in &c.skills {
-        for p in &s.problems {
-            lines.push(format!("{}: {}: {}", s.name, p.field, p.message));
-        }
-        if s.problems.is_empty()
-            && s.signed == Some(false)
-            && let Some(reason) = s.reason.as_deref().filter(|_| !s.eligible)
-        {
-            lines.push(format!("{}: hearth-skill.json: {reason}", s.name));
-        }
-    }
-    let invalid = !lines.is_empty();
-    if g.json {
-        print_json(&json!({"ok": !invalid, "skills": c.skills.len(), "problems": lines}));
-    } else {
-        for l in &lines {
-            println!("{l}");
-        }
-        for s in c
-            .skills
-            .iter()
-            .filter(|s| !s.eligible && s.problems.is_empty() && s.signed.is_none())
-        {
-            println!(
-                "{}: not eligible here: {}",
-                s.name,
-                s.reason.as_deref().unwrap_or("")
-            );
-        }
-    }
-    if invalid {
-        return Err(Exit::from(anyhow::anyhow!(
-            "{} problem(s) in {} skill(s) checked",
-            lines.len(),
-            c.skills.len()
-        )));
-    }
-    if !g.json {
-        println!("{} skill(s) checked, no problem", c.skills.len());
-    }
-    Ok(())
 }

@@ -56,6 +56,9 @@ pub struct SkillStatus {
     /// `None` for SKILL.md skills; for executable skills whether a trusted
     /// key signed it.
     pub signed: Option<bool>,
+    /// What is invalid in it, each as `<field>: <what is wrong>` (empty
+    /// when it is only unusable here, e.g. a program it needs is missing).
+    pub problems: Vec<String>,
 }
 
 impl Runtime {
@@ -130,6 +133,11 @@ impl Runtime {
                 eligible: s.eligible,
                 reason: s.reason.clone(),
                 signed: s.signed,
+                problems: s
+                    .problems
+                    .iter()
+                    .map(|p| format!("{}: {}", p.field, p.message))
+                    .collect(),
             })
             .collect()
     }

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hearth_agent::{Engine, Outcome};
+use hearth_core::records::ThreadActivity;
 use hearth_core::{RunEnvelope, RunStatus};
 use hearth_store::{ReplyRouter, RunFilter, RunRecord, StepRecord, Store};
 use hearth_tools::ToolRegistry;
@@ -237,6 +238,18 @@ impl Runtime {
             .get_run(run_id)
             .await?
             .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))
+    }
+
+    /// The threads that have runs, the most recently active first (the
+    /// incognito threads of this process included).
+    pub async fn list_threads(&self, limit: u32) -> Result<Vec<ThreadActivity>> {
+        let mut threads = self.inner.store.list_threads(limit).await?;
+        if let Some(memory) = self.inner.incognito.opened() {
+            threads.extend(memory.list_threads(limit).await?);
+            threads.sort_by_key(|t| std::cmp::Reverse(t.last_run_at));
+            threads.truncate(usize::try_from(limit).unwrap_or(usize::MAX).max(1));
+        }
+        Ok(threads)
     }
 
     /// Runs matching a filter, newest first.

@@ -67,6 +67,34 @@ pub struct RunList {
     pub runs: Vec<hearth_core::RunEnvelope>,
 }
 
+/// Query of `GET /v1/threads`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ThreadsQuery {
+    /// At most this many (default 50).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+}
+
+/// One thread of `GET /v1/threads`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ThreadSummary {
+    /// The thread.
+    pub thread_key: String,
+    /// How many runs it has.
+    pub runs: u64,
+    /// When its newest run was accepted (RFC 3339).
+    #[schema(format = DateTime)]
+    pub last_run_at: String,
+}
+
+/// `GET /v1/threads`
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ThreadList {
+    /// The threads that have runs, the most recently active first.
+    pub threads: Vec<ThreadSummary>,
+}
+
 /// Query of `GET /v1/runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -6,6 +6,7 @@ use hearth_core::Timestamp;
 use crate::error::Result;
 use crate::records::{
     CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, RunStats, SteerRecord, StepRecord,
+    ThreadActivity,
 };
 
 /// Runs, their leases and their journal.
@@ -21,6 +22,10 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// Runs matching `filter`, newest first.
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>>;
+
+    /// The threads that have runs, the one with the newest run first, at
+    /// most `limit` (1-1000).
+    async fn list_threads(&self, limit: u32) -> Result<Vec<ThreadActivity>>;
 
     /// Aggregate health of the runs stored with `scope` (see
     /// `NewRun::scope`) created at or after `since`: counts by status, the

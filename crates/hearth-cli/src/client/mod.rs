@@ -5,10 +5,12 @@ mod budget;
 mod channels;
 mod health;
 mod jobs;
+mod listings;
 pub(crate) mod mcp;
 mod permissions;
 mod router;
 mod runs;
+mod skills;
 mod threads;
 mod usage;
 
@@ -102,6 +104,7 @@ impl Api {
             body.error.code,
             status.as_u16()
         );
+        let code = body.error.code.clone();
         if status == StatusCode::UNAUTHORIZED {
             message.push_str(match self.token {
                 None => {
@@ -114,7 +117,14 @@ impl Api {
                 }
             });
         }
-        anyhow::anyhow!(message).into()
+        // A 400 is the server refusing what was asked (an unknown model, a
+        // bad level, an empty text): a usage error, exit 2 as clap's own.
+        let exit = if status == StatusCode::BAD_REQUEST {
+            Exit::config(anyhow::anyhow!(message))
+        } else {
+            Exit::from(anyhow::anyhow!(message))
+        };
+        exit.api_code(code)
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, Exit> {
@@ -138,7 +148,7 @@ impl Api {
     async fn follow(
         &self,
         run_id: &str,
-        stop: impl Fn(RunEventKind, &serde_json::Value) -> bool,
+        mut stop: impl FnMut(RunEventKind, &serde_json::Value) -> bool,
     ) -> Result<(), Exit> {
         let resp = self
             .send(self.request(Method::GET, &format!("/v1/runs/{}/events", enc(run_id))))
@@ -227,6 +237,9 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
     match command {
         Command::Message {
             text,
+            no_stream,
+            stream,
+            cancel_on_interrupt,
             thread,
             user,
             wait,
@@ -234,15 +247,25 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
             idempotency_key,
         } => {
             let msg = runs::Message {
-                text,
+                text: runs::message_text(text)?,
                 thread_key: thread,
                 user_key: user,
                 wait,
                 timeout,
                 idempotency_key,
+                // In a terminal the answer is streamed unless asked not to;
+                // elsewhere only when asked (scripts keep the final text).
+                stream: !no_stream
+                    && !g.json
+                    && (stream || std::io::IsTerminal::is_terminal(&std::io::stdout())),
+                cancel_on_interrupt,
             };
             runs::message(&api, msg, g.json).await
         }
+        Command::Runs { command } => listings::runs(&api, command, g.json).await,
+        Command::Threads { command } => listings::threads(&api, command, g.json).await,
+        Command::Whoami { user, scope } => permissions::whoami(&api, &user, &scope, g.json).await,
+        Command::Skills { command } => skills::skills(&api, command, g.json).await,
         Command::Run { command } => runs::run(&api, command, g.json).await,
         Command::Confirm {
             confirmation,
@@ -284,7 +307,8 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         | Command::Token { .. }
         | Command::Secrets { .. }
         | Command::Memory { .. }
-        | Command::Skills { .. }
+        | Command::Completions { .. }
+        | Command::Man
         | Command::Mcp { .. } => Err(anyhow::anyhow!(
             "internal: a local command reached the HTTP client; please report this"
         )

@@ -1,5 +1,8 @@
 //! Messages, runs, and answering a run's confirmation.
 
+use std::io::Write;
+use std::time::Duration;
+
 use hearth_core::{RunEnvelope, RunEventKind, RunStatus};
 use reqwest::Method;
 use serde::Serialize;
@@ -25,6 +28,10 @@ pub(super) struct Message {
     pub wait: bool,
     pub timeout: u64,
     pub idempotency_key: Option<String>,
+    /// Print the answer's text as it is written (implies waiting).
+    pub stream: bool,
+    /// Cancel the run on Ctrl+C instead of leaving it going.
+    pub cancel_on_interrupt: bool,
 }
 
 /// The body of `POST /v1/messages` (the server's `MessageRequest` is
@@ -35,27 +42,52 @@ struct MessageBody<'a> {
     thread_key: &'a str,
     user_key: &'a str,
     source: &'static str,
-    wait: bool,
-    wait_timeout_secs: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     idempotency_key: Option<&'a str>,
 }
 
-/// Sends a message; with `--wait`, prints the answer, and a run still going
-/// when the wait ends is an error exit (3) that says how to follow it.
+/// Sends a message; with `--wait` or streaming, waits for the answer and
+/// prints it. A run still going when the wait ends is exit 3, one that asks
+/// for a confirmation exit 4, and Ctrl+C while waiting exit 130; each says
+/// how to follow the run.
+///
+/// The message is posted without the server's own wait, so the run id is
+/// known while waiting: Ctrl+C can name it, and the answer can be streamed.
 pub(super) async fn message(api: &Api, m: Message, json_out: bool) -> Result<(), Exit> {
-    let timeout = m.timeout.min(MAX_WAIT_SECS);
+    // Listening from before the post: a Ctrl+C during it still reports the
+    // run once its id is known.
+    let mut interrupt = interrupt_listener()?;
     let body = MessageBody {
         text: &m.text,
         thread_key: &m.thread_key,
         user_key: &m.user_key,
         source: "cli",
-        wait: m.wait,
-        wait_timeout_secs: timeout,
         idempotency_key: m.idempotency_key.as_deref(),
     };
     let env: RunEnvelope = api.post("/v1/messages", &body).await?;
-    if m.wait && matches!(env.status, RunStatus::Queued | RunStatus::Running) {
+    if !(m.wait || m.stream) {
+        return print_run(&env, json_out, false);
+    }
+    let timeout = m.timeout.min(MAX_WAIT_SECS);
+    let run_id = env.run_id.clone();
+    let mut out = Streamed::new(m.stream);
+    let waited = tokio::select! {
+        r = tokio::time::timeout(
+            Duration::from_secs(timeout),
+            wait_streaming(api, &run_id, None, &mut out),
+        ) => r,
+        Some(()) = interrupt.recv() => {
+            out.end_line();
+            return Err(interrupted(api, &run_id, m.cancel_on_interrupt).await);
+        }
+    };
+    out.end_line();
+    let env = match waited {
+        Ok(env) => env?,
+        // The wait ran out; the run may have ended just then.
+        Err(_) => api.get(&run_path(&run_id)).await?,
+    };
+    if matches!(env.status, RunStatus::Queued | RunStatus::Running) {
         if json_out {
             print_json(&env);
         }
@@ -66,7 +98,109 @@ pub(super) async fn message(api: &Api, m: Message, json_out: bool) -> Result<(),
             status = env.status.as_str(),
         )));
     }
-    print_run(&env, json_out)
+    if out.printed && env.status == RunStatus::Succeeded && !json_out {
+        // The answer is on the screen already.
+        return Ok(());
+    }
+    print_run(&env, json_out, true)
+}
+
+/// Listens for Ctrl+C (SIGINT).
+fn interrupt_listener() -> Result<tokio::sync::mpsc::Receiver<()>, Exit> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sig = signal(SignalKind::interrupt())
+            .map_err(|e| anyhow::anyhow!("cannot listen for Ctrl+C: {e}"))?;
+        tokio::spawn(async move {
+            if sig.recv().await.is_some() {
+                let _ = tx.send(()).await;
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = tx.send(()).await;
+        }
+    });
+    Ok(rx)
+}
+
+/// What Ctrl+C while waiting does: says how to follow or cancel the run, or
+/// cancels it.
+async fn interrupted(api: &Api, run_id: &str, cancel: bool) -> Exit {
+    if cancel {
+        let path = format!("{}/cancel", run_path(run_id));
+        return match api
+            .call::<RunEnvelope>(api.request(Method::POST, &path))
+            .await
+        {
+            Ok(env) => Exit::interrupted(anyhow::anyhow!(
+                "interrupted; run {} {}",
+                env.run_id,
+                env.status.as_str()
+            )),
+            Err(e) => Exit::interrupted(anyhow::anyhow!(
+                "interrupted; cancelling run {run_id} failed: {:#} (try `hearth run cancel {run_id}`)",
+                e.error
+            )),
+        };
+    }
+    Exit::interrupted(anyhow::anyhow!(
+        "interrupted; run {run_id} goes on in hearth. Follow it with `hearth run wait {run_id}`, \
+         or stop it with `hearth run cancel {run_id}`"
+    ))
+}
+
+/// The answer's text as it is written, printed on stdout when streaming.
+struct Streamed {
+    on: bool,
+    /// Deltas seen so far: a replayed stream (after a broken one) repeats
+    /// them first, and they are printed once.
+    seen: usize,
+    printed: bool,
+    /// Whether the last text printed ended a line.
+    at_line_start: bool,
+}
+
+impl Streamed {
+    fn new(on: bool) -> Self {
+        Self {
+            on,
+            seen: 0,
+            printed: false,
+            at_line_start: true,
+        }
+    }
+
+    /// Prints the `index`-th delta of the stream once.
+    fn delta(&mut self, index: usize, text: &str) {
+        if !self.on || index < self.seen {
+            return;
+        }
+        self.seen = index + 1;
+        if text.is_empty() {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        // A closed stdout ends the process by SIGPIPE (main.rs); any other
+        // write error only loses the live view, the final status stands.
+        let _ = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush());
+        self.printed = true;
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    /// Ends the streamed text's line, so what follows starts on its own.
+    fn end_line(&mut self) {
+        if self.printed && !self.at_line_start {
+            println!();
+            self.at_line_start = true;
+        }
+    }
 }
 
 /// `hearth run ...`
@@ -74,11 +208,11 @@ pub(super) async fn run(api: &Api, command: RunCommand, json_out: bool) -> Resul
     match command {
         RunCommand::Get { run_id } => {
             let env: RunEnvelope = api.get(&run_path(&run_id)).await?;
-            print_run(&env, json_out)
+            print_run(&env, json_out, false)
         }
         RunCommand::Wait { run_id } => {
             let env = wait(api, &run_id, None).await?;
-            print_run(&env, json_out)
+            print_run(&env, json_out, true)
         }
         RunCommand::Cancel { run_id } => {
             let path = format!("{}/cancel", run_path(&run_id));
@@ -104,6 +238,16 @@ pub(super) async fn wait(
     run_id: &str,
     answered: Option<&str>,
 ) -> Result<RunEnvelope, Exit> {
+    wait_streaming(api, run_id, answered, &mut Streamed::new(false)).await
+}
+
+/// [`wait`], giving each text delta to `out`.
+async fn wait_streaming(
+    api: &Api,
+    run_id: &str,
+    answered: Option<&str>,
+    out: &mut Streamed,
+) -> Result<RunEnvelope, Exit> {
     // A question is new unless it carries the token just answered (after a
     // restart a question may carry no token: then it is new only when none
     // was answered).
@@ -118,7 +262,12 @@ pub(super) async fn wait(
         if settled(&env) {
             break;
         }
+        let mut deltas = 0;
         api.follow(run_id, |kind, data| {
+            if kind == RunEventKind::TextDelta {
+                out.delta(deltas, data["text"].as_str().unwrap_or_default());
+                deltas += 1;
+            }
             kind.is_terminal()
                 || (kind == RunEventKind::ConfirmationRequired
                     && new_question(data["token"].as_str()))
@@ -151,7 +300,7 @@ pub(super) async fn answer(
             eprintln!("{verb}; waiting for run {} to answer", env.run_id);
         }
         let env = wait(api, &env.run_id, Some(token)).await?;
-        return print_run(&env, json_out);
+        return print_run(&env, json_out, true);
     }
     if json_out {
         print_json(&env);
@@ -163,8 +312,9 @@ pub(super) async fn answer(
 }
 
 /// Prints a run for people (the answer, or the status) or as JSON; a failed
-/// or cancelled run is an error exit.
-pub(super) fn print_run(env: &RunEnvelope, json_out: bool) -> Result<(), Exit> {
+/// or cancelled run is an error exit, and so is one that asks for a
+/// confirmation at the end of a wait (`waited`: exit 4).
+pub(super) fn print_run(env: &RunEnvelope, json_out: bool, waited: bool) -> Result<(), Exit> {
     if json_out {
         print_json(env);
     }
@@ -202,6 +352,13 @@ pub(super) fn print_run(env: &RunEnvelope, json_out: bool) -> Result<(), Exit> {
                     None => println!("answer with the token given when it was asked"),
                 }
             }
+            if waited {
+                return Err(Exit::awaiting(anyhow::anyhow!(
+                    "run {} stopped to ask for a confirmation; it goes on once answered \
+                     (`hearth confirm <token> --wait` or `hearth deny <token>`)",
+                    env.run_id
+                )));
+            }
             Ok(())
         }
         RunStatus::Queued | RunStatus::Running => {
@@ -211,4 +368,30 @@ pub(super) fn print_run(env: &RunEnvelope, json_out: bool) -> Result<(), Exit> {
             Ok(())
         }
     }
+}
+
+/// The message's text: the argument, or stdin for `-` or for no argument
+/// when stdin is not a terminal (a pipe or a file: no length limit but the
+/// server's).
+pub(super) fn message_text(arg: Option<String>) -> Result<String, Exit> {
+    use std::io::{IsTerminal, Read};
+    match arg.as_deref() {
+        Some("-") => {}
+        Some(_) => return Ok(arg.unwrap_or_default()),
+        None if std::io::stdin().is_terminal() => {
+            return Err(Exit::config(anyhow::anyhow!(
+                "no message text: give it as an argument (`hearth message \"hi\"`), or `-` \
+                 to read it from stdin (`hearth message - < question.txt`)"
+            )));
+        }
+        None => {}
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| anyhow::anyhow!("cannot read the message from stdin: {e}"))?;
+    // The newline a shell's echo or a file ends with is not part of it.
+    let trimmed = text.trim_end_matches(['\n', '\r']).len();
+    text.truncate(trimmed);
+    Ok(text)
 }

@@ -57,8 +57,9 @@ async fn message_model_thinking_run_and_health_commands() {
     assert_eq!((code, out.trim()), (0, "fake/other-model"));
     let (_, out, _) = hearth(&h, &["model", "get", "--thread", "api:me"]).await;
     assert_eq!(out.trim(), "fake/other-model");
+    // A model the server does not know: a usage error the server refused.
     let (code, _, err) = hearth(&h, &["model", "set", "fake/missing"]).await;
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("unknown_model"), "{err}");
 
     let (code, out, _) = hearth(&h, &["thinking", "set", "low"]).await;
@@ -283,8 +284,10 @@ async fn confirm_can_wait_for_the_answer() {
         json!({ "id": id }).to_string(),
     )]));
     fake.push(Reply::text("the kite is forgotten"));
+    // A wait that ends on a question exits 4, naming the run.
     let (code, out, err) = hearth(&h, &["message", "forget the kite", "--wait"]).await;
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("stopped to ask for a confirmation"), "{err}");
     let token = out
         .split("hearth confirm ")
         .nth(1)

@@ -261,7 +261,15 @@ async fn a_check_can_name_the_members_roles_in_a_guild() {
         ],
     )
     .await;
-    assert_eq!((code, out.trim()), (0, "allowed (via grant)"), "{err}");
+    // Says which grant decided: the one to a role the member holds there.
+    assert_eq!(
+        (code, out.trim()),
+        (
+            0,
+            "allowed: by the grant of jobs.manage to role:777 in discord:guild:42"
+        ),
+        "{err}"
+    );
     for bad in ["&roles=1,,2", "&roles=a%0Ab"] {
         let (s, v) = h.get(&path(bad)).await;
         assert_eq!(
@@ -279,14 +287,31 @@ async fn permission_and_audit_commands() {
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
 
     let (code, out, err) = hearth(&h, &["permissions", "check", "dave", "jobs.manage"]).await;
-    assert_eq!((code, out.trim()), (0, "denied"), "{err}");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("denied: dave is not an admin, the default preset `member`")
+            && out.contains("`hearth permissions grant dave jobs.manage --scope global`"),
+        "{out}"
+    );
     let (code, out, _) = hearth(&h, &["permissions", "check", "dave", "web.fetch"]).await;
-    assert_eq!((code, out.trim()), (0, "allowed (via preset)"));
+    assert_eq!(
+        (code, out.trim()),
+        (
+            0,
+            "allowed: the default preset `member` ([permissions] default_preset) includes web.fetch"
+        )
+    );
 
     let (code, _, err) = hearth(&h, &["permissions", "grant", "user:dave", "jobs.manage"]).await;
     assert_eq!(code, 0, "{err}");
     let (code, out, _) = hearth(&h, &["permissions", "check", "dave", "jobs.manage"]).await;
-    assert_eq!((code, out.trim()), (0, "allowed (via grant)"));
+    assert_eq!(
+        (code, out.trim()),
+        (
+            0,
+            "allowed: by the grant of jobs.manage to user:dave in global"
+        )
+    );
     let (code, out, _) = hearth(
         &h,
         &["permissions", "check", "dave", "jobs.manage", "--json"],
@@ -319,7 +344,8 @@ async fn permission_and_audit_commands() {
         ],
     )
     .await;
-    assert_eq!(code, 1);
+    // A 400 from the server: a usage error.
+    assert_eq!(code, 2);
     assert!(err.contains("unknown_capability"), "{err}");
 
     let (code, out, _) = hearth(&h, &["audit"]).await;

@@ -55,12 +55,15 @@ async fn skills_are_listed_offered_read_invoked_and_reloaded() {
         v["skills"],
         json!([
             {"name": "bad", "description": "", "path": real.join("bad/SKILL.md"), "source": "home",
-             "eligible": false, "reason": "invalid description: is required", "signed": null},
+             "eligible": false, "reason": "invalid description: is required", "signed": null,
+             "problems": ["description: is required"]},
             {"name": "mac", "description": "Mac things.", "path": real.join("mac/SKILL.md"),
              "source": "home", "eligible": false,
-             "reason": format!("needs os hearth-os (this is {})", os()), "signed": null},
+             "reason": format!("needs os hearth-os (this is {})", os()), "signed": null,
+             "problems": []},
             {"name": "pdf", "description": "Fill PDF forms.", "path": real.join("pdf/SKILL.md"),
-             "source": "home", "eligible": true, "reason": null, "signed": null},
+             "source": "home", "eligible": true, "reason": null, "signed": null,
+             "problems": []},
         ])
     );
 
@@ -146,12 +149,47 @@ async fn check_keygen_sign_and_verify() {
         "bad/SKILL.md",
         "---\nname: bad\ndescription: [1]\n---\n",
     );
-    let (code, out, _) = hearth(home, &["skills", "check"]).await;
+    // `list`, `show` and `check` ask the running server, as every other
+    // client command does; `reload` makes it read the folders again.
+    let h = Hearth::start(home, None).await;
+    let at_server = |args: &'static [&'static str]| {
+        let url = h.url.clone();
+        async move {
+            let out = command(home)
+                .env("HEARTH_URL", url)
+                .args(args)
+                .output()
+                .await
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    let (code, out, _) = at_server(&["skills", "check"]).await;
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("bad: description: must be text\n"), "{out}");
+    let (code, out, err) = at_server(&["skills", "list"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("ok ") && out.contains("bad "), "{out}");
+    let (code, out, err) = at_server(&["skills", "show", "ok"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("description: Fine."), "{out}");
     std::fs::remove_dir_all(skills.join("bad")).unwrap();
-    let (code, out, err) = hearth(home, &["skills", "check"]).await;
+    // The server still has the old list until it is told to reload.
+    let (code, ..) = at_server(&["skills", "check"]).await;
+    assert_eq!(code, Some(1));
+    let (code, out, err) = at_server(&["skills", "reload"]).await;
+    assert_eq!(
+        (code, out.trim()),
+        (Some(0), "skills reloaded: 1 listed"),
+        "{err}"
+    );
+    let (code, out, err) = at_server(&["skills", "check"]).await;
     assert_eq!(code, Some(0), "{out}{err}");
+    drop(h);
 
     let exe = skills.join("weather");
     write(

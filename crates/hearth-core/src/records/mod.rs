@@ -99,6 +99,17 @@ pub struct RunFilter {
     pub limit: u32,
 }
 
+/// One thread's activity, for listing threads (`list_threads`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadActivity {
+    /// The thread.
+    pub thread_key: String,
+    /// How many runs it has.
+    pub runs: u64,
+    /// When its newest run was accepted.
+    pub last_run_at: Timestamp,
+}
+
 /// Aggregate health of the runs asked in one scope over a window (see
 /// `RunStore::run_stats`): counts and timings only, nothing per user.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

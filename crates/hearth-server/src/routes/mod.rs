@@ -85,6 +85,7 @@ api! {
     permissions::remove_grant,
     permissions::check,
     permissions::audit,
+    threads::list_threads,
     threads::runtime,
     threads::set_model,
     threads::set_thinking,

@@ -27,6 +27,9 @@ pub struct SkillInfo {
     /// `null` for SKILL.md skills; for executable skills whether a trusted
     /// key signed it (false also for a refused manifest).
     pub signed: Option<bool>,
+    /// What is invalid in it, each as `<field>: <what is wrong>`; empty
+    /// when it is valid (if perhaps unusable on this machine).
+    pub problems: Vec<String>,
 }
 
 /// `GET /v1/skills`
@@ -59,6 +62,7 @@ pub async fn skills(State(st): State<AppState>) -> Json<SkillList> {
             eligible: s.eligible,
             reason: s.reason,
             signed: s.signed,
+            problems: s.problems,
         })
         .collect();
     Json(SkillList { skills })

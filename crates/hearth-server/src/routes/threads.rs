@@ -6,10 +6,14 @@ use hearth_core::{ThinkingLevel, ThreadKey};
 
 use crate::AppState;
 use crate::dto::{
-    Capabilities, ModelInfo, Models, SetIncognito, SetModel, SetThinking, ThreadRuntime,
+    Capabilities, ModelInfo, Models, SetIncognito, SetModel, SetThinking, ThreadList,
+    ThreadRuntime, ThreadSummary, ThreadsQuery,
 };
 use crate::error::ApiError;
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, page_limit};
+
+/// How many threads `GET /v1/threads` lists without a `limit`.
+const DEFAULT_THREADS_LIMIT: u32 = 50;
 
 fn capabilities(c: hearth_runtime::Capabilities, default_window: u32) -> Capabilities {
     Capabilities {
@@ -42,6 +46,28 @@ pub async fn models(State(st): State<AppState>) -> Json<Models> {
             })
             .collect(),
     })
+}
+
+/// The threads that have runs, the most recently active first.
+#[utoipa::path(get, path = "/v1/threads", tag = "threads", params(ThreadsQuery),
+    responses((status = 200, description = "Threads, the most recently active first", body = ThreadList),
+        (status = 400, body = crate::dto::ErrorBody)))]
+pub async fn list_threads(
+    State(st): State<AppState>,
+    ApiQuery(q): ApiQuery<ThreadsQuery>,
+) -> Result<Json<ThreadList>, ApiError> {
+    let limit = page_limit(q.limit, DEFAULT_THREADS_LIMIT)?;
+    let threads = st.runtime.list_threads(limit).await?;
+    Ok(Json(ThreadList {
+        threads: threads
+            .into_iter()
+            .map(|t| ThreadSummary {
+                thread_key: t.thread_key,
+                runs: t.runs,
+                last_run_at: hearth_core::rfc3339(t.last_run_at),
+            })
+            .collect(),
+    }))
 }
 
 /// A thread's model, thinking level, incognito flag and message count.

@@ -344,6 +344,24 @@ pub async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S)
     );
 }
 
+pub async fn list_threads_counts_runs_most_recently_active_first<S: RunStore + ThreadStore>(
+    store: S,
+) {
+    assert!(store.list_threads(10).await.unwrap().is_empty());
+    for (i, thread) in ["a", "b", "a", "c", "a"].into_iter().enumerate() {
+        created(&store, &format!("run_{i}"), thread).await;
+    }
+    let threads = store.list_threads(10).await.unwrap();
+    let seen: Vec<(&str, u64)> = threads
+        .iter()
+        .map(|t| (t.thread_key.as_str(), t.runs))
+        .collect();
+    assert_eq!(seen, [("a", 3), ("c", 1), ("b", 1)]);
+    let newest_a = store.get_run("run_4").await.unwrap().unwrap().created_at;
+    assert_eq!(threads[0].last_run_at, newest_a);
+    assert_eq!(store.list_threads(2).await.unwrap().len(), 2);
+}
+
 pub async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
     S: RunStore + ThreadStore,
 >(

@@ -11,7 +11,7 @@ use super::usage::record_llm_call;
 use crate::error::{Result, StoreError};
 use crate::records::{
     CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, RunStats, SteerRecord, StepRecord,
-    StepStatus,
+    StepStatus, ThreadActivity,
 };
 use crate::runs::RunStore;
 
@@ -376,6 +376,28 @@ fn run_stats(db: &mut Db<'_>, scope: &str, since: Timestamp, top: u32) -> Result
     Ok(stats)
 }
 
+fn list_threads(db: &mut Db<'_>, limit: u32) -> Result<Vec<ThreadActivity>> {
+    let limit = limit.clamp(1, MAX_LIMIT);
+    // The grouping reads only the (thread_key, seq) index; the join picks
+    // each thread's newest run by its seq.
+    let stmt = db.stmt(
+        "SELECT r.thread_key, g.n, r.created_at \
+         FROM (SELECT thread_key, COUNT(*) AS n, MAX(seq) AS last FROM runs GROUP BY thread_key) g \
+         JOIN runs r ON r.seq = g.last ORDER BY g.last DESC LIMIT ?1",
+    )?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params![limit])?;
+    while let Some(row) = found.next()? {
+        let runs: i64 = row.get(1)?;
+        out.push(ThreadActivity {
+            thread_key: row.get(0)?,
+            runs: u64::try_from(runs).unwrap_or(0),
+            last_run_at: row.get(2)?,
+        });
+    }
+    Ok(out)
+}
+
 fn collect_runs(stmt: &mut Statement<'_>, params: impl Params) -> Result<Vec<RunRecord>> {
     let mut out = Vec::new();
     let mut found = stmt.query(params)?;
@@ -412,6 +434,10 @@ impl RunStore for SqliteStore {
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
         let filter = filter.clone();
         self.read(move |db| list_runs(db, &filter)).await
+    }
+
+    async fn list_threads(&self, limit: u32) -> Result<Vec<ThreadActivity>> {
+        self.read(move |db| list_threads(db, limit)).await
     }
 
     async fn unfinished_runs(&self) -> Result<Vec<RunRecord>> {
