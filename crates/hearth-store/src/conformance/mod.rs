@@ -64,6 +64,7 @@ macro_rules! store_conformance_tests {
                 claims_respect_terminal_runs_and_live_leases,
                 renew_leases_extends_only_the_named_runs_of_the_owner,
                 release_foreign_leases_frees_only_other_owners_unfinished_runs,
+                the_end_records_the_model_that_answered_and_the_one_asked_for,
             ],
             threads: [
                 history_is_oldest_first_and_limited,
