@@ -26,6 +26,7 @@ mod jobs;
 mod mcp_client;
 mod mcp_server;
 mod memory;
+mod metrics;
 mod openai;
 mod ordering;
 mod outbox;
