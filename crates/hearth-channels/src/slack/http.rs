@@ -80,16 +80,24 @@ pub(super) async fn run(slack: Arc<Slack>, stop: CancellationToken) {
                 return;
             }
             Err(e) => {
-                warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
-                slack.kit.health.failed(e.to_string());
                 if matches!(e, ChannelError::NoToken { .. }) {
+                    warn!(channel = "slack", error = %e, "auth.test failed");
+                    slack.kit.health.failed(e.to_string());
                     return;
                 }
+                let delay = match slack.refused(&e.to_string(), false, &mut backoff) {
+                    Some(delay) => delay,
+                    None => {
+                        warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
+                        slack.kit.health.failed(e.to_string());
+                        backoff.next_delay()
+                    }
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
             }
-        }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff.next_delay()) => {}
         }
     }
 }
