@@ -200,7 +200,7 @@ async fn serve(
                 last_close = frame.map(|f| f.code);
                 info!(
                     channel = "discord",
-                    code = ?last_close,
+                    code = last_close.unwrap_or_default(),
                     "gateway connection closed; resuming"
                 );
             }

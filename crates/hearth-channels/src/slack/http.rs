@@ -113,6 +113,17 @@ pub(crate) enum Refused {
     Mismatch,
 }
 
+impl Refused {
+    /// The reason in words, for the log.
+    fn as_str(&self) -> &'static str {
+        match self {
+            Self::Missing => "a signature header is missing or unreadable",
+            Self::Stale => "the timestamp is more than five minutes from now",
+            Self::Mismatch => "the signature does not match",
+        }
+    }
+}
+
 /// Checks a request's signature at `now` (Unix seconds).
 pub(crate) fn verify(
     secret: &str,
@@ -178,7 +189,11 @@ async fn receive(slack: &Sl, headers: &HeaderMap, body: &[u8]) -> (StatusCode, O
         return (StatusCode::UNAUTHORIZED, None);
     };
     if let Err(why) = verify(secret, headers, body, unix_now()) {
-        warn!(channel = "slack", reason = ?why, "event with a bad or stale signature refused");
+        warn!(
+            channel = "slack",
+            reason = why.as_str(),
+            "event with a bad or stale signature refused"
+        );
         return (StatusCode::UNAUTHORIZED, None);
     }
     let form = headers

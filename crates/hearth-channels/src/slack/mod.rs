@@ -236,7 +236,7 @@ impl Slack {
             return Ok(());
         }
         let me = self.auth_test().await?;
-        tracing::info!(channel = "slack", bot_user = %me.user_id, team = ?me.team, "Slack bot identified");
+        tracing::info!(channel = "slack", bot_user = %me.user_id, team = me.team.as_deref().unwrap_or("unknown"), "Slack bot identified");
         let _ = self.kit.me.set(Identity {
             user_id: me.user_id,
             team_id: me.team_id.filter(|t| is_id(t)),

@@ -215,7 +215,7 @@ async fn on_frame(slack: &Sl, text: &str, backoff: &mut Backoff) -> Step {
         Ok(()) => Step::Ack(envelope_id),
         Err(e) => {
             // Not acknowledged: Slack sends it again.
-            warn!(channel = "slack", error = %e, retry_attempt = ?frame.retry_attempt, "could not store an envelope; Slack will send it again");
+            warn!(channel = "slack", error = %e, retry_attempt = frame.retry_attempt.unwrap_or(0), "could not store an envelope; Slack will send it again");
             slack.kit.health.failed(format!("storing events: {e}"));
             Step::Continue
         }

@@ -236,7 +236,7 @@ pub(super) async fn handle_batch(tg: &Tg, updates: Vec<Value>) -> Result<i64, Ch
         match serde_json::from_value::<Update>(raw) {
             Ok(u) => by_chat.entry(chat_of(&u)).or_default().push(u),
             Err(e) => {
-                warn!(channel = "telegram", update_id = ?id, error = %e, "skipping a malformed update")
+                warn!(channel = "telegram", update_id = id.unwrap_or_default(), error = %e, "skipping a malformed update")
             }
         }
     }

@@ -23,6 +23,7 @@ mod http;
 mod incognito;
 mod job_tools;
 mod jobs;
+mod log_levels;
 mod mcp_client;
 mod mcp_server;
 mod memory;
