@@ -84,6 +84,8 @@ async fn fill(store: &Arc<dyn Store>, thread: &str, runs: usize) -> Result<()> {
                         last_event_seq: None,
                         outbox: Vec::new(),
                         arm_observations: Vec::new(),
+                        model: None,
+                        requested_model: None,
                     })
                     .await?;
             }

@@ -10,6 +10,7 @@
 //! asker puts on an answer (Telegram, Discord) rates the run for the router.
 
 pub mod access;
+pub mod advice;
 pub mod alerts;
 pub mod backoff;
 pub mod channel;

@@ -9,6 +9,7 @@
 //! crates need a type, it belongs here.
 
 pub mod channels;
+pub mod error_text;
 pub mod ids;
 pub mod inbound;
 pub mod job_key;
@@ -20,6 +21,7 @@ pub mod stream;
 pub mod time;
 
 pub use channels::{AllowedEntry, CHANNEL_NAMES, ChannelInfo, ChannelState, Removed};
+pub use error_text::error_text;
 pub use ids::{ModelRef, ModelRefError, new_run_id};
 pub use inbound::{DeliveryMode, Inbound};
 pub use job_key::{JOB_SOURCE, job_firing_key, parse_job_firing_key};

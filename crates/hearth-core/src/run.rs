@@ -105,8 +105,13 @@ pub struct RunEnvelope {
     pub error: Option<RunError>,
     /// The pending confirmation, while awaiting one.
     pub confirmation: Option<Confirmation>,
-    /// The model that ran it, `<provider>/<model>`.
+    /// The model that ran it, `<provider>/<model>`: once finished, the one
+    /// that produced the answer (whose model call answered last).
     pub model: Option<String>,
+    /// The model it was asked to use, present only when failover or the
+    /// router made another one answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_model: Option<String>,
     /// The surface it came from (`api`, `cli`, `telegram`, `job`, ...).
     #[serde(default)]
     pub source: String,

@@ -255,14 +255,8 @@ pub(crate) fn from_reqwest(provider: &str, e: reqwest::Error) -> LlmError {
     } else {
         ErrorKind::Network
     };
-    let mut message = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    LlmError::new(provider, kind, message)
+    // Each cause after a colon, in words (no type names or debug forms).
+    LlmError::new(provider, kind, hearth_core::error_text(&e))
 }
 
 /// Which URL a call went to and where its key came from, for its errors.

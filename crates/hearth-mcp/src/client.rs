@@ -164,12 +164,14 @@ impl McpClient for Rmcp {
 }
 
 fn protocol(e: rmcp::ServiceError) -> McpError {
+    // rmcp's messages carry its transport's type name and its causes' debug
+    // forms: shown as words, causes after colons.
     match e {
         rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
-            McpError::Closed(e.to_string())
+            McpError::Closed(hearth_core::error_text(&e))
         }
         rmcp::ServiceError::McpError(data) => McpError::Server(data.message.to_string()),
-        other => McpError::Protocol(other.to_string()),
+        other => McpError::Protocol(hearth_core::error_text(&other)),
     }
 }
 
@@ -265,14 +267,14 @@ pub(crate) async fn connect_within(
 }
 
 /// The handshake, given up after `within` or when `stop` resolves first.
-async fn bounded<T, E: std::fmt::Display>(
+async fn bounded<T, E: std::error::Error + 'static>(
     handshake: impl Future<Output = std::result::Result<T, E>>,
     within: std::time::Duration,
     stop: impl Future<Output = ()>,
 ) -> std::result::Result<T, String> {
     tokio::select! {
         r = tokio::time::timeout(within, handshake) => match r {
-            Ok(r) => r.map_err(|e| format!("handshake failed: {e}")),
+            Ok(r) => r.map_err(|e| format!("handshake failed: {}", hearth_core::error_text(&e))),
             Err(_) => Err(format!("no handshake within {} s", within.as_secs())),
         },
         () = stop => Err("hearth is stopping".to_owned()),
@@ -292,8 +294,16 @@ fn wrap(
     let cancel = service.cancellation_token();
     let ended = Box::pin(async move {
         let reason = match service.waiting().await {
-            Ok(reason) => format!("connection ended ({reason:?})"),
-            Err(e) => format!("connection task failed: {e}"),
+            Ok(rmcp::service::QuitReason::Cancelled) => "connection ended (cancelled)".to_owned(),
+            Ok(rmcp::service::QuitReason::Closed) => "connection ended (closed)".to_owned(),
+            Ok(rmcp::service::QuitReason::JoinError(e)) => {
+                format!("connection ended: {}", hearth_core::error_text(&e))
+            }
+            Ok(other) => format!(
+                "connection ended ({})",
+                hearth_core::error_text::plain(&format!("{other:?}"))
+            ),
+            Err(e) => format!("connection task failed: {}", hearth_core::error_text(&e)),
         };
         let said = last_line
             .and_then(|l| l.lock().ok().map(|l| l.clone()))

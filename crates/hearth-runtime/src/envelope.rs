@@ -27,6 +27,7 @@ pub fn envelope(r: &RunRecord) -> RunEnvelope {
         }),
         confirmation: None,
         model: r.model.clone(),
+        requested_model: r.requested_model.clone(),
         source: r.source.clone(),
         job_id: fired.map(|(id, _)| id.to_owned()),
         scheduled_at: fired.map(|(_, at)| at.to_owned()),

@@ -239,6 +239,9 @@ impl Runtime {
             Some(RunStatus::Running),
         );
         metrics::gauge!("hearth_runs_in_flight").increment(1.0);
+        // What the run was asked to use (its own, its thread's, the default
+        // or the router's first choice): the model it was started with.
+        let requested = model.to_string();
         let journal = inner.incognito.store_of_run(&run.run_id);
         let local_only = inner.options.incognito_local_only && journal.is_some();
         let mut fallbacks = inner.catalog.fallbacks_for(&model);
@@ -319,13 +322,13 @@ impl Runtime {
                 crate::routing::route_step(&run.run_id, &routed.decision, routed_at),
             );
         }
-        self.finish(
+        let models = answered_by(&result.model_calls, requested);
+        self.finish_answered(
             run,
             &log,
             result.outcome,
-            result.messages,
-            steps,
-            follow_ups,
+            (result.messages, steps, follow_ups),
+            models,
         )
         .await;
         metrics::gauge!("hearth_runs_in_flight").decrement(1.0);
@@ -392,6 +395,26 @@ impl Runtime {
         steps: Vec<StepRecord>,
         follow_ups: Vec<NewRun>,
     ) {
+        self.finish_answered(
+            run,
+            log,
+            outcome,
+            (messages, steps, follow_ups),
+            AnsweredBy::default(),
+        )
+        .await;
+    }
+
+    /// [`Self::finish`] of a run whose model calls name the model that
+    /// answered (and the one asked for, when that differs).
+    async fn finish_answered(
+        &self,
+        run: &RunRecord,
+        log: &RunLog,
+        outcome: Outcome,
+        (messages, steps, follow_ups): (Vec<hearth_core::Message>, Vec<StepRecord>, Vec<NewRun>),
+        models: AnsweredBy,
+    ) {
         // A run cancelled before it started leaves its overrides unused,
         // and its claim if it was stored claimed.
         self.inner.supplied.take(&run.run_id);
@@ -445,6 +468,8 @@ impl Runtime {
             last_event_seq: Some(log.last_seq() + 1),
             outbox: with_end,
             arm_observations: self.take_observations(&run.run_id),
+            model: models.model,
+            requested_model: models.requested_model,
         };
         let observed = finish.arm_observations.clone();
         if incognito {
@@ -602,5 +627,31 @@ fn candidate(
         context_window: caps.context_window,
         model,
         provider,
+    }
+}
+
+/// The model that produced a run's answer and, when failover or the router
+/// made it differ, the one the run was asked to use.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct AnsweredBy {
+    model: Option<String>,
+    requested_model: Option<String>,
+}
+
+/// The last model call that answered names the model of the answer; none
+/// answered (a failure, a direct call) leaves the run's model as claimed.
+fn answered_by(calls: &[hearth_agent::ModelCall], requested: String) -> AnsweredBy {
+    let Some(model) = calls
+        .iter()
+        .rev()
+        .find(|c| c.answered)
+        .map(|c| c.model.clone())
+    else {
+        return AnsweredBy::default();
+    };
+    let requested_model = (model != requested).then_some(requested);
+    AnsweredBy {
+        model: Some(model),
+        requested_model,
     }
 }

@@ -130,8 +130,10 @@ pub struct TraceStep {
     /// Token usage of a model call.
     #[schema(value_type = Option<Object>)]
     pub tokens: Option<serde_json::Value>,
-    /// What a `compaction` step did (`{"tokens_before","tokens_after"}`) or
-    /// how a `route` step chose; `null` for model and tool calls.
+    /// What a `compaction` step did (`{"tokens_before","tokens_after"}`), how
+    /// a `route` step chose, or why a failed model call failed
+    /// (`{"kind","message"}`, the provider's error with secrets redacted);
+    /// `null` for answered model calls and tool calls.
     #[schema(value_type = Option<Object>)]
     pub detail: Option<serde_json::Value>,
 }

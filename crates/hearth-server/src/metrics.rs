@@ -164,6 +164,80 @@ pub fn describe() {
     }
 }
 
+/// The label sets a series can be known to have before anything happened.
+#[derive(Debug, Default)]
+pub struct KnownLabels {
+    /// Enabled chat channels (the outbox's `channel`).
+    pub channels: Vec<String>,
+    /// Tools offered to someone (`hearth_tool_calls_total`'s `tool`).
+    pub tools: Vec<String>,
+}
+
+/// Registers every counter and gauge of [`METRICS`] with its known label
+/// sets, at 0 unless it already has a value, so a scrape right after start
+/// shows each family (what `rate()` and `absent()`-style alerts need).
+/// Idempotent: a counter is incremented by 0 and a gauge moved by 0.0, so
+/// calling it on every scrape changes no value. Series whose labels cannot be
+/// known ahead (an HTTP route's status, a model call's provider) appear with
+/// their first event; histograms with their first observation.
+pub fn prime(known: &KnownLabels) {
+    let counter = |name: &'static str, labels: &[(&'static str, String)]| {
+        metrics::counter!(name, labels).increment(0);
+    };
+    let gauge = |name: &'static str, labels: &[(&'static str, String)]| {
+        metrics::gauge!(name, labels).increment(0.0);
+    };
+    for &(kind, name, _, _) in METRICS {
+        let sets = label_sets(name, known);
+        for labels in &sets {
+            match kind {
+                Kind::Counter => counter(name, labels),
+                Kind::Gauge => gauge(name, labels),
+                Kind::Histogram => {}
+            }
+        }
+    }
+}
+
+/// The label sets of `name` known ahead; one empty set for a metric without
+/// labels, none for one whose labels only its events tell.
+fn label_sets(name: &str, known: &KnownLabels) -> Vec<Vec<(&'static str, String)>> {
+    let each = |label: &'static str, values: &[String]| -> Vec<Vec<(&'static str, String)>> {
+        values.iter().map(|v| vec![(label, v.clone())]).collect()
+    };
+    let fixed = |label: &'static str, values: &[&str]| -> Vec<Vec<(&'static str, String)>> {
+        values
+            .iter()
+            .map(|v| vec![(label, (*v).to_owned())])
+            .collect()
+    };
+    match name {
+        "hearth_http_requests_total"
+        | "hearth_http_request_duration_seconds"
+        | "hearth_llm_call_duration_seconds"
+        // Set with their real values by the budget on every scrape.
+        | "hearth_budget_used"
+        | "hearth_budget_limit" => Vec::new(),
+        "hearth_http_refused_total" => fixed("reason", &["host", "origin"]),
+        "hearth_runs_refused_total" => fixed("reason", &["overloaded"]),
+        "hearth_runs_total" => fixed("status", &["succeeded", "failed", "cancelled"]),
+        "hearth_alerts_total" => fixed("event", &hearth_runtime::config::ALERT_EVENTS),
+        "hearth_outbox_pending" | "hearth_outbox_sent_total" | "hearth_outbox_failed_total" => {
+            each("channel", &known.channels)
+        }
+        "hearth_tool_calls_total" => known
+            .tools
+            .iter()
+            .flat_map(|tool| {
+                ["ok", "error"].map(|outcome| {
+                    vec![("tool", tool.clone()), ("outcome", outcome.to_owned())]
+                })
+            })
+            .collect(),
+        _ => vec![Vec::new()],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -574,6 +574,28 @@ mod tests {
         assert_eq!(listed["memories"], json!([]));
     }
 
+    /// The README says which tools ask first; `memory_save` is the one
+    /// change that does not, and the code must agree with it.
+    #[test]
+    fn memory_save_runs_without_asking_as_the_readme_says() {
+        let f = fixture();
+        assert_eq!(
+            f.registry.get("memory_save").unwrap().class(),
+            ToolClass::Read,
+            "read-class tools run without a confirmation"
+        );
+        let readme = include_str!("../../../README.md");
+        let asks = readme
+            .find("Tools that change something")
+            .expect("the README says which tools ask first");
+        let paragraph = readme[asks..].split("\n\n").next().unwrap_or_default();
+        let paragraph = paragraph.replace('\n', " ");
+        assert!(
+            paragraph.contains("`memory_save` is the exception and runs without asking"),
+            "{paragraph}"
+        );
+    }
+
     #[tokio::test]
     async fn forget_is_a_confirmed_write_on_the_users_own_memory() {
         let f = fixture();

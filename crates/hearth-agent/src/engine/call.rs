@@ -320,7 +320,12 @@ impl Engine {
             started_at,
             finished_at: Some(now_ms()),
             tokens: None,
-            payload: json!({ "error": { "kind": err.kind.as_str(), "message": err.message } }),
+            // Shown by the run's trace: a provider that echoes a key back in
+            // its error must not have it stored or shown.
+            payload: json!({ "error": {
+                "kind": err.kind.as_str(),
+                "message": self.scanner.redact(&err.message).text,
+            } }),
         };
         record_call(&p.calls, &step.name, false);
         p.next_index += 1;

@@ -209,6 +209,8 @@ impl Thread {
                 last_event_seq: None,
                 outbox: Vec::new(),
                 arm_observations: Vec::new(),
+                model: None,
+                requested_model: None,
             })
             .await
             .unwrap();

@@ -168,7 +168,7 @@ impl Delivery for Webhooks {
             // Without the URL: a webhook URL often carries its own secret.
             Err(e) => Err(undelivered(DeliveryError::Transient(format!(
                 "the webhook could not be reached: {}",
-                e.without_url()
+                hearth_core::error_text(&e.without_url())
             )))),
         }
     }

@@ -178,7 +178,7 @@ impl Api {
         let resp = req
             .send()
             .await
-            .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+            .map_err(|e| ApiError::Network(hearth_core::error_text(&e.without_url())))?;
         let status = resp.status().as_u16();
         let header = |name: &str| {
             resp.headers()
@@ -192,7 +192,7 @@ impl Api {
         let bytes = resp
             .bytes()
             .await
-            .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+            .map_err(|e| ApiError::Network(hearth_core::error_text(&e.without_url())))?;
         if (200..300).contains(&status) {
             if remaining.as_deref() == Some("0")
                 && let Some(secs) = reset_after

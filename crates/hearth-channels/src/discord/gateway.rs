@@ -62,6 +62,23 @@ pub(super) async fn run(dc: Dc, stop: CancellationToken) {
                 .await
             {
                 Ok(g) => g.url,
+                Err(super::api::ApiError::Refused {
+                    status: status @ (401 | 403),
+                    message,
+                    ..
+                }) => {
+                    // Discord's words often start with the status already.
+                    let said = if message.starts_with(&status.to_string()) {
+                        message
+                    } else {
+                        format!("{status} {message}")
+                    };
+                    let delay = refused(&dc, &said, &mut backoff);
+                    if !pause(&stop, delay).await {
+                        return;
+                    }
+                    continue;
+                }
                 Err(e) => {
                     warn!(channel = "discord", error = %e, "GET /gateway/bot failed; retrying with backoff");
                     dc.kit.health.failed(format!("GET /gateway/bot: {e}"));
@@ -99,12 +116,43 @@ pub(super) async fn run(dc: Dc, stop: CancellationToken) {
         let Some(why) = serve(&dc, &mut shard, &stop, &mut backoff).await else {
             return;
         };
-        error!(channel = "discord", reason = %why, "Discord closed the gateway for good; retrying with backoff");
-        dc.kit.health.failed(why);
-        if !pause(&stop, backoff.next_delay()).await {
+        let delay = if why == fatal_reason(Some(4004)) {
+            refused(
+                &dc,
+                "gateway close 4004 Authentication failed",
+                &mut backoff,
+            )
+        } else {
+            error!(channel = "discord", reason = %why, "Discord closed the gateway for good; retrying with backoff");
+            dc.kit.health.failed(why);
+            backoff.next_delay()
+        };
+        if !pause(&stop, delay).await {
             return;
         }
     }
+}
+
+/// Notes that Discord refused the bot token (`said`: its status and words):
+/// what to check, on the log and the channel's health; the delay before the
+/// next try, slow once refused three times in a row.
+fn refused(dc: &super::Discord, said: &str, backoff: &mut Backoff) -> Duration {
+    let delay = backoff.refused();
+    let source = crate::advice::token_source(
+        dc.config.token_env.as_deref(),
+        dc.config.token_secret.as_deref(),
+    );
+    let why = crate::advice::token_refused(
+        "Discord",
+        "bot token",
+        said,
+        &source,
+        crate::advice::DISCORD_FIX,
+    );
+    let why = crate::advice::with_retry(why, backoff.slow_pace());
+    error!(channel = "discord", error = %why, "Discord refused the bot token");
+    dc.kit.health.failed(why);
+    delay
 }
 
 /// What a fatal close code means for the owner.
@@ -152,7 +200,7 @@ async fn serve(
                 last_close = frame.map(|f| f.code);
                 info!(
                     channel = "discord",
-                    code = ?last_close,
+                    code = last_close.unwrap_or_default(),
                     "gateway connection closed; resuming"
                 );
             }

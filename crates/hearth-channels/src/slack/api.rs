@@ -242,7 +242,7 @@ impl Api {
             .timeout(CALL_TIMEOUT)
             .send()
             .await
-            .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+            .map_err(|e| ApiError::Network(hearth_core::error_text(&e.without_url())))?;
         let status = resp.status();
         if status.is_success() {
             Ok(())
@@ -268,13 +268,13 @@ async fn send<T: DeserializeOwned>(req: reqwest::RequestBuilder) -> Result<T, Ap
         .timeout(CALL_TIMEOUT)
         .send()
         .await
-        .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+        .map_err(|e| ApiError::Network(hearth_core::error_text(&e.without_url())))?;
     let status = resp.status().as_u16();
     let retry_after = retry_after(resp.headers());
     let bytes = resp
         .bytes()
         .await
-        .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+        .map_err(|e| ApiError::Network(hearth_core::error_text(&e.without_url())))?;
     let body: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         // A proxy's HTML page or an empty 429: the status says it all.

@@ -80,16 +80,24 @@ pub(super) async fn run(slack: Arc<Slack>, stop: CancellationToken) {
                 return;
             }
             Err(e) => {
-                warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
-                slack.kit.health.failed(e.to_string());
                 if matches!(e, ChannelError::NoToken { .. }) {
+                    warn!(channel = "slack", error = %e, "auth.test failed");
+                    slack.kit.health.failed(e.to_string());
                     return;
                 }
+                let delay = match slack.refused(&e.to_string(), false, &mut backoff) {
+                    Some(delay) => delay,
+                    None => {
+                        warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
+                        slack.kit.health.failed(e.to_string());
+                        backoff.next_delay()
+                    }
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
             }
-        }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff.next_delay()) => {}
         }
     }
 }
@@ -103,6 +111,17 @@ pub(crate) enum Refused {
     Stale,
     /// The signature does not match.
     Mismatch,
+}
+
+impl Refused {
+    /// The reason in words, for the log.
+    fn as_str(&self) -> &'static str {
+        match self {
+            Self::Missing => "a signature header is missing or unreadable",
+            Self::Stale => "the timestamp is more than five minutes from now",
+            Self::Mismatch => "the signature does not match",
+        }
+    }
 }
 
 /// Checks a request's signature at `now` (Unix seconds).
@@ -170,7 +189,11 @@ async fn receive(slack: &Sl, headers: &HeaderMap, body: &[u8]) -> (StatusCode, O
         return (StatusCode::UNAUTHORIZED, None);
     };
     if let Err(why) = verify(secret, headers, body, unix_now()) {
-        warn!(channel = "slack", reason = ?why, "event with a bad or stale signature refused");
+        warn!(
+            channel = "slack",
+            reason = why.as_str(),
+            "event with a bad or stale signature refused"
+        );
         return (StatusCode::UNAUTHORIZED, None);
     }
     let form = headers

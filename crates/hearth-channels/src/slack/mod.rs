@@ -116,6 +116,16 @@ struct Identity {
 /// The Slack channel's inbound side: the channel and the runtime.
 type Sl = Live<Slack>;
 
+/// Slack's `error` codes that mean the token itself was refused: it will
+/// not pass until someone changes it.
+const REFUSED_TOKEN: [&str; 5] = [
+    "invalid_auth",
+    "not_authed",
+    "account_inactive",
+    "token_revoked",
+    "token_expired",
+];
+
 /// The Slack channel.
 pub struct Slack {
     config: SlackConfig,
@@ -182,12 +192,51 @@ impl Slack {
     }
 
     /// Learns the bot's user id (`auth.test`), once.
+    /// When `error` (a failed call's text) says Slack refused one of the
+    /// tokens (`app`: the app-level one): says what to check, on the log
+    /// and the channel's health, and gives the delay before the next try,
+    /// slow once refused three times in a row. `None` for other failures.
+    fn refused(
+        &self,
+        error: &str,
+        app: bool,
+        backoff: &mut crate::backoff::Backoff,
+    ) -> Option<std::time::Duration> {
+        let code = REFUSED_TOKEN.iter().find(|c| error.contains(*c))?;
+        let delay = backoff.refused();
+        let c = &self.config;
+        let (what, source, fix) = if app {
+            (
+                "app-level token",
+                crate::advice::token_source(
+                    c.app_token_env.as_deref(),
+                    c.app_token_secret.as_deref(),
+                ),
+                crate::advice::SLACK_APP_FIX,
+            )
+        } else {
+            (
+                "bot token",
+                crate::advice::token_source(
+                    c.bot_token_env.as_deref(),
+                    c.bot_token_secret.as_deref(),
+                ),
+                crate::advice::SLACK_FIX,
+            )
+        };
+        let why = crate::advice::token_refused("Slack", what, code, &source, fix);
+        let why = crate::advice::with_retry(why, backoff.slow_pace());
+        tracing::error!(channel = "slack", error = %why, "Slack refused a token");
+        self.kit.health.failed(why);
+        Some(delay)
+    }
+
     async fn identify(&self) -> Result<(), ChannelError> {
         if self.kit.me.get().is_some() {
             return Ok(());
         }
         let me = self.auth_test().await?;
-        tracing::info!(channel = "slack", bot_user = %me.user_id, team = ?me.team, "Slack bot identified");
+        tracing::info!(channel = "slack", bot_user = %me.user_id, team = me.team.as_deref().unwrap_or("unknown"), "Slack bot identified");
         let _ = self.kit.me.set(Identity {
             user_id: me.user_id,
             team_id: me.team_id.filter(|t| is_id(t)),

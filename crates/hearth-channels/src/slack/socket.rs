@@ -42,9 +42,15 @@ pub(super) async fn run(slack: Sl, stop: CancellationToken) {
             return;
         }
         if let Err(e) = slack.identify().await {
-            warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
-            slack.kit.health.failed(e.to_string());
-            if !pause(&stop, backoff.next_delay()).await {
+            let delay = match slack.refused(&e.to_string(), false, &mut backoff) {
+                Some(delay) => delay,
+                None => {
+                    warn!(channel = "slack", error = %e, "auth.test failed; retrying with backoff");
+                    slack.kit.health.failed(e.to_string());
+                    backoff.next_delay()
+                }
+            };
+            if !pause(&stop, delay).await {
                 return;
             }
             continue;
@@ -55,12 +61,18 @@ pub(super) async fn run(slack: Sl, stop: CancellationToken) {
         let url = match open {
             Ok(c) => c.url,
             Err(e) => {
-                warn!(channel = "slack", error = %e, "apps.connections.open failed; retrying with backoff");
-                slack
-                    .kit
-                    .health
-                    .failed(format!("apps.connections.open: {e}"));
-                if !pause(&stop, backoff.next_delay()).await {
+                let delay = match slack.refused(&e.to_string(), true, &mut backoff) {
+                    Some(delay) => delay,
+                    None => {
+                        warn!(channel = "slack", error = %e, "apps.connections.open failed; retrying with backoff");
+                        slack
+                            .kit
+                            .health
+                            .failed(format!("apps.connections.open: {e}"));
+                        backoff.next_delay()
+                    }
+                };
+                if !pause(&stop, delay).await {
                     return;
                 }
                 continue;
@@ -203,7 +215,7 @@ async fn on_frame(slack: &Sl, text: &str, backoff: &mut Backoff) -> Step {
         Ok(()) => Step::Ack(envelope_id),
         Err(e) => {
             // Not acknowledged: Slack sends it again.
-            warn!(channel = "slack", error = %e, retry_attempt = ?frame.retry_attempt, "could not store an envelope; Slack will send it again");
+            warn!(channel = "slack", error = %e, retry_attempt = frame.retry_attempt.unwrap_or(0), "could not store an envelope; Slack will send it again");
             slack.kit.health.failed(format!("storing events: {e}"));
             Step::Continue
         }

@@ -140,12 +140,12 @@ impl Api {
             .timeout(timeout)
             .send()
             .await
-            .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+            .map_err(|e| ApiError::Network(hearth_core::error_text(&e.without_url())))?;
         let status = resp.status().as_u16();
         let bytes = resp
             .bytes()
             .await
-            .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+            .map_err(|e| ApiError::Network(hearth_core::error_text(&e.without_url())))?;
         let env: Envelope = serde_json::from_slice(&bytes).map_err(|e| {
             if status >= 500 {
                 // A proxy's HTML error page: the platform is down, not malformed.

@@ -47,8 +47,8 @@ pub(super) async fn run(tg: Tg, stop: CancellationToken) {
                 break;
             }
             Err(e) => {
-                failed(&tg, "getMe", &e);
-                if !pause(&stop, backoff.next_delay()).await {
+                let delay = failed(&tg, "getMe", &e, &mut backoff);
+                if !pause(&stop, delay).await {
                     return;
                 }
             }
@@ -90,13 +90,41 @@ async fn set_webhook(tg: &Telegram, api: &super::api::Api) {
     }
     match api.call::<Value>("setWebhook", &body).await {
         Ok(_) => info!(channel = "telegram", "webhook set"),
-        Err(e) => failed(tg, "setWebhook", &e),
+        Err(e) => {
+            // Set once: a failure is shown, and a restart sets it again.
+            let mut once = Backoff::new(Duration::from_secs(1), Duration::from_secs(1));
+            failed(tg, "setWebhook", &e, &mut once);
+        }
     }
 }
 
-fn failed(tg: &Telegram, method: &str, e: &ApiError) {
+/// Notes a failed call on the channel's health and log, and gives the
+/// delay before the next try: a refused token (401/403) says what to check
+/// and, refused again and again, is retried only every few minutes (it
+/// will not pass until someone changes it).
+fn failed(tg: &Telegram, method: &str, e: &ApiError, backoff: &mut Backoff) -> Duration {
+    if let ApiError::Refused {
+        code: code @ (401 | 403),
+        description,
+        ..
+    } = e
+    {
+        let delay = backoff.refused();
+        let why = crate::advice::token_refused(
+            "Telegram",
+            "bot token",
+            &format!("{code} {description}"),
+            &tg.token_source,
+            crate::advice::TELEGRAM_FIX,
+        );
+        let why = crate::advice::with_retry(why, backoff.slow_pace());
+        error!(channel = "telegram", method, error = %why, "Telegram refused the bot token");
+        tg.kit.health.failed(why);
+        return delay;
+    }
     warn!(channel = "telegram", method, error = %e, "Telegram call failed; retrying with backoff");
     tg.kit.health.failed(format!("{method}: {e}"));
+    backoff.next_delay()
 }
 
 /// Waits `d` unless stopped first; false when stopped.
@@ -145,8 +173,8 @@ async fn poll(tg: &Tg, api: &super::api::Api, stop: &CancellationToken, backoff:
                         "another process is polling this bot (or a webhook is set): stop it, or use another token"
                     );
                 }
-                failed(tg, "getUpdates", &e);
-                if !pause(stop, backoff.next_delay()).await {
+                let delay = failed(tg, "getUpdates", &e, backoff);
+                if !pause(stop, delay).await {
                     break;
                 }
                 continue;
@@ -208,7 +236,7 @@ pub(super) async fn handle_batch(tg: &Tg, updates: Vec<Value>) -> Result<i64, Ch
         match serde_json::from_value::<Update>(raw) {
             Ok(u) => by_chat.entry(chat_of(&u)).or_default().push(u),
             Err(e) => {
-                warn!(channel = "telegram", update_id = ?id, error = %e, "skipping a malformed update")
+                warn!(channel = "telegram", update_id = id.unwrap_or_default(), error = %e, "skipping a malformed update")
             }
         }
     }

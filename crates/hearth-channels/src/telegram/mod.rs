@@ -65,6 +65,9 @@ pub struct Telegram {
     config: TelegramConfig,
     kit: Kit<Api, Identity>,
     webhook_secret: Option<String>,
+    /// Where the token came from (a variable or a sealed secret's name),
+    /// for what a refusal tells the operator to check.
+    token_source: String,
     /// Button presses answered at a failure, not to be answered again.
     answered: Mutex<presses::Answered>,
 }
@@ -91,6 +94,10 @@ impl Telegram {
             .map_err(|e| e.to_string());
         Arc::new(Self {
             kit: Kit::new("telegram", api, store, access),
+            token_source: crate::advice::token_source(
+                config.token_env.as_deref(),
+                config.token_secret.as_deref(),
+            ),
             config,
             webhook_secret,
             answered: Mutex::default(),

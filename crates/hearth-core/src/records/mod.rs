@@ -69,8 +69,12 @@ pub struct RunRecord {
     pub error_code: Option<String>,
     /// Error message once failed.
     pub error_message: Option<String>,
-    /// `<provider>/<model>` once started.
+    /// `<provider>/<model>` once started: the one it was started with, and
+    /// once finished the one that produced the answer.
     pub model: Option<String>,
+    /// The model the run was asked to use, kept only when failover or the
+    /// router made another one answer (`model` then names that one).
+    pub requested_model: Option<String>,
     /// Lease holder while running.
     pub lease_owner: Option<String>,
     /// Lease expiry while running.
@@ -249,6 +253,12 @@ pub struct RunFinish {
     /// What this run taught the router (added to its arms' counts in the
     /// same transaction, so a kill cannot split them from the run's end).
     pub arm_observations: Vec<router::ArmStats>,
+    /// The model that produced the answer, when one did; it replaces the
+    /// run's `model` (`None` keeps it).
+    pub model: Option<String>,
+    /// The model the run was asked to use, when it differs from `model`
+    /// (stored as the run's `requested_model`; `None` leaves it unset).
+    pub requested_model: Option<String>,
 }
 
 /// How `usage` groups its rows.

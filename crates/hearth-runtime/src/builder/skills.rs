@@ -128,12 +128,12 @@ pub(super) fn run_executables(
     };
     let synced = mcp.sync_skills(servers(&skills.catalog()));
     if !synced.started.is_empty() {
-        tracing::info!(skills = ?synced.started, "executable skills starting");
+        tracing::info!(skills = %synced.started.join(", "), "executable skills starting");
     }
     let mcp = mcp.clone();
     skills.on_reload(move |c| {
         let synced = mcp.sync_skills(servers(c));
-        tracing::info!(started = ?synced.started, stopped = ?synced.stopped, "executable skills synced");
+        tracing::info!(started = %synced.started.join(", "), stopped = %synced.stopped.join(", "), "executable skills synced");
     });
 }
 

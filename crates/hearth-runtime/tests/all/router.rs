@@ -126,7 +126,15 @@ async fn learn_moves_to_the_arm_that_does_not_fail() {
     for i in 0..200 {
         let env = ask(&rt, "api:learn", &format!("hello number {i}")).await;
         assert_eq!(env.status, RunStatus::Succeeded, "{env:?}");
-        chosen.push(env.model.unwrap());
+        // The router's choice is the model asked for: a failed-over run
+        // names it as `requested_model` and the arm that answered as `model`.
+        if let Some(requested) = &env.requested_model {
+            assert_eq!(
+                (requested.as_str(), env.model.as_deref()),
+                ("bad/m", Some("good/m"))
+            );
+        }
+        chosen.push(env.requested_model.or(env.model).unwrap());
     }
     let good_late = chosen[150..].iter().filter(|m| *m == "good/m").count();
     assert!(

@@ -421,6 +421,14 @@ async fn a_model_that_keeps_failing_fails_over_to_the_fallback() {
     let done = finished(&s.rt, &run.run_id).await;
     assert_eq!(done.status, RunStatus::Succeeded);
     assert_eq!(done.output.unwrap().text, "echo: rescue me");
+    // The envelope names the model that answered, and the one asked for.
+    assert_eq!(
+        (done.model.as_deref(), done.requested_model.as_deref()),
+        (Some("backup/b"), Some("fake/m"))
+    );
+    let listed = s.rt.list_runs(&Default::default()).await.unwrap();
+    let listed = listed.iter().find(|r| r.run_id == run.run_id).unwrap();
+    assert_eq!(listed.requested_model.as_deref(), Some("fake/m"));
     assert_eq!(s.fake.request_count(), 3, "three attempts on the primary");
     assert_eq!(backup.request_count(), 1);
     assert_eq!(backup.requests()[0]["model"], "b");

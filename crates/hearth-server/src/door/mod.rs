@@ -166,7 +166,7 @@ impl Door {
     fn decide(&self, req: &Request, surface: Surface) -> Verdict {
         let host = host_of(req);
         let Some(host) = host.filter(|h| self.hosts.allows_host(h)) else {
-            tracing::warn!(host = ?req.headers().get(HOST), path = %req.uri().path(), "refused a request for another host (DNS rebinding?)");
+            tracing::warn!(host = req.headers().get(HOST).and_then(|h| h.to_str().ok()).unwrap_or("(none or not text)"), path = %req.uri().path(), "refused a request for another host (DNS rebinding?)");
             return Verdict::Refuse(Refusal::Host(
                 "the Host header does not name this server; if hearth is reached under this name, add it to [server] allowed_hosts"
                     .into(),

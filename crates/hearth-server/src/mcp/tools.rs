@@ -469,6 +469,7 @@ mod tests {
             error: None,
             confirmation: None,
             model: None,
+            requested_model: None,
             source: "mcp".into(),
             job_id: None,
             scheduled_at: None,

@@ -151,25 +151,30 @@ pub async fn run_trace(
         steps: steps
             .into_iter()
             .map(|s| TraceStep {
+                detail: step_detail(&s),
                 index: s.index,
                 kind: s.kind.as_str().to_owned(),
                 name: s.name,
                 status: s.status.as_str().to_owned(),
                 started_at: rfc3339(s.started_at),
                 finished_at: s.finished_at.map(rfc3339),
-                // Only the step kinds that describe themselves: a model or
-                // tool call's payload holds prompts and outputs.
-                detail: match s.kind {
-                    hearth_core::records::StepKind::Compaction
-                    | hearth_core::records::StepKind::Route => s.payload.get("detail").cloned(),
-                    hearth_core::records::StepKind::Llm | hearth_core::records::StepKind::Tool => {
-                        None
-                    }
-                },
                 tokens: s.tokens,
             })
             .collect(),
     }))
+}
+
+/// What a trace shows of a step beyond its name and status. Only what holds
+/// no prompt or output: how a compaction or route step went, and why a model
+/// call failed (the provider's error, journaled with secrets redacted). An
+/// answered model call's or a tool call's payload is its prompt and output.
+fn step_detail(s: &hearth_core::records::StepRecord) -> Option<serde_json::Value> {
+    use hearth_core::records::{StepKind, StepStatus};
+    match (s.kind, s.status) {
+        (StepKind::Compaction | StepKind::Route, _) => s.payload.get("detail").cloned(),
+        (StepKind::Llm, StepStatus::Failed) => s.payload.get("error").cloned(),
+        (StepKind::Llm | StepKind::Tool, _) => None,
+    }
 }
 
 /// The run's events as Server-Sent Events; past ones first, then live ones,

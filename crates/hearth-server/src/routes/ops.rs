@@ -70,7 +70,15 @@ pub async fn metrics(State(st): State<AppState>) -> Response {
     // Rolls the budget windows first, so a pool whose window turned over
     // since its last call does not show the old use.
     let _ = st.runtime.budget_status();
-    let body = st.metrics.as_ref().map(|h| h.render()).unwrap_or_default();
+    let body = match &st.metrics {
+        Some(h) => {
+            // Every family shows from the first scrape, at 0 until something
+            // happens (channels and tools as configured now, reloads included).
+            crate::metrics::prime(&known_labels(&st.runtime));
+            h.render()
+        }
+        None => String::new(),
+    };
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -95,4 +103,15 @@ pub async fn openapi() -> Response {
 /// Unknown paths.
 pub async fn not_found() -> ApiError {
     ApiError::NotFound("no such endpoint; see /openapi.json".into())
+}
+
+/// The channels and tools whose series exist before their first event.
+fn known_labels(rt: &hearth_runtime::Runtime) -> crate::metrics::KnownLabels {
+    let channels = rt
+        .channel_readiness()
+        .into_iter()
+        .filter_map(|(check, _)| check.strip_prefix("channel:").map(str::to_owned))
+        .collect();
+    let tools = rt.tools(None).into_iter().map(|t| t.name).collect();
+    crate::metrics::KnownLabels { channels, tools }
 }

@@ -17,3 +17,4 @@ mod openai;
 mod openai_threads;
 mod parsers;
 mod push;
+mod runs;

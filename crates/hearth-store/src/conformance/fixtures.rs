@@ -82,6 +82,8 @@ pub fn finish(run_id: &str, messages: Vec<Message>) -> RunFinish {
         last_event_seq: Some(7),
         outbox: Vec::new(),
         arm_observations: Vec::new(),
+        model: None,
+        requested_model: None,
     }
 }
 

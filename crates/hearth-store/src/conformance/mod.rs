@@ -66,6 +66,7 @@ macro_rules! store_conformance_tests {
                 a_run_created_claimed_is_running_under_its_owner_and_a_twin_is_left_alone,
                 renew_leases_extends_only_the_named_runs_of_the_owner,
                 release_foreign_leases_frees_only_other_owners_unfinished_runs,
+                the_end_records_the_model_that_answered_and_the_one_asked_for,
             ],
             threads: [
                 history_is_oldest_first_and_limited,

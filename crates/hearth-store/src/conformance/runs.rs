@@ -656,3 +656,48 @@ pub async fn release_foreign_leases_frees_only_other_owners_unfinished_runs<
             .is_some()
     );
 }
+
+/// A run's end names the model that answered: it replaces the model the run
+/// was claimed with, which is kept as `requested_model` when the runtime says
+/// they differ (failover, routing). An end that names no model keeps both.
+pub async fn the_end_records_the_model_that_answered_and_the_one_asked_for<
+    S: RunStore + ThreadStore,
+>(
+    store: S,
+) {
+    for id in ["run_f", "run_s", "run_n"] {
+        created(&store, id, "t1").await;
+        store
+            .claim_run_with_model(id, "node", i64::MAX, 0, "fake/primary")
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let mut failed_over = finish("run_f", vec![]);
+    failed_over.model = Some("fake/backup".into());
+    failed_over.requested_model = Some("fake/primary".into());
+    assert!(store.finish_run(failed_over).await.unwrap());
+    let run = store.get_run("run_f").await.unwrap().unwrap();
+    assert_eq!(
+        (run.model.as_deref(), run.requested_model.as_deref()),
+        (Some("fake/backup"), Some("fake/primary"))
+    );
+    let listed = store.list_runs(&RunFilter::default()).await.unwrap();
+    assert!(listed.contains(&run), "list_runs lost it: {listed:?}");
+
+    let mut same = finish("run_s", vec![]);
+    same.model = Some("fake/primary".into());
+    assert!(store.finish_run(same).await.unwrap());
+    let run = store.get_run("run_s").await.unwrap().unwrap();
+    assert_eq!(
+        (run.model.as_deref(), run.requested_model),
+        (Some("fake/primary"), None)
+    );
+
+    assert!(store.finish_run(finish("run_n", vec![])).await.unwrap());
+    let run = store.get_run("run_n").await.unwrap().unwrap();
+    assert_eq!(
+        (run.model.as_deref(), run.requested_model),
+        (Some("fake/primary"), None)
+    );
+}

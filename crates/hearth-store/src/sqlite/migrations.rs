@@ -22,10 +22,16 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (13, super::router::MIGRATION_V13),
     (14, super::reply_messages::MIGRATION_V14),
     (15, V15),
+    (16, V16),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 15;
+pub(crate) const LATEST: u32 = 16;
+
+/// The model a run was asked to use, kept when failover or the router made
+/// another one answer (the run's `model` then names the one that answered).
+/// Runs stored before keep `NULL`: their `model` is the one they started with.
+const V16: &str = "ALTER TABLE runs ADD COLUMN requested_model TEXT;";
 
 /// Alert webhooks once stored their whole URL, credentials included, as the
 /// outbox target (shown by `GET /v1/outbox`), and a failed attempt's error

@@ -13,7 +13,7 @@ macro_rules! run_columns {
     () => {
         "run_id, seq, thread_key, user_key, source, input, idempotency_key, status, output, \
          error_code, error_message, model, lease_owner, lease_until, created_at, updated_at, \
-         last_event_seq, scope, roles"
+         last_event_seq, scope, roles, requested_model"
     };
 }
 pub(crate) use run_columns;
@@ -52,6 +52,7 @@ pub(crate) fn run(row: &Row<'_>) -> Result<RunRecord> {
         last_event_seq: col::<Option<i64>>(row, 16)?.and_then(|n| u64::try_from(n).ok()),
         scope: col(row, 17)?,
         roles: json(&col::<String>(row, 18)?, "run roles")?,
+        requested_model: col(row, 19)?,
     })
 }
 

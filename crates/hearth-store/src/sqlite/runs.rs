@@ -56,6 +56,7 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
             error_code: None,
             error_message: None,
             model: None,
+            requested_model: None,
             lease_owner: None,
             lease_until: None,
             created_at: run.created_at,
@@ -182,7 +183,8 @@ fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
     let thread_key: Option<String> = db
         .stmt(
             "UPDATE runs SET status = ?2, output = ?3, error_code = ?4, error_message = ?5, \
-             updated_at = ?6, lease_owner = NULL, lease_until = NULL, last_event_seq = ?7 \
+             updated_at = ?6, lease_owner = NULL, lease_until = NULL, last_event_seq = ?7, \
+             model = COALESCE(?8, model), requested_model = COALESCE(?9, requested_model) \
              WHERE run_id = ?1 AND status NOT IN ('succeeded', 'failed', 'cancelled') \
              RETURNING thread_key",
         )?
@@ -194,7 +196,9 @@ fn finish_run(db: &mut Db<'_>, finish: &RunFinish) -> Result<bool> {
                 finish.error_code,
                 finish.error_message,
                 finish.finished_at,
-                finish.last_event_seq.and_then(|n| i64::try_from(n).ok())
+                finish.last_event_seq.and_then(|n| i64::try_from(n).ok()),
+                finish.model,
+                finish.requested_model
             ],
             |row| row.get(0),
         )

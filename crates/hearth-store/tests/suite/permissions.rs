@@ -42,7 +42,8 @@ async fn a_version_4_database_gains_grants_and_audit() {
         "DROP TABLE grants; DROP TABLE audit; ALTER TABLE runs DROP COLUMN last_event_seq; \
          DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
          ALTER TABLE runs DROP COLUMN roles; \
-         DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; PRAGMA user_version = 4;",
+         DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
+         ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);

@@ -239,7 +239,8 @@ async fn a_version_3_database_gains_the_secrets_table() {
         "DROP TABLE secrets; ALTER TABLE runs DROP COLUMN last_event_seq; \
          DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
          ALTER TABLE runs DROP COLUMN roles; \
-         DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; PRAGMA user_version = 3;",
+         DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
+         ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -262,7 +263,8 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
     conn.execute_batch(
         "DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
          ALTER TABLE runs DROP COLUMN roles; DROP INDEX messages_summaries; \
-         ALTER TABLE messages DROP COLUMN covers_to; PRAGMA user_version = 9;",
+         ALTER TABLE messages DROP COLUMN covers_to; \
+         ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -282,6 +284,39 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
         .unwrap();
     assert!(version >= 10);
     assert_eq!(version, fresh);
+}
+
+/// Runs stored before migration 16 read back without a `requested_model`
+/// (their `model` is the one they started with), and a new end records one.
+#[tokio::test]
+async fn runs_of_a_version_15_database_gain_no_requested_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    {
+        let store = open(dir.path());
+        created(&store, "run_old", "t1").await;
+        store
+            .claim_run_with_model("run_old", "node", i64::MAX, 0, "fake/primary")
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 15;")
+        .unwrap();
+    drop(conn);
+    let store = open(dir.path());
+    let old = store.get_run("run_old").await.unwrap().unwrap();
+    assert_eq!(
+        (old.model.as_deref(), old.requested_model),
+        (Some("fake/primary"), None)
+    );
+    let mut end = finish("run_old", vec![]);
+    end.model = Some("fake/backup".into());
+    end.requested_model = Some("fake/primary".into());
+    assert!(store.finish_run(end).await.unwrap());
+    let done = store.get_run("run_old").await.unwrap().unwrap();
+    assert_eq!(done.requested_model.as_deref(), Some("fake/primary"));
 }
 
 /// Makes every audit insert with outcome `boom` fail inside its transaction.
