@@ -24,7 +24,8 @@ mod wall;
 
 pub use compaction::CompactionConfig;
 pub use engine::{
-    Candidate, ConfirmPolicy, DIRECT_CALL_ID, DirectCall, Engine, EventSink, ModelCall, Outcome,
+    Candidate, ConfirmPolicy, DIRECT_CALL_ID, DirectCall, Engine, EngineSettings, EventSink,
+    ModelCall, Outcome,
     RunInput, RunResult, ToolMode,
 };
 pub use limits::Limits;
