@@ -11,6 +11,7 @@ use tracing::{debug, warn};
 
 use crate::bus::RunLog;
 use crate::catalog::{Catalog, ToolSupport};
+use crate::live::Live;
 use crate::routing::{RouteFailure, Routed};
 use crate::runtime::{Runtime, lease_ms};
 use crate::scheduler::{Enqueued, NextRun};
@@ -115,13 +116,16 @@ impl Runtime {
         let inner = &self.inner;
         let store = self.store_of_run(&run_id);
         let overrides = inner.supplied.take(&run_id);
+        // The configuration this run keeps to its end, whatever a reload
+        // puts in force meanwhile.
+        let live = inner.live();
         // Prepared before the claim (it only reads), so the claim records
         // the model in the same write. A direct tool call uses no model.
         let prepared = if inner.direct.take(&run_id) {
             None
         } else {
             Some(
-                self.prepare(&run_id, thread_key, overrides.model.as_deref())
+                self.prepare(&live, &run_id, thread_key, overrides.model.as_deref())
                     .await,
             )
         };
@@ -153,7 +157,7 @@ impl Runtime {
         inner.executing_insert(&run_id);
         match prepared {
             Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
-                self.run_claimed(&run, prepared, cancel, steer, overrides.history)
+                self.run_claimed(&live, &run, prepared, cancel, steer, overrides.history)
                     .await;
             }
             _ => self.run_direct(&run, cancel).await,
@@ -180,6 +184,7 @@ impl Runtime {
 
     async fn run_claimed(
         &self,
+        live: &Live,
         run: &RunRecord,
         prepared: Result<Prepared, PrepareError>,
         cancel: tokio_util::sync::CancellationToken,
@@ -211,7 +216,7 @@ impl Runtime {
         metrics::gauge!("hearth_runs_in_flight").increment(1.0);
         let journal = inner.incognito.store_of_run(&run.run_id);
         let local_only = inner.options.incognito_local_only && journal.is_some();
-        let mut fallbacks = inner.catalog.fallbacks_for(&model);
+        let mut fallbacks = live.catalog.fallbacks_for(&model);
         let routed_at = now_ms();
         if let Some(routed) = &route {
             // The router's other candidates first, best first, then the
@@ -223,8 +228,8 @@ impl Runtime {
         }
         let candidates = std::iter::once((model, provider))
             .chain(fallbacks)
-            .filter(|(m, _)| !local_only || inner.catalog.is_local(m))
-            .map(|(m, p)| candidate(&inner.catalog, m, p))
+            .filter(|(m, _)| !local_only || live.catalog.is_local(m))
+            .map(|(m, p)| candidate(&live.catalog, m, p))
             .collect();
         let input = RunInput {
             run_id: run.run_id.clone(),
@@ -254,7 +259,7 @@ impl Runtime {
             pinned,
             first_step: u32::from(route.is_some()),
         };
-        let result = inner
+        let result = live
             .engine
             .run_with_history(input, history, &LogSink(&log))
             .await;
@@ -305,6 +310,7 @@ impl Runtime {
     /// run was given one, else its thread's.
     async fn prepare(
         &self,
+        live: &Live,
         run_id: &str,
         thread_key: &str,
         model: Option<&str>,
@@ -315,7 +321,7 @@ impl Runtime {
         let pinned = model.is_some() || state.model.is_some();
         // A model named by the run or its thread always wins over the router.
         if !pinned
-            && let Some(routed) = self.route_run(run_id, thread_key, thinking).await?
+            && let Some(routed) = self.route_run(live, run_id, thread_key, thinking).await?
             && !routed.resolved.is_empty()
         {
             let (model, provider) = routed.resolved[0].clone();
@@ -330,15 +336,14 @@ impl Runtime {
         let model = model
             .map(str::to_owned)
             .or_else(|| state.model.clone())
-            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
-        let (model, provider) = self
-            .inner
+            .unwrap_or_else(|| live.catalog.default_model().to_string());
+        let (model, provider) = live
             .catalog
             .resolve(&model)
             .map_err(|e| PrepareError::UnknownModel(e.to_string()))?;
         if self.inner.options.incognito_local_only
             && self.inner.incognito.store_of_run(run_id).is_some()
-            && !self.inner.catalog.is_local(&model)
+            && !live.catalog.is_local(&model)
         {
             return Err(PrepareError::NotLocal(model));
         }

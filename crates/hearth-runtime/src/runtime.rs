@@ -18,6 +18,7 @@ use crate::catalog::Catalog;
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::incognito::Incognito;
+use crate::live::{Live, LiveCell};
 use crate::notices::Notices;
 use crate::scheduler::{CancelFound, Scheduler};
 use crate::supplied::Supplied;
@@ -71,8 +72,10 @@ pub enum WaitOutcome {
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) catalog: Catalog,
-    pub(crate) engine: Engine,
+    /// Everything a configuration reload replaces (see `live.rs`).
+    pub(crate) live: LiveCell,
+    /// How to read and apply the configuration again.
+    pub(crate) reload: crate::reload::Reloader,
     pub(crate) bus: EventBus,
     pub(crate) scheduler: Scheduler,
     pub(crate) options: RuntimeOptions,
@@ -106,6 +109,11 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The live configuration in force now; a run takes it once.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.get()
+    }
+
     pub(crate) fn executing(&self) -> Vec<String> {
         let set = self
             .executing
@@ -159,6 +167,11 @@ pub(crate) struct Parts<'a> {
     pub(crate) surface: Option<Arc<dyn ChatSurface>>,
     pub(crate) mcp: hearth_mcp::McpManager,
     pub(crate) skills: Arc<hearth_skills::Skills>,
+    /// The configuration and environment the runtime was built from.
+    pub(crate) config: Arc<hearth_config::Config>,
+    pub(crate) env: Arc<std::collections::BTreeMap<String, String>>,
+    /// What a reload needs beside them.
+    pub(crate) reload: crate::reload::Reloader,
 }
 
 impl Runtime {
@@ -178,6 +191,9 @@ impl Runtime {
             surface,
             mcp,
             skills,
+            config,
+            env,
+            reload,
         } = parts;
         let inner = Arc::new_cyclic(|weak| {
             if job_tools {
@@ -187,8 +203,15 @@ impl Runtime {
             }
             Inner {
                 store,
-                catalog,
-                engine: make_engine(tools),
+                live: LiveCell::new(Live {
+                    config,
+                    env,
+                    catalog: Arc::new(catalog),
+                    engine: Arc::new(make_engine(tools)),
+                    router: None,
+                    loaded_at: hearth_core::now_ms(),
+                }),
+                reload,
                 bus: EventBus::default(),
                 scheduler: Scheduler::default(),
                 options,
