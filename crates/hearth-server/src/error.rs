@@ -7,6 +7,7 @@
 //! | `UnknownModel` | 400 | `unknown_model` |
 //! | `UnknownCapability` | 400 | `unknown_capability` |
 //! | `InvalidSchedule` | 400 | `invalid_schedule` |
+//! | `InvalidConfig` | 400 | `invalid_config` (a reload refused; nothing changed) |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
 //! | `ForbiddenHost` | 403 | `forbidden_host` (a Host this server does not answer to) |
@@ -48,6 +49,10 @@ pub enum ApiError {
     /// A job's schedule or time zone that is refused.
     #[error("{0}")]
     InvalidSchedule(String),
+    /// A configuration read again that cannot be served; the one in force
+    /// is unchanged.
+    #[error("{0}")]
+    InvalidConfig(String),
     /// Missing or bad token.
     #[error(
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
@@ -108,6 +113,7 @@ impl ApiError {
             Self::UnknownModel(_) => (StatusCode::BAD_REQUEST, "unknown_model"),
             Self::UnknownCapability(_) => (StatusCode::BAD_REQUEST, "unknown_capability"),
             Self::InvalidSchedule(_) => (StatusCode::BAD_REQUEST, "invalid_schedule"),
+            Self::InvalidConfig(_) => (StatusCode::BAD_REQUEST, "invalid_config"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
@@ -145,6 +151,7 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::JobNotFound(_) => Self::NotFound(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
             RuntimeError::Internal(m) => Self::Internal(m),
+            RuntimeError::InvalidConfig(m) => Self::InvalidConfig(m),
         }
     }
 }
