@@ -109,21 +109,28 @@ fn redact(value: &mut Value, env: &BTreeMap<String, String>) {
 }
 
 /// What a reload compares of one section: its settings, and the values of
-/// the variables they read (kept in memory only, never shown), so a key
-/// or token changed in the environment counts as a change of its section.
+/// the variables and sealed secrets they read (variables kept in memory
+/// only, secrets as hashes; never shown), so a key or token changed counts
+/// as a change of its section.
 pub(crate) fn fingerprint(
     section: &Value,
     env: &BTreeMap<String, String>,
+    secrets: &BTreeMap<String, String>,
 ) -> (Value, Vec<Option<String>>) {
     let mut vars = Vec::new();
-    collect_vars(section, &mut vars);
-    let values = vars.iter().map(|v| env.get(v).cloned()).collect();
+    let mut sealed = Vec::new();
+    collect_vars(section, &mut vars, &mut sealed);
+    let values = vars
+        .iter()
+        .map(|v| env.get(v).cloned())
+        .chain(sealed.iter().map(|s| secrets.get(s).cloned()))
+        .collect();
     (section.clone(), values)
 }
 
-/// Every variable a section reads: `*_env` names, `headers_env` values,
-/// `env_pass` entries, and the sealing key when a `*_secret` is named.
-fn collect_vars(value: &Value, out: &mut Vec<String>) {
+/// Every variable a section reads (`*_env` names, `headers_env` values,
+/// `env_pass` entries) and every sealed secret it names (`*_secret`).
+fn collect_vars(value: &Value, out: &mut Vec<String>, sealed: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
             for (key, v) in map {
@@ -138,16 +145,29 @@ fn collect_vars(value: &Value, out: &mut Vec<String>) {
                         }
                         _ => {}
                     }
-                } else if key.ends_with("_secret") && v.is_string() {
-                    out.push(crate::builder::KEY_VAR.to_owned());
+                } else if key.ends_with("_secret")
+                    && let Value::String(name) = v
+                {
+                    sealed.push(name.clone());
                 } else {
-                    collect_vars(v, out);
+                    collect_vars(v, out, sealed);
                 }
             }
         }
-        Value::Array(items) => items.iter().for_each(|i| collect_vars(i, out)),
+        Value::Array(items) => items.iter().for_each(|i| collect_vars(i, out, sealed)),
         _ => {}
     }
+}
+
+/// The sealed secrets opened, as hashes (a reload compares them, so a
+/// secret set again with `hearth secrets set` counts as a change).
+pub(crate) fn secret_hashes(
+    opened: &BTreeMap<String, hearth_store::secrets::SecretString>,
+) -> BTreeMap<String, String> {
+    opened
+        .iter()
+        .map(|(name, s)| (name.clone(), hearth_agent::confirm::hash_token(s.expose())))
+        .collect()
 }
 
 /// The variables the catalog detects providers from, read only when no
@@ -224,7 +244,21 @@ to = "webhook:https://user:pw@hooks.example/abc?token=q"
         let section = json!({"providers": {"a": {"api_key_env": "K"}}});
         let one = BTreeMap::from([("K".to_owned(), "1".to_owned())]);
         let two = BTreeMap::from([("K".to_owned(), "2".to_owned())]);
-        assert_ne!(fingerprint(&section, &one), fingerprint(&section, &two));
-        assert_eq!(fingerprint(&section, &one), fingerprint(&section, &one));
+        let none = BTreeMap::new();
+        assert_ne!(
+            fingerprint(&section, &one, &none),
+            fingerprint(&section, &two, &none)
+        );
+        assert_eq!(
+            fingerprint(&section, &one, &none),
+            fingerprint(&section, &one, &none)
+        );
+        let sealed = json!({"providers": {"a": {"api_key_secret": "a.key"}}});
+        let h1 = BTreeMap::from([("a.key".to_owned(), "h1".to_owned())]);
+        let h2 = BTreeMap::from([("a.key".to_owned(), "h2".to_owned())]);
+        assert_ne!(
+            fingerprint(&sealed, &none, &h1),
+            fingerprint(&sealed, &none, &h2)
+        );
     }
 }

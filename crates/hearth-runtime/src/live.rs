@@ -25,6 +25,8 @@ pub(crate) struct Live {
     pub(crate) config: Arc<Config>,
     /// The environment it was read with (the key and token variables).
     pub(crate) env: Arc<BTreeMap<String, String>>,
+    /// The sealed secrets it opened, as hashes (see `config_view`).
+    pub(crate) secrets: Arc<BTreeMap<String, String>>,
     /// Providers, models and prices.
     pub(crate) catalog: Arc<Catalog>,
     /// The engine runs execute with.

@@ -110,14 +110,17 @@ fn sections(config: &Config) -> BTreeMap<String, Value> {
     }
 }
 
+/// A configuration with what it read: the environment and the sealed
+/// secrets' hashes.
+struct Seen<'a> {
+    config: &'a Config,
+    env: &'a BTreeMap<String, String>,
+    secrets: &'a BTreeMap<String, String>,
+}
+
 /// Compares two configurations: (live sections changed, what needs a restart).
-fn diff(
-    old: &Config,
-    old_env: &BTreeMap<String, String>,
-    new: &Config,
-    new_env: &BTreeMap<String, String>,
-) -> (Vec<String>, Vec<String>) {
-    let (before, after) = (sections(old), sections(new));
+fn diff(old: &Seen<'_>, new: &Seen<'_>) -> (Vec<String>, Vec<String>) {
+    let (before, after) = (sections(old.config), sections(new.config));
     let mut changed = Vec::new();
     let mut restart = Vec::new();
     for (name, a) in &after {
@@ -131,13 +134,13 @@ fn diff(
                 }
             }
         }
-        let mut fb = fingerprint(&b, old_env);
-        let mut fa = fingerprint(&a, new_env);
-        if name == "llm" && new.llm.providers.is_empty() {
+        let mut fb = fingerprint(&b, old.env, old.secrets);
+        let mut fa = fingerprint(&a, new.env, new.secrets);
+        if name == "llm" && new.config.llm.providers.is_empty() {
             // Providers detected from the environment.
             for var in detected_key_vars() {
-                fb.1.push(old_env.get(*var).cloned());
-                fa.1.push(new_env.get(*var).cloned());
+                fb.1.push(old.env.get(*var).cloned());
+                fa.1.push(new.env.get(*var).cloned());
             }
         }
         if fb == fa {
@@ -271,7 +274,24 @@ impl Runtime {
         let Reread { config, env, home } = reread;
         let inner = &self.inner;
         let old = inner.live();
-        let (changed, mut needs_restart) = diff(&old.config, &old.env, &config, &env);
+        // Opened first: a secret that cannot be opened refuses the reload,
+        // and one set again counts as a change of its section.
+        let secrets = crate::builder::open_secrets(&config, &env, inner.store.as_ref())
+            .await
+            .map_err(build_invalid)?;
+        let hashes = crate::config_view::secret_hashes(&secrets);
+        let (changed, mut needs_restart) = diff(
+            &Seen {
+                config: &old.config,
+                env: &old.env,
+                secrets: &old.secrets,
+            },
+            &Seen {
+                config: &config,
+                env: &env,
+                secrets: &hashes,
+            },
+        );
         if home != inner.reload.home {
             needs_restart.push("home".into());
         }
@@ -279,9 +299,6 @@ impl Runtime {
 
         // Everything that can fail, before anything changes.
         let catalog = if has("llm") {
-            let secrets = crate::builder::open_secrets(&config, &env, inner.store.as_ref())
-                .await
-                .map_err(build_invalid)?;
             Arc::new(
                 Catalog::from_config(&config, &env, &secrets, inner.reload.http.clone())
                     .map_err(invalid)?,
@@ -334,6 +351,7 @@ impl Runtime {
         inner.live.update(|live| {
             live.config = Arc::new(config.clone());
             live.env = Arc::new(env.clone());
+            live.secrets = Arc::new(hashes);
             live.catalog = catalog;
             live.engine = engine;
             live.router = router;
@@ -367,6 +385,18 @@ impl Runtime {
 mod tests {
     use super::*;
 
+    fn seen<'a>(
+        config: &'a Config,
+        env: &'a BTreeMap<String, String>,
+        secrets: &'a BTreeMap<String, String>,
+    ) -> Seen<'a> {
+        Seen {
+            config,
+            env,
+            secrets,
+        }
+    }
+
     fn load(toml: &str) -> Config {
         hearth_config::load_str(toml, "t.toml", Vec::new()).unwrap()
     }
@@ -378,7 +408,8 @@ mod tests {
             "[agent]\nmax_steps = 6\n[server]\nbind = \"127.0.0.1:9\"\n[store]\ndurability = \"strict\"\n[llm]\nincognito_local_only = true\n",
         );
         let env = BTreeMap::new();
-        let (changed, restart) = diff(&old, &env, &new, &env);
+        let none = BTreeMap::new();
+        let (changed, restart) = diff(&seen(&old, &env, &none), &seen(&new, &env, &none));
         assert_eq!(changed, vec!["agent".to_owned()]);
         assert_eq!(
             restart,
@@ -397,7 +428,11 @@ mod tests {
         );
         let one = BTreeMap::from([("P_KEY".to_owned(), "a".to_owned())]);
         let two = BTreeMap::from([("P_KEY".to_owned(), "b".to_owned())]);
-        assert_eq!(diff(&c, &one, &c, &two).0, vec!["llm".to_owned()]);
-        assert!(diff(&c, &one, &c, &one).0.is_empty());
+        let none = BTreeMap::new();
+        assert_eq!(
+            diff(&seen(&c, &one, &none), &seen(&c, &two, &none)).0,
+            vec!["llm".to_owned()]
+        );
+        assert!(diff(&seen(&c, &one, &none), &seen(&c, &one, &none)).0.is_empty());
     }
 }

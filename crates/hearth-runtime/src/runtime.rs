@@ -170,6 +170,8 @@ pub(crate) struct Parts<'a> {
     /// The configuration and environment the runtime was built from.
     pub(crate) config: Arc<hearth_config::Config>,
     pub(crate) env: Arc<std::collections::BTreeMap<String, String>>,
+    /// The sealed secrets opened, as hashes.
+    pub(crate) secrets: Arc<std::collections::BTreeMap<String, String>>,
     /// What a reload needs beside them.
     pub(crate) reload: crate::reload::Reloader,
 }
@@ -193,6 +195,7 @@ impl Runtime {
             skills,
             config,
             env,
+            secrets,
             reload,
         } = parts;
         let inner = Arc::new_cyclic(|weak| {
@@ -206,6 +209,7 @@ impl Runtime {
                 live: LiveCell::new(Live {
                     config,
                     env,
+                    secrets,
                     catalog: Arc::new(catalog),
                     engine: Arc::new(make_engine(tools)),
                     router: None,

@@ -308,7 +308,9 @@ impl RuntimeBuilder {
             })?),
             None => None,
         };
-        // The opened keys now live only inside the providers and the channels.
+        // The opened keys now live only inside the providers and the
+        // channels; a reload compares their hashes.
+        let secret_hashes = Arc::new(crate::config_view::secret_hashes(&secrets));
         drop(secrets);
 
         // Nothing above started a child; from here on, MCP servers and
@@ -356,6 +358,7 @@ impl RuntimeBuilder {
             skills: skills.clone(),
             config: live_config,
             env: Arc::new(env),
+            secrets: secret_hashes,
             reload,
         });
         if let Err(e) = runtime.enable_router(router).await {

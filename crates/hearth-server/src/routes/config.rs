@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -19,7 +19,7 @@ use crate::error::ApiError;
 /// `"<unset>"`; literal header, MCP `env` and skill `config` values show as
 /// `"<set>"`; an alert webhook as its scheme and host; `secret_key` is
 /// `HEARTH_SECRET_KEY`'s state.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ConfigShown {
     /// When the configuration in force was read (RFC 3339).
     pub loaded_at: String,
@@ -30,7 +30,7 @@ pub struct ConfigShown {
 }
 
 /// `POST /v1/config/reload`
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ConfigReloaded {
     /// Sections changed and in force for the next runs (`llm`,
     /// `permissions`, `tools`, `agent`, `budget`, `router`, `mcp`); runs in
