@@ -35,6 +35,7 @@ mod presses;
 mod providers;
 mod reactions;
 mod refused;
+mod reload;
 mod router;
 mod secrets;
 mod shared_threads;

@@ -1,0 +1,374 @@
+//! Live configuration reload: `POST /v1/config/reload`, SIGHUP and `hearth
+//! config reload` put a changed hearth.toml in force for the next run
+//! without a restart; an invalid file changes nothing; runs in flight keep
+//! the configuration they started with; `GET /v1/config` never shows a
+//! secret.
+
+use std::time::Duration;
+
+use hearth_testkit::{FakeOpenAi, Gate, Reply, ToolCallSpec};
+use serde_json::{Value, json};
+
+use crate::harness::{Hearth, command, fake_config, offered_tools, poll};
+
+/// A fake provider that answers every request with its own name.
+fn named(fake: &FakeOpenAi, name: &'static str) {
+    fake.respond_with(move |_| Some(Reply::text(name)));
+}
+
+async fn reload(h: &Hearth) -> (u16, Value) {
+    h.send(reqwest::Method::POST, "/v1/config/reload", json!({}))
+        .await
+}
+
+fn write_config(h: &Hearth, config: &str) {
+    std::fs::write(h.home.join("hearth.toml"), config).unwrap();
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn provider_model_permissions_and_limits_change_for_the_next_run() {
+    let old = FakeOpenAi::start().await;
+    let new = FakeOpenAi::start().await;
+    named(&new, "from the new provider");
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&old.base_url()))).await;
+
+    // Before: the old provider, member tools offered, a tool call allowed.
+    old.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c1",
+        "current_time",
+        r#"{"timezone":"UTC"}"#,
+    )]));
+    old.push(Reply::text("old answer"));
+    let v = h.ask("api:a", "time?").await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(v["model"], "fake/fake-model");
+    assert!(offered_tools(&old.requests()[0]).contains(&"memory_search".to_owned()));
+    let (_, p) = h.get("/v1/permissions").await;
+    assert_eq!(p["default_preset"], "member");
+
+    // The file changes: another base URL and default model, no preset, one
+    // model call per run.
+    let config = format!(
+        "{}[permissions]\ndefault_preset = \"none\"\n[agent]\nmax_llm_calls = 1\n",
+        fake_config(&new.base_url()).replace("fake/fake-model", "fake/other-model")
+    );
+    write_config(&h, &config);
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(
+        names(&r["changed"]),
+        ["agent", "llm", "permissions"],
+        "{r}"
+    );
+    assert_eq!(r["needs_restart"], json!([]), "{r}");
+    assert!(r["loaded_at"].is_string(), "{r}");
+
+    let asked_old = old.requests().len();
+    let v = h.ask("api:b", "hello").await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(v["model"], "fake/other-model", "{v}");
+    assert_eq!(v["output"]["text"], "from the new provider");
+    assert_eq!(old.requests().len(), asked_old, "the old base URL was asked");
+    let req = new.requests().pop().unwrap();
+    assert_eq!(req["model"], "other-model");
+    assert!(
+        !offered_tools(&req).contains(&"memory_search".to_owned()),
+        "preset none still offers member tools: {:?}",
+        offered_tools(&req)
+    );
+    let (_, p) = h.get("/v1/permissions").await;
+    assert_eq!(p["default_preset"], "none");
+
+    // The new limit: a run that needs a second model call stops at one.
+    new.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c2",
+        "current_time",
+        r#"{"timezone":"UTC"}"#,
+    )]));
+    let (s, v) = h
+        .post(json!({ "text": "time again?", "thread_key": "api:c", "wait": true }))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["status"], "failed", "{v}");
+    assert_eq!(v["error"]["code"], "limit_exceeded", "{v}");
+    assert!(old.violations().is_empty() && new.violations().is_empty());
+}
+
+#[tokio::test]
+async fn an_invalid_file_changes_nothing_and_says_why() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    let (_, before) = h.get("/v1/config").await;
+
+    // A key that does not exist, and a default model no provider has.
+    for (bad, says) in [
+        (
+            format!("{good}[agent]\nmax_stepz = 3\n"),
+            "max_stepz",
+        ),
+        (
+            good.replace("fake/fake-model", "nowhere/model"),
+            "nowhere",
+        ),
+    ] {
+        write_config(&h, &bad);
+        let (s, v) = reload(&h).await;
+        assert_eq!(s, 400, "{v}");
+        assert_eq!(v["error"]["code"], "invalid_config", "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message}");
+        let (_, now) = h.get("/v1/config").await;
+        assert_eq!(now, before, "a refused reload changed the config in force");
+        let v = h.ask("api:still", "still there?").await;
+        assert_eq!(v["status"], "succeeded", "{v}");
+        assert_eq!(v["model"], "fake/fake-model");
+    }
+    assert!(fake.violations().is_empty());
+}
+
+#[tokio::test]
+async fn what_cannot_change_live_is_reported_and_the_rest_applies() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    write_config(
+        &h,
+        &format!(
+            "{good}[server]\nbind = \"127.0.0.1:1\"\n[store]\ndurability = \"strict\"\n\
+             [agent]\nmax_llm_calls = 1\n"
+        ),
+    );
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["agent"], "{r}");
+    assert_eq!(names(&r["needs_restart"]), ["server.bind", "store"], "{r}");
+    let (_, c) = h.get("/v1/config").await;
+    assert_eq!(c["agent"]["max_llm_calls"], 1, "{c}");
+    // Still served where it was bound.
+    let v = h.ask("api:x", "hi").await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_configuration() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let (_, before) = h.get("/v1/config").await;
+    write_config(
+        &h,
+        &fake_config(&fake.base_url()).replace("fake/fake-model", "fake/other-model"),
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &h.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The signal's reload runs in the server; its end is seen as a new
+    // `loaded_at` (no event is sent to the caller of a signal).
+    let after = poll("the reload on SIGHUP", Duration::from_secs(30), || async {
+        let (_, v) = h.get("/v1/config").await;
+        if v["loaded_at"] != before["loaded_at"] {
+            Ok(v)
+        } else {
+            Err(v["loaded_at"].clone())
+        }
+    })
+    .await;
+    assert_eq!(after["llm"]["default_model"], "fake/other-model");
+    let v = h.ask("api:hup", "hi").await;
+    assert_eq!(v["model"], "fake/other-model", "{v}");
+    let log = std::fs::read_to_string(h.home.join("serve.log")).unwrap();
+    assert!(
+        log.contains("configuration reloaded") && log.contains("llm"),
+        "{log}"
+    );
+    assert!(fake.violations().is_empty());
+}
+
+#[tokio::test]
+async fn get_config_shows_set_or_unset_and_never_a_secret() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}api_key_env = \"FAKE_KEY\"\n[alerts]\nwebhook_secret_env = \"NOT_SET_ANYWHERE\"\n",
+        fake_config(&fake.base_url()).replace(crate::harness::FAKE_KEY_LINE, "")
+    );
+    let h = Hearth::start_with(
+        dir.path(),
+        Some(&config),
+        &[("FAKE_KEY", "test-key-value-0123456789")],
+    )
+    .await;
+    let (s, v) = h.get("/v1/config").await;
+    assert_eq!(s, 200, "{v}");
+    let text = v.to_string();
+    assert!(!text.contains("test-key-value"), "a key leaked: {text}");
+    let p = &v["llm"]["providers"]["fake"];
+    assert_eq!(p["api_key_env"], "FAKE_KEY");
+    assert_eq!(p["api_key"], "<set>");
+    assert_eq!(v["alerts"]["webhook_secret"], "<unset>");
+    assert_eq!(v["secret_key"], "<unset>");
+    assert!(v["loaded_at"].is_string(), "{v}");
+
+    // The CLI shows the same, from the running server.
+    let out = command(&h.home)
+        .args(["--url", &h.url, "config", "show"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("\"api_key\": \"<set>\""), "{stdout}");
+    assert!(!stdout.contains("test-key-value"), "{stdout}");
+    let log = std::fs::read_to_string(h.home.join("serve.log")).unwrap();
+    assert!(!log.contains("test-key-value"), "{log}");
+}
+
+#[tokio::test]
+async fn the_cli_reloads_and_lists_what_changed() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    write_config(&h, &format!("{good}[agent]\nmax_llm_calls = 2\n"));
+    let out = command(&h.home)
+        .args(["--url", &h.url, "config", "reload"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("agent"), "{stdout}");
+
+    write_config(&h, "[agent\n");
+    let out = command(&h.home)
+        .args(["--url", &h.url, "--json", "config", "reload"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("hearth.toml"), "{stderr}");
+}
+
+#[tokio::test]
+async fn mcp_servers_added_and_removed_by_a_reload() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    let with_mcp = format!(
+        "{good}[mcp.servers.fk]\ncommand = \"{}\"\npreset = \"member\"\nread_tools = [\"echo\"]\n",
+        hearth_testkit::fake_mcp::fake_mcp_bin().display()
+    );
+    write_config(&h, &with_mcp);
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["mcp"], "{r}");
+    // A server starts in the background: its state is asked until ready.
+    poll("fk ready", Duration::from_secs(60), || async {
+        let (_, v) = h.get("/v1/mcp/servers").await;
+        let ready = v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "fk" && e["state"] == "ready");
+        if ready { Ok(()) } else { Err(v) }
+    })
+    .await;
+    h.ask("api:m", "hi").await;
+    let tools = offered_tools(&fake.requests().pop().unwrap());
+    assert!(tools.iter().any(|t| t.starts_with("fk__")), "{tools:?}");
+
+    write_config(&h, &good);
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["mcp"], "{r}");
+    let (_, v) = h.get("/v1/mcp/servers").await;
+    assert!(
+        !v["servers"].as_array().unwrap().iter().any(|e| e["name"] == "fk"),
+        "{v}"
+    );
+    h.ask("api:m2", "hi").await;
+    let tools = offered_tools(&fake.requests().pop().unwrap());
+    assert!(!tools.iter().any(|t| t.starts_with("fk__")), "{tools:?}");
+    assert!(fake.violations().is_empty());
+}
+
+#[tokio::test]
+async fn a_reload_under_load_loses_no_run_and_changes_none_in_flight() {
+    const N: usize = 16;
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+
+    // N runs on N threads, each held half-way through its answer.
+    let gate = Gate::new();
+    for _ in 0..N {
+        fake.push(Reply::text("old").in_pieces(2).pausing_after(1, gate.clone()));
+    }
+    let mut in_flight = Vec::new();
+    for i in 0..N {
+        let (s, v) = h
+            .post(json!({ "text": "go", "thread_key": format!("api:load{i}") }))
+            .await;
+        assert_eq!(s, 202, "{v}");
+        in_flight.push(v["run_id"].as_str().unwrap().to_owned());
+    }
+    poll("every run at the provider", Duration::from_secs(60), || async {
+        let n = fake.requests().len();
+        if n == N { Ok(()) } else { Err(n) }
+    })
+    .await;
+
+    write_config(&h, &good.replace("fake/fake-model", "fake/other-model"));
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["llm"], "{r}");
+
+    // New runs, while the old ones still wait: the new model.
+    let mut fresh = Vec::new();
+    for i in 0..N {
+        let (s, v) = h
+            .post(json!({ "text": "go", "thread_key": format!("api:new{i}") }))
+            .await;
+        assert_eq!(s, 202, "{v}");
+        fresh.push(v["run_id"].as_str().unwrap().to_owned());
+    }
+    gate.open();
+    for id in &in_flight {
+        let v = h.wait_run(id).await;
+        assert_eq!(v["status"], "succeeded", "{v}");
+        assert_eq!(v["model"], "fake/fake-model", "{v}");
+        assert_eq!(v["output"]["text"], "old", "{v}");
+    }
+    for id in &fresh {
+        let v = h.wait_run(id).await;
+        assert_eq!(v["status"], "succeeded", "{v}");
+        assert_eq!(v["model"], "fake/other-model", "{v}");
+    }
+    let models: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(models.iter().filter(|m| *m == "fake-model").count(), N);
+    assert_eq!(models.iter().filter(|m| *m == "other-model").count(), N);
+    let (_, runs) = h.get("/v1/runs?limit=100").await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 2 * N, "{runs}");
+    assert!(fake.violations().is_empty());
+}
