@@ -312,14 +312,29 @@ async fn mcp_servers_added_and_removed_by_a_reload() {
 async fn a_reload_under_load_loses_no_run_and_changes_none_in_flight() {
     const N: usize = 16;
     let fake = FakeOpenAi::start().await;
+    // Second calls of the runs in flight answer "old", new runs "new".
+    fake.respond_with(|req| {
+        Some(Reply::text(match req["model"].as_str() {
+            Some("fake-model") => "old",
+            _ => "new",
+        }))
+    });
     let dir = tempfile::tempdir().unwrap();
     let good = fake_config(&fake.base_url());
     let h = Hearth::start(dir.path(), Some(&good)).await;
 
-    // N runs on N threads, each held half-way through its answer.
+    // N runs on N threads, each held half-way through a tool call, so each
+    // makes its second model call after the reload.
     let gate = Gate::new();
-    for _ in 0..N {
-        fake.push(Reply::text("old").in_pieces(2).pausing_after(1, gate.clone()));
+    for i in 0..N {
+        fake.push(
+            Reply::tool_calls(vec![ToolCallSpec::new(
+                format!("call_{i}"),
+                "current_time",
+                r#"{"timezone":"UTC"}"#,
+            )])
+            .pausing_after(1, gate.clone()),
+        );
     }
     let mut in_flight = Vec::new();
     for i in 0..N {
@@ -335,10 +350,18 @@ async fn a_reload_under_load_loses_no_run_and_changes_none_in_flight() {
     })
     .await;
 
-    write_config(&h, &good.replace("fake/fake-model", "fake/other-model"));
+    // Another default model, and one model call per run: the runs in
+    // flight, which need two, must not feel it.
+    write_config(
+        &h,
+        &format!(
+            "{}[agent]\nmax_llm_calls = 1\n",
+            good.replace("fake/fake-model", "fake/other-model")
+        ),
+    );
     let (s, r) = reload(&h).await;
     assert_eq!(s, 200, "{r}");
-    assert_eq!(names(&r["changed"]), ["llm"], "{r}");
+    assert_eq!(names(&r["changed"]), ["agent", "llm"], "{r}");
 
     // New runs, while the old ones still wait: the new model.
     let mut fresh = Vec::new();
@@ -360,13 +383,14 @@ async fn a_reload_under_load_loses_no_run_and_changes_none_in_flight() {
         let v = h.wait_run(id).await;
         assert_eq!(v["status"], "succeeded", "{v}");
         assert_eq!(v["model"], "fake/other-model", "{v}");
+        assert_eq!(v["output"]["text"], "new", "{v}");
     }
     let models: Vec<String> = fake
         .requests()
         .iter()
         .map(|r| r["model"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(models.iter().filter(|m| *m == "fake-model").count(), N);
+    assert_eq!(models.iter().filter(|m| *m == "fake-model").count(), 2 * N);
     assert_eq!(models.iter().filter(|m| *m == "other-model").count(), N);
     let (_, runs) = h.get("/v1/runs?limit=100").await;
     assert_eq!(runs["runs"].as_array().unwrap().len(), 2 * N, "{runs}");
