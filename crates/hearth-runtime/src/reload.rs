@@ -10,15 +10,16 @@
 //! `tools` (profiles and confirmations; not `web_search`), `agent`
 //! (limits, compaction, output cap), `budget` (pools, rebuilt from the
 //! stored usage), `router` (arms and strategy, keeping what runs taught),
-//! `mcp` (servers added, removed and changed; the others keep running).
-//! The skill files are read again on every reload.
+//! `mcp` (servers added, removed and changed; the others keep running),
+//! `skills` (folders, trusted keys, settings; executable skills whose
+//! verification or settings changed restart). The skill files are read
+//! again on every reload.
 //!
 //! Reported under `needs_restart` when they changed, and not applied:
 //! `server.bind` and every other `server.*` key, `store`, `home`, `log`,
 //! `channels` (the chat surface has no reconnect entry point yet),
-//! `alerts` (their rules live in the chat surface), `skills` (the skill
-//! directories, trusted keys and settings are fixed at start), and the two
-//! `llm` and one `tools` keys named above. A reload that changes them still
+//! `alerts` (their rules live in the chat surface), and the two `llm` and
+//! one `tools` keys named above. A reload that changes them still
 //! applies the rest.
 
 use std::collections::BTreeMap;
@@ -57,8 +58,9 @@ pub struct Reloader {
     pub(crate) home: PathBuf,
     pub(crate) http: reqwest::Client,
     pub(crate) source: Option<ConfigSource>,
-    /// Whether skills are looked for (the skill files are read again).
-    pub(crate) discover_skills: bool,
+    /// The executable skills' settings, when skills are looked for (the
+    /// skill files are read again at every reload).
+    pub(crate) exec_settings: Option<crate::builder::skills::SharedExecSettings>,
     /// One reload at a time: two would race to install their snapshots.
     pub(crate) lock: tokio::sync::Mutex<()>,
 }
@@ -84,7 +86,7 @@ pub struct ConfigView {
 }
 
 /// Sections that a reload applies.
-const LIVE: [&str; 7] = [
+const LIVE: [&str; 8] = [
     "llm",
     "permissions",
     "tools",
@@ -92,6 +94,7 @@ const LIVE: [&str; 7] = [
     "budget",
     "router",
     "mcp",
+    "skills",
 ];
 /// Keys of live sections that are fixed at start.
 const FIXED_KEYS: [(&str, &str); 3] = [
@@ -322,6 +325,14 @@ impl Runtime {
             kept => kept.clone(),
         };
 
+        let skill_options = match &inner.reload.exec_settings {
+            Some(_) if has("skills") => Some(
+                crate::builder::skills::options(&config, &inner.reload.home)
+                    .map_err(build_invalid)?,
+            ),
+            _ => None,
+        };
+
         // From here on nothing fails: the new snapshot goes in whole.
         let engine = if ["llm", "permissions", "tools", "agent", "budget"]
             .iter()
@@ -369,9 +380,22 @@ impl Runtime {
                 "MCP servers synced with the configuration"
             );
         }
-        if inner.reload.discover_skills {
+        if let Some(settings) = &inner.reload.exec_settings {
             let skills = inner.skills.clone();
-            let _ = tokio::task::spawn_blocking(move || skills.reload()).await;
+            let reloaded = match skill_options {
+                Some(options) => {
+                    *settings
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        crate::builder::skills::ExecSettings::of(&config);
+                    tokio::task::spawn_blocking(move || skills.reload_with(options)).await
+                }
+                None => tokio::task::spawn_blocking(move || skills.reload()).await,
+            };
+            match reloaded {
+                Ok(c) => info!(skills = c.skills.len(), "skills read again"),
+                Err(e) => warn!(error = %e, "reading the skills again failed"),
+            }
         }
         Ok(ReloadReport {
             changed,

@@ -396,3 +396,86 @@ async fn a_reload_under_load_loses_no_run_and_changes_none_in_flight() {
     assert_eq!(runs["runs"].as_array().unwrap().len(), 2 * N, "{runs}");
     assert!(fake.violations().is_empty());
 }
+
+#[tokio::test]
+async fn config_routes_need_the_token_and_refuse_other_sites() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(dir.path())
+        .args(["token", "create", "--name", "ops"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    write_config(&h, &format!("{good}[agent]\nmax_llm_calls = 1\n"));
+
+    let (s, _) = h.get("/v1/config").await;
+    assert_eq!(s, 401);
+    let (s, _) = reload(&h).await;
+    assert_eq!(s, 401);
+    // A page of another site, even with the token a browser might hold.
+    let r = h
+        .http
+        .post(h.at("/v1/config/reload"))
+        .bearer_auth(&token)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let r = h
+        .http
+        .get(h.at("/v1/config"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["agent"]["max_llm_calls"], 12, "a refused request reloaded: {v}");
+
+    // The operator, with no body at all.
+    let r = h
+        .http
+        .post(h.at("/v1/config/reload"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(names(&v["changed"]), ["agent"], "{v}");
+}
+
+#[tokio::test]
+async fn a_skills_folder_added_by_a_reload_is_offered_to_the_next_run() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let more = dir.path().join("more-skills/pdf");
+    std::fs::create_dir_all(&more).unwrap();
+    std::fs::write(
+        more.join("SKILL.md"),
+        "---\nname: pdf\ndescription: Fill PDF forms.\n---\nx\n",
+    )
+    .unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    let (_, v) = h.get("/v1/skills").await;
+    assert_eq!(v["skills"], json!([]), "{v}");
+
+    write_config(&h, &format!("{good}[skills]\nextra_dirs = [\"more-skills\"]\n"));
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["skills"], "{r}");
+    let (_, v) = h.get("/v1/skills").await;
+    assert_eq!(v["skills"][0]["name"], "pdf", "{v}");
+    h.ask("api:s", "hi").await;
+    let system = fake.requests().pop().unwrap()["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(system.contains("Fill PDF forms."), "{system}");
+    assert!(fake.violations().is_empty());
+}

@@ -316,9 +316,11 @@ impl RuntimeBuilder {
         // Nothing above started a child; from here on, MCP servers and
         // executable skills run (their tools join as each comes up).
         let mcp = hearth_mcp::McpManager::new(&config.mcp, &env, &http);
-        if discover_skills {
-            skills::run_executables(&skills, &mcp, &config, &home);
-        }
+        let exec_settings = if discover_skills {
+            Some(skills::run_executables(&skills, &mcp, &config, &home))
+        } else {
+            None
+        };
         tools.add_source(Arc::new(mcp.clone()));
         mcp.start();
         let options = options.unwrap_or_else(|| options_of(&config));
@@ -327,7 +329,7 @@ impl RuntimeBuilder {
             home: home.clone(),
             http: http.clone(),
             source,
-            discover_skills,
+            exec_settings,
             lock: tokio::sync::Mutex::new(()),
         };
         let runtime = Runtime::from_parts(Parts {
