@@ -479,3 +479,38 @@ async fn a_skills_folder_added_by_a_reload_is_offered_to_the_next_run() {
     assert!(system.contains("Fill PDF forms."), "{system}");
     assert!(fake.violations().is_empty());
 }
+
+#[tokio::test]
+async fn tool_profiles_and_budget_pools_change_for_the_next_run() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    h.ask("api:t1", "one").await;
+    h.ask("api:t2", "two").await;
+    assert!(offered_tools(&fake.requests()[1]).contains(&"memory_search".to_owned()));
+
+    // A profile that hides memory from the API, and a pool of two calls a
+    // day per user, which the two calls above (read back from the store)
+    // already used.
+    write_config(
+        &h,
+        &format!(
+            "{good}[tools.profiles.api]\nexclude = [\"memory_*\"]\n\
+             [[budget.pools]]\nname = \"calls\"\nkind = \"requests\"\nlimit = 3\nscope = \"user\"\n"
+        ),
+    );
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["budget", "tools"], "{r}");
+    h.ask("api:t3", "three").await;
+    let tools = offered_tools(&fake.requests()[2]);
+    assert!(!tools.iter().any(|t| t.starts_with("memory_")), "{tools:?}");
+    let refused = h.ask("api:t4", "four").await;
+    assert_eq!(refused["status"], "failed", "{refused}");
+    assert_eq!(refused["error"]["code"], "budget_exceeded", "{refused}");
+    assert_eq!(fake.request_count(), 3, "the refused run called no model");
+    let (_, b) = h.get("/v1/budget").await;
+    assert_eq!(b["pools"][0]["name"], "calls", "{b}");
+    assert!(fake.violations().is_empty());
+}
