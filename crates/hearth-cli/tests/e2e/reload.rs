@@ -514,3 +514,33 @@ async fn tool_profiles_and_budget_pools_change_for_the_next_run() {
     assert_eq!(b["pools"][0]["name"], "calls", "{b}");
     assert!(fake.violations().is_empty());
 }
+
+#[tokio::test]
+async fn router_arms_change_for_the_next_run() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    let v = h.ask("api:r1", "write a poem").await;
+    assert_eq!(v["model"], "fake/fake-model", "{v}");
+
+    write_config(
+        &h,
+        &format!(
+            "{good}[router]\nstrategy = \"cheapest\"\n\
+             [[router.arms]]\nmodel = \"fake/other-model\"\n"
+        ),
+    );
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["router"], "{r}");
+    let (_, router) = h.get("/v1/router").await;
+    assert_eq!(router["strategy"], "cheapest", "{router}");
+    let v = h.ask("api:r2", "write a poem").await;
+    assert_eq!(v["model"], "fake/other-model", "{v}");
+    let (_, trace) = h
+        .get(&format!("/v1/runs/{}/trace", v["run_id"].as_str().unwrap()))
+        .await;
+    assert_eq!(trace["steps"][0]["kind"], "route", "{trace}");
+    assert!(fake.violations().is_empty());
+}
