@@ -544,3 +544,41 @@ async fn router_arms_change_for_the_next_run() {
     assert_eq!(trace["steps"][0]["kind"], "route", "{trace}");
     assert!(fake.violations().is_empty());
 }
+
+#[tokio::test]
+async fn a_confirmation_asked_before_a_reload_is_answered_after_it() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        r#"{"id": 999}"#,
+    )]));
+    fake.push(Reply::text("done"));
+    let (s, waiting) = h
+        .post(json!({ "text": "forget it", "thread_key": "api:conf", "wait": true }))
+        .await;
+    assert_eq!(s, 202, "{waiting}");
+    assert_eq!(waiting["status"], "awaiting_confirmation", "{waiting}");
+    let token = waiting["confirmation"]["token"].as_str().unwrap().to_owned();
+
+    write_config(&h, &format!("{good}[agent]\nmax_tool_calls = 4\n"));
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["agent"], "{r}");
+
+    let r = h
+        .http
+        .post(h.at(&format!("/v1/confirmations/{token}")))
+        .json(&json!({ "user_key": "api:user:anonymous", "approve": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v = h.wait_run(waiting["run_id"].as_str().unwrap()).await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(v["output"]["text"], "done", "{v}");
+    assert!(fake.violations().is_empty());
+}
