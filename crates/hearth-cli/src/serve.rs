@@ -230,8 +230,8 @@ fn config_source(g: &Global, home: &Path) -> hearth_runtime::ConfigSource {
     let home = home.to_owned();
     Arc::new(move || {
         let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-        let config = load_named(named.as_deref(), &home, env.clone())
-            .map_err(|e| format!("{e:#}"))?;
+        let config =
+            load_named(named.as_deref(), &home, env.clone()).map_err(|e| format!("{e:#}"))?;
         Ok(hearth_runtime::Reread {
             config,
             env,

@@ -137,9 +137,9 @@ fn collect_vars(value: &Value, out: &mut Vec<String>, sealed: &mut Vec<String>) 
                 if key.ends_with("_env") || key == "env_pass" {
                     match v {
                         Value::String(var) => out.push(var.clone()),
-                        Value::Object(vars) => out.extend(
-                            vars.values().filter_map(Value::as_str).map(str::to_owned),
-                        ),
+                        Value::Object(vars) => {
+                            out.extend(vars.values().filter_map(Value::as_str).map(str::to_owned))
+                        }
                         Value::Array(vars) => {
                             out.extend(vars.iter().filter_map(Value::as_str).map(str::to_owned));
                         }
@@ -236,7 +236,10 @@ to = "webhook:https://user:pw@hooks.example/abc?token=q"
         assert_eq!(v["mcp"]["servers"]["files"]["env"]["TOKEN"], SET);
         assert_eq!(v["secret_key"], SET);
         assert_eq!(v["alerts"]["webhook_secret"], UNSET);
-        assert_eq!(v["alerts"]["rules"][0]["to"], "webhook:https://hooks.example");
+        assert_eq!(
+            v["alerts"]["rules"][0]["to"],
+            "webhook:https://hooks.example"
+        );
     }
 
     #[test]

@@ -225,7 +225,12 @@ impl Runtime {
     /// question again yet), so the common case, a thread with nothing
     /// running, costs no query.
     pub(crate) async fn deny_pending_on_thread(&self, thread_key: &str, sender: &Sender) {
-        let mut runs = self.inner.live().engine.confirmations().waiting_on(thread_key);
+        let mut runs = self
+            .inner
+            .live()
+            .engine
+            .confirmations()
+            .waiting_on(thread_key);
         if let Some(active) = self.inner.scheduler.active_run(thread_key)
             && !runs.contains(&active)
         {

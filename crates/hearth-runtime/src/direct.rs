@@ -151,7 +151,11 @@ impl Runtime {
             pinned: false,
             first_step: 0,
         };
-        let result = inner.live().engine.call_tool(input, call, &LogSink(&log)).await;
+        let result = inner
+            .live()
+            .engine
+            .call_tool(input, call, &LogSink(&log))
+            .await;
         self.finish(
             run,
             &log,

@@ -48,7 +48,10 @@ impl LiveCell {
 
     /// The snapshot in force now.
     pub(crate) fn get(&self) -> Arc<Live> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Replaces the snapshot with `change` applied to a copy of the current

@@ -348,10 +348,12 @@ impl Runtime {
                 .tools()
                 .clone()
                 .with_profiles(crate::builder::tool_profiles(&config));
-            Arc::new(
-                old.engine
-                    .reconfigured(engine_settings(&config, tools, limits, budget.clone())),
-            )
+            Arc::new(old.engine.reconfigured(engine_settings(
+                &config,
+                tools,
+                limits,
+                budget.clone(),
+            )))
         } else {
             old.engine.clone()
         };
@@ -372,7 +374,9 @@ impl Runtime {
             self.start_budget_of(budget).await?;
         }
         if has("mcp") {
-            let synced = inner.mcp.sync_configured(&config.mcp, &env, &inner.reload.http);
+            let synced = inner
+                .mcp
+                .sync_configured(&config.mcp, &env, &inner.reload.http);
             info!(
                 added = ?synced.added,
                 removed = ?synced.removed,
@@ -457,6 +461,10 @@ mod tests {
             diff(&seen(&c, &one, &none), &seen(&c, &two, &none)).0,
             vec!["llm".to_owned()]
         );
-        assert!(diff(&seen(&c, &one, &none), &seen(&c, &one, &none)).0.is_empty());
+        assert!(
+            diff(&seen(&c, &one, &none), &seen(&c, &one, &none))
+                .0
+                .is_empty()
+        );
     }
 }

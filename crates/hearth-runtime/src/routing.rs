@@ -176,7 +176,9 @@ impl Runtime {
     /// Set once, before `start`; a second call is refused.
     pub async fn enable_router(&self, router: Router) -> Result<()> {
         if self.inner.live().router.is_some() {
-            return Err(RuntimeError::InvalidInput("the router is already set".into()));
+            return Err(RuntimeError::InvalidInput(
+                "the router is already set".into(),
+            ));
         }
         self.install_router(router).await
     }
@@ -232,7 +234,13 @@ impl Runtime {
             .rev()
             .find(|s| s.kind == StepKind::Llm && s.status == StepStatus::Succeeded)
             .map(|s| s.name.as_str())
-            .filter(|m| self.inner.live().router.clone().is_some_and(|r| r.is_arm(m)));
+            .filter(|m| {
+                self.inner
+                    .live()
+                    .router
+                    .clone()
+                    .is_some_and(|r| r.is_arm(m))
+            });
         let changes = self
             .inner
             .store

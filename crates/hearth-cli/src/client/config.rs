@@ -23,13 +23,18 @@ pub(super) async fn config(api: &Api, command: ConfigCommand, json_out: bool) ->
             print_json(&shown.sections);
         }
         ConfigCommand::Reload => {
-            let done: ConfigReloaded = api.post("/v1/config/reload", &serde_json::json!({})).await?;
+            let done: ConfigReloaded = api
+                .post("/v1/config/reload", &serde_json::json!({}))
+                .await?;
             if json_out {
                 print_json(&done);
                 return Ok(());
             }
             if done.changed.is_empty() {
-                println!("configuration reloaded at {}: nothing live changed", done.loaded_at);
+                println!(
+                    "configuration reloaded at {}: nothing live changed",
+                    done.loaded_at
+                );
             } else {
                 println!(
                     "configuration reloaded at {}; in force for the next runs: {}",

@@ -64,11 +64,7 @@ async fn provider_model_permissions_and_limits_change_for_the_next_run() {
     write_config(&h, &config);
     let (s, r) = reload(&h).await;
     assert_eq!(s, 200, "{r}");
-    assert_eq!(
-        names(&r["changed"]),
-        ["agent", "llm", "permissions"],
-        "{r}"
-    );
+    assert_eq!(names(&r["changed"]), ["agent", "llm", "permissions"], "{r}");
     assert_eq!(r["needs_restart"], json!([]), "{r}");
     assert!(r["loaded_at"].is_string(), "{r}");
 
@@ -77,7 +73,11 @@ async fn provider_model_permissions_and_limits_change_for_the_next_run() {
     assert_eq!(v["status"], "succeeded", "{v}");
     assert_eq!(v["model"], "fake/other-model", "{v}");
     assert_eq!(v["output"]["text"], "from the new provider");
-    assert_eq!(old.requests().len(), asked_old, "the old base URL was asked");
+    assert_eq!(
+        old.requests().len(),
+        asked_old,
+        "the old base URL was asked"
+    );
     let req = new.requests().pop().unwrap();
     assert_eq!(req["model"], "other-model");
     assert!(
@@ -113,14 +113,8 @@ async fn an_invalid_file_changes_nothing_and_says_why() {
 
     // A key that does not exist, and a default model no provider has.
     for (bad, says) in [
-        (
-            format!("{good}[agent]\nmax_stepz = 3\n"),
-            "max_stepz",
-        ),
-        (
-            good.replace("fake/fake-model", "nowhere/model"),
-            "nowhere",
-        ),
+        (format!("{good}[agent]\nmax_stepz = 3\n"), "max_stepz"),
+        (good.replace("fake/fake-model", "nowhere/model"), "nowhere"),
     ] {
         write_config(&h, &bad);
         let (s, v) = reload(&h).await;
@@ -230,7 +224,11 @@ async fn get_config_shows_set_or_unset_and_never_a_secret() {
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("\"api_key\": \"<set>\""), "{stdout}");
     assert!(!stdout.contains("test-key-value"), "{stdout}");
     let log = std::fs::read_to_string(h.home.join("serve.log")).unwrap();
@@ -250,7 +248,11 @@ async fn the_cli_reloads_and_lists_what_changed() {
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("agent"), "{stdout}");
 
     write_config(&h, "[agent\n");
@@ -299,7 +301,11 @@ async fn mcp_servers_added_and_removed_by_a_reload() {
     assert_eq!(names(&r["changed"]), ["mcp"], "{r}");
     let (_, v) = h.get("/v1/mcp/servers").await;
     assert!(
-        !v["servers"].as_array().unwrap().iter().any(|e| e["name"] == "fk"),
+        !v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "fk"),
         "{v}"
     );
     h.ask("api:m2", "hi").await;
@@ -344,10 +350,14 @@ async fn a_reload_under_load_loses_no_run_and_changes_none_in_flight() {
         assert_eq!(s, 202, "{v}");
         in_flight.push(v["run_id"].as_str().unwrap().to_owned());
     }
-    poll("every run at the provider", Duration::from_secs(60), || async {
-        let n = fake.requests().len();
-        if n == N { Ok(()) } else { Err(n) }
-    })
+    poll(
+        "every run at the provider",
+        Duration::from_secs(60),
+        || async {
+            let n = fake.requests().len();
+            if n == N { Ok(()) } else { Err(n) }
+        },
+    )
     .await;
 
     // Another default model, and one model call per run: the runs in
@@ -406,7 +416,11 @@ async fn config_routes_need_the_token_and_refuse_other_sites() {
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     let good = fake_config(&fake.base_url());
     let h = Hearth::start(dir.path(), Some(&good)).await;
@@ -434,7 +448,10 @@ async fn config_routes_need_the_token_and_refuse_other_sites() {
         .await
         .unwrap();
     let v: Value = r.json().await.unwrap();
-    assert_eq!(v["agent"]["max_llm_calls"], 12, "a refused request reloaded: {v}");
+    assert_eq!(
+        v["agent"]["max_llm_calls"], 12,
+        "a refused request reloaded: {v}"
+    );
 
     // The operator, with no body at all.
     let r = h
@@ -465,7 +482,10 @@ async fn a_skills_folder_added_by_a_reload_is_offered_to_the_next_run() {
     let (_, v) = h.get("/v1/skills").await;
     assert_eq!(v["skills"], json!([]), "{v}");
 
-    write_config(&h, &format!("{good}[skills]\nextra_dirs = [\"more-skills\"]\n"));
+    write_config(
+        &h,
+        &format!("{good}[skills]\nextra_dirs = [\"more-skills\"]\n"),
+    );
     let (s, r) = reload(&h).await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(names(&r["changed"]), ["skills"], "{r}");
@@ -562,7 +582,10 @@ async fn a_confirmation_asked_before_a_reload_is_answered_after_it() {
         .await;
     assert_eq!(s, 202, "{waiting}");
     assert_eq!(waiting["status"], "awaiting_confirmation", "{waiting}");
-    let token = waiting["confirmation"]["token"].as_str().unwrap().to_owned();
+    let token = waiting["confirmation"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     write_config(&h, &format!("{good}[agent]\nmax_tool_calls = 4\n"));
     let (s, r) = reload(&h).await;

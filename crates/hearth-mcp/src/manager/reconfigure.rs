@@ -1,7 +1,7 @@
 //! A configuration reload's `[mcp]`: the configured servers made exactly
 //! those of the new configuration. New ones start, removed ones stop, and
-//! one whose entry or whose environment (`env_pass`, `headers_env`) changed
-//! restarts; the others keep running untouched, and executable skills are
+//! one whose entry, environment (`env_pass`, `headers_env`) or
+//! `max_result_bytes` changed restarts; the others keep running untouched, and executable skills are
 //! left to [`McpManager::sync_skills`].
 
 use std::collections::BTreeMap;
@@ -70,8 +70,9 @@ impl McpManager {
                 .collect();
             for name in configured {
                 let keep = config.servers.get(&name).is_some_and(|sc| {
-                    servers.get(&name).is_some_and(|s| &s.config == sc)
-                        && seen.get(&name) == Some(&env_seen(sc, env))
+                    servers.get(&name).is_some_and(|s| {
+                        &s.config == sc && s.max_result_bytes == config.max_result_bytes
+                    }) && seen.get(&name) == Some(&env_seen(sc, env))
                 });
                 if keep {
                     continue;

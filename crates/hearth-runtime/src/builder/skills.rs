@@ -142,7 +142,11 @@ pub(super) fn run_executables(
             .clone();
         c.executables()
             .map(|e| {
-                let own = settings.executable.get(&e.name).cloned().unwrap_or_default();
+                let own = settings
+                    .executable
+                    .get(&e.name)
+                    .cloned()
+                    .unwrap_or_default();
                 hearth_mcp::SkillServer {
                     skill: e.clone(),
                     timeout_secs: settings.timeout_secs,

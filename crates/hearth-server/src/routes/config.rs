@@ -33,12 +33,15 @@ pub struct ConfigShown {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ConfigReloaded {
     /// Sections changed and in force for the next runs (`llm`,
-    /// `permissions`, `tools`, `agent`, `budget`, `router`, `mcp`); runs in
-    /// flight finish with the configuration they started with.
+    /// `permissions`, `tools`, `agent`, `budget`, `router`, `mcp`,
+    /// `skills`); runs in flight finish with the configuration they started
+    /// with.
     pub changed: Vec<String>,
     /// Sections or keys changed that take effect only after a restart
-    /// (`server.bind`, `store`, `home`, `channels`, ...); not applied, and
-    /// nothing else of the reload is refused for them.
+    /// (`server.<key>`, `store`, `home`, `log`, `channels`, `alerts`,
+    /// `llm.daily_spend_alert_usd`, `llm.incognito_local_only`,
+    /// `tools.web_search`); not applied, and nothing else of the reload is
+    /// refused for them.
     pub needs_restart: Vec<String>,
     /// When the configuration now in force was read (RFC 3339).
     pub loaded_at: String,
