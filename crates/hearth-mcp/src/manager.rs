@@ -455,7 +455,7 @@ pub struct McpManager {
     pub(crate) max_result_bytes: usize,
     /// Per configured server, the environment its entry read, so a reload
     /// restarts it when that changed.
-    pub(crate) env_seen: Arc<Mutex<BTreeMap<String, Vec<(String, Option<String>)>>>>,
+    pub(crate) env_seen: Arc<Mutex<BTreeMap<String, reconfigure::EnvSeen>>>,
 }
 
 impl McpManager {

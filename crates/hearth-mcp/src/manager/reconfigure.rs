@@ -29,12 +29,12 @@ impl ServersSynced {
     }
 }
 
+/// Each variable a server's entry reads, with its value.
+pub(crate) type EnvSeen = Vec<(String, Option<String>)>;
+
 /// The values of the variables a server's entry reads from hearth's
 /// environment: when one changes, the server must restart to see it.
-pub(super) fn env_seen(
-    sc: &McpServerConfig,
-    env: &BTreeMap<String, String>,
-) -> Vec<(String, Option<String>)> {
+pub(super) fn env_seen(sc: &McpServerConfig, env: &BTreeMap<String, String>) -> EnvSeen {
     let vars = ["PATH", "HOME"]
         .into_iter()
         .map(str::to_owned)
