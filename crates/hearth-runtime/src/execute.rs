@@ -215,7 +215,7 @@ impl Runtime {
         );
         metrics::gauge!("hearth_runs_in_flight").increment(1.0);
         let journal = inner.incognito.store_of_run(&run.run_id);
-        let local_only = inner.options.incognito_local_only && journal.is_some();
+        let local_only = live.incognito_local_only && journal.is_some();
         let mut fallbacks = live.catalog.fallbacks_for(&model);
         let routed_at = now_ms();
         if let Some(routed) = &route {
@@ -341,7 +341,7 @@ impl Runtime {
             .catalog
             .resolve(&model)
             .map_err(|e| PrepareError::UnknownModel(e.to_string()))?;
-        if self.inner.options.incognito_local_only
+        if live.incognito_local_only
             && self.inner.incognito.store_of_run(run_id).is_some()
             && !live.catalog.is_local(&model)
         {

@@ -33,6 +33,10 @@ pub(crate) struct Live {
     pub(crate) engine: Arc<Engine>,
     /// The model router, once enabled.
     pub(crate) router: Option<Arc<Router>>,
+    /// `[llm] incognito_local_only` (first from the runtime's options).
+    pub(crate) incognito_local_only: bool,
+    /// `[llm] daily_spend_alert_usd` (first from the runtime's options).
+    pub(crate) daily_spend_alert_usd: Option<f64>,
     /// When the configuration was read (ms since the epoch).
     pub(crate) loaded_at: i64,
 }

@@ -5,8 +5,8 @@
 //! then what can change live is put in force for the next runs; runs in
 //! flight finish with the configuration they started with (see `live.rs`).
 //!
-//! Live sections: `llm` (providers, models, keys, prices, fallback, retry;
-//! not `daily_spend_alert_usd` and `incognito_local_only`), `permissions`,
+//! Live sections: `llm` (providers, models, keys, prices, fallback, retry,
+//! `daily_spend_alert_usd`, `incognito_local_only`), `permissions`,
 //! `tools` (profiles and confirmations; not `web_search`), `agent`
 //! (limits, compaction, output cap), `budget` (pools, rebuilt from the
 //! stored usage), `router` (arms and strategy, keeping what runs taught),
@@ -18,8 +18,8 @@
 //! Reported under `needs_restart` when they changed, and not applied:
 //! `server.bind` and every other `server.*` key, `store`, `home`, `log`,
 //! `channels` (the chat surface has no reconnect entry point yet),
-//! `alerts` (their rules live in the chat surface), and the two `llm` and
-//! one `tools` keys named above. A reload that changes them still
+//! `alerts` (their rules live in the chat surface), and `tools.web_search`
+//! (the tool is registered at start). A reload that changes them still
 //! applies the rest.
 
 use std::collections::BTreeMap;
@@ -97,11 +97,7 @@ const LIVE: [&str; 8] = [
     "skills",
 ];
 /// Keys of live sections that are fixed at start.
-const FIXED_KEYS: [(&str, &str); 3] = [
-    ("llm", "daily_spend_alert_usd"),
-    ("llm", "incognito_local_only"),
-    ("tools", "web_search"),
-];
+const FIXED_KEYS: [(&str, &str); 1] = [("tools", "web_search")];
 /// Sections whose keys are reported one by one (`server.bind`).
 const BY_KEY: [&str; 1] = ["server"];
 
@@ -368,6 +364,8 @@ impl Runtime {
             live.catalog = catalog;
             live.engine = engine;
             live.router = router;
+            live.incognito_local_only = config.llm.incognito_local_only;
+            live.daily_spend_alert_usd = config.llm.daily_spend_alert_usd;
             live.loaded_at = loaded_at;
         });
         if new_budget && let Some(budget) = budget {
@@ -433,7 +431,7 @@ mod tests {
     fn the_diff_names_live_sections_and_what_needs_a_restart() {
         let old = load("[agent]\nmax_steps = 5\n");
         let new = load(
-            "[agent]\nmax_steps = 6\n[server]\nbind = \"127.0.0.1:9\"\n[store]\ndurability = \"strict\"\n[llm]\nincognito_local_only = true\n",
+            "[agent]\nmax_steps = 6\n[server]\nbind = \"127.0.0.1:9\"\n[store]\ndurability = \"strict\"\n[tools.web_search]\nbackend = \"searxng\"\nbase_url = \"http://127.0.0.1:1\"\n",
         );
         let env = BTreeMap::new();
         let none = BTreeMap::new();
@@ -442,9 +440,9 @@ mod tests {
         assert_eq!(
             restart,
             vec![
-                "llm.incognito_local_only".to_owned(),
                 "server.bind".to_owned(),
-                "store".to_owned()
+                "store".to_owned(),
+                "tools.web_search".to_owned()
             ]
         );
     }

@@ -294,7 +294,7 @@ impl Runtime {
                 .next()
                 .is_some(),
             needs_thinking: thinking != ThinkingLevel::Off,
-            local_only: incognito && self.inner.options.incognito_local_only,
+            local_only: incognito && live.incognito_local_only,
             estimate: Estimate {
                 input_tokens: text.len() as u64 / CHARS_PER_TOKEN + 1,
                 output_tokens: OUTPUT_ESTIMATE,

@@ -34,9 +34,11 @@ pub struct RuntimeOptions {
     pub lease: Duration,
     /// How often leases are renewed and expired ones swept.
     pub sweep_every: Duration,
-    /// Log a warning once per UTC day when the day's estimated spend reaches this (USD).
+    /// Log a warning once per UTC day when the day's estimated spend
+    /// reaches this (USD); a configuration reload replaces it.
     pub daily_spend_alert_usd: Option<f64>,
-    /// Incognito runs may use only local models.
+    /// Incognito runs may use only local models; a configuration reload
+    /// replaces it.
     pub incognito_local_only: bool,
     /// Runs queued or running in this process beyond which new messages are
     /// refused (`Overloaded`) instead of queued.
@@ -213,6 +215,8 @@ impl Runtime {
                     catalog: Arc::new(catalog),
                     engine: Arc::new(make_engine(tools)),
                     router: None,
+                    incognito_local_only: options.incognito_local_only,
+                    daily_spend_alert_usd: options.daily_spend_alert_usd,
                     loaded_at: hearth_core::now_ms(),
                 }),
                 reload,

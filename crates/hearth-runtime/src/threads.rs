@@ -127,7 +127,7 @@ impl Runtime {
     /// Warns once per UTC day when today's estimated spend crosses the
     /// configured threshold (checked at most every 30 s).
     pub(crate) async fn check_spend(&self) {
-        let Some(threshold) = self.inner.options.daily_spend_alert_usd else {
+        let Some(threshold) = self.inner.live().daily_spend_alert_usd else {
             return;
         };
         if !self.inner.spend_alert.due() {

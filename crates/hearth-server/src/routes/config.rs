@@ -39,7 +39,6 @@ pub struct ConfigReloaded {
     pub changed: Vec<String>,
     /// Sections or keys changed that take effect only after a restart
     /// (`server.<key>`, `store`, `home`, `log`, `channels`, `alerts`,
-    /// `llm.daily_spend_alert_usd`, `llm.incognito_local_only`,
     /// `tools.web_search`); not applied, and nothing else of the reload is
     /// refused for them.
     pub needs_restart: Vec<String>,
