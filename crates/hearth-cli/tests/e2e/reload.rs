@@ -266,21 +266,18 @@ async fn the_cli_reloads_and_lists_what_changed() {
     assert!(stderr.contains("hearth.toml"), "{stderr}");
 }
 
-#[tokio::test]
-async fn mcp_servers_added_and_removed_by_a_reload() {
-    let fake = FakeOpenAi::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let good = fake_config(&fake.base_url());
-    let h = Hearth::start(dir.path(), Some(&good)).await;
-    let with_mcp = format!(
-        "{good}[mcp.servers.fk]\ncommand = \"{}\"\npreset = \"member\"\nread_tools = [\"echo\"]\n",
-        hearth_testkit::fake_mcp::fake_mcp_bin().display()
-    );
-    write_config(&h, &with_mcp);
-    let (s, r) = reload(&h).await;
-    assert_eq!(s, 200, "{r}");
-    assert_eq!(names(&r["changed"]), ["mcp"], "{r}");
-    // A server starts in the background: its state is asked until ready.
+/// The MCP server `fk` running fake-mcp, writing its pid to `pid_file`.
+fn with_fk(good: &str, pid_file: &std::path::Path) -> String {
+    format!(
+        "{good}[mcp.servers.fk]\ncommand = \"{}\"\nargs = [\"--pid-file\", \"{}\"]\n\
+         preset = \"member\"\nread_tools = [\"echo\"]\n",
+        hearth_testkit::fake_mcp::fake_mcp_bin().display(),
+        pid_file.display()
+    )
+}
+
+/// Waits until `fk` is ready (it starts in the background; no event tells).
+async fn fk_ready(h: &Hearth) {
     poll("fk ready", Duration::from_secs(60), || async {
         let (_, v) = h.get("/v1/mcp/servers").await;
         let ready = v["servers"]
@@ -291,10 +288,81 @@ async fn mcp_servers_added_and_removed_by_a_reload() {
         if ready { Ok(()) } else { Err(v) }
     })
     .await;
+}
+
+/// The pid a fake-mcp wrote, once written.
+async fn pid_in(path: &std::path::Path) -> String {
+    poll("the MCP server's pid", Duration::from_secs(30), || async {
+        match std::fs::read_to_string(path) {
+            Ok(pid) if !pid.trim().is_empty() => Ok(pid.trim().to_owned()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await
+}
+
+/// Waits until process `pid` is gone (or a zombie).
+async fn gone(pid: &str) {
+    poll(
+        "the old MCP server gone",
+        Duration::from_secs(30),
+        || async {
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => Ok(()),
+                Ok(stat)
+                    if stat
+                        .rsplit(')')
+                        .next()
+                        .is_some_and(|r| r.trim_start().starts_with('Z')) =>
+                {
+                    Ok(())
+                }
+                Ok(stat) => Err(stat),
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn mcp_servers_added_changed_and_removed_by_a_reload() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&good)).await;
+    let (first, second) = (dir.path().join("fk1.pid"), dir.path().join("fk2.pid"));
+
+    // Added: it starts, and the next run is offered its tools.
+    write_config(&h, &with_fk(&good, &first));
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["mcp"], "{r}");
+    fk_ready(&h).await;
+    let old_pid = pid_in(&first).await;
     h.ask("api:m", "hi").await;
     let tools = offered_tools(&fake.requests().pop().unwrap());
     assert!(tools.iter().any(|t| t.starts_with("fk__")), "{tools:?}");
 
+    // Changed: the old process stops, a new one starts.
+    write_config(&h, &with_fk(&good, &second));
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["mcp"], "{r}");
+    let new_pid = pid_in(&second).await;
+    assert_ne!(new_pid, old_pid);
+    gone(&old_pid).await;
+    fk_ready(&h).await;
+
+    // Unchanged: a reload leaves it running.
+    let (s, r) = reload(&h).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["changed"], json!([]), "{r}");
+    assert!(
+        std::path::Path::new(&format!("/proc/{new_pid}")).exists(),
+        "an unchanged server was stopped"
+    );
+
+    // Removed: it stops, and the next run is not offered its tools.
     write_config(&h, &good);
     let (s, r) = reload(&h).await;
     assert_eq!(s, 200, "{r}");
@@ -308,6 +376,7 @@ async fn mcp_servers_added_and_removed_by_a_reload() {
             .any(|e| e["name"] == "fk"),
         "{v}"
     );
+    gone(&new_pid).await;
     h.ask("api:m2", "hi").await;
     let tools = offered_tools(&fake.requests().pop().unwrap());
     assert!(!tools.iter().any(|t| t.starts_with("fk__")), "{tools:?}");
