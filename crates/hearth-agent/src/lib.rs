@@ -24,8 +24,8 @@ mod wall;
 
 pub use compaction::CompactionConfig;
 pub use engine::{
-    Candidate, ConfirmPolicy, DIRECT_CALL_ID, DirectCall, Engine, EventSink, ModelCall, Outcome,
-    RunInput, RunResult, ToolMode,
+    Candidate, ConfirmPolicy, DIRECT_CALL_ID, DirectCall, Engine, EngineSettings, EventSink,
+    ModelCall, Outcome, RunInput, RunResult, ToolMode,
 };
 pub use limits::Limits;
 // Retry policy is hearth-llm's (DESIGN); re-exported for the engine's callers.

@@ -219,6 +219,11 @@ pub enum Command {
     Router,
     /// Budget pools: limit, use, calls in flight and when each resets.
     Budget,
+    /// The running server's configuration: show it, or reload it.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Permissions: grant, revoke, list and check capabilities.
     Permissions {
         #[command(subcommand)]
@@ -432,6 +437,17 @@ pub enum OutboxCommand {
         /// The item's id.
         id: i64,
     },
+}
+
+/// `hearth config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the configuration in force and when it was loaded (secrets
+    /// shown as <set> or <unset>, never their values).
+    Show,
+    /// Read hearth.toml and the environment again (as SIGHUP does); print
+    /// what changed and what needs a restart. An invalid file changes nothing.
+    Reload,
 }
 
 /// `hearth run ...`

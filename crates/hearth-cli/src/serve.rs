@@ -32,14 +32,21 @@ pub fn home_dir(g: &Global) -> Result<PathBuf, Exit> {
 
 /// Loads the config named by `--config`/`HEARTH_CONFIG`, else `<home>/hearth.toml`.
 pub fn load_config(g: &Global, home: &Path) -> Result<Config, Exit> {
-    let path = g.config.clone().unwrap_or_else(|| home.join("hearth.toml"));
-    if g.config.is_some() && !path.exists() {
-        return Err(Exit::config(anyhow::anyhow!(
-            "config file {} does not exist",
-            path.display()
-        )));
+    load_named(g.config.as_deref(), home, std::env::vars()).map_err(Exit::config)
+}
+
+/// Loads `named`, else `<home>/hearth.toml`, with `env`'s overrides: what a
+/// start and a reload read alike.
+fn load_named(
+    named: Option<&Path>,
+    home: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> anyhow::Result<Config> {
+    let path = named.map_or_else(|| home.join("hearth.toml"), Path::to_owned);
+    if named.is_some() && !path.exists() {
+        anyhow::bail!("config file {} does not exist", path.display());
     }
-    hearth_config::load(&path, std::env::vars()).map_err(Exit::config)
+    Ok(hearth_config::load(&path, env)?)
 }
 
 /// The address to listen on, or why `bind` is not one (`serve` and
@@ -103,6 +110,9 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     let runtime = Runtime::builder(&home, config)
         .listening_on(addr)
         .surface(Box::new(hearth_channels::ChannelsFactory))
+        .config_source(config_source(g, &home))
+        // SIGHUP reloads the whole configuration (skills included) below.
+        .reload_on_sighup(false)
         .build()
         .await
         .map_err(build_exit)?;
@@ -165,6 +175,8 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     });
     // Under systemd's Type=notify: READY=1 now that /readyz would answer 200.
     crate::service::notify::when_ready(runtime.clone());
+    #[cfg(unix)]
+    tokio::spawn(reload_on_sighup(runtime.clone()));
     shutdown_signal().await;
     info!(
         grace_secs = grace.as_secs(),
@@ -212,6 +224,44 @@ fn install_metrics() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
             warn!(error = %e, "metrics are disabled");
             None
         }
+    }
+}
+
+/// Where a reload reads the configuration again: the file and
+/// environment a start reads (`--config`/`HEARTH_CONFIG`, else
+/// `<home>/hearth.toml`, then `HEARTH_*` overrides). A process's
+/// environment is its own from its start, so a variable changed outside
+/// it is seen after a restart; a sealed secret changed with `hearth
+/// secrets set` is seen at the reload.
+fn config_source(g: &Global, home: &Path) -> hearth_runtime::ConfigSource {
+    let named = g.config.clone();
+    let home = home.to_owned();
+    Arc::new(move || {
+        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        let config =
+            load_named(named.as_deref(), &home, env.clone()).map_err(|e| format!("{e:#}"))?;
+        Ok(hearth_runtime::Reread {
+            config,
+            env,
+            home: home.clone(),
+        })
+    })
+}
+
+/// Reloads the configuration on every SIGHUP; the runtime logs what
+/// changed, or why the file was refused (the old configuration serves on).
+#[cfg(unix)]
+async fn reload_on_sighup(runtime: Runtime) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        warn!("cannot listen for SIGHUP; reload the configuration with `hearth config reload`");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        info!("SIGHUP: reloading the configuration");
+        // The outcome (what changed, or why it was refused) is logged by
+        // the runtime, where it is handled.
+        let _ = runtime.reload_config().await;
     }
 }
 

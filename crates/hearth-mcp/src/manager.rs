@@ -9,6 +9,9 @@
 //! again. Nothing here can take hearth down: every failure is a state and a
 //! `last_error`.
 
+mod reconfigure;
+pub use reconfigure::ServersSynced;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -88,9 +91,8 @@ pub(crate) struct Server {
     pub(crate) name: String,
     transport: &'static str,
     config: McpServerConfig,
-    /// `mcp.<name>`, leaked once per configured server (`Tool::capability`
-    /// hands out `&'static str`, and the configured servers are fixed at
-    /// start); `skills.use` for a skill.
+    /// `mcp.<name>`, leaked once per name (`Tool::capability` hands out
+    /// `&'static str`; see `capability_of`); `skills.use` for a skill.
     pub(crate) capability: &'static str,
     /// The least preset holding `capability` (`[mcp.servers.<name>]
     /// preset`); `None` for a skill, whose `skills.use` the permission model
@@ -355,7 +357,7 @@ impl Server {
         Self::with(
             name,
             sc.clone(),
-            Box::leak(format!("mcp.{name}").into_boxed_str()),
+            capability_of(name),
             Some(match sc.preset {
                 PresetName::None => "none",
                 PresetName::Member => "member",
@@ -451,6 +453,9 @@ pub struct McpManager {
     /// hearth's environment, which skills' declared variables come from.
     pub(crate) env: Arc<BTreeMap<String, String>>,
     pub(crate) max_result_bytes: usize,
+    /// Per configured server, the environment its entry read, so a reload
+    /// restarts it when that changed.
+    pub(crate) env_seen: Arc<Mutex<BTreeMap<String, reconfigure::EnvSeen>>>,
 }
 
 impl McpManager {
@@ -466,6 +471,11 @@ impl McpManager {
                 (name.clone(), Arc::new(server))
             })
             .collect();
+        let env_seen = config
+            .servers
+            .iter()
+            .map(|(name, sc)| (name.clone(), reconfigure::env_seen(sc, env)))
+            .collect();
         Self {
             servers: Arc::new(RwLock::new(servers)),
             tasks: Arc::default(),
@@ -473,6 +483,7 @@ impl McpManager {
             started: Arc::default(),
             env: Arc::new(env.clone()),
             max_result_bytes: config.max_result_bytes,
+            env_seen: Arc::new(Mutex::new(env_seen)),
         }
     }
 
@@ -624,6 +635,20 @@ impl McpManager {
         };
         tokio::time::timeout(within, wait).await.is_ok()
     }
+}
+
+/// `mcp.<name>`, leaked once per name for the process: a reload that
+/// restarts or adds a server asks again for the same names.
+fn capability_of(name: &str) -> &'static str {
+    static LEAKED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let wanted = format!("mcp.{name}");
+    let mut leaked = LEAKED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = leaked.get(wanted.as_str()) {
+        return known;
+    }
+    let new: &'static str = Box::leak(wanted.into_boxed_str());
+    leaked.insert(new);
+    new
 }
 
 /// How to reach server `name`, or why it cannot be reached with this

@@ -83,9 +83,10 @@ impl Runtime {
         self.channels().map(|c| c.readiness()).unwrap_or_default()
     }
 
-    /// The `[permissions]` settings: the default preset and the admins.
-    pub fn permissions(&self) -> &PolicyConfig {
-        self.inner.engine.policy()
+    /// The `[permissions]` settings in force: the default preset and the
+    /// admins.
+    pub fn permissions(&self) -> PolicyConfig {
+        self.inner.live().engine.policy().clone()
     }
 
     /// Every MCP server and executable skill, by name.

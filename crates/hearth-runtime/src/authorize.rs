@@ -34,7 +34,8 @@ impl Runtime {
             .store
             .grants_for(&subjects(who.user_key, who.roles), &chain)
             .await?;
-        let policy = self.inner.engine.policy();
+        let live = self.inner.live();
+        let policy = live.engine.policy();
         if decide(policy, who.user_key, who.roles, capability, &grants).allowed {
             return Ok(true);
         }
@@ -72,7 +73,7 @@ impl Runtime {
     /// admins`, or named by the platform as an admin of exactly `scope` (a
     /// Discord guild's owner or Administrator in that guild's scope).
     pub fn is_admin_in(&self, who: Answerer<'_>, scope: &str) -> bool {
-        self.inner.engine.policy().is_admin(who.user_key)
+        self.inner.live().engine.policy().is_admin(who.user_key)
             || who.admin_of.is_some_and(|a| a == scope && a != "global")
     }
 }

@@ -78,6 +78,7 @@ impl Runtime {
     /// Each pool's limit, use, holds and reset (empty without pools).
     pub fn budget_status(&self) -> Vec<PoolStatus> {
         self.inner
+            .live()
             .engine
             .budget()
             .map(|b| b.status())
@@ -87,9 +88,14 @@ impl Runtime {
     /// Rebuilds the pools' use from the calls stored within their windows,
     /// and starts publishing their threshold crossings as notices.
     pub(crate) async fn start_budget(&self) -> Result<()> {
-        let Some(budget) = self.inner.engine.budget().cloned() else {
+        let Some(budget) = self.inner.live().engine.budget().cloned() else {
             return Ok(());
         };
+        self.start_budget_of(budget).await
+    }
+
+    /// As `start_budget`, for `budget` (a reload's new pools).
+    pub(crate) async fn start_budget_of(&self, budget: Arc<Budget>) -> Result<()> {
         let now = now_ms();
         if let Some(since) = budget.restore_since(now) {
             let calls = self.inner.store.calls_since(since).await?;

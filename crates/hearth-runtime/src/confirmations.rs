@@ -115,7 +115,7 @@ impl Runtime {
         let now = now_ms();
         if now >= rec.expires_at {
             // The waiting run marks it expired itself; wake it so it does now.
-            self.inner.engine.confirmations().wake(&rec.run_id);
+            self.inner.live().engine.confirmations().wake(&rec.run_id);
             return Err(RuntimeError::ConfirmationNotFound);
         }
         let admin_here = who.admin_of.is_some_and(|a| a == scope && a != "global");
@@ -232,7 +232,12 @@ impl Runtime {
         sender: &Sender,
         own_run: Option<&str>,
     ) {
-        let mut runs = self.inner.engine.confirmations().waiting_on(thread_key);
+        let mut runs = self
+            .inner
+            .live()
+            .engine
+            .confirmations()
+            .waiting_on(thread_key);
         if let Some(active) = self.inner.scheduler.active_run(thread_key)
             && !runs.contains(&active)
         {
@@ -317,7 +322,7 @@ impl Runtime {
                 .next()
         {
             env.confirmation = Some(Confirmation {
-                token: self.inner.engine.confirmations().token(&run.run_id),
+                token: self.inner.live().engine.confirmations().token(&run.run_id),
                 tool: rec.tool,
                 summary: rec.summary,
                 expires_at: rfc3339(rec.expires_at),
@@ -348,13 +353,14 @@ impl Runtime {
         if let Some(log) = self.inner.bus.get(&rec.run_id) {
             log.set_status(RunStatus::Running);
         }
-        self.inner.engine.confirmations().wake(&rec.run_id);
+        self.inner.live().engine.confirmations().wake(&rec.run_id);
     }
 
     /// Whether `user_key` (with `roles`) holds `confirmations.resolve_any`
     /// in `scope` (the run's) or globally.
     async fn may_resolve_any(&self, user_key: &str, roles: &[String], scope: &str) -> Result<bool> {
-        let policy = self.inner.engine.policy();
+        let live = self.inner.live();
+        let policy = live.engine.policy();
         if decide(policy, user_key, roles, RESOLVE_ANY, &[]).allowed {
             return Ok(true);
         }

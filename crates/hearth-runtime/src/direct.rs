@@ -75,7 +75,7 @@ impl Runtime {
         if self.is_shutting_down() {
             return Err(RuntimeError::ShuttingDown);
         }
-        if self.inner.engine.tools().get(&req.tool).is_none() {
+        if self.inner.live().engine.tools().get(&req.tool).is_none() {
             return Err(RuntimeError::InvalidInput(format!(
                 "no tool is named {:?}; GET /v1/tools lists them",
                 req.tool
@@ -151,7 +151,11 @@ impl Runtime {
             pinned: false,
             first_step: 0,
         };
-        let result = inner.engine.call_tool(input, call, &LogSink(&log)).await;
+        let result = inner
+            .live()
+            .engine
+            .call_tool(input, call, &LogSink(&log))
+            .await;
         self.finish(
             run,
             &log,

@@ -46,6 +46,10 @@ pub enum RuntimeError {
     /// Something of ours failed (a task panicked); the message says what.
     #[error("{0}")]
     Internal(String),
+    /// A configuration read again cannot be served (reload); the message
+    /// names the file or variable, the key and the fix. Nothing changed.
+    #[error("{0}")]
+    InvalidConfig(String),
 }
 
 impl From<hearth_core::KeyError> for RuntimeError {

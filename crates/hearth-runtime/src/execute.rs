@@ -12,6 +12,7 @@ use tracing::{debug, warn};
 
 use crate::bus::RunLog;
 use crate::catalog::{Catalog, ToolSupport};
+use crate::live::Live;
 use crate::routing::{RouteFailure, Routed};
 use crate::runtime::{Runtime, lease_ms};
 use crate::scheduler::{Enqueued, NextRun};
@@ -68,18 +69,23 @@ pub(crate) struct Prepared {
 /// thread with nothing else to run is stored and claimed in one commit
 /// (`Runtime::ingest_stored`) instead of one each: the hot path of a chat.
 #[derive(Default)]
-pub(crate) struct Preclaimed(Mutex<HashMap<String, (RunRecord, Prepared)>>);
+pub(crate) struct Preclaimed(Mutex<HashMap<String, PreclaimedRun>>);
+
+/// The configuration a preclaimed run was prepared with (it keeps it to its
+/// end), its stored record and what it was prepared with.
+type PreclaimedRun = (Arc<Live>, RunRecord, Prepared);
 
 impl Preclaimed {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, (RunRecord, Prepared)>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, PreclaimedRun>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn put(&self, run: RunRecord, prepared: Prepared) {
-        self.lock().insert(run.run_id.clone(), (run, prepared));
+    pub(crate) fn put(&self, live: Arc<Live>, run: RunRecord, prepared: Prepared) {
+        self.lock()
+            .insert(run.run_id.clone(), (live, run, prepared));
     }
 
-    pub(crate) fn take(&self, run_id: &str) -> Option<(RunRecord, Prepared)> {
+    pub(crate) fn take(&self, run_id: &str) -> Option<PreclaimedRun> {
         self.lock().remove(run_id)
     }
 }
@@ -135,23 +141,27 @@ impl Runtime {
             steer,
         } = next;
         let inner = &self.inner;
-        if let Some((run, prepared)) = inner.preclaimed.take(&run_id) {
-            // Claimed when it was stored (and in `executing` since).
+        if let Some((live, run, prepared)) = inner.preclaimed.take(&run_id) {
+            // Claimed when it was stored (and in `executing` since), with
+            // the configuration it was prepared with.
             let history = inner.supplied.take(&run_id).history;
-            self.run_claimed(&run, Ok(prepared), cancel, steer, history)
+            self.run_claimed(&live, &run, Ok(prepared), cancel, steer, history)
                 .await;
             inner.executing_remove(&run_id);
             return;
         }
         let store = self.store_of_run(&run_id);
         let overrides = inner.supplied.take(&run_id);
+        // The configuration this run keeps to its end, whatever a reload
+        // puts in force meanwhile.
+        let live = inner.live();
         // Prepared before the claim (it only reads), so the claim records
         // the model in the same write. A direct tool call uses no model.
         let prepared = if inner.direct.take(&run_id) {
             None
         } else {
             Some(
-                self.prepare(&run_id, thread_key, overrides.model.as_deref())
+                self.prepare(&live, &run_id, thread_key, overrides.model.as_deref())
                     .await,
             )
         };
@@ -183,7 +193,7 @@ impl Runtime {
         inner.executing_insert(&run_id);
         match prepared {
             Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
-                self.run_claimed(&run, prepared, cancel, steer, overrides.history)
+                self.run_claimed(&live, &run, prepared, cancel, steer, overrides.history)
                     .await;
             }
             _ => self.run_direct(&run, cancel).await,
@@ -210,6 +220,7 @@ impl Runtime {
 
     async fn run_claimed(
         &self,
+        live: &Live,
         run: &RunRecord,
         prepared: Result<Prepared, PrepareError>,
         cancel: tokio_util::sync::CancellationToken,
@@ -243,8 +254,8 @@ impl Runtime {
         // or the router's first choice): the model it was started with.
         let requested = model.to_string();
         let journal = inner.incognito.store_of_run(&run.run_id);
-        let local_only = inner.options.incognito_local_only && journal.is_some();
-        let mut fallbacks = inner.catalog.fallbacks_for(&model);
+        let local_only = live.incognito_local_only && journal.is_some();
+        let mut fallbacks = live.catalog.fallbacks_for(&model);
         let routed_at = now_ms();
         if let Some(routed) = &route {
             // The router's other candidates first, best first, then the
@@ -256,8 +267,8 @@ impl Runtime {
         }
         let candidates = std::iter::once((model, provider))
             .chain(fallbacks)
-            .filter(|(m, _)| !local_only || inner.catalog.is_local(m))
-            .map(|(m, p)| candidate(&inner.catalog, m, p))
+            .filter(|(m, _)| !local_only || live.catalog.is_local(m))
+            .map(|(m, p)| candidate(&live.catalog, m, p))
             .collect();
         let input = RunInput {
             run_id: run.run_id.clone(),
@@ -287,7 +298,7 @@ impl Runtime {
             pinned,
             first_step: u32::from(route.is_some()),
         };
-        let result = inner
+        let result = live
             .engine
             .run_with_history(input, history, &LogSink(&log))
             .await;
@@ -338,6 +349,7 @@ impl Runtime {
     /// run was given one, else its thread's.
     pub(crate) async fn prepare(
         &self,
+        live: &Live,
         run_id: &str,
         thread_key: &str,
         model: Option<&str>,
@@ -348,7 +360,7 @@ impl Runtime {
         let pinned = model.is_some() || state.model.is_some();
         // A model named by the run or its thread always wins over the router.
         if !pinned
-            && let Some(routed) = self.route_run(run_id, thread_key, thinking).await?
+            && let Some(routed) = self.route_run(live, run_id, thread_key, thinking).await?
             && !routed.resolved.is_empty()
         {
             let (model, provider) = routed.resolved[0].clone();
@@ -363,15 +375,14 @@ impl Runtime {
         let model = model
             .map(str::to_owned)
             .or_else(|| state.model.clone())
-            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
-        let (model, provider) = self
-            .inner
+            .unwrap_or_else(|| live.catalog.default_model().to_string());
+        let (model, provider) = live
             .catalog
             .resolve(&model)
             .map_err(|e| PrepareError::UnknownModel(e.to_string()))?;
-        if self.inner.options.incognito_local_only
+        if live.incognito_local_only
             && self.inner.incognito.store_of_run(run_id).is_some()
-            && !self.inner.catalog.is_local(&model)
+            && !live.catalog.is_local(&model)
         {
             return Err(PrepareError::NotLocal(model));
         }

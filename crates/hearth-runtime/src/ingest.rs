@@ -173,15 +173,17 @@ impl Runtime {
         // store and then a claim. Not for what is prepared differently (a
         // direct call has no model, a routed run's model is chosen from
         // the stored message) nor for the in-memory incognito store.
+        let live = self.inner.live();
         let prepared = if !direct
             && !incognito
             && !self.is_shutting_down()
-            && !self.routes_runs()
+            && !Self::routes_runs(&live)
             && self.inner.scheduler.is_idle(&new_run.thread_key)
         {
             // A failure here is left to the worker, which prepares again and
             // fails the run with the reason.
             self.prepare(
+                &live,
                 &new_run.run_id,
                 &new_run.thread_key,
                 overrides.model.as_deref(),
@@ -214,7 +216,7 @@ impl Runtime {
         {
             // Its lease is renewed from now on, as any claimed run's.
             self.inner.executing_insert(&run.run_id);
-            self.inner.preclaimed.put(run.clone(), prepared);
+            self.inner.preclaimed.put(live, run.clone(), prepared);
         }
         // Before it is scheduled: its worker takes them when it starts.
         self.inner.supplied.put(&run.run_id, overrides);

@@ -157,7 +157,8 @@ impl Runtime {
             .store
             .grants_for(&subjects(user_key, roles), &chain)
             .await?;
-        let policy = self.inner.engine.policy();
+        let live = self.inner.live();
+        let policy = live.engine.policy();
         let d = match self.extra_capabilities().get(capability) {
             Some(least) => decide_extra(policy, user_key, roles, capability, *least, &grants),
             None => decide(policy, user_key, roles, capability, &grants),
@@ -173,6 +174,7 @@ impl Runtime {
     /// holding each.
     pub fn extra_capabilities(&self) -> BTreeMap<String, Preset> {
         self.inner
+            .live()
             .engine
             .tools()
             .extra_capabilities()
@@ -195,7 +197,7 @@ impl Runtime {
     /// The configured models. A provider that lists no models contributes
     /// the default model when it is that model's provider.
     pub fn models(&self) -> ModelList {
-        let catalog = &self.inner.catalog;
+        let catalog = &self.inner.live().catalog;
         let default = catalog.default_model().clone();
         let mut models = Vec::new();
         for (name, entry) in catalog.providers() {
@@ -218,13 +220,14 @@ impl Runtime {
         ModelList {
             default,
             models,
-            default_context_tokens: self.inner.engine.compaction().default_context_tokens,
+            default_context_tokens: self.inner.live().engine.compaction().default_context_tokens,
         }
     }
 
     /// Every registered tool; with `channel`, the tools that channel offers.
     pub fn tools(&self, channel: Option<&str>) -> Vec<ToolInfo> {
-        let registry = self.inner.engine.tools();
+        let live = self.inner.live();
+        let registry = live.engine.tools();
         let info = |t: std::sync::Arc<dyn hearth_tools::Tool>| ToolInfo {
             name: t.spec().name.clone(),
             description: t.spec().description.clone(),

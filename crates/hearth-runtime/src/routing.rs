@@ -7,7 +7,7 @@
 //! and a run's observations commit in the transaction that ends it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use hearth_agent::router::{
     Arm, ArmPrice, Decision, Estimate, Posterior, RouteError, RouteRequest, Router, RouterSettings,
@@ -34,7 +34,6 @@ const CHARS_PER_TOKEN: u64 = 4;
 /// The router of a runtime and the observations of runs not yet committed.
 #[derive(Default)]
 pub(crate) struct Routing {
-    router: OnceLock<Arc<Router>>,
     /// Per run: what its end teaches, added to the counts by `finish`.
     pending: Mutex<HashMap<String, Vec<ArmStats>>>,
     /// The message and user of runs ingested here and not routed yet, so
@@ -176,19 +175,33 @@ impl Runtime {
     /// strategy is `fixed`), after loading what earlier runs taught it.
     /// Set once, before `start`; a second call is refused.
     pub async fn enable_router(&self, router: Router) -> Result<()> {
+        if self.inner.live().router.is_some() {
+            return Err(RuntimeError::InvalidInput(
+                "the router is already set".into(),
+            ));
+        }
+        self.install_router(router).await
+    }
+
+    /// Loads what earlier runs taught into `router` and puts it in force
+    /// for the next runs (at start, and when a reload rebuilt it).
+    pub(crate) async fn load_router(&self, router: &Router) -> Result<()> {
         for s in self.inner.store.arm_stats().await? {
             router.observe(&s.model, &s.task, s.successes, s.failures, s.runs);
         }
-        self.inner
-            .routing
-            .router
-            .set(Arc::new(router))
-            .map_err(|_| RuntimeError::InvalidInput("the router is already set".into()))
+        Ok(())
+    }
+
+    async fn install_router(&self, router: Router) -> Result<()> {
+        self.load_router(&router).await?;
+        let router = Arc::new(router);
+        self.inner.live.update(|live| live.router = Some(router));
+        Ok(())
     }
 
     /// The router's strategy and posteriors.
     pub fn router_report(&self) -> RouterReport {
-        match self.inner.routing.router.get() {
+        match self.inner.live().router.clone() {
             Some(r) => RouterReport {
                 strategy: r.strategy().as_str(),
                 arms: r.posteriors(),
@@ -221,7 +234,13 @@ impl Runtime {
             .rev()
             .find(|s| s.kind == StepKind::Llm && s.status == StepStatus::Succeeded)
             .map(|s| s.name.as_str())
-            .filter(|m| self.inner.routing.router.get().is_some_and(|r| r.is_arm(m)));
+            .filter(|m| {
+                self.inner
+                    .live()
+                    .router
+                    .clone()
+                    .is_some_and(|r| r.is_arm(m))
+            });
         let changes = self
             .inner
             .store
@@ -233,7 +252,7 @@ impl Runtime {
                 at: now_ms(),
             })
             .await?;
-        if let Some(router) = self.inner.routing.router.get() {
+        if let Some(router) = self.inner.live().router.clone() {
             for c in &changes {
                 router.observe(&c.model, &c.task, c.successes, c.failures, c.runs);
             }
@@ -241,25 +260,24 @@ impl Runtime {
         Ok(true)
     }
 
-    /// The route of a run whose thread names no model, when a router that
-    /// chooses is set. `Ok(None)`: the run takes the default model.
-    /// Whether runs are routed (a router whose strategy is not `fixed`):
+    /// Whether `live` routes runs (a router whose strategy is not `fixed`):
     /// then a run's model is chosen from its message when it starts.
-    pub(crate) fn routes_runs(&self) -> bool {
-        self.inner
-            .routing
-            .router
-            .get()
+    pub(crate) fn routes_runs(live: &crate::live::Live) -> bool {
+        live.router
+            .as_ref()
             .is_some_and(|router| router.strategy() != Strategy::Fixed)
     }
 
+    /// The route of a run whose thread names no model, when a router that
+    /// chooses is set. `Ok(None)`: the run takes the default model.
     pub(crate) async fn route_run(
         &self,
+        live: &crate::live::Live,
         run_id: &str,
         thread_key: &str,
         thinking: ThinkingLevel,
     ) -> std::result::Result<Option<Routed>, RouteFailure> {
-        let Some(router) = self.inner.routing.router.get() else {
+        let Some(router) = live.router.clone() else {
             return Ok(None);
         };
         if router.strategy() == Strategy::Fixed {
@@ -274,7 +292,7 @@ impl Runtime {
             },
         };
         let incognito = self.inner.incognito.store_of_run(run_id).is_some();
-        let tools = self.inner.engine.tools();
+        let tools = live.engine.tools();
         let req = RouteRequest {
             text: &text,
             user: &user_key,
@@ -284,7 +302,7 @@ impl Runtime {
                 .next()
                 .is_some(),
             needs_thinking: thinking != ThinkingLevel::Off,
-            local_only: incognito && self.inner.options.incognito_local_only,
+            local_only: incognito && live.incognito_local_only,
             estimate: Estimate {
                 input_tokens: text.len() as u64 / CHARS_PER_TOKEN + 1,
                 output_tokens: OUTPUT_ESTIMATE,
@@ -293,7 +311,7 @@ impl Runtime {
         let decision = router.route(&req)?;
         let mut resolved = Vec::with_capacity(decision.candidates.len());
         for c in &decision.candidates {
-            match self.inner.catalog.resolve(&c.model) {
+            match live.catalog.resolve(&c.model) {
                 Ok(pair) => resolved.push(pair),
                 // Arms were resolved when the router was built.
                 Err(e) => warn!(model = %c.model, error = %e, "a router arm no longer resolves"),
@@ -332,9 +350,9 @@ impl Runtime {
     pub(crate) fn remember_route_input(&self, run: &hearth_store::RunRecord) {
         let routes = self
             .inner
-            .routing
+            .live()
             .router
-            .get()
+            .as_ref()
             .is_some_and(|r| r.strategy() != Strategy::Fixed);
         if routes {
             self.inner
@@ -361,7 +379,7 @@ impl Runtime {
 
     /// Adds committed observations to the router's memory.
     pub(crate) fn observed(&self, committed: &[ArmStats]) {
-        if let Some(router) = self.inner.routing.router.get() {
+        if let Some(router) = self.inner.live().router.clone() {
             for c in committed {
                 router.observe(&c.model, &c.task, c.successes, c.failures, c.runs);
             }

@@ -19,6 +19,7 @@ use crate::catalog::Catalog;
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::incognito::Incognito;
+use crate::live::{Live, LiveCell};
 use crate::notices::Notices;
 use crate::scheduler::{CancelFound, Scheduler};
 use crate::supplied::Supplied;
@@ -34,9 +35,11 @@ pub struct RuntimeOptions {
     pub lease: Duration,
     /// How often leases are renewed and expired ones swept.
     pub sweep_every: Duration,
-    /// Log a warning once per UTC day when the day's estimated spend reaches this (USD).
+    /// Log a warning once per UTC day when the day's estimated spend
+    /// reaches this (USD); a configuration reload replaces it.
     pub daily_spend_alert_usd: Option<f64>,
-    /// Incognito runs may use only local models.
+    /// Incognito runs may use only local models; a configuration reload
+    /// replaces it.
     pub incognito_local_only: bool,
     /// Runs queued or running in this process beyond which new messages are
     /// refused (`Overloaded`) instead of queued.
@@ -72,8 +75,10 @@ pub enum WaitOutcome {
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) catalog: Catalog,
-    pub(crate) engine: Engine,
+    /// Everything a configuration reload replaces (see `live.rs`).
+    pub(crate) live: LiveCell,
+    /// How to read and apply the configuration again.
+    pub(crate) reload: crate::reload::Reloader,
     pub(crate) bus: EventBus,
     pub(crate) scheduler: Scheduler,
     pub(crate) options: RuntimeOptions,
@@ -109,6 +114,11 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The live configuration in force now; a run takes it once.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.get()
+    }
+
     pub(crate) fn executing(&self) -> Vec<String> {
         let set = self
             .executing
@@ -162,6 +172,13 @@ pub(crate) struct Parts<'a> {
     pub(crate) surface: Option<Arc<dyn ChatSurface>>,
     pub(crate) mcp: hearth_mcp::McpManager,
     pub(crate) skills: Arc<hearth_skills::Skills>,
+    /// The configuration and environment the runtime was built from.
+    pub(crate) config: Arc<hearth_config::Config>,
+    pub(crate) env: Arc<std::collections::BTreeMap<String, String>>,
+    /// The sealed secrets opened, as hashes.
+    pub(crate) secrets: Arc<std::collections::BTreeMap<String, String>>,
+    /// What a reload needs beside them.
+    pub(crate) reload: crate::reload::Reloader,
 }
 
 impl Runtime {
@@ -181,6 +198,10 @@ impl Runtime {
             surface,
             mcp,
             skills,
+            config,
+            env,
+            secrets,
+            reload,
         } = parts;
         let inner = Arc::new_cyclic(|weak| {
             if job_tools {
@@ -190,8 +211,18 @@ impl Runtime {
             }
             Inner {
                 store,
-                catalog,
-                engine: make_engine(tools),
+                live: LiveCell::new(Live {
+                    config,
+                    env,
+                    secrets,
+                    catalog: Arc::new(catalog),
+                    engine: Arc::new(make_engine(tools)),
+                    router: None,
+                    incognito_local_only: options.incognito_local_only,
+                    daily_spend_alert_usd: options.daily_spend_alert_usd,
+                    loaded_at: hearth_core::now_ms(),
+                }),
+                reload,
                 bus: EventBus::default(),
                 scheduler: Scheduler::default(),
                 options,

@@ -68,7 +68,7 @@ impl Runtime {
         mut overrides: RunOverrides,
     ) -> Result<RunEnvelope> {
         if let Some(model) = &overrides.model {
-            self.inner.catalog.resolve(model)?;
+            self.inner.live().catalog.resolve(model)?;
         }
         if let Some(history) = overrides.history.as_mut() {
             redact_history(history);

@@ -35,11 +35,11 @@ impl Runtime {
         }
         let model = st
             .model
-            .unwrap_or_else(|| self.inner.catalog.default_model().to_string());
+            .unwrap_or_else(|| self.inner.live().catalog.default_model().to_string());
         // The effective level: a model without reasoning control runs `off`
         // (the requested level is kept for when the thread switches back).
         let thinks = ModelRef::parse(&model)
-            .map(|m| self.inner.catalog.capabilities(&m).thinking)
+            .map(|m| self.inner.live().catalog.capabilities(&m).thinking)
             .unwrap_or(false);
         Ok(ThreadRuntime {
             thread_key: thread_key.to_string(),
@@ -56,7 +56,7 @@ impl Runtime {
 
     /// Sets a thread's model after checking it exists.
     pub async fn set_model(&self, thread_key: &ThreadKey, model: &str) -> Result<ThreadRuntime> {
-        let (m, _) = self.inner.catalog.resolve(model)?;
+        let (m, _) = self.inner.live().catalog.resolve(model)?;
         self.inner
             .store
             .set_thread_model(thread_key, Some(&m.to_string()))
@@ -120,14 +120,14 @@ impl Runtime {
         let rows = self.inner.store.usage(query).await?;
         Ok(rows
             .iter()
-            .map(|r| usage::report(r, &self.inner.catalog.prices))
+            .map(|r| usage::report(r, &self.inner.live().catalog.prices))
             .collect())
     }
 
     /// Warns once per UTC day when today's estimated spend crosses the
     /// configured threshold (checked at most every 30 s).
     pub(crate) async fn check_spend(&self) {
-        let Some(threshold) = self.inner.options.daily_spend_alert_usd else {
+        let Some(threshold) = self.inner.live().daily_spend_alert_usd else {
             return;
         };
         if !self.inner.spend_alert.due() {

@@ -8,6 +8,7 @@
 //! | `UnknownCapability` | 400 | `unknown_capability` |
 //! | `InvalidSchedule` | 400 | `invalid_schedule` |
 //! | `ChannelDisabled` | 400 | `channel_disabled` |
+//! | `InvalidConfig` | 400 | `invalid_config` (a reload refused; nothing changed) |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
 //! | `ForbiddenHost` | 403 | `forbidden_host` (a Host this server does not answer to) |
@@ -52,6 +53,10 @@ pub enum ApiError {
     /// A job's thread is on a chat channel that is not enabled.
     #[error("{0}")]
     ChannelDisabled(String),
+    /// A configuration read again that cannot be served; the one in force
+    /// is unchanged.
+    #[error("{0}")]
+    InvalidConfig(String),
     /// Missing or bad token.
     #[error(
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
@@ -113,6 +118,7 @@ impl ApiError {
             Self::UnknownCapability(_) => (StatusCode::BAD_REQUEST, "unknown_capability"),
             Self::InvalidSchedule(_) => (StatusCode::BAD_REQUEST, "invalid_schedule"),
             Self::ChannelDisabled(_) => (StatusCode::BAD_REQUEST, "channel_disabled"),
+            Self::InvalidConfig(_) => (StatusCode::BAD_REQUEST, "invalid_config"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
@@ -151,6 +157,7 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::JobNotFound(_) => Self::NotFound(e.to_string()),
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
             RuntimeError::Internal(m) => Self::Internal(m),
+            RuntimeError::InvalidConfig(m) => Self::InvalidConfig(m),
         }
     }
 }

@@ -357,7 +357,8 @@ type ReloadListener = Box<dyn Fn(&Catalog) + Send + Sync>;
 /// The live skills: the options they were loaded with and the current
 /// catalog, replaced whole by [`Skills::reload`].
 pub struct Skills {
-    options: SkillsOptions,
+    /// Replaced by [`Skills::reload_with`] (a configuration reload).
+    options: RwLock<SkillsOptions>,
     current: RwLock<Arc<Catalog>>,
     listeners: RwLock<Vec<ReloadListener>>,
 }
@@ -376,7 +377,7 @@ impl Skills {
     pub fn load(options: SkillsOptions) -> Self {
         let catalog = Catalog::load(&options);
         Self {
-            options,
+            options: RwLock::new(options),
             current: RwLock::new(Arc::new(catalog)),
             listeners: RwLock::default(),
         }
@@ -400,9 +401,25 @@ impl Skills {
             .clone()
     }
 
+    /// Reads every skill again with `options` from now on (a configuration
+    /// reload that changed `[skills]`: folders, trusted keys, settings).
+    pub fn reload_with(&self, options: SkillsOptions) -> Arc<Catalog> {
+        *self
+            .options
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = options;
+        self.reload()
+    }
+
     /// Reads every skill again (`POST /v1/skills/reload`, SIGHUP).
     pub fn reload(&self) -> Arc<Catalog> {
-        let catalog = Arc::new(Catalog::load(&self.options));
+        let catalog = {
+            let options = self
+                .options
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::new(Catalog::load(&options))
+        };
         *self
             .current
             .write()
@@ -424,8 +441,12 @@ impl Skills {
     }
 
     /// The roots searched.
-    pub fn roots(&self) -> &[Root] {
-        &self.options.roots
+    pub fn roots(&self) -> Vec<Root> {
+        self.options
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .roots
+            .clone()
     }
 }
 

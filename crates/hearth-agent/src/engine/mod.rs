@@ -102,6 +102,27 @@ impl Default for ConfirmPolicy {
     }
 }
 
+/// What a configuration reload may change in an engine
+/// ([`Engine::reconfigured`]).
+pub struct EngineSettings {
+    /// The tools, with the channel profiles.
+    pub tools: ToolRegistry,
+    /// `[agent]` limits.
+    pub limits: Limits,
+    /// `[permissions]`.
+    pub policy: PolicyConfig,
+    /// `[tools] confirm_writes` and `no_confirm` (the lifetime is kept).
+    pub confirm: ConfirmPolicy,
+    /// `[agent]` compaction.
+    pub compaction: CompactionConfig,
+    /// `[llm.retry]`.
+    pub retry: RetryPolicy,
+    /// `[budget]` pools.
+    pub budget: Option<Arc<Budget>>,
+    /// `[agent] max_output_tokens`.
+    pub max_output_tokens: Option<u32>,
+}
+
 /// An early end of the loop.
 enum Stop {
     Failed(RunError),
@@ -293,6 +314,53 @@ impl Engine {
     /// The tool registry.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
+    }
+
+    /// A new engine with `settings` in place of this one's, sharing what
+    /// must outlive a configuration reload: the store, the system prompt and
+    /// its hook, and the runs waiting for a confirmation (an answer given
+    /// after the reload still reaches a run that asked before it). Runs in
+    /// flight keep the engine they started with.
+    pub fn reconfigured(&self, settings: EngineSettings) -> Self {
+        let EngineSettings {
+            tools,
+            limits,
+            policy,
+            confirm,
+            compaction,
+            retry,
+            budget,
+            max_output_tokens,
+        } = settings;
+        Self {
+            store: self.store.clone(),
+            tools,
+            limits,
+            retry,
+            system_prompt: self.system_prompt.clone(),
+            scanner: self.scanner,
+            policy,
+            no_tools: std::sync::Mutex::new(std::collections::HashSet::new()),
+            tool_sizes: crate::json_len::ToolSizes::default(),
+            // A question's lifetime is the process's, not the file's.
+            confirm: ConfirmPolicy {
+                ttl: self.confirm.ttl,
+                ..confirm
+            },
+            hub: self.hub.clone(),
+            prompt_hook: self.prompt_hook.clone(),
+            redacted_section: std::sync::Mutex::new((Arc::from(""), Arc::from(""))),
+            compaction,
+            budget,
+            summaries: supplied::SummaryCache::default(),
+            max_output_tokens,
+            offered: offered::OfferedLists::default(),
+        }
+    }
+
+    /// The limits each run is held to.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Runs (or resumes) one run to its end. Never panics on provider or tool

@@ -3,6 +3,7 @@
 
 mod budget;
 mod channels;
+mod config;
 mod health;
 mod jobs;
 mod listings;
@@ -300,6 +301,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
             user,
         } => router::feedback(&api, &run_id, &rating, user, g.json).await,
         Command::Router => router::router(&api, g.json).await,
+        Command::Config { command } => config::config(&api, command, g.json).await,
         Command::Serve { .. }
         | Command::Doctor
         | Command::Service { .. }

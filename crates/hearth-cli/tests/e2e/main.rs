@@ -41,6 +41,7 @@ mod presses;
 mod providers;
 mod reactions;
 mod refused;
+mod reload;
 mod router;
 mod secrets;
 mod service;

@@ -29,6 +29,7 @@ use hearth_tools::{Tool, ToolRegistry, ToolSource};
 use tracing::info;
 
 pub use secrets::{KEY_VAR, open_secrets, sealer_for, sealer_from};
+pub(crate) use tools::profiles as tool_profiles;
 
 use crate::catalog::Catalog;
 use crate::notices::Notices;
@@ -94,6 +95,7 @@ pub struct RuntimeBuilder {
     limits: Option<Limits>,
     engine: Option<EngineHook>,
     router: Option<RouterHook>,
+    source: Option<crate::reload::ConfigSource>,
 }
 
 impl Runtime {
@@ -117,6 +119,7 @@ impl Runtime {
             limits: None,
             engine: None,
             router: None,
+            source: None,
         }
     }
 }
@@ -218,6 +221,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Where a configuration reload ([`Runtime::reload_config`]) reads
+    /// `hearth.toml` and the environment again; without one, a reload is
+    /// refused.
+    pub fn config_source(mut self, source: crate::reload::ConfigSource) -> Self {
+        self.source = Some(source);
+        self
+    }
+
     /// Builds the runtime; call [`Runtime::start`] on it to recover runs and
     /// start the chat surface.
     pub async fn build(self) -> Result<Runtime, BuildError> {
@@ -238,6 +249,7 @@ impl RuntimeBuilder {
             limits,
             engine: engine_hook,
             router: router_hook,
+            source,
         } = self;
         let store = match store {
             Some(s) => s,
@@ -296,18 +308,30 @@ impl RuntimeBuilder {
             })?),
             None => None,
         };
-        // The opened keys now live only inside the providers and the channels.
+        // The opened keys now live only inside the providers and the
+        // channels; a reload compares their hashes.
+        let secret_hashes = Arc::new(crate::config_view::secret_hashes(&secrets));
         drop(secrets);
 
         // Nothing above started a child; from here on, MCP servers and
         // executable skills run (their tools join as each comes up).
         let mcp = hearth_mcp::McpManager::new(&config.mcp, &env, &http);
-        if discover_skills {
-            skills::run_executables(&skills, &mcp, &config, &home);
-        }
+        let exec_settings = if discover_skills {
+            Some(skills::run_executables(&skills, &mcp, &config, &home))
+        } else {
+            None
+        };
         tools.add_source(Arc::new(mcp.clone()));
         mcp.start();
         let options = options.unwrap_or_else(|| options_of(&config));
+        let live_config = Arc::new(config.clone());
+        let reload = crate::reload::Reloader {
+            home: home.clone(),
+            http: http.clone(),
+            source,
+            exec_settings,
+            lock: tokio::sync::Mutex::new(()),
+        };
         let runtime = Runtime::from_parts(Parts {
             store: store.clone(),
             catalog,
@@ -334,6 +358,10 @@ impl RuntimeBuilder {
             surface,
             mcp: mcp.clone(),
             skills: skills.clone(),
+            config: live_config,
+            env: Arc::new(env),
+            secrets: secret_hashes,
+            reload,
         });
         if let Err(e) = runtime.enable_router(router).await {
             mcp.shutdown().await;
@@ -430,14 +458,7 @@ fn engine_settings(
     skills: &Arc<hearth_skills::Skills>,
     budget: Option<Arc<hearth_agent::budget::Budget>>,
 ) -> Engine {
-    let limits = limits.unwrap_or_else(|| Limits {
-        max_steps: config.agent.max_steps,
-        max_tool_calls: config.agent.max_tool_calls,
-        max_llm_calls: config.agent.max_llm_calls,
-        max_wall: Duration::from_secs(config.agent.max_wall_secs),
-        tool_timeout: Duration::from_secs(config.agent.tool_timeout_secs),
-        history_messages: config.agent.history_messages,
-    });
+    let limits = limits.unwrap_or_else(|| crate::reload::limits_of(config));
     let retry = &config.llm.retry;
     let prompt = prompt.unwrap_or_else(|| system_prompt(home));
     let engine = Engine::new(store, tools, limits, prompt)

@@ -99,26 +99,57 @@ async fn reload_on_sighup(skills: Arc<Skills>) {
     }
 }
 
+/// `[skills]`'s settings of executable skills, which a configuration
+/// reload replaces: the next sync restarts the skills whose settings
+/// changed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExecSettings {
+    timeout_secs: u64,
+    executable: std::collections::BTreeMap<String, hearth_config::ExecutableSkillConfig>,
+}
+
+impl ExecSettings {
+    pub(crate) fn of(config: &Config) -> Self {
+        Self {
+            timeout_secs: config.skills.timeout_secs.max(1),
+            executable: config.skills.executable.clone(),
+        }
+    }
+}
+
+/// Shared between the skills' reload listener and the runtime's reload.
+pub(crate) type SharedExecSettings = Arc<std::sync::RwLock<ExecSettings>>;
+
 /// Runs the verified executable skills as MCP servers through `mcp`, now
-/// and after every reload (HTTP or SIGHUP): new skills start, removed or
-/// refused ones stop, changed ones (a new version, files or signature)
-/// restart. Each writes only to `<home>/skills-state/<name>`.
+/// and after every reload (HTTP, SIGHUP or a configuration reload): new
+/// skills start, removed or refused ones stop, changed ones (a new version,
+/// files, signature or settings) restart. Each writes only to
+/// `<home>/skills-state/<name>`. The settings returned are the ones the
+/// syncs read.
 pub(super) fn run_executables(
     skills: &Arc<Skills>,
     mcp: &hearth_mcp::McpManager,
     config: &Config,
     home: &Path,
-) {
-    let timeout_secs = config.skills.timeout_secs.max(1);
-    let settings = config.skills.executable.clone();
+) -> SharedExecSettings {
+    let shared: SharedExecSettings = Arc::new(std::sync::RwLock::new(ExecSettings::of(config)));
+    let settings = shared.clone();
     let state = home.join("skills-state");
     let servers = move |c: &Catalog| -> Vec<hearth_mcp::SkillServer> {
+        let settings = settings
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         c.executables()
             .map(|e| {
-                let own = settings.get(&e.name).cloned().unwrap_or_default();
+                let own = settings
+                    .executable
+                    .get(&e.name)
+                    .cloned()
+                    .unwrap_or_default();
                 hearth_mcp::SkillServer {
                     skill: e.clone(),
-                    timeout_secs,
+                    timeout_secs: settings.timeout_secs,
                     state_dir: state.join(&e.name),
                     read_tools: own.read_tools,
                     trust_annotations: own.trust_annotations,
@@ -135,6 +166,7 @@ pub(super) fn run_executables(
         let synced = mcp.sync_skills(servers(c));
         tracing::info!(started = %synced.started.join(", "), stopped = %synced.stopped.join(", "), "executable skills synced");
     });
+    shared
 }
 
 /// The engine's prompt hook over `skills`.

@@ -38,7 +38,7 @@ pub(super) async fn registry(
 }
 
 /// `[tools.profiles.*]`, whose globs the config loader already checked.
-pub(super) fn profiles(config: &Config) -> ToolProfiles {
+pub(crate) fn profiles(config: &Config) -> ToolProfiles {
     let mut profiles = ToolProfiles::new();
     for (channel, p) in &config.tools.profiles {
         profiles.insert(

@@ -202,7 +202,8 @@ impl From<RuntimeError> for OpenAiError {
             RuntimeError::RunNotFound(_)
             | RuntimeError::JobNotFound(_)
             | RuntimeError::Store(_)
-            | RuntimeError::Internal(_) => Self::Internal(e.to_string()),
+            | RuntimeError::Internal(_)
+            | RuntimeError::InvalidConfig(_) => Self::Internal(e.to_string()),
             RuntimeError::InvalidSchedule(_) | RuntimeError::ChannelDisabled(_) => {
                 Self::InvalidRequest {
                     message: e.to_string(),

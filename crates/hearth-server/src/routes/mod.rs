@@ -7,6 +7,7 @@
 
 pub mod budget;
 pub mod channels;
+pub mod config;
 pub mod confirmations;
 pub mod history;
 pub mod jobs;
@@ -79,6 +80,8 @@ api! {
     mcp::call,
     skills::skills,
     skills::reload,
+    config::show,
+    config::reload,
     confirmations::resolve,
     permissions::list,
     permissions::add_grant,
