@@ -49,7 +49,7 @@ pub struct ConfigReloaded {
 /// The configuration in force, with secrets shown as `<set>`/`<unset>`.
 #[utoipa::path(get, path = "/v1/config", tag = "config",
     responses((status = 200, description = "The configuration in force", body = ConfigShown)))]
-pub async fn show(State(st): State<AppState>) -> Json<ConfigShown> {
+pub async fn show_config(State(st): State<AppState>) -> Json<ConfigShown> {
     let view = st.runtime.config_view();
     let sections = match view.config {
         Value::Object(map) => map.into_iter().collect(),
@@ -68,7 +68,7 @@ pub async fn show(State(st): State<AppState>) -> Json<ConfigShown> {
 #[utoipa::path(post, path = "/v1/config/reload", tag = "config",
     responses((status = 200, description = "What changed and what needs a restart", body = ConfigReloaded),
         (status = 400, description = "The configuration read cannot be served; nothing changed", body = crate::dto::ErrorBody)))]
-pub async fn reload(State(st): State<AppState>) -> Result<Json<ConfigReloaded>, ApiError> {
+pub async fn reload_config(State(st): State<AppState>) -> Result<Json<ConfigReloaded>, ApiError> {
     let report = st.runtime.reload_config().await?;
     Ok(Json(ConfigReloaded {
         changed: report.changed,
