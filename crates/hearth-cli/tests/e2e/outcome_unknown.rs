@@ -6,8 +6,11 @@
 //! by an LD_PRELOAD shim (the load driver's, from hearth-bench) and the store
 //! runs in strict durability: each commit then takes two seconds, so the
 //! `tool.started` event, sent once the call is journaled as started, leaves
-//! at least two seconds before the tool's own write is stored and two more
-//! before its outcome is (room for a loaded CI machine to deliver the kill).
+//! at least two seconds before the tool's own write is synced and the
+//! outcome can follow it (room for a loaded CI machine to deliver the kill).
+//! The write must change something: a commit that changes nothing syncs
+//! nothing, and the outcome then follows within a millisecond (the memory the
+//! tool forgets is saved first, at normal speed).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -39,10 +42,17 @@ fn build_shim(dir: &Path) -> std::path::PathBuf {
 #[tokio::test]
 async fn a_write_cut_by_sigkill_is_not_run_again_and_is_reported_unknown() {
     let fake = FakeOpenAi::start().await;
+    // At normal speed: the memory the cut write forgets (the first, id 1).
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c0",
+        "memory_save",
+        r#"{"text": "my parking spot is B12"}"#,
+    )]));
+    fake.push(Reply::text("Saved."));
     fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
         "c1",
         "memory_forget",
-        r#"{"id": 4242}"#,
+        r#"{"id": 1}"#,
     )]));
     let dir = tempfile::tempdir().unwrap();
     let shim_dir = tempfile::tempdir().unwrap();
@@ -55,8 +65,16 @@ async fn a_write_cut_by_sigkill_is_not_run_again_and_is_reported_unknown() {
         ("LD_PRELOAD", shim.to_str().unwrap()),
         ("HEARTH_FSYNC_DELAY_US", "2000000"),
     ];
-    // The database is created and migrated at normal speed first.
-    Hearth::start(dir.path(), Some(&config)).await.kill().await;
+    // The database is created and migrated, and the memory saved, at
+    // normal speed first.
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let (s, saved) = h
+        .post(json!({ "text": "remember my parking spot", "thread_key": "api:seed", "wait": true }))
+        .await;
+    assert_eq!(s, 200, "{saved}");
+    assert_eq!(saved["status"], "succeeded", "{saved}");
+    h.kill().await;
+    let before = fake.requests().len();
     let h = Hearth::start_with(dir.path(), Some(&config), &slow).await;
     let (s, run) = h
         .post(json!({ "text": "forget memory 4242", "thread_key": "api:cut" }))
@@ -90,7 +108,7 @@ async fn a_write_cut_by_sigkill_is_not_run_again_and_is_reported_unknown() {
     let h = Hearth::start(dir.path(), Some(&config)).await;
     let env = h.wait_run(&run_id).await;
     assert_eq!(env["status"], "succeeded", "{env}");
-    let requests = fake.requests();
+    let requests = &fake.requests()[before..];
     assert_eq!(
         requests.len(),
         2,
