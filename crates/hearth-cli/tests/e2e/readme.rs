@@ -91,6 +91,7 @@ pub const EXIT: &[(&str, i32, &str)] = &[];
 pub const OUTPUT: &[(&str, &str)] = &[
     ("hearth init", "Next: hearth serve"),
     ("hearth message \"hello\" --wait", "echo: hello"),
+    ("hearth message \"what time is it?\"", "echo: what time is it?"),
     ("hearth message \"what time is it?\" --wait", "echo: what time is it?"),
     ("hearth message \"and in Tokyo?\" --thread api:me", "run_"),
     ("hearth message - < question.txt", "run_"),
@@ -143,6 +144,7 @@ pub const OUTPUT: &[(&str, &str)] = &[
     ),
     ("hearth mcp probe http://127.0.0.1:3000/mcp --call-all", "send_message"),
     ("hearth channels", "telegram"),
+    ("hearth jobs run <job_id>", "started run"),
     ("hearth pair list", "{pairing_code}"),
     ("hearth outbox list --status failed", "{outbox_id}"),
 ];
@@ -176,7 +178,11 @@ async fn every_readme_command_runs_and_every_toml_block_loads() {
     let mut shell: Vec<(usize, ShellCommand)> = Vec::new();
     for b in &all {
         match b.lang.as_str() {
-            "sh" => shell.extend(commands(&b.text).into_iter().map(|c| (b.line, c))),
+            "sh" => shell.extend(
+                commands(&b.text)
+                    .into_iter()
+                    .map(|c| (b.line + 1 + c.offset, c)),
+            ),
             "toml" => check_toml(b),
             other => assert!(
                 OTHER_LANGUAGES.iter().any(|(l, _)| *l == other),

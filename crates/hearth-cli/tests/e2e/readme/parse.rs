@@ -63,6 +63,8 @@ pub struct ShellCommand {
     /// The command without its comments, continuation lines joined by one
     /// space: the exact text the tables name.
     pub key: String,
+    /// Its first line's index in the block (0-based), for messages.
+    pub offset: usize,
 }
 
 /// The commands of a shell block: each line, with the lines a trailing `\`
@@ -71,9 +73,13 @@ pub fn commands(block: &str) -> Vec<ShellCommand> {
     let mut out = Vec::new();
     let mut text: Vec<&str> = Vec::new();
     let mut key: Vec<String> = Vec::new();
-    for line in block.lines() {
+    let mut offset = 0;
+    for (i, line) in block.lines().enumerate() {
         if text.is_empty() && (line.trim().is_empty() || line.trim_start().starts_with('#')) {
             continue;
+        }
+        if text.is_empty() {
+            offset = i;
         }
         let code = strip_comment(line).trim_end();
         let (code, continued) = match code.strip_suffix('\\') {
@@ -86,6 +92,7 @@ pub fn commands(block: &str) -> Vec<ShellCommand> {
             out.push(ShellCommand {
                 text: text.join("\n"),
                 key: key.join(" "),
+                offset,
             });
             text.clear();
             key.clear();
@@ -119,6 +126,7 @@ fn commands_join_continuations_and_drop_comments() {
     let keys: Vec<&str> = cmds.iter().map(|c| c.key.as_str()).collect();
     assert_eq!(keys, ["hearth a 'x # y'", "hearth b --c \"d\""]);
     assert_eq!(cmds[1].text, "hearth b \\\n  --c \"d\"  # more");
+    assert_eq!((cmds[0].offset, cmds[1].offset), (2, 3));
 }
 
 #[test]

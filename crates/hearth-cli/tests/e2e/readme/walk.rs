@@ -32,6 +32,10 @@ const JOBS_ADD: &str = "hearth jobs add --name briefing --schedule \"0 8 * * 1-5
 const SERVICE_INSTALL: &str = "hearth service install";
 const PAIR_LIST: &str = "hearth pair list";
 const OUTBOX_LIST: &str = "hearth outbox list --status failed";
+const PAIR_APPROVE: &str = "hearth pair approve K7M2QX9P";
+const OUTBOX_RETRY: &str = "hearth outbox retry 42";
+const JOBS_RUN: &str = "hearth jobs run <job_id>";
+const IN_A_TERMINAL: &str = "hearth message \"what time is it?\"";
 
 /// What the walk does around a command, by its key.
 pub const HOOKS: &[(&str, &str)] = &[
@@ -82,6 +86,17 @@ pub const HOOKS: &[(&str, &str)] = &[
          Telegram refuses the answer once for good (403, the bot was blocked): {outbox_id}, \
          which the retry then delivers",
     ),
+    (PAIR_APPROVE, "after: the stranger is told, in the fake Telegram chat"),
+    (OUTBOX_RETRY, "after: the answer reaches the user's chat"),
+    (
+        JOBS_RUN,
+        "after: the answer goes where the thread lives, the Telegram chat 123456789",
+    ),
+    (
+        IN_A_TERMINAL,
+        "runs in a pseudo-terminal (util-linux `script`), as the README's comment says: the \
+         answer is printed, not a run id",
+    ),
 ];
 
 /// Variables every command gets besides PATH (the `hearth` link first) and
@@ -127,19 +142,22 @@ impl Walk {
                 w.serve(&c.text).await;
                 continue;
             }
-            let text = w.substitute(&c.text);
+            let mut text = w.substitute(&c.text);
+            if c.key == IN_A_TERMINAL {
+                text = format!("script -qec {} /dev/null", quoted(&text));
+            }
             let (code, out, err) = w.sh(&text).await;
             let want = EXIT.iter().find(|(k, ..)| *k == c.key).map_or(0, |e| e.1);
             assert_eq!(
                 code, want,
-                "README.md (block at line {line}): `{text}` exited {code}, not {want}\n\
+                "README.md:{line}: `{text}` exited {code}, not {want}\n\
                  stdout:\n{out}\nstderr:\n{err}"
             );
             for (_, shown) in OUTPUT.iter().filter(|(k, _)| *k == c.key) {
                 let shown = w.expand(shown);
                 assert!(
                     out.contains(&shown),
-                    "README.md (block at line {line}): `{text}` did not print {shown:?}\n\
+                    "README.md:{line}: `{text}` did not print {shown:?}\n\
                      stdout:\n{out}\nstderr:\n{err}"
                 );
             }
@@ -429,6 +447,9 @@ impl Walk {
                 let id = word_after(out, "added job ").unwrap_or_else(|| panic!("no id: {out}"));
                 self.vars.insert("job_id", id);
             }
+            PAIR_APPROVE => self.telegram_shows(3003, "approved").await,
+            OUTBOX_RETRY => self.telegram_shows(123_456_789, "echo: still there?").await,
+            JOBS_RUN => self.telegram_shows(123_456_789, "echo: Summarize my day").await,
             SERVICE_INSTALL => {
                 let unit = self.home.join(".config/systemd/user/hearth.service");
                 let text = std::fs::read_to_string(&unit).unwrap();
@@ -441,6 +462,21 @@ impl Walk {
             }
             _ => {}
         }
+    }
+
+    /// Waits until the bot's messages in `chat` show `text`.
+    async fn telegram_shows(&self, chat: i64, text: &str) {
+        let shown = self
+            .tg
+            .wait_for(
+                |st| st.visible_in(chat).iter().any(|m| m.text.contains(text)),
+                COMMAND_TIME,
+            )
+            .await;
+        let seen: Vec<String> = self
+            .tg
+            .with_state(|st| st.visible_in(chat).iter().map(|m| m.text.clone()).collect());
+        assert!(shown, "Telegram chat {chat} never showed {text:?}; it shows {seen:?}");
     }
 
     /// What the README's later sections have a user add to hearth.toml:
@@ -477,7 +513,13 @@ impl Walk {
         let log = std::fs::read_to_string(self.root.join("serve.log")).unwrap_or_default();
         assert!(status.success(), "hearth serve ended with {status}; log:\n{log}");
         assert_eq!(self.fake.violations(), Vec::<String>::new());
+        assert_eq!(self.tg.rejections(), Vec::<String>::new(), "Telegram would refuse these");
     }
+}
+
+/// `text` as one single-quoted shell word.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// The word that follows `prefix` in `text`.
