@@ -412,6 +412,7 @@ impl Walk {
             INIT => {
                 let path = self.home.join(".hearth/hearth.toml");
                 let mut config = std::fs::read_to_string(&path).unwrap();
+                readme_sections_exist(&config);
                 config.push_str(&self.additions());
                 std::fs::write(&path, config).unwrap();
             }
@@ -515,6 +516,32 @@ impl Walk {
         assert_eq!(self.fake.violations(), Vec::<String>::new());
         assert_eq!(self.tg.rejections(), Vec::<String>::new(), "Telegram would refuse these");
     }
+}
+
+/// The README sections the file `hearth init` wrote sends a reader to
+/// (`the README's "<title>"`) are headings of the README.
+fn readme_sections_exist(config: &str) {
+    let comments: Vec<&str> = config
+        .lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(str::trim)
+        .collect();
+    let prose = comments.join(" ");
+    let readme = super::readme();
+    let mut named = 0;
+    for part in prose.split("README's \"").skip(1) {
+        let title = part.split('"').next().unwrap_or_default();
+        assert!(
+            readme.lines().any(|l| l.trim_start_matches('#').trim() == title && l.starts_with('#')),
+            "hearth init's file sends the reader to the README's {title:?}, which has no such \
+             section:\n{config}"
+        );
+        named += 1;
+    }
+    assert!(
+        named > 0 || !prose.contains("README"),
+        "hearth init's file names a README section without its title in quotes:\n{config}"
+    );
 }
 
 /// `text` as one single-quoted shell word.
