@@ -46,10 +46,7 @@ pub fn blocks(readme: &str) -> Vec<Block> {
             }
         }
     }
-    assert!(
-        open.is_none(),
-        "README.md: a fenced block is never closed"
-    );
+    assert!(open.is_none(), "README.md: a fenced block is never closed");
     out
 }
 
@@ -134,6 +131,9 @@ fn indented_blocks_are_dedented() {
     let md = "1. Add:\n   ```toml\n   [a]\n   b = 1\n   ```\n```sh\nx\n```\n";
     let b = blocks(md);
     assert_eq!(b.len(), 2);
-    assert_eq!((b[0].lang.as_str(), b[0].text.as_str()), ("toml", "[a]\nb = 1\n"));
+    assert_eq!(
+        (b[0].lang.as_str(), b[0].text.as_str()),
+        ("toml", "[a]\nb = 1\n")
+    );
     assert_eq!((b[1].lang.as_str(), b[1].line), ("sh", 6));
 }

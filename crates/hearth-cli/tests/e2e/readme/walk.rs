@@ -53,7 +53,10 @@ pub const HOOKS: &[(&str, &str)] = &[
          SIGTERM, exit 0); the commands after it get its URL in HEARTH_URL",
     ),
     (TOKYO, "learns {run_id}: the first word it prints"),
-    (TOKEN_CREATE, "learns {token_id} from what it says on stderr"),
+    (
+        TOKEN_CREATE,
+        "learns {token_id} from what it says on stderr",
+    ),
     (
         SECRETS_KEYGEN,
         "exports the key it prints as HEARTH_SECRET_KEY, as the README says",
@@ -63,7 +66,10 @@ pub const HOOKS: &[(&str, &str)] = &[
         "before: a run of cli:user:local stops to ask (the fake model calls memory_forget), \
          its token is {confirmation}",
     ),
-    (DENY, "before: another run stops to ask, its token is {confirmation}"),
+    (
+        DENY,
+        "before: another run stops to ask, its token is {confirmation}",
+    ),
     (COMPLETIONS, "after: the script is in the file"),
     (
         SKILLS_KEYGEN,
@@ -86,7 +92,10 @@ pub const HOOKS: &[(&str, &str)] = &[
          Telegram refuses the answer once for good (403, the bot was blocked): {outbox_id}, \
          which the retry then delivers",
     ),
-    (PAIR_APPROVE, "after: the stranger is told, in the fake Telegram chat"),
+    (
+        PAIR_APPROVE,
+        "after: the stranger is told, in the fake Telegram chat",
+    ),
     (OUTBOX_RETRY, "after: the answer reaches the user's chat"),
     (
         JOBS_RUN,
@@ -102,9 +111,21 @@ pub const HOOKS: &[(&str, &str)] = &[
 /// Variables every command gets besides PATH (the `hearth` link first) and
 /// HOME (a fresh folder), and why.
 const ENV: &[(&str, &str, &str)] = &[
-    ("FAKE_KEY", "test-key", "the fake provider's key, named by init's --key-env"),
-    ("TELEGRAM_BOT_TOKEN", TG_TOKEN, "the README's Telegram block names it"),
-    ("KEY", "sk-example-walk", "the README's `$KEY`, a credential to seal"),
+    (
+        "FAKE_KEY",
+        "test-key",
+        "the fake provider's key, named by init's --key-env",
+    ),
+    (
+        "TELEGRAM_BOT_TOKEN",
+        TG_TOKEN,
+        "the README's Telegram block names it",
+    ),
+    (
+        "KEY",
+        "sk-example-walk",
+        "the README's `$KEY`, a credential to seal",
+    ),
 ];
 
 const TG_TOKEN: &str = "7000000001:AAwalkTOKENwalkTOKENwalkTOKENwalk";
@@ -164,7 +185,10 @@ impl Walk {
             w.after(&c.key, &out, &err).await;
         }
         w.finish().await;
-        println!("{ran} README commands run, {} not run", commands.len() - ran);
+        println!(
+            "{ran} README commands run, {} not run",
+            commands.len() - ran
+        );
     }
 
     async fn new() -> Self {
@@ -206,6 +230,7 @@ impl Walk {
         write_exe(&work.join("weather/server"), "#!/bin/sh\n");
 
         let fake = FakeOpenAi::start().await;
+        fake.respond_with(scripted);
         let tg = FakeTelegram::start(TG_TOKEN).await;
         let mut env: BTreeMap<String, String> = ENV
             .iter()
@@ -237,7 +262,9 @@ impl Walk {
     fn expand(&self, template: &str) -> String {
         let mut out = template.to_owned();
         while let Some(start) = out.find('{') {
-            let Some(len) = out[start..].find('}') else { break };
+            let Some(len) = out[start..].find('}') else {
+                break;
+            };
             let name = &out[start + 1..start + len];
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
                 break;
@@ -316,10 +343,8 @@ impl Walk {
         .await
         .expect("`hearth serve` did not listen within 30 s");
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        self.vars.insert(
-            "addr",
-            url.trim_start_matches("http://").to_owned(),
-        );
+        self.vars
+            .insert("addr", url.trim_start_matches("http://").to_owned());
         self.vars.insert("url", url.clone());
         self.env.insert("HEARTH_URL".into(), url);
         self.server = Some(child);
@@ -337,8 +362,8 @@ impl Walk {
 
     async fn before(&mut self, key: &str) {
         match key {
-            CONFIRM => self.asking("forget memory 1", "forgotten").await,
-            DENY => self.asking("forget it again", "kept").await,
+            CONFIRM => self.asking(FORGET).await,
+            DENY => self.asking(FORGET_AGAIN).await,
             PAIR_LIST => {
                 self.tg
                     .push_update(self.tg.private_text(&User::new(3003), "let me in"));
@@ -369,11 +394,17 @@ impl Walk {
                         description: "Forbidden: bot was blocked by the user".into(),
                     },
                 );
-                self.tg
-                    .push_update(self.tg.private_text(&User::new(123_456_789), "still there?"));
+                self.tg.push_update(
+                    self.tg
+                        .private_text(&User::new(123_456_789), "still there?"),
+                );
                 let item = poll("a failed reply in the outbox", COMMAND_TIME, || async {
                     let v = self.get("/v1/outbox?status=failed").await;
-                    v["items"].as_array().and_then(|a| a.first()).cloned().ok_or(v)
+                    v["items"]
+                        .as_array()
+                        .and_then(|a| a.first())
+                        .cloned()
+                        .ok_or(v)
                 })
                 .await;
                 assert_eq!(item["target"], "123456789", "{item}");
@@ -383,15 +414,9 @@ impl Walk {
         }
     }
 
-    /// Has the model's next turn call `memory_forget` (which asks first) on
-    /// a run of the CLI's user, and answer `then` once it is answered.
-    async fn asking(&mut self, text: &str, then: &str) {
-        self.fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
-            "f1",
-            "memory_forget",
-            json!({ "id": 1 }).to_string(),
-        )]));
-        self.fake.push(Reply::text(then));
+    /// Sends `text` as the CLI's user, which [`scripted`] answers with a
+    /// call of `memory_forget` (which asks first); learns the token.
+    async fn asking(&mut self, text: &str) {
         let body = json!({ "text": text, "thread_key": "cli:local",
                            "user_key": "cli:user:local", "wait": true });
         let r = self
@@ -429,14 +454,21 @@ impl Walk {
                 self.env.insert("HEARTH_SECRET_KEY".into(), key);
             }
             COMPLETIONS => {
-                let script = self.home.join(".local/share/bash-completion/completions/hearth");
+                let script = self
+                    .home
+                    .join(".local/share/bash-completion/completions/hearth");
                 let text = std::fs::read_to_string(&script).unwrap();
                 assert!(text.contains("complete "), "not a bash completion script");
             }
             SKILLS_KEYGEN => {
                 let keys = self.home.join(".hearth/keys");
                 let file = std::fs::read_dir(&keys).unwrap().next().unwrap().unwrap();
-                let id = file.path().file_stem().unwrap().to_string_lossy().into_owned();
+                let id = file
+                    .path()
+                    .file_stem()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 self.vars.insert("key_id", id);
                 let path = self.home.join(".hearth/hearth.toml");
                 let mut config = std::fs::read_to_string(&path).unwrap();
@@ -450,7 +482,10 @@ impl Walk {
             }
             PAIR_APPROVE => self.telegram_shows(3003, "approved").await,
             OUTBOX_RETRY => self.telegram_shows(123_456_789, "echo: still there?").await,
-            JOBS_RUN => self.telegram_shows(123_456_789, "echo: Summarize my day").await,
+            JOBS_RUN => {
+                self.telegram_shows(123_456_789, "echo: Summarize my day")
+                    .await
+            }
             SERVICE_INSTALL => {
                 let unit = self.home.join(".config/systemd/user/hearth.service");
                 let text = std::fs::read_to_string(&unit).unwrap();
@@ -477,7 +512,10 @@ impl Walk {
         let seen: Vec<String> = self
             .tg
             .with_state(|st| st.visible_in(chat).iter().map(|m| m.text.clone()).collect());
-        assert!(shown, "Telegram chat {chat} never showed {text:?}; it shows {seen:?}");
+        assert!(
+            shown,
+            "Telegram chat {chat} never showed {text:?}; it shows {seen:?}"
+        );
     }
 
     /// What the README's later sections have a user add to hearth.toml:
@@ -500,7 +538,10 @@ impl Walk {
     /// Stops the server (SIGTERM: it must exit 0) and checks the fakes saw
     /// only well-formed requests.
     async fn finish(mut self) {
-        let mut child = self.server.take().expect("the README never started `hearth serve`");
+        let mut child = self
+            .server
+            .take()
+            .expect("the README never started `hearth serve`");
         let pid = child.id().unwrap().to_string();
         let killed = std::process::Command::new("kill")
             .args(["-TERM", &pid])
@@ -512,9 +553,16 @@ impl Walk {
             .expect("hearth did not stop within 30 s of SIGTERM")
             .unwrap();
         let log = std::fs::read_to_string(self.root.join("serve.log")).unwrap_or_default();
-        assert!(status.success(), "hearth serve ended with {status}; log:\n{log}");
+        assert!(
+            status.success(),
+            "hearth serve ended with {status}; log:\n{log}"
+        );
         assert_eq!(self.fake.violations(), Vec::<String>::new());
-        assert_eq!(self.tg.rejections(), Vec::<String>::new(), "Telegram would refuse these");
+        assert_eq!(
+            self.tg.rejections(),
+            Vec::<String>::new(),
+            "Telegram would refuse these"
+        );
     }
 }
 
@@ -532,7 +580,9 @@ fn readme_sections_exist(config: &str) {
     for part in prose.split("README's \"").skip(1) {
         let title = part.split('"').next().unwrap_or_default();
         assert!(
-            readme.lines().any(|l| l.trim_start_matches('#').trim() == title && l.starts_with('#')),
+            readme
+                .lines()
+                .any(|l| l.trim_start_matches('#').trim() == title && l.starts_with('#')),
             "hearth init's file sends the reader to the README's {title:?}, which has no such \
              section:\n{config}"
         );
@@ -542,6 +592,34 @@ fn readme_sections_exist(config: &str) {
         named > 0 || !prose.contains("README"),
         "hearth init's file names a README section without its title in quotes:\n{config}"
     );
+}
+
+/// The messages the model answers with a tool call that asks first, and
+/// what it says once the call is answered (everything else is echoed).
+const FORGET: &str = "forget memory 1";
+const FORGET_AGAIN: &str = "forget it again";
+
+/// The fake model's script, by the request's content rather than by order,
+/// so that no other run of the walk can take a scripted reply.
+fn scripted(req: &Value) -> Option<Reply> {
+    let messages = req["messages"].as_array()?;
+    let last_user = messages.iter().rev().find(|m| m["role"] == "user")?;
+    let text = last_user["content"].as_str()?;
+    if text != FORGET && text != FORGET_AGAIN {
+        return None;
+    }
+    if messages.last()?["role"] == "tool" {
+        return Some(Reply::text(if text == FORGET {
+            "forgotten"
+        } else {
+            "kept"
+        }));
+    }
+    Some(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]))
 }
 
 /// `text` as one single-quoted shell word.
