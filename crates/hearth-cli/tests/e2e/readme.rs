@@ -7,7 +7,9 @@
 //! fails the test until it works); each must exit 0 unless [`EXIT`] says
 //! otherwise, with what the README shows of its output ([`OUTPUT`]). Every
 //! ```toml block is read by hearth's config loader. Each table entry must
-//! match a README command: a stale entry fails the test too.
+//! match a README command: a stale entry fails the test too. Like a user
+//! following the README, it needs bash, curl, man and script (util-linux)
+//! on PATH; the walk takes about a second.
 
 mod parse;
 mod walk;
