@@ -575,9 +575,10 @@ fn quoted(s: &str) -> String {
 fn render(c: &Choice) -> String {
     let name = c.provider.section();
     let mut t = String::from(
-        "# Written by `hearth init`. Every other setting has its default; the README's\n\
-         # Configuration section lists them. Keys and tokens are never written here,\n\
-         # only the names of the environment variables that hold them.\n\n",
+        "# Written by `hearth init`. Every other setting has its default: `hearth config\n\
+         # show` prints them all, the README's \"Configure a real provider\" explains the\n\
+         # main ones. Keys and tokens are never written here, only the names of the\n\
+         # environment variables that hold them.\n\n",
     );
     if !c.model.is_empty() {
         t.push_str(&format!(

@@ -40,6 +40,7 @@ mod permissions;
 mod presses;
 mod providers;
 mod reactions;
+mod readme;
 mod refused;
 mod reload;
 mod router;

@@ -17,7 +17,10 @@
 //! - `stderr {bytes}`: writes a line that is not UTF-8 to stderr, then about
 //!   `bytes` of log lines, then answers `logged` (a closed stderr makes it
 //!   exit with status 141, as SIGPIPE would);
-//! - a tool whose name is 80 characters long.
+//! - a tool whose name is 80 characters long;
+//! - with `--read-files` only, `read_text_file {path}` (readOnlyHint: true):
+//!   answers the file's text, as the reference filesystem server's tool of
+//!   that name does (the README's example calls it).
 //!
 //! Flags, for the tests of its life around hearth's:
 //! - `--pid-file <path>`: writes its pid there at start;
@@ -188,6 +191,12 @@ fn serve() {
         tool("stderr", true),
         tool(&long_name(), true),
     ];
+    let read_files = std::env::args().any(|a| a == "--read-files");
+    if read_files {
+        let mut read = tool("read_text_file", true);
+        read["inputSchema"] = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
+        tools.push(read);
+    }
     let mut calls_log: Option<std::fs::File> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -329,6 +338,18 @@ fn serve() {
                         let n = arg("bytes").and_then(|v| v.as_u64()).unwrap_or(0) as usize;
                         log_to_stderr(n);
                         send(&mut out, &text(&id, "logged"));
+                    }
+                    "read_text_file" if read_files => {
+                        let path = arg("path")
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default();
+                        match std::fs::read_to_string(&path) {
+                            Ok(body) => send(&mut out, &text(&id, &body)),
+                            Err(e) => send(
+                                &mut out,
+                                &json!({"jsonrpc": "2.0", "id": id, "result": {"isError": true, "content": [{"type": "text", "text": format!("cannot read {path}: {e}")}]}}),
+                            ),
+                        }
                     }
                     n if n == long_name() || n == "early" || n == "extra" => {
                         send(&mut out, &text(&id, n));
