@@ -194,29 +194,21 @@ fn main() -> ExitCode {
 /// each keeping its freed memory: at 64 runs in parallel the server's peak
 /// RSS was 25-26 MB, 23.5-24 MB with two (BENCHMARKS.md, issue 17); one
 /// arena saved another 1 MB but cost about 10% more CPU per run at 16 in
-/// parallel.
+/// parallel. A `GLIBC_TUNABLES` that sets `arena_max` wins.
 ///
-/// And keeps 512 KiB of slack at the top of each heap (glibc's default is
-/// 128 KiB): with less, each run's allocations grew the heap and each run's
-/// end gave it back, so the next run faulted the same pages in again, about
-/// 17 page faults per run at concurrency 1 against 2 with this
-/// (`perf stat -e page-faults`, BENCHMARKS.md). The slack is only kept once
-/// touched, so an idle server is no larger.
-///
-/// A `GLIBC_TUNABLES` that sets `arena_max` or `top_pad` wins over each.
+/// glibc's top pad stays at its default: 512 KiB took a run at concurrency 1
+/// from 18 page faults to 2 but no measurable CPU, and cost up to 2 MB of
+/// peak RSS at 64 in parallel (BENCHMARKS.md, issue 17).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[expect(unsafe_code, reason = "mallopt is glibc's C interface")]
 fn few_malloc_arenas() {
-    let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+    if std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("arena_max")) {
+        return;
+    }
     // SAFETY: runs first thing in `main`, before any other thread exists;
-    // mallopt only changes limits that glibc reads on later allocations.
+    // mallopt only changes a limit for arenas created from now on.
     unsafe {
-        if !tunables.contains("arena_max") {
-            libc::mallopt(libc::M_ARENA_MAX, 2);
-        }
-        if !tunables.contains("top_pad") {
-            libc::mallopt(libc::M_TOP_PAD, 512 * 1024);
-        }
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 
