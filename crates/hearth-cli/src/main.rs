@@ -189,16 +189,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// Caps glibc's malloc at two arenas. By default every thread that
+/// Keeps glibc's malloc to one arena. By default every thread that
 /// allocates while another holds an arena gets its own (up to 8 per core),
 /// each keeping its freed memory: at 64 runs in parallel the server's peak
-/// RSS was 25-26 MB, 23.5-24 MB with two (BENCHMARKS.md, issue 17); one
-/// arena saved another 1 MB but cost about 10% more CPU per run at 16 in
-/// parallel. A `GLIBC_TUNABLES` that sets `arena_max` wins.
+/// RSS was 25-26 MB with the default, 25.0-25.3 MB with two arenas and
+/// 24.0-24.3 MB with one, after `hearth-load`'s 1, 16 and 64 levels
+/// (BENCHMARKS.md, issue 17). One arena costs about a fifth of the runs per
+/// second at 16 in parallel on 2 cores (3,000-3,900 against 4,000-5,000), far
+/// above what a small box sees; an operator who wants them back sets
+/// `GLIBC_TUNABLES=glibc.malloc.arena_max=2`, which wins over this.
 ///
 /// glibc's top pad stays at its default: 512 KiB took a run at concurrency 1
 /// from 18 page faults to 2 but no measurable CPU, and cost up to 2 MB of
-/// peak RSS at 64 in parallel (BENCHMARKS.md, issue 17).
+/// peak RSS at 64 in parallel.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[expect(unsafe_code, reason = "mallopt is glibc's C interface")]
 fn few_malloc_arenas() {
@@ -208,7 +211,7 @@ fn few_malloc_arenas() {
     // SAFETY: runs first thing in `main`, before any other thread exists;
     // mallopt only changes a limit for arenas created from now on.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
 
