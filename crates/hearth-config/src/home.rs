@@ -163,7 +163,7 @@ mod tests {
             .nth(1)
             .expect("the README has a 'Configure a real provider' section");
         assert!(
-            section.contains("at the end of"),
+            section.contains("can go at its end"),
             "the README says where the block goes"
         );
         let block = section
