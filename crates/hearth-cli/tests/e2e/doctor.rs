@@ -280,6 +280,15 @@ async fn slack_tokens_are_checked_the_app_level_token_included() {
             .contains("app-level token refused"),
         "{c}"
     );
+    // In the words the channel logs at serve time: where the token came
+    // from, then the one fix text.
+    assert!(
+        c["message"].as_str().unwrap().ends_with(&format!(
+            ": check SLACK_APP_TOKEN; {}",
+            hearth_channels::advice::SLACK_APP_FIX
+        )),
+        "{c}"
+    );
     assert!(
         !c.to_string().contains("xapp-1-wrong"),
         "the token was shown: {c}"
