@@ -29,7 +29,17 @@ pub fn token_source(env_var: Option<&str>, secret: Option<&str>) -> String {
 /// get a new one from @BotFather ...`: who refused what, with the platform's
 /// words, where the token came from and the fix. Never the token.
 pub fn token_refused(platform: &str, what: &str, said: &str, source: &str, fix: &str) -> String {
-    format!("{platform} rejected the {what} ({said}): check {source}; {fix}")
+    format!(
+        "{platform} rejected the {what} ({said}): {}",
+        check_then(source, fix)
+    )
+}
+
+/// `check TELEGRAM_BOT_TOKEN; get a new one from @BotFather ...`: where the
+/// token came from and the fix, the tail both the serve-time refusal and
+/// `hearth doctor`'s say (one wording).
+pub fn check_then(source: &str, fix: &str) -> String {
+    format!("check {source}; {fix}")
 }
 
 /// `reason` with how hearth goes on: at the slow pace once the token was

@@ -1,12 +1,15 @@
 //! Token checks for `hearth doctor`: one platform call per enabled channel
 //! (`getMe`, `GET /users/@me`, `auth.test`) that says whether its token is
-//! accepted. Plain HTTP, so it needs no running channel.
+//! accepted. Plain HTTP, so it needs no running channel. A refusal says
+//! where the token came from and what to do in the words the channels log
+//! at serve time ([`crate::advice`]).
 
 use std::time::Duration;
 
 use hearth_runtime::config::ChannelsConfig;
 use serde_json::Value;
 
+use crate::advice::{self, check_then, token_source};
 use crate::secrets::TokenSources;
 
 /// How long one check may take: doctor must never hang on a platform.
@@ -30,7 +33,10 @@ pub async fn check_tokens(
             t.token_env.as_deref(),
             t.token_secret.as_deref(),
         ) {
-            Ok(token) => telegram(client, &t.api_base, &token).await,
+            Ok(token) => {
+                let source = token_source(t.token_env.as_deref(), t.token_secret.as_deref());
+                telegram(client, &t.api_base, &token, &source).await
+            }
             Err(e) => Err(e.to_string()),
         };
         out.push(("telegram", r));
@@ -43,7 +49,10 @@ pub async fn check_tokens(
             d.token_env.as_deref(),
             d.token_secret.as_deref(),
         ) {
-            Ok(token) => discord(client, &d.api_base, &token).await,
+            Ok(token) => {
+                let source = token_source(d.token_env.as_deref(), d.token_secret.as_deref());
+                discord(client, &d.api_base, &token, &source).await
+            }
             Err(e) => Err(e.to_string()),
         };
         out.push(("discord", r));
@@ -56,7 +65,11 @@ pub async fn check_tokens(
             s.bot_token_env.as_deref(),
             s.bot_token_secret.as_deref(),
         ) {
-            Ok(token) => slack(client, &s.api_base, &token).await,
+            Ok(token) => {
+                let source =
+                    token_source(s.bot_token_env.as_deref(), s.bot_token_secret.as_deref());
+                slack(client, &s.api_base, &token, &source).await
+            }
             Err(e) => Err(e.to_string()),
         };
         out.push(("slack", r));
@@ -68,7 +81,11 @@ pub async fn check_tokens(
                 s.app_token_env.as_deref(),
                 s.app_token_secret.as_deref(),
             ) {
-                Ok(token) => slack_app(client, &s.api_base, &token).await,
+                Ok(token) => {
+                    let source =
+                        token_source(s.app_token_env.as_deref(), s.app_token_secret.as_deref());
+                    slack_app(client, &s.api_base, &token, &source).await
+                }
                 Err(e) => Err(e.to_string()),
             };
             out.push(("slack app token", r));
@@ -79,7 +96,12 @@ pub async fn check_tokens(
 
 /// `apps.connections.open` with the app-level token: what Socket Mode calls
 /// first (it only hands out a connection URL; nothing connects).
-async fn slack_app(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+async fn slack_app(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    source: &str,
+) -> Result<String, String> {
     let url = format!("{}/apps.connections.open", base.trim_end_matches('/'));
     let r = client
         .post(url)
@@ -96,10 +118,9 @@ async fn slack_app(client: &reqwest::Client, base: &str, token: &str) -> Result<
         return Ok("app-level token accepted (Socket Mode)".into());
     }
     Err(format!(
-        "app-level token refused ({}); in the app's Basic Information, generate an app-level \
-         token (xapp-) with the connections:write scope and set it where \
-         app_token_env/app_token_secret points",
-        v["error"].as_str().unwrap_or("no error given")
+        "app-level token refused ({}): {}",
+        v["error"].as_str().unwrap_or("no error given"),
+        check_then(source, advice::SLACK_APP_FIX)
     ))
 }
 
@@ -110,7 +131,12 @@ fn unreachable(what: &str, e: reqwest::Error) -> String {
     )
 }
 
-async fn telegram(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+async fn telegram(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    source: &str,
+) -> Result<String, String> {
     let url = format!("{}/bot{token}/getMe", base.trim_end_matches('/'));
     let r = client
         .post(url)
@@ -127,12 +153,18 @@ async fn telegram(client: &reqwest::Client, base: &str, token: &str) -> Result<S
         return Ok(format!("token accepted: bot @{name}"));
     }
     Err(format!(
-        "token refused ({}); get a new one from @BotFather and set it where token_env/token_secret points",
-        v["description"].as_str().unwrap_or("no description")
+        "token refused ({}): {}",
+        v["description"].as_str().unwrap_or("no description"),
+        check_then(source, advice::TELEGRAM_FIX)
     ))
 }
 
-async fn discord(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+async fn discord(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    source: &str,
+) -> Result<String, String> {
     let url = format!("{}/users/@me", base.trim_end_matches('/'));
     let r = client
         .get(url)
@@ -148,11 +180,17 @@ async fn discord(client: &reqwest::Client, base: &str, token: &str) -> Result<St
         return Ok(format!("token accepted: bot {name}"));
     }
     Err(format!(
-        "token refused (HTTP {status}); reset it in the Discord developer portal (Bot, Reset Token) and set it where token_env/token_secret points"
+        "token refused (HTTP {status}): {}",
+        check_then(source, advice::DISCORD_FIX)
     ))
 }
 
-async fn slack(client: &reqwest::Client, base: &str, token: &str) -> Result<String, String> {
+async fn slack(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    source: &str,
+) -> Result<String, String> {
     let url = format!("{}/auth.test", base.trim_end_matches('/'));
     let r = client
         .post(url)
@@ -171,7 +209,8 @@ async fn slack(client: &reqwest::Client, base: &str, token: &str) -> Result<Stri
         return Ok(format!("token accepted: {user} in {team}"));
     }
     Err(format!(
-        "token refused ({}); reinstall the app to the workspace and copy its Bot User OAuth Token (xoxb-)",
-        v["error"].as_str().unwrap_or("no error given")
+        "token refused ({}): {}",
+        v["error"].as_str().unwrap_or("no error given"),
+        check_then(source, advice::SLACK_FIX)
     ))
 }

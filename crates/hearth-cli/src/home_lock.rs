@@ -80,6 +80,31 @@ pub fn lock(home: &Path) -> Result<HomeLock, HomeLockError> {
     Ok(HomeLock { _file: file })
 }
 
+/// Whether a `hearth serve` holds the home's lock: `None` when none does,
+/// `Some(pid)` when one does (`pid` when the file names it). Only looks:
+/// the lock file is not created, and a shared lock taken to test it is
+/// let go at once. A lock that cannot be tested counts as held, so the
+/// caller asks the server rather than say that none runs.
+pub fn holder(home: &Path) -> Option<Option<u32>> {
+    let mut file = match File::open(home.join(LOCK_FILE)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(_) => return Some(None),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => None,
+        Err(TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            Some(
+                file.read_to_string(&mut text)
+                    .ok()
+                    .and_then(|_| text.trim().parse().ok()),
+            )
+        }
+        Err(TryLockError::Error(_)) => Some(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +125,19 @@ mod tests {
                 .contains(&format!("PID {}", std::process::id()))
         );
         drop(first);
+        lock(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn the_holder_is_seen_without_taking_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(holder(dir.path()), None, "no lock file: none runs");
+        assert!(!dir.path().join(LOCK_FILE).exists(), "looking created it");
+        let held = lock(dir.path()).unwrap();
+        assert_eq!(holder(dir.path()), Some(Some(std::process::id())));
+        drop(held);
+        assert_eq!(holder(dir.path()), None);
+        // Looking left it free.
         lock(dir.path()).unwrap();
     }
 }

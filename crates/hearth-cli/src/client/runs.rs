@@ -211,7 +211,8 @@ pub(super) async fn run(api: &Api, command: RunCommand, json_out: bool) -> Resul
             print_run(&env, json_out, false)
         }
         RunCommand::Wait { run_id } => {
-            let env = wait(api, &run_id, None).await?;
+            let mut interrupt = interrupt_listener()?;
+            let env = wait_or_interrupt(api, &run_id, None, &mut interrupt).await?;
             print_run(&env, json_out, true)
         }
         RunCommand::Cancel { run_id } => {
@@ -229,6 +230,21 @@ pub(super) async fn run(api: &Api, command: RunCommand, json_out: bool) -> Resul
 
 fn run_path(run_id: &str) -> String {
     format!("/v1/runs/{}", enc(run_id))
+}
+
+/// [`wait`] until Ctrl+C arrives on `interrupt`: then exit 130 naming the
+/// run and the commands to follow or cancel it (the run goes on), as
+/// `hearth message` does.
+async fn wait_or_interrupt(
+    api: &Api,
+    run_id: &str,
+    answered: Option<&str>,
+    interrupt: &mut tokio::sync::mpsc::Receiver<()>,
+) -> Result<RunEnvelope, Exit> {
+    tokio::select! {
+        r = wait(api, run_id, answered) => r,
+        Some(()) = interrupt.recv() => Err(interrupted(api, run_id, false).await),
+    }
 }
 
 /// Waits until the run ends or asks a question other than `answered` (the
@@ -288,6 +304,14 @@ pub(super) async fn answer(
     wait_for_answer: bool,
     json_out: bool,
 ) -> Result<(), Exit> {
+    // Listening from before the answer is posted (only when waiting: else
+    // Ctrl+C keeps its default), so a Ctrl+C during the post still names
+    // the run once it is known.
+    let mut interrupt = if wait_for_answer {
+        Some(interrupt_listener()?)
+    } else {
+        None
+    };
     let env: RunEnvelope = api
         .post(
             &format!("/v1/confirmations/{}", enc(token)),
@@ -295,11 +319,11 @@ pub(super) async fn answer(
         )
         .await?;
     let verb = if approve { "approved" } else { "denied" };
-    if wait_for_answer {
+    if let Some(interrupt) = &mut interrupt {
         if !json_out {
             eprintln!("{verb}; waiting for run {} to answer", env.run_id);
         }
-        let env = wait(api, &env.run_id, Some(token)).await?;
+        let env = wait_or_interrupt(api, &env.run_id, Some(token), interrupt).await?;
         return print_run(&env, json_out, true);
     }
     if json_out {

@@ -4,13 +4,16 @@
 //! assembly), then what `serve` would start with but not work: each
 //! provider answers with its key and has each configured model, each
 //! channel's tokens are accepted, MCP servers start and list tools, skills
-//! verify, jobs post to threads whose channel is enabled.
+//! verify, jobs post to threads whose channel is enabled. Last, when a
+//! server runs on the home, when it loaded the config in force and whether
+//! hearth.toml changed since (`in_force`).
 //!
 //! Each check is `ok`, `warn` (serve starts, but this part will not work
 //! until fixed) or `fail` (serve refuses to start). The exit status is 0
 //! when all are ok, 1 with warnings only, 2 when something fails.
 //! `--json` prints `{"checks":[{"name","status","message","fix"}]}`.
 
+mod in_force;
 pub mod providers;
 mod runtime;
 
@@ -172,9 +175,9 @@ fn print_text(report: &Report) {
 pub async fn checks(g: &Global) -> Result<Report, Exit> {
     let mut report = Report::default();
     let home = crate::serve::home_dir(g)?;
+    let path = g.config.clone().unwrap_or_else(|| home.join("hearth.toml"));
     let config = match crate::serve::load_config(g, &home) {
         Ok(c) => {
-            let path = g.config.clone().unwrap_or_else(|| home.join("hearth.toml"));
             report.ok("config", format!("{} is valid", path.display()));
             c
         }
@@ -287,14 +290,21 @@ pub async fn checks(g: &Global) -> Result<Report, Exit> {
     };
     drop(sealed);
     channels(&mut report, &config, &sources, &client).await;
+    let mut file_view = None;
     if let Some(store) = &store {
         jobs(&mut report, &config, store.as_ref()).await;
         if let Some(addr) = addr {
-            runtime::check(&mut report, &home, &config, store.clone(), addr).await;
+            file_view = runtime::check(&mut report, &home, &config, store.clone(), addr).await;
         }
     }
     drop(store);
     drop(scratch);
+    let running = in_force::Running {
+        home: &home,
+        file: &path,
+        bind: addr,
+    };
+    in_force::check(&mut report, g, &running, file_view.as_ref()).await;
     Ok(report)
 }
 

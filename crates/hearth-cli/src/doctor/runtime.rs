@@ -20,14 +20,16 @@ const MCP_WITHIN: Duration = Duration::from_secs(20);
 /// How often their states are looked at meanwhile.
 const MCP_POLL: Duration = Duration::from_millis(100);
 
-/// Builds the runtime and checks what runs in it.
+/// Builds the runtime and checks what runs in it. Gives the configuration
+/// as `GET /v1/config` would show it from this runtime (what a server
+/// started or reloaded now would serve), when it assembled.
 pub async fn check(
     report: &mut Report,
     home: &Path,
     config: &Config,
     store: Arc<dyn Store>,
     addr: SocketAddr,
-) {
+) -> Option<serde_json::Value> {
     let built = Runtime::builder(home, config.clone())
         .store(store)
         .listening_on(addr)
@@ -45,7 +47,7 @@ pub async fn check(
                 other => format!("{other}: {}", source_chain(other)),
             };
             report.bad("start", status, message, None);
-            return;
+            return None;
         }
     };
     let default = runtime.models().default;
@@ -58,7 +60,9 @@ pub async fn check(
     );
     mcp(report, &runtime).await;
     skills(report, &runtime);
+    let view = runtime.config_view().config;
     runtime.shutdown(Duration::ZERO).await;
+    Some(view)
 }
 
 fn source_chain(e: &dyn std::error::Error) -> String {

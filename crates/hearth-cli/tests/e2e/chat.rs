@@ -5,8 +5,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use hearth_testkit::{FakeOpenAi, Gate, Reply};
-use serde_json::Value;
+use hearth_testkit::{FakeOpenAi, Gate, Reply, ToolCallSpec};
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::{Hearth, command, fake_config};
@@ -181,6 +181,106 @@ async fn ctrl_c_while_waiting_names_the_run_and_how_to_follow_or_cancel_it() {
     assert!(err.contains(&format!("run {run_id} cancelled")), "{err}");
     let (_, run) = h.get(&format!("/v1/runs/{run_id}")).await;
     assert_eq!(run["status"], "cancelled", "{run}");
+}
+
+/// Once `pid` catches SIGINT (read from /proc: its Ctrl+C handler is in
+/// place), so the signal is sent to a CLI that listens for it.
+async fn catching_sigint(pid: u32) {
+    crate::harness::poll(
+        "the CLI to listen for Ctrl+C",
+        Duration::from_secs(20),
+        || async {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let caught = status
+                .lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+                .unwrap_or(0);
+            // SIGINT is signal 2: bit 1 of the mask.
+            if caught & (1 << 1) != 0 {
+                Ok(())
+            } else {
+                Err(caught)
+            }
+        },
+    )
+    .await;
+}
+
+/// Sends Ctrl+C to the waiting `child` and checks it exits 130 naming
+/// `run_id` and the commands to follow or cancel it, the run going on.
+async fn interrupted_names_the_run(h: &Hearth, child: tokio::process::Child, run_id: &str) {
+    catching_sigint(child.id().unwrap()).await;
+    sigint(child.id().unwrap());
+    let out = child.wait_with_output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!("`hearth run wait {run_id}`"))
+            && err.contains(&format!("`hearth run cancel {run_id}`")),
+        "{err}"
+    );
+    let (_, run) = h.get(&format!("/v1/runs/{run_id}")).await;
+    assert_eq!(run["status"], "running", "the run goes on: {run}");
+}
+
+#[tokio::test]
+async fn ctrl_c_in_run_wait_names_the_run_and_how_to_follow_or_cancel_it() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+
+    // `hearth run wait <id>` on a run that does not end.
+    fake.push(Reply::hang());
+    let (code, _, err) = hearth(&h, &["message", "slow", "--thread", "cli:rw"]).await;
+    assert_eq!(code, 0, "{err}");
+    let run_id = running_run(&h, "cli:rw").await;
+    let child = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args(["run", "wait", &run_id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    interrupted_names_the_run(&h, child, &run_id).await;
+    hearth(&h, &["run", "cancel", &run_id]).await;
+}
+
+#[tokio::test]
+async fn ctrl_c_in_confirm_wait_names_the_run_too() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+
+    // `hearth confirm <token> --wait` on a run whose answer does not come.
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    fake.push(Reply::hang());
+    let (code, out, err) = hearth(
+        &h,
+        &["message", "forget it", "--wait", "--thread", "cli:cw"],
+    )
+    .await;
+    assert_eq!(code, 4, "{out}{err}");
+    let token = out
+        .split("hearth confirm ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no token in {out}"))
+        .to_owned();
+    let child = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args(["confirm", &token, "--wait"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run_id = running_run(&h, "cli:cw").await;
+    interrupted_names_the_run(&h, child, &run_id).await;
+    hearth(&h, &["run", "cancel", &run_id]).await;
 }
 
 #[tokio::test]

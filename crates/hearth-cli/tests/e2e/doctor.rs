@@ -161,9 +161,19 @@ async fn all_ok_is_exit_0_and_json_lists_each_check_with_its_fix() {
         "model fake/fake-model",
         "model fake/other-model",
         "start",
+        "config in force",
     ] {
         check(&checks, name);
     }
+    // No server runs on the home: said, and fine.
+    let c = check(&checks, "config in force");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("no `hearth serve` runs"),
+        "{c}"
+    );
     // A model the server does not list is a warning (serve starts), with the fix.
     fake.set_models(&["fake-model"]);
     let (code, checks) = doctor_json(&home, &env).await;
@@ -278,6 +288,15 @@ async fn slack_tokens_are_checked_the_app_level_token_included() {
             .as_str()
             .unwrap()
             .contains("app-level token refused"),
+        "{c}"
+    );
+    // In the words the channel logs at serve time: where the token came
+    // from, then the one fix text.
+    assert!(
+        c["message"].as_str().unwrap().ends_with(&format!(
+            ": check SLACK_APP_TOKEN; {}",
+            hearth_channels::advice::SLACK_APP_FIX
+        )),
         "{c}"
     );
     assert!(
@@ -453,4 +472,64 @@ async fn a_home_not_created_yet_is_checked_without_creating_it() {
     assert_eq!(check(&checks, "store")["status"], "ok");
     assert_eq!(check(&checks, "start")["status"], "ok");
     assert!(!home.exists(), "doctor created the home");
+}
+
+#[tokio::test]
+async fn a_file_changed_after_the_server_loaded_it_is_a_warning_until_reloaded() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = fake_config(&fake.base_url());
+    let home = home_with(dir.path(), &config);
+    let h = Hearth::start(&home, None).await;
+    let env = [("HEARTH_URL", h.url.as_str())];
+    let in_force = |checks: &[Value]| check(checks, "config in force").clone();
+
+    // The file as the server loaded it: ok, saying when.
+    let (shown_status, shown) = h.get("/v1/config").await;
+    assert_eq!(shown_status, 200, "{shown}");
+    let loaded_at = shown["loaded_at"].as_str().unwrap().to_owned();
+    let (code, checks) = doctor_json(&home, &env).await;
+    let c = in_force(&checks);
+    assert_eq!((code, c["status"].as_str()), (0, Some("ok")), "{checks:#?}");
+    assert!(c["message"].as_str().unwrap().contains(&loaded_at), "{c}");
+
+    // Edited after the start: a warning naming the section, with the fix.
+    std::fs::write(
+        home.join("hearth.toml"),
+        format!("{config}[agent]\nmax_llm_calls = 2\n"),
+    )
+    .unwrap();
+    let (code, checks) = doctor_json(&home, &env).await;
+    let c = in_force(&checks);
+    assert_eq!(
+        (code, c["status"].as_str()),
+        (1, Some("warn")),
+        "{checks:#?}"
+    );
+    let message = c["message"].as_str().unwrap();
+    assert!(
+        message.contains(&loaded_at)
+            && message.contains("changed after")
+            && message.contains("agent"),
+        "{c}"
+    );
+    assert!(
+        c["fix"].as_str().unwrap().contains("hearth config reload"),
+        "{c}"
+    );
+    let (code, out, _) = hearth(&home, &["doctor"], &env).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("WARN  config in force: ")
+            && out.contains("      fix: run `hearth config reload`"),
+        "{out}"
+    );
+
+    // Reloaded: in force, ok again.
+    let (code, out, err) = hearth(&home, &["config", "reload"], &env).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, checks) = doctor_json(&home, &env).await;
+    let c = in_force(&checks);
+    assert_eq!((code, c["status"].as_str()), (0, Some("ok")), "{checks:#?}");
+    assert!(!c["message"].as_str().unwrap().contains(&loaded_at), "{c}");
 }
