@@ -9,21 +9,7 @@ use hearth_testkit::{FakeOpenAi, Gate, Reply, ToolCallSpec};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::harness::{Hearth, command, fake_config};
-
-async fn hearth(h: &Hearth, args: &[&str]) -> (i32, String, String) {
-    let out = command(&h.home)
-        .env("HEARTH_URL", &h.url)
-        .args(args)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::harness::{Hearth, command, fake_config, hearth};
 
 /// The only run of `thread`, once it is running (the CLI has posted it).
 async fn running_run(h: &Hearth, thread: &str) -> String {

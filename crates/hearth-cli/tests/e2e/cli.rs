@@ -3,21 +3,7 @@
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use serde_json::{Value, json};
 
-use crate::harness::{Hearth, command, fake_config};
-
-async fn hearth(h: &Hearth, args: &[&str]) -> (i32, String, String) {
-    let out = command(&h.home)
-        .env("HEARTH_URL", &h.url)
-        .args(args)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::harness::{Hearth, command, fake_config, hearth};
 
 #[tokio::test]
 async fn message_model_thinking_run_and_health_commands() {

@@ -3,21 +3,7 @@
 
 use serde_json::Value;
 
-use crate::harness::{Hearth, command};
-
-async fn hearth(h: &Hearth, args: &[&str]) -> (i32, String, String) {
-    let out = command(&h.home)
-        .env("HEARTH_URL", &h.url)
-        .args(args)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::harness::{Hearth, command, hearth};
 
 #[tokio::test]
 async fn threads_and_runs_are_listed_shown_and_read() {

@@ -282,3 +282,19 @@ pub fn offered_tools(req: &serde_json::Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Runs the CLI against `h` (`HEARTH_URL` set to it): exit code, stdout
+/// and stderr.
+pub async fn hearth(h: &Hearth, args: &[&str]) -> (i32, String, String) {
+    let out = command(&h.home)
+        .env("HEARTH_URL", &h.url)
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

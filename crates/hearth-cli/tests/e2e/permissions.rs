@@ -3,7 +3,7 @@
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use serde_json::{Value, json};
 
-use crate::harness::{Hearth, command, fake_config};
+use crate::harness::{Hearth, fake_config, hearth};
 
 async fn grant(h: &Hearth, body: Value) -> (u16, Value) {
     h.send(reqwest::Method::POST, "/v1/permissions/grants", body)
@@ -23,20 +23,6 @@ async fn check(h: &Hearth, user: &str, cap: &str, scope: Option<&str>) -> Value 
     let (s, v) = h.get(&path).await;
     assert_eq!(s, 200, "{v}");
     v
-}
-
-async fn hearth(h: &Hearth, args: &[&str]) -> (i32, String, String) {
-    let out = command(&h.home)
-        .env("HEARTH_URL", &h.url)
-        .args(args)
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test]
