@@ -66,6 +66,8 @@ struct Inner {
     max_age: Duration,
     notices: Notices,
     stop: CancellationToken,
+    /// The loops and senders started, awaited by [`Channels::stopped`].
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// The channels. Cheap to clone.
@@ -114,6 +116,7 @@ impl Channels {
                 max_age,
                 notices,
                 stop: CancellationToken::new(),
+                tasks: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -135,17 +138,24 @@ impl Channels {
     /// and outbox sender. Pending replies left by a previous process are
     /// delivered; no run is executed again for them.
     pub fn start(&self, runtime: &Runtime) {
+        let mut tasks = self
+            .inner
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for e in &self.inner.enabled {
             let stop = self.inner.stop.child_token();
-            tokio::spawn(e.ingress.clone().run(runtime.clone(), stop.clone()));
-            tokio::spawn(crate::outbox::run_sender(
+            tasks.push(tokio::spawn(
+                e.ingress.clone().run(runtime.clone(), stop.clone()),
+            ));
+            tasks.push(tokio::spawn(crate::outbox::run_sender(
                 e.delivery.clone(),
                 self.inner.outbox.clone(),
                 e.wake.clone(),
                 self.inner.max_age,
                 self.inner.notices.clone(),
                 stop,
-            ));
+            )));
             tracing::info!(channel = e.delivery.name(), "channel started");
         }
     }
@@ -153,6 +163,33 @@ impl Channels {
     /// Stops the loops and senders (pending replies stay in the outbox).
     pub fn shutdown(&self) {
         self.inner.stop.cancel();
+    }
+
+    /// Stops the loops and senders, and waits (at most `grace`) until they
+    /// ended: the deliveries under way finished, so channels started after
+    /// (a configuration reload) neither send an item twice nor poll beside
+    /// them.
+    pub async fn stopped(&self, grace: Duration) {
+        self.shutdown();
+        let tasks = std::mem::take(
+            &mut *self
+                .inner
+                .tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let all = async {
+            for task in tasks {
+                // A loop that panicked has ended too.
+                let _ = task.await;
+            }
+        };
+        if tokio::time::timeout(grace, all).await.is_err() {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "channel loops still running after the grace; the new ones start beside them"
+            );
+        }
     }
 
     /// The endpoints of channels in a push mode (webhooks), to mount

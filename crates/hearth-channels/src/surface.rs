@@ -27,7 +27,7 @@ use crate::secrets::TokenSources;
 pub struct ChannelsFactory;
 
 impl ChatSurfaceFactory for ChannelsFactory {
-    fn build(self: Box<Self>, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>, BuildError> {
+    fn build(&self, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>, BuildError> {
         let sources = TokenSources {
             env: ctx.env.clone(),
             sealed: ctx
@@ -192,6 +192,10 @@ fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
     )
 }
 
+/// How long stopping waits for the loops and senders to end (a delivery
+/// under way, a long poll to notice the stop).
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The channels and alerts, started and stopped with the runtime.
 struct ChannelsSurface {
     channels: Channels,
@@ -238,7 +242,7 @@ impl ChatSurface for ChannelsSurface {
     }
 
     async fn shutdown(&self) {
-        self.channels.shutdown();
+        self.channels.stopped(STOP_GRACE).await;
         let stop = self
             .alerts_stop
             .lock()

@@ -61,6 +61,9 @@ pub struct Reloader {
     /// The executable skills' settings, when skills are looked for (the
     /// skill files are read again at every reload).
     pub(crate) exec_settings: Option<crate::builder::skills::SharedExecSettings>,
+    /// What builds the chat surface, kept to build it again when
+    /// `[channels]` or `[alerts]` change.
+    pub(crate) surface_factory: Option<Arc<dyn crate::surfaces::ChatSurfaceFactory>>,
     /// One reload at a time: two would race to install their snapshots.
     pub(crate) lock: tokio::sync::Mutex<()>,
 }
@@ -86,7 +89,7 @@ pub struct ConfigView {
 }
 
 /// Sections that a reload applies.
-const LIVE: [&str; 8] = [
+const LIVE: [&str; 10] = [
     "llm",
     "permissions",
     "tools",
@@ -95,6 +98,8 @@ const LIVE: [&str; 8] = [
     "router",
     "mcp",
     "skills",
+    "channels",
+    "alerts",
 ];
 /// Keys of live sections that are fixed at start.
 const FIXED_KEYS: [(&str, &str); 1] = [("tools", "web_search")];
@@ -329,6 +334,26 @@ impl Runtime {
             _ => None,
         };
 
+        // The chat surface of the new configuration, built (not started)
+        // before anything changes: a channel or alert rule that cannot be
+        // served refuses the reload.
+        let new_surface = match &inner.reload.surface_factory {
+            Some(factory) if has("channels") || has("alerts") => Some(
+                factory
+                    .build(crate::surfaces::SurfaceContext {
+                        config: &config,
+                        env: &env,
+                        secrets: &secrets,
+                        http: inner.reload.http.clone(),
+                        outbox: inner.store.clone(),
+                        access: inner.store.clone(),
+                        notices: inner.notices.clone(),
+                    })
+                    .map_err(build_invalid)?,
+            ),
+            _ => None,
+        };
+
         // From here on nothing fails: the new snapshot goes in whole.
         let engine = if ["llm", "permissions", "tools", "agent", "budget"]
             .iter()
@@ -382,6 +407,9 @@ impl Runtime {
                 "MCP servers synced with the configuration"
             );
         }
+        if let Some(surface) = new_surface {
+            self.swap_surface(surface).await;
+        }
         if let Some(settings) = &inner.reload.exec_settings {
             let skills = inner.skills.clone();
             let reloaded = match skill_options {
@@ -404,6 +432,31 @@ impl Runtime {
             needs_restart,
             loaded_at,
         })
+    }
+}
+
+impl Runtime {
+    /// Replaces the chat surface in force with `surface`, built from the
+    /// new configuration: the old one stops first (its loops and senders
+    /// end, the deliveries under way finish; what is pending stays in the
+    /// outbox), then the new one is put in force, takes over the progress
+    /// messages of the runs in flight and starts its alerts (`restore`),
+    /// and starts its loops and senders, which deliver whatever the old
+    /// one left queued. Only the surface's own work runs again: recovery
+    /// (leases, the sweep, budgets) belongs to the start and is not
+    /// repeated.
+    async fn swap_surface(&self, surface: Arc<dyn crate::surfaces::ChatSurface>) {
+        if self.is_shutting_down() {
+            // The process is stopping: the old surface is being stopped too.
+            return;
+        }
+        if let Some(old) = self.inner.surface.get() {
+            old.shutdown().await;
+        }
+        self.inner.surface.set(Some(surface.clone()));
+        surface.restore(self).await;
+        surface.start(self.clone());
+        info!("chat channels and alerts restarted with the new configuration");
     }
 }
 
