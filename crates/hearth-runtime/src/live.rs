@@ -98,7 +98,10 @@ impl SurfaceCell {
 
     /// Puts `surface` in force (its reply router with it) and gives the
     /// one it replaces.
-    pub(crate) fn set(&self, surface: Option<Arc<dyn ChatSurface>>) -> Option<Arc<dyn ChatSurface>> {
+    pub(crate) fn set(
+        &self,
+        surface: Option<Arc<dyn ChatSurface>>,
+    ) -> Option<Arc<dyn ChatSurface>> {
         let router = surface.as_ref().and_then(|s| s.reply_router());
         let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
         *self
@@ -124,7 +127,10 @@ pub(crate) struct CurrentReplies(RwLock<Option<Arc<dyn ReplyRouter>>>);
 
 impl CurrentReplies {
     fn get(&self) -> Option<Arc<dyn ReplyRouter>> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 

@@ -26,12 +26,7 @@ pub(crate) fn routes() -> Router<AppState> {
 
 async fn handle(State(st): State<AppState>, parts: Parts, body: Bytes) -> Response {
     let path = parts.uri.path();
-    let Some(hook) = st
-        .runtime
-        .webhooks()
-        .into_iter()
-        .find(|h| h.path() == path)
-    else {
+    let Some(hook) = st.runtime.webhooks().into_iter().find(|h| h.path() == path) else {
         return crate::routes::ops::not_found().await.into_response();
     };
     let request = axum::http::Request::from_parts(parts, body);
