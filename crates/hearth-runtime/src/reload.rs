@@ -12,15 +12,17 @@
 //! stored usage), `router` (arms and strategy, keeping what runs taught),
 //! `mcp` (servers added, removed and changed; the others keep running),
 //! `skills` (folders, trusted keys, settings; executable skills whose
-//! verification or settings changed restart). The skill files are read
-//! again on every reload.
+//! verification or settings changed restart), `channels` and `alerts`
+//! (settings, tokens and rules: the chat surface is built again from the
+//! new configuration and replaces the old one, see
+//! `Runtime::swap_surface`; every enabled channel reconnects once, and a
+//! reload that changes neither section leaves them connected). The skill
+//! files are read again on every reload.
 //!
 //! Reported under `needs_restart` when they changed, and not applied:
 //! `server.bind` and every other `server.*` key, `store`, `home`, `log`,
-//! `channels` (the chat surface has no reconnect entry point yet),
-//! `alerts` (their rules live in the chat surface), and `tools.web_search`
-//! (the tool is registered at start). A reload that changes them still
-//! applies the rest.
+//! and `tools.web_search` (the tool is registered at start). A reload that
+//! changes them still applies the rest.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
