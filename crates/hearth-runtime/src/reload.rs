@@ -15,8 +15,8 @@
 //! verification or settings changed restart), `channels` and `alerts`
 //! (settings, tokens and rules: the chat surface is built again from the
 //! new configuration and replaces the old one, see
-//! `Runtime::swap_surface`; every enabled channel reconnects once, and a
-//! reload that changes neither section leaves them connected). The skill
+//! `Runtime::swap_surface`; a channel whose own section and tokens did not
+//! change is taken over connected, the others reconnect). The skill
 //! files are read again on every reload.
 //!
 //! Reported under `needs_restart` when they changed, and not applied:
@@ -340,19 +340,23 @@ impl Runtime {
         // before anything changes: a channel or alert rule that cannot be
         // served refuses the reload.
         let new_surface = match &inner.reload.surface_factory {
-            Some(factory) if has("channels") || has("alerts") => Some(
-                factory
-                    .build(crate::surfaces::SurfaceContext {
-                        config: &config,
-                        env: &env,
-                        secrets: &secrets,
-                        http: inner.reload.http.clone(),
-                        outbox: inner.store.clone(),
-                        access: inner.store.clone(),
-                        notices: inner.notices.clone(),
-                    })
-                    .map_err(build_invalid)?,
-            ),
+            Some(factory) if has("channels") || has("alerts") => {
+                let previous = inner.surface.get();
+                Some(
+                    factory
+                        .build(crate::surfaces::SurfaceContext {
+                            config: &config,
+                            env: &env,
+                            secrets: &secrets,
+                            http: inner.reload.http.clone(),
+                            outbox: inner.store.clone(),
+                            access: inner.store.clone(),
+                            notices: inner.notices.clone(),
+                            previous: previous.as_deref(),
+                        })
+                        .map_err(build_invalid)?,
+                )
+            }
             _ => None,
         };
 
@@ -441,7 +445,8 @@ impl Runtime {
     /// Replaces the chat surface in force with `surface`, built from the
     /// new configuration: the old one stops first (its loops and senders
     /// end, the deliveries under way finish; what is pending stays in the
-    /// outbox), then the new one is put in force, takes over the progress
+    /// outbox; channels the new one took over unchanged keep running),
+    /// then the new one is put in force, takes over the progress
     /// messages of the runs in flight and starts its alerts (`restore`),
     /// and starts its loops and senders, which deliver whatever the old
     /// one left queued. Only the surface's own work runs again: recovery
@@ -449,7 +454,9 @@ impl Runtime {
     /// repeated.
     async fn swap_surface(&self, surface: Arc<dyn crate::surfaces::ChatSurface>) {
         if self.is_shutting_down() {
-            // The process is stopping: the old surface is being stopped too.
+            // The process is stopping: the old surface is being stopped
+            // too, and so is what the new one took over from it.
+            surface.shutdown().await;
             return;
         }
         if let Some(old) = self.inner.surface.get() {

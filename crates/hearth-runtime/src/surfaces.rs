@@ -111,7 +111,15 @@ pub trait ChatSurface: Send + Sync + 'static {
     fn start(&self, runtime: Runtime);
 
     /// Stops the loops and senders; pending replies stay in the outbox.
+    /// Channels a surface built by a reload took over (unchanged) keep
+    /// running: the new surface stops them.
     async fn shutdown(&self);
+
+    /// The surface as its own type, so that its factory, building the
+    /// next one at a reload, can take over what did not change.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// What the builder gives the channels to build themselves.
@@ -132,6 +140,10 @@ pub struct SurfaceContext<'a> {
     /// Where process-wide events are published (`channel.degraded`,
     /// `outbox.failed`), and where alerts read them.
     pub notices: Notices,
+    /// The surface in force, when a reload builds the next one: a channel
+    /// whose settings and tokens did not change is taken over from it,
+    /// connected, instead of built again.
+    pub previous: Option<&'a dyn ChatSurface>,
 }
 
 /// Builds the chat channels the configuration enables: once at start, and

@@ -288,5 +288,23 @@ async fn a_reload_that_leaves_the_channels_alone_does_not_reconnect_them() {
     tg.push_update(tg.private_text(&User::new(ALICE), "same bot?"));
     wait_text(&tg, ALICE, "echo: same bot?").await;
     assert_eq!(tg.with_state(|st| st.calls("getMe")), me, "reconnected");
+
+    // Only the alerts change: the chat surface is built again, and the
+    // Telegram channel, the same as before, is taken over connected.
+    let (url, _hooks) = receiver().await;
+    let (s, r) = reload(
+        &h,
+        &format!(
+            "{good}[agent]\nmax_steps = 7\n[alerts]\nwebhook_secret_env = \"ALERT_KEY\"\n\
+             [[alerts.rules]]\non = \"run.failed\"\nto = \"webhook:{url}\"\n"
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(names(&r["changed"]), ["alerts"], "{r}");
+    tg.push_update(tg.private_text(&User::new(ALICE), "still the same?"));
+    wait_text(&tg, ALICE, "echo: still the same?").await;
+    assert_eq!(tg.with_state(|st| st.calls("getMe")), me, "reconnected");
+    assert_eq!(telegram(&h).await["state"], "connected");
     no_rejections(&tg);
 }

@@ -305,6 +305,7 @@ impl RuntimeBuilder {
                 outbox: store.clone(),
                 access: store.clone(),
                 notices: notices.clone(),
+                previous: None,
             })?),
             None => None,
         };
