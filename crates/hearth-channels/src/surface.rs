@@ -324,3 +324,21 @@ impl ChatSurface for ChannelsSurface {
         Some(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::key;
+
+    #[test]
+    fn a_channel_key_changes_with_its_section_its_outbox_age_and_its_tokens() {
+        let section = serde_json::json!({"enabled": true, "token_env": "TG"});
+        let base = key(&section, "24h", &[Some("t1"), None]);
+        assert_eq!(base, key(&section, "24h", &[Some("t1"), None]));
+        let other = serde_json::json!({"enabled": true, "token_env": "TG2"});
+        assert_ne!(base, key(&other, "24h", &[Some("t1"), None]));
+        assert_ne!(base, key(&section, "1h", &[Some("t1"), None]));
+        assert_ne!(base, key(&section, "24h", &[Some("t2"), None]));
+        assert_ne!(base, key(&section, "24h", &[None, Some("t1")]));
+        assert!(!base.contains("t1"));
+    }
+}

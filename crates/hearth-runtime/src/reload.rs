@@ -510,6 +510,23 @@ mod tests {
     }
 
     #[test]
+    fn channels_and_alerts_are_live_and_a_token_variable_changes_them() {
+        let c = load(
+            "[channels.telegram]\nenabled = true\ntoken_env = \"TG\"\n[alerts]\nwebhook_secret_env = \"AK\"\n",
+        );
+        let one = BTreeMap::from([("TG".to_owned(), "a".to_owned())]);
+        let two = BTreeMap::from([
+            ("TG".to_owned(), "b".to_owned()),
+            ("AK".to_owned(), "k".to_owned()),
+        ]);
+        let none = BTreeMap::new();
+        assert_eq!(
+            diff(&seen(&c, &one, &none), &seen(&c, &two, &none)),
+            (vec!["alerts".to_owned(), "channels".to_owned()], Vec::new())
+        );
+    }
+
+    #[test]
     fn a_key_changed_in_the_environment_changes_its_section() {
         let c = load(
             "[llm.providers.p]\ntype = \"openai_compat\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"P_KEY\"\n",
