@@ -80,6 +80,10 @@ impl Enabled {
     }
 
     /// With the key of what it was built from (see [`Enabled::key`]).
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        expect(dead_code, reason = "no platform is built in to take over")
+    )]
     pub(crate) fn keyed(mut self, key: String) -> Self {
         self.key = Some(key);
         self
@@ -166,6 +170,10 @@ impl Channels {
     }
 
     /// The enabled channel `name` built from `key`, to take over.
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        expect(dead_code, reason = "no platform is built in to take over")
+    )]
     pub(crate) fn reusable(&self, name: &str, key: &str) -> Option<Enabled> {
         self.find(name).filter(|e| e.built_from(key)).cloned()
     }

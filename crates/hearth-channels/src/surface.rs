@@ -325,7 +325,10 @@ impl ChatSurface for ChannelsSurface {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    any(feature = "telegram", feature = "discord", feature = "slack")
+))]
 mod tests {
     use super::key;
 
