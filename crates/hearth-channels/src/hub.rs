@@ -3,7 +3,8 @@
 //! administration behind `/v1/channels`, `/v1/pairings` and `/v1/outbox`
 //! ([`ChannelAdmin`]).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use hearth_core::records::ConfirmationRecord;
@@ -31,13 +32,31 @@ pub const NAMES: [&str; 3] = CHANNEL_NAMES;
 /// An enabled platform as the hub holds it: its delivery side (replies
 /// are routed and sent through it), its inbound side (started with the
 /// runtime), and what the hub shows of it and wakes.
+#[derive(Clone)]
 pub struct Enabled {
     delivery: Arc<dyn Delivery>,
     ingress: Arc<dyn Ingress>,
     health: Arc<Health>,
     wake: Arc<Notify>,
     access: Access,
+    /// What it was built from (settings and tokens, hashed): a reload
+    /// whose channel has the same key takes this one over, connected.
+    key: Option<String>,
+    /// Its loop and sender once started, shared by every hub holding it.
+    running: Arc<Running>,
 }
+
+/// A platform's inbound loop and outbox sender while they run.
+#[derive(Default)]
+struct Running {
+    /// The id of the hub that stops them ([`Channels::adopt`]).
+    owner: AtomicU64,
+    /// Their stop and their tasks, once started.
+    tasks: std::sync::Mutex<Option<(CancellationToken, Vec<tokio::task::JoinHandle<()>>)>>,
+}
+
+/// Hub ids, so a channel taken over by a new hub is stopped by it only.
+static HUB_IDS: AtomicU64 = AtomicU64::new(1);
 
 impl Enabled {
     /// A platform's two sides, its health, the wake of its outbox sender
@@ -55,7 +74,29 @@ impl Enabled {
             health,
             wake,
             access,
+            key: None,
+            running: Arc::default(),
         }
+    }
+
+    /// With the key of what it was built from (see [`Enabled::key`]).
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        expect(dead_code, reason = "no platform is built in to take over")
+    )]
+    pub(crate) fn keyed(mut self, key: String) -> Self {
+        self.key = Some(key);
+        self
+    }
+
+    /// The platform's name.
+    pub(crate) fn name(&self) -> &'static str {
+        self.delivery.name()
+    }
+
+    /// Whether it was built from `key`.
+    pub(crate) fn built_from(&self, key: &str) -> bool {
+        self.key.as_deref() == Some(key)
     }
 }
 
@@ -65,7 +106,8 @@ struct Inner {
     enabled: Vec<Enabled>,
     max_age: Duration,
     notices: Notices,
-    stop: CancellationToken,
+    /// This hub's id (see [`Running::owner`]).
+    id: u64,
 }
 
 /// The channels. Cheap to clone.
@@ -113,9 +155,27 @@ impl Channels {
                 enabled,
                 max_age,
                 notices,
-                stop: CancellationToken::new(),
+                id: HUB_IDS.fetch_add(1, Ordering::Relaxed),
             }),
         }
+    }
+
+    /// Makes this hub the one that stops its channels, those taken over
+    /// from the hub before it included; called once it is sure to be put
+    /// in force (a build that fails after this would leave them unstopped).
+    pub fn adopt(&self) {
+        for e in &self.inner.enabled {
+            e.running.owner.store(self.inner.id, Ordering::SeqCst);
+        }
+    }
+
+    /// The enabled channel `name` built from `key`, to take over.
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        expect(dead_code, reason = "no platform is built in to take over")
+    )]
+    pub(crate) fn reusable(&self, name: &str, key: &str) -> Option<Enabled> {
+        self.find(name).filter(|e| e.built_from(key)).cloned()
     }
 
     /// True when no channel is enabled.
@@ -136,23 +196,86 @@ impl Channels {
     /// delivered; no run is executed again for them.
     pub fn start(&self, runtime: &Runtime) {
         for e in &self.inner.enabled {
-            let stop = self.inner.stop.child_token();
-            tokio::spawn(e.ingress.clone().run(runtime.clone(), stop.clone()));
-            tokio::spawn(crate::outbox::run_sender(
-                e.delivery.clone(),
-                self.inner.outbox.clone(),
-                e.wake.clone(),
-                self.inner.max_age,
-                self.inner.notices.clone(),
-                stop,
-            ));
-            tracing::info!(channel = e.delivery.name(), "channel started");
+            let mut running = e
+                .running
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if running.is_some() {
+                // Taken over from the hub before: connected already.
+                tracing::info!(channel = e.name(), "channel unchanged; kept connected");
+                continue;
+            }
+            let stop = CancellationToken::new();
+            let tasks = vec![
+                tokio::spawn(e.ingress.clone().run(runtime.clone(), stop.clone())),
+                tokio::spawn(crate::outbox::run_sender(
+                    e.delivery.clone(),
+                    self.inner.outbox.clone(),
+                    e.wake.clone(),
+                    self.inner.max_age,
+                    self.inner.notices.clone(),
+                    stop.clone(),
+                )),
+            ];
+            *running = Some((stop, tasks));
+            tracing::info!(channel = e.name(), "channel started");
         }
+    }
+
+    /// The channels this hub stops: not those a newer hub took over.
+    fn owned(&self) -> impl Iterator<Item = &Enabled> {
+        let id = self.inner.id;
+        self.inner
+            .enabled
+            .iter()
+            .filter(move |e| e.running.owner.load(Ordering::SeqCst) == id)
     }
 
     /// Stops the loops and senders (pending replies stay in the outbox).
     pub fn shutdown(&self) {
-        self.inner.stop.cancel();
+        for e in self.owned() {
+            let running = e
+                .running
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some((stop, _)) = running.as_ref() {
+                stop.cancel();
+            }
+        }
+    }
+
+    /// Stops the loops and senders, and waits (at most `grace`) until they
+    /// ended: the deliveries under way finished, so channels started after
+    /// (a configuration reload) neither send an item twice nor poll beside
+    /// them.
+    pub async fn stopped(&self, grace: Duration) {
+        self.shutdown();
+        let mut tasks = Vec::new();
+        for e in self.owned() {
+            let running = e
+                .running
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some((_, t)) = running {
+                tasks.extend(t);
+            }
+        }
+        let all = async {
+            for task in tasks {
+                // A loop that panicked has ended too.
+                let _ = task.await;
+            }
+        };
+        if tokio::time::timeout(grace, all).await.is_err() {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "channel loops still running after the grace; the new ones start beside them"
+            );
+        }
     }
 
     /// The endpoints of channels in a push mode (webhooks), to mount

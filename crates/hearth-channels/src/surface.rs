@@ -27,7 +27,7 @@ use crate::secrets::TokenSources;
 pub struct ChannelsFactory;
 
 impl ChatSurfaceFactory for ChannelsFactory {
-    fn build(self: Box<Self>, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>, BuildError> {
+    fn build(&self, ctx: SurfaceContext<'_>) -> Result<Arc<dyn ChatSurface>, BuildError> {
         let sources = TokenSources {
             env: ctx.env.clone(),
             sealed: ctx
@@ -64,6 +64,9 @@ impl ChatSurfaceFactory for ChannelsFactory {
         // Subscribed now, before the runtime exists, so no notice of
         // recovered runs is missed; matched once started.
         .map(|a| (a, ctx.notices.subscribe()));
+        // Nothing fails from here: the channels taken over are this
+        // surface's to stop now.
+        channels.adopt();
         Ok(Arc::new(ChannelsSurface {
             channels,
             alerts: Mutex::new(alerts),
@@ -82,6 +85,13 @@ fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
     let mut enabled: Vec<crate::hub::Enabled> = Vec::new();
     let ch = &ctx.config.channels;
     let env = ctx.env;
+    // The channels in force, when a reload builds these: one whose key is
+    // the same is taken over, connected.
+    let previous = ctx
+        .previous
+        .and_then(|p| p.as_any())
+        .and_then(|a| a.downcast_ref::<ChannelsSurface>())
+        .map(|s| &s.channels);
     if ch.telegram.enabled {
         #[cfg(feature = "telegram")]
         {
@@ -98,15 +108,25 @@ fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
                 .and_then(|var| env.get(var))
                 .filter(|v| !v.trim().is_empty())
                 .cloned();
-            let tg = crate::telegram::Telegram::new(
-                t.clone(),
-                token,
-                webhook_secret,
-                ctx.http.clone(),
-                ctx.outbox.clone(),
-                ctx.access.clone(),
+            let key = key(
+                t,
+                &ch.outbox_max_age,
+                &[token.as_deref().ok(), webhook_secret.as_deref()],
             );
-            enabled.push(tg.enabled());
+            match previous.and_then(|p| p.reusable("telegram", &key)) {
+                Some(kept) => enabled.push(kept),
+                None => {
+                    let tg = crate::telegram::Telegram::new(
+                        t.clone(),
+                        token,
+                        webhook_secret,
+                        ctx.http.clone(),
+                        ctx.outbox.clone(),
+                        ctx.access.clone(),
+                    );
+                    enabled.push(tg.enabled().keyed(key));
+                }
+            }
         }
         #[cfg(not(feature = "telegram"))]
         tracing::error!(
@@ -123,14 +143,20 @@ fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
                 d.token_env.as_deref(),
                 d.token_secret.as_deref(),
             );
-            let dc = crate::discord::Discord::new(
-                d.clone(),
-                token,
-                ctx.http.clone(),
-                ctx.outbox.clone(),
-                ctx.access.clone(),
-            );
-            enabled.push(dc.enabled());
+            let key = key(d, &ch.outbox_max_age, &[token.as_deref().ok()]);
+            match previous.and_then(|p| p.reusable("discord", &key)) {
+                Some(kept) => enabled.push(kept),
+                None => {
+                    let dc = crate::discord::Discord::new(
+                        d.clone(),
+                        token,
+                        ctx.http.clone(),
+                        ctx.outbox.clone(),
+                        ctx.access.clone(),
+                    );
+                    enabled.push(dc.enabled().keyed(key));
+                }
+            }
         }
         #[cfg(not(feature = "discord"))]
         tracing::error!(
@@ -166,23 +192,37 @@ fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
                 .and_then(|var| env.get(var))
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| v.trim().to_owned());
-            let slack = crate::slack::Slack::new(
-                s.clone(),
-                bot_token,
-                app_token,
-                signing_secret,
-                ctx.http.clone(),
-                ctx.outbox.clone(),
-                ctx.access.clone(),
+            let key = key(
+                s,
+                &ch.outbox_max_age,
+                &[
+                    bot_token.as_deref().ok(),
+                    app_token.as_deref().ok(),
+                    signing_secret.as_deref(),
+                ],
             );
-            enabled.push(slack.enabled());
+            match previous.and_then(|p| p.reusable("slack", &key)) {
+                Some(kept) => enabled.push(kept),
+                None => {
+                    let slack = crate::slack::Slack::new(
+                        s.clone(),
+                        bot_token,
+                        app_token,
+                        signing_secret,
+                        ctx.http.clone(),
+                        ctx.outbox.clone(),
+                        ctx.access.clone(),
+                    );
+                    enabled.push(slack.enabled().keyed(key));
+                }
+            }
         }
         #[cfg(not(feature = "slack"))]
         tracing::error!(
             "[channels.slack] is enabled, but this hearth was built without the `slack` feature"
         );
     }
-    let _ = (sources, env);
+    let _ = (sources, env, previous);
     Channels::new(
         ctx.outbox.clone(),
         ctx.access.clone(),
@@ -190,6 +230,37 @@ fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
         ch.outbox_max_age(),
         ctx.notices.clone(),
     )
+}
+
+/// How long stopping waits for the loops and senders to end (a delivery
+/// under way, a long poll to notice the stop).
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What a channel is built from, hashed: its section, the outbox's age
+/// limit and the secrets it read (kept only as this hash). A reload that
+/// gives a channel the same key keeps it connected.
+#[cfg_attr(
+    not(any(feature = "telegram", feature = "discord", feature = "slack")),
+    expect(dead_code, reason = "no platform is built in")
+)]
+fn key(section: &impl serde::Serialize, max_age: &str, secrets: &[Option<&str>]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(serde_json::to_vec(section).unwrap_or_default());
+    hash.update([0]);
+    hash.update(max_age.as_bytes());
+    for secret in secrets {
+        // Length-prefixed, so that two secrets cannot trade bytes.
+        match secret {
+            Some(v) => {
+                hash.update([1]);
+                hash.update((v.len() as u64).to_le_bytes());
+                hash.update(v.as_bytes());
+            }
+            None => hash.update([0]),
+        }
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The channels and alerts, started and stopped with the runtime.
@@ -238,7 +309,7 @@ impl ChatSurface for ChannelsSurface {
     }
 
     async fn shutdown(&self) {
-        self.channels.shutdown();
+        self.channels.stopped(STOP_GRACE).await;
         let stop = self
             .alerts_stop
             .lock()
@@ -247,5 +318,30 @@ impl ChatSurface for ChannelsSurface {
         if let Some(stop) = stop {
             stop.cancel();
         }
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+#[cfg(all(
+    test,
+    any(feature = "telegram", feature = "discord", feature = "slack")
+))]
+mod tests {
+    use super::key;
+
+    #[test]
+    fn a_channel_key_changes_with_its_section_its_outbox_age_and_its_tokens() {
+        let section = serde_json::json!({"enabled": true, "token_env": "TG"});
+        let base = key(&section, "24h", &[Some("t1"), None]);
+        assert_eq!(base, key(&section, "24h", &[Some("t1"), None]));
+        let other = serde_json::json!({"enabled": true, "token_env": "TG2"});
+        assert_ne!(base, key(&other, "24h", &[Some("t1"), None]));
+        assert_ne!(base, key(&section, "1h", &[Some("t1"), None]));
+        assert_ne!(base, key(&section, "24h", &[Some("t2"), None]));
+        assert_ne!(base, key(&section, "24h", &[None, Some("t1")]));
+        assert!(!base.contains("t1"));
     }
 }

@@ -64,7 +64,7 @@ pub struct SkillStatus {
 impl Runtime {
     /// The chat channels' administration, when this runtime has channels.
     pub fn channels(&self) -> Option<Arc<dyn ChannelAdmin>> {
-        self.inner.surface.as_ref().map(|s| s.admin())
+        self.inner.surface.get().map(|s| s.admin())
     }
 
     /// The push endpoints of the channels in a push mode, for the server
@@ -72,7 +72,7 @@ impl Runtime {
     pub fn webhooks(&self) -> Vec<Arc<dyn Webhook>> {
         self.inner
             .surface
-            .as_ref()
+            .get()
             .map(|s| s.webhooks())
             .unwrap_or_default()
     }

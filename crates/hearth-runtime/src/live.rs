@@ -15,8 +15,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 use hearth_agent::Engine;
 use hearth_agent::router::Router;
 use hearth_config::Config;
+use hearth_core::records::ConfirmationRecord;
+use hearth_core::records::outbox::{NewOutboxItem, RunEnd};
 
 use crate::catalog::Catalog;
+use crate::surfaces::{ChatSurface, ReplyRouter};
 
 /// One version of the live configuration.
 #[derive(Clone)]
@@ -65,5 +68,90 @@ impl LiveCell {
         let mut next = Live::clone(&slot);
         change(&mut next);
         *slot = Arc::new(next);
+    }
+}
+
+/// The chat surface in force: built at start, replaced whole by a reload
+/// that changes `[channels]` or `[alerts]`. Readers hold the lock only to
+/// clone the `Arc`.
+#[derive(Default)]
+pub(crate) struct SurfaceCell {
+    current: RwLock<Option<Arc<dyn ChatSurface>>>,
+    /// What runs route their replies through; it follows the surface.
+    replies: Arc<CurrentReplies>,
+}
+
+impl SurfaceCell {
+    pub(crate) fn new(surface: Option<Arc<dyn ChatSurface>>) -> Self {
+        let cell = Self::default();
+        cell.set(surface);
+        cell
+    }
+
+    /// The surface in force now.
+    pub(crate) fn get(&self) -> Option<Arc<dyn ChatSurface>> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `surface` in force (its reply router with it) and gives the
+    /// one it replaces.
+    pub(crate) fn set(
+        &self,
+        surface: Option<Arc<dyn ChatSurface>>,
+    ) -> Option<Arc<dyn ChatSurface>> {
+        let router = surface.as_ref().and_then(|s| s.reply_router());
+        let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        *self
+            .replies
+            .0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = router;
+        std::mem::replace(&mut *slot, surface)
+    }
+
+    /// The router runs are given: it asks the surface in force at each
+    /// call, so a run that started before a reload still routes its answer
+    /// (and wakes the sender) of the channels in force when it ends.
+    pub(crate) fn replies(&self) -> Arc<dyn ReplyRouter> {
+        self.replies.clone()
+    }
+}
+
+/// The reply router of the surface in force; owes nothing while no channel
+/// is enabled.
+#[derive(Default)]
+pub(crate) struct CurrentReplies(RwLock<Option<Arc<dyn ReplyRouter>>>);
+
+impl CurrentReplies {
+    fn get(&self) -> Option<Arc<dyn ReplyRouter>> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl ReplyRouter for CurrentReplies {
+    fn on_finish(&self, end: RunEnd<'_>) -> Vec<NewOutboxItem> {
+        self.get().map(|r| r.on_finish(end)).unwrap_or_default()
+    }
+
+    fn on_confirmation(&self, rec: &ConfirmationRecord, token: &str) -> Vec<NewOutboxItem> {
+        self.get()
+            .map(|r| r.on_confirmation(rec, token))
+            .unwrap_or_default()
+    }
+
+    fn committed(&self, channel: &str) {
+        if let Some(r) = self.get() {
+            r.committed(channel);
+        }
+    }
+
+    fn scope_of(&self, thread_key: &str) -> Option<String> {
+        self.get()?.scope_of(thread_key)
     }
 }

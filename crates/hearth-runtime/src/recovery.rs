@@ -22,7 +22,7 @@ impl Runtime {
         // Before recovery: a recovered run's answer must find the progress
         // message the previous process showed, to clean it up, and a
         // recovered run that fails is alerted about too.
-        if let Some(surface) = &self.inner.surface {
+        if let Some(surface) = self.inner.surface.get() {
             surface.restore(self).await;
         }
         self.inner
@@ -48,7 +48,7 @@ impl Runtime {
         self.start_jobs();
         // After recovery: replies left in the outbox by a previous process
         // go out; their runs are not executed again.
-        if let Some(surface) = &self.inner.surface {
+        if let Some(surface) = self.inner.surface.get() {
             surface.start(self.clone());
         }
         let weak = Arc::downgrade(&self.inner);

@@ -12,15 +12,17 @@
 //! stored usage), `router` (arms and strategy, keeping what runs taught),
 //! `mcp` (servers added, removed and changed; the others keep running),
 //! `skills` (folders, trusted keys, settings; executable skills whose
-//! verification or settings changed restart). The skill files are read
-//! again on every reload.
+//! verification or settings changed restart), `channels` and `alerts`
+//! (settings, tokens and rules: the chat surface is built again from the
+//! new configuration and replaces the old one, see
+//! `Runtime::swap_surface`; a channel whose own section and tokens did not
+//! change is taken over connected, the others reconnect). The skill
+//! files are read again on every reload.
 //!
 //! Reported under `needs_restart` when they changed, and not applied:
 //! `server.bind` and every other `server.*` key, `store`, `home`, `log`,
-//! `channels` (the chat surface has no reconnect entry point yet),
-//! `alerts` (their rules live in the chat surface), and `tools.web_search`
-//! (the tool is registered at start). A reload that changes them still
-//! applies the rest.
+//! and `tools.web_search` (the tool is registered at start). A reload that
+//! changes them still applies the rest.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -61,6 +63,9 @@ pub struct Reloader {
     /// The executable skills' settings, when skills are looked for (the
     /// skill files are read again at every reload).
     pub(crate) exec_settings: Option<crate::builder::skills::SharedExecSettings>,
+    /// What builds the chat surface, kept to build it again when
+    /// `[channels]` or `[alerts]` change.
+    pub(crate) surface_factory: Option<Arc<dyn crate::surfaces::ChatSurfaceFactory>>,
     /// One reload at a time: two would race to install their snapshots.
     pub(crate) lock: tokio::sync::Mutex<()>,
 }
@@ -86,7 +91,7 @@ pub struct ConfigView {
 }
 
 /// Sections that a reload applies.
-const LIVE: [&str; 8] = [
+const LIVE: [&str; 10] = [
     "llm",
     "permissions",
     "tools",
@@ -95,6 +100,8 @@ const LIVE: [&str; 8] = [
     "router",
     "mcp",
     "skills",
+    "channels",
+    "alerts",
 ];
 /// Keys of live sections that are fixed at start.
 const FIXED_KEYS: [(&str, &str); 1] = [("tools", "web_search")];
@@ -329,6 +336,30 @@ impl Runtime {
             _ => None,
         };
 
+        // The chat surface of the new configuration, built (not started)
+        // before anything changes: a channel or alert rule that cannot be
+        // served refuses the reload.
+        let new_surface = match &inner.reload.surface_factory {
+            Some(factory) if has("channels") || has("alerts") => {
+                let previous = inner.surface.get();
+                Some(
+                    factory
+                        .build(crate::surfaces::SurfaceContext {
+                            config: &config,
+                            env: &env,
+                            secrets: &secrets,
+                            http: inner.reload.http.clone(),
+                            outbox: inner.store.clone(),
+                            access: inner.store.clone(),
+                            notices: inner.notices.clone(),
+                            previous: previous.as_deref(),
+                        })
+                        .map_err(build_invalid)?,
+                )
+            }
+            _ => None,
+        };
+
         // From here on nothing fails: the new snapshot goes in whole.
         let engine = if ["llm", "permissions", "tools", "agent", "budget"]
             .iter()
@@ -382,6 +413,9 @@ impl Runtime {
                 "MCP servers synced with the configuration"
             );
         }
+        if let Some(surface) = new_surface {
+            self.swap_surface(surface).await;
+        }
         if let Some(settings) = &inner.reload.exec_settings {
             let skills = inner.skills.clone();
             let reloaded = match skill_options {
@@ -404,6 +438,34 @@ impl Runtime {
             needs_restart,
             loaded_at,
         })
+    }
+}
+
+impl Runtime {
+    /// Replaces the chat surface in force with `surface`, built from the
+    /// new configuration: the old one stops first (its loops and senders
+    /// end, the deliveries under way finish; what is pending stays in the
+    /// outbox; channels the new one took over unchanged keep running),
+    /// then the new one is put in force, takes over the progress
+    /// messages of the runs in flight and starts its alerts (`restore`),
+    /// and starts its loops and senders, which deliver whatever the old
+    /// one left queued. Only the surface's own work runs again: recovery
+    /// (leases, the sweep, budgets) belongs to the start and is not
+    /// repeated.
+    async fn swap_surface(&self, surface: Arc<dyn crate::surfaces::ChatSurface>) {
+        if self.is_shutting_down() {
+            // The process is stopping: the old surface is being stopped
+            // too, and so is what the new one took over from it.
+            surface.shutdown().await;
+            return;
+        }
+        if let Some(old) = self.inner.surface.get() {
+            old.shutdown().await;
+        }
+        self.inner.surface.set(Some(surface.clone()));
+        surface.restore(self).await;
+        surface.start(self.clone());
+        info!("chat channels and alerts restarted with the new configuration");
     }
 }
 
@@ -444,6 +506,23 @@ mod tests {
                 "store".to_owned(),
                 "tools.web_search".to_owned()
             ]
+        );
+    }
+
+    #[test]
+    fn channels_and_alerts_are_live_and_a_token_variable_changes_them() {
+        let c = load(
+            "[channels.telegram]\nenabled = true\ntoken_env = \"TG\"\n[alerts]\nwebhook_secret_env = \"AK\"\n",
+        );
+        let one = BTreeMap::from([("TG".to_owned(), "a".to_owned())]);
+        let two = BTreeMap::from([
+            ("TG".to_owned(), "b".to_owned()),
+            ("AK".to_owned(), "k".to_owned()),
+        ]);
+        let none = BTreeMap::new();
+        assert_eq!(
+            diff(&seen(&c, &one, &none), &seen(&c, &two, &none)),
+            (vec!["alerts".to_owned(), "channels".to_owned()], Vec::new())
         );
     }
 

@@ -19,7 +19,7 @@ use crate::catalog::Catalog;
 use crate::envelope::envelope;
 use crate::error::{Result, RuntimeError};
 use crate::incognito::Incognito;
-use crate::live::{Live, LiveCell};
+use crate::live::{Live, LiveCell, SurfaceCell};
 use crate::notices::Notices;
 use crate::scheduler::{CancelFound, Scheduler};
 use crate::supplied::Supplied;
@@ -96,10 +96,12 @@ pub(crate) struct Inner {
     pub(crate) direct: crate::direct::DirectRuns,
     /// Runs stored already claimed and prepared, not started yet.
     pub(crate) preclaimed: crate::execute::Preclaimed,
-    /// The chat channels' reply router, when there are channels.
+    /// The chat channels' reply router, when there is a chat surface: it
+    /// follows the surface in force (see [`SurfaceCell::replies`]).
     pub(crate) replies: Option<Arc<dyn ReplyRouter>>,
-    /// The chat channels, started and stopped with the runtime.
-    pub(crate) surface: Option<Arc<dyn ChatSurface>>,
+    /// The chat channels, started and stopped with the runtime, replaced
+    /// by a reload that changes them.
+    pub(crate) surface: SurfaceCell,
     /// The MCP servers and executable skills this runtime's tools call.
     pub(crate) mcp: hearth_mcp::McpManager,
     /// The skills offered to the model.
@@ -168,7 +170,6 @@ pub(crate) struct Parts<'a> {
     pub(crate) make_engine: Box<dyn FnOnce(ToolRegistry) -> Engine + 'a>,
     pub(crate) options: RuntimeOptions,
     pub(crate) notices: Notices,
-    pub(crate) replies: Option<Arc<dyn ReplyRouter>>,
     pub(crate) surface: Option<Arc<dyn ChatSurface>>,
     pub(crate) mcp: hearth_mcp::McpManager,
     pub(crate) skills: Arc<hearth_skills::Skills>,
@@ -194,7 +195,6 @@ impl Runtime {
             make_engine,
             options,
             notices,
-            replies,
             surface,
             mcp,
             skills,
@@ -203,6 +203,7 @@ impl Runtime {
             secrets,
             reload,
         } = parts;
+        let surface_cell = SurfaceCell::new(surface.clone());
         let inner = Arc::new_cyclic(|weak| {
             if job_tools {
                 for tool in crate::jobs::JobTools::new(weak.clone()).tools() {
@@ -234,8 +235,8 @@ impl Runtime {
                 supplied: Supplied::default(),
                 direct: crate::direct::DirectRuns::default(),
                 preclaimed: crate::execute::Preclaimed::default(),
-                replies,
-                surface,
+                replies: surface.is_some().then(|| surface_cell.replies()),
+                surface: surface_cell,
                 mcp,
                 skills,
                 notices,
@@ -392,7 +393,7 @@ impl Runtime {
         let mut rx = self.inner.in_flight.subscribe();
         let _ = tokio::time::timeout_at(deadline.into(), rx.wait_for(|n| *n == 0)).await;
         let left = *rx.borrow();
-        if let Some(surface) = &self.inner.surface {
+        if let Some(surface) = self.inner.surface.get() {
             surface.shutdown().await;
         }
         self.inner.mcp.shutdown().await;

@@ -99,17 +99,27 @@ pub trait ChatSurface: Send + Sync + 'static {
 
     /// Takes back what a previous process left that the next answers need
     /// (progress messages of runs `runtime` still has unfinished), and
-    /// starts what must see recovered runs end (alerts); called once,
-    /// before the runtime recovers runs.
+    /// starts what must see recovered runs end (alerts); called before the
+    /// runtime recovers runs, and on a surface built by a reload before it
+    /// starts (it then takes over the progress messages of the runs in
+    /// flight).
     async fn restore(&self, runtime: &Runtime);
 
     /// Starts the inbound loops, the senders and anything else that acts
-    /// for the channels, with the built runtime. Called once, after
-    /// recovery.
+    /// for the channels, with the built runtime. Called once per surface:
+    /// after recovery, or after `restore` for a surface built by a reload.
     fn start(&self, runtime: Runtime);
 
     /// Stops the loops and senders; pending replies stay in the outbox.
+    /// Channels a surface built by a reload took over (unchanged) keep
+    /// running: the new surface stops them.
     async fn shutdown(&self);
+
+    /// The surface as its own type, so that its factory, building the
+    /// next one at a reload, can take over what did not change.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// What the builder gives the channels to build themselves.
@@ -130,16 +140,23 @@ pub struct SurfaceContext<'a> {
     /// Where process-wide events are published (`channel.degraded`,
     /// `outbox.failed`), and where alerts read them.
     pub notices: Notices,
+    /// The surface in force, when a reload builds the next one: a channel
+    /// whose settings and tokens did not change is taken over from it,
+    /// connected, instead of built again.
+    pub previous: Option<&'a dyn ChatSurface>,
 }
 
-/// Builds the chat channels the configuration enables.
-pub trait ChatSurfaceFactory: Send + 'static {
+/// Builds the chat channels the configuration enables: once at start, and
+/// again at each configuration reload that changes `[channels]` or
+/// `[alerts]` (the runtime keeps the factory).
+pub trait ChatSurfaceFactory: Send + Sync + 'static {
     /// The channels of `ctx.config`; an enabled channel that cannot work
     /// (a token missing) is still built, shows as degraded and says why.
-    /// An error stops hearth's start (a configuration that cannot be
-    /// served, such as an alert rule naming a disabled channel).
+    /// An error stops hearth's start, or refuses a reload (a configuration
+    /// that cannot be served, such as an alert rule naming a disabled
+    /// channel). Building starts nothing: `restore` and `start` do.
     fn build(
-        self: Box<Self>,
+        &self,
         ctx: SurfaceContext<'_>,
     ) -> std::result::Result<Arc<dyn ChatSurface>, crate::builder::BuildError>;
 }

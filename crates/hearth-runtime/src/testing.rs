@@ -174,10 +174,14 @@ struct TestSurface {
 
 impl ChatSurfaceFactory for TestSurface {
     fn build(
-        self: Box<Self>,
+        &self,
         _ctx: SurfaceContext<'_>,
     ) -> std::result::Result<Arc<dyn ChatSurface>, BuildError> {
-        Ok(Arc::new(*self))
+        Ok(Arc::new(TestSurface {
+            router: self.router.clone(),
+            webhooks: self.webhooks.clone(),
+            enabled: self.enabled.clone(),
+        }))
     }
 }
 

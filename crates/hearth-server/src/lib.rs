@@ -94,9 +94,9 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         openai,
         door,
     } = routes;
-    let channels = routes::channels::ChannelsHandle(state.runtime.channels());
+    let channels = routes::channels::ChannelsHandle(state.runtime.clone());
     // Webhooks check their own signatures, not the bearer token.
-    let push = push::routes(state.runtime.webhooks());
+    let push = push::routes();
     let mcp = mcp::router(state.clone(), max_body_bytes);
     let v1 = v1.layer(axum::middleware::from_fn_with_state(
         state.clone(),

@@ -43,6 +43,7 @@ mod reactions;
 mod readme;
 mod refused;
 mod reload;
+mod reload_channels;
 mod router;
 mod secrets;
 mod service;

@@ -296,7 +296,7 @@ impl RuntimeBuilder {
             router = hook(router);
         }
         let notices = Notices::default();
-        let surface: Option<Arc<dyn ChatSurface>> = match surface {
+        let built_surface: Option<Arc<dyn ChatSurface>> = match &surface {
             Some(factory) => Some(factory.build(SurfaceContext {
                 config: &config,
                 env: &env,
@@ -305,6 +305,7 @@ impl RuntimeBuilder {
                 outbox: store.clone(),
                 access: store.clone(),
                 notices: notices.clone(),
+                previous: None,
             })?),
             None => None,
         };
@@ -330,6 +331,7 @@ impl RuntimeBuilder {
             http: http.clone(),
             source,
             exec_settings,
+            surface_factory: surface.map(Arc::from),
             lock: tokio::sync::Mutex::new(()),
         };
         let runtime = Runtime::from_parts(Parts {
@@ -354,8 +356,7 @@ impl RuntimeBuilder {
             }),
             options,
             notices,
-            replies: surface.as_ref().and_then(|s| s.reply_router()),
-            surface,
+            surface: built_surface,
             mcp: mcp.clone(),
             skills: skills.clone(),
             config: live_config,

@@ -15,13 +15,19 @@ use utoipa::ToSchema;
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, page_limit};
 
-/// The channels of the runtime, or none (a runtime built without them).
-#[derive(Clone, Default)]
-pub struct ChannelsHandle(pub Option<Arc<dyn ChannelAdmin>>);
+/// The channels of the runtime, asked for at each request: a configuration
+/// reload may replace them.
+#[derive(Clone)]
+pub struct ChannelsHandle(pub hearth_runtime::Runtime);
 
 impl ChannelsHandle {
-    fn get(&self) -> Result<&dyn ChannelAdmin, ApiError> {
-        self.0.as_deref().ok_or_else(|| {
+    /// The channels in force, or none (a runtime built without them).
+    fn admin(&self) -> Option<Arc<dyn ChannelAdmin>> {
+        self.0.channels()
+    }
+
+    fn get(&self) -> Result<Arc<dyn ChannelAdmin>, ApiError> {
+        self.admin().ok_or_else(|| {
             ApiError::Unavailable("the chat channels are not running in this process".into())
         })
     }
@@ -57,7 +63,7 @@ pub struct ChannelList {
 pub async fn list_channels(
     Extension(ch): Extension<ChannelsHandle>,
 ) -> Result<Json<ChannelList>, ApiError> {
-    let channels = match &ch.0 {
+    let channels = match &ch.admin() {
         Some(c) => c
             .list()
             .await?
@@ -129,7 +135,7 @@ pub struct PairingList {
 pub async fn list_pairings(
     Extension(ch): Extension<ChannelsHandle>,
 ) -> Result<Json<PairingList>, ApiError> {
-    let pairings = match &ch.0 {
+    let pairings = match &ch.admin() {
         Some(c) => c
             .pairings()
             .await?
@@ -382,7 +388,7 @@ pub async fn list_outbox(
         })?),
     };
     let limit = page_limit(q.limit, 100)?;
-    let items = match &ch.0 {
+    let items = match &ch.admin() {
         Some(c) => c
             .outbox(status, limit)
             .await?

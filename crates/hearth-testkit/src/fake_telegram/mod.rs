@@ -117,6 +117,8 @@ pub struct ApiRequest {
     pub status: u16,
     /// The error description answered, if any.
     pub error: Option<String>,
+    /// The bot token in the URL.
+    pub token: String,
 }
 
 /// An `answerCallbackQuery` call.
@@ -252,6 +254,9 @@ fn update_id(update: &Value) -> i64 {
 /// What the handlers share with the handle.
 struct Shared {
     token: String,
+    /// Tokens accepted beside `token` (the same bot's new token, after a
+    /// rotation).
+    more_tokens: Mutex<Vec<String>>,
     state: Mutex<TelegramState>,
     /// Any change of state, for [`FakeTelegram::wait_for`].
     changed: Notify,
@@ -321,6 +326,17 @@ impl FakeTelegram {
             .expect("bind the fake Telegram server on 127.0.0.1:0")
     }
 
+    /// Accepts `token` too, for the same bot (a token rotated at
+    /// BotFather: the old one keeps working here, so a test sees which
+    /// one hearth uses in [`ApiRequest::token`]).
+    pub fn accept_token(&self, token: &str) {
+        self.shared
+            .more_tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(token.to_owned());
+    }
+
     /// Starts on `addr` for the bot `token`.
     pub async fn bind(addr: SocketAddr, token: &str) -> io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -341,6 +357,7 @@ impl FakeTelegram {
         };
         let shared = Arc::new(Shared {
             token: token.to_owned(),
+            more_tokens: Mutex::new(Vec::new()),
             state: Mutex::new(state),
             changed: Notify::new(),
             polls: Notify::new(),
@@ -493,7 +510,14 @@ async fn handle(
         return StatusCode::BAD_GATEWAY.into_response();
     }
     let params = params(&uri, &body);
-    let outcome = if bot.strip_prefix("bot") != Some(shared.token.as_str()) {
+    let token = bot.strip_prefix("bot").unwrap_or_default().to_owned();
+    let known = token == shared.token
+        || shared
+            .more_tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&token);
+    let outcome = if !known {
         Err(Outcome::Rejected(ApiError::new(401, "Unauthorized")))
     } else {
         match (&params, api::canonical(&method)) {
@@ -505,7 +529,7 @@ async fn handle(
     let body = params
         .map(Value::Object)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
-    respond(&shared, method, body, outcome)
+    respond(&shared, method, token, body, outcome)
 }
 
 /// Runs one method, unless a failure was injected for it.
@@ -600,6 +624,7 @@ fn params(uri: &Uri, body: &Bytes) -> Result<Map<String, Value>, ApiError> {
 fn respond(
     shared: &Shared,
     method: String,
+    token: String,
     body: Value,
     outcome: Result<Value, Outcome>,
 ) -> Response {
@@ -617,6 +642,7 @@ fn respond(
         body,
         status,
         error,
+        token,
     });
     shared.changed.notify_waiters();
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
