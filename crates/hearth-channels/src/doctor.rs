@@ -103,17 +103,7 @@ async fn slack_app(
     source: &str,
 ) -> Result<String, String> {
     let url = format!("{}/apps.connections.open", base.trim_end_matches('/'));
-    let r = client
-        .post(url)
-        .bearer_auth(token)
-        .timeout(TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| unreachable("Slack", e))?;
-    let v: Value = r
-        .json()
-        .await
-        .map_err(|e| format!("Slack answered something else: {}", e.without_url()))?;
+    let v = answer("Slack", client.post(url).bearer_auth(token)).await?;
     if v["ok"] == true {
         return Ok("app-level token accepted (Socket Mode)".into());
     }
@@ -122,6 +112,19 @@ async fn slack_app(
         v["error"].as_str().unwrap_or("no error given"),
         check_then(source, advice::SLACK_APP_FIX)
     ))
+}
+
+/// Sends `request` (with the checks' timeout) and reads its JSON answer;
+/// the error says which platform could not be reached or answered what.
+async fn answer(platform: &str, request: reqwest::RequestBuilder) -> Result<Value, String> {
+    request
+        .timeout(TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| unreachable(platform, e))?
+        .json()
+        .await
+        .map_err(|e| format!("{platform} answered something else: {}", e.without_url()))
 }
 
 fn unreachable(what: &str, e: reqwest::Error) -> String {
@@ -138,16 +141,7 @@ async fn telegram(
     source: &str,
 ) -> Result<String, String> {
     let url = format!("{}/bot{token}/getMe", base.trim_end_matches('/'));
-    let r = client
-        .post(url)
-        .timeout(TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| unreachable("Telegram", e))?;
-    let v: Value = r
-        .json()
-        .await
-        .map_err(|e| format!("Telegram answered something else: {}", e.without_url()))?;
+    let v = answer("Telegram", client.post(url)).await?;
     if v["ok"] == true {
         let name = v["result"]["username"].as_str().unwrap_or("?");
         return Ok(format!("token accepted: bot @{name}"));
@@ -192,17 +186,7 @@ async fn slack(
     source: &str,
 ) -> Result<String, String> {
     let url = format!("{}/auth.test", base.trim_end_matches('/'));
-    let r = client
-        .post(url)
-        .bearer_auth(token)
-        .timeout(TIMEOUT)
-        .send()
-        .await
-        .map_err(|e| unreachable("Slack", e))?;
-    let v: Value = r
-        .json()
-        .await
-        .map_err(|e| format!("Slack answered something else: {}", e.without_url()))?;
+    let v = answer("Slack", client.post(url).bearer_auth(token)).await?;
     if v["ok"] == true {
         let team = v["team"].as_str().unwrap_or("?");
         let user = v["user"].as_str().unwrap_or("?");
