@@ -45,7 +45,9 @@ pub use history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext,
 };
 pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
-pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
+pub use memory::{
+    MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory, SavedMemory,
+};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use router::{ArmStats, Rating, RouterStore, RunFeedback};

@@ -102,6 +102,7 @@ macro_rules! store_conformance_tests {
                 forget_removes_only_the_users_own_memory,
                 purge_deletes_memories_unused_since_the_cutoff,
                 deleting_a_users_memories_stores_its_audit_event_in_the_same_write,
+                embeddings_are_stored_per_model_and_read_in_scope,
             ],
             confirmations: [
                 a_run_awaiting_confirmation_keeps_its_status_when_claimed,
