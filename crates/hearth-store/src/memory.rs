@@ -106,7 +106,7 @@ pub fn vector_to_bytes(vector: &[f32]) -> Vec<u8> {
 /// The vector stored as `bytes`; `None` when the length is not a whole
 /// number of f32s (a damaged row, skipped rather than scored wrong).
 pub fn vector_from_bytes(bytes: &[u8]) -> Option<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     Some(
