@@ -56,7 +56,7 @@ pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;
 pub use tokens::TokenStore;
-pub use usage::{CallUsage, UsageStore};
+pub use usage::{CallUsage, ModelCall, UsageStore};
 
 /// The store traits, for callers that use a concrete store (a trait object
 /// `dyn Store` reaches every aggregate's methods without them).

@@ -78,6 +78,7 @@ macro_rules! store_conformance_tests {
                 model_calls_are_grouped_for_usage,
                 anonymous_model_calls_count_without_a_run,
                 calls_since_lists_each_call_with_its_thread_and_user,
+                a_call_outside_a_run_counts_in_usage_and_budgets,
             ],
             grants: [
                 add_grant_is_idempotent_and_keeps_the_first,
