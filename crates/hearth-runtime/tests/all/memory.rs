@@ -171,3 +171,32 @@ async fn an_embeddings_provider_without_the_api_is_refused_at_load() {
     // checked by the builder (same words).
     assert!(hearth_config::load_str(&toml, "t", Vec::new()).is_err());
 }
+
+#[tokio::test]
+async fn embedding_calls_draw_from_budget_pools_and_a_used_up_pool_stops_them() {
+    let fake = FakeOpenAi::start().await;
+    fake.embed_with(topic);
+    let toml = format!(
+        "{}[memory]\nembeddings = \"fake/embed\"\n\
+         [[budget.pools]]\nname = \"calls\"\nkind = \"requests\"\nlimit = 1\n",
+        common::fake_toml(&fake.base_url(), "", "")
+    );
+    let t = TestRuntime::build_with(&toml, |b| b).await;
+    save(&t, FACT).await;
+    save(&t, "a dog called Rex").await;
+    // One call embeds both (one batch), and uses the pool up.
+    assert_eq!(t.runtime.embed_pending_memories().await, 2);
+    let pool = &t.runtime.budget_status()[0];
+    assert_eq!(pool.used, 1.0, "{pool:?}");
+    // The query cannot be embedded now: hybrid searches by words only,
+    // without calling the provider.
+    let requests = fake.embedding_requests().len();
+    let found = t
+        .runtime
+        .find_memories("user:1", None, "dog", None, 10)
+        .await
+        .unwrap();
+    assert_eq!(found[0].matched, Matched::Text, "{found:?}");
+    assert_eq!(fake.embedding_requests().len(), requests);
+    assert!(fake.violations().is_empty());
+}
