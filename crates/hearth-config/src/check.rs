@@ -231,7 +231,7 @@ fn model_ref(config: &Config, key: &str, value: &str) -> Result<(), Problem> {
 }
 
 /// `memory.embeddings`: `<provider>/<model>` naming a provider with an
-/// embeddings API hearth speaks. The model is not checked against the
+/// embeddings API hearth speaks (OpenAI's, or Gemini's). The model is not checked against the
 /// provider's `models`, which lists chat models. With no provider
 /// configured, the ones detected from key variables are meant, whose types
 /// are known by name.
@@ -264,8 +264,8 @@ fn embeddings_ref(config: &Config, value: &str) -> Result<(), Problem> {
                     KEY,
                     format!(
                         "{value:?} names provider {provider:?}, which is not configured \
-                         (add a [llm.providers.{provider}] section of type openai or \
-                         openai_compat)"
+                         (add a [llm.providers.{provider}] section of type openai, \
+                         openai_compat or gemini)"
                     ),
                 ));
             }
@@ -282,18 +282,16 @@ fn embeddings_ref(config: &Config, value: &str) -> Result<(), Problem> {
         ));
     };
     let why = match kind {
-        ProviderType::Openai | ProviderType::OpenaiCompat => return Ok(()),
-        ProviderType::Anthropic => {
-            "is of type anthropic, and Anthropic offers no embeddings API; name an openai \
-             or openai_compat provider (a local Ollama serves /v1/embeddings)"
+        ProviderType::Openai | ProviderType::OpenaiCompat | ProviderType::Gemini => {
+            return Ok(());
         }
-        ProviderType::Gemini => {
-            "is of type gemini, whose embeddings are not yet supported by hearth; name an \
-             openai or openai_compat provider"
+        ProviderType::Anthropic => {
+            "is of type anthropic, and Anthropic offers no embeddings API; name an openai, \
+             openai_compat or gemini provider (a local Ollama serves /v1/embeddings)"
         }
         ProviderType::Echo => {
-            "is the echo provider, which has no embeddings; name an openai or openai_compat \
-             provider"
+            "is the echo provider, which has no embeddings; name an openai, openai_compat \
+             or gemini provider"
         }
     };
     Err(problem(
@@ -410,7 +408,6 @@ mod tests {
         assert_eq!(ok.memory.embeddings.as_deref(), Some("local/nomic"));
         for (value, needle) in [
             ("claude/x", "Anthropic offers no embeddings API"),
-            ("g/x", "not yet supported"),
             ("echo/x", "echo provider"),
             ("nope/x", "not configured"),
             ("local", "<provider>/<model>"),
@@ -426,6 +423,8 @@ mod tests {
             .to_string();
         assert!(err.contains("Anthropic offers no embeddings API"), "{err}");
         assert!(load("[memory]\nembeddings = \"openai/text-embedding-3-small\"\n").is_ok());
+        assert!(load("[memory]\nembeddings = \"gemini/gemini-embedding-001\"\n").is_ok());
+        assert!(load(&format!("{providers}[memory]\nembeddings = \"g/e\"\n")).is_ok());
         assert!(load("[memory]\nembedings = \"openai/x\"\n").is_err());
     }
 

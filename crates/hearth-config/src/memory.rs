@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 pub struct MemoryConfig {
     /// `<provider>/<model>` that embeds memories, which turns on search by
     /// meaning; unset, memory is found by its words only. The provider must
-    /// speak OpenAI's embeddings API (type `openai` or `openai_compat`).
+    /// have an embeddings API hearth speaks (type `openai`, `openai_compat`
+    /// or `gemini`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embeddings: Option<String>,
 }

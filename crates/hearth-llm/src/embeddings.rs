@@ -1,7 +1,8 @@
 //! Embeddings: one vector per input text, for memory that finds by meaning.
 //!
-//! Only OpenAI's `POST {base_url}/embeddings` is spoken for now (OpenAI
-//! itself and the servers that copy it: Ollama, vLLM, LiteLLM). Answers are
+//! Spoken: OpenAI's `POST {base_url}/embeddings` (OpenAI itself and the
+//! servers that copy it: Ollama, vLLM, LiteLLM) and Gemini's
+//! `models/{model}:batchEmbedContents`. Answers are
 //! checked whole (one finite vector per input, all of one dimension) so a
 //! lax server cannot hand the store a vector that silently scores wrong.
 
@@ -26,6 +27,8 @@ const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 pub enum EmbeddingsApi {
     /// OpenAI's `POST {base_url}/embeddings`.
     OpenAi,
+    /// Gemini's `POST {base_url}/models/{model}:batchEmbedContents`.
+    Gemini,
 }
 
 /// What one embeddings call returned.
@@ -51,6 +54,17 @@ struct Item {
 }
 
 #[derive(Deserialize)]
+struct GeminiAnswer {
+    #[serde(default)]
+    embeddings: Vec<GeminiValues>,
+}
+
+#[derive(Deserialize)]
+struct GeminiValues {
+    values: Vec<f32>,
+}
+
+#[derive(Deserialize)]
 struct AnswerUsage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
@@ -62,8 +76,8 @@ pub(crate) fn unsupported(provider: &str) -> LlmError {
         provider,
         ErrorKind::InvalidRequest,
         format!(
-            "provider {provider} has no embeddings API hearth speaks; use an openai or \
-             openai_compat provider for [memory] embeddings"
+            "provider {provider} has no embeddings API hearth speaks; use an openai, \
+             openai_compat or gemini provider for [memory] embeddings"
         ),
     )
 }
@@ -126,20 +140,55 @@ impl<W: WireFormat> HttpProvider<W> {
         })
     }
 
-    /// One OpenAI-style embeddings call for at most [`MAX_BATCH`] inputs.
-    pub(crate) async fn embed_openai(
+    /// One Gemini `batchEmbedContents` call for at most [`MAX_BATCH`]
+    /// inputs. Gemini reports no token counts.
+    pub(crate) async fn embed_gemini(
         &self,
         model: &str,
         inputs: &[String],
     ) -> Result<Embeddings, LlmError> {
-        let url = self.embeddings_url()?;
+        let invalid = |m: String| LlmError::new(self.name(), ErrorKind::InvalidRequest, m);
+        let (path, resource) = crate::gemini::embed_path(model).map_err(invalid)?;
+        let base = self.endpoint().as_str().trim_end_matches('/');
+        let url = Url::parse(&format!("{base}{path}"))
+            .map_err(|e| invalid(format!("cannot build the embeddings URL: {e}")))?;
+        let requests: Vec<serde_json::Value> = inputs
+            .iter()
+            .map(|t| serde_json::json!({"model": resource, "content": {"parts": [{"text": t}]}}))
+            .collect();
+        let body =
+            crate::http::encode(&serde_json::json!({ "requests": requests })).map_err(invalid)?;
+        let (bytes, context) = self.post_json(url, body).await?;
+        let answer: GeminiAnswer = serde_json::from_slice(&bytes).map_err(|e| {
+            LlmError::new(
+                self.name(),
+                ErrorKind::MalformedResponse,
+                format!("batchEmbedContents answer is not Gemini's list of embeddings: {e}"),
+            )
+            .at(&context)
+        })?;
+        let items = answer
+            .embeddings
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (i, e.values))
+            .collect();
+        let vectors =
+            vectors_in_order(self.name(), inputs.len(), items).map_err(|e| e.at(&context))?;
+        Ok(Embeddings {
+            vectors,
+            usage: Usage::default(),
+        })
+    }
+
+    /// Posts `body` to `url` asking for JSON; the whole answer of a 2xx,
+    /// else the provider's error, with the call's context.
+    async fn post_json(
+        &self,
+        url: Url,
+        body: Vec<u8>,
+    ) -> Result<(Vec<u8>, crate::transport::CallContext), LlmError> {
         let context = self.context_for(&url);
-        let body = crate::http::encode(&serde_json::json!({
-            "model": model,
-            "input": inputs,
-            "encoding_format": "float",
-        }))
-        .map_err(|m| LlmError::new(self.name(), ErrorKind::InvalidRequest, m))?;
         let started = Instant::now();
         let resp = transport::send_accepting(
             self.name(),
@@ -159,6 +208,23 @@ impl<W: WireFormat> HttpProvider<W> {
         let bytes = read_capped(self.name(), resp, self.idle_timeout())
             .await
             .map_err(|e| e.at(&context))?;
+        Ok((bytes, context))
+    }
+
+    /// One OpenAI-style embeddings call for at most [`MAX_BATCH`] inputs.
+    pub(crate) async fn embed_openai(
+        &self,
+        model: &str,
+        inputs: &[String],
+    ) -> Result<Embeddings, LlmError> {
+        let url = self.embeddings_url()?;
+        let body = crate::http::encode(&serde_json::json!({
+            "model": model,
+            "input": inputs,
+            "encoding_format": "float",
+        }))
+        .map_err(|m| LlmError::new(self.name(), ErrorKind::InvalidRequest, m))?;
+        let (bytes, context) = self.post_json(url, body).await?;
         let answer: Answer = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::new(
                 self.name(),

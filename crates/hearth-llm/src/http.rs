@@ -327,13 +327,20 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         inputs: &[String],
     ) -> Result<crate::embeddings::Embeddings, LlmError> {
         match W::EMBEDDINGS {
-            Some(crate::embeddings::EmbeddingsApi::OpenAi) => {
+            Some(api) => {
                 let mut all = crate::embeddings::Embeddings {
                     vectors: Vec::with_capacity(inputs.len()),
                     usage: hearth_core::Usage::default(),
                 };
                 for batch in inputs.chunks(crate::embeddings::MAX_BATCH) {
-                    let part = self.embed_openai(model, batch).await?;
+                    let part = match api {
+                        crate::embeddings::EmbeddingsApi::OpenAi => {
+                            self.embed_openai(model, batch).await?
+                        }
+                        crate::embeddings::EmbeddingsApi::Gemini => {
+                            self.embed_gemini(model, batch).await?
+                        }
+                    };
                     all.vectors.extend(part.vectors);
                     if let Some(n) = part.usage.input_tokens {
                         all.usage.input_tokens = Some(all.usage.input_tokens.unwrap_or(0) + n);

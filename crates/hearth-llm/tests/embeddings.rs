@@ -63,3 +63,66 @@ async fn echo_has_no_embeddings() {
     let err = p.embed("m", &["x".to_owned()]).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidRequest);
 }
+
+mod gemini {
+    use std::time::Duration;
+
+    use hearth_llm::gemini::{GeminiConfig, GeminiProvider, GeminiWire};
+    use hearth_llm::{ErrorKind, Provider};
+    use hearth_testkit::fake_gemini::FakeGemini;
+
+    fn provider(fake: &FakeGemini, key: Option<&str>) -> GeminiProvider {
+        let cfg = GeminiConfig {
+            name: "gem".into(),
+            base_url: fake.base_url(),
+            api_key: key.map(str::to_owned),
+            api_key_env: None,
+            headers: Vec::new(),
+            request_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(10),
+            wire: GeminiWire,
+        };
+        GeminiProvider::new(cfg, reqwest::Client::new()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn batch_embed_contents_gives_one_vector_per_input_in_order() {
+        let fake = FakeGemini::start().await;
+        fake.embed_with(|t| vec![t.len() as f32, 0.5]);
+        let p = provider(&fake, Some("AIza-test"));
+        assert!(p.embeds());
+        let inputs = vec!["ab".to_owned(), "abcd".to_owned()];
+        let out = p.embed("gemini-embedding-001", &inputs).await.unwrap();
+        assert_eq!(out.vectors, vec![vec![2.0, 0.5], vec![4.0, 0.5]]);
+        assert_eq!(out.usage.input_tokens, None, "Gemini reports no tokens");
+        let reqs = fake.embedding_requests();
+        assert_eq!(reqs.len(), 1);
+        assert_eq!(
+            reqs[0]["requests"][1]["model"],
+            "models/gemini-embedding-001"
+        );
+        assert_eq!(
+            reqs[0]["requests"][1]["content"]["parts"][0]["text"],
+            "abcd"
+        );
+        assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+        assert!(fake.requests().is_empty(), "no generate request");
+    }
+
+    #[tokio::test]
+    async fn a_missing_key_is_refused_and_a_bad_model_name_never_sent() {
+        let fake = FakeGemini::start().await;
+        let err = provider(&fake, None)
+            .embed("gemini-embedding-001", &["x".to_owned()])
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Auth, "{err}");
+        assert_eq!(fake.violations().len(), 1);
+        let err = provider(&fake, Some("k"))
+            .embed("../x", &["x".to_owned()])
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidRequest, "{err}");
+        assert_eq!(fake.embedding_requests().len(), 1);
+    }
+}

@@ -206,3 +206,112 @@ pub(crate) async fn embeddings(
     }))
     .into_response()
 }
+
+/// Checks a Gemini `batchEmbedContents` request for `model` (from the
+/// path); its texts when it keeps the rules, else what it broke.
+fn check_gemini(
+    model: &str,
+    query: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Vec<String>, Vec<String>> {
+    let mut broken = Vec::new();
+    match headers.get("x-goog-api-key").map(|v| v.as_bytes()) {
+        None | Some(b"") => broken.push("batchEmbedContents: no x-goog-api-key header".to_owned()),
+        Some(_) => {}
+    }
+    if query.split('&').any(|p| p.starts_with("key=")) {
+        broken.push("batchEmbedContents: the API key is in the URL".to_owned());
+    }
+    if !is_json(headers) {
+        broken.push("batchEmbedContents: Content-Type is not application/json".to_owned());
+    }
+    let value: serde_json::Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            broken.push(format!("batchEmbedContents: body is not JSON: {e}"));
+            return Err(broken);
+        }
+    };
+    let requests = value["requests"].as_array().cloned().unwrap_or_default();
+    if requests.is_empty() {
+        broken.push("batchEmbedContents: requests is missing or empty".to_owned());
+    }
+    let want = format!("models/{model}");
+    let mut texts = Vec::new();
+    for (i, r) in requests.iter().enumerate() {
+        if r["model"] != want.as_str() {
+            broken.push(format!(
+                "batchEmbedContents: requests[{i}].model is {}, not {want:?} of the path",
+                r["model"]
+            ));
+        }
+        let parts = r["content"]["parts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let text: String = parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("");
+        if text.is_empty() {
+            broken.push(format!(
+                "batchEmbedContents: requests[{i}].content has no text part"
+            ));
+        }
+        texts.push(text);
+    }
+    if broken.is_empty() {
+        Ok(texts)
+    } else {
+        Err(broken)
+    }
+}
+
+/// `POST /v1beta/models/{model}:batchEmbedContents`: one `values` vector per
+/// request, in order, in Google's shape (no usage: Gemini reports none).
+pub(crate) fn gemini_batch_embed(
+    state: &EmbedState,
+    model: &str,
+    query: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let checked = check_gemini(model, query, headers, body);
+    let embedder = {
+        let mut log = state.lock();
+        let value = serde_json::from_slice(body)
+            .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(body).into()));
+        log.requests.push(value);
+        if let Err(broken) = &checked {
+            log.violations.extend(broken.iter().cloned());
+        }
+        log.embedder.clone()
+    };
+    let google_error = |status: StatusCode, name: &str, message: &str| {
+        let body = serde_json::json!({"error": {
+            "code": status.as_u16(), "message": message, "status": name,
+        }});
+        (status, axum::Json(body)).into_response()
+    };
+    match checked {
+        Ok(texts) => {
+            let embeddings: Vec<serde_json::Value> = texts
+                .iter()
+                .map(|t| serde_json::json!({"values": embedder(t)}))
+                .collect();
+            axum::Json(serde_json::json!({"embeddings": embeddings})).into_response()
+        }
+        Err(_) if headers.get("x-goog-api-key").is_none() => google_error(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            "Method doesn't allow unregistered callers. Please use API Key.",
+        ),
+        Err(broken) => google_error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            &broken.join("; "),
+        ),
+    }
+}

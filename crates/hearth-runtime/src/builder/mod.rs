@@ -394,14 +394,15 @@ fn semantic_memory(
     let entry = catalog.providers().get(&model.provider).ok_or_else(|| {
         BuildError::Config(format!(
             "memory.embeddings = {name:?} names provider {:?}, which is not configured \
-             or detected; add a [llm.providers.{}] section of type openai or openai_compat",
+             or detected; add a [llm.providers.{}] section of type openai, openai_compat \
+             or gemini",
             model.provider, model.provider
         ))
     })?;
     if !entry.provider.embeds() {
         return Err(BuildError::Config(format!(
             "memory.embeddings = {name:?}: provider {} has no embeddings API hearth speaks; \
-             name an openai or openai_compat provider",
+             name an openai, openai_compat or gemini provider",
             model.provider
         )));
     }

@@ -200,3 +200,30 @@ async fn embedding_calls_draw_from_budget_pools_and_a_used_up_pool_stops_them() 
     assert_eq!(fake.embedding_requests().len(), requests);
     assert!(fake.violations().is_empty());
 }
+
+#[tokio::test]
+async fn a_gemini_embeddings_model_finds_by_meaning_too() {
+    let fake = hearth_testkit::fake_gemini::FakeGemini::start().await;
+    fake.embed_with(topic);
+    let toml = format!(
+        "[llm]\ndefault_model = \"gem/gemini-2.5-flash\"\n\
+         [llm.providers.gem]\ntype = \"gemini\"\nbase_url = \"{}\"\n\
+         headers = {{ x-goog-api-key = \"test-key\" }}\n\
+         [memory]\nembeddings = \"gem/gemini-embedding-001\"\n",
+        fake.base_url()
+    );
+    let t = TestRuntime::build_with(&toml, |b| b).await;
+    let parked = save(&t, FACT).await;
+    save(&t, "a dog called Rex").await;
+    assert_eq!(t.runtime.embed_pending_memories().await, 2);
+    assert_eq!(
+        find(&t, Some(SearchMode::Vector)).await[0],
+        (parked, Matched::Vector)
+    );
+    let reqs = fake.embedding_requests();
+    assert_eq!(
+        reqs[0]["requests"][0]["model"],
+        "models/gemini-embedding-001"
+    );
+    assert!(fake.violations().is_empty(), "{:?}", fake.violations());
+}
