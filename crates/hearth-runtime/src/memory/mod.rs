@@ -404,3 +404,87 @@ impl hearth_tools::memory::MemoryIndex for SemanticMemory {
         self.embed_saved(memory).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use hearth_core::ChatRequest;
+    use hearth_llm::embeddings::Embeddings;
+    use hearth_llm::{EventStream, LlmError};
+    use hearth_store::{NewMemory, SqliteStore};
+
+    use super::*;
+
+    /// A remote embeddings provider that counts the texts it is sent.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl Provider for Counting {
+        async fn stream(&self, _request: &ChatRequest) -> Result<EventStream, LlmError> {
+            Err(LlmError::new(
+                "remote",
+                hearth_llm::ErrorKind::InvalidRequest,
+                "chat is not used here",
+            ))
+        }
+
+        fn embeds(&self) -> bool {
+            true
+        }
+
+        async fn embed(&self, _model: &str, inputs: &[String]) -> Result<Embeddings, LlmError> {
+            self.0.fetch_add(inputs.len(), Ordering::SeqCst);
+            Ok(Embeddings {
+                vectors: inputs.iter().map(|_| vec![1.0, 0.0]).collect(),
+                usage: hearth_core::Usage::default(),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_incognito_query_never_reaches_a_remote_embeddings_model() {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().unwrap());
+        store
+            .save_memory(NewMemory {
+                user_key: "u".into(),
+                thread_key: None,
+                text: "parked in spot B7".into(),
+                run_id: None,
+                at: 1,
+            })
+            .await
+            .unwrap();
+        let provider = Arc::new(Counting::default());
+        let model = ModelRef::parse("remote/embed").unwrap();
+        let memory = SemanticMemory::with_embeddings(store, model, provider.clone(), false);
+        assert_eq!(memory.pass().await, 1);
+        let sent = provider.0.load(Ordering::SeqCst);
+        let scope = MemoryScope {
+            user_key: "u".into(),
+            thread_key: None,
+        };
+
+        // Incognito: hybrid goes by words only, vector is refused; nothing is sent.
+        let found = memory
+            .search(&scope, "spot", SearchMode::Hybrid, 10, true)
+            .await
+            .unwrap();
+        assert_eq!(found[0].matched, Matched::Text);
+        let err = memory
+            .search(&scope, "spot", SearchMode::Vector, 10, true)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, SearchError::Embed(_)), "{err}");
+        assert_eq!(provider.0.load(Ordering::SeqCst), sent);
+
+        // Not incognito: the query is embedded and both rankings agree.
+        let found = memory
+            .search(&scope, "spot", SearchMode::Hybrid, 10, false)
+            .await
+            .unwrap();
+        assert_eq!(found[0].matched, Matched::Both);
+        assert_eq!(provider.0.load(Ordering::SeqCst), sent + 1);
+    }
+}
