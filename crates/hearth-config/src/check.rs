@@ -120,6 +120,9 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
     for (i, m) in config.llm.fallback.iter().enumerate() {
         model_ref(config, &format!("llm.fallback[{i}]"), m)?;
     }
+    if let Some(m) = &config.memory.embeddings {
+        embeddings_ref(config, m)?;
+    }
     if let Some(name) = config.budget.duplicate_name() {
         return Err(problem(
             "budget.pools",
@@ -227,6 +230,76 @@ fn model_ref(config: &Config, key: &str, value: &str) -> Result<(), Problem> {
     Ok(())
 }
 
+/// `memory.embeddings`: `<provider>/<model>` naming a provider with an
+/// embeddings API hearth speaks (OpenAI's, or Gemini's). The model is not checked against the
+/// provider's `models`, which lists chat models. With no provider
+/// configured, the ones detected from key variables are meant, whose types
+/// are known by name.
+fn embeddings_ref(config: &Config, value: &str) -> Result<(), Problem> {
+    const KEY: &str = "memory.embeddings";
+    let Some((provider, _)) = value
+        .split_once('/')
+        .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+    else {
+        return Err(problem(
+            KEY,
+            format!(
+                "{value:?} is not of the form \"<provider>/<model>\", \
+                 e.g. \"openai/text-embedding-3-small\""
+            ),
+        ));
+    };
+    let providers = &config.llm.providers;
+    let kind = if provider == ECHO {
+        ProviderType::Echo
+    } else if let Some(pc) = providers.get(provider) {
+        pc.kind
+    } else if providers.is_empty() {
+        match provider {
+            "openai" => ProviderType::Openai,
+            "anthropic" => ProviderType::Anthropic,
+            "gemini" => ProviderType::Gemini,
+            _ => {
+                return Err(problem(
+                    KEY,
+                    format!(
+                        "{value:?} names provider {provider:?}, which is not configured \
+                         (add a [llm.providers.{provider}] section of type openai, \
+                         openai_compat or gemini)"
+                    ),
+                ));
+            }
+        }
+    } else {
+        let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+        return Err(problem(
+            KEY,
+            format!(
+                "{value:?} names provider {provider:?}, which is not configured; \
+                 configured: {} (add a [llm.providers.{provider}] section, or fix the name)",
+                known.join(", ")
+            ),
+        ));
+    };
+    let why = match kind {
+        ProviderType::Openai | ProviderType::OpenaiCompat | ProviderType::Gemini => {
+            return Ok(());
+        }
+        ProviderType::Anthropic => {
+            "is of type anthropic, and Anthropic offers no embeddings API; name an openai, \
+             openai_compat or gemini provider (a local Ollama serves /v1/embeddings)"
+        }
+        ProviderType::Echo => {
+            "is the echo provider, which has no embeddings; name an openai, openai_compat \
+             or gemini provider"
+        }
+    };
+    Err(problem(
+        KEY,
+        format!("{value:?}: provider {provider} {why}"),
+    ))
+}
+
 /// What to write in `api_key_env` (never quoting the value found there).
 pub(crate) const ENV_VAR_HINT: &str = "the value of `api_key_env` is not a variable name: it \
     takes the name of an environment variable (such as api_key_env = \"OPENAI_API_KEY\"), not \
@@ -320,6 +393,39 @@ mod tests {
 
     fn load(toml: &str) -> Result<Config, crate::ConfigError> {
         crate::load_str(toml, "/h/hearth.toml", Vec::new())
+    }
+
+    #[test]
+    fn memory_embeddings_must_name_a_provider_with_an_embeddings_api() {
+        let providers = "[llm.providers.local]\ntype = \"openai_compat\"\n\
+                         base_url = \"http://127.0.0.1:1/v1\"\nmodels = [\"chat\"]\n\
+                         [llm.providers.claude]\ntype = \"anthropic\"\n\
+                         [llm.providers.g]\ntype = \"gemini\"\n";
+        let ok = load(&format!(
+            "{providers}[memory]\nembeddings = \"local/nomic\"\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.memory.embeddings.as_deref(), Some("local/nomic"));
+        for (value, needle) in [
+            ("claude/x", "Anthropic offers no embeddings API"),
+            ("echo/x", "echo provider"),
+            ("nope/x", "not configured"),
+            ("local", "<provider>/<model>"),
+        ] {
+            let err = load(&format!("{providers}[memory]\nembeddings = \"{value}\"\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("memory.embeddings"), "{err}");
+            assert!(err.contains(needle), "{value}: {err}");
+        }
+        let err = load("[memory]\nembeddings = \"anthropic/x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("Anthropic offers no embeddings API"), "{err}");
+        assert!(load("[memory]\nembeddings = \"openai/text-embedding-3-small\"\n").is_ok());
+        assert!(load("[memory]\nembeddings = \"gemini/gemini-embedding-001\"\n").is_ok());
+        assert!(load(&format!("{providers}[memory]\nembeddings = \"g/e\"\n")).is_ok());
+        assert!(load("[memory]\nembedings = \"openai/x\"\n").is_err());
     }
 
     #[test]

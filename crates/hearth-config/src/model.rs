@@ -36,6 +36,8 @@ pub struct Config {
     pub budget: crate::budget::BudgetConfig,
     /// `[alerts]`
     pub alerts: crate::alerts::AlertsConfig,
+    /// `[memory]`
+    pub memory: crate::memory::MemoryConfig,
 }
 
 #[cfg(test)]

@@ -65,6 +65,8 @@ pub trait WireFormat: Clone + fmt::Debug + Send + Sync + 'static {
     const CAPABILITIES: Capabilities;
     /// The base URL an empty `base_url` stands for, if the vendor has one.
     const DEFAULT_BASE_URL: Option<&'static str>;
+    /// The vendor's embeddings API, if it has one hearth speaks.
+    const EMBEDDINGS: Option<crate::embeddings::EmbeddingsApi> = None;
 
     /// Checks the vendor's settings against the parsed base or endpoint URL;
     /// the error says what is wrong.
@@ -238,6 +240,38 @@ impl<W: WireFormat> HttpProvider<W> {
         })
     }
 
+    /// The configured name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The endpoint for a fixed route, the base URL for a per-model one.
+    pub(crate) fn endpoint(&self) -> &Url {
+        &self.url
+    }
+
+    /// The key, vendor and configured headers every call sends.
+    pub(crate) fn header_map(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// The error context of a call to `url`.
+    pub(crate) fn context_for(&self, url: &Url) -> CallContext {
+        self.call_context.with_url(url)
+    }
+
     fn invalid(&self, message: String) -> LlmError {
         LlmError::new(&*self.name, ErrorKind::InvalidRequest, message)
     }
@@ -259,7 +293,7 @@ impl<W: WireFormat> HttpProvider<W> {
 
     /// Turns a non-2xx response into an error, reading at most 64 KiB of
     /// body for the provider's own code, message and retry delay.
-    async fn status_error(&self, resp: reqwest::Response) -> LlmError {
+    pub(crate) async fn status_error(&self, resp: reqwest::Response) -> LlmError {
         let body = ErrorBody::read(resp, self.idle_timeout).await;
         let parsed = body.json();
         let facts = parsed
@@ -281,6 +315,41 @@ impl<W: WireFormat> HttpProvider<W> {
 impl<W: WireFormat> Provider for HttpProvider<W> {
     fn capabilities(&self) -> Capabilities {
         W::CAPABILITIES
+    }
+
+    fn embeds(&self) -> bool {
+        W::EMBEDDINGS.is_some()
+    }
+
+    async fn embed(
+        &self,
+        model: &str,
+        inputs: &[String],
+    ) -> Result<crate::embeddings::Embeddings, LlmError> {
+        match W::EMBEDDINGS {
+            Some(api) => {
+                let mut all = crate::embeddings::Embeddings {
+                    vectors: Vec::with_capacity(inputs.len()),
+                    usage: hearth_core::Usage::default(),
+                };
+                for batch in inputs.chunks(crate::embeddings::MAX_BATCH) {
+                    let part = match api {
+                        crate::embeddings::EmbeddingsApi::OpenAi => {
+                            self.embed_openai(model, batch).await?
+                        }
+                        crate::embeddings::EmbeddingsApi::Gemini => {
+                            self.embed_gemini(model, batch).await?
+                        }
+                    };
+                    all.vectors.extend(part.vectors);
+                    if let Some(n) = part.usage.input_tokens {
+                        all.usage.input_tokens = Some(all.usage.input_tokens.unwrap_or(0) + n);
+                    }
+                }
+                Ok(all)
+            }
+            None => Err(crate::embeddings::unsupported(&self.name)),
+        }
     }
 
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {

@@ -15,6 +15,7 @@ mod classify;
 pub mod context_window;
 mod decoder;
 pub mod echo;
+pub mod embeddings;
 pub mod error;
 pub mod gemini;
 mod http;
@@ -58,5 +59,21 @@ pub trait Provider: Send + Sync + 'static {
     /// of the capability matrix. The default is text only.
     fn capabilities(&self) -> Capabilities {
         Capabilities::TEXT_ONLY
+    }
+
+    /// Whether [`Provider::embed`] can work (the vendor has an embeddings
+    /// API hearth speaks).
+    fn embeds(&self) -> bool {
+        false
+    }
+
+    /// Embeds `inputs` with `model`: one vector per input, in order. The
+    /// default refuses: most adapters have no embeddings API.
+    async fn embed(
+        &self,
+        _model: &str,
+        _inputs: &[String],
+    ) -> Result<embeddings::Embeddings, LlmError> {
+        Err(embeddings::unsupported("this provider"))
     }
 }

@@ -33,12 +33,40 @@ pub(crate) async fn send(
     request_timeout: Duration,
     started: Instant,
 ) -> Result<reqwest::Response, LlmError> {
+    send_accepting(
+        provider,
+        client,
+        url,
+        headers,
+        body,
+        request_timeout,
+        started,
+        "text/event-stream",
+    )
+    .await
+}
+
+/// [`send`] asking for `accept` (JSON for calls that do not stream).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call's parts, passed straight through from send"
+)]
+pub(crate) async fn send_accepting(
+    provider: &str,
+    client: &reqwest::Client,
+    url: Url,
+    headers: &HeaderMap,
+    body: Vec<u8>,
+    request_timeout: Duration,
+    started: Instant,
+    accept: &'static str,
+) -> Result<reqwest::Response, LlmError> {
     let request_bytes = body.len();
     let send = client
         .post(url)
         .headers(headers.clone())
         .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, "text/event-stream")
+        .header(ACCEPT, accept)
         .body(body)
         .send();
     let resp = match tokio::time::timeout(request_timeout, send).await {

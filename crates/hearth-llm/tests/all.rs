@@ -11,6 +11,7 @@
 
 mod alloc;
 mod anthropic;
+mod embeddings;
 mod errors;
 mod gemini;
 mod harness;

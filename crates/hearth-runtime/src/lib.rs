@@ -24,6 +24,7 @@ mod incognito;
 mod ingest;
 pub mod jobs;
 mod live;
+pub mod memory;
 pub mod notices;
 pub mod operator;
 mod recovery;

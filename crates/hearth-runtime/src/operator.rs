@@ -15,6 +15,7 @@ use hearth_store::{AuditEvent, Grant, MemoryHit, MemoryScope};
 
 use crate::catalog::Capabilities;
 use crate::error::{Result, RuntimeError};
+use crate::memory::{FoundMemory, SearchError, SearchMode};
 use crate::runtime::Runtime;
 
 /// One model a surface can offer, with what it can do.
@@ -92,10 +93,11 @@ impl Runtime {
         Ok(self.inner.store.active_token_count().await? > 0)
     }
 
-    /// Full-text search of `user_key`'s user-wide memories, plus those bound
-    /// to `thread_key` when given, best first, at most `limit` (the store's
-    /// bounds apply). For surfaces where a user searches their own memory
-    /// outside a run (the MCP server's `memory_search`).
+    /// Search of `user_key`'s user-wide memories, plus those bound to
+    /// `thread_key` when given, best first, at most `limit` (the store's
+    /// bounds apply): by words and meaning when embeddings are on, else by
+    /// words. For surfaces where a user searches their own memory outside a
+    /// run (the MCP server's `memory_search`).
     pub async fn search_memories(
         &self,
         user_key: &str,
@@ -103,15 +105,62 @@ impl Runtime {
         query: &str,
         limit: u32,
     ) -> Result<Vec<MemoryHit>> {
+        let found = self
+            .find_memories(user_key, thread_key, query, None, limit)
+            .await?;
+        Ok(found
+            .into_iter()
+            .map(|f| MemoryHit {
+                memory: f.memory,
+                score: f.score,
+            })
+            .collect())
+    }
+
+    /// Embeds, now, memories that have no vector by the embeddings model
+    /// (what the background pass does after saves and at start); returns
+    /// how many. 0 when embeddings are off or the provider fails.
+    pub async fn embed_pending_memories(&self) -> usize {
+        self.inner.memory.pass().await
+    }
+
+    /// `<provider>/<model>` that embeds memories, when search by meaning is on.
+    pub fn memory_embeddings(&self) -> Option<&str> {
+        self.inner.memory.embeddings()
+    }
+
+    /// Memories of `user_key` (and `thread_key`'s) matching `query` by
+    /// `mode` (`None`: hybrid when embeddings are on, else text), best first,
+    /// at most `limit` (0 means 10; at most 100), each with the ranking that
+    /// found it. A mode that needs embeddings while they are off is
+    /// `InvalidInput`; a query that cannot be embedded in vector mode is
+    /// `Internal`.
+    pub async fn find_memories(
+        &self,
+        user_key: &str,
+        thread_key: Option<&str>,
+        query: &str,
+        mode: Option<SearchMode>,
+        limit: u32,
+    ) -> Result<Vec<FoundMemory>> {
         let scope = MemoryScope {
             user_key: user_key.to_owned(),
             thread_key: thread_key.map(str::to_owned),
         };
-        Ok(self
-            .inner
-            .store
-            .search_memories(&scope, query, limit)
-            .await?)
+        let memory = &self.inner.memory;
+        let mode = mode.unwrap_or(if memory.embeddings().is_some() {
+            SearchMode::Hybrid
+        } else {
+            SearchMode::Text
+        });
+        memory
+            .search(&scope, query, mode, limit, false)
+            .await
+            .map_err(|e| match e {
+                SearchError::Store(s) => RuntimeError::Store(s),
+                SearchError::EmbeddingsOff => RuntimeError::InvalidInput(e.to_string()),
+                SearchError::Embed(_) => RuntimeError::Internal(e.to_string()),
+            })
     }
 
     /// The grants in `scope` (every scope when `None`).

@@ -46,6 +46,7 @@ impl Runtime {
         }
         self.start_retention();
         self.start_jobs();
+        self.inner.memory.start();
         // After recovery: replies left in the outbox by a previous process
         // go out; their runs are not executed again.
         if let Some(surface) = self.inner.surface.get() {

@@ -113,6 +113,8 @@ pub(crate) struct Inner {
     pub(crate) jobs_wake: Arc<Notify>,
     /// The model router and what runs taught it, pending their commit.
     pub(crate) routing: crate::routing::Routing,
+    /// Memory search by words and meaning; embeds saved memories.
+    pub(crate) memory: Arc<crate::memory::SemanticMemory>,
 }
 
 impl Inner {
@@ -180,6 +182,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) secrets: Arc<std::collections::BTreeMap<String, String>>,
     /// What a reload needs beside them.
     pub(crate) reload: crate::reload::Reloader,
+    /// Memory search by words and meaning (its tools are in `tools`).
+    pub(crate) memory: Arc<crate::memory::SemanticMemory>,
 }
 
 impl Runtime {
@@ -202,6 +206,7 @@ impl Runtime {
             env,
             secrets,
             reload,
+            memory,
         } = parts;
         let surface_cell = SurfaceCell::new(surface.clone());
         let inner = Arc::new_cyclic(|weak| {
@@ -242,8 +247,10 @@ impl Runtime {
                 notices,
                 jobs_wake: Arc::new(Notify::new()),
                 routing: crate::routing::Routing::default(),
+                memory,
             }
         });
+        inner.memory.attach(Arc::downgrade(&inner));
         Self { inner }
     }
 

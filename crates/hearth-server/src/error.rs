@@ -9,6 +9,7 @@
 //! | `InvalidSchedule` | 400 | `invalid_schedule` |
 //! | `ChannelDisabled` | 400 | `channel_disabled` |
 //! | `InvalidConfig` | 400 | `invalid_config` (a reload refused; nothing changed) |
+//! | `InvalidMode` | 400 | `invalid_mode` (a search mode that is unknown or needs embeddings) |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
 //! | `ForbiddenHost` | 403 | `forbidden_host` (a Host this server does not answer to) |
@@ -57,6 +58,10 @@ pub enum ApiError {
     /// is unchanged.
     #[error("{0}")]
     InvalidConfig(String),
+    /// A memory search mode that is unknown, or needs embeddings while
+    /// they are off.
+    #[error("{0}")]
+    InvalidMode(String),
     /// Missing or bad token.
     #[error(
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
@@ -119,6 +124,7 @@ impl ApiError {
             Self::InvalidSchedule(_) => (StatusCode::BAD_REQUEST, "invalid_schedule"),
             Self::ChannelDisabled(_) => (StatusCode::BAD_REQUEST, "channel_disabled"),
             Self::InvalidConfig(_) => (StatusCode::BAD_REQUEST, "invalid_config"),
+            Self::InvalidMode(_) => (StatusCode::BAD_REQUEST, "invalid_mode"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),

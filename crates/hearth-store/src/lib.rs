@@ -45,7 +45,9 @@ pub use history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext,
 };
 pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
-pub use memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
+pub use memory::{
+    MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory, SavedMemory,
+};
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
@@ -54,7 +56,7 @@ pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;
 pub use tokens::TokenStore;
-pub use usage::{CallUsage, UsageStore};
+pub use usage::{CallUsage, ModelCall, UsageStore};
 
 /// The store traits, for callers that use a concrete store (a trait object
 /// `dyn Store` reaches every aggregate's methods without them).

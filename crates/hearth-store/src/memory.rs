@@ -64,4 +64,69 @@ pub trait MemoryStore: Send + Sync + 'static {
 
     /// Deletes every memory last used before `unused_since`. Returns how many.
     async fn purge_memories(&self, unused_since: Timestamp) -> crate::Result<u64>;
+
+    /// Stores `vector` as the embedding of memory `id` by `model`, replacing
+    /// any earlier one. Returns false when the memory is gone (forgotten
+    /// while it was being embedded); that is not an error.
+    async fn set_memory_embedding(
+        &self,
+        id: i64,
+        model: &str,
+        vector: &[f32],
+    ) -> crate::Result<bool>;
+
+    /// Memories with no embedding by `model` (none yet, or one by another
+    /// model), oldest first, at most `limit` (at most 1000): what the
+    /// background pass embeds next.
+    async fn memories_to_embed(&self, model: &str, limit: u32) -> crate::Result<Vec<MemoryRecord>>;
+
+    /// Every memory `scope` sees that has an embedding by `model`, with it:
+    /// what a search by meaning scores (in Rust, brute force).
+    async fn memory_vectors(
+        &self,
+        scope: &MemoryScope,
+        model: &str,
+    ) -> crate::Result<Vec<MemoryVector>>;
+}
+
+/// A memory and its embedding, for scoring.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryVector {
+    /// The memory.
+    pub memory: MemoryRecord,
+    /// Its embedding.
+    pub vector: Vec<f32>,
+}
+
+/// A vector as stored on every backend: f32 little-endian, packed.
+pub fn vector_to_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The vector stored as `bytes`; `None` when the length is not a whole
+/// number of f32s (a damaged row, skipped rather than scored wrong).
+pub fn vector_from_bytes(bytes: &[u8]) -> Option<Vec<f32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    Some(
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_round_trip_as_little_endian_f32() {
+        let v = vec![1.0_f32, -0.5, 3.25e-7];
+        let b = vector_to_bytes(&v);
+        assert_eq!(&b[..4], &1.0_f32.to_le_bytes());
+        assert_eq!(vector_from_bytes(&b), Some(v));
+        assert_eq!(vector_from_bytes(&b[..5]), None);
+    }
 }

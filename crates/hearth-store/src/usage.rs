@@ -21,4 +21,35 @@ pub trait UsageStore: Send + Sync + 'static {
     /// Every model call from `since` (inclusive) on, oldest first: what
     /// budget pools rebuild their use from at start.
     async fn calls_since(&self, since: Timestamp) -> Result<Vec<CallUsage>>;
+
+    /// Counts one model call made outside any run (an embedding of memory):
+    /// a usage row with `purpose`, under the call's own id, so usage and
+    /// budgets rebuilt at start see it. Recording the same id twice keeps
+    /// the first.
+    async fn record_model_call(&self, call: ModelCall) -> Result<()>;
+}
+
+/// A model call outside a run, as [`UsageStore::record_model_call`] stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCall {
+    /// The call's own id (stored where a run's id goes), e.g. `emb_<uuid>`.
+    pub call_id: String,
+    /// When it started, unix ms.
+    pub at: Timestamp,
+    /// The provider's configured name.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// What it was for, e.g. `embedding`.
+    pub purpose: String,
+    /// Whose it was; `None` for nobody's.
+    pub user_key: Option<String>,
+    /// Its thread, when one.
+    pub thread_key: Option<String>,
+    /// Prompt tokens reported.
+    pub input_tokens: Option<u64>,
+    /// How long it took, ms.
+    pub latency_ms: i64,
+    /// The error's kind when it failed; `None` when it succeeded.
+    pub error_kind: Option<String>,
 }

@@ -17,6 +17,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+#[cfg(doc)]
+use crate::fake_embeddings::hashed_words;
+use crate::fake_embeddings::{EmbedState, embeddings};
 use crate::reply::{Reply, ReplyKind, echo_body};
 use crate::server::{
     FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, gated_body,
@@ -28,6 +31,23 @@ pub struct FakeOpenAi {
     inner: FakeServer<Reply>,
     /// What `GET /v1/models` lists.
     models: Arc<Mutex<Vec<String>>>,
+    /// `POST /v1/embeddings`: its log and the test's vectors.
+    embeds: Arc<EmbedState>,
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        // Like the chat route: a broken embeddings request nobody looked at
+        // fails the test, as hearth may have swallowed the error it got.
+        if std::thread::panicking() {
+            return;
+        }
+        let unchecked = self.embeds.unchecked();
+        assert!(
+            unchecked.is_empty(),
+            "FakeOpenAi dropped with unread embeddings violations: {unchecked:?}"
+        );
+    }
 }
 
 /// What `GET /v1/models` lists until [`FakeOpenAi::set_models`].
@@ -42,15 +62,27 @@ impl FakeOpenAi {
             FAKE_MODELS.iter().map(|m| (*m).to_owned()).collect(),
         ));
         let listed = models.clone();
+        let embeds = EmbedState::new();
+        let embed_state = embeds.clone();
         let router = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route(
                 "/v1/models",
                 get(move |headers: HeaderMap| list_models(listed.clone(), headers)),
             )
+            .route(
+                "/v1/embeddings",
+                post(move |headers: HeaderMap, body: Bytes| {
+                    embeddings(State(embed_state.clone()), headers, body)
+                }),
+            )
             .fallback(not_found);
         let inner = FakeServer::bind("FakeOpenAi", addr, router).await?;
-        Ok(Self { inner, models })
+        Ok(Self {
+            inner,
+            models,
+            embeds,
+        })
     }
 
     /// Sets what `GET /v1/models` lists (by default [`FAKE_MODELS`]).
@@ -83,6 +115,18 @@ impl FakeOpenAi {
         self.inner.set_default_delay(delay);
     }
 
+    /// Makes `POST /v1/embeddings` answer `f(input)` for each input text
+    /// (by default [`hashed_words`]).
+    pub fn embed_with(&self, f: impl Fn(&str) -> Vec<f32> + Send + Sync + 'static) {
+        self.embeds.set_embedder(Arc::new(f));
+    }
+
+    /// Every `POST /v1/embeddings` body received, in order (kept apart from
+    /// [`Self::requests`], which are chat requests).
+    pub fn embedding_requests(&self) -> Vec<serde_json::Value> {
+        self.embeds.requests()
+    }
+
     /// Every request body received, in order.
     ///
     /// # Panics
@@ -98,8 +142,14 @@ impl FakeOpenAi {
     /// the same request. Each such request was answered with OpenAI's own
     /// error (401 or 400), not a reply. Reading them marks them checked: a
     /// fake dropped with violations never read fails the test.
+    ///
+    /// Embeddings requests are checked too (bearer key, JSON, `model`, an
+    /// `input` that is a non-empty string or array of non-empty strings) and
+    /// their broken rules are listed here after the chat ones.
     pub fn violations(&self) -> Vec<String> {
-        self.inner.violations()
+        let mut all = self.inner.violations();
+        all.extend(self.embeds.violations());
+        all
     }
 }
 

@@ -16,6 +16,7 @@
 
 pub mod fake_anthropic;
 pub mod fake_discord;
+pub mod fake_embeddings;
 pub mod fake_gemini;
 pub mod fake_mcp;
 mod fake_openai;

@@ -254,3 +254,76 @@ async fn telegram_dropped_with_unread_rejections_fails_the_test() {
     let url = format!("{}/bot1:tok/sendMessage", telegram.url());
     post(&url, &[("content-type", JSON)], &json!({"chat_id": 42})).await;
 }
+
+#[tokio::test]
+async fn openai_embeddings_answer_the_tests_vectors_and_refuse_broken_requests() {
+    let fake = FakeOpenAi::start().await;
+    fake.embed_with(|text| {
+        if text == "car" {
+            vec![1.0, 0.0]
+        } else {
+            vec![0.0, 1.0]
+        }
+    });
+    let url = format!("{}/embeddings", fake.base_url());
+    let auth = ("authorization", "Bearer sk-test");
+    let ct = ("content-type", JSON);
+
+    let (status, body) = post(
+        &url,
+        &[auth, ct],
+        &json!({"model": "e", "input": ["car", "x"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "list");
+    assert_eq!(body["model"], "e");
+    assert_eq!(body["data"][0]["object"], "embedding");
+    assert_eq!(body["data"][0]["index"], 0);
+    assert_eq!(body["data"][0]["embedding"], json!([1.0, 0.0]));
+    assert_eq!(body["data"][1]["embedding"], json!([0.0, 1.0]));
+    assert!(body["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(
+        body["usage"]["total_tokens"],
+        body["usage"]["prompt_tokens"]
+    );
+    let (status, body) = post(&url, &[auth, ct], &json!({"model": "e", "input": "car"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"].as_array().unwrap().len(), 1);
+    assert!(fake.violations().is_empty());
+
+    let (status, _) = post(&url, &[ct], &json!({"model": "e", "input": "car"})).await;
+    assert_eq!(status, 401);
+    let (status, _) = post(&url, &[auth, ct], &json!({"input": "car"})).await;
+    assert_eq!(status, 400);
+    let (status, _) = post(&url, &[auth, ct], &json!({"model": "e", "input": []})).await;
+    assert_eq!(status, 400);
+    let (status, _) = post(&url, &[auth, ct], &json!({"model": "e", "input": ""})).await;
+    assert_eq!(status, 400);
+    let (status, _) = post(
+        &url,
+        &[auth, ("content-type", "text/plain")],
+        &json!({"model": "e", "input": "a"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(fake.violations().len(), 5, "{:?}", fake.violations());
+    assert_eq!(fake.embedding_requests().len(), 7);
+    assert!(
+        fake.requests().is_empty(),
+        "embeddings are not chat requests"
+    );
+}
+
+#[tokio::test]
+#[should_panic(expected = "unread embeddings violations")]
+async fn openai_embeddings_violations_never_read_fail_the_test() {
+    let fake = FakeOpenAi::start().await;
+    let url = format!("{}/embeddings", fake.base_url());
+    let _ = post(
+        &url,
+        &[("content-type", JSON)],
+        &json!({"model": "e", "input": "a"}),
+    )
+    .await;
+}

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use hearth_core::{ToolSpec, now_ms, rfc3339};
-use hearth_store::{MemoryRecord, MemoryScope, MemoryStore, NewMemory, StoreError};
+use hearth_store::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, StoreError};
 use serde_json::{Value, json};
 
 use crate::{Tool, ToolClass, ToolContext, ToolError};
@@ -26,14 +26,63 @@ const MAX_LIST_LIMIT: u64 = 100;
 /// remembered fact came from.
 const CITE: &str = "When you use a memory in your answer, cite it as [memory:<id>].";
 
-/// The four memory tools over `store`, ready to register.
+/// The four memory tools over `store`, ready to register; search is by
+/// words only.
 pub fn tools(store: Arc<dyn MemoryStore>) -> Vec<Arc<dyn Tool>> {
+    let index: Arc<dyn MemoryIndex> = Arc::new(FullText(Arc::clone(&store)));
+    tools_with_index(store, index)
+}
+
+/// The four memory tools over `store`, with `index` finding memories for
+/// `memory_search` and hearing of each new one `memory_save` stores (to
+/// embed it, say).
+pub fn tools_with_index(
+    store: Arc<dyn MemoryStore>,
+    index: Arc<dyn MemoryIndex>,
+) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(MemorySave::new(Arc::clone(&store))),
-        Arc::new(MemorySearch::new(Arc::clone(&store))),
+        Arc::new(MemorySave::new(Arc::clone(&store)).with_index(Arc::clone(&index))),
+        Arc::new(MemorySearch::new(Arc::clone(&store)).with_index(index)),
         Arc::new(MemoryList::new(Arc::clone(&store))),
         Arc::new(MemoryForget::new(store)),
     ]
+}
+
+/// How memories are found beyond the store's own full-text search (by
+/// meaning, say), and told of new ones.
+#[async_trait::async_trait]
+pub trait MemoryIndex: Send + Sync + 'static {
+    /// The memories `scope` sees that best match `query`, best first, at
+    /// most `limit`. `private`: the query comes from an incognito thread
+    /// and must not leave the machine.
+    async fn find(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        limit: u32,
+        private: bool,
+    ) -> Result<Vec<MemoryHit>, StoreError>;
+
+    /// A memory was just stored (not found already saved).
+    async fn saved(&self, memory: &MemoryRecord);
+}
+
+/// The store's full-text search, and nothing to do on a save.
+struct FullText(Arc<dyn MemoryStore>);
+
+#[async_trait::async_trait]
+impl MemoryIndex for FullText {
+    async fn find(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        limit: u32,
+        _private: bool,
+    ) -> Result<Vec<MemoryHit>, StoreError> {
+        self.0.search_memories(scope, query, limit).await
+    }
+
+    async fn saved(&self, _memory: &MemoryRecord) {}
 }
 
 fn store_error(e: StoreError) -> ToolError {
@@ -80,9 +129,17 @@ fn source(m: &MemoryRecord) -> Value {
 pub struct MemorySave {
     spec: ToolSpec,
     store: Arc<dyn MemoryStore>,
+    index: Option<Arc<dyn MemoryIndex>>,
 }
 
 impl MemorySave {
+    /// Tells `index` of each memory stored.
+    #[must_use]
+    pub fn with_index(mut self, index: Arc<dyn MemoryIndex>) -> Self {
+        self.index = Some(index);
+        self
+    }
+
     /// The tool over `store`.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
         Self {
@@ -114,6 +171,7 @@ impl MemorySave {
                 }),
             },
             store,
+            index: None,
         }
     }
 }
@@ -177,6 +235,11 @@ impl Tool for MemorySave {
             })
             .await
             .map_err(store_error)?;
+        if saved.created
+            && let Some(index) = &self.index
+        {
+            index.saved(&saved.memory).await;
+        }
         Ok(json!({
             "id": saved.memory.id,
             "saved": true,
@@ -186,13 +249,22 @@ impl Tool for MemorySave {
     }
 }
 
-/// `memory_search`: finds the user's memories by words, best first.
+/// `memory_search`: finds the user's memories by words (and by meaning,
+/// with an index that can), best first.
 pub struct MemorySearch {
     spec: ToolSpec,
     store: Arc<dyn MemoryStore>,
+    index: Option<Arc<dyn MemoryIndex>>,
 }
 
 impl MemorySearch {
+    /// Finds memories through `index` instead of the store's full-text search.
+    #[must_use]
+    pub fn with_index(mut self, index: Arc<dyn MemoryIndex>) -> Self {
+        self.index = Some(index);
+        self
+    }
+
     /// The tool over `store`.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
         Self {
@@ -226,6 +298,7 @@ impl MemorySearch {
                 }),
             },
             store,
+            index: None,
         }
     }
 }
@@ -250,15 +323,12 @@ impl Tool for MemorySearch {
             .get("query")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let hits = self
-            .store
-            .search_memories(
-                &scope,
-                query,
-                limit(&args, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT),
-            )
-            .await
-            .map_err(store_error)?;
+        let limit = limit(&args, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT);
+        let hits = match &self.index {
+            Some(index) => index.find(&scope, query, limit, ctx.incognito).await,
+            None => self.store.search_memories(&scope, query, limit).await,
+        }
+        .map_err(store_error)?;
         // Being found is what keeps a memory from expiring; an incognito
         // thread leaves no trace on disk, not even that.
         if !ctx.incognito {

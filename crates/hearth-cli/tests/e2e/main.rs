@@ -31,6 +31,7 @@ mod log_levels;
 mod mcp_client;
 mod mcp_server;
 mod memory;
+mod memory_meaning;
 mod metrics;
 mod openai;
 mod ordering;

@@ -40,6 +40,8 @@ pub struct GeminiWire;
 impl WireFormat for GeminiWire {
     type Events = GeminiEvents;
     const ROUTE: Route = Route::PerModel(model_path);
+    const EMBEDDINGS: Option<crate::embeddings::EmbeddingsApi> =
+        Some(crate::embeddings::EmbeddingsApi::Gemini);
     /// In a header, never in the URL.
     const KEY: KeyHeader = KeyHeader {
         name: HeaderName::from_static("x-goog-api-key"),
@@ -77,6 +79,17 @@ fn model_path(model: &str) -> Result<String, String> {
         ));
     }
     Ok(format!("/models/{model}:streamGenerateContent?alt=sse"))
+}
+
+/// The path of a `batchEmbedContents` call for `model` (checked as a chat
+/// call's is), and the model's resource name that each request names.
+pub(crate) fn embed_path(model: &str) -> Result<(String, String), String> {
+    model_path(model)?;
+    let model = model.strip_prefix("models/").unwrap_or(model);
+    Ok((
+        format!("/models/{model}:batchEmbedContents"),
+        format!("models/{model}"),
+    ))
 }
 
 /// A call-id prefix unique across streams and restarts: time plus a counter.

@@ -42,6 +42,8 @@ impl WireFormat for OpenAiWire {
     const ROUTE: Route = Route::Fixed("/responses");
     const KEY: KeyHeader = KeyHeader::BEARER;
     const CAPABILITIES: Capabilities = Capabilities::NATIVE;
+    const EMBEDDINGS: Option<crate::embeddings::EmbeddingsApi> =
+        Some(crate::embeddings::EmbeddingsApi::OpenAi);
     const DEFAULT_BASE_URL: Option<&'static str> = Some(OpenAiConfig::DEFAULT_BASE_URL);
 
     fn headers(&self, headers: &mut HeaderMap) -> Result<(), String> {

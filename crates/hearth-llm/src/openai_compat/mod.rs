@@ -30,6 +30,8 @@ impl WireFormat for OpenAiCompatWire {
     const ROUTE: Route = Route::Fixed("/chat/completions");
     const KEY: KeyHeader = KeyHeader::BEARER;
     const CAPABILITIES: Capabilities = Capabilities::COMPATIBLE;
+    const EMBEDDINGS: Option<crate::embeddings::EmbeddingsApi> =
+        Some(crate::embeddings::EmbeddingsApi::OpenAi);
     const DEFAULT_BASE_URL: Option<&'static str> = None;
 
     fn body(&self, request: &ChatRequest, _provider: &str) -> Result<Vec<u8>, String> {

@@ -278,10 +278,11 @@ impl RuntimeBuilder {
                 hearth_skills::SkillsOptions::default(),
             ))
         };
+        let memory = Arc::new(semantic_memory(&config, &catalog, &store)?);
         let custom_tools = registry.is_some();
         let mut tools = match registry {
             Some(r) => r,
-            None => tools::registry(&config, &env, &store, &skills).await?,
+            None => tools::registry(&config, &env, &store, &skills, &memory).await?,
         };
         for tool in extra_tools {
             tools.register(tool);
@@ -363,6 +364,7 @@ impl RuntimeBuilder {
             env: Arc::new(env),
             secrets: secret_hashes,
             reload,
+            memory,
         });
         if let Err(e) = runtime.enable_router(router).await {
             mcp.shutdown().await;
@@ -373,6 +375,44 @@ impl RuntimeBuilder {
         }
         Ok(runtime)
     }
+}
+
+/// Memory search for `[memory] embeddings`: by words only when unset, else
+/// also by meaning with that model, whose provider must be in the catalog
+/// and speak an embeddings API (the loader checked the type of a configured
+/// one; a provider found only in the environment is checked here).
+fn semantic_memory(
+    config: &Config,
+    catalog: &Catalog,
+    store: &Arc<dyn Store>,
+) -> Result<crate::memory::SemanticMemory, BuildError> {
+    let Some(name) = &config.memory.embeddings else {
+        return Ok(crate::memory::SemanticMemory::text_only(store.clone()));
+    };
+    let model = hearth_core::ModelRef::parse(name)
+        .map_err(|e| BuildError::Config(format!("memory.embeddings: {e}")))?;
+    let entry = catalog.providers().get(&model.provider).ok_or_else(|| {
+        BuildError::Config(format!(
+            "memory.embeddings = {name:?} names provider {:?}, which is not configured \
+             or detected; add a [llm.providers.{}] section of type openai, openai_compat \
+             or gemini",
+            model.provider, model.provider
+        ))
+    })?;
+    if !entry.provider.embeds() {
+        return Err(BuildError::Config(format!(
+            "memory.embeddings = {name:?}: provider {} has no embeddings API hearth speaks; \
+             name an openai, openai_compat or gemini provider",
+            model.provider
+        )));
+    }
+    let local = catalog.is_local(&model);
+    Ok(crate::memory::SemanticMemory::with_embeddings(
+        store.clone(),
+        model,
+        entry.provider.clone(),
+        local,
+    ))
 }
 
 /// Opens the home's store (`<home>/hearth.db`) with `[store] durability`.

@@ -20,6 +20,7 @@ pub(super) async fn registry(
     env: &BTreeMap<String, String>,
     store: &Arc<dyn Store>,
     skills: &Arc<hearth_skills::Skills>,
+    memory_index: &Arc<crate::memory::SemanticMemory>,
 ) -> Result<ToolRegistry, BuildError> {
     let mut registry = ToolRegistry::with_builtins();
     // skill_read and skill_file exist even with no skill yet: a reload may add some.
@@ -28,7 +29,8 @@ pub(super) async fn registry(
     }
     // Memory lives in the store every process has, so its tools are always there.
     let memory: Arc<dyn hearth_store::MemoryStore> = store.clone();
-    for tool in hearth_tools::memory::tools(memory) {
+    let index: Arc<dyn hearth_tools::memory::MemoryIndex> = memory_index.clone();
+    for tool in hearth_tools::memory::tools_with_index(memory, index) {
         registry.register(tool);
     }
     if let Some(ws) = &config.tools.web_search {

@@ -17,6 +17,7 @@ mod direct;
 mod events;
 mod incognito;
 mod jobs;
+mod memory;
 mod recovery;
 mod router;
 mod runtime;

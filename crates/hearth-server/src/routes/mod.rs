@@ -12,6 +12,7 @@ pub mod confirmations;
 pub mod history;
 pub mod jobs;
 pub mod mcp;
+pub mod memory;
 pub mod messages;
 pub mod ops;
 pub mod permissions;
@@ -110,6 +111,7 @@ api! {
     jobs::run_job,
     router::get_router,
     router::post_feedback,
+    memory::search,
 }
 
 api! {

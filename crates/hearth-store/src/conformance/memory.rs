@@ -266,3 +266,76 @@ pub async fn deleting_a_users_memories_stores_its_audit_event_in_the_same_write<
     assert_eq!(store.list_audit(0).await.unwrap(), vec![erasure("u", 7)]);
     assert_eq!(store.export_user_memories("other").await.unwrap().len(), 1);
 }
+
+pub async fn embeddings_are_stored_per_model_and_read_in_scope<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let wide = save(&store, "u", None, "parked in spot B7 on level 3").await;
+    let bound = save(&store, "u", Some("t1"), "thread fact").await;
+    let other = save(&store, "v", None, "someone else's fact").await;
+
+    // Nothing is embedded yet: the pass sees all three, oldest first.
+    let todo: Vec<i64> = store
+        .memories_to_embed("m1", 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(todo, vec![wide, bound, other]);
+    assert_eq!(store.memories_to_embed("m1", 1).await.unwrap().len(), 1);
+
+    for (id, v) in [
+        (wide, vec![1.0_f32, -0.5, 0.25]),
+        (bound, vec![0.0, 1.0, 0.0]),
+        (other, vec![9.0, 9.0, 9.0]),
+    ] {
+        assert!(store.set_memory_embedding(id, "m1", &v).await.unwrap());
+    }
+    assert!(store.memories_to_embed("m1", 10).await.unwrap().is_empty());
+    // Another model has embedded nothing: all are due again after a change.
+    assert_eq!(store.memories_to_embed("m2", 10).await.unwrap().len(), 3);
+
+    let seen = store.memory_vectors(&scope("u", None), "m1").await.unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].memory.id, wide);
+    assert_eq!(seen[0].memory.text, "parked in spot B7 on level 3");
+    assert_eq!(seen[0].vector, vec![1.0, -0.5, 0.25]);
+    let seen = store
+        .memory_vectors(&scope("u", Some("t1")), "m1")
+        .await
+        .unwrap();
+    let ids: Vec<i64> = seen.iter().map(|v| v.memory.id).collect();
+    assert_eq!(ids, vec![wide, bound]);
+    assert!(
+        store
+            .memory_vectors(&scope("u", None), "m2")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Re-embedding replaces; a forgotten memory is not an error.
+    assert!(
+        store
+            .set_memory_embedding(wide, "m2", &[0.5])
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .memory_vectors(&scope("u", None), "m1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.forget_memory("u", bound).await.unwrap());
+    assert!(
+        !store
+            .set_memory_embedding(bound, "m1", &[1.0])
+            .await
+            .unwrap()
+    );
+}

@@ -78,6 +78,7 @@ macro_rules! store_conformance_tests {
                 model_calls_are_grouped_for_usage,
                 anonymous_model_calls_count_without_a_run,
                 calls_since_lists_each_call_with_its_thread_and_user,
+                a_call_outside_a_run_counts_in_usage_and_budgets,
             ],
             grants: [
                 add_grant_is_idempotent_and_keeps_the_first,
@@ -102,6 +103,7 @@ macro_rules! store_conformance_tests {
                 forget_removes_only_the_users_own_memory,
                 purge_deletes_memories_unused_since_the_cutoff,
                 deleting_a_users_memories_stores_its_audit_event_in_the_same_write,
+                embeddings_are_stored_per_model_and_read_in_scope,
             ],
             confirmations: [
                 a_run_awaiting_confirmation_keeps_its_status_when_claimed,

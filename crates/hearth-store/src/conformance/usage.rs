@@ -186,3 +186,40 @@ pub async fn calls_since_lists_each_call_with_its_thread_and_user<S: UsageStore 
     assert!(c.user_key.is_some(), "the run's user");
     assert_eq!(store.calls_since(1_700_000_000_001).await.unwrap().len(), 1);
 }
+
+pub async fn a_call_outside_a_run_counts_in_usage_and_budgets<S: UsageStore + RunStore>(store: S) {
+    let call = |id: &str, error: Option<&str>| crate::usage::ModelCall {
+        call_id: id.to_owned(),
+        at: 1_700_000_000_500,
+        provider: "local".to_owned(),
+        model: "embed".to_owned(),
+        purpose: "embedding".to_owned(),
+        user_key: Some("u".to_owned()),
+        thread_key: None,
+        input_tokens: error.is_none().then_some(7),
+        latency_ms: 3,
+        error_kind: error.map(str::to_owned),
+    };
+    store.record_model_call(call("emb_1", None)).await.unwrap();
+    // Recorded again (a retry of the write): still one call.
+    store.record_model_call(call("emb_1", None)).await.unwrap();
+    store
+        .record_model_call(call("emb_2", Some("timeout")))
+        .await
+        .unwrap();
+    let calls = store.calls_since(1_700_000_000_000).await.unwrap();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].model, "local/embed");
+    assert_eq!(calls[0].user_key.as_deref(), Some("u"));
+    assert_eq!(calls[0].input_tokens + calls[1].input_tokens, 7);
+    let rows = store
+        .usage(&UsageQuery {
+            since: None,
+            until: None,
+            group_by: UsageGroup::Model,
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].calls, rows[0].input_tokens), (2, 7));
+}

@@ -9,7 +9,10 @@ use super::db::Db;
 use super::grants::append_audit;
 use super::rows::col;
 use crate::error::Result;
-use crate::memory::{MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NewMemory, SavedMemory};
+use crate::memory::{
+    MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory, SavedMemory,
+    vector_from_bytes, vector_to_bytes,
+};
 use crate::records::AuditEvent;
 use crate::retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 
@@ -52,6 +55,16 @@ CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE OF text ON memorie
     UPDATE memories_fts SET text = new.text WHERE rowid = old.id;
 END;
 ";
+
+/// The embedding of each memory (f32 little-endian) and the model that
+/// made it, so a change of model is seen as "not embedded yet".
+pub(super) const MIGRATION_V17: &str = "
+ALTER TABLE memories ADD COLUMN embedding BLOB;
+ALTER TABLE memories ADD COLUMN embedding_model TEXT;
+";
+
+/// Memories handed to the background embedding pass at most at once.
+const MAX_TO_EMBED: u32 = 1000;
 
 /// Search results when the caller asks for 0, and at most.
 const DEFAULT_SEARCH_LIMIT: u32 = 10;
@@ -185,6 +198,43 @@ fn search(db: &mut Db<'_>, scope: &MemoryScope, query: &str, limit: u32) -> Resu
             // bm25() is lower-is-better; callers expect higher-is-better.
             score: -rank,
         });
+    }
+    Ok(out)
+}
+
+fn to_embed(db: &mut Db<'_>, model: &str, limit: u32) -> Result<Vec<MemoryRecord>> {
+    let stmt = db.stmt(concat!(
+        "SELECT ",
+        memory_columns!("m"),
+        " FROM memories m WHERE m.embedding IS NULL OR m.embedding_model IS NOT ?1 \
+         ORDER BY m.id LIMIT ?2"
+    ))?;
+    let mut rows = stmt.query(params![model, limit.min(MAX_TO_EMBED)])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(memory_row(row)?);
+    }
+    Ok(out)
+}
+
+fn vectors(db: &mut Db<'_>, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {
+    let stmt = db.stmt(concat!(
+        "SELECT ",
+        memory_columns!("m"),
+        ", m.embedding FROM memories m WHERE m.user_key = ?1 \
+         AND (m.thread_key IS NULL OR m.thread_key = ?2) \
+         AND m.embedding IS NOT NULL AND m.embedding_model = ?3 ORDER BY m.id"
+    ))?;
+    let mut rows = stmt.query(params![scope.user_key, scope.thread_key, model])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let bytes: Vec<u8> = col(row, 7)?;
+        if let Some(vector) = vector_from_bytes(&bytes) {
+            out.push(MemoryVector {
+                memory: memory_row(row)?,
+                vector,
+            });
+        }
     }
     Ok(out)
 }
@@ -330,6 +380,27 @@ impl MemoryStore for SqliteStore {
 
     async fn purge_memories(&self, unused_since: Timestamp) -> Result<u64> {
         self.write(move |db| purge_memories(db, unused_since)).await
+    }
+
+    async fn set_memory_embedding(&self, id: i64, model: &str, vector: &[f32]) -> Result<bool> {
+        let (model, bytes) = (model.to_owned(), vector_to_bytes(vector));
+        self.write(move |db| {
+            let n = db
+                .stmt("UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1")?
+                .execute(params![id, bytes, model])?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn memories_to_embed(&self, model: &str, limit: u32) -> Result<Vec<MemoryRecord>> {
+        let model = model.to_owned();
+        self.read(move |db| to_embed(db, &model, limit)).await
+    }
+
+    async fn memory_vectors(&self, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {
+        let (scope, model) = (scope.clone(), model.to_owned());
+        self.read(move |db| vectors(db, &scope, &model)).await
     }
 }
 

@@ -23,10 +23,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (14, super::reply_messages::MIGRATION_V14),
     (15, V15),
     (16, V16),
+    (17, super::memory::MIGRATION_V17),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 16;
+pub(crate) const LATEST: u32 = 17;
 
 /// The model a run was asked to use, kept when failover or the router made
 /// another one answer (the run's `model` then names the one that answered).

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::records::{
     ModelUsage, StepKind, StepRecord, StepStatus, UsageGroup, UsageQuery, UsageRow,
 };
-use crate::usage::{CallUsage, UsageStore};
+use crate::usage::{CallUsage, ModelCall, UsageStore};
 
 /// The usage row of a finished model-call step (ids and counts only).
 pub(super) fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
@@ -190,6 +190,37 @@ impl UsageStore for SqliteStore {
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>> {
         let query = query.clone();
         self.read(move |db| usage(db, &query)).await
+    }
+
+    async fn record_model_call(&self, call: ModelCall) -> Result<()> {
+        self.write(move |db| {
+            db.stmt(
+                "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
+                 latency_ms, status, error_kind, thread_key, user_key) \
+                 VALUES (?1, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 ON CONFLICT (run_id, idx) DO NOTHING",
+            )?
+            .execute(params![
+                call.call_id,
+                call.at,
+                call.provider,
+                call.model,
+                call.purpose,
+                call.input_tokens
+                    .map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+                call.latency_ms,
+                if call.error_kind.is_none() {
+                    "ok"
+                } else {
+                    "error"
+                },
+                call.error_kind,
+                call.thread_key,
+                call.user_key,
+            ])?;
+            Ok(())
+        })
+        .await
     }
 
     async fn record_anonymous_usage(&self, steps: Vec<StepRecord>) -> Result<()> {

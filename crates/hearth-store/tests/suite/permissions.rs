@@ -43,7 +43,9 @@ async fn a_version_4_database_gains_grants_and_audit() {
          DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
          ALTER TABLE runs DROP COLUMN roles; \
          DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
-         ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 4;",
+         ALTER TABLE runs DROP COLUMN requested_model; \
+         ALTER TABLE memories DROP COLUMN embedding; \
+         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);

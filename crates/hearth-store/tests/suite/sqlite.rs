@@ -240,7 +240,9 @@ async fn a_version_3_database_gains_the_secrets_table() {
          DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
          ALTER TABLE runs DROP COLUMN roles; \
          DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
-         ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 3;",
+         ALTER TABLE runs DROP COLUMN requested_model; \
+         ALTER TABLE memories DROP COLUMN embedding; \
+         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -264,7 +266,9 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
         "DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
          ALTER TABLE runs DROP COLUMN roles; DROP INDEX messages_summaries; \
          ALTER TABLE messages DROP COLUMN covers_to; \
-         ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 9;",
+         ALTER TABLE runs DROP COLUMN requested_model; \
+         ALTER TABLE memories DROP COLUMN embedding; \
+         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -302,8 +306,12 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
             .unwrap();
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("ALTER TABLE runs DROP COLUMN requested_model; PRAGMA user_version = 15;")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE runs DROP COLUMN requested_model; \
+         ALTER TABLE memories DROP COLUMN embedding; \
+         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 15;",
+    )
+    .unwrap();
     drop(conn);
     let store = open(dir.path());
     let old = store.get_run("run_old").await.unwrap().unwrap();
@@ -317,6 +325,35 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
     assert!(store.finish_run(end).await.unwrap());
     let done = store.get_run("run_old").await.unwrap().unwrap();
     assert_eq!(done.requested_model.as_deref(), Some("fake/primary"));
+}
+
+/// Memories saved before migration 17 keep their text and are due for
+/// embedding: the background pass finds them.
+#[tokio::test]
+async fn memories_of_a_version_16_database_are_due_for_embedding() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hearth.db");
+    let id = {
+        let store = open(dir.path());
+        hearth_store::conformance::fixtures::save(&store, "u", None, "old fact").await
+    };
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE memories DROP COLUMN embedding; \
+         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 16;",
+    )
+    .unwrap();
+    drop(conn);
+    let store = open(dir.path());
+    let due = store.memories_to_embed("m", 10).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!((due[0].id, due[0].text.as_str()), (id, "old fact"));
+    assert!(
+        store
+            .set_memory_embedding(id, "m", &[1.0, 2.0])
+            .await
+            .unwrap()
+    );
 }
 
 /// Makes every audit insert with outcome `boom` fail inside its transaction.

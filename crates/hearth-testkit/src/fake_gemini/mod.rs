@@ -20,6 +20,7 @@ use axum::routing::post;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::fake_embeddings::{EmbedState, gemini_batch_embed};
 use crate::server::{
     FakeServer, Shared, Verdict, append_headers, fake_server_common, frames_body, hang_body,
     is_json, paced,
@@ -33,6 +34,23 @@ const MODELS_PREFIX: &str = "/v1beta/models/";
 /// A fake Gemini API server on 127.0.0.1; stops when dropped.
 pub struct FakeGemini {
     inner: FakeServer<GeminiReply>,
+    /// `batchEmbedContents`: its log and the test's vectors.
+    embeds: Arc<EmbedState>,
+}
+
+impl Drop for FakeGemini {
+    fn drop(&mut self) {
+        // As for generate requests: broken embedding requests nobody read
+        // fail the test.
+        if std::thread::panicking() {
+            return;
+        }
+        let unchecked = self.embeds.unchecked();
+        assert!(
+            unchecked.is_empty(),
+            "FakeGemini dropped with unread embeddings violations: {unchecked:?}"
+        );
+    }
 }
 
 fake_server_common!(FakeGemini, "Gemini");
@@ -40,11 +58,35 @@ fake_server_common!(FakeGemini, "Gemini");
 impl FakeGemini {
     /// Starts on `addr`.
     pub async fn bind(addr: SocketAddr) -> io::Result<Self> {
+        let embeds = EmbedState::new();
+        let embed_state = embeds.clone();
         let router = Router::new()
-            .route("/v1beta/models/{*model_and_method}", post(generate))
+            .route(
+                "/v1beta/models/{*model_and_method}",
+                post(
+                    move |state: State<Arc<Shared<GeminiReply>>>,
+                          uri: Uri,
+                          headers: HeaderMap,
+                          body: Bytes| {
+                        let embed_state = embed_state.clone();
+                        async move {
+                            match route_parts(uri.path()) {
+                                Some((model, "batchEmbedContents")) => gemini_batch_embed(
+                                    &embed_state,
+                                    model,
+                                    uri.query().unwrap_or(""),
+                                    &headers,
+                                    &body,
+                                ),
+                                _ => generate(state, uri, headers, body).await,
+                            }
+                        }
+                    },
+                ),
+            )
             .fallback(not_found);
         let inner = FakeServer::bind("FakeGemini", addr, router).await?;
-        Ok(Self { inner })
+        Ok(Self { inner, embeds })
     }
 
     /// `http://<addr>/v1beta`, the base URL for a Gemini client.
@@ -71,7 +113,22 @@ impl FakeGemini {
         self.inner.request_paths()
     }
 
-    /// Broken invariants seen so far, one sentence each. Checked on every
+    /// Makes `batchEmbedContents` answer `f(text)` for each request's text
+    /// (by default [`crate::fake_embeddings::hashed_words`]).
+    pub fn embed_with(&self, f: impl Fn(&str) -> Vec<f32> + Send + Sync + 'static) {
+        self.embeds.set_embedder(Arc::new(f));
+    }
+
+    /// Every `batchEmbedContents` body received, in order (kept apart from
+    /// [`Self::requests`]).
+    pub fn embedding_requests(&self) -> Vec<Value> {
+        self.embeds.requests()
+    }
+
+    /// Broken invariants seen so far, one sentence each (those of
+    /// `batchEmbedContents` requests after the rest: the key header, no key
+    /// in the URL, JSON, non-empty `requests`, each naming the path's model
+    /// and holding text). Checked on every
     /// request: the path is `<model>:streamGenerateContent?alt=sse`; the
     /// `x-goog-api-key` header is present and no key is in the URL; `contents`
     /// is non-empty, starts with role `user`, has only roles `user`/`model`
@@ -83,7 +140,9 @@ impl FakeGemini {
     /// reply. Reading them marks them checked: a fake dropped with
     /// violations never read fails the test.
     pub fn violations(&self) -> Vec<String> {
-        self.inner.violations()
+        let mut all = self.inner.violations();
+        all.extend(self.embeds.violations());
+        all
     }
 }
 
