@@ -14,6 +14,7 @@
 //! suite per aggregate that every backend must pass.
 
 pub mod channels;
+mod codec;
 pub mod confirmations;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -22,6 +23,8 @@ pub mod grants;
 pub mod history;
 pub mod jobs;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod records;
 pub mod retention;
 pub mod router;
@@ -53,6 +56,8 @@ pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
 pub use runs::RunStore;
 pub use secret_store::SecretStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;
 pub use tokens::TokenStore;
