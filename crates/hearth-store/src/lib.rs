@@ -14,6 +14,7 @@
 //! suite per aggregate that every backend must pass.
 
 pub mod channels;
+pub mod cluster;
 mod codec;
 pub mod confirmations;
 #[cfg(feature = "conformance")]
@@ -41,6 +42,7 @@ pub use channels::{
     OutboxStatus, OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
     ReplyRouter, RunEnd,
 };
+pub use cluster::{ClusterStore, ReplicaBeat, ReplicaRecord};
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
 pub use grants::GrantStore;
@@ -51,13 +53,13 @@ pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 pub use memory::{
     MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory, SavedMemory,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
 pub use runs::RunStore;
 pub use secret_store::SecretStore;
-#[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;
 pub use tokens::TokenStore;
@@ -97,4 +99,13 @@ pub trait Store:
 {
     /// Checks that the store is reachable and migrated (for `/readyz`).
     async fn ping(&self) -> Result<()>;
+
+    /// The backend's name: `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+
+    /// Replicas and duty leases, when several processes may share this
+    /// store; `None` when the process is alone with it (SQLite).
+    fn cluster(&self) -> Option<&dyn ClusterStore> {
+        None
+    }
 }

@@ -28,7 +28,9 @@ impl ConfirmationStore for PostgresStore {
         rec: ConfirmationRecord,
         outbox: Vec<crate::channels::NewOutboxItem>,
     ) -> Result<ConfirmationRecord> {
-        Err(StoreError::Corrupt("request_confirmation is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "request_confirmation is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn confirmation_for_call(
@@ -36,11 +38,15 @@ impl ConfirmationStore for PostgresStore {
         run_id: &str,
         call_id: &str,
     ) -> Result<Option<ConfirmationRecord>> {
-        Err(StoreError::Corrupt("confirmation_for_call is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "confirmation_for_call is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn confirmation_by_hash(&self, token_hash: &str) -> Result<Option<ConfirmationRecord>> {
-        Err(StoreError::Corrupt("confirmation_by_hash is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "confirmation_by_hash is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn pending_confirmations(
@@ -48,7 +54,9 @@ impl ConfirmationStore for PostgresStore {
         run_id: Option<&str>,
         thread_key: Option<&str>,
     ) -> Result<Vec<ConfirmationRecord>> {
-        Err(StoreError::Corrupt("pending_confirmations is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "pending_confirmations is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn resolve_confirmation(
@@ -59,6 +67,8 @@ impl ConfirmationStore for PostgresStore {
         at: Timestamp,
         audit: Option<AuditEvent>,
     ) -> Result<Option<ConfirmationRecord>> {
-        Err(StoreError::Corrupt("resolve_confirmation is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "resolve_confirmation is not yet on PostgreSQL".into(),
+        ))
     }
 }

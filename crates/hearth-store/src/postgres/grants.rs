@@ -24,15 +24,21 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl GrantStore for PostgresStore {
     async fn add_grant(&self, grant: Grant) -> Result<bool> {
-        Err(StoreError::Corrupt("add_grant is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "add_grant is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn add_grant_audited(&self, grant: Grant, event: AuditEvent) -> Result<bool> {
-        Err(StoreError::Corrupt("add_grant_audited is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "add_grant_audited is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn remove_grant(&self, subject: &str, capability: &str, scope: &str) -> Result<bool> {
-        Err(StoreError::Corrupt("remove_grant is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "remove_grant is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn remove_grant_audited(
@@ -42,22 +48,32 @@ impl GrantStore for PostgresStore {
         scope: &str,
         event: AuditEvent,
     ) -> Result<bool> {
-        Err(StoreError::Corrupt("remove_grant_audited is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "remove_grant_audited is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn list_grants(&self, scope: Option<&str>) -> Result<Vec<Grant>> {
-        Err(StoreError::Corrupt("list_grants is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "list_grants is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn grants_for(&self, subjects: &[String], scopes: &[String]) -> Result<Vec<Grant>> {
-        Err(StoreError::Corrupt("grants_for is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "grants_for is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn append_audit(&self, event: AuditEvent) -> Result<()> {
-        Err(StoreError::Corrupt("append_audit is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "append_audit is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn list_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
-        Err(StoreError::Corrupt("list_audit is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "list_audit is not yet on PostgreSQL".into(),
+        ))
     }
 }

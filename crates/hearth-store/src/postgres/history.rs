@@ -24,7 +24,9 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl HistoryStore for PostgresStore {
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext> {
-        Err(StoreError::Corrupt("thread_context is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "thread_context is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn append_summary(
@@ -35,7 +37,9 @@ impl HistoryStore for PostgresStore {
         covers_to: i64,
         at: Timestamp,
     ) -> Result<i64> {
-        Err(StoreError::Corrupt("append_summary is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "append_summary is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn history_page(
@@ -44,6 +48,8 @@ impl HistoryStore for PostgresStore {
         limit: u32,
         before: Option<i64>,
     ) -> Result<HistoryPage> {
-        Err(StoreError::Corrupt("history_page is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "history_page is not yet on PostgreSQL".into(),
+        ))
     }
 }

@@ -24,22 +24,32 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl JobStore for PostgresStore {
     async fn create_job(&self, job: JobRecord) -> Result<()> {
-        Err(StoreError::Corrupt("create_job is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "create_job is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
-        Err(StoreError::Corrupt("get_job is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "get_job is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn list_jobs(&self) -> Result<Vec<JobRecord>> {
-        Err(StoreError::Corrupt("list_jobs is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "list_jobs is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn delete_job(&self, id: &str) -> Result<Option<JobRecord>> {
-        Err(StoreError::Corrupt("delete_job is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "delete_job is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn record_job_firing(&self, firing: JobFiring) -> Result<bool> {
-        Err(StoreError::Corrupt("record_job_firing is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "record_job_firing is not yet on PostgreSQL".into(),
+        ))
     }
 }

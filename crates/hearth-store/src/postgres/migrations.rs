@@ -11,7 +11,8 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. A released migration is never
 /// edited, only followed by a new one.
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../migrations/postgres/0001_schema.sql"))];
+const MIGRATIONS: &[(u32, &str)] =
+    &[(1, include_str!("../../migrations/postgres/0001_schema.sql"))];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: u32 = 1;
@@ -56,7 +57,10 @@ async fn apply_missing(client: &mut Object) -> Result<()> {
         tx.batch_execute(sql).await.map_err(failed)?;
         tx.execute(
             "INSERT INTO hearth_schema_migrations (version, applied_at) VALUES ($1, $2)",
-            &[&i32::try_from(version).unwrap_or(i32::MAX), &hearth_core::now_ms()],
+            &[
+                &i32::try_from(version).unwrap_or(i32::MAX),
+                &hearth_core::now_ms(),
+            ],
         )
         .await
         .map_err(failed)?;

@@ -13,6 +13,7 @@
 //! JSON TEXT, sealed secrets and embeddings BYTEA, counters BIGINT (`i64` on
 //! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
 
+mod cluster;
 mod confirmations;
 mod grants;
 mod history;
@@ -166,5 +167,13 @@ impl Store for PostgresStore {
     async fn ping(&self) -> Result<()> {
         let client = self.client().await?;
         migrations::check_current(&client).await
+    }
+
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn cluster(&self) -> Option<&dyn crate::ClusterStore> {
+        Some(self)
     }
 }

@@ -29,11 +29,15 @@ impl AccessStore for PostgresStore {
         limits: PairingLimits,
         notice: String,
     ) -> Result<PairingOutcome> {
-        Err(StoreError::Corrupt("request_pairing is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "request_pairing is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn pending_pairings(&self, now: Timestamp) -> Result<Vec<PairingRecord>> {
-        Err(StoreError::Corrupt("pending_pairings is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "pending_pairings is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn approve_pairing(
@@ -42,22 +46,32 @@ impl AccessStore for PostgresStore {
         now: Timestamp,
         notice: String,
     ) -> Result<Option<PairingRecord>> {
-        Err(StoreError::Corrupt("approve_pairing is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "approve_pairing is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn deny_pairing(&self, code: &str, now: Timestamp) -> Result<Option<PairingRecord>> {
-        Err(StoreError::Corrupt("deny_pairing is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "deny_pairing is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn allowed_users(&self, channel: &str) -> Result<Vec<AllowedUser>> {
-        Err(StoreError::Corrupt("allowed_users is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "allowed_users is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn is_allowed(&self, channel: &str, user_key: &str) -> Result<bool> {
-        Err(StoreError::Corrupt("is_allowed is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "is_allowed is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn remove_allowed(&self, channel: &str, user_key: &str) -> Result<bool> {
-        Err(StoreError::Corrupt("remove_allowed is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "remove_allowed is not yet on PostgreSQL".into(),
+        ))
     }
 }

@@ -24,6 +24,8 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl RetentionStore for PostgresStore {
     async fn purge_expired(&self, cutoffs: RetentionCutoffs) -> crate::Result<PurgeReport> {
-        Err(StoreError::Corrupt("purge_expired is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "purge_expired is not yet on PostgreSQL".into(),
+        ))
     }
 }

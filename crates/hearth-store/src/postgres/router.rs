@@ -24,14 +24,20 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl RouterStore for PostgresStore {
     async fn arm_stats(&self) -> Result<Vec<ArmStats>> {
-        Err(StoreError::Corrupt("arm_stats is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "arm_stats is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn rate_run(&self, feedback: RunFeedback) -> Result<Vec<ArmStats>> {
-        Err(StoreError::Corrupt("rate_run is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "rate_run is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn put_route_step(&self, step: crate::records::StepRecord) -> Result<bool> {
-        Err(StoreError::Corrupt("put_route_step is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "put_route_step is not yet on PostgreSQL".into(),
+        ))
     }
 }

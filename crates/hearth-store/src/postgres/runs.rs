@@ -24,27 +24,39 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome> {
-        Err(StoreError::Corrupt("create_run is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "create_run is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
-        Err(StoreError::Corrupt("get_run is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "get_run is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
-        Err(StoreError::Corrupt("list_runs is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "list_runs is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn list_threads(&self, limit: u32) -> Result<Vec<ThreadActivity>> {
-        Err(StoreError::Corrupt("list_threads is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "list_threads is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn run_stats(&self, scope: &str, since: Timestamp, top: u32) -> Result<RunStats> {
-        Err(StoreError::Corrupt("run_stats is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "run_stats is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn unfinished_runs(&self) -> Result<Vec<RunRecord>> {
-        Err(StoreError::Corrupt("unfinished_runs is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "unfinished_runs is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn claim_run(
@@ -54,7 +66,9 @@ impl RunStore for PostgresStore {
         lease_until: Timestamp,
         now: Timestamp,
     ) -> Result<Option<RunRecord>> {
-        Err(StoreError::Corrupt("claim_run is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "claim_run is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn claim_run_with_model(
@@ -65,15 +79,21 @@ impl RunStore for PostgresStore {
         now: Timestamp,
         model: &str,
     ) -> Result<Option<RunRecord>> {
-        Err(StoreError::Corrupt("claim_run_with_model is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "claim_run_with_model is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {
-        Err(StoreError::Corrupt("set_run_model is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "set_run_model is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn release_foreign_leases(&self, owner: &str) -> Result<u64> {
-        Err(StoreError::Corrupt("release_foreign_leases is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "release_foreign_leases is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn renew_leases(
@@ -82,11 +102,15 @@ impl RunStore for PostgresStore {
         run_ids: &[String],
         lease_until: Timestamp,
     ) -> Result<u64> {
-        Err(StoreError::Corrupt("renew_leases is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "renew_leases is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn put_step(&self, step: StepRecord) -> Result<()> {
-        Err(StoreError::Corrupt("put_step is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "put_step is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>> {
@@ -94,14 +118,20 @@ impl RunStore for PostgresStore {
     }
 
     async fn add_steer(&self, run_id: &str, text: &str, at: Timestamp) -> Result<SteerRecord> {
-        Err(StoreError::Corrupt("add_steer is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "add_steer is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn steers(&self, run_id: &str) -> Result<Vec<SteerRecord>> {
-        Err(StoreError::Corrupt("steers is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "steers is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn finish_run(&self, finish: RunFinish) -> Result<bool> {
-        Err(StoreError::Corrupt("finish_run is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "finish_run is not yet on PostgreSQL".into(),
+        ))
     }
 }

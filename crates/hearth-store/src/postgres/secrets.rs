@@ -24,18 +24,26 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl SecretStore for PostgresStore {
     async fn put_secret(&self, name: &str, sealed: Vec<u8>, at: Timestamp) -> Result<()> {
-        Err(StoreError::Corrupt("put_secret is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "put_secret is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn get_secret(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        Err(StoreError::Corrupt("get_secret is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "get_secret is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn list_secrets(&self) -> Result<Vec<SecretInfo>> {
-        Err(StoreError::Corrupt("list_secrets is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "list_secrets is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn delete_secret(&self, name: &str) -> Result<bool> {
-        Err(StoreError::Corrupt("delete_secret is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "delete_secret is not yet on PostgreSQL".into(),
+        ))
     }
 }

@@ -24,31 +24,45 @@ use crate::usage::*;
 #[async_trait::async_trait]
 impl ThreadStore for PostgresStore {
     async fn thread_history(&self, thread_key: &str, limit: u32) -> Result<Vec<Message>> {
-        Err(StoreError::Corrupt("thread_history is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "thread_history is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn thread_state(&self, thread_key: &str) -> Result<ThreadState> {
-        Err(StoreError::Corrupt("thread_state is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "thread_state is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()> {
-        Err(StoreError::Corrupt("set_thread_model is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "set_thread_model is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn set_thread_thinking(&self, thread_key: &str, level: &str) -> Result<()> {
-        Err(StoreError::Corrupt("set_thread_thinking is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "set_thread_thinking is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()> {
-        Err(StoreError::Corrupt("set_thread_incognito is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "set_thread_incognito is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn incognito_threads(&self) -> Result<Vec<String>> {
-        Err(StoreError::Corrupt("incognito_threads is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "incognito_threads is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn clear_thread_history(&self, thread_key: &str) -> Result<()> {
-        Err(StoreError::Corrupt("clear_thread_history is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "clear_thread_history is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn new_session(
@@ -57,6 +71,8 @@ impl ThreadStore for PostgresStore {
         cancelled_run: Option<&str>,
         at: Timestamp,
     ) -> Result<NewSession> {
-        Err(StoreError::Corrupt("new_session is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "new_session is not yet on PostgreSQL".into(),
+        ))
     }
 }

@@ -28,14 +28,20 @@ impl UsageStore for PostgresStore {
     }
 
     async fn record_anonymous_usage(&self, steps: Vec<StepRecord>) -> Result<()> {
-        Err(StoreError::Corrupt("record_anonymous_usage is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "record_anonymous_usage is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn calls_since(&self, since: Timestamp) -> Result<Vec<CallUsage>> {
-        Err(StoreError::Corrupt("calls_since is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "calls_since is not yet on PostgreSQL".into(),
+        ))
     }
 
     async fn record_model_call(&self, call: ModelCall) -> Result<()> {
-        Err(StoreError::Corrupt("record_model_call is not yet on PostgreSQL".into()))
+        Err(StoreError::Corrupt(
+            "record_model_call is not yet on PostgreSQL".into(),
+        ))
     }
 }

@@ -5,9 +5,9 @@ use hearth_core::{Content, Message, RunStatus};
 use rusqlite::Row;
 use rusqlite::types::FromSql;
 
-use crate::error::{Result, StoreError};
 use crate::codec::{self, json, parse_role};
 pub(crate) use crate::codec::{role_str, to_json};
+use crate::error::{Result, StoreError};
 use crate::records::{RunRecord, StepRecord, TokenRecord};
 
 /// The `runs` columns in the order [`run`] reads them.
