@@ -48,6 +48,10 @@ pub struct RuntimeOptions {
     /// locked): leases left by earlier processes are released at start, so
     /// their runs are recovered at once instead of after their lease.
     pub sole_owner: bool,
+    /// Where this process's HTTP API listens, as other replicas see it.
+    pub addr: Option<String>,
+    /// When this process started (unix ms).
+    pub started_at: hearth_core::Timestamp,
 }
 
 impl Default for RuntimeOptions {
@@ -60,6 +64,8 @@ impl Default for RuntimeOptions {
             incognito_local_only: false,
             max_queued: 10_000,
             sole_owner: true,
+            addr: None,
+            started_at: hearth_core::now_ms(),
         }
     }
 }
@@ -404,6 +410,7 @@ impl Runtime {
             surface.shutdown().await;
         }
         self.inner.mcp.shutdown().await;
+        self.leave_cluster().await;
         left
     }
 

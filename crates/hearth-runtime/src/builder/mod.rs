@@ -325,7 +325,7 @@ impl RuntimeBuilder {
         };
         tools.add_source(Arc::new(mcp.clone()));
         mcp.start();
-        let options = options.unwrap_or_else(|| options_of(&config));
+        let options = options.unwrap_or_else(|| options_of(&config, listen));
         let live_config = Arc::new(config.clone());
         let reload = crate::reload::Reloader {
             home: home.clone(),
@@ -527,12 +527,29 @@ pub fn policy_config(config: &Config) -> hearth_agent::policy::PolicyConfig {
 }
 
 /// The runtime's settings from `[server]` and `[llm]`.
-fn options_of(config: &Config) -> RuntimeOptions {
-    RuntimeOptions {
+fn options_of(config: &Config, listen: Option<SocketAddr>) -> RuntimeOptions {
+    let options = RuntimeOptions {
         daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
         incognito_local_only: config.llm.incognito_local_only,
         max_queued: config.server.max_queued_runs,
+        addr: listen.map(|a| a.to_string()),
         ..RuntimeOptions::default()
+    };
+    match config.store.backend {
+        hearth_config::StoreBackend::Sqlite => options,
+        // Other replicas share the store: a lease left behind may be a live
+        // replica's, so it is never released at start, only let lapse; and
+        // an idle replica asks the database once per third of a lease.
+        hearth_config::StoreBackend::Postgres => {
+            let lease = Duration::from_secs(config.store.lease_secs.max(2));
+            RuntimeOptions {
+                owner: crate::cluster::replica_id(),
+                sole_owner: false,
+                lease,
+                sweep_every: (lease / 3).max(Duration::from_millis(500)),
+                ..options
+            }
+        }
     }
 }
 
