@@ -187,8 +187,11 @@ pub(crate) async fn end_of_run(c: &impl GenericClient, run_id: &str, at: Timesta
 pub(crate) async fn apply_arm_delta(c: &impl GenericClient, delta: &ArmStats) -> Result<()> {
     let stmt = c
         .prepare_cached(
+            // The casts type the parameters (a bare `GREATEST($3, 0)` would
+            // make them INTEGER, and an i64 delta would not bind).
             "INSERT INTO router_arms (model, task, successes, failures, runs) \
-             VALUES ($1, $2, GREATEST($3, 0), GREATEST($4, 0), GREATEST($5, 0)) \
+             VALUES ($1, $2, GREATEST($3::bigint, 0), GREATEST($4::bigint, 0), \
+             GREATEST($5::bigint, 0)) \
              ON CONFLICT (model, task) DO UPDATE SET \
              successes = GREATEST(router_arms.successes + $3, 0), \
              failures = GREATEST(router_arms.failures + $4, 0), \
