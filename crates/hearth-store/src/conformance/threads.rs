@@ -185,3 +185,37 @@ pub async fn the_incognito_flag_is_kept_and_listed<S: ThreadStore>(store: S) {
     store.set_thread_incognito("t3", false).await.unwrap();
     assert_eq!(store.incognito_threads().await.unwrap(), ["t1"]);
 }
+
+/// Settings written at once to a thread nobody configured yet are all kept:
+/// each write creates the thread's row or updates it, never fails on the
+/// other's creation.
+pub async fn concurrent_settings_of_a_new_thread_are_all_kept<S: ThreadStore>(store: S) {
+    let store = std::sync::Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let thread = format!("t{i}");
+        let s = std::sync::Arc::clone(&store);
+        let t = thread.clone();
+        tasks.spawn(async move { s.set_thread_model(&t, Some("a/m")).await });
+        let s = std::sync::Arc::clone(&store);
+        let t = thread.clone();
+        tasks.spawn(async move { s.set_thread_thinking(&t, "high").await });
+        let s = std::sync::Arc::clone(&store);
+        tasks.spawn(async move { s.set_thread_incognito(&thread, true).await });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap().unwrap();
+    }
+    for i in 0..8 {
+        let state = store.thread_settings(&format!("t{i}")).await.unwrap();
+        assert_eq!(
+            (
+                state.model.as_deref(),
+                state.thinking.as_str(),
+                state.incognito
+            ),
+            (Some("a/m"), "high", true)
+        );
+    }
+    assert_eq!(store.incognito_threads().await.unwrap().len(), 8);
+}
