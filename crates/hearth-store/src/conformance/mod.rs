@@ -76,6 +76,7 @@ macro_rules! store_conformance_tests {
                 new_session_cancels_the_run_and_clears_history_together,
                 the_incognito_flag_is_kept_and_listed,
                 concurrent_settings_of_a_new_thread_are_all_kept,
+                a_finish_racing_a_new_session_lands_before_it_or_not_at_all,
             ],
             usage: [
                 model_calls_are_grouped_for_usage,

@@ -219,3 +219,32 @@ pub async fn concurrent_settings_of_a_new_thread_are_all_kept<S: ThreadStore>(st
     }
     assert_eq!(store.incognito_threads().await.unwrap().len(), 8);
 }
+
+/// A run that finishes while its thread starts a new session either ends
+/// first (its messages are then cleared with the rest) or is cancelled
+/// first (its finish is refused): never both, never neither, and the new
+/// session starts empty either way.
+pub async fn a_finish_racing_a_new_session_lands_before_it_or_not_at_all<
+    S: ThreadStore + RunStore,
+>(
+    store: S,
+) {
+    let store = std::sync::Arc::new(store);
+    for i in 0..12 {
+        let (thread, run) = (format!("t{i}"), format!("run_{i}"));
+        created(store.as_ref(), &run, &thread).await;
+        let s = std::sync::Arc::clone(&store);
+        let r = run.clone();
+        let finishing =
+            tokio::spawn(async move { s.finish_run(finish(&r, vec![said("x")])).await });
+        let session = store.new_session(&thread, Some(&run), 9_000).await.unwrap();
+        let finished = finishing.await.unwrap().unwrap();
+        assert!(
+            finished != session.cancelled,
+            "run {i}: finished {finished}, cancelled {}",
+            session.cancelled
+        );
+        assert_eq!(session.cleared_messages, u64::from(finished));
+        assert!(store.thread_history(&thread, 10).await.unwrap().is_empty());
+    }
+}
