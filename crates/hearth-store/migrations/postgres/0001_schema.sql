@@ -79,7 +79,9 @@ CREATE TABLE messages (
 CREATE INDEX messages_thread ON messages (thread_key, id);
 CREATE INDEX messages_summaries ON messages (thread_key, id) WHERE covers_to IS NOT NULL;
 
+-- `seq` orders tokens created in the same millisecond as SQLite's rowid does.
 CREATE TABLE api_tokens (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
     hash_hex TEXT NOT NULL UNIQUE,

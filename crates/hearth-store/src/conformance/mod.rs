@@ -75,12 +75,15 @@ macro_rules! store_conformance_tests {
                 thread_state_defaults_updates_and_clear,
                 new_session_cancels_the_run_and_clears_history_together,
                 the_incognito_flag_is_kept_and_listed,
+                concurrent_settings_of_a_new_thread_are_all_kept,
+                a_finish_racing_a_new_session_lands_before_it_or_not_at_all,
             ],
             usage: [
                 model_calls_are_grouped_for_usage,
                 anonymous_model_calls_count_without_a_run,
                 calls_since_lists_each_call_with_its_thread_and_user,
                 a_call_outside_a_run_counts_in_usage_and_budgets,
+                usage_days_are_the_utc_days_of_each_call,
             ],
             grants: [
                 add_grant_is_idempotent_and_keeps_the_first,
@@ -93,9 +96,11 @@ macro_rules! store_conformance_tests {
             ],
             tokens: [
                 tokens_lifecycle,
+                tokens_of_one_millisecond_list_in_creation_order_newest_first,
             ],
             secrets: [
                 secrets_are_upserted_listed_without_values_and_deleted,
+                sealed_bytes_round_trip_and_names_sort_bytewise,
             ],
             memory: [
                 search_ranks_by_relevance_and_returns_sources,

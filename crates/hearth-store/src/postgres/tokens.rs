@@ -1,61 +1,85 @@
-//! STUB (being ported from `sqlite/`): every method fails until its
-//! PostgreSQL version is written. Replace this whole file.
-#![allow(unused_imports, unused_variables)]
+//! API tokens on PostgreSQL, stored by the hash of their secret.
 
-use hearth_core::{Message, Timestamp};
+use hearth_core::now_ms;
 
 use super::PostgresStore;
-use crate::channels::*;
-use crate::confirmations::*;
-use crate::error::{Result, StoreError};
-use crate::grants::*;
-use crate::history::*;
-use crate::jobs::*;
-use crate::memory::*;
-use crate::records::*;
-use crate::retention::*;
-use crate::router::*;
-use crate::runs::*;
-use crate::secret_store::*;
-use crate::threads::*;
-use crate::tokens::*;
-use crate::usage::*;
+use super::rows::{self, col, unsigned};
+use crate::error::Result;
+use crate::records::{NewToken, TokenRecord};
+use crate::tokens::TokenStore;
 
 #[async_trait::async_trait]
 impl TokenStore for PostgresStore {
     async fn create_token(&self, token: NewToken) -> Result<()> {
-        Err(StoreError::Corrupt(
-            "create_token is not yet on PostgreSQL".into(),
-        ))
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "INSERT INTO api_tokens (id, name, hash_hex, created_at) VALUES ($1, $2, $3, $4)",
+            )
+            .await?;
+        client
+            .execute(
+                &stmt,
+                &[&token.id, &token.name, &token.hash_hex, &token.created_at],
+            )
+            .await?;
+        Ok(())
     }
 
     async fn list_tokens(&self) -> Result<Vec<TokenRecord>> {
-        Err(StoreError::Corrupt(
-            "list_tokens is not yet on PostgreSQL".into(),
-        ))
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT id, name, created_at, revoked_at FROM api_tokens \
+                 ORDER BY created_at DESC, seq DESC",
+            )
+            .await?;
+        let found = client.query(&stmt, &[]).await?;
+        found.iter().map(rows::token).collect()
     }
 
     async fn revoke_token(&self, id: &str) -> Result<bool> {
-        Err(StoreError::Corrupt(
-            "revoke_token is not yet on PostgreSQL".into(),
-        ))
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+            )
+            .await?;
+        Ok(client.execute(&stmt, &[&id, &now_ms()]).await? == 1)
     }
 
     async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool> {
-        Err(StoreError::Corrupt(
-            "token_hash_valid is not yet on PostgreSQL".into(),
-        ))
+        // Every authenticated request asks: a cached statement, one round trip.
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM api_tokens WHERE hash_hex = $1 \
+                 AND revoked_at IS NULL)",
+            )
+            .await?;
+        let row = client.query_one(&stmt, &[&hash_hex]).await?;
+        col(&row, 0)
     }
 
     async fn token_name(&self, hash_hex: &str) -> Result<Option<String>> {
-        Err(StoreError::Corrupt(
-            "token_name is not yet on PostgreSQL".into(),
-        ))
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT name FROM api_tokens WHERE hash_hex = $1 AND revoked_at IS NULL",
+            )
+            .await?;
+        match client.query_opt(&stmt, &[&hash_hex]).await? {
+            Some(row) => col(&row, 0),
+            None => Ok(None),
+        }
     }
 
     async fn active_token_count(&self) -> Result<u64> {
-        Err(StoreError::Corrupt(
-            "active_token_count is not yet on PostgreSQL".into(),
-        ))
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL")
+            .await?;
+        let row = client.query_one(&stmt, &[]).await?;
+        unsigned(&row, 0)
     }
 }
