@@ -136,6 +136,9 @@ macro_rules! store_conformance_tests {
                 cursors_and_first_sight,
                 retention_keeps_pending_replies,
                 answer_messages_lead_back_to_their_run,
+                of_concurrent_first_sights_exactly_one_is_new,
+                concurrent_pairing_requests_keep_one_code_per_user_and_the_bound,
+                of_concurrent_decisions_on_a_code_exactly_one_wins,
             ],
             history: [
                 summaries_replace_what_they_cover_and_delete_nothing,
