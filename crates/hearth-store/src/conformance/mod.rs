@@ -68,6 +68,7 @@ macro_rules! store_conformance_tests {
                 renew_leases_extends_only_the_named_runs_of_the_owner,
                 release_foreign_leases_frees_only_other_owners_unfinished_runs,
                 the_end_records_the_model_that_answered_and_the_one_asked_for,
+                of_concurrent_finishes_exactly_one_ends_the_run,
             ],
             threads: [
                 history_is_oldest_first_and_limited,
@@ -115,6 +116,9 @@ macro_rules! store_conformance_tests {
                 a_new_session_that_cancels_a_run_resolves_its_pending_confirmations,
                 a_confirmation_is_found_by_its_run_and_call,
                 pending_confirmations_of_a_thread_are_its_runs_pending_ones,
+                of_concurrent_answers_exactly_one_resolves,
+                concurrent_requests_for_one_call_store_one_question,
+                an_answer_racing_the_end_of_its_run_is_one_or_the_other,
             ],
             retention: [
                 purge_deletes_old_audit_events_and_confirmations_of_finished_runs,

@@ -701,3 +701,44 @@ pub async fn the_end_records_the_model_that_answered_and_the_one_asked_for<
         (Some("fake/primary"), None)
     );
 }
+
+/// Of concurrent ends of one run (as two replicas may both try, one
+/// recovering it), exactly one is applied: one returns true, and only its
+/// follow-up and usage are written.
+pub async fn of_concurrent_finishes_exactly_one_ends_the_run<S: RunStore + ThreadStore>(store: S) {
+    let store = Arc::new(store);
+    created(store.as_ref(), "run_1", "t1").await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move {
+            let mut end = finish("run_1", Vec::new());
+            end.output = Some(format!("answer {i}"));
+            end.follow_ups = vec![new_run(&format!("run_follow_{i}"), "t1", None)];
+            (i, store.finish_run(end).await.unwrap())
+        });
+    }
+    let mut winners = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        let (i, ended) = done.unwrap();
+        if ended {
+            winners.push(i);
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    let winner = winners[0];
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run.output, Some(format!("answer {winner}")));
+    let follow_ups: Vec<String> = store
+        .list_runs(&RunFilter {
+            status: Some(RunStatus::Queued),
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
+    assert_eq!(follow_ups, [format!("run_follow_{winner}")]);
+    assert_eq!(store.steps("run_1").await.unwrap().len(), 1);
+}

@@ -1,7 +1,8 @@
 //! Writes several aggregates make inside their own transactions: an audit
 //! event with a grant change, an outbox item with a run's end, a history
-//! message, a model call's usage, the expiry of a run's confirmations. Each
-//! takes the caller's transaction (or connection) so it commits with it.
+//! message, a model call's usage, the expiry of a run's confirmations, a
+//! router arm's counts. Each takes the caller's transaction (or connection)
+//! so it commits with it.
 
 use deadpool_postgres::GenericClient;
 use hearth_core::{Message, Timestamp};
@@ -12,6 +13,7 @@ use crate::channels::NewOutboxItem;
 use crate::codec::{role_str, to_json};
 use crate::error::Result;
 use crate::records::{AuditEvent, StepKind, StepRecord, StepStatus};
+use crate::router::ArmStats;
 
 /// Appends one audit event.
 pub(crate) async fn append_audit(c: &impl GenericClient, event: &AuditEvent) -> Result<()> {
@@ -176,5 +178,36 @@ pub(crate) async fn end_of_run(c: &impl GenericClient, run_id: &str, at: Timesta
         )
         .await?;
     c.execute(&stmt, &[&run_id, &RUN_ENDED, &at]).await?;
+    Ok(())
+}
+
+/// Adds `delta` to its router arm's counts (a run's observations at its
+/// end, a rating taken back or given); counts never go below zero. One
+/// upsert, so concurrent additions to the same arm all count.
+pub(crate) async fn apply_arm_delta(c: &impl GenericClient, delta: &ArmStats) -> Result<()> {
+    let stmt = c
+        .prepare_cached(
+            // The casts type the parameters (a bare `GREATEST($3, 0)` would
+            // make them INTEGER, and an i64 delta would not bind).
+            "INSERT INTO router_arms (model, task, successes, failures, runs) \
+             VALUES ($1, $2, GREATEST($3::bigint, 0), GREATEST($4::bigint, 0), \
+             GREATEST($5::bigint, 0)) \
+             ON CONFLICT (model, task) DO UPDATE SET \
+             successes = GREATEST(router_arms.successes + $3, 0), \
+             failures = GREATEST(router_arms.failures + $4, 0), \
+             runs = GREATEST(router_arms.runs + $5, 0)",
+        )
+        .await?;
+    c.execute(
+        &stmt,
+        &[
+            &delta.model,
+            &delta.task,
+            &delta.successes,
+            &delta.failures,
+            &delta.runs,
+        ],
+    )
+    .await?;
     Ok(())
 }
