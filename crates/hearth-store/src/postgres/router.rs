@@ -1,46 +1,15 @@
 //! The router's counts on PostgreSQL. A run's observations are applied by
-//! `finish_run` in the run's own transaction (through [`apply`]).
-//!
-//! Counts change by one atomic upsert each (`successes + $delta`), never by
-//! read-modify-write in Rust, so replicas finishing runs of the same arm at
-//! once all count.
+//! `finish_run` in the run's own transaction; they and ratings change the
+//! counts through `shared::apply_arm_delta`, one atomic upsert each, never
+//! a read-modify-write in Rust, so replicas counting the same arm at once
+//! all count.
 
-use deadpool_postgres::GenericClient;
-
+use super::shared::apply_arm_delta;
 use super::{PostgresStore, wide};
 use crate::codec::to_json;
 use crate::error::Result;
 use crate::records::StepRecord;
 use crate::router::{ArmStats, Rating, RouterStore, RunFeedback};
-
-/// Adds `delta` to its arm's counts (inside the caller's transaction);
-/// counts never go below zero.
-pub(crate) async fn apply(c: &impl GenericClient, delta: &ArmStats) -> Result<()> {
-    // Every finish of a routed run passes here.
-    let stmt = c
-        .prepare_cached(
-            "INSERT INTO router_arms (model, task, successes, failures, runs) \
-             VALUES ($1, $2, greatest($3::bigint, 0), greatest($4::bigint, 0), \
-             greatest($5::bigint, 0)) \
-             ON CONFLICT (model, task) DO UPDATE SET \
-             successes = greatest(router_arms.successes + $3::bigint, 0), \
-             failures = greatest(router_arms.failures + $4::bigint, 0), \
-             runs = greatest(router_arms.runs + $5::bigint, 0)",
-        )
-        .await?;
-    c.execute(
-        &stmt,
-        &[
-            &delta.model,
-            &delta.task,
-            &delta.successes,
-            &delta.failures,
-            &delta.runs,
-        ],
-    )
-    .await?;
-    Ok(())
-}
 
 /// `(successes, failures)` that one rating counts for.
 fn counts(rating: Rating) -> (i64, i64) {
@@ -105,7 +74,7 @@ async fn rate_run(store: &PostgresStore, f: &RunFeedback) -> Result<Vec<ArmStats
                 failures: -fl,
                 runs: 0,
             };
-            apply(&tx, &taken_back).await?;
+            apply_arm_delta(&tx, &taken_back).await?;
             changes.push(taken_back);
         }
     }
@@ -126,7 +95,7 @@ async fn rate_run(store: &PostgresStore, f: &RunFeedback) -> Result<Vec<ArmStats
         failures,
         runs: 0,
     };
-    apply(&tx, &delta).await?;
+    apply_arm_delta(&tx, &delta).await?;
     tx.commit().await?;
     changes.push(delta);
     Ok(changes)
