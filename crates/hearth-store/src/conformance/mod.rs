@@ -93,6 +93,7 @@ macro_rules! store_conformance_tests {
                 audit_is_newest_first_with_default_and_cap,
                 audit_limit_defaults_to_100_and_caps_at_1000,
                 audited_grant_changes_write_the_event_only_when_something_changed,
+                concurrent_identical_grant_changes_are_audited_once,
             ],
             tokens: [
                 tokens_lifecycle,
@@ -111,6 +112,7 @@ macro_rules! store_conformance_tests {
                 purge_deletes_memories_unused_since_the_cutoff,
                 deleting_a_users_memories_stores_its_audit_event_in_the_same_write,
                 embeddings_are_stored_per_model_and_read_in_scope,
+                concurrent_saves_of_one_fact_make_one_memory,
             ],
             confirmations: [
                 a_run_awaiting_confirmation_keeps_its_status_when_claimed,
@@ -148,11 +150,13 @@ macro_rules! store_conformance_tests {
                 jobs_round_trip_and_list_in_creation_order,
                 firings_move_the_job_forward_only,
                 delete_returns_the_job_once,
+                concurrent_firings_leave_the_latest_run,
             ],
             router: [
                 observations_commit_with_the_run_end_and_only_once,
                 a_rating_counts_once_and_a_new_rating_replaces_it,
                 route_steps_round_trip,
+                concurrent_ratings_of_a_run_leave_one_rating_counted,
             ],
         );
     };

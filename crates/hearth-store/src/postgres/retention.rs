@@ -1,31 +1,61 @@
-//! STUB (being ported from `sqlite/`): every method fails until its
-//! PostgreSQL version is written. Replace this whole file.
-#![allow(unused_imports, unused_variables)]
-
-use hearth_core::{Message, Timestamp};
+//! `RetentionStore` on PostgreSQL: every kind of expired record deleted in
+//! one transaction, as on SQLite, so a pass that fails half-way deletes
+//! nothing and the next one starts from the same state.
 
 use super::PostgresStore;
-use crate::channels::*;
-use crate::confirmations::*;
-use crate::error::{Result, StoreError};
-use crate::grants::*;
-use crate::history::*;
-use crate::jobs::*;
-use crate::memory::*;
-use crate::records::*;
-use crate::retention::*;
-use crate::router::*;
-use crate::runs::*;
-use crate::secret_store::*;
-use crate::threads::*;
-use crate::tokens::*;
-use crate::usage::*;
+use super::memory::purge_memories;
+use crate::error::Result;
+use crate::retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 
 #[async_trait::async_trait]
 impl RetentionStore for PostgresStore {
-    async fn purge_expired(&self, cutoffs: RetentionCutoffs) -> crate::Result<PurgeReport> {
-        Err(StoreError::Corrupt(
-            "purge_expired is not yet on PostgreSQL".into(),
-        ))
+    async fn purge_expired(&self, c: RetentionCutoffs) -> Result<PurgeReport> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let memories = purge_memories(&tx, c.memories_unused_since).await?;
+        let audit_events = tx
+            .execute("DELETE FROM audit WHERE at < $1", &[&c.audit_before])
+            .await?;
+        // A run that is still unfinished may yet look its confirmation up
+        // (after a restart, or from another replica), so only confirmations
+        // of finished runs go.
+        let confirmations = tx
+            .execute(
+                "DELETE FROM confirmations WHERE expires_at < $1 AND NOT EXISTS ( \
+                     SELECT 1 FROM runs r WHERE r.run_id = confirmations.run_id \
+                     AND r.status IN ('queued', 'running', 'awaiting_confirmation'))",
+                &[&c.confirmations_expired_before],
+            )
+            .await?;
+        // The channels' records: delivered or given-up outbox items (a
+        // pending reply is still owed), handled platform event ids, and
+        // pairing requests past their expiry.
+        let before = c.channel_records_before;
+        let outbox = tx
+            .execute(
+                "DELETE FROM outbox WHERE status IN ('sent', 'failed') AND created_at < $1",
+                &[&before],
+            )
+            .await?;
+        let events = tx
+            .execute("DELETE FROM channel_events WHERE seen_at < $1", &[&before])
+            .await?;
+        let pairings = tx
+            .execute("DELETE FROM pairings WHERE expires_at < $1", &[&before])
+            .await?;
+        let reply_messages = tx
+            .execute(
+                "DELETE FROM reply_messages WHERE sent_at < $1",
+                &[&c.reply_messages_before],
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(PurgeReport {
+            memories,
+            audit_events,
+            confirmations,
+            channel_records: outbox.saturating_add(events).saturating_add(pairings),
+            reply_messages,
+        })
     }
 }
