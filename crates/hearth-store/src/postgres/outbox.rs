@@ -56,10 +56,6 @@ fn items(rows: &[Row]) -> Result<Vec<OutboxItem>> {
 /// Deletes settled outbox items, seen event ids and decided or expired
 /// pairing requests older than `before`; pending items always stay. For
 /// `RetentionStore::purge_expired`, in its transaction.
-#[expect(
-    dead_code,
-    reason = "called by RetentionStore::purge_expired once postgres/retention.rs is ported"
-)]
 pub(crate) async fn purge(c: &impl GenericClient, before: Timestamp) -> Result<u64> {
     let outbox = c
         .execute(
@@ -78,10 +74,6 @@ pub(crate) async fn purge(c: &impl GenericClient, before: Timestamp) -> Result<u
 
 /// Deletes the records of answer messages posted before `before`. For
 /// `RetentionStore::purge_expired`, in its transaction.
-#[expect(
-    dead_code,
-    reason = "called by RetentionStore::purge_expired once postgres/retention.rs is ported"
-)]
 pub(crate) async fn purge_reply_messages(c: &impl GenericClient, before: Timestamp) -> Result<u64> {
     Ok(
         c.execute("DELETE FROM reply_messages WHERE sent_at < $1", &[&before])

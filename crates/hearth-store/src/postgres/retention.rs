@@ -27,34 +27,17 @@ impl RetentionStore for PostgresStore {
                 &[&c.confirmations_expired_before],
             )
             .await?;
-        // The channels' records: delivered or given-up outbox items (a
-        // pending reply is still owed), handled platform event ids, and
-        // pairing requests past their expiry.
-        let before = c.channel_records_before;
-        let outbox = tx
-            .execute(
-                "DELETE FROM outbox WHERE status IN ('sent', 'failed') AND created_at < $1",
-                &[&before],
-            )
-            .await?;
-        let events = tx
-            .execute("DELETE FROM channel_events WHERE seen_at < $1", &[&before])
-            .await?;
-        let pairings = tx
-            .execute("DELETE FROM pairings WHERE expires_at < $1", &[&before])
-            .await?;
-        let reply_messages = tx
-            .execute(
-                "DELETE FROM reply_messages WHERE sent_at < $1",
-                &[&c.reply_messages_before],
-            )
-            .await?;
+        // Delivered or given-up outbox items (a pending reply is still owed),
+        // handled platform event ids, pairing requests past their expiry.
+        let channel_records = super::outbox::purge(&tx, c.channel_records_before).await?;
+        let reply_messages =
+            super::outbox::purge_reply_messages(&tx, c.reply_messages_before).await?;
         tx.commit().await?;
         Ok(PurgeReport {
             memories,
             audit_events,
             confirmations,
-            channel_records: outbox.saturating_add(events).saturating_add(pairings),
+            channel_records,
             reply_messages,
         })
     }

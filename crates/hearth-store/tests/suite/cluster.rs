@@ -1,6 +1,6 @@
 //! Replicas and duty leases on PostgreSQL (the store several replicas share).
 
-use hearth_store::{ClusterStore, ReplicaBeat, Store};
+use hearth_store::{ReplicaBeat, Store};
 
 fn beat(id: &str, at: i64, runs: u64) -> ReplicaBeat {
     ReplicaBeat {
