@@ -478,8 +478,10 @@ pub async fn a_run_created_claimed_is_running_under_its_owner_and_a_twin_is_left
 }
 
 pub async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>(store: S) {
+    // Two threads: a store shared by replicas keeps a thread's order, so a
+    // later run of the same thread would not be claimable before this one ends.
     created(&store, "run_1", "t1").await;
-    created(&store, "run_2", "t1").await;
+    created(&store, "run_2", "t2").await;
 
     let won = store
         .claim_run("run_1", "node-a", 5_000, 1_000)
@@ -588,7 +590,8 @@ pub async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore +
     store: S,
 ) {
     for id in ["run_1", "run_2", "run_3", "run_4"] {
-        created(&store, id, "t1").await;
+        // One thread each: each is claimed while the others are unfinished.
+        created(&store, id, &format!("t_{id}")).await;
     }
     for id in ["run_1", "run_2", "run_4"] {
         store
@@ -623,7 +626,8 @@ pub async fn release_foreign_leases_frees_only_other_owners_unfinished_runs<
     store: S,
 ) {
     for id in ["run_1", "run_2", "run_3"] {
-        created(&store, id, "t1").await;
+        // One thread each: each is claimed while the others are unfinished.
+        created(&store, id, &format!("t_{id}")).await;
     }
     store
         .claim_run("run_1", "node-a", 100_000, 10)
@@ -666,7 +670,8 @@ pub async fn the_end_records_the_model_that_answered_and_the_one_asked_for<
     store: S,
 ) {
     for id in ["run_f", "run_s", "run_n"] {
-        created(&store, id, "t1").await;
+        // One thread each: each is claimed while the others are unfinished.
+        created(&store, id, &format!("t_{id}")).await;
         store
             .claim_run_with_model(id, "node", i64::MAX, 0, "fake/primary")
             .await

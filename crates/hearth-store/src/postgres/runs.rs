@@ -48,9 +48,16 @@ async fn insert_run(
     };
     let insert = c
         .prepare_cached(concat!(
+            // Stored claimed only when its thread has nothing unfinished: a
+            // replica that believes the thread idle may not know that another
+            // replica runs an earlier message of it, and order comes first.
             "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
              status, created_at, updated_at, scope, roles, lease_owner, lease_until, model) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13) \
+             SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
+             $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
+             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE $13 END \
+             FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
+             AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
              ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \
              DO NOTHING RETURNING ",
             run_columns!()
@@ -99,7 +106,8 @@ async fn insert_run(
 
 /// The conditional claim: PostgreSQL re-checks the `WHERE` of a row another
 /// claimer changed meanwhile, so of concurrent claims exactly one sees the
-/// run claimable.
+/// run claimable. A run whose thread has an earlier unfinished run is not
+/// claimable: replicas keep each thread's order between them.
 async fn claim_run(
     store: &PostgresStore,
     run_id: &str,
@@ -116,7 +124,10 @@ async fn claim_run(
              model = COALESCE($5, model) \
              WHERE run_id = $1 AND (status = 'queued' \
              OR (status IN ('running', 'awaiting_confirmation') AND (lease_owner IS NULL \
-             OR lease_until IS NULL OR lease_until < $4 OR lease_owner = $2))) RETURNING ",
+             OR lease_until IS NULL OR lease_until < $4 OR lease_owner = $2))) \
+             AND NOT EXISTS (SELECT 1 FROM runs AS earlier WHERE earlier.thread_key = \
+             runs.thread_key AND earlier.seq < runs.seq \
+             AND earlier.status IN ('queued', 'running', 'awaiting_confirmation')) RETURNING ",
             run_columns!()
         ))
         .await?;

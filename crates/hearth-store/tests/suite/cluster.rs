@@ -89,3 +89,76 @@ async fn a_lease_has_one_holder_until_it_expires_and_replicas_list_what_they_hol
     let skew = cluster.database_now().await.unwrap() - hearth_core::now_ms();
     assert!(skew.abs() < 5_000, "the database's clock is {skew} ms off");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_keeps_its_order_between_replicas() {
+    use hearth_core::RunStatus;
+    use hearth_store::conformance::fixtures::{created, finish, new_run};
+    use hearth_store::{CreateRunOutcome, RunStore};
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let first = created(&store, "r1", "t").await;
+    let second = created(&store, "r2", "t").await;
+    let now = first.created_at;
+    // Replica b may not start the later message while the earlier waits or runs.
+    assert!(
+        store
+            .claim_run(&second.run_id, "b", now + 10_000, now)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run(&first.run_id, "a", now + 10_000, now)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .claim_run(&second.run_id, "b", now + 10_000, now)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // A replica that thinks the thread idle stores its message unclaimed.
+    let third = match store
+        .create_claimed_run(new_run("r3", "t", None), "b", now + 10_000, "echo/echo")
+        .await
+        .unwrap()
+    {
+        CreateRunOutcome::Created(run) => run,
+        CreateRunOutcome::Existing(run) => panic!("a new run was taken for a twin: {run:?}"),
+    };
+    assert_eq!(third.status, RunStatus::Queued);
+    assert_eq!(third.lease_owner, None);
+    // Once the earlier one ends, the next in order is free, and only it.
+    assert!(
+        store
+            .finish_run(finish(&first.run_id, Vec::new()))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_run(&third.run_id, "b", now + 10_000, now)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim_run(&second.run_id, "b", now + 10_000, now)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // Another thread is not held up by this one.
+    let other = store
+        .create_claimed_run(new_run("r4", "u", None), "b", now + 10_000, "echo/echo")
+        .await
+        .unwrap();
+    assert!(matches!(other, CreateRunOutcome::Created(run) if run.status == RunStatus::Running));
+}
