@@ -40,9 +40,19 @@ async fn poll(
     }
 }
 
+/// A fresh database for a binary built with PostgreSQL; `None` (said on
+/// stderr) when the binary or the test server lacks it.
+async fn database() -> Option<String> {
+    if !cfg!(feature = "postgres") {
+        eprintln!("skipped: hearth was built without the postgres feature");
+        return None;
+    }
+    hearth_store::postgres::testing::fresh_database_url().await
+}
+
 #[tokio::test]
 async fn a_killed_replicas_run_is_finished_by_another_once_and_in_order() {
-    let Some(url) = hearth_store::postgres::testing::fresh_database_url().await else {
+    let Some(url) = database().await else {
         return;
     };
     let fake = FakeOpenAi::start().await;
@@ -119,7 +129,7 @@ async fn a_killed_replicas_run_is_finished_by_another_once_and_in_order() {
 
 #[tokio::test]
 async fn a_home_on_postgres_keeps_its_threads_across_a_restart() {
-    let Some(url) = hearth_store::postgres::testing::fresh_database_url().await else {
+    let Some(url) = database().await else {
         return;
     };
     let fake = FakeOpenAi::start().await;

@@ -471,7 +471,8 @@ async fn open_postgres(
 ) -> Result<Arc<dyn Store>, BuildError> {
     Err(BuildError::Config(
         "[store] backend = \"postgres\", but this hearth was built without PostgreSQL \
-         support; build it with the cargo feature `postgres` (on by default)"
+         support; build it with `cargo build --release --features postgres` (README, \
+         \"Run several replicas on PostgreSQL\")"
             .into(),
     ))
 }
