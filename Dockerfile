@@ -2,14 +2,15 @@
 #
 # Stage 1 builds the release binary with the toolchain the workspace asks for
 # (rust-version 1.95) on Debian 12, the runtime stage's Debian, so the binary
-# matches its glibc (2.36: the release link packs relocations, DT_RELR).
+# matches its glibc (2.36: the release link packs relocations, DT_RELR). With
+# the PostgreSQL store, so one image serves a home or a replica.
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
 # Cache mounts keep the registry and the target folder between builds (BuildKit).
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p hearth-cli \
+    cargo build --release --locked -p hearth-cli --features postgres \
     && cp target/release/hearth /usr/local/bin/hearth
 
 # Stage 2: the binary, CA certificates for the providers' HTTPS, a user.

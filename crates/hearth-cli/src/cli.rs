@@ -192,6 +192,8 @@ pub enum Command {
     },
     /// Is the server up and ready?
     Health,
+    /// The store and the replicas sharing it (PostgreSQL), or this one process (SQLite).
+    Cluster,
     /// Model calls, tokens and estimated cost.
     Usage {
         /// From: an age such as 7d, 24h, 30m, `today`, or an RFC 3339 time.

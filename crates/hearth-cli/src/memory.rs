@@ -22,7 +22,7 @@ pub async fn run(g: &Global, command: MemoryCommand) -> Result<(), Exit> {
     let home = crate::serve::home_dir(g)?;
     hearth_config::prepare_home(&home).map_err(Exit::config)?;
     let config = crate::serve::load_config(g, &home)?;
-    let store = crate::serve::open_store(&home, &config)?;
+    let store = crate::serve::open_store(&home, &config).await?;
     match command {
         MemoryCommand::Export { user } => {
             let memories = store

@@ -33,7 +33,7 @@ pub async fn run(g: &Global, command: SecretsCommand) -> Result<(), Exit> {
     let home = crate::serve::home_dir(g)?;
     hearth_config::prepare_home(&home).map_err(Exit::config)?;
     let config = crate::serve::load_config(g, &home)?;
-    let store = crate::serve::open_store(&home, &config)?;
+    let store = crate::serve::open_store(&home, &config).await?;
     // Only sealing needs the key: listing and deleting work without it (so a
     // secret sealed under a lost key can still be removed). The advice for a
     // missing key depends on what is already sealed, hence after the store.

@@ -59,9 +59,11 @@ pub fn bind_addr(bind: &str) -> Result<SocketAddr, Exit> {
     })
 }
 
-/// Opens the home's store (as the runtime's builder does).
-pub fn open_store(home: &Path, config: &Config) -> Result<Arc<dyn Store>, Exit> {
-    hearth_runtime::builder::open_store(home, config).map_err(build_exit)
+/// Opens the store `[store]` names (as the runtime's builder does).
+pub async fn open_store(home: &Path, config: &Config) -> Result<Arc<dyn Store>, Exit> {
+    hearth_runtime::builder::open_store(home, config, None)
+        .await
+        .map_err(build_exit)
 }
 
 /// A failed build's exit: 2 for a configuration to change, else 1.

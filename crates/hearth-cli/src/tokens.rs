@@ -14,7 +14,7 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
     let home = crate::serve::home_dir(g)?;
     hearth_config::prepare_home(&home).map_err(Exit::config)?;
     let config = crate::serve::load_config(g, &home)?;
-    let store = crate::serve::open_store(&home, &config)?;
+    let store = crate::serve::open_store(&home, &config).await?;
     // Shown to people, so absolute even when --home was relative.
     let home = std::fs::canonicalize(&home).unwrap_or(home);
     match command {

@@ -54,6 +54,7 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
             "must be at least 1 (runs queued or running at once; default 10000)",
         ));
     }
+    store(&config.store)?;
     let fraction = config.agent.context_fraction;
     if !(fraction > 0.0 && fraction <= 1.0) {
         return Err(problem(
@@ -300,6 +301,43 @@ fn embeddings_ref(config: &Config, value: &str) -> Result<(), Problem> {
     ))
 }
 
+/// `[store]`: a URL variable that is a name (a URL pasted there is refused
+/// without being echoed: it may hold a password), a pool and a lease that work.
+fn store(store: &crate::StoreConfig) -> Result<(), Problem> {
+    let name = &store.url_env;
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(problem(
+            "store.url_env",
+            "is not a variable name: it takes the name of the environment variable that holds \
+             the PostgreSQL URL (default \"HEARTH_DATABASE_URL\"), never the URL itself",
+        ));
+    }
+    if store.pool_size == 0 || store.pool_size > 1000 {
+        return Err(problem(
+            "store.pool_size",
+            format!(
+                "{} is not a pool size; use 1 to 1000 connections (default 8)",
+                store.pool_size
+            ),
+        ));
+    }
+    if store.lease_secs < 2 || store.lease_secs > 3600 {
+        return Err(problem(
+            "store.lease_secs",
+            format!(
+                "{} is not a lease; use 2 to 3600 seconds (default 15)",
+                store.lease_secs
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What to write in `api_key_env` (never quoting the value found there).
 pub(crate) const ENV_VAR_HINT: &str = "the value of `api_key_env` is not a variable name: it \
     takes the name of an environment variable (such as api_key_env = \"OPENAI_API_KEY\"), not \
@@ -482,6 +520,27 @@ mod tests {
         }
         // No tools at all is a choice, not a broken config.
         assert!(load("[agent]\nmax_tool_calls = 0\n").is_ok());
+    }
+
+    #[test]
+    fn the_store_section_is_checked_and_a_pasted_url_is_not_echoed() {
+        let c = load("[store]\nbackend = \"postgres\"\n").unwrap();
+        assert_eq!(c.store.backend, crate::StoreBackend::Postgres);
+        assert_eq!(c.store.url_env, "HEARTH_DATABASE_URL");
+        assert_eq!((c.store.pool_size, c.store.lease_secs), (8, 15));
+        let pasted = load("[store]\nurl_env = \"postgres://u:hunter2@db/x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(pasted.contains("store.url_env"), "{pasted}");
+        assert!(!pasted.contains("hunter2"), "{pasted}");
+        let lease = load("[store]\nlease_secs = 1\n").unwrap_err().to_string();
+        assert!(lease.contains("store.lease_secs"), "{lease}");
+        let pool = load("[store]\npool_size = 0\n").unwrap_err().to_string();
+        assert!(pool.contains("store.pool_size"), "{pool}");
+        let backend = load("[store]\nbackend = \"mysql\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(backend.contains("store.backend"), "{backend}");
     }
 
     #[test]

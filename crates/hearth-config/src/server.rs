@@ -52,12 +52,59 @@ pub enum Durability {
     Strict,
 }
 
+/// Where hearth keeps its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreBackend {
+    /// One file in the home (`hearth.db`), no set-up.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL database, shared by every replica that names it.
+    Postgres,
+}
+
+impl StoreBackend {
+    /// The name used in config and `/readyz`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// The environment variable that holds the PostgreSQL URL unless
+/// `[store] url_env` names another.
+pub const DEFAULT_DATABASE_URL_ENV: &str = "HEARTH_DATABASE_URL";
+
 /// `[store]`
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
-    /// `normal` or `strict`.
+    /// `normal` or `strict` (SQLite; PostgreSQL commits are always durable).
     pub durability: Durability,
+    /// `sqlite` (default) or `postgres`.
+    pub backend: StoreBackend,
+    /// The environment variable that holds the PostgreSQL URL (never the
+    /// file: it may carry a password).
+    pub url_env: String,
+    /// PostgreSQL connections per replica.
+    pub pool_size: u32,
+    /// Seconds a replica's claim on a run or a duty lasts unless renewed
+    /// (at least 2): how long work of a dead replica waits for another.
+    pub lease_secs: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            durability: Durability::default(),
+            backend: StoreBackend::default(),
+            url_env: DEFAULT_DATABASE_URL_ENV.to_owned(),
+            pool_size: 8,
+            lease_secs: 15,
+        }
+    }
 }
 
 /// Log output format.

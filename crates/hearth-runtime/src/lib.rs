@@ -12,6 +12,7 @@ pub mod budget;
 pub mod builder;
 pub mod bus;
 pub mod catalog;
+pub mod cluster;
 mod config_view;
 mod confirmations;
 mod direct;

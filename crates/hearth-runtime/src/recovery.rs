@@ -39,6 +39,7 @@ impl Runtime {
                 info!(runs = released, "released the leases of a previous process");
             }
         }
+        self.heartbeat().await;
         self.start_budget().await?;
         let recovered = self.sweep().await?;
         if recovered > 0 {
@@ -68,6 +69,7 @@ impl Runtime {
 
     /// One round of the periodic work.
     async fn upkeep(&self) {
+        self.heartbeat().await;
         let inner = &self.inner;
         let executing = inner.executing();
         if !executing.is_empty() {
@@ -132,7 +134,13 @@ impl Runtime {
                 every.tick().await;
                 let Some(inner) = weak.upgrade() else { return };
                 let store = inner.store.clone();
-                drop(inner);
+                // One replica at a time cleans a shared store.
+                if !(Runtime { inner })
+                    .holds_duty(crate::cluster::RETENTION, now_ms())
+                    .await
+                {
+                    continue;
+                }
                 if let Err(e) = crate::retention::run_once(store.as_ref(), now_ms()).await {
                     warn!(error = %e, "retention clean-up failed; retrying at the next round");
                 }

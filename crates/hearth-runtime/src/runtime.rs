@@ -48,6 +48,10 @@ pub struct RuntimeOptions {
     /// locked): leases left by earlier processes are released at start, so
     /// their runs are recovered at once instead of after their lease.
     pub sole_owner: bool,
+    /// Where this process's HTTP API listens, as other replicas see it.
+    pub addr: Option<String>,
+    /// When this process started (unix ms).
+    pub started_at: hearth_core::Timestamp,
 }
 
 impl Default for RuntimeOptions {
@@ -60,6 +64,8 @@ impl Default for RuntimeOptions {
             incognito_local_only: false,
             max_queued: 10_000,
             sole_owner: true,
+            addr: None,
+            started_at: hearth_core::now_ms(),
         }
     }
 }
@@ -326,6 +332,8 @@ impl Runtime {
                 rx.wait_for(|(_, st)| st.is_terminal() || *st == RunStatus::AwaitingConfirmation),
             )
             .await;
+        } else if self.inner.store.cluster().is_some() {
+            return self.wait_in_store(run_id, timeout).await;
         }
         let env = self.get_run(run_id).await?;
         Ok(if env.status.is_terminal() {
@@ -333,6 +341,26 @@ impl Runtime {
         } else {
             WaitOutcome::Pending(env)
         })
+    }
+
+    /// Waits for a run another replica may be executing: its stored status
+    /// is read until it ends or asks a question, or `timeout` passes.
+    async fn wait_in_store(&self, run_id: &str, timeout: Duration) -> Result<WaitOutcome> {
+        // A quarter second: a replica that is not executing the run learns
+        // of its end from the database, not from the run's event log.
+        const POLL: Duration = Duration::from_millis(250);
+        let deadline = Instant::now() + timeout;
+        loop {
+            let env = self.get_run(run_id).await?;
+            if env.status.is_terminal() {
+                return Ok(WaitOutcome::Finished(env));
+            }
+            let now = Instant::now();
+            if env.status == RunStatus::AwaitingConfirmation || now >= deadline {
+                return Ok(WaitOutcome::Pending(env));
+            }
+            tokio::time::sleep(POLL.min(deadline - now)).await;
+        }
     }
 
     /// Cancels a run; returns its envelope (the terminal status it already had,
@@ -404,6 +432,7 @@ impl Runtime {
             surface.shutdown().await;
         }
         self.inner.mcp.shutdown().await;
+        self.leave_cluster().await;
         left
     }
 

@@ -56,6 +56,10 @@ pub struct Health {
 pub struct Ready {
     /// `ready` or `not_ready`.
     pub status: &'static str,
+    /// The store's backend: `sqlite` or `postgres`.
+    pub store: &'static str,
+    /// This replica's id (its lease owner id).
+    pub replica: String,
     /// Each check's result.
     pub checks: BTreeMap<String, String>,
 }

@@ -57,6 +57,39 @@ pub enum StoreError {
     /// The store's worker thread is gone (the store was closed).
     #[error("the store is closed")]
     Closed,
+    /// The PostgreSQL URL is not one hearth can use (the URL itself is
+    /// never part of the message: it may hold a password).
+    #[error("the PostgreSQL URL in {var} is not usable: {reason}")]
+    BadUrl {
+        /// The environment variable that holds the URL.
+        var: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// PostgreSQL could not be reached, or refused the connection.
+    #[error(
+        "cannot connect to PostgreSQL at {target}: {reason}; check that the server runs and the URL's user, password and database are right"
+    )]
+    Connect {
+        /// `host:port/database`, never the password.
+        target: String,
+        /// Why.
+        reason: String,
+    },
+    /// A PostgreSQL query failed.
+    #[cfg(feature = "postgres")]
+    #[error("database error: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// A PostgreSQL migration failed.
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL migration {version} failed: {source}")]
+    PostgresMigration {
+        /// The migration's version.
+        version: u32,
+        /// Why.
+        #[source]
+        source: tokio_postgres::Error,
+    },
 }
 
 /// Result of store operations.

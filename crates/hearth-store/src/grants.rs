@@ -41,3 +41,17 @@ pub trait GrantStore: Send + Sync + 'static {
     /// The newest `limit` audit events, newest first (0 means 100; at most 1000).
     async fn list_audit(&self, limit: u32) -> Result<Vec<AuditEvent>>;
 }
+
+/// The `list_audit` page size when the caller asks for 0.
+const DEFAULT_AUDIT_LIMIT: u32 = 100;
+
+/// The largest `list_audit` page.
+const MAX_AUDIT_LIMIT: u32 = 1000;
+
+/// The number of audit events `list_audit` returns for the `limit` asked.
+pub(crate) fn audit_limit(limit: u32) -> u32 {
+    match limit {
+        0 => DEFAULT_AUDIT_LIMIT,
+        n => n.min(MAX_AUDIT_LIMIT),
+    }
+}

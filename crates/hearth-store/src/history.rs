@@ -5,7 +5,7 @@
 //! what is sent to a model (`covers_to`). Summaries build on the previous
 //! one, so the newest summary covers everything up to its boundary.
 
-use hearth_core::{Message, Timestamp};
+use hearth_core::{Content, Message, Timestamp};
 
 use crate::error::Result;
 
@@ -48,4 +48,27 @@ pub trait HistoryStore: Send + Sync + 'static {
         limit: u32,
         before: Option<i64>,
     ) -> Result<HistoryPage>;
+}
+
+/// The text parts of a stored message joined (what a summary says, what a
+/// history page shows).
+pub(crate) fn joined_text(parts: &[Content]) -> String {
+    parts
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether message `id` of role `role` is replaced by a summary in what is
+/// sent to a model, given the thread's newest summary `(id, covers_to)`: a
+/// message when that summary covers it, a summary when it is an older one.
+pub(crate) fn compacted(newest_summary: Option<(i64, i64)>, id: i64, role: &str) -> bool {
+    match newest_summary {
+        Some((latest, _)) if role == SUMMARY_ROLE => id < latest,
+        Some((_, covers_to)) => id <= covers_to,
+        None => false,
+    }
 }

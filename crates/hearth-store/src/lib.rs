@@ -14,6 +14,8 @@
 //! suite per aggregate that every backend must pass.
 
 pub mod channels;
+pub mod cluster;
+mod codec;
 pub mod confirmations;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -22,6 +24,8 @@ pub mod grants;
 pub mod history;
 pub mod jobs;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod records;
 pub mod retention;
 pub mod router;
@@ -38,6 +42,7 @@ pub use channels::{
     OutboxStatus, OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
     ReplyRouter, RunEnd,
 };
+pub use cluster::{ClusterStore, ReplicaBeat, ReplicaRecord};
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
 pub use grants::GrantStore;
@@ -48,6 +53,8 @@ pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 pub use memory::{
     MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory, SavedMemory,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
@@ -92,4 +99,13 @@ pub trait Store:
 {
     /// Checks that the store is reachable and migrated (for `/readyz`).
     async fn ping(&self) -> Result<()>;
+
+    /// The backend's name: `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+
+    /// Replicas and duty leases, when several processes may share this
+    /// store; `None` when the process is alone with it (SQLite).
+    fn cluster(&self) -> Option<&dyn ClusterStore> {
+        None
+    }
 }

@@ -89,6 +89,45 @@ pub trait MemoryStore: Send + Sync + 'static {
     ) -> crate::Result<Vec<MemoryVector>>;
 }
 
+/// Search results when the caller asks for 0, and at most.
+const DEFAULT_SEARCH_LIMIT: u32 = 10;
+const MAX_SEARCH_LIMIT: u32 = 100;
+/// Listing page when the caller asks for 0, and at most.
+const DEFAULT_LIST_LIMIT: u32 = 50;
+const MAX_LIST_LIMIT: u32 = 1000;
+/// Memories handed to the background embedding pass at most at once.
+pub(crate) const MAX_TO_EMBED: u32 = 1000;
+/// Words of a search query that are used; the rest are dropped so a pasted
+/// essay cannot make one search arbitrarily expensive.
+const MAX_QUERY_TERMS: usize = 32;
+
+/// The number of hits a search returns for the `limit` asked.
+pub(crate) fn search_limit(limit: u32) -> u32 {
+    match limit {
+        0 => DEFAULT_SEARCH_LIMIT,
+        n => n.min(MAX_SEARCH_LIMIT),
+    }
+}
+
+/// The number of memories a listing returns for the `limit` asked.
+pub(crate) fn list_limit(limit: u32) -> u32 {
+    match limit {
+        0 => DEFAULT_LIST_LIMIT,
+        n => n.min(MAX_LIST_LIMIT),
+    }
+}
+
+/// The words of a search query, the only part of it any backend searches
+/// for: each run of letters and digits, at most [`MAX_QUERY_TERMS`] of them.
+/// Whatever else the text holds (quotes, operators, punctuation) is dropped,
+/// so no backend's query syntax can be reached from user text.
+pub(crate) fn query_words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .take(MAX_QUERY_TERMS)
+        .collect()
+}
+
 /// A memory and its embedding, for scoring.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryVector {

@@ -42,7 +42,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// (`lease_until < now`) or a lease already held by `owner`. On a win the run is `running`
     /// (an `awaiting_confirmation` run keeps that status) with the new owner and lease, and the
     /// updated record is returned. Terminal runs and runs under another owner's live lease give
-    /// `None`. Of concurrent callers exactly one wins.
+    /// `None`. Of concurrent callers exactly one wins. A store that several
+    /// replicas share also gives `None` while an earlier run of the same
+    /// thread is unfinished, so a thread's order holds between replicas (in
+    /// one process the thread's queue keeps it).
     async fn claim_run(
         &self,
         run_id: &str,

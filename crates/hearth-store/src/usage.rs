@@ -3,7 +3,7 @@
 use hearth_core::Timestamp;
 
 use crate::error::Result;
-use crate::records::{StepRecord, UsageQuery, UsageRow};
+use crate::records::{ModelUsage, StepRecord, UsageQuery, UsageRow};
 
 pub use hearth_core::records::usage::CallUsage;
 
@@ -52,4 +52,28 @@ pub struct ModelCall {
     pub latency_ms: i64,
     /// The error's kind when it failed; `None` when it succeeded.
     pub error_kind: Option<String>,
+}
+
+/// Adds one model's sums to the usage rows being built from rows sorted by
+/// group key: a new key opens a group, and each group totals its models.
+pub(crate) fn add_model_usage(out: &mut Vec<UsageRow>, key: String, m: ModelUsage) {
+    if out.last().is_none_or(|r| r.key != key) {
+        out.push(UsageRow {
+            key,
+            calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cached_tokens: 0,
+            untracked_calls: 0,
+            by_model: Vec::new(),
+        });
+    }
+    if let Some(r) = out.last_mut() {
+        r.calls += m.calls;
+        r.input_tokens += m.input_tokens;
+        r.output_tokens += m.output_tokens;
+        r.cached_tokens += m.cached_tokens;
+        r.untracked_calls += m.untracked_calls;
+        r.by_model.push(m);
+    }
 }

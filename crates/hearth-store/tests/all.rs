@@ -10,6 +10,7 @@
 )]
 
 mod suite {
+    mod cluster;
     mod conformance;
     mod memory;
     mod permissions;

@@ -3,6 +3,7 @@
 
 mod budget;
 mod channels;
+mod cluster;
 mod config;
 mod health;
 mod jobs;
@@ -285,6 +286,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         }
         Command::New { thread } => threads::new_session(&api, &thread, g.json).await,
         Command::Health => health::health(&api, g.json).await,
+        Command::Cluster => cluster::cluster(&api, g.json).await,
         Command::Usage { since, until, by } => {
             usage::usage(&api, &since, until.as_deref(), &by, g.json).await
         }

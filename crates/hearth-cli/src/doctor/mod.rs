@@ -226,7 +226,7 @@ pub async fn checks(g: &Global) -> Result<Report, Exit> {
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     env_vars(&mut report, &config, &env);
-    let store = match crate::serve::open_store(store_home, &config) {
+    let store = match crate::serve::open_store(store_home, &config).await {
         Ok(s) => match s.ping().await {
             Ok(()) => {
                 report.ok(

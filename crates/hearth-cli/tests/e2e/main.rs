@@ -38,6 +38,7 @@ mod ordering;
 mod outbox;
 mod outcome_unknown;
 mod permissions;
+mod postgres;
 mod presses;
 mod providers;
 mod reactions;

@@ -40,6 +40,11 @@ pub const NOT_RUN: &[(&str, &str)] = &[
          against a fake systemctl that records its calls",
     ),
     (
+        "cargo build --release --features postgres",
+        "a release build (minutes); the tests run the binary built with the postgres \
+         feature against a throw-away PostgreSQL cluster (postgres::)",
+    ),
+    (
         "docker build -t hearth .",
         "needs a Docker daemon (CI's .ci/run builds the image where one answers)",
     ),

@@ -253,7 +253,7 @@ impl RuntimeBuilder {
         } = self;
         let store = match store {
             Some(s) => s,
-            None => open_store(&home, &config)?,
+            None => open_store(&home, &config, env.as_ref()).await?,
         };
         if let Some(addr) = listen {
             refuse_public_without_token(addr, store.as_ref()).await?;
@@ -325,7 +325,7 @@ impl RuntimeBuilder {
         };
         tools.add_source(Arc::new(mcp.clone()));
         mcp.start();
-        let options = options.unwrap_or_else(|| options_of(&config));
+        let options = options.unwrap_or_else(|| options_of(&config, listen));
         let live_config = Arc::new(config.clone());
         let reload = crate::reload::Reloader {
             home: home.clone(),
@@ -415,16 +415,66 @@ fn semantic_memory(
     ))
 }
 
-/// Opens the home's store (`<home>/hearth.db`) with `[store] durability`.
-pub fn open_store(home: &Path, config: &Config) -> Result<Arc<dyn Store>, BuildError> {
-    let durability = match config.store.durability {
-        hearth_config::Durability::Normal => Durability::Normal,
-        hearth_config::Durability::Strict => Durability::Strict,
-    };
-    Ok(Arc::new(SqliteStore::open(
-        &home.join(DB_FILE),
-        durability,
-    )?))
+/// Opens the store `[store] backend` names: the home's SQLite file
+/// (`<home>/hearth.db`, with `[store] durability`), or the PostgreSQL database
+/// whose URL is in the variable `[store] url_env` names (read from `env`, or
+/// from the process environment when `None`).
+pub async fn open_store(
+    home: &Path,
+    config: &Config,
+    env: Option<&BTreeMap<String, String>>,
+) -> Result<Arc<dyn Store>, BuildError> {
+    match config.store.backend {
+        hearth_config::StoreBackend::Sqlite => {
+            let durability = match config.store.durability {
+                hearth_config::Durability::Normal => Durability::Normal,
+                hearth_config::Durability::Strict => Durability::Strict,
+            };
+            Ok(Arc::new(SqliteStore::open(
+                &home.join(DB_FILE),
+                durability,
+            )?))
+        }
+        hearth_config::StoreBackend::Postgres => open_postgres(config, env).await,
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(
+    config: &Config,
+    env: Option<&BTreeMap<String, String>>,
+) -> Result<Arc<dyn Store>, BuildError> {
+    let var = &config.store.url_env;
+    let url = match env {
+        Some(env) => env.get(var).cloned(),
+        None => std::env::var(var).ok(),
+    }
+    .filter(|u| !u.is_empty())
+    .ok_or_else(|| {
+        BuildError::Config(format!(
+            "[store] backend = \"postgres\" needs the database URL in the environment \
+             variable {var}, which is not set; export {var}=postgres://user@host:5432/db (the \
+             password in the URL or in ~/.pgpass), or name another variable with \
+             [store] url_env"
+        ))
+    })?;
+    let pool = usize::try_from(config.store.pool_size).unwrap_or(usize::MAX);
+    let store = hearth_store::PostgresStore::connect(&url, var, pool).await?;
+    tracing::info!(target = store.target(), "store: PostgreSQL");
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(
+    _config: &Config,
+    _env: Option<&BTreeMap<String, String>>,
+) -> Result<Arc<dyn Store>, BuildError> {
+    Err(BuildError::Config(
+        "[store] backend = \"postgres\", but this hearth was built without PostgreSQL \
+         support; build it with `cargo build --release --features postgres` (README, \
+         \"Run several replicas on PostgreSQL\")"
+            .into(),
+    ))
 }
 
 /// A public bind without an API token would let anyone on the network in.
@@ -478,12 +528,29 @@ pub fn policy_config(config: &Config) -> hearth_agent::policy::PolicyConfig {
 }
 
 /// The runtime's settings from `[server]` and `[llm]`.
-fn options_of(config: &Config) -> RuntimeOptions {
-    RuntimeOptions {
+fn options_of(config: &Config, listen: Option<SocketAddr>) -> RuntimeOptions {
+    let options = RuntimeOptions {
         daily_spend_alert_usd: config.llm.daily_spend_alert_usd,
         incognito_local_only: config.llm.incognito_local_only,
         max_queued: config.server.max_queued_runs,
+        addr: listen.map(|a| a.to_string()),
         ..RuntimeOptions::default()
+    };
+    match config.store.backend {
+        hearth_config::StoreBackend::Sqlite => options,
+        // Other replicas share the store: a lease left behind may be a live
+        // replica's, so it is never released at start, only let lapse; and
+        // an idle replica asks the database once per third of a lease.
+        hearth_config::StoreBackend::Postgres => {
+            let lease = Duration::from_secs(config.store.lease_secs.max(2));
+            RuntimeOptions {
+                owner: crate::cluster::replica_id(),
+                sole_owner: false,
+                lease,
+                sweep_every: (lease / 3).max(Duration::from_millis(500)),
+                ..options
+            }
+        }
     }
 }
 

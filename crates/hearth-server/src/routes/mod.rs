@@ -7,6 +7,7 @@
 
 pub mod budget;
 pub mod channels;
+pub mod cluster;
 pub mod config;
 pub mod confirmations;
 pub mod history;
@@ -81,6 +82,7 @@ api! {
     mcp::call,
     skills::skills,
     skills::reload,
+    cluster::cluster,
     config::show_config,
     config::reload_config,
     confirmations::resolve,

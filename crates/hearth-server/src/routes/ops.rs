@@ -49,6 +49,8 @@ pub async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Ready>) {
             StatusCode::OK,
             Json(Ready {
                 status: "ready",
+                store: st.runtime.store_backend(),
+                replica: st.runtime.replica().to_owned(),
                 checks,
             }),
         )
@@ -57,6 +59,8 @@ pub async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Ready>) {
             StatusCode::SERVICE_UNAVAILABLE,
             Json(Ready {
                 status: "not_ready",
+                store: st.runtime.store_backend(),
+                replica: st.runtime.replica().to_owned(),
                 checks,
             }),
         )

@@ -1,6 +1,8 @@
 //! The channels' state ([`ChannelStore`], with runs and confirmations for the
 //! items queued in their transactions).
 
+use std::sync::Arc;
+
 use super::fixtures::{confirmation, created, finish};
 use crate::channels::{
     ChannelStore, NewOutboxItem, OutboxKind, OutboxStatus, PairingLimits, PairingOutcome,
@@ -559,4 +561,131 @@ pub async fn cursors_and_first_sight<S: ChannelStore>(store: S) {
     assert!(store.first_sight("slack", "Ev1", 10).await.unwrap());
     assert!(!store.first_sight("slack", "Ev1", 11).await.unwrap());
     assert!(store.first_sight("discord", "Ev1", 11).await.unwrap());
+}
+
+/// Of concurrent callers that see the same event (a redelivery reaching two
+/// replicas at once), exactly one is told it is new.
+pub async fn of_concurrent_first_sights_exactly_one_is_new<S: ChannelStore>(store: S) {
+    let store = Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move { store.first_sight("slack", "Ev1", 100 + i).await });
+    }
+    let mut new = 0;
+    while let Some(seen) = tasks.join_next().await {
+        if seen.unwrap().unwrap() {
+            new += 1;
+        }
+    }
+    assert_eq!(new, 1);
+}
+
+/// Concurrent requests keep one pending code per user (the others are told
+/// the existing one and queue nothing) and at most `max_pending` per channel.
+pub async fn concurrent_pairing_requests_keep_one_code_per_user_and_the_bound<S: ChannelStore>(
+    store: S,
+) {
+    let store = Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..10 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move {
+            store
+                .request_pairing(
+                    pairing(&format!("SAME{i:04}"), "1", 100),
+                    LIMITS,
+                    "{}".into(),
+                )
+                .await
+        });
+    }
+    let (mut created, mut existing) = (Vec::new(), Vec::new());
+    while let Some(outcome) = tasks.join_next().await {
+        match outcome.unwrap().unwrap() {
+            PairingOutcome::Created(rec) => created.push(rec.code),
+            PairingOutcome::Existing(rec) => existing.push(rec.code),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((created.len(), existing.len()), (1, 9));
+    assert!(existing.iter().all(|code| *code == created[0]));
+
+    // Ten newcomers at once on another channel: each gets a code, and the
+    // channel keeps its bound.
+    let limits = PairingLimits {
+        max_pending: 3,
+        ..LIMITS
+    };
+    for i in 0..10 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move {
+            let mut rec = pairing(&format!("NEW{i:05}"), &format!("n{i}"), 100 + i);
+            rec.channel = "discord".into();
+            store.request_pairing(rec, limits, "{}".into()).await
+        });
+    }
+    while let Some(outcome) = tasks.join_next().await {
+        assert!(matches!(
+            outcome.unwrap().unwrap(),
+            PairingOutcome::Created(_)
+        ));
+    }
+    let pending = store.pending_pairings(100).await.unwrap();
+    assert_eq!(pending.iter().filter(|p| p.channel == "discord").count(), 3);
+    assert_eq!(
+        pending.iter().filter(|p| p.channel == "telegram").count(),
+        1
+    );
+    assert_eq!(
+        store.list_outbox(None, 100).await.unwrap().len(),
+        11,
+        "one notice per code given"
+    );
+}
+
+/// Of concurrent approvals and denials of one code (two admins on two
+/// replicas), exactly one decides it, and only an approval lets the user in.
+pub async fn of_concurrent_decisions_on_a_code_exactly_one_wins<S: ChannelStore>(store: S) {
+    let store = Arc::new(store);
+    store
+        .request_pairing(pairing("AAAA1111", "1", 100), LIMITS, "{}".into())
+        .await
+        .unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move {
+            let decided = if i % 2 == 0 {
+                store
+                    .approve_pairing("AAAA1111", 200, "{\"text\":\"in\"}".into())
+                    .await
+            } else {
+                store.deny_pairing("AAAA1111", 200).await
+            };
+            (i % 2 == 0, decided.unwrap().is_some())
+        });
+    }
+    let mut winners = Vec::new();
+    while let Some(outcome) = tasks.join_next().await {
+        let (approve, won) = outcome.unwrap();
+        if won {
+            winners.push(approve);
+        }
+    }
+    assert_eq!(winners.len(), 1);
+    let approved = winners[0];
+    assert_eq!(
+        store
+            .is_allowed("telegram", "telegram:user:1")
+            .await
+            .unwrap(),
+        approved
+    );
+    let queued = store.list_outbox(None, 10).await.unwrap().len();
+    assert_eq!(
+        queued,
+        if approved { 2 } else { 1 },
+        "one approval notice at most"
+    );
 }

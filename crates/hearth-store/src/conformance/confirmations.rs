@@ -240,3 +240,144 @@ pub async fn pending_confirmations_of_a_thread_are_its_runs_pending_ones<
         ["hash_2"]
     );
 }
+
+/// Of concurrent answers to one question (from two replicas, or a button
+/// and a typed `confirm`), exactly one resolves it; its audit event alone is
+/// stored.
+pub async fn of_concurrent_answers_exactly_one_resolves<
+    S: ConfirmationStore + RunStore + GrantStore,
+>(
+    store: S,
+) {
+    let store = std::sync::Arc::new(store);
+    awaiting(store.as_ref()).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = std::sync::Arc::clone(&store);
+        tasks.spawn(async move {
+            let state = if i % 2 == 0 {
+                ConfirmationState::Approved
+            } else {
+                ConfirmationState::Denied
+            };
+            store
+                .resolve_confirmation("hash_1", state, &format!("user:{i}"), 2_000, None)
+                .await
+                .unwrap()
+        });
+    }
+    let mut answered = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        answered.extend(done.unwrap());
+    }
+    assert_eq!(answered.len(), 1, "answered: {answered:?}");
+    let stored = store.confirmation_by_hash("hash_1").await.unwrap().unwrap();
+    assert_eq!(stored, answered[0]);
+    assert_eq!(
+        store.get_run("run_1").await.unwrap().unwrap().status,
+        RunStatus::Running
+    );
+}
+
+/// The same call asking concurrently (a run resumed twice) stores one
+/// question: every caller gets the first one's token.
+pub async fn concurrent_requests_for_one_call_store_one_question<
+    S: ConfirmationStore + RunStore,
+>(
+    store: S,
+) {
+    let store = std::sync::Arc::new(store);
+    created(store.as_ref(), "run_1", "t1").await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = std::sync::Arc::clone(&store);
+        tasks.spawn(async move {
+            store
+                .request_confirmation(
+                    confirmation("run_1", "call_1", &format!("hash_{i}")),
+                    vec![],
+                )
+                .await
+                .unwrap()
+                .token_hash
+        });
+    }
+    let mut hashes = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        hashes.push(done.unwrap());
+    }
+    hashes.dedup();
+    assert_eq!(hashes.len(), 1, "hashes: {hashes:?}");
+    assert_eq!(
+        store
+            .pending_confirmations(Some("run_1"), None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        store.get_run("run_1").await.unwrap().unwrap().status,
+        RunStatus::AwaitingConfirmation
+    );
+}
+
+/// An answer racing the end of its run: both calls succeed (neither is
+/// refused by a lock conflict) and the outcome is one of the two orders: the
+/// answer came first (approved, then the run ended) or the end did (the
+/// question expired with the run, and the answer found nothing).
+pub async fn an_answer_racing_the_end_of_its_run_is_one_or_the_other<
+    S: ConfirmationStore + RunStore + GrantStore,
+>(
+    store: S,
+) {
+    let store = std::sync::Arc::new(store);
+    for i in 0..12 {
+        let (run_id, hash) = (format!("run_{i}"), format!("hash_{i}"));
+        created(store.as_ref(), &run_id, "t1").await;
+        store
+            .request_confirmation(confirmation(&run_id, "call_1", &hash), vec![])
+            .await
+            .unwrap();
+        let answer = {
+            let (store, hash) = (std::sync::Arc::clone(&store), hash.clone());
+            tokio::spawn(async move {
+                store
+                    .resolve_confirmation(
+                        &hash,
+                        ConfirmationState::Approved,
+                        "user:1",
+                        2_000,
+                        Some(audit("approved")),
+                    )
+                    .await
+                    .unwrap()
+            })
+        };
+        let end = {
+            let (store, run_id) = (std::sync::Arc::clone(&store), run_id.clone());
+            tokio::spawn(async move {
+                let mut end = finish(&run_id, Vec::new());
+                end.status = RunStatus::Cancelled;
+                store.finish_run(end).await.unwrap()
+            })
+        };
+        let (answered, ended) = (answer.await.unwrap(), end.await.unwrap());
+        assert!(ended, "the end of {run_id} was refused");
+        let stored = store.confirmation_by_hash(&hash).await.unwrap().unwrap();
+        match answered {
+            Some(rec) => {
+                assert_eq!(rec.state, ConfirmationState::Approved);
+                assert_eq!(stored.state, ConfirmationState::Approved);
+            }
+            None => assert_eq!(
+                (stored.state, stored.resolved_by.as_deref()),
+                (ConfirmationState::Expired, Some(RUN_ENDED))
+            ),
+        }
+        assert_eq!(
+            store.get_run(&run_id).await.unwrap().unwrap().status,
+            RunStatus::Cancelled
+        );
+    }
+}

@@ -240,3 +240,54 @@ pub async fn audited_grant_changes_write_the_event_only_when_something_changed<S
     assert_eq!(ats, vec![3, 1]);
     assert!(store.list_grants(None).await.unwrap().is_empty());
 }
+
+/// The same grant change made on several replicas at once happens once and
+/// is audited once.
+pub async fn concurrent_identical_grant_changes_are_audited_once<S: GrantStore>(store: S) {
+    let store = std::sync::Arc::new(store);
+    let g = grant("user:u1", "web.fetch", "global");
+    let mut adds = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let (store, g) = (std::sync::Arc::clone(&store), g.clone());
+        adds.spawn(async move {
+            store
+                .add_grant_audited(g, event(i, "grant.add", "user:u1"))
+                .await
+                .unwrap()
+        });
+    }
+    let mut added = 0;
+    while let Some(done) = adds.join_next().await {
+        added += usize::from(done.unwrap());
+    }
+    assert_eq!(added, 1);
+    let mut removes = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let store = std::sync::Arc::clone(&store);
+        removes.spawn(async move {
+            store
+                .remove_grant_audited(
+                    "user:u1",
+                    "web.fetch",
+                    "global",
+                    event(100 + i, "grant.remove", "user:u1"),
+                )
+                .await
+                .unwrap()
+        });
+    }
+    let mut removed = 0;
+    while let Some(done) = removes.join_next().await {
+        removed += usize::from(done.unwrap());
+    }
+    assert_eq!(removed, 1);
+    let actions: Vec<String> = store
+        .list_audit(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(actions, ["grant.remove", "grant.add"]);
+    assert!(store.list_grants(None).await.unwrap().is_empty());
+}

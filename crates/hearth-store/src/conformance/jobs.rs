@@ -100,3 +100,35 @@ pub async fn delete_returns_the_job_once<S: JobStore>(store: S) {
     assert_eq!(store.get_job("job_1").await.unwrap(), None);
     assert!(store.list_jobs().await.unwrap().is_empty());
 }
+
+/// Firings of one job recorded on several replicas at once (the ticker on
+/// one, a firing by hand on another) leave the latest instant's run as the
+/// last run, whatever order they land in.
+pub async fn concurrent_firings_leave_the_latest_run<S: JobStore>(store: S) {
+    store.create_job(job("job_1", 1000)).await.unwrap();
+    let store = std::sync::Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    // Instants out of order, so that late older ones race newer ones.
+    for i in [7_i64, 3, 15, 0, 11, 4, 9, 1, 14, 6, 2, 13, 8, 5, 12, 10] {
+        let store = std::sync::Arc::clone(&store);
+        tasks.spawn(async move {
+            store
+                .record_job_firing(JobFiring {
+                    job_id: "job_1".into(),
+                    fired: Some((1_000 + i, format!("run_{i}"))),
+                    next: None,
+                })
+                .await
+                .unwrap()
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        assert!(done.unwrap());
+    }
+    let stored = store.get_job("job_1").await.unwrap().unwrap();
+    assert_eq!(stored.last_run_at, Some(1_015));
+    assert_eq!(stored.last_run_id.as_deref(), Some("run_15"));
+    // A firing by hand left the schedule as it was.
+    assert_eq!(stored.next_run_at, Some(301_000));
+    assert!(stored.enabled);
+}

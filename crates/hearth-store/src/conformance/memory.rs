@@ -339,3 +339,36 @@ pub async fn embeddings_are_stored_per_model_and_read_in_scope<
             .unwrap()
     );
 }
+
+/// Replicas saving the same fact at once (a tool call redone on two of
+/// them) make one memory, which every save returns.
+pub async fn concurrent_saves_of_one_fact_make_one_memory<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let store = std::sync::Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = std::sync::Arc::clone(&store);
+        tasks.spawn(async move {
+            store
+                .save_memory(new("u", Some("t1"), "Allergic to peanuts", 1_000 + i))
+                .await
+                .unwrap()
+        });
+    }
+    let (mut created, mut ids) = (0, Vec::new());
+    while let Some(saved) = tasks.join_next().await {
+        let saved = saved.unwrap();
+        created += usize::from(saved.created);
+        ids.push(saved.memory.id);
+    }
+    assert_eq!(created, 1);
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let all = store.export_user_memories("u").await.unwrap();
+    assert_eq!(all.len(), 1);
+    // Every save moved the time forward; none moved it back.
+    assert_eq!(all[0].last_used_at, 1_015);
+}

@@ -97,3 +97,44 @@ pub async fn route_steps_round_trip<S: RouterStore + RunStore>(store: S) {
     assert!(!store.put_route_step(again).await.unwrap());
     assert_eq!(store.steps("run_1").await.unwrap(), vec![route]);
 }
+
+/// Ratings of one run given on several replicas at once are applied one
+/// after the other: the counts hold exactly the last rating, and they are
+/// the sum of the changes each rating reported.
+pub async fn concurrent_ratings_of_a_run_leave_one_rating_counted<S: RouterStore>(store: S) {
+    let store = std::sync::Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let store = std::sync::Arc::clone(&store);
+        tasks.spawn(async move {
+            store
+                .rate_run(RunFeedback {
+                    run_id: "run_1".to_owned(),
+                    model: "p/m".to_owned(),
+                    task: "chat".to_owned(),
+                    rating: if i % 3 == 0 { Rating::Down } else { Rating::Up },
+                    at: i,
+                })
+                .await
+                .unwrap()
+        });
+    }
+    let (mut successes, mut failures) = (0, 0);
+    while let Some(changes) = tasks.join_next().await {
+        for change in changes.unwrap() {
+            assert_eq!(
+                (change.model.as_str(), change.task.as_str()),
+                ("p/m", "chat")
+            );
+            successes += change.successes;
+            failures += change.failures;
+        }
+    }
+    let counted = store.arm_stats().await.unwrap();
+    assert_eq!(counted.len(), 1, "{counted:?}");
+    assert_eq!(
+        (counted[0].successes, counted[0].failures),
+        (successes, failures)
+    );
+    assert_eq!(successes + failures, 1, "{counted:?}");
+}

@@ -478,8 +478,10 @@ pub async fn a_run_created_claimed_is_running_under_its_owner_and_a_twin_is_left
 }
 
 pub async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadStore>(store: S) {
+    // Two threads: a store shared by replicas keeps a thread's order, so a
+    // later run of the same thread would not be claimable before this one ends.
     created(&store, "run_1", "t1").await;
-    created(&store, "run_2", "t1").await;
+    created(&store, "run_2", "t2").await;
 
     let won = store
         .claim_run("run_1", "node-a", 5_000, 1_000)
@@ -588,7 +590,8 @@ pub async fn renew_leases_extends_only_the_named_runs_of_the_owner<S: RunStore +
     store: S,
 ) {
     for id in ["run_1", "run_2", "run_3", "run_4"] {
-        created(&store, id, "t1").await;
+        // One thread each: each is claimed while the others are unfinished.
+        created(&store, id, &format!("t_{id}")).await;
     }
     for id in ["run_1", "run_2", "run_4"] {
         store
@@ -623,7 +626,8 @@ pub async fn release_foreign_leases_frees_only_other_owners_unfinished_runs<
     store: S,
 ) {
     for id in ["run_1", "run_2", "run_3"] {
-        created(&store, id, "t1").await;
+        // One thread each: each is claimed while the others are unfinished.
+        created(&store, id, &format!("t_{id}")).await;
     }
     store
         .claim_run("run_1", "node-a", 100_000, 10)
@@ -666,7 +670,8 @@ pub async fn the_end_records_the_model_that_answered_and_the_one_asked_for<
     store: S,
 ) {
     for id in ["run_f", "run_s", "run_n"] {
-        created(&store, id, "t1").await;
+        // One thread each: each is claimed while the others are unfinished.
+        created(&store, id, &format!("t_{id}")).await;
         store
             .claim_run_with_model(id, "node", i64::MAX, 0, "fake/primary")
             .await
@@ -700,4 +705,45 @@ pub async fn the_end_records_the_model_that_answered_and_the_one_asked_for<
         (run.model.as_deref(), run.requested_model),
         (Some("fake/primary"), None)
     );
+}
+
+/// Of concurrent ends of one run (as two replicas may both try, one
+/// recovering it), exactly one is applied: one returns true, and only its
+/// follow-up and usage are written.
+pub async fn of_concurrent_finishes_exactly_one_ends_the_run<S: RunStore + ThreadStore>(store: S) {
+    let store = Arc::new(store);
+    created(store.as_ref(), "run_1", "t1").await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = Arc::clone(&store);
+        tasks.spawn(async move {
+            let mut end = finish("run_1", Vec::new());
+            end.output = Some(format!("answer {i}"));
+            end.follow_ups = vec![new_run(&format!("run_follow_{i}"), "t1", None)];
+            (i, store.finish_run(end).await.unwrap())
+        });
+    }
+    let mut winners = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        let (i, ended) = done.unwrap();
+        if ended {
+            winners.push(i);
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    let winner = winners[0];
+    let run = store.get_run("run_1").await.unwrap().unwrap();
+    assert_eq!(run.output, Some(format!("answer {winner}")));
+    let follow_ups: Vec<String> = store
+        .list_runs(&RunFilter {
+            status: Some(RunStatus::Queued),
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
+    assert_eq!(follow_ups, [format!("run_follow_{winner}")]);
+    assert_eq!(store.steps("run_1").await.unwrap().len(), 1);
 }

@@ -43,3 +43,25 @@ pub async fn secrets_are_upserted_listed_without_values_and_deleted<S: SecretSto
     assert_eq!(store.list_secrets().await.unwrap().len(), 1);
     assert_eq!(store.get_secret("anthropic").await.unwrap(), Some(vec![9]));
 }
+
+/// Sealed values are bytes, any bytes, returned as stored; names sort by
+/// their bytes (capitals before `_` before small letters), whatever the
+/// database's collation.
+pub async fn sealed_bytes_round_trip_and_names_sort_bytewise<S: SecretStore>(store: S) {
+    let every_byte: Vec<u8> = (0..=255).collect();
+    store.put_secret("b", Vec::new(), 1).await.unwrap();
+    store.put_secret("a", every_byte.clone(), 2).await.unwrap();
+    store.put_secret("_x", vec![0, 0, 0], 3).await.unwrap();
+    store.put_secret("B", vec![255], 4).await.unwrap();
+    assert_eq!(store.get_secret("a").await.unwrap(), Some(every_byte));
+    assert_eq!(store.get_secret("b").await.unwrap(), Some(Vec::new()));
+    assert_eq!(store.get_secret("_x").await.unwrap(), Some(vec![0, 0, 0]));
+    let names: Vec<String> = store
+        .list_secrets()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names, ["B", "_x", "a", "b"]);
+}

@@ -185,3 +185,66 @@ pub async fn the_incognito_flag_is_kept_and_listed<S: ThreadStore>(store: S) {
     store.set_thread_incognito("t3", false).await.unwrap();
     assert_eq!(store.incognito_threads().await.unwrap(), ["t1"]);
 }
+
+/// Settings written at once to a thread nobody configured yet are all kept:
+/// each write creates the thread's row or updates it, never fails on the
+/// other's creation.
+pub async fn concurrent_settings_of_a_new_thread_are_all_kept<S: ThreadStore>(store: S) {
+    let store = std::sync::Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let thread = format!("t{i}");
+        let s = std::sync::Arc::clone(&store);
+        let t = thread.clone();
+        tasks.spawn(async move { s.set_thread_model(&t, Some("a/m")).await });
+        let s = std::sync::Arc::clone(&store);
+        let t = thread.clone();
+        tasks.spawn(async move { s.set_thread_thinking(&t, "high").await });
+        let s = std::sync::Arc::clone(&store);
+        tasks.spawn(async move { s.set_thread_incognito(&thread, true).await });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap().unwrap();
+    }
+    for i in 0..8 {
+        let state = store.thread_settings(&format!("t{i}")).await.unwrap();
+        assert_eq!(
+            (
+                state.model.as_deref(),
+                state.thinking.as_str(),
+                state.incognito
+            ),
+            (Some("a/m"), "high", true)
+        );
+    }
+    assert_eq!(store.incognito_threads().await.unwrap().len(), 8);
+}
+
+/// A run that finishes while its thread starts a new session either ends
+/// first (its messages are then cleared with the rest) or is cancelled
+/// first (its finish is refused): never both, never neither, and the new
+/// session starts empty either way.
+pub async fn a_finish_racing_a_new_session_lands_before_it_or_not_at_all<
+    S: ThreadStore + RunStore,
+>(
+    store: S,
+) {
+    let store = std::sync::Arc::new(store);
+    for i in 0..12 {
+        let (thread, run) = (format!("t{i}"), format!("run_{i}"));
+        created(store.as_ref(), &run, &thread).await;
+        let s = std::sync::Arc::clone(&store);
+        let r = run.clone();
+        let finishing =
+            tokio::spawn(async move { s.finish_run(finish(&r, vec![said("x")])).await });
+        let session = store.new_session(&thread, Some(&run), 9_000).await.unwrap();
+        let finished = finishing.await.unwrap().unwrap();
+        assert!(
+            finished != session.cancelled,
+            "run {i}: finished {finished}, cancelled {}",
+            session.cancelled
+        );
+        assert_eq!(session.cleared_messages, u64::from(finished));
+        assert!(store.thread_history(&thread, 10).await.unwrap().is_empty());
+    }
+}

@@ -35,3 +35,26 @@ pub async fn tokens_lifecycle<S: TokenStore>(store: S) {
     assert!(list[1].revoked_at.is_some() && list[0].revoked_at.is_none());
     assert_eq!(list[0].name, "label tok_b");
 }
+
+/// Tokens created in the same millisecond list newest first too.
+pub async fn tokens_of_one_millisecond_list_in_creation_order_newest_first<S: TokenStore>(
+    store: S,
+) {
+    for (id, at) in [
+        ("tok_x", 4_000),
+        ("tok_c", 5_000),
+        ("tok_a", 5_000),
+        ("tok_b", 5_000),
+    ] {
+        let token = NewToken {
+            id: id.into(),
+            name: id.into(),
+            hash_hex: format!("hash_{id}"),
+            created_at: at,
+        };
+        store.create_token(token).await.unwrap();
+    }
+    let list = store.list_tokens().await.unwrap();
+    let ids: Vec<_> = list.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["tok_b", "tok_a", "tok_c", "tok_x"]);
+}

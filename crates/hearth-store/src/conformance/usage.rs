@@ -223,3 +223,73 @@ pub async fn a_call_outside_a_run_counts_in_usage_and_budgets<S: UsageStore + Ru
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!((rows[0].calls, rows[0].input_tokens), (2, 7));
 }
+
+/// Days are the UTC days of the call times as SQLite reads them: the time
+/// truncated to whole seconds (towards zero, so the last second before the
+/// epoch is still 1970-01-01), then the day of that second. `since` is
+/// inclusive and `until` exclusive.
+pub async fn usage_days_are_the_utc_days_of_each_call<S: UsageStore>(store: S) {
+    let ats = [
+        0,
+        -1,
+        -999,
+        -1_000,
+        86_399_999,
+        86_400_000,
+        -86_400_000,
+        -86_400_001,
+        -86_401_000,
+    ];
+    for (i, at) in ats.into_iter().enumerate() {
+        let call = crate::usage::ModelCall {
+            call_id: format!("call_{i}"),
+            at,
+            provider: "p".to_owned(),
+            model: "m".to_owned(),
+            purpose: "chat".to_owned(),
+            user_key: None,
+            thread_key: None,
+            input_tokens: Some(1),
+            latency_ms: 1,
+            error_kind: None,
+        };
+        store.record_model_call(call).await.unwrap();
+    }
+    let days = |since: Option<i64>, until: Option<i64>| {
+        let store = &store;
+        async move {
+            let query = UsageQuery {
+                since,
+                until,
+                group_by: UsageGroup::Day,
+            };
+            let rows = store.usage(&query).await.unwrap();
+            rows.into_iter()
+                .map(|r| (r.key, r.calls))
+                .collect::<Vec<_>>()
+        }
+    };
+    let want = |pairs: &[(&str, u64)]| {
+        pairs
+            .iter()
+            .map(|(k, n)| ((*k).to_owned(), *n))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        days(None, None).await,
+        want(&[
+            ("1969-12-30", 1),
+            ("1969-12-31", 3),
+            ("1970-01-01", 4),
+            ("1970-01-02", 1)
+        ])
+    );
+    assert_eq!(
+        days(Some(0), None).await,
+        want(&[("1970-01-01", 2), ("1970-01-02", 1)])
+    );
+    assert_eq!(
+        days(Some(-86_400_000), Some(0)).await,
+        want(&[("1969-12-31", 2), ("1970-01-01", 2)])
+    );
+}

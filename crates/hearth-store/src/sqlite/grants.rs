@@ -6,14 +6,8 @@ use super::SqliteStore;
 use super::db::Db;
 use super::rows::{col, to_json};
 use crate::error::Result;
-use crate::grants::GrantStore;
+use crate::grants::{GrantStore, audit_limit};
 use crate::records::{AuditEvent, Grant};
-
-/// The `list_audit` page size when the caller asks for 0.
-const DEFAULT_AUDIT_LIMIT: u32 = 100;
-
-/// The largest `list_audit` page.
-const MAX_AUDIT_LIMIT: u32 = 1000;
 
 fn add_grant(db: &mut Db<'_>, grant: &Grant) -> Result<bool> {
     let inserted = db
@@ -148,10 +142,7 @@ pub(super) fn append_audit(db: &mut Db<'_>, event: &AuditEvent) -> Result<()> {
 }
 
 fn list_audit(db: &mut Db<'_>, limit: u32) -> Result<Vec<AuditEvent>> {
-    let limit = match limit {
-        0 => DEFAULT_AUDIT_LIMIT,
-        n => n.min(MAX_AUDIT_LIMIT),
-    };
+    let limit = audit_limit(limit);
     let stmt = db.stmt(
         "SELECT at, actor, action, target, outcome, capability, scope FROM audit \
          ORDER BY at DESC, id DESC LIMIT ?1",

@@ -9,7 +9,8 @@ use super::db::Db;
 use super::rows::{self, col, to_json};
 use crate::error::{Result, StoreError};
 use crate::history::{
-    HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext,
+    HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext, compacted,
+    joined_text,
 };
 
 /// Summaries are rows of `messages` with the id of the last message they
@@ -33,16 +34,9 @@ fn latest_summary(db: &mut Db<'_>, thread_key: &str) -> Result<Option<StoredSumm
     let content: String = col(row, 1)?;
     let parts: Vec<Content> = serde_json::from_str(&content)
         .map_err(|e| StoreError::Corrupt(format!("summary content: {e}")))?;
-    let text = parts
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
     Ok(Some(StoredSummary {
         id: col(row, 0)?,
-        text,
+        text: joined_text(&parts),
         covers_to: col(row, 2)?,
     }))
 }
@@ -150,25 +144,14 @@ fn history_page(
         let content: String = col(row, 2)?;
         let parts: Vec<Content> = serde_json::from_str(&content)
             .map_err(|e| StoreError::Corrupt(format!("message {id} content: {e}")))?;
-        let text: String = parts
-            .iter()
-            .filter_map(|c| match c {
-                Content::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        let compacted = match boundary {
-            Some((latest, _)) if role == SUMMARY_ROLE => id < latest,
-            Some((_, covers_to)) => id <= covers_to,
-            None => false,
-        };
+        let text = joined_text(&parts);
         page.messages.push(HistoryEntry {
             id,
             text: (!text.is_empty()).then_some(text),
+            compacted: compacted(boundary, id, &role),
             role,
             run_id: col(row, 3)?,
             created_at: col(row, 4)?,
-            compacted,
         });
     }
     Ok(page)

@@ -10,8 +10,8 @@ use super::grants::append_audit;
 use super::rows::col;
 use crate::error::Result;
 use crate::memory::{
-    MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory, SavedMemory,
-    vector_from_bytes, vector_to_bytes,
+    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory,
+    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
 };
 use crate::records::AuditEvent;
 use crate::retention::{PurgeReport, RetentionCutoffs, RetentionStore};
@@ -63,19 +63,6 @@ ALTER TABLE memories ADD COLUMN embedding BLOB;
 ALTER TABLE memories ADD COLUMN embedding_model TEXT;
 ";
 
-/// Memories handed to the background embedding pass at most at once.
-const MAX_TO_EMBED: u32 = 1000;
-
-/// Search results when the caller asks for 0, and at most.
-const DEFAULT_SEARCH_LIMIT: u32 = 10;
-const MAX_SEARCH_LIMIT: u32 = 100;
-/// Listing page when the caller asks for 0, and at most.
-const DEFAULT_LIST_LIMIT: u32 = 50;
-const MAX_LIST_LIMIT: u32 = 1000;
-/// Words of a search query that are used; the rest are dropped so a pasted
-/// essay cannot make one search arbitrarily expensive.
-const MAX_QUERY_TERMS: usize = 32;
-
 /// The `memories` columns in the order [`memory_row`] reads them.
 macro_rules! memory_columns {
     ($t:literal) => {
@@ -116,10 +103,8 @@ fn memory_row(row: &rusqlite::Row<'_>) -> Result<MemoryRecord> {
 /// OR so a memory sharing any word is found and BM25 ranks those sharing more
 /// first. `None` when the text has no words.
 pub(crate) fn fts_query(text: &str) -> Option<String> {
-    let terms: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .take(MAX_QUERY_TERMS)
+    let terms: Vec<String> = query_words(text)
+        .into_iter()
         .map(|t| format!("\"{t}\""))
         .collect();
     (!terms.is_empty()).then(|| terms.join(" OR "))
@@ -176,10 +161,7 @@ fn search(db: &mut Db<'_>, scope: &MemoryScope, query: &str, limit: u32) -> Resu
     let Some(fts) = fts_query(query) else {
         return Ok(Vec::new());
     };
-    let limit = match limit {
-        0 => DEFAULT_SEARCH_LIMIT,
-        n => n.min(MAX_SEARCH_LIMIT),
-    };
+    let limit = search_limit(limit);
     let stmt = db.stmt(concat!(
         "SELECT ",
         memory_columns!("m"),
@@ -254,10 +236,7 @@ fn touch(db: &mut Db<'_>, user_key: &str, ids: &[i64], at: Timestamp) -> Result<
 }
 
 fn list(db: &mut Db<'_>, scope: &MemoryScope, limit: u32) -> Result<Vec<MemoryRecord>> {
-    let limit = match limit {
-        0 => DEFAULT_LIST_LIMIT,
-        n => n.min(MAX_LIST_LIMIT),
-    };
+    let limit = list_limit(limit);
     let stmt = db.stmt(concat!(
         "SELECT ",
         memory_columns!("m"),

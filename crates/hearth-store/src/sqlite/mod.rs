@@ -351,4 +351,8 @@ impl Store for SqliteStore {
     async fn ping(&self) -> Result<()> {
         self.read(ping).await
     }
+
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
 }

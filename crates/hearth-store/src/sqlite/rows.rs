@@ -1,12 +1,14 @@
 //! Turning rows into records: every decode failure is `StoreError::Corrupt`,
 //! never a panic.
 
-use hearth_core::{Content, Message, Role, RunStatus};
+use hearth_core::{Content, Message, RunStatus};
 use rusqlite::Row;
 use rusqlite::types::FromSql;
 
+use crate::codec::{self, json, parse_role};
+pub(crate) use crate::codec::{role_str, to_json};
 use crate::error::{Result, StoreError};
-use crate::records::{RunRecord, StepKind, StepRecord, StepStatus, TokenRecord};
+use crate::records::{RunRecord, StepRecord, TokenRecord};
 
 /// The `runs` columns in the order [`run`] reads them.
 macro_rules! run_columns {
@@ -66,25 +68,9 @@ pub(crate) fn step(row: &Row<'_>) -> Result<StepRecord> {
     Ok(StepRecord {
         run_id: col(row, 0)?,
         index: col(row, 1)?,
-        kind: match kind.as_str() {
-            "llm" => StepKind::Llm,
-            "tool" => StepKind::Tool,
-            "compaction" => StepKind::Compaction,
-            "route" => StepKind::Route,
-            _ => return Err(StoreError::Corrupt(format!("unknown step kind {kind:?}"))),
-        },
+        kind: codec::step_kind(&kind)?,
         name: col(row, 3)?,
-        status: match status.as_str() {
-            "started" => StepStatus::Started,
-            "succeeded" => StepStatus::Succeeded,
-            "failed" => StepStatus::Failed,
-            "unknown" => StepStatus::Unknown,
-            _ => {
-                return Err(StoreError::Corrupt(format!(
-                    "unknown step status {status:?}"
-                )));
-            }
-        },
+        status: codec::step_status(&status)?,
         started_at: col(row, 5)?,
         finished_at: col(row, 6)?,
         tokens: tokens
@@ -113,35 +99,6 @@ pub(crate) fn token(row: &Row<'_>) -> Result<TokenRecord> {
         created_at: col(row, 2)?,
         revoked_at: col(row, 3)?,
     })
-}
-
-/// The stored name of a role.
-pub(crate) fn role_str(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
-fn parse_role(s: &str) -> Result<Role> {
-    match s {
-        "user" => Ok(Role::User),
-        "assistant" => Ok(Role::Assistant),
-        "tool" => Ok(Role::Tool),
-        _ => Err(StoreError::Corrupt(format!("unknown message role {s:?}"))),
-    }
-}
-
-fn json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
-}
-
-/// Serialises a value for a JSON column.
-pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &str) -> Result<String> {
-    // Our record types always serialise; this is reached only through a bug.
-    serde_json::to_string(value)
-        .map_err(|e| StoreError::Corrupt(format!("cannot encode {what}: {e}")))
 }
 
 /// A `count(*)` column; counts are never negative.

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::records::{
     ModelUsage, StepKind, StepRecord, StepStatus, UsageGroup, UsageQuery, UsageRow,
 };
-use crate::usage::{CallUsage, ModelCall, UsageStore};
+use crate::usage::{CallUsage, ModelCall, UsageStore, add_model_usage};
 
 /// The usage row of a finished model-call step (ids and counts only).
 pub(super) fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
@@ -109,25 +109,7 @@ fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
             cache_write_tokens: n(7)?,
             reasoning_tokens: n(8)?,
         };
-        if out.last().is_none_or(|r| r.key != key) {
-            out.push(UsageRow {
-                key,
-                calls: 0,
-                input_tokens: 0,
-                output_tokens: 0,
-                cached_tokens: 0,
-                untracked_calls: 0,
-                by_model: Vec::new(),
-            });
-        }
-        if let Some(r) = out.last_mut() {
-            r.calls += m.calls;
-            r.input_tokens += m.input_tokens;
-            r.output_tokens += m.output_tokens;
-            r.cached_tokens += m.cached_tokens;
-            r.untracked_calls += m.untracked_calls;
-            r.by_model.push(m);
-        }
+        add_model_usage(&mut out, key, m);
     }
     Ok(out)
 }

@@ -28,3 +28,15 @@ mod in_memory {
 
     hearth_store::store_conformance_tests!(fresh);
 }
+
+/// PostgreSQL: a new database per check on the test server
+/// (`HEARTH_TEST_POSTGRES_URL`; skipped without it, except under CI).
+mod postgres {
+    use hearth_store::PostgresStore;
+
+    async fn fresh() -> Option<(PostgresStore, ())> {
+        hearth_store::postgres::testing::fresh_store().await
+    }
+
+    hearth_store::store_conformance_tests!(fresh);
+}

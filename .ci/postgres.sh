@@ -1,0 +1,71 @@
+# Sourced by .ci/test: a throw-away PostgreSQL cluster for the tests that need
+# one. Installs Debian's postgresql when it is missing and this shell may
+# (root with apt-get), makes a cluster in a temporary directory (initdb and
+# pg_ctl as the postgres user when run as root), on a random port with its
+# socket in that directory and no TCP listener, exports
+# HEARTH_TEST_POSTGRES_URL, and removes the cluster when the shell exits.
+# Without PostgreSQL the tests that need it are skipped with one line each,
+# except under CI=true, where they fail.
+#
+# Set HEARTH_TEST_POSTGRES_URL beforehand to use a server of your own.
+
+hearth_pg_bindir() {
+  local d
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    [ -x "$d/initdb" ] && { echo "$d"; return 0; }
+  done
+  command -v initdb >/dev/null 2>&1 && { dirname "$(command -v initdb)"; return 0; }
+  return 1
+}
+
+hearth_pg_start() {
+  if [ -n "${HEARTH_TEST_POSTGRES_URL:-}" ]; then
+    echo "== PostgreSQL: the server in HEARTH_TEST_POSTGRES_URL"
+    return 0
+  fi
+  local bindir
+  if ! bindir="$(hearth_pg_bindir)"; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "== PostgreSQL: installing Debian's postgresql"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null ||
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } ||
+        true
+    fi
+    bindir="$(hearth_pg_bindir)" || {
+      echo "== PostgreSQL: not installed (apt install postgresql); its tests are skipped${CI:+, and fail under CI=true}"
+      return 0
+    }
+  fi
+  HEARTH_PG_DIR="$(mktemp -d /tmp/hearth-pg.XXXXXX)"
+  chmod 755 "$HEARTH_PG_DIR"
+  local run=()
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres: "$HEARTH_PG_DIR"
+    run=(runuser -u postgres --)
+  fi
+  "${run[@]}" "$bindir/initdb" -D "$HEARTH_PG_DIR/data" -A trust -U postgres -E UTF8 \
+    --locale=C --no-sync >"$HEARTH_PG_DIR/initdb.log" 2>&1 ||
+    { cat "$HEARTH_PG_DIR/initdb.log"; return 1; }
+  local port tries=0
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    # A throw-away cluster needs no durability: fsync off keeps the tests fast.
+    if "${run[@]}" "$bindir/pg_ctl" -D "$HEARTH_PG_DIR/data" -l "$HEARTH_PG_DIR/server.log" -w -s \
+      -o "-p $port -k $HEARTH_PG_DIR -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+      start; then
+      break
+    fi
+    tries=$((tries + 1))
+    [ "$tries" -lt 5 ] || { cat "$HEARTH_PG_DIR/server.log"; return 1; }
+  done
+  HEARTH_PG_CTL=("${run[@]}" "$bindir/pg_ctl" -D "$HEARTH_PG_DIR/data" -m immediate -s stop)
+  export HEARTH_TEST_POSTGRES_URL="postgres://postgres@/postgres?host=$HEARTH_PG_DIR&port=$port"
+  echo "== PostgreSQL: a throw-away cluster in $HEARTH_PG_DIR (port $port)"
+}
+
+hearth_pg_stop() {
+  if [ -n "${HEARTH_PG_DIR:-}" ]; then
+    "${HEARTH_PG_CTL[@]}" >/dev/null 2>&1 || true
+    rm -rf "$HEARTH_PG_DIR"
+  fi
+}

@@ -1,0 +1,190 @@
+//! Grants and the audit log on PostgreSQL.
+//!
+//! A grant change and its audit event commit together; the change is one
+//! statement (`ON CONFLICT DO NOTHING`, `DELETE`) whose row count says
+//! whether it happened, so of two replicas making the same change at once
+//! exactly one writes the event: the second waits for the first's row and
+//! then finds nothing to do.
+
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+use super::rows::col;
+use super::shared::append_audit;
+use super::{PostgresStore, wide};
+use crate::error::Result;
+use crate::grants::{GrantStore, audit_limit};
+use crate::records::{AuditEvent, Grant};
+
+/// The `grants` columns in the order [`grant_row`] reads them.
+macro_rules! grant_columns {
+    () => {
+        "subject, capability, scope, granted_at, granted_by"
+    };
+}
+
+fn grant_row(row: &Row) -> Result<Grant> {
+    Ok(Grant {
+        subject: col(row, 0)?,
+        capability: col(row, 1)?,
+        scope: col(row, 2)?,
+        granted_at: col(row, 3)?,
+        granted_by: col(row, 4)?,
+    })
+}
+
+fn grant_rows(rows: &[Row]) -> Result<Vec<Grant>> {
+    rows.iter().map(grant_row).collect()
+}
+
+async fn add_grant(c: &impl GenericClient, grant: &Grant) -> Result<bool> {
+    let inserted = c
+        .execute(
+            "INSERT INTO grants (subject, capability, scope, granted_at, granted_by) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (subject, capability, scope) DO NOTHING",
+            &[
+                &grant.subject,
+                &grant.capability,
+                &grant.scope,
+                &grant.granted_at,
+                &grant.granted_by,
+            ],
+        )
+        .await?;
+    Ok(inserted == 1)
+}
+
+async fn remove_grant(
+    c: &impl GenericClient,
+    subject: &str,
+    capability: &str,
+    scope: &str,
+) -> Result<bool> {
+    let removed = c
+        .execute(
+            "DELETE FROM grants WHERE subject = $1 AND capability = $2 AND scope = $3",
+            &[&subject, &capability, &scope],
+        )
+        .await?;
+    Ok(removed == 1)
+}
+
+#[async_trait::async_trait]
+impl GrantStore for PostgresStore {
+    async fn add_grant(&self, grant: Grant) -> Result<bool> {
+        let client = self.client().await?;
+        add_grant(&client, &grant).await
+    }
+
+    async fn add_grant_audited(&self, grant: Grant, event: AuditEvent) -> Result<bool> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let created = add_grant(&tx, &grant).await?;
+        if created {
+            append_audit(&tx, &event).await?;
+        }
+        tx.commit().await?;
+        Ok(created)
+    }
+
+    async fn remove_grant(&self, subject: &str, capability: &str, scope: &str) -> Result<bool> {
+        let client = self.client().await?;
+        remove_grant(&client, subject, capability, scope).await
+    }
+
+    async fn remove_grant_audited(
+        &self,
+        subject: &str,
+        capability: &str,
+        scope: &str,
+        event: AuditEvent,
+    ) -> Result<bool> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let removed = remove_grant(&tx, subject, capability, scope).await?;
+        if removed {
+            append_audit(&tx, &event).await?;
+        }
+        tx.commit().await?;
+        Ok(removed)
+    }
+
+    async fn list_grants(&self, scope: Option<&str>) -> Result<Vec<Grant>> {
+        let client = self.client().await?;
+        let rows = match scope {
+            None => {
+                client
+                    .query(
+                        concat!(
+                            "SELECT ",
+                            grant_columns!(),
+                            " FROM grants ORDER BY subject, capability, scope"
+                        ),
+                        &[],
+                    )
+                    .await?
+            }
+            Some(scope) => {
+                client
+                    .query(
+                        concat!(
+                            "SELECT ",
+                            grant_columns!(),
+                            " FROM grants WHERE scope = $1 ORDER BY subject, capability"
+                        ),
+                        &[&scope],
+                    )
+                    .await?
+            }
+        };
+        grant_rows(&rows)
+    }
+
+    async fn grants_for(&self, subjects: &[String], scopes: &[String]) -> Result<Vec<Grant>> {
+        if subjects.is_empty() || scopes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        // Read for every run's permissions; the lists travel as arrays so
+        // that one cached statement serves every length.
+        let stmt = client
+            .prepare_cached(concat!(
+                "SELECT ",
+                grant_columns!(),
+                " FROM grants WHERE subject = ANY($1) AND scope = ANY($2) \
+                 ORDER BY subject, capability, scope"
+            ))
+            .await?;
+        let rows = client.query(&stmt, &[&subjects, &scopes]).await?;
+        grant_rows(&rows)
+    }
+
+    async fn append_audit(&self, event: AuditEvent) -> Result<()> {
+        let client = self.client().await?;
+        append_audit(&client, &event).await
+    }
+
+    async fn list_audit(&self, limit: u32) -> Result<Vec<AuditEvent>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT at, actor, action, target, outcome, capability, scope FROM audit \
+                 ORDER BY at DESC, id DESC LIMIT $1",
+                &[&wide(audit_limit(limit))],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AuditEvent {
+                    at: col(row, 0)?,
+                    actor: col(row, 1)?,
+                    action: col(row, 2)?,
+                    target: col(row, 3)?,
+                    outcome: col(row, 4)?,
+                    capability: col(row, 5)?,
+                    scope: col(row, 6)?,
+                })
+            })
+            .collect()
+    }
+}

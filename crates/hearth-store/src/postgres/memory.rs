@@ -1,0 +1,311 @@
+//! `MemoryStore` on PostgreSQL: memories in a plain table, found through a
+//! generated `tsvector` column and its GIN index (schema in
+//! `migrations/postgres/0001_schema.sql`), so the index can never lag the
+//! text: deleting the row deletes its terms.
+
+use hearth_core::Timestamp;
+use tokio_postgres::Row;
+
+use super::rows::col;
+use super::shared::append_audit;
+use super::{PostgresStore, wide};
+use crate::error::{Result, StoreError};
+use crate::memory::{
+    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory,
+    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
+};
+use crate::records::AuditEvent;
+
+/// The `memories` columns in the order [`memory_row`] reads them.
+macro_rules! memory_columns {
+    () => {
+        "id, user_key, thread_key, text, run_id, created_at, last_used_at"
+    };
+}
+
+fn memory_row(row: &Row) -> Result<MemoryRecord> {
+    Ok(MemoryRecord {
+        id: col(row, 0)?,
+        user_key: col(row, 1)?,
+        thread_key: col(row, 2)?,
+        text: col(row, 3)?,
+        run_id: col(row, 4)?,
+        created_at: col(row, 5)?,
+        last_used_at: col(row, 6)?,
+    })
+}
+
+fn memory_rows(rows: &[Row]) -> Result<Vec<MemoryRecord>> {
+    rows.iter().map(memory_row).collect()
+}
+
+/// Turns user text into input for `websearch_to_tsquery` that can only
+/// match words: the query's words (letters and digits only, so none of
+/// websearch's quotes or `-` survive) joined with ` or `, so a memory sharing
+/// any word is found and `ts_rank_cd` ranks those sharing more first, as
+/// SQLite's OR query and BM25 do. `None` when the text has no words.
+///
+/// A word that is itself "or" reads as the operator; it is an English stop
+/// word, which the `english` configuration would drop anyway.
+pub(crate) fn tsquery_text(text: &str) -> Option<String> {
+    let words = query_words(text);
+    (!words.is_empty()).then(|| words.join(" or "))
+}
+
+/// Saves a memory, or finds the same one saved before: one statement, so
+/// two replicas saving the same fact at once make one row, and a concurrent
+/// `forget` cannot slip between a look-up and an insert.
+async fn save(store: &PostgresStore, m: &NewMemory) -> Result<SavedMemory> {
+    let client = store.client().await?;
+    // `xmax = 0` holds only for a row this statement inserted (an updated
+    // row carries this transaction's id): that is whether it is new. The
+    // uniqueness is on md5(text), so the update also requires the same text:
+    // a different text with the same hash returns no row instead of the
+    // other memory.
+    let stmt = client
+        .prepare_cached(concat!(
+            "INSERT INTO memories (user_key, thread_key, text, run_id, created_at, last_used_at) \
+             VALUES ($1, $2, $3, $4, $5, $5) \
+             ON CONFLICT (user_key, (coalesce(thread_key, '')), (md5(text))) DO UPDATE \
+             SET last_used_at = greatest(memories.last_used_at, excluded.last_used_at) \
+             WHERE memories.text = excluded.text \
+             RETURNING ",
+            memory_columns!(),
+            ", (xmax = 0) AS created"
+        ))
+        .await?;
+    let row = client
+        .query_opt(
+            &stmt,
+            &[&m.user_key, &m.thread_key, &m.text, &m.run_id, &m.at],
+        )
+        .await?
+        .ok_or_else(|| {
+            StoreError::Corrupt(
+                "another memory of this user in this scope has a text with the same MD5 hash"
+                    .into(),
+            )
+        })?;
+    Ok(SavedMemory {
+        memory: memory_row(&row)?,
+        created: col(&row, 7)?,
+    })
+}
+
+async fn search(
+    store: &PostgresStore,
+    scope: &MemoryScope,
+    query: &str,
+    limit: u32,
+) -> Result<Vec<MemoryHit>> {
+    let Some(text) = tsquery_text(query) else {
+        return Ok(Vec::new());
+    };
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(concat!(
+            "SELECT ",
+            memory_columns!(),
+            ", ts_rank_cd(tsv, q)::float8 AS rank \
+             FROM memories, websearch_to_tsquery('english', $1) AS q \
+             WHERE tsv @@ q AND user_key = $2 AND (thread_key IS NULL OR thread_key = $3) \
+             ORDER BY rank DESC, id DESC LIMIT $4"
+        ))
+        .await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &text,
+                &scope.user_key,
+                &scope.thread_key,
+                &wide(search_limit(limit)),
+            ],
+        )
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(MemoryHit {
+                memory: memory_row(row)?,
+                // ts_rank_cd is higher-is-better already.
+                score: col(row, 7)?,
+            })
+        })
+        .collect()
+}
+
+#[async_trait::async_trait]
+impl MemoryStore for PostgresStore {
+    async fn save_memory(&self, memory: NewMemory) -> Result<SavedMemory> {
+        save(self, &memory).await
+    }
+
+    async fn search_memories(
+        &self,
+        scope: &MemoryScope,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<MemoryHit>> {
+        search(self, scope, query, limit).await
+    }
+
+    async fn touch_memories(&self, user_key: &str, ids: &[i64], at: Timestamp) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let client = self.client().await?;
+        // One statement for the whole batch; the maximum keeps a late,
+        // older touch from moving the time back.
+        let stmt = client
+            .prepare_cached(
+                "UPDATE memories SET last_used_at = greatest(last_used_at, $3) \
+                 WHERE id = ANY($1) AND user_key = $2",
+            )
+            .await?;
+        Ok(client.execute(&stmt, &[&ids, &user_key, &at]).await?)
+    }
+
+    async fn list_memories(&self, scope: &MemoryScope, limit: u32) -> Result<Vec<MemoryRecord>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                concat!(
+                    "SELECT ",
+                    memory_columns!(),
+                    " FROM memories WHERE user_key = $1 \
+                     AND (thread_key IS NULL OR thread_key = $2) \
+                     ORDER BY created_at DESC, id DESC LIMIT $3"
+                ),
+                &[&scope.user_key, &scope.thread_key, &wide(list_limit(limit))],
+            )
+            .await?;
+        memory_rows(&rows)
+    }
+
+    async fn forget_memory(&self, user_key: &str, id: i64) -> Result<bool> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "DELETE FROM memories WHERE id = $1 AND user_key = $2",
+                &[&id, &user_key],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn export_user_memories(&self, user_key: &str) -> Result<Vec<MemoryRecord>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                concat!(
+                    "SELECT ",
+                    memory_columns!(),
+                    " FROM memories WHERE user_key = $1 ORDER BY created_at, id"
+                ),
+                &[&user_key],
+            )
+            .await?;
+        memory_rows(&rows)
+    }
+
+    async fn delete_user_memories(&self, user_key: &str, audit: AuditEvent) -> Result<u64> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let deleted = tx
+            .execute("DELETE FROM memories WHERE user_key = $1", &[&user_key])
+            .await?;
+        append_audit(&tx, &audit).await?;
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    async fn purge_memories(&self, unused_since: Timestamp) -> Result<u64> {
+        let client = self.client().await?;
+        Ok(purge_memories(&client, unused_since).await?)
+    }
+
+    async fn set_memory_embedding(&self, id: i64, model: &str, vector: &[f32]) -> Result<bool> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "UPDATE memories SET embedding = $2, embedding_model = $3 WHERE id = $1",
+                &[&id, &vector_to_bytes(vector), &model],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn memories_to_embed(&self, model: &str, limit: u32) -> Result<Vec<MemoryRecord>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                concat!(
+                    "SELECT ",
+                    memory_columns!(),
+                    " FROM memories \
+                     WHERE embedding IS NULL OR embedding_model IS DISTINCT FROM $1 \
+                     ORDER BY id LIMIT $2"
+                ),
+                &[&model, &wide(limit.min(MAX_TO_EMBED))],
+            )
+            .await?;
+        memory_rows(&rows)
+    }
+
+    async fn memory_vectors(&self, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(concat!(
+                "SELECT ",
+                memory_columns!(),
+                ", embedding FROM memories WHERE user_key = $1 \
+                 AND (thread_key IS NULL OR thread_key = $2) \
+                 AND embedding IS NOT NULL AND embedding_model = $3 ORDER BY id"
+            ))
+            .await?;
+        let rows = client
+            .query(&stmt, &[&scope.user_key, &scope.thread_key, &model])
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let bytes: &[u8] = col(row, 7)?;
+            // A damaged vector is skipped rather than scored wrong.
+            if let Some(vector) = vector_from_bytes(bytes) {
+                out.push(MemoryVector {
+                    memory: memory_row(row)?,
+                    vector,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Deletes every memory last used before `unused_since` (alone, or inside
+/// the retention pass's transaction).
+pub(super) async fn purge_memories(
+    c: &impl deadpool_postgres::GenericClient,
+    unused_since: Timestamp,
+) -> std::result::Result<u64, tokio_postgres::Error> {
+    c.execute(
+        "DELETE FROM memories WHERE last_used_at < $1",
+        &[&unused_since],
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tsquery_text;
+
+    #[test]
+    fn queries_keep_only_words_joined_by_or() {
+        assert_eq!(tsquery_text("dog name").as_deref(), Some("dog or name"));
+        assert_eq!(
+            tsquery_text("\"-x* OR-y\" 'z'").as_deref(),
+            Some("x or OR or y or z")
+        );
+        assert_eq!(tsquery_text(" \"*^:() - "), None);
+        assert_eq!(tsquery_text(""), None);
+    }
+}

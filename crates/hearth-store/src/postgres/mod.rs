@@ -1,0 +1,179 @@
+//! The PostgreSQL backend: the same `Store` as SQLite, for several hearth
+//! replicas sharing one database (issue 19).
+//!
+//! Connections come from a small pool (`[store] pool_size`); every write that
+//! must be atomic is one transaction on one pooled connection. Each aggregate
+//! keeps its SQL in its own module, as on SQLite; `shared` holds the writes
+//! several aggregates make inside their own transactions (an audit event, an
+//! outbox item, a history message, a model call). The schema lives in
+//! `migrations/postgres`, applied at start-up under an advisory lock so that
+//! replicas starting together migrate once.
+//!
+//! Types at the boundary are those of SQLite: ids TEXT, times BIGINT unix-ms,
+//! JSON TEXT, sealed secrets and embeddings BYTEA, counters BIGINT (`i64` on
+//! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
+
+mod cluster;
+mod confirmations;
+mod grants;
+mod history;
+mod jobs;
+mod memory;
+mod migrations;
+mod outbox;
+mod pairings;
+mod retention;
+mod router;
+mod rows;
+mod runs;
+mod secrets;
+pub(crate) mod shared;
+mod threads;
+mod tokens;
+mod usage;
+
+#[cfg(feature = "conformance")]
+pub mod testing;
+
+use std::sync::Arc;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use crate::Store;
+use crate::error::{Result, StoreError};
+
+/// The PostgreSQL `Store`. Cheap to clone (the pool is shared).
+#[derive(Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    /// `host:port/database`, for messages (never the password).
+    target: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("target", &self.inner.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (a libpq-style URL, read from the
+    /// environment variable `var`, which messages name instead of the URL),
+    /// with at most `pool_size` connections, and migrates it.
+    pub async fn connect(url: &str, var: &str, pool_size: usize) -> Result<PostgresStore> {
+        let config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::BadUrl {
+            var: var.to_owned(),
+            reason: url_error(&e),
+        })?;
+        let target = describe(&config);
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .build()
+            .map_err(|e| StoreError::Connect {
+                target: target.clone(),
+                reason: e.to_string(),
+            })?;
+        let store = PostgresStore {
+            inner: Arc::new(Inner { pool, target }),
+        };
+        let mut client = store.client().await?;
+        migrations::migrate(&mut client).await?;
+        Ok(store)
+    }
+
+    /// `host:port/database` of the server (no user, no password).
+    pub fn target(&self) -> &str {
+        &self.inner.target
+    }
+
+    /// A pooled connection.
+    pub(crate) async fn client(&self) -> Result<Object> {
+        self.inner
+            .pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Connect {
+                target: self.inner.target.clone(),
+                reason: pool_error(e),
+            })
+    }
+}
+
+/// Why a URL did not parse, without echoing any of it.
+fn url_error(e: &tokio_postgres::Error) -> String {
+    let text = e.to_string();
+    // The parser names the option it rejects, not its value; keep only that.
+    match text.split_once(':') {
+        Some((head, _)) => head.to_owned(),
+        None => text,
+    }
+}
+
+/// Why the pool gave no connection: the server's or the network's own words.
+fn pool_error(e: deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => match e.as_db_error() {
+            Some(db) => db.message().to_owned(),
+            None => match std::error::Error::source(&e) {
+                Some(source) => format!("{e}: {source}"),
+                None => e.to_string(),
+            },
+        },
+        other => other.to_string(),
+    }
+}
+
+/// `host:port/database` for messages and `/readyz`.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres");
+    format!("{host}:{port}/{db}")
+}
+
+/// A count or limit as the BIGINT every PostgreSQL counter is.
+pub(crate) fn wide(n: impl Into<u64>) -> i64 {
+    i64::try_from(n.into()).unwrap_or(i64::MAX)
+}
+
+/// A BIGINT count back to the unsigned width the trait speaks in.
+pub(crate) fn narrow<T: TryFrom<i64> + Default>(n: i64) -> T {
+    T::try_from(n.max(0)).unwrap_or_default()
+}
+
+#[async_trait::async_trait]
+impl Store for PostgresStore {
+    async fn ping(&self) -> Result<()> {
+        let client = self.client().await?;
+        migrations::check_current(&client).await
+    }
+
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn cluster(&self) -> Option<&dyn crate::ClusterStore> {
+        Some(self)
+    }
+}

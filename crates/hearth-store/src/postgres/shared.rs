@@ -1,0 +1,213 @@
+//! Writes several aggregates make inside their own transactions: an audit
+//! event with a grant change, an outbox item with a run's end, a history
+//! message, a model call's usage, the expiry of a run's confirmations, a
+//! router arm's counts. Each takes the caller's transaction (or connection)
+//! so it commits with it.
+
+use deadpool_postgres::GenericClient;
+use hearth_core::{Message, Timestamp};
+
+use super::wide;
+use crate::RUN_ENDED;
+use crate::channels::NewOutboxItem;
+use crate::codec::{role_str, to_json};
+use crate::error::Result;
+use crate::records::{AuditEvent, StepKind, StepRecord, StepStatus};
+use crate::router::ArmStats;
+
+/// Appends one audit event.
+pub(crate) async fn append_audit(c: &impl GenericClient, event: &AuditEvent) -> Result<()> {
+    let stmt = c
+        .prepare_cached(
+            "INSERT INTO audit (at, actor, action, target, outcome, capability, scope) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .await?;
+    c.execute(
+        &stmt,
+        &[
+            &event.at,
+            &event.actor,
+            &event.action,
+            &event.target,
+            &event.outcome,
+            &event.capability,
+            &event.scope,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Queues outbox items; the reply is durable exactly when its cause is.
+pub(crate) async fn enqueue_outbox(
+    c: &impl GenericClient,
+    items: &[NewOutboxItem],
+    now: Timestamp,
+) -> Result<Vec<i64>> {
+    let mut ids = Vec::with_capacity(items.len());
+    if items.is_empty() {
+        return Ok(ids);
+    }
+    let stmt = c
+        .prepare_cached(
+            "INSERT INTO outbox (channel, target, kind, run_id, payload, next_attempt_at, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
+        )
+        .await?;
+    for it in items {
+        let row = c
+            .query_one(
+                &stmt,
+                &[
+                    &it.channel,
+                    &it.target,
+                    &it.kind.as_str(),
+                    &it.run_id,
+                    &it.payload,
+                    &now,
+                ],
+            )
+            .await?;
+        ids.push(row.try_get(0)?);
+    }
+    Ok(ids)
+}
+
+/// Appends one message to a thread's history.
+pub(crate) async fn append_message(
+    c: &impl GenericClient,
+    thread_key: &str,
+    run_id: &str,
+    message: &Message,
+    at: Timestamp,
+) -> Result<()> {
+    let content = to_json(&message.content, "message content")?;
+    let stmt = c
+        .prepare_cached(
+            "INSERT INTO messages (thread_key, run_id, role, content, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .await?;
+    c.execute(
+        &stmt,
+        &[&thread_key, &run_id, &role_str(message.role), &content, &at],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Records the usage of a finished model-call step of a stored run (its
+/// thread and user read from the run); `anonymous` records one of a run that
+/// is not in this database (incognito), with no thread or user. A step
+/// recorded twice counts once.
+pub(crate) async fn record_llm_call(
+    c: &impl GenericClient,
+    step: &StepRecord,
+    anonymous: bool,
+) -> Result<()> {
+    let (provider, model) = step
+        .name
+        .split_once('/')
+        .unwrap_or((step.name.as_str(), ""));
+    let tok = |k: &str| {
+        step.tokens
+            .as_ref()
+            .and_then(|t| t.get(k))
+            .and_then(serde_json::Value::as_i64)
+    };
+    let status = if step.status == StepStatus::Succeeded {
+        "ok"
+    } else {
+        "error"
+    };
+    let error_kind = step
+        .payload
+        .get("error")
+        .and_then(|e| e.get("kind"))
+        .and_then(|k| k.as_str());
+    let latency = step.finished_at.map_or(0, |f| (f - step.started_at).max(0));
+    // The router routes compaction calls apart; usage tells them apart.
+    let purpose = match step.kind {
+        StepKind::Compaction => "compaction",
+        StepKind::Llm | StepKind::Tool | StepKind::Route => "chat",
+    };
+    let sql = if anonymous {
+        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
+         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
+         error_kind, thread_key, user_key) \
+         VALUES ($1, $2, $3, $4, $5, $14, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL) \
+         ON CONFLICT (run_id, idx) DO NOTHING"
+    } else {
+        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
+         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
+         error_kind, thread_key, user_key) \
+         SELECT $1, $2, $3, $4, $5, $14, $6, $7, $8, $9, $10, $11, $12, $13, thread_key, user_key \
+         FROM runs WHERE run_id = $1 ON CONFLICT (run_id, idx) DO NOTHING"
+    };
+    let stmt = c.prepare_cached(sql).await?;
+    c.execute(
+        &stmt,
+        &[
+            &step.run_id,
+            &wide(step.index),
+            &step.started_at,
+            &provider,
+            &model,
+            &tok("input_tokens"),
+            &tok("output_tokens"),
+            &tok("cached_tokens"),
+            &tok("reasoning_tokens"),
+            &tok("cache_write_tokens"),
+            &latency,
+            &status,
+            &error_kind,
+            &purpose,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Expires the pending confirmations of a run that ended.
+pub(crate) async fn end_of_run(c: &impl GenericClient, run_id: &str, at: Timestamp) -> Result<()> {
+    let stmt = c
+        .prepare_cached(
+            "UPDATE confirmations SET state = 'expired', resolved_by = $2, resolved_at = $3 \
+             WHERE run_id = $1 AND state = 'pending'",
+        )
+        .await?;
+    c.execute(&stmt, &[&run_id, &RUN_ENDED, &at]).await?;
+    Ok(())
+}
+
+/// Adds `delta` to its router arm's counts (a run's observations at its
+/// end, a rating taken back or given); counts never go below zero. One
+/// upsert, so concurrent additions to the same arm all count.
+pub(crate) async fn apply_arm_delta(c: &impl GenericClient, delta: &ArmStats) -> Result<()> {
+    let stmt = c
+        .prepare_cached(
+            // The casts type the parameters (a bare `GREATEST($3, 0)` would
+            // make them INTEGER, and an i64 delta would not bind).
+            "INSERT INTO router_arms (model, task, successes, failures, runs) \
+             VALUES ($1, $2, GREATEST($3::bigint, 0), GREATEST($4::bigint, 0), \
+             GREATEST($5::bigint, 0)) \
+             ON CONFLICT (model, task) DO UPDATE SET \
+             successes = GREATEST(router_arms.successes + $3, 0), \
+             failures = GREATEST(router_arms.failures + $4, 0), \
+             runs = GREATEST(router_arms.runs + $5, 0)",
+        )
+        .await?;
+    c.execute(
+        &stmt,
+        &[
+            &delta.model,
+            &delta.task,
+            &delta.successes,
+            &delta.failures,
+            &delta.runs,
+        ],
+    )
+    .await?;
+    Ok(())
+}

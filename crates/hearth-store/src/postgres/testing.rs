@@ -1,0 +1,100 @@
+//! A fresh PostgreSQL database per test, on the server that
+//! `HEARTH_TEST_POSTGRES_URL` names (the throw-away cluster `.ci/test`
+//! starts). Without that variable a test is skipped with one line, except
+//! under `CI=true`, where a missing server is a failure.
+
+#![expect(
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test set-up: a server that cannot make a database fails the test"
+)]
+
+use tokio_postgres::NoTls;
+
+use super::PostgresStore;
+
+/// The variable that names the test server.
+pub const TEST_URL_VAR: &str = "HEARTH_TEST_POSTGRES_URL";
+
+/// The URL of the test server, `None` (with a note on stderr) when there is
+/// none and this is not CI.
+pub fn server_url() -> Option<String> {
+    match std::env::var(TEST_URL_VAR) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
+            "{TEST_URL_VAR} is not set under CI=true: PostgreSQL tests need the throw-away \
+             cluster that .ci/test starts (Debian's postgresql package)"
+        ),
+        _ => {
+            eprintln!("skipped: {TEST_URL_VAR} is not set (no PostgreSQL server for this test)");
+            None
+        }
+    }
+}
+
+/// A new, empty database on the test server, and a URL that reaches it.
+pub async fn fresh_database_url() -> Option<String> {
+    let admin = server_url()?;
+    let config: tokio_postgres::Config = admin.parse().expect("HEARTH_TEST_POSTGRES_URL parses");
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .expect("the PostgreSQL test server accepts a connection");
+    let driver = tokio::spawn(connection);
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("random bytes");
+    let name = format!("hearth_t_{}", data_encoding::HEXLOWER.encode(&bytes));
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("the test server creates a database");
+    drop(client);
+    let _ = driver.await;
+    Some(with_dbname(&admin, &name))
+}
+
+/// A fresh, migrated store on a new database of the test server.
+pub async fn fresh_store() -> Option<(PostgresStore, ())> {
+    let url = fresh_database_url().await?;
+    let store = PostgresStore::connect(&url, TEST_URL_VAR, 4)
+        .await
+        .expect("a fresh PostgreSQL database opens and migrates");
+    Some((store, ()))
+}
+
+/// `url` with its database replaced by `name` (URLs of the form
+/// `postgres://user@host:port/db?params`).
+pub fn with_dbname(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let authority_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    let mut out = format!("{}/{name}", &base[..authority_end]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_dbname;
+
+    #[test]
+    fn the_database_of_a_url_is_replaced_and_its_parameters_kept() {
+        assert_eq!(
+            with_dbname("postgres://u@127.0.0.1:5433/postgres", "x"),
+            "postgres://u@127.0.0.1:5433/x"
+        );
+        assert_eq!(
+            with_dbname("postgres://postgres@/postgres?host=/tmp/s&port=7", "x"),
+            "postgres://postgres@/x?host=/tmp/s&port=7"
+        );
+        assert_eq!(with_dbname("postgres://u@h", "x"), "postgres://u@h/x");
+    }
+}

@@ -1,0 +1,180 @@
+//! Thread history and settings on PostgreSQL.
+//!
+//! Settings are one row per thread, written by upserts (atomic on their own
+//! under concurrent replicas); a thread nobody configured has no row and
+//! reads as the defaults.
+
+use hearth_core::{Message, Timestamp, now_ms};
+
+use super::rows::{self, col, unsigned};
+use super::{PostgresStore, shared, wide};
+use crate::error::{Result, StoreError};
+use crate::records::{NewSession, ThreadState};
+use crate::threads::ThreadStore;
+
+/// A thread's settings and message count, in one statement so that both come
+/// from one snapshot. The `VALUES` row makes an unknown thread one row of
+/// NULL settings (the defaults).
+const STATE_COUNTED: &str = "SELECT t.model, t.thinking, t.incognito, \
+     (SELECT count(*) FROM messages WHERE thread_key = $1) \
+     FROM (VALUES (1)) AS one (x) LEFT JOIN threads t ON t.thread_key = $1";
+
+/// The same without the count: counting walks every message of the thread,
+/// and a run reads its settings before each start.
+const STATE_UNCOUNTED: &str = "SELECT t.model, t.thinking, t.incognito, 0::BIGINT \
+     FROM (VALUES (1)) AS one (x) LEFT JOIN threads t ON t.thread_key = $1";
+
+impl PostgresStore {
+    /// Reads a thread's state with [`STATE_COUNTED`] or [`STATE_UNCOUNTED`].
+    async fn read_thread_state(&self, thread_key: &str, sql: &str) -> Result<ThreadState> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await?;
+        let row = client
+            .query_opt(&stmt, &[&thread_key])
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("thread state query returned no row".into()))?;
+        let thinking: Option<String> = col(&row, 1)?;
+        let incognito: Option<bool> = col(&row, 2)?;
+        Ok(ThreadState {
+            thread_key: thread_key.to_owned(),
+            model: col(&row, 0)?,
+            thinking: thinking.unwrap_or_else(|| "off".to_owned()),
+            incognito: incognito.unwrap_or(false),
+            message_count: unsigned(&row, 3)?,
+        })
+    }
+
+    /// Runs one settings upsert `sql` with `$1` the thread, `$2` the value and
+    /// `$3` the time.
+    async fn upsert_thread(
+        &self,
+        sql: &str,
+        thread_key: &str,
+        value: &(dyn tokio_postgres::types::ToSql + Sync),
+    ) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await?;
+        client
+            .execute(&stmt, &[&thread_key, value, &now_ms()])
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl ThreadStore for PostgresStore {
+    async fn thread_history(&self, thread_key: &str, limit: u32) -> Result<Vec<Message>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT role, content FROM (SELECT id, role, content FROM messages \
+                 WHERE thread_key = $1 AND covers_to IS NULL ORDER BY id DESC LIMIT $2) AS recent \
+                 ORDER BY id",
+            )
+            .await?;
+        let found = client.query(&stmt, &[&thread_key, &wide(limit)]).await?;
+        found.iter().map(rows::message).collect()
+    }
+
+    async fn thread_state(&self, thread_key: &str) -> Result<ThreadState> {
+        self.read_thread_state(thread_key, STATE_COUNTED).await
+    }
+
+    async fn thread_settings(&self, thread_key: &str) -> Result<ThreadState> {
+        self.read_thread_state(thread_key, STATE_UNCOUNTED).await
+    }
+
+    async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()> {
+        self.upsert_thread(
+            "INSERT INTO threads (thread_key, model, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (thread_key) DO UPDATE SET model = excluded.model, \
+             updated_at = excluded.updated_at",
+            thread_key,
+            &model,
+        )
+        .await
+    }
+
+    async fn set_thread_thinking(&self, thread_key: &str, level: &str) -> Result<()> {
+        self.upsert_thread(
+            "INSERT INTO threads (thread_key, thinking, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (thread_key) DO UPDATE SET thinking = excluded.thinking, \
+             updated_at = excluded.updated_at",
+            thread_key,
+            &level,
+        )
+        .await
+    }
+
+    async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()> {
+        self.upsert_thread(
+            "INSERT INTO threads (thread_key, incognito, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (thread_key) DO UPDATE SET incognito = excluded.incognito, \
+             updated_at = excluded.updated_at",
+            thread_key,
+            &enabled,
+        )
+        .await
+    }
+
+    async fn incognito_threads(&self) -> Result<Vec<String>> {
+        let client = self.client().await?;
+        // Byte order, as SQLite sorts, whatever the database's collation.
+        let stmt = client
+            .prepare_cached(
+                "SELECT thread_key FROM threads WHERE incognito ORDER BY thread_key COLLATE \"C\"",
+            )
+            .await?;
+        let found = client.query(&stmt, &[]).await?;
+        found.iter().map(|row| col(row, 0)).collect()
+    }
+
+    async fn clear_thread_history(&self, thread_key: &str) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("DELETE FROM messages WHERE thread_key = $1")
+            .await?;
+        client.execute(&stmt, &[&thread_key]).await?;
+        Ok(())
+    }
+
+    async fn new_session(
+        &self,
+        thread_key: &str,
+        cancelled_run: Option<&str>,
+        at: Timestamp,
+    ) -> Result<NewSession> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        // The conditional update takes the run's row lock: a finish of the
+        // same run waits for this transaction, then finds it cancelled and
+        // appends nothing to the new session.
+        let cancelled = match cancelled_run {
+            Some(run_id) => {
+                let stmt = tx
+                    .prepare_cached(
+                        "UPDATE runs SET status = 'cancelled', updated_at = $3, \
+                         lease_owner = NULL, lease_until = NULL \
+                         WHERE run_id = $1 AND thread_key = $2 \
+                         AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+                    )
+                    .await?;
+                let cancelled = tx.execute(&stmt, &[&run_id, &thread_key, &at]).await? == 1;
+                if cancelled {
+                    shared::end_of_run(&tx, run_id, at).await?;
+                }
+                cancelled
+            }
+            None => false,
+        };
+        let stmt = tx
+            .prepare_cached("DELETE FROM messages WHERE thread_key = $1")
+            .await?;
+        let cleared = tx.execute(&stmt, &[&thread_key]).await?;
+        tx.commit().await?;
+        Ok(NewSession {
+            cancelled,
+            cleared_messages: cleared,
+        })
+    }
+}
