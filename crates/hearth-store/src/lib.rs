@@ -13,6 +13,7 @@
 //! scope. With the `conformance` feature, [`conformance`] holds one test
 //! suite per aggregate that every backend must pass.
 
+pub mod budget;
 pub mod channels;
 pub mod cluster;
 mod codec;
@@ -42,6 +43,7 @@ pub use channels::{
     OutboxStatus, OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
     ReplyRouter, RunEnd,
 };
+pub use budget::BudgetLedger;
 pub use cluster::{ClusterStore, ReplicaBeat, ReplicaRecord};
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
@@ -106,6 +108,13 @@ pub trait Store:
     /// Replicas and duty leases, when several processes may share this
     /// store; `None` when the process is alone with it (SQLite).
     fn cluster(&self) -> Option<&dyn ClusterStore> {
+        None
+    }
+
+    /// Budget reservations and use shared with the other replicas; `None`
+    /// when the process is alone with the store (SQLite), where budgets
+    /// live in its memory.
+    fn budget_ledger(&self) -> Option<std::sync::Arc<dyn BudgetLedger>> {
         None
     }
 }

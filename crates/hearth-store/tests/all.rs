@@ -10,6 +10,7 @@
 )]
 
 mod suite {
+    mod budget;
     mod cluster;
     mod conformance;
     mod memory;

@@ -9,13 +9,17 @@ use deadpool_postgres::Object;
 
 use crate::error::{Result, StoreError};
 
-/// Every migration, in order: `(version, SQL)`. A released migration is never
-/// edited, only followed by a new one.
-const MIGRATIONS: &[(u32, &str)] =
-    &[(1, include_str!("../../migrations/postgres/0001_schema.sql"))];
+/// Every migration, in increasing order of version: `(version, SQL)`. A
+/// released migration is never edited, only followed by a new one. Versions
+/// need not be contiguous (branches that each add one are merged in any
+/// order): each listed version the database lacks is applied, in order.
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../migrations/postgres/0001_schema.sql")),
+    (3, include_str!("../../migrations/postgres/0003_budget.sql")),
+];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 1;
+pub(crate) const LATEST: u32 = 3;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;
@@ -44,14 +48,16 @@ async fn apply_missing(client: &mut Object) -> Result<()> {
              )",
         )
         .await?;
-    let current = current_version(client).await?;
-    if current > LATEST {
+    let applied = applied_versions(client).await?;
+    if let Some(&found) = applied.iter().max()
+        && found > LATEST
+    {
         return Err(StoreError::TooNew {
-            found: current,
+            found,
             supported: LATEST,
         });
     }
-    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| !applied.contains(v)) {
         let failed = |source| StoreError::PostgresMigration { version, source };
         let tx = client.transaction().await?;
         tx.batch_execute(sql).await.map_err(failed)?;
@@ -70,31 +76,43 @@ async fn apply_missing(client: &mut Object) -> Result<()> {
     Ok(())
 }
 
-async fn current_version(client: &Object) -> Result<u32> {
-    let row = client
-        .query_one(
-            "SELECT coalesce(max(version), 0) FROM hearth_schema_migrations",
-            &[],
-        )
+/// Every version recorded as applied.
+async fn applied_versions(client: &Object) -> Result<Vec<u32>> {
+    let rows = client
+        .query("SELECT version FROM hearth_schema_migrations", &[])
         .await?;
-    let version: i32 = row.get(0);
-    Ok(u32::try_from(version).unwrap_or(0))
+    rows.iter()
+        .map(|row| {
+            let v: i32 = row
+                .try_get(0)
+                .map_err(|e| StoreError::Corrupt(format!("hearth_schema_migrations: {e}")))?;
+            Ok(u32::try_from(v).unwrap_or(0))
+        })
+        .collect()
 }
 
-/// The schema must be the one this build writes (for `/readyz`).
+/// The schema must be the one this build writes (for `/readyz`): every
+/// listed version applied, none newer.
 pub(crate) async fn check_current(client: &Object) -> Result<()> {
-    let found = current_version(client).await?;
-    if found == LATEST {
-        return Ok(());
-    }
+    let applied = applied_versions(client).await?;
+    let found = applied.iter().copied().max().unwrap_or(0);
     if found > LATEST {
         return Err(StoreError::TooNew {
             found,
             supported: LATEST,
         });
     }
+    let missing: Vec<u32> = MIGRATIONS
+        .iter()
+        .map(|m| m.0)
+        .filter(|v| !applied.contains(v))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
     Err(StoreError::Corrupt(format!(
-        "PostgreSQL schema version {found}, expected {LATEST}"
+        "PostgreSQL schema lacks migration(s) {missing:?} of this build (latest {LATEST}); \
+         restart a replica of this version to apply them"
     )))
 }
 
@@ -103,9 +121,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn versions_start_at_one_and_grow_by_one() {
-        for (i, (version, _)) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(*version as usize, i + 1);
+    fn versions_start_at_one_and_grow() {
+        assert_eq!(MIGRATIONS.first().map(|m| m.0), Some(1));
+        for pair in MIGRATIONS.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "{} then {}", pair[0].0, pair[1].0);
         }
         assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(LATEST));
     }

@@ -13,6 +13,7 @@
 //! JSON TEXT, sealed secrets and embeddings BYTEA, counters BIGINT (`i64` on
 //! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
 
+mod budget;
 mod cluster;
 mod confirmations;
 mod grants;
@@ -175,5 +176,9 @@ impl Store for PostgresStore {
 
     fn cluster(&self) -> Option<&dyn crate::ClusterStore> {
         Some(self)
+    }
+
+    fn budget_ledger(&self) -> Option<Arc<dyn crate::BudgetLedger>> {
+        Some(Arc::new(self.clone()))
     }
 }
