@@ -2,6 +2,11 @@
 //! rebuilt from the store at start, their state for `GET /v1/budget`, and
 //! their threshold crossings published as `budget.threshold` notices.
 //! Enforcement itself is the engine's, before each model call.
+//!
+//! On a store replicas share (PostgreSQL) the pools keep reservations and
+//! use in the store's budget ledger, as this replica (its holds count while
+//! it heartbeats), so every replica enforces what all of them spend; on
+//! SQLite they stay in memory.
 
 use std::sync::Arc;
 
@@ -75,14 +80,26 @@ pub fn from_config(config: &Config, prices: &PriceTable) -> Option<Arc<Budget>> 
 }
 
 impl Runtime {
-    /// Each pool's limit, use, holds and reset (empty without pools).
-    pub fn budget_status(&self) -> Vec<PoolStatus> {
-        self.inner
-            .live()
-            .engine
-            .budget()
-            .map(|b| b.status())
-            .unwrap_or_default()
+    /// Each pool's limit, use, holds and reset (empty without pools); on a
+    /// shared store, what every replica holds and used.
+    pub async fn budget_status(&self) -> Vec<PoolStatus> {
+        let budget = self.inner.live().engine.budget().cloned();
+        match budget {
+            Some(b) => b.current().await,
+            None => Vec::new(),
+        }
+    }
+
+    /// Makes `budget` keep its reservations and use in the store's ledger
+    /// when the store is shared with other replicas (nothing on SQLite).
+    pub(crate) fn share_budget(&self, budget: &Budget) {
+        if let Some(ledger) = self.inner.store.budget_ledger() {
+            budget.share(
+                ledger,
+                self.inner.options.owner.clone(),
+                self.inner.options.lease,
+            );
+        }
     }
 
     /// Rebuilds the pools' use from the calls stored within their windows,
@@ -96,28 +113,39 @@ impl Runtime {
 
     /// As `start_budget`, for `budget` (a reload's new pools).
     pub(crate) async fn start_budget_of(&self, budget: Arc<Budget>) -> Result<()> {
+        self.share_budget(&budget);
         let now = now_ms();
         if let Some(since) = budget.restore_since(now) {
             let calls = self.inner.store.calls_since(since).await?;
             let n = calls.len();
-            budget.restore(calls.into_iter().map(|c| PastCall {
-                at: c.at,
-                model: c.model,
-                thread_key: c.thread_key,
-                user_key: c.user_key,
-                tokens: Tokens {
-                    input: c.input_tokens,
-                    output: c.output_tokens,
-                    cached: c.cached_tokens,
-                    cache_write: c.cache_write_tokens,
-                    reasoning: c.reasoning_tokens,
-                },
-            }));
+            let calls: Vec<PastCall> = calls
+                .into_iter()
+                .map(|c| PastCall {
+                    at: c.at,
+                    model: c.model,
+                    thread_key: c.thread_key,
+                    user_key: c.user_key,
+                    tokens: Tokens {
+                        input: c.input_tokens,
+                        output: c.output_tokens,
+                        cached: c.cached_tokens,
+                        cache_write: c.cache_write_tokens,
+                        reasoning: c.reasoning_tokens,
+                    },
+                })
+                .collect();
+            // The ledger counts what it did not see (calls stored before it
+            // counted them); memory mirrors it for the router meanwhile.
+            budget.seed_shared(&calls).await?;
+            budget.restore(calls);
             info!(
                 pools = budget.pools().len(),
                 calls = n,
                 "budget pools restored from stored usage"
             );
+        }
+        if budget.is_shared() {
+            tidy_holds(&budget, self.inner.options.lease);
         }
         let mut rx = budget.subscribe();
         let notices = self.inner.notices.clone();
@@ -149,4 +177,28 @@ impl Runtime {
         });
         Ok(())
     }
+}
+
+/// Every few leases, removes the holds that no longer count from the ledger
+/// (a dead replica's; this replica's whose settlement failed), for as long
+/// as `budget` is in use. Counting already ignores them: this only keeps
+/// the table small.
+fn tidy_holds(budget: &Arc<Budget>, lease: std::time::Duration) {
+    let weak = Arc::downgrade(budget);
+    let every = (lease * 4).max(std::time::Duration::from_secs(30));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(budget) = weak.upgrade() else {
+                return;
+            };
+            match budget.tidy_shared().await {
+                Ok(0) => {}
+                Ok(n) => info!(holds = n, "released budget holds that no longer count"),
+                Err(e) => warn!(error = %e, "could not tidy the budget ledger"),
+            }
+        }
+    });
 }

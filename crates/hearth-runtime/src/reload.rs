@@ -314,7 +314,12 @@ impl Runtime {
         };
         let new_budget = has("budget") || has("llm");
         let budget = if new_budget {
-            crate::budget::from_config(&config, &catalog.prices)
+            let budget = crate::budget::from_config(&config, &catalog.prices);
+            // Shared before any call can reserve from it.
+            if let Some(b) = &budget {
+                self.share_budget(b);
+            }
+            budget
         } else {
             old.engine.budget().cloned()
         };

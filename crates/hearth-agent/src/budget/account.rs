@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 
 use hearth_core::Timestamp;
+use hearth_store::budget;
 
 use super::window::Window;
 
@@ -80,19 +81,19 @@ impl Account {
             Window::Rolling24h => 0,
             Window::Hour | Window::Day | Window::Month => window.start(now),
         };
-        let level = level(self.used, limit);
-        if self.announced.0 != key {
-            self.announced = (key, 0);
-        }
-        if window == Window::Rolling24h && level < self.announced.1 {
-            self.announced.1 = level;
-        }
-        let out = [80, 100]
-            .into_iter()
-            .filter(|t| *t > self.announced.1 && *t <= level)
-            .collect();
-        self.announced.1 = self.announced.1.max(level);
+        // The same rule decides for pools shared by replicas, in the ledger.
+        let (out, announced) = budget::crossed(self.announced, key, budget::level(self.used, limit));
+        self.announced = announced;
         out
+    }
+
+    /// Takes the use and holds every replica sees (from the shared ledger)
+    /// as this window's; the router reads them without asking the ledger.
+    pub(super) fn mirror(&mut self, window: Window, now: Timestamp, used: f64, reserved: f64) {
+        self.roll(window, now);
+        self.recent.clear();
+        self.used = used;
+        self.reserved = reserved;
     }
 
     /// Marks what is already passed as announced (after a restart, the
@@ -104,16 +105,6 @@ impl Account {
     /// True when nothing is used or held: the account can be forgotten.
     pub(super) fn is_idle(&self) -> bool {
         self.used <= 0.0 && self.reserved <= 0.0 && self.recent.is_empty()
-    }
-}
-
-fn level(used: f64, limit: f64) -> u8 {
-    if used >= limit {
-        100
-    } else if used >= 0.8 * limit {
-        80
-    } else {
-        0
     }
 }
 

@@ -14,7 +14,11 @@
 //! their real use exceeds their estimate.
 //!
 //! Use lives in memory and is rebuilt from the store's usage at start
-//! (`Budget::restore`), so it survives restarts. A model with no known price
+//! (`Budget::restore`), so it survives restarts. When replicas share the
+//! store ([`Budget::share`], PostgreSQL), reservations and use are rows of
+//! the store's budget ledger instead, so every replica checks against what
+//! all of them hold and used (see `shared`); memory then only mirrors the
+//! ledger for the router. A model with no known price
 //! counts, in `cost_usd` pools, as the most expensive known model, unless it
 //! is free; free models never draw from `cost_usd` pools.
 //!
@@ -24,11 +28,12 @@
 //! [`Budget::scarcity`].
 
 mod account;
+mod shared;
 mod window;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use hearth_core::{ChatRequest, Content, Timestamp, Usage, now_ms, rfc3339};
 use hearth_llm::prices::{Price, PriceTable, Tokens};
@@ -246,6 +251,8 @@ pub struct Budget {
     max_output_tokens: u32,
     accounts: Mutex<HashMap<Key, Account>>,
     events: broadcast::Sender<Threshold>,
+    /// The ledger replicas share, once attached (PostgreSQL only).
+    shared: OnceLock<shared::Shared>,
 }
 
 impl std::fmt::Debug for Budget {
@@ -275,6 +282,7 @@ impl Budget {
             max_output_tokens,
             accounts: Mutex::new(HashMap::new()),
             events: broadcast::channel(64).0,
+            shared: OnceLock::new(),
         }
     }
 
@@ -359,8 +367,25 @@ impl Budget {
     }
 
     /// Holds `estimate` in every pool `model` draws from, or refuses (holding
-    /// nothing) when one of them cannot afford it.
-    pub fn reserve(
+    /// nothing) when one of them cannot afford it: in the shared ledger when
+    /// one is attached, else in this process's memory (no await then).
+    pub async fn reserve(
+        self: &Arc<Self>,
+        model: &str,
+        payer: Payer<'_>,
+        estimate: Estimate,
+    ) -> Result<Reservation, Refusal> {
+        match self.shared.get() {
+            Some(shared) => {
+                self.reserve_shared(shared, model, payer, estimate)
+                    .await
+            }
+            None => self.reserve_here(model, payer, estimate),
+        }
+    }
+
+    /// [`Budget::reserve`] in this process's memory.
+    pub(crate) fn reserve_here(
         self: &Arc<Self>,
         model: &str,
         payer: Payer<'_>,
@@ -380,6 +405,7 @@ impl Budget {
             prompt_tokens: estimate.input_tokens,
             streamed_bytes: AtomicU64::new(0),
             settled: false,
+            ledger_id: None,
         })
     }
 
@@ -517,7 +543,7 @@ impl Budget {
         out
     }
 
-    /// Releases `holds` and counts what the call used.
+    /// Releases `holds` and counts what the call used, in memory.
     fn settle(&self, holds: &[(Key, f64)], model: &str, usage: Tokens) {
         let now = now_ms();
         let mut accounts = self.lock();
@@ -638,6 +664,9 @@ pub struct Reservation {
     /// Bytes of answer (text, reasoning, tool calls) streamed so far.
     streamed_bytes: AtomicU64,
     settled: bool,
+    /// Its id in the shared ledger (`None` in memory, or when the ledger
+    /// could not be reached and memory held it instead).
+    ledger_id: Option<String>,
 }
 
 impl Reservation {
@@ -660,8 +689,24 @@ impl Reservation {
 
     /// Replaces the holds with what the call used; `None` (a failed call, a
     /// stream without usage) charges [`Reservation::unreported`]. Either way
-    /// the call counts as a request.
-    pub fn settle(mut self, usage: Option<Tokens>) {
+    /// the call counts as a request. With a shared ledger this is one
+    /// transaction there, done when this returns.
+    pub async fn settle(mut self, usage: Option<Tokens>) {
+        self.settled = true;
+        let usage = usage.unwrap_or_else(|| self.unreported());
+        match self.budget.shared.get() {
+            Some(shared) => {
+                self.budget
+                    .settle_shared(shared, &self.holds, &self.model, usage, self.ledger_id.take())
+                    .await;
+            }
+            None => self.budget.settle(&self.holds, &self.model, usage),
+        }
+    }
+
+    /// [`Reservation::settle`] in this process's memory.
+    #[cfg(test)]
+    pub(crate) fn settle_here(mut self, usage: Option<Tokens>) {
         self.settled = true;
         let usage = usage.unwrap_or_else(|| self.unreported());
         self.budget.settle(&self.holds, &self.model, usage);
@@ -670,11 +715,26 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if !self.settled {
-            // Cut off mid-call: the request was sent, and is billed.
-            self.budget
-                .settle(&self.holds, &self.model, self.unreported());
+        if self.settled {
+            return;
         }
+        // Cut off mid-call: the request was sent, and is billed.
+        let usage = self.unreported();
+        if self.budget.shared.get().is_some()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            // Settled in the ledger in the background: a drop cannot wait.
+            let budget = self.budget.clone();
+            let (holds, model) = (std::mem::take(&mut self.holds), std::mem::take(&mut self.model));
+            let id = self.ledger_id.take();
+            handle.spawn(async move {
+                if let Some(shared) = budget.shared.get() {
+                    budget.settle_shared(shared, &holds, &model, usage, id).await;
+                }
+            });
+            return;
+        }
+        self.budget.settle(&self.holds, &self.model, usage);
     }
 }
 

@@ -65,10 +65,10 @@ fn reserve_holds_and_settle_counts_the_real_use() {
         Scope::Global,
         &["*"],
     )]);
-    let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+    let r = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
     let s = &b.status()[0];
     assert_eq!((s.used, s.reserved), (0.0, 2000.0));
-    r.settle(Some(tokens(900, 100)));
+    r.settle_here(Some(tokens(900, 100)));
     let s = &b.status()[0];
     assert_eq!((s.used, s.reserved), (1000.0, 0.0));
 }
@@ -82,9 +82,9 @@ fn refuses_when_used_plus_reserved_plus_estimate_passes_the_limit() {
         Scope::Global,
         &["*"],
     )]);
-    let first = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
-    let second = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
-    let err = b.reserve("x/cheap", ALICE, est(1000)).err().unwrap();
+    let first = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
+    let second = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
+    let err = b.reserve_here("x/cheap", ALICE, est(1000)).err().unwrap();
     assert_eq!(
         (err.used, err.reserved, err.estimate, err.limit),
         (0.0, 4000.0, 2000.0, 5000.0)
@@ -104,9 +104,9 @@ fn refuses_when_used_plus_reserved_plus_estimate_passes_the_limit() {
         2000.0,
         "a dropped reservation gives up its hold (and is charged instead)"
     );
-    let third = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
-    second.settle(None);
-    third.settle(None);
+    let third = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
+    second.settle_here(None);
+    third.settle_here(None);
     assert_eq!(b.status()[0].reserved, 0.0, "nothing leaks");
 }
 
@@ -125,9 +125,9 @@ fn concurrent_reservations_never_overshoot() {
                 s.spawn(|| {
                     let mut n = 0;
                     for _ in 0..10 {
-                        if let Ok(r) = b.reserve("x/cheap", ALICE, est(1)) {
+                        if let Ok(r) = b.reserve_here("x/cheap", ALICE, est(1)) {
                             n += 1;
-                            r.settle(None);
+                            r.settle_here(None);
                         }
                     }
                     n
@@ -149,17 +149,17 @@ fn cost_uses_the_price_and_unknown_models_cost_the_most_expensive() {
         Scope::Global,
         &["*"],
     )]);
-    let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+    let r = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
     let held = b.status()[0].reserved;
     assert!(
         (held - (1000.0 * 1.0 + 1000.0 * 2.0) / 1e6).abs() < 1e-12,
         "{held}"
     );
-    r.settle(Some(tokens(1000, 500)));
+    r.settle_here(Some(tokens(1000, 500)));
     let used = b.status()[0].used;
     assert!((used - 0.002).abs() < 1e-12, "{used}");
     // Unknown: at the top built-in prices (3 input, 15 output per million).
-    let r = b.reserve("x/mystery", ALICE, est(1000)).unwrap();
+    let r = b.reserve_here("x/mystery", ALICE, est(1000)).unwrap();
     let held = b.status()[0].reserved;
     assert!(
         (held - (1000.0 * 3.0 + 1000.0 * 15.0) / 1e6).abs() < 1e-12,
@@ -174,14 +174,14 @@ fn free_models_never_draw_from_cost_pools() {
         pool("usd", PoolKind::CostUsd, 1e-9, Scope::Global, &["*"]),
         pool("calls", PoolKind::Requests, 5.0, Scope::Global, &["*"]),
     ]);
-    b.reserve("local/llama3.2", ALICE, est(1000))
+    b.reserve_here("local/llama3.2", ALICE, est(1000))
         .unwrap()
-        .settle(Some(tokens(10, 10)));
-    b.reserve("ollama/gratis", ALICE, est(1000))
+        .settle_here(Some(tokens(10, 10)));
+    b.reserve_here("ollama/gratis", ALICE, est(1000))
         .unwrap()
-        .settle(None);
+        .settle_here(None);
     assert!(
-        b.reserve("x/cheap", ALICE, est(1000)).is_err(),
+        b.reserve_here("x/cheap", ALICE, est(1000)).is_err(),
         "a priced model is limited"
     );
     let s = b.status();
@@ -201,17 +201,17 @@ fn globs_choose_the_models_a_pool_limits() {
         Scope::Global,
         &["openai/*", "claude/*-4?"],
     )]);
-    b.reserve("openai/gpt-5", ALICE, est(1))
+    b.reserve_here("openai/gpt-5", ALICE, est(1))
         .unwrap()
-        .settle(None);
-    assert!(b.reserve("openai/gpt-5-mini", ALICE, est(1)).is_err());
-    assert!(b.reserve("claude/sonnet-45", ALICE, est(1)).is_err());
+        .settle_here(None);
+    assert!(b.reserve_here("openai/gpt-5-mini", ALICE, est(1)).is_err());
+    assert!(b.reserve_here("claude/sonnet-45", ALICE, est(1)).is_err());
     assert!(
-        b.reserve("claude/sonnet-4", ALICE, est(1)).is_ok(),
+        b.reserve_here("claude/sonnet-4", ALICE, est(1)).is_ok(),
         "? is one character"
     );
     assert!(
-        b.reserve("local/openai/x", ALICE, est(1)).is_ok(),
+        b.reserve_here("local/openai/x", ALICE, est(1)).is_ok(),
         "globs match the whole reference"
     );
     assert_eq!(b.scarcity("openai/gpt-5", ALICE), 1.0);
@@ -228,12 +228,12 @@ fn scoped_pools_keep_each_subject_apart() {
         &["*"],
     )]);
     assert_eq!(b.status()[0].subject, None, "an unused pool still shows");
-    b.reserve("x/cheap", ALICE, est(1)).unwrap().settle(None);
-    let err = b.reserve("x/cheap", ALICE, est(1)).err().unwrap();
+    b.reserve_here("x/cheap", ALICE, est(1)).unwrap().settle_here(None);
+    let err = b.reserve_here("x/cheap", ALICE, est(1)).err().unwrap();
     assert_eq!(err.subject.as_deref(), Some("api:user:alice"));
     assert!(err.to_string().contains("(for api:user:alice)"), "{err}");
     assert!(b.affordable("x/cheap", BOB, est(1)).is_ok());
-    b.reserve("x/cheap", BOB, est(1)).unwrap().settle(None);
+    b.reserve_here("x/cheap", BOB, est(1)).unwrap().settle_here(None);
     let subjects: Vec<_> = b.status().into_iter().map(|s| s.subject).collect();
     assert_eq!(
         subjects,
@@ -292,7 +292,7 @@ fn crossing_80_and_100_percent_is_published_once() {
     )]);
     let mut rx = b.subscribe();
     for _ in 0..5 {
-        b.reserve("x/cheap", ALICE, est(1)).unwrap().settle(None);
+        b.reserve_here("x/cheap", ALICE, est(1)).unwrap().settle_here(None);
     }
     let first = rx.try_recv().unwrap();
     assert_eq!(
@@ -336,7 +336,7 @@ fn a_dropped_reservation_is_charged_not_released() {
         pool("usd", PoolKind::CostUsd, 1.0, Scope::Global, &["*"]),
     ]);
     for _ in 0..2 {
-        let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+        let r = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
         drop(r);
     }
     let s = b.status();
@@ -347,7 +347,7 @@ fn a_dropped_reservation_is_charged_not_released() {
         "the prompt estimate of each call: {s:?}"
     );
     assert!((s[2].used - 2.0 * 1000.0 / 1e6).abs() < 1e-12, "{s:?}");
-    let refused = b.reserve("x/cheap", ALICE, est(1000)).err().unwrap();
+    let refused = b.reserve_here("x/cheap", ALICE, est(1000)).err().unwrap();
     assert_eq!(refused.pool, "calls");
 }
 
@@ -361,7 +361,7 @@ fn a_call_with_no_reported_usage_is_charged_its_estimate() {
         Scope::Global,
         &["*"],
     )]);
-    b.reserve("x/cheap", ALICE, est(1000)).unwrap().settle(None);
+    b.reserve_here("x/cheap", ALICE, est(1000)).unwrap().settle_here(None);
     assert_eq!(b.status()[0].used, 1000.0);
 }
 
@@ -374,15 +374,15 @@ fn a_call_cut_off_mid_stream_is_charged_what_streamed() {
         Scope::Global,
         &["*"],
     )]);
-    let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+    let r = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
     r.streamed(300);
     r.streamed(100);
     assert_eq!(r.unreported(), tokens(1000, 100));
     drop(r);
     assert_eq!(b.status()[0].used, 1100.0);
     // Reported usage wins over the estimate.
-    let r = b.reserve("x/cheap", ALICE, est(1000)).unwrap();
+    let r = b.reserve_here("x/cheap", ALICE, est(1000)).unwrap();
     r.streamed(4000);
-    r.settle(Some(tokens(10, 5)));
+    r.settle_here(Some(tokens(10, 5)));
     assert_eq!(b.status()[0].used, 1115.0);
 }

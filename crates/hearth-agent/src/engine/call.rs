@@ -89,7 +89,7 @@ impl Engine {
                         &crate::compaction::summary_section(summary),
                     );
                 }
-                let hold = match self.reserve(input, model, request, tools_bytes) {
+                let hold = match self.reserve(input, model, request, tools_bytes).await {
                     Ok(hold) => hold,
                     Err(refusal) if input.pinned => return Err(budget_exceeded(&refusal)),
                     Err(refusal) => {
@@ -114,7 +114,7 @@ impl Engine {
                     .await;
                 call_ended(&p.calls);
                 if let Some(hold) = hold {
-                    hold.settle(reported(&outcome));
+                    hold.settle(reported(&outcome)).await;
                 }
                 let err = match outcome {
                     Ok(turn) => return Ok((turn, model.clone())),
@@ -193,7 +193,7 @@ impl Engine {
     /// Holds the call's estimate in the budget's pools (nothing without a
     /// budget). Dropped with the call when the run is cancelled, it charges
     /// the prompt estimate and what streamed.
-    pub(super) fn reserve(
+    pub(super) async fn reserve(
         &self,
         input: &RunInput,
         model: &ModelRef,
@@ -213,6 +213,7 @@ impl Engine {
                 payer,
                 budget.estimate(request, tools_bytes),
             )
+            .await
             .map(Some)
     }
 

@@ -220,7 +220,7 @@ impl Engine {
                 &p.history[..n],
                 chunk.saturating_mul(4),
             );
-            let hold = match self.reserve(input, &c.model, &request, 0) {
+            let hold = match self.reserve(input, &c.model, &request, 0).await {
                 Ok(hold) => hold,
                 Err(refusal) => {
                     tracing::info!(run_id = %input.run_id, model = %c.model, pool = %refusal.pool,
@@ -248,7 +248,7 @@ impl Engine {
             .await;
             call_ended(&p.calls);
             if let Some(hold) = hold {
-                hold.settle(reported(&outcome));
+                hold.settle(reported(&outcome)).await;
             }
             let outcome = outcome.and_then(|turn| {
                 if turn.message.joined_text().trim().is_empty() {

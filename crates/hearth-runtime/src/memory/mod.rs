@@ -223,6 +223,7 @@ impl SemanticMemory {
                         output_tokens: 0,
                     },
                 )
+                .await
                 .map_err(|r| format!("a budget pool refused the call: {r}"))?,
             ),
             None => None,
@@ -234,7 +235,8 @@ impl SemanticMemory {
             hold.settle(tokens.map(|input| Tokens {
                 input,
                 ..Tokens::default()
-            }));
+            }))
+            .await;
         }
         let call = ModelCall {
             call_id: format!("emb_{}", uuid::Uuid::now_v7().simple()),

@@ -81,7 +81,7 @@ async fn a_used_up_pool_fails_the_run_with_budget_exceeded_before_calling() {
         2,
         "the refused call never reached the provider"
     );
-    let status = rt.budget_status();
+    let status = rt.budget_status().await;
     assert_eq!(
         (status[0].used, status[0].reserved, status[0].limit),
         (2.0, 0.0, 2.0)
@@ -124,7 +124,7 @@ async fn concurrent_runs_cannot_overshoot_a_pool() {
         .count();
     assert_eq!((ok, refused), (3, 7), "{outcomes:?}");
     assert_eq!(fake.request_count(), 3);
-    assert_eq!(rt.budget_status()[0].used, 3.0);
+    assert_eq!(rt.budget_status().await[0].used, 3.0);
 }
 
 #[tokio::test]
@@ -141,14 +141,14 @@ async fn a_cancelled_call_leaves_no_reservation_and_is_charged() {
     .await;
     let env = rt.ingest(msg("t:cancel", "u:user:a")).await.unwrap();
     fake.wait_for_requests(1).await;
-    let held = rt.budget_status()[0].reserved;
+    let held = rt.budget_status().await[0].reserved;
     assert!(
         held > 4096.0,
         "the estimate includes max_output_tokens: {held}"
     );
     let cancelled = rt.cancel(&env.run_id).await.unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
-    let status = &rt.budget_status()[0];
+    let status = &rt.budget_status().await[0];
     // Nothing streamed: the prompt estimate, without the answer's reserve.
     assert!(
         status.reserved == 0.0 && status.used > 0.0 && status.used < held - 4096.0 + 1.0,
@@ -203,7 +203,7 @@ async fn cancelled_streamed_calls_are_charged_and_counted_in_usage() {
         assert_eq!(c.status, RunStatus::Cancelled);
         cancelled.push(env.run_id);
     }
-    let status = rt.budget_status();
+    let status = rt.budget_status().await;
     assert_eq!(
         (status[0].used, status[0].reserved),
         (2.0, 0.0),
@@ -242,7 +242,7 @@ async fn cancelled_streamed_calls_are_charged_and_counted_in_usage() {
     assert_eq!(usage[0].calls, 2, "{usage:?}");
     rt.shutdown(Duration::from_secs(5)).await;
     let rt = runtime(&store, &fake, &pools).await;
-    assert_eq!(rt.budget_status()[0].used, 2.0, "rebuilt after a restart");
+    assert_eq!(rt.budget_status().await[0].used, 2.0, "rebuilt after a restart");
 }
 
 #[tokio::test]
@@ -261,7 +261,7 @@ async fn use_survives_a_restart() {
         rt.shutdown(Duration::from_secs(5)).await;
     }
     let rt = runtime(&store, &fake, &format!("{TWO_CALLS}{per_user}")).await;
-    let status = rt.budget_status();
+    let status = rt.budget_status().await;
     assert_eq!(status[0].used, 1.0, "{status:?}");
     // The fake reports 12 prompt and 7 completion tokens per call.
     assert_eq!(

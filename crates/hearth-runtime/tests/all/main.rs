@@ -9,6 +9,8 @@
 mod common;
 
 mod budget;
+#[cfg(feature = "postgres")]
+mod budget_shared;
 mod cancel;
 mod claim;
 mod confirmations;

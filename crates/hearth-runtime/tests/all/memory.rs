@@ -186,7 +186,7 @@ async fn embedding_calls_draw_from_budget_pools_and_a_used_up_pool_stops_them() 
     save(&t, "a dog called Rex").await;
     // One call embeds both (one batch), and uses the pool up.
     assert_eq!(t.runtime.embed_pending_memories().await, 2);
-    let pool = &t.runtime.budget_status()[0];
+    let pool = &t.runtime.budget_status().await[0];
     assert_eq!(pool.used, 1.0, "{pool:?}");
     // The query cannot be embedded now: hybrid searches by words only,
     // without calling the provider.

@@ -300,7 +300,7 @@ async fn a_budget_pool_that_runs_out_takes_its_arm_out_of_routing() {
     // Two runs on the favourite, then its pool is spent and every run goes
     // to the arm that can still be afforded, with no refusal.
     assert_eq!(models, ["good/m", "good/m", "bad/m", "bad/m", "bad/m"]);
-    let status = rt.budget_status();
+    let status = rt.budget_status().await;
     let pool = status.iter().find(|p| p.name == "good-calls").unwrap();
     assert_eq!(pool.used, 2.0, "{pool:?}");
 }

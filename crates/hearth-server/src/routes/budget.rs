@@ -49,6 +49,7 @@ pub async fn budget(State(st): State<AppState>) -> Json<BudgetPools> {
         pools: st
             .runtime
             .budget_status()
+            .await
             .into_iter()
             .map(|p| BudgetPool {
                 name: p.name,

@@ -73,7 +73,7 @@ pub async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Ready>) {
 pub async fn metrics(State(st): State<AppState>) -> Response {
     // Rolls the budget windows first, so a pool whose window turned over
     // since its last call does not show the old use.
-    let _ = st.runtime.budget_status();
+    let _ = st.runtime.budget_status().await;
     let body = match &st.metrics {
         Some(h) => {
             // Every family shows from the first scrape, at 0 until something

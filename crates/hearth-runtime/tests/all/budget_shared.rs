@@ -1,0 +1,94 @@
+//! Budget pools shared by two replicas on one PostgreSQL database: what one
+//! replica spends, the other counts (built with `--features postgres`; skipped
+//! without `HEARTH_TEST_POSTGRES_URL`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus};
+use hearth_runtime::testing;
+use hearth_runtime::{Runtime, WaitOutcome};
+use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
+use hearth_store::{PostgresStore, Store};
+use hearth_testkit::{FakeOpenAi, FakeUsage};
+use hearth_tools::ToolRegistry;
+
+use crate::common;
+
+/// A replica on the database at `url`: its own home and store connection,
+/// `[store] backend = "postgres"` (so it has a replica id and leases), and
+/// `extra` (the `[budget]` part).
+async fn replica(url: &str, fake: &FakeOpenAi, extra: &str) -> (Runtime, tempfile::TempDir) {
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(url, TEST_URL_VAR, 4).await.unwrap());
+    let toml = format!(
+        "{}\n[store]\nbackend = \"postgres\"\nlease_secs = 2\n{extra}",
+        common::fake_toml(&fake.base_url(), "", "")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rt = common::build(common::builder(dir.path(), &toml, &store).tools(ToolRegistry::new()))
+        .await;
+    rt.start().await.unwrap();
+    (rt, dir)
+}
+
+async fn run(rt: &Runtime, thread: &str) -> RunEnvelope {
+    let inbound = Inbound {
+        source: "test".into(),
+        thread_key: testing::thread(thread),
+        user_key: testing::user("u:user:a"),
+        text: "hello".into(),
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
+    };
+    let env = rt.ingest(inbound).await.unwrap();
+    match rt.wait(&env.run_id, Duration::from_secs(30)).await.unwrap() {
+        WaitOutcome::Finished(e) => e,
+        WaitOutcome::Pending(e) => panic!("run not finished: {e:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_refuses_a_call_another_replicas_spend_used_up() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let pools = "[[budget.pools]]\nname = \"calls\"\nkind = \"requests\"\nlimit = 2\n\
+                 [[budget.pools]]\nname = \"tokens\"\nkind = \"tokens\"\nlimit = 1000000\n";
+    // Both replicas are up (and have rebuilt their pools from the store)
+    // before anything is spent.
+    let (a, _home_a) = replica(&url, &fake, pools).await;
+    let (b, _home_b) = replica(&url, &fake, pools).await;
+    assert_ne!(a.replica(), b.replica());
+
+    for thread in ["t:1", "t:2"] {
+        assert_eq!(run(&a, thread).await.status, RunStatus::Succeeded);
+    }
+    assert_eq!(fake.request_count(), 2);
+
+    // b spent nothing, yet sees a's use and refuses as one machine would.
+    let refused = run(&b, "t:3").await;
+    assert_eq!(refused.status, RunStatus::Failed, "{refused:?}");
+    let err = refused.error.unwrap();
+    assert_eq!(err.code, "budget_exceeded");
+    assert!(
+        err.message.contains("2 requests used of 2 requests"),
+        "{}",
+        err.message
+    );
+    assert_eq!(fake.request_count(), 2, "the refused call never reached the provider");
+
+    // Both show the shared use: the settled calls at what the provider
+    // reported, nothing held.
+    for rt in [&a, &b] {
+        let status = rt.budget_status().await;
+        let calls = status.iter().find(|p| p.name == "calls").unwrap();
+        assert_eq!((calls.used, calls.reserved), (2.0, 0.0), "{status:?}");
+        let tokens = status.iter().find(|p| p.name == "tokens").unwrap();
+        let each = FakeUsage::DEFAULT.prompt_tokens + FakeUsage::DEFAULT.completion_tokens;
+        let reported = 2.0 * each as f64;
+        assert_eq!(tokens.used, reported, "{status:?}");
+    }
+}
