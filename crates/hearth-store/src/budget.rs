@@ -172,12 +172,12 @@ pub fn level(used: f64, limit: f64) -> u8 {
 /// `key` (`announced`: the window and level announced last), and what is
 /// announced after. A rolling window (`key` 0) announces again after its
 /// use fell back below a threshold.
-pub fn crossed(announced: (Timestamp, u8), key: Timestamp, level: u8) -> (Vec<u8>, (Timestamp, u8)) {
-    let mut done = if announced.0 == key {
-        announced.1
-    } else {
-        0
-    };
+pub fn crossed(
+    announced: (Timestamp, u8),
+    key: Timestamp,
+    level: u8,
+) -> (Vec<u8>, (Timestamp, u8)) {
+    let mut done = if announced.0 == key { announced.1 } else { 0 };
     if key == 0 && level < done {
         done = level;
     }
@@ -204,6 +204,10 @@ mod tests {
         assert_eq!(out, [80, 100], "a new window");
         let (out, state) = crossed((0, 100), 0, level(1.0, 10.0));
         assert!(out.is_empty());
-        assert_eq!(crossed(state, 0, 80).0, [80], "rolling fell back, then rose");
+        assert_eq!(
+            crossed(state, 0, 80).0,
+            [80],
+            "rolling fell back, then rose"
+        );
     }
 }

@@ -38,12 +38,12 @@ pub mod threads;
 pub mod tokens;
 pub mod usage;
 
+pub use budget::BudgetLedger;
 pub use channels::{
     AccessStore, AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind,
     OutboxStatus, OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
     ReplyRouter, RunEnd,
 };
-pub use budget::BudgetLedger;
 pub use cluster::{ClusterStore, ReplicaBeat, ReplicaRecord};
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};

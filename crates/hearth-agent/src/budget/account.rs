@@ -82,7 +82,8 @@ impl Account {
             Window::Hour | Window::Day | Window::Month => window.start(now),
         };
         // The same rule decides for pools shared by replicas, in the ledger.
-        let (out, announced) = budget::crossed(self.announced, key, budget::level(self.used, limit));
+        let (out, announced) =
+            budget::crossed(self.announced, key, budget::level(self.used, limit));
         self.announced = announced;
         out
     }

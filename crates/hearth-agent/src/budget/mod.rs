@@ -376,10 +376,7 @@ impl Budget {
         estimate: Estimate,
     ) -> Result<Reservation, Refusal> {
         match self.shared.get() {
-            Some(shared) => {
-                self.reserve_shared(shared, model, payer, estimate)
-                    .await
-            }
+            Some(shared) => self.reserve_shared(shared, model, payer, estimate).await,
             None => self.reserve_here(model, payer, estimate),
         }
     }
@@ -697,7 +694,13 @@ impl Reservation {
         match self.budget.shared.get() {
             Some(shared) => {
                 self.budget
-                    .settle_shared(shared, &self.holds, &self.model, usage, self.ledger_id.take())
+                    .settle_shared(
+                        shared,
+                        &self.holds,
+                        &self.model,
+                        usage,
+                        self.ledger_id.take(),
+                    )
                     .await;
             }
             None => self.budget.settle(&self.holds, &self.model, usage),
@@ -725,11 +728,16 @@ impl Drop for Reservation {
         {
             // Settled in the ledger in the background: a drop cannot wait.
             let budget = self.budget.clone();
-            let (holds, model) = (std::mem::take(&mut self.holds), std::mem::take(&mut self.model));
+            let (holds, model) = (
+                std::mem::take(&mut self.holds),
+                std::mem::take(&mut self.model),
+            );
             let id = self.ledger_id.take();
             handle.spawn(async move {
                 if let Some(shared) = budget.shared.get() {
-                    budget.settle_shared(shared, &holds, &model, usage, id).await;
+                    budget
+                        .settle_shared(shared, &holds, &model, usage, id)
+                        .await;
                 }
             });
             return;

@@ -25,7 +25,7 @@ use hearth_store::budget::{
 use hearth_store::{BudgetLedger, StoreError};
 
 use super::{
-    Budget, Estimate, Key, Payer, PastCall, PoolStatus, Refusal, Reservation, Scope, Threshold,
+    Budget, Estimate, Key, PastCall, Payer, PoolStatus, Refusal, Reservation, Scope, Threshold,
     Window, subject_of,
 };
 
@@ -102,7 +102,10 @@ impl Budget {
             .filter(|(_, pool)| self.draws(pool, model))
             .filter_map(|(i, pool)| {
                 let subject = subject_of(pool.scope, payer)?;
-                Some(((i, subject.to_owned()), self.estimated(pool.kind, model, estimate)))
+                Some((
+                    (i, subject.to_owned()),
+                    self.estimated(pool.kind, model, estimate),
+                ))
             })
             .collect()
     }
@@ -219,7 +222,13 @@ impl Budget {
                 return;
             }
         };
-        self.mirror(holds.iter().map(|(k, _)| k).zip(settled.iter().map(|s| &s.state)), now);
+        self.mirror(
+            holds
+                .iter()
+                .map(|(k, _)| k)
+                .zip(settled.iter().map(|s| &s.state)),
+            now,
+        );
         for ((key, _), s) in holds.iter().zip(&settled) {
             let Some(pool) = self.pools.get(key.0) else {
                 continue;
@@ -243,11 +252,7 @@ impl Budget {
     }
 
     /// Takes the ledger's state of these pools as this replica's view.
-    fn mirror<'a>(
-        &self,
-        states: impl Iterator<Item = (&'a Key, &'a LedgerUse)>,
-        now: Timestamp,
-    ) {
+    fn mirror<'a>(&self, states: impl Iterator<Item = (&'a Key, &'a LedgerUse)>, now: Timestamp) {
         let mut accounts = self.lock();
         for (key, state) in states {
             if let Some(pool) = self.pools.get(key.0) {
@@ -306,9 +311,9 @@ impl Budget {
                     used: state.used,
                     reserved: state.reserved,
                     resets_at: match pool.window {
-                        Window::Rolling24h => oldest.map_or(now, |b| {
-                            b + Window::ROLLING_MS + ROLLING_BUCKET_MS
-                        }),
+                        Window::Rolling24h => {
+                            oldest.map_or(now, |b| b + Window::ROLLING_MS + ROLLING_BUCKET_MS)
+                        }
                         Window::Hour | Window::Day | Window::Month => pool.window.end(now),
                     },
                 })
@@ -384,7 +389,13 @@ impl Budget {
         let forget_before = now - 40 * 86_400_000;
         shared
             .ledger
-            .tidy(&shared.holder, &live, before, shared.alive_since(now), forget_before)
+            .tidy(
+                &shared.holder,
+                &live,
+                before,
+                shared.alive_since(now),
+                forget_before,
+            )
             .await
     }
 }

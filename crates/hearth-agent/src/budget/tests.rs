@@ -228,12 +228,16 @@ fn scoped_pools_keep_each_subject_apart() {
         &["*"],
     )]);
     assert_eq!(b.status()[0].subject, None, "an unused pool still shows");
-    b.reserve_here("x/cheap", ALICE, est(1)).unwrap().settle_here(None);
+    b.reserve_here("x/cheap", ALICE, est(1))
+        .unwrap()
+        .settle_here(None);
     let err = b.reserve_here("x/cheap", ALICE, est(1)).err().unwrap();
     assert_eq!(err.subject.as_deref(), Some("api:user:alice"));
     assert!(err.to_string().contains("(for api:user:alice)"), "{err}");
     assert!(b.affordable("x/cheap", BOB, est(1)).is_ok());
-    b.reserve_here("x/cheap", BOB, est(1)).unwrap().settle_here(None);
+    b.reserve_here("x/cheap", BOB, est(1))
+        .unwrap()
+        .settle_here(None);
     let subjects: Vec<_> = b.status().into_iter().map(|s| s.subject).collect();
     assert_eq!(
         subjects,
@@ -292,7 +296,9 @@ fn crossing_80_and_100_percent_is_published_once() {
     )]);
     let mut rx = b.subscribe();
     for _ in 0..5 {
-        b.reserve_here("x/cheap", ALICE, est(1)).unwrap().settle_here(None);
+        b.reserve_here("x/cheap", ALICE, est(1))
+            .unwrap()
+            .settle_here(None);
     }
     let first = rx.try_recv().unwrap();
     assert_eq!(
@@ -361,7 +367,9 @@ fn a_call_with_no_reported_usage_is_charged_its_estimate() {
         Scope::Global,
         &["*"],
     )]);
-    b.reserve_here("x/cheap", ALICE, est(1000)).unwrap().settle_here(None);
+    b.reserve_here("x/cheap", ALICE, est(1000))
+        .unwrap()
+        .settle_here(None);
     assert_eq!(b.status()[0].used, 1000.0);
 }
 

@@ -242,7 +242,11 @@ async fn cancelled_streamed_calls_are_charged_and_counted_in_usage() {
     assert_eq!(usage[0].calls, 2, "{usage:?}");
     rt.shutdown(Duration::from_secs(5)).await;
     let rt = runtime(&store, &fake, &pools).await;
-    assert_eq!(rt.budget_status().await[0].used, 2.0, "rebuilt after a restart");
+    assert_eq!(
+        rt.budget_status().await[0].used,
+        2.0,
+        "rebuilt after a restart"
+    );
 }
 
 #[tokio::test]

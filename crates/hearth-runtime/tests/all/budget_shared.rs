@@ -19,14 +19,15 @@ use crate::common;
 /// `[store] backend = "postgres"` (so it has a replica id and leases), and
 /// `extra` (the `[budget]` part).
 async fn replica(url: &str, fake: &FakeOpenAi, extra: &str) -> (Runtime, tempfile::TempDir) {
-    let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(url, TEST_URL_VAR, 4).await.unwrap());
+    let store: Arc<dyn Store> =
+        Arc::new(PostgresStore::connect(url, TEST_URL_VAR, 4).await.unwrap());
     let toml = format!(
         "{}\n[store]\nbackend = \"postgres\"\nlease_secs = 2\n{extra}",
         common::fake_toml(&fake.base_url(), "", "")
     );
     let dir = tempfile::tempdir().unwrap();
-    let rt = common::build(common::builder(dir.path(), &toml, &store).tools(ToolRegistry::new()))
-        .await;
+    let rt =
+        common::build(common::builder(dir.path(), &toml, &store).tools(ToolRegistry::new())).await;
     rt.start().await.unwrap();
     (rt, dir)
 }
@@ -78,7 +79,11 @@ async fn a_replica_refuses_a_call_another_replicas_spend_used_up() {
         "{}",
         err.message
     );
-    assert_eq!(fake.request_count(), 2, "the refused call never reached the provider");
+    assert_eq!(
+        fake.request_count(),
+        2,
+        "the refused call never reached the provider"
+    );
 
     // Both show the shared use: the settled calls at what the provider
     // reported, nothing held.

@@ -4,8 +4,8 @@
 //! a time in (pool, subject) order so that two calls drawing from the same
 //! pools cannot deadlock, then reads use and live holds under the locks.
 
-use hearth_core::Timestamp;
 use deadpool_postgres::Transaction;
+use hearth_core::Timestamp;
 
 use super::PostgresStore;
 use super::rows::col;

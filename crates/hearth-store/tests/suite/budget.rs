@@ -48,7 +48,12 @@ async fn two_replicas() -> Option<(PostgresStore, PostgresStore)> {
     let a = PostgresStore::connect(&url, var, 4).await.unwrap();
     let b = PostgresStore::connect(&url, var, 4).await.unwrap();
     for (store, id) in [(&a, "a"), (&b, "b")] {
-        store.cluster().unwrap().heartbeat(&beat(id, 10_000)).await.unwrap();
+        store
+            .cluster()
+            .unwrap()
+            .heartbeat(&beat(id, 10_000))
+            .await
+            .unwrap();
     }
     Some((a, b))
 }
@@ -79,7 +84,10 @@ async fn two_replicas_racing_for_a_pool_hold_no_more_than_its_limit() {
         for _ in 0..20 {
             let (ledger, id) = (ledger.clone(), id.to_string());
             tasks.push(tokio::spawn(async move {
-                ledger.reserve(&[hold(1.0)], &id, 10_000, 5_000).await.unwrap()
+                ledger
+                    .reserve(&[hold(1.0)], &id, 10_000, 5_000)
+                    .await
+                    .unwrap()
             }));
         }
     }
@@ -90,7 +98,11 @@ async fn two_replicas_racing_for_a_pool_hold_no_more_than_its_limit() {
             held.push(id);
         }
     }
-    assert_eq!(held.len(), 10, "the pool holds exactly its limit of 1-unit calls");
+    assert_eq!(
+        held.len(),
+        10,
+        "the pool holds exactly its limit of 1-unit calls"
+    );
     assert_eq!(pool(ledgers[0].0.as_ref(), 5_000).await, (0.0, 10.0));
 
     // Settling each at its estimate keeps use at the limit; the pool then
@@ -104,8 +116,14 @@ async fn two_replicas_racing_for_a_pool_hold_no_more_than_its_limit() {
     }
     assert_eq!(pool(ledgers[1].0.as_ref(), 5_000).await, (10.0, 0.0));
     for (ledger, id) in &ledgers {
-        let refused = ledger.reserve(&[hold(0.5)], id, 10_000, 5_000).await.unwrap();
-        assert!(matches!(refused, Reserved::Refused { index: 0, .. }), "{refused:?}");
+        let refused = ledger
+            .reserve(&[hold(0.5)], id, 10_000, 5_000)
+            .await
+            .unwrap();
+        assert!(
+            matches!(refused, Reserved::Refused { index: 0, .. }),
+            "{refused:?}"
+        );
     }
 }
 
@@ -126,7 +144,11 @@ async fn a_dead_replicas_holds_stop_counting_after_its_lease() {
     };
     assert_eq!((state.used, state.reserved), (0.0, 8.0));
     // b heartbeats on, a is silent: past a's lease its hold no longer counts.
-    b.cluster().unwrap().heartbeat(&beat("b", 30_000)).await.unwrap();
+    b.cluster()
+        .unwrap()
+        .heartbeat(&beat("b", 30_000))
+        .await
+        .unwrap();
     let taken = lb.reserve(&[hold(4.0)], "b", 30_000, 25_000).await.unwrap();
     assert!(matches!(taken, Reserved::Held { .. }), "{taken:?}");
     assert_eq!(pool(lb.as_ref(), 25_000).await, (0.0, 4.0));
@@ -147,7 +169,10 @@ async fn a_settlement_replaces_the_estimate_with_the_real_use_and_announces_once
     };
     assert_eq!((pools[0].used, pools[0].reserved), (0.0, 6.0));
     let settled = la.settle(&id, &[charge(8.5)], "a", 5_000).await.unwrap();
-    assert_eq!((settled[0].state.used, settled[0].state.reserved), (8.5, 0.0));
+    assert_eq!(
+        (settled[0].state.used, settled[0].state.reserved),
+        (8.5, 0.0)
+    );
     assert_eq!(settled[0].crossed, [80], "8.5 of 10 passes 80 %");
     // The other replica sees the use, and does not announce 80 % again.
     assert_eq!(pool(lb.as_ref(), 5_000).await, (8.5, 0.0));
