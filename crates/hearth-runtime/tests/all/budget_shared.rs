@@ -10,7 +10,7 @@ use hearth_runtime::testing;
 use hearth_runtime::{Runtime, WaitOutcome};
 use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
 use hearth_store::{PostgresStore, Store};
-use hearth_testkit::{FakeOpenAi, FakeUsage};
+use hearth_testkit::{FakeOpenAi, FakeUsage, Reply};
 use hearth_tools::ToolRegistry;
 
 use crate::common;
@@ -96,4 +96,57 @@ async fn a_replica_refuses_a_call_another_replicas_spend_used_up() {
         let reported = 2.0 * each as f64;
         assert_eq!(tokens.used, reported, "{status:?}");
     }
+}
+
+/// The pool `name` as `rt` shows it.
+async fn pool(rt: &Runtime, name: &str) -> hearth_agent::budget::PoolStatus {
+    let status = rt.budget_status().await;
+    status.into_iter().find(|p| p.name == name).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_holds_for_every_replica_and_a_cancelled_one_is_charged() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::hang());
+    let pools = "[[budget.pools]]\nname = \"tok\"\nkind = \"tokens\"\nlimit = 100000\n";
+    let (a, _home_a) = replica(&url, &fake, pools).await;
+    let (b, _home_b) = replica(&url, &fake, pools).await;
+    let inbound = Inbound {
+        source: "test".into(),
+        thread_key: testing::thread("t:cancel"),
+        user_key: testing::user("u:user:a"),
+        text: "hello".into(),
+        delivery_mode: DeliveryMode::FollowUp,
+        idempotency_key: None,
+        scope: None,
+        roles: Vec::new(),
+    };
+    let env = a.ingest(inbound).await.unwrap();
+    fake.wait_for_requests(1).await;
+    // a's call in flight holds its estimate where b sees it.
+    let held = pool(&b, "tok").await.reserved;
+    assert!(
+        held > 4096.0,
+        "the estimate includes max_output_tokens: {held}"
+    );
+
+    // Cut off by the cancel, the call is charged its prompt estimate and its
+    // hold released, in the ledger (settled in the background of the drop).
+    let cancelled = a.cancel(&env.run_id).await.unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let status = pool(&b, "tok").await;
+        if status.reserved == 0.0 || std::time::Instant::now() > deadline {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        status.reserved == 0.0 && status.used > 0.0 && status.used < held - 4096.0 + 1.0,
+        "{status:?}"
+    );
 }
