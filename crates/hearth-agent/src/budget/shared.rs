@@ -383,8 +383,10 @@ impl Budget {
         };
         let now = now_ms();
         let live: Vec<String> = shared.live().iter().cloned().collect();
-        // A hold taken in the last minute may not be in `live` yet.
-        let before = now - 60_000;
+        // Only holds older than any call lasts: one just taken may not be in
+        // `live` yet, and after a reload the budget replaced still has calls
+        // in flight under the same holder (a run ends at its wall limit).
+        let before = now - 3_600_000;
         // The longest window is a month.
         let forget_before = now - 40 * 86_400_000;
         shared

@@ -9,7 +9,7 @@ use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunStatus};
 use hearth_runtime::testing;
 use hearth_runtime::{Runtime, WaitOutcome};
 use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
-use hearth_store::{PostgresStore, Store};
+use hearth_store::{PostgresStore, Store, UsageStore};
 use hearth_testkit::{FakeOpenAi, FakeUsage, Reply};
 use hearth_tools::ToolRegistry;
 
@@ -149,4 +149,41 @@ async fn a_call_in_flight_holds_for_every_replica_and_a_cancelled_one_is_charged
         status.reserved == 0.0 && status.used > 0.0 && status.used < held - 4096.0 + 1.0,
         "{status:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_stored_before_the_ledger_counted_them_count_once() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    // A call in today's usage that no ledger saw (copied from SQLite, say).
+    let store = PostgresStore::connect(&url, TEST_URL_VAR, 2).await.unwrap();
+    store
+        .record_model_call(hearth_store::ModelCall {
+            call_id: "emb_before".into(),
+            at: hearth_core::now_ms(),
+            provider: "fake".into(),
+            model: "m".into(),
+            purpose: "embedding".into(),
+            user_key: None,
+            thread_key: None,
+            input_tokens: Some(3),
+            latency_ms: 1,
+            error_kind: None,
+        })
+        .await
+        .unwrap();
+    let fake = FakeOpenAi::start().await;
+    let pools = "[[budget.pools]]\nname = \"calls\"\nkind = \"requests\"\nlimit = 2\n";
+    // Both replicas rebuild their pools from it; the ledger counts it once.
+    let (a, _home_a) = replica(&url, &fake, pools).await;
+    let (b, _home_b) = replica(&url, &fake, pools).await;
+    assert_eq!(pool(&b, "calls").await.used, 1.0);
+    assert_eq!(run(&a, "t:1").await.status, RunStatus::Succeeded);
+    let refused = run(&b, "t:2").await;
+    assert_eq!(
+        refused.error.map(|e| e.code).as_deref(),
+        Some("budget_exceeded")
+    );
+    assert_eq!(fake.request_count(), 1);
 }
