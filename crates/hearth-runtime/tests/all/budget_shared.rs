@@ -187,3 +187,41 @@ async fn calls_stored_before_the_ledger_counted_them_count_once() {
     );
     assert_eq!(fake.request_count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replica_whose_call_passes_80_percent_of_the_shared_use_announces_it_once() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let pools = "[[budget.pools]]\nname = \"five\"\nkind = \"requests\"\nlimit = 5\n";
+    let (a, _home_a) = replica(&url, &fake, pools).await;
+    let (b, _home_b) = replica(&url, &fake, pools).await;
+    let (mut on_a, mut on_b) = (a.notices(), b.notices());
+    for thread in ["t:1", "t:2", "t:3"] {
+        assert_eq!(run(&a, thread).await.status, RunStatus::Succeeded);
+    }
+    // b's first call is the pool's fourth: 80 % of what both spent.
+    assert_eq!(run(&b, "t:4").await.status, RunStatus::Succeeded);
+    let n = tokio::time::timeout(Duration::from_secs(10), on_b.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n.event, "budget.threshold");
+    assert_eq!(
+        (n.data["pool"].as_str(), n.data["percent"].as_u64()),
+        (Some("five"), Some(80))
+    );
+    assert_eq!(n.data["used"].as_f64(), Some(4.0));
+    // a's next call passes 100 %, and does not announce 80 % again first.
+    assert_eq!(run(&a, "t:5").await.status, RunStatus::Succeeded);
+    let n = tokio::time::timeout(Duration::from_secs(10), on_a.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (n.event.as_str(), n.data["percent"].as_u64()),
+        ("budget.threshold", Some(100)),
+        "{n:?}"
+    );
+}
