@@ -9,13 +9,17 @@ use deadpool_postgres::Object;
 
 use crate::error::{Result, StoreError};
 
-/// Every migration, in order: `(version, SQL)`. A released migration is never
-/// edited, only followed by a new one.
-const MIGRATIONS: &[(u32, &str)] =
-    &[(1, include_str!("../../migrations/postgres/0001_schema.sql"))];
+/// Every migration, in ascending order: `(version, SQL)`. A released
+/// migration is never edited, only followed by a new one. Versions need not
+/// be contiguous (features developed side by side take numbers ahead): each
+/// one the database has not recorded is applied, whatever its neighbours.
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../migrations/postgres/0001_schema.sql")),
+    (4, include_str!("../../migrations/postgres/0004_channels.sql")),
+];
 
-/// The schema version this build writes.
-pub(crate) const LATEST: u32 = 1;
+/// The schema version this build writes (its highest migration).
+pub(crate) const LATEST: u32 = 4;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;
@@ -51,7 +55,10 @@ async fn apply_missing(client: &mut Object) -> Result<()> {
             supported: LATEST,
         });
     }
-    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    // By the set applied, not the highest: a version below the highest that
+    // a database lacks (built without it) is still applied.
+    let applied = applied_versions(client).await?;
+    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| !applied.contains(v)) {
         let failed = |source| StoreError::PostgresMigration { version, source };
         let tx = client.transaction().await?;
         tx.batch_execute(sql).await.map_err(failed)?;
@@ -81,6 +88,16 @@ async fn current_version(client: &Object) -> Result<u32> {
     Ok(u32::try_from(version).unwrap_or(0))
 }
 
+async fn applied_versions(client: &Object) -> Result<Vec<u32>> {
+    let rows = client
+        .query("SELECT version FROM hearth_schema_migrations", &[])
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| u32::try_from(row.get::<_, i32>(0)).unwrap_or(0))
+        .collect())
+}
+
 /// The schema must be the one this build writes (for `/readyz`).
 pub(crate) async fn check_current(client: &Object) -> Result<()> {
     let found = current_version(client).await?;
@@ -103,9 +120,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn versions_start_at_one_and_grow_by_one() {
-        for (i, (version, _)) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(*version as usize, i + 1);
+    fn versions_start_at_one_and_ascend() {
+        assert_eq!(MIGRATIONS.first().map(|m| m.0), Some(1));
+        for pair in MIGRATIONS.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "{} then {}", pair[0].0, pair[1].0);
         }
         assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(LATEST));
     }
