@@ -44,10 +44,21 @@ pub(crate) async fn run_held(
         match runtime.take_duty(name, now_ms()).await {
             Ok(true) => {
                 holder_asked = None;
-                if hold(name, &ingress, &health, &runtime, &stop, asked + lease).await {
-                    runtime.release_duty(name).await;
-                    info!(channel = name, "channel connection released");
-                    return;
+                match hold(name, &ingress, &health, &runtime, &stop, asked + lease).await {
+                    Held::Lost => {}
+                    Held::Stopped => {
+                        runtime.release_duty(name).await;
+                        info!(channel = name, "channel connection released");
+                        return;
+                    }
+                    Held::Ended => {
+                        // It cannot connect from here (a token missing,
+                        // shown in its health): a replica that can takes
+                        // it; this one no longer competes.
+                        runtime.release_duty(name).await;
+                        warn!(channel = name, "the channel's connection cannot run on this replica; left to the others");
+                        return;
+                    }
                 }
             }
             Ok(false) => {
@@ -75,8 +86,18 @@ pub(crate) async fn run_held(
     }
 }
 
+/// How holding a connection ended.
+enum Held {
+    /// Told to stop (shutdown, reload).
+    Stopped,
+    /// The lease went to another replica, or could not be renewed in time.
+    Lost,
+    /// The connection's loop gave up on its own (it cannot run here).
+    Ended,
+}
+
 /// Runs the connection while the lease is held (taken, covering until
-/// `covered`): true when stopped, false when the lease was lost.
+/// `covered`), until it is stopped, the lease lost or the loop gave up.
 async fn hold(
     name: &'static str,
     ingress: &Arc<dyn Ingress>,
@@ -84,7 +105,7 @@ async fn hold(
     runtime: &Runtime,
     stop: &CancellationToken,
     mut covered: Instant,
-) -> bool {
+) -> Held {
     info!(
         channel = name,
         replica = runtime.replica(),
@@ -96,14 +117,13 @@ async fn hold(
     let connection = stop.child_token();
     let mut task = tokio::spawn(ingress.clone().run(runtime.clone(), connection.clone()));
     let mut running = true;
-    let stopped = loop {
+    let held = loop {
         tokio::select! {
-            () = stop.cancelled() => break true,
+            () = stop.cancelled() => break Held::Stopped,
             () = tokio::time::sleep(every) => {}
-            // A push mode's loop ends on its own; the lease is kept.
-            _ = &mut task, if running => {
+            _ = &mut task => {
                 running = false;
-                continue;
+                break if stop.is_cancelled() { Held::Stopped } else { Held::Ended };
             }
         }
         let asked = Instant::now();
@@ -114,14 +134,14 @@ async fn hold(
                     channel = name,
                     "another replica took the channel's connection; stopping it here"
                 );
-                break false;
+                break Held::Lost;
             }
             Err(e) => {
                 // The lease still covers this replica for a while; stop
                 // before it could lapse, so two never connect at once.
                 if Instant::now() + every >= covered {
                     warn!(channel = name, error = %e, "cannot renew the channel's lease before it lapses; stopping its connection");
-                    break false;
+                    break Held::Lost;
                 }
                 warn!(channel = name, error = %e, "cannot renew the channel's lease; trying again");
             }
@@ -132,5 +152,5 @@ async fn hold(
         // The loop ends promptly once stopped (its call under way dropped).
         let _ = task.await;
     }
-    stopped
+    held
 }

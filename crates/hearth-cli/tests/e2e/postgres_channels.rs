@@ -184,3 +184,69 @@ async fn one_replica_polls_telegram_and_another_takes_over_when_it_dies() {
     assert_eq!(tg.with_state(|st| st.pending_updates()), 0);
     no_rejections(&tg);
 }
+
+#[tokio::test]
+async fn a_holder_whose_lease_is_taken_stops_polling_at_once() {
+    use hearth_store::Store;
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let tg = FakeTelegram::start(TOKEN).await;
+    let config = config(&fake, &tg);
+    let env = [("HEARTH_DATABASE_URL", url.as_str()), ("TG_TOKEN", TOKEN)];
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Hearth::start_with(dir_a.path(), Some(&config), &env).await;
+    let b = Hearth::start_with(dir_b.path(), Some(&config), &env).await;
+    let holder = poll("one telegram holder", WAIT, || async {
+        match holders(&a, "telegram").await.as_slice() {
+            [one] => Ok(one.clone()),
+            other => Err(other.to_vec()),
+        }
+    })
+    .await;
+
+    // Something else takes the lease (as a replica would whose clock ran
+    // ahead): the holder's next renewal is refused and it stops polling.
+    let store = hearth_store::PostgresStore::connect(&url, "HEARTH_DATABASE_URL", 1)
+        .await
+        .unwrap();
+    let cluster = store.cluster().unwrap();
+    let far = hearth_core::now_ms() + 3_600_000;
+    poll("the lease taken", WAIT, || async {
+        for id in [replica_id(&a).await, replica_id(&b).await] {
+            cluster.release_lease("telegram", &id).await.unwrap();
+        }
+        let now = hearth_core::now_ms();
+        match cluster.acquire_lease("telegram", "intruder", far, now).await {
+            Ok(true) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    // Within a third of a lease (its renewal) and the poll under way.
+    let settled = Duration::from_millis(LEASE_SECS * 1000 / 3) + Duration::from_secs(2);
+    tokio::time::sleep(settled).await;
+    let calls = tg.with_state(|st| st.calls("getUpdates"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        tg.with_state(|st| st.calls("getUpdates")),
+        calls,
+        "a replica polled without the lease (it was {holder}'s)"
+    );
+    for h in [&a, &b] {
+        let (s, ready) = h.get("/readyz").await;
+        assert_eq!(s, 200, "{ready}");
+        // Who holds it is asked again only now and then: the old holder
+        // may still be named.
+        let check = ready["checks"]["channel:telegram"].as_str().unwrap();
+        assert!(check.starts_with("standby"), "{ready}");
+    }
+
+    // Given back, a replica takes it and answers again.
+    cluster.release_lease("telegram", "intruder").await.unwrap();
+    tg.push_update(tg.private_text(&User::new(ALICE), "back"));
+    wait_text(&tg, ALICE, "echo: back").await;
+    assert_eq!(holders(&a, "telegram").await.len(), 1);
+    no_rejections(&tg);
+}
