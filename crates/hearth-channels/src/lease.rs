@@ -56,7 +56,10 @@ pub(crate) async fn run_held(
                         // shown in its health): a replica that can takes
                         // it; this one no longer competes.
                         runtime.release_duty(name).await;
-                        warn!(channel = name, "the channel's connection cannot run on this replica; left to the others");
+                        warn!(
+                            channel = name,
+                            "the channel's connection cannot run on this replica; left to the others"
+                        );
                         return;
                     }
                 }
@@ -68,7 +71,11 @@ pub(crate) async fn run_held(
                 if !known || holder_asked.is_none_or(|t| t.elapsed() >= HOLDER_EVERY) {
                     let holder = runtime.duty_holder(name).await.ok().flatten();
                     if health.held_by().as_deref() != Some(holder.as_deref().unwrap_or_default()) {
-                        info!(channel = name, holder = holder.as_deref().unwrap_or("another replica"), "channel connection held by another replica; standing by");
+                        info!(
+                            channel = name,
+                            holder = holder.as_deref().unwrap_or("another replica"),
+                            "channel connection held by another replica; standing by"
+                        );
                     }
                     health.standby(holder.as_deref());
                     holder_asked = Some(Instant::now());

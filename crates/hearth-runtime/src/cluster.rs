@@ -155,9 +155,7 @@ impl Runtime {
     /// instead of when the lease lapses. Nothing when alone with the store.
     pub async fn release_duty(&self, duty: &str) {
         if let Some(cluster) = self.inner.store.cluster()
-            && let Err(e) = cluster
-                .release_lease(duty, &self.inner.options.owner)
-                .await
+            && let Err(e) = cluster.release_lease(duty, &self.inner.options.owner).await
         {
             warn!(error = %e, duty, "could not release a duty's lease; it lapses on its own");
         }

@@ -218,7 +218,10 @@ async fn a_holder_whose_lease_is_taken_stops_polling_at_once() {
             cluster.release_lease("telegram", &id).await.unwrap();
         }
         let now = hearth_core::now_ms();
-        match cluster.acquire_lease("telegram", "intruder", far, now).await {
+        match cluster
+            .acquire_lease("telegram", "intruder", far, now)
+            .await
+        {
             Ok(true) => Ok(()),
             other => Err(format!("{other:?}")),
         }

@@ -15,7 +15,10 @@ use crate::error::{Result, StoreError};
 /// one the database has not recorded is applied, whatever its neighbours.
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_schema.sql")),
-    (4, include_str!("../../migrations/postgres/0004_channels.sql")),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_channels.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).

@@ -81,7 +81,10 @@ async fn replicas_claim_each_conversation_once_in_order_and_take_a_lapsed_claim_
         let order: Vec<_> = sent.iter().filter(|p| p.starts_with(chat)).collect();
         assert_eq!(
             order,
-            [0, 1, 2].map(|n| format!("{chat}:{n}")).iter().collect::<Vec<_>>()
+            [0, 1, 2]
+                .map(|n| format!("{chat}:{n}"))
+                .iter()
+                .collect::<Vec<_>>()
         );
     }
 
