@@ -66,9 +66,9 @@ pub(crate) async fn run_held(
             }
             Ok(false) => {
                 // Not a failure: the connection works elsewhere. Who holds
-                // it is asked once, then now and then (a query of its own).
-                let known = health.held_by().is_some_and(|h| !h.is_empty());
-                if !known || holder_asked.is_none_or(|t| t.elapsed() >= HOLDER_EVERY) {
+                // it is asked when this replica starts standing by, then
+                // now and then (a query of its own).
+                if holder_asked.is_none_or(|t| t.elapsed() >= HOLDER_EVERY) {
                     let holder = runtime.duty_holder(name).await.ok().flatten();
                     if health.held_by().as_deref() != Some(holder.as_deref().unwrap_or_default()) {
                         info!(
@@ -83,7 +83,6 @@ pub(crate) async fn run_held(
             }
             Err(e) => {
                 warn!(channel = name, error = %e, "cannot tell who holds the channel's connection; asking again");
-                health.failed(format!("cannot take the connection's lease: {e}"));
             }
         }
         tokio::select! {
