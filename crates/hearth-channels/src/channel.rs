@@ -89,6 +89,15 @@ pub trait Ingress: Send + Sync + 'static {
     /// channel's health; this never returns early.
     async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken);
 
+    /// Whether [`Ingress::run`] keeps a long-lived connection to the
+    /// platform (a poller, a gateway, a socket) that one replica at a time
+    /// may hold when several share a store; a push mode's loop (which only
+    /// learns who the bot is) runs on every replica, as its requests reach
+    /// any of them.
+    fn holds_connection(&self) -> bool {
+        false
+    }
+
     /// The endpoint of the platform's push mode (a webhook), mounted on
     /// hearth's listener outside bearer auth (it checks its own signature).
     fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {

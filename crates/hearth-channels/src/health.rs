@@ -1,7 +1,8 @@
 //! A channel's health as `/v1/channels` and `/readyz` show it. A channel is
 //! `connected` after its first successful platform call and while events
 //! arrive and are acknowledged; repeated failures make it `degraded` until a
-//! call succeeds again.
+//! call succeeds again. On a replica whose connection another replica holds
+//! it is `standby` (not a failure) until this one takes the connection.
 
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -29,6 +30,9 @@ struct Inner {
     failures: u32,
     last_error: Option<String>,
     last_event_at: Option<Timestamp>,
+    /// Another replica holds the connection: `Some(its id)`, or `Some("")`
+    /// when which one is not known.
+    standby: Option<String>,
 }
 
 /// Called with the last error when a channel becomes degraded.
@@ -56,6 +60,7 @@ impl Default for Health {
                 failures: 0,
                 last_error: None,
                 last_event_at: None,
+                standby: None,
             }),
             on_degraded: OnceLock::new(),
         }
@@ -107,10 +112,34 @@ impl Health {
         }
     }
 
+    /// Another replica holds the connection (`holder`, when known): this
+    /// one stands by, which is no failure.
+    pub fn standby(&self, holder: Option<&str>) {
+        self.with(|h| {
+            h.standby = Some(holder.unwrap_or_default().to_owned());
+            h.failures = 0;
+            h.last_error = None;
+            h.connected_once = false;
+        });
+    }
+
+    /// This replica took the connection: it connects from here.
+    pub fn holding(&self) {
+        self.with(|h| h.standby = None);
+    }
+
+    /// Who holds the connection when this replica stands by: `Some(id)`,
+    /// or `Some("")` when which replica is not known.
+    pub fn held_by(&self) -> Option<String> {
+        self.with(|h| h.standby.clone())
+    }
+
     /// The current snapshot.
     pub fn snapshot(&self) -> HealthSnapshot {
         self.with(|h| HealthSnapshot {
-            state: if h.failures >= DEGRADED_AFTER {
+            state: if h.standby.is_some() {
+                ChannelState::Standby
+            } else if h.failures >= DEGRADED_AFTER {
                 ChannelState::Degraded
             } else if h.connected_once {
                 ChannelState::Connected
@@ -146,6 +175,22 @@ mod tests {
         assert_eq!(s.state, ChannelState::Connected);
         assert!(s.last_event_at.is_some());
         assert_eq!(s.last_error, None);
+    }
+
+    #[test]
+    fn a_standby_channel_is_not_failing_and_connects_once_it_holds() {
+        let h = Health::default();
+        for _ in 0..DEGRADED_AFTER {
+            h.failed("HTTP 502");
+        }
+        h.standby(Some("host-1-abcd"));
+        let s = h.snapshot();
+        assert_eq!(s.state, ChannelState::Standby);
+        assert_eq!(s.last_error, None);
+        assert_eq!(h.held_by().as_deref(), Some("host-1-abcd"));
+        h.holding();
+        assert_eq!(h.snapshot().state, ChannelState::Connecting);
+        assert_eq!(h.held_by(), None);
     }
 
     #[test]

@@ -207,14 +207,28 @@ impl Channels {
                 continue;
             }
             let stop = CancellationToken::new();
+            // A connection only one replica may hold runs under its lease;
+            // every replica sends replies (claiming each conversation).
+            let ingress = if e.ingress.holds_connection() {
+                tokio::spawn(crate::lease::run_held(
+                    e.name(),
+                    e.ingress.clone(),
+                    e.health.clone(),
+                    runtime.clone(),
+                    stop.clone(),
+                ))
+            } else {
+                tokio::spawn(e.ingress.clone().run(runtime.clone(), stop.clone()))
+            };
             let tasks = vec![
-                tokio::spawn(e.ingress.clone().run(runtime.clone(), stop.clone())),
+                ingress,
                 tokio::spawn(crate::outbox::run_sender(
                     e.delivery.clone(),
                     self.inner.outbox.clone(),
                     e.wake.clone(),
                     self.inner.max_age,
                     self.inner.notices.clone(),
+                    crate::outbox::Claimer::of(runtime),
                     stop.clone(),
                 )),
             ];
@@ -360,8 +374,8 @@ impl Channels {
             .collect())
     }
 
-    /// `/readyz` checks: `("channel:<name>", "ok" | "connecting" | "degraded: <reason>")`
-    /// for each enabled channel.
+    /// `/readyz` checks: `("channel:<name>", "ok" | "connecting" | "degraded: <reason>"
+    /// | "standby: held by <replica>")` for each enabled channel.
     pub fn readiness(&self) -> Vec<(String, String)> {
         self.inner
             .enabled
@@ -370,6 +384,11 @@ impl Channels {
                 let h = e.health.snapshot();
                 let status = match h.state {
                     ChannelState::Connected => "ok".to_owned(),
+                    // Not a failure: another replica holds the connection.
+                    ChannelState::Standby => match e.health.held_by() {
+                        Some(holder) if !holder.is_empty() => format!("standby: held by {holder}"),
+                        _ => "standby".to_owned(),
+                    },
                     ChannelState::Degraded => format!(
                         "degraded: {}",
                         h.last_error.as_deref().unwrap_or("repeated failures")

@@ -26,6 +26,7 @@ pub mod health;
 pub mod hub;
 #[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
 mod kit;
+mod lease;
 pub mod outbox;
 pub mod payload;
 pub mod progress;

@@ -1,6 +1,9 @@
 //! The per-channel sender: delivers the outbox at least once, in order per
 //! conversation, each conversation independently of the others, with retry
 //! and capped exponential backoff, honouring the platform's rate limits.
+//! Every replica sharing a store runs it; each conversation's next reply is
+//! claimed by one of them (see [`OutboxStore::claim_outbox`]), so a reply
+//! is sent by one replica, after the conversation's earlier ones.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -76,6 +79,31 @@ pub(crate) async fn save_progress(
     }
 }
 
+/// Who claims the conversations a sender delivers to, and for how long a
+/// claim lasts without renewal (a dead sender's claims lapse after it).
+#[derive(Debug, Clone)]
+pub struct Claimer {
+    /// The replica id.
+    pub id: String,
+    /// How long a claim lasts; renewed every third of it while a delivery
+    /// is under way.
+    pub lease: Duration,
+}
+
+impl Claimer {
+    /// The replica `runtime` is, with its lease.
+    pub fn of(runtime: &hearth_runtime::Runtime) -> Self {
+        Self {
+            id: runtime.replica().to_owned(),
+            lease: runtime.lease(),
+        }
+    }
+
+    fn lease_ms(&self) -> i64 {
+        millis(self.lease)
+    }
+}
+
 /// `outbox.failed`: an item ended `failed`. `data`:
 /// `{"id", "channel", "target", "kind", "run_id", "error"}`.
 pub const OUTBOX_FAILED: &str = "outbox.failed";
@@ -87,14 +115,17 @@ pub const OUTBOX_FAILED: &str = "outbox.failed";
 /// its queue goes out as soon as it is due and the conversation's previous
 /// delivery has ended, whatever other conversations are waiting on, so a
 /// slow or failing send delays only its own conversation. Within one
-/// conversation items go out one at a time, in order. On `stop`, no new
-/// delivery starts and those under way are waited for.
+/// conversation items go out one at a time, in order. A conversation's
+/// head is delivered only once `claimer` claimed it; the claims of
+/// deliveries under way are renewed, and given up on `stop`. On `stop`, no
+/// new delivery starts and those under way are waited for.
 pub async fn run_sender(
     channel: Arc<dyn Delivery>,
     store: Arc<dyn OutboxStore>,
     wake: Arc<Notify>,
     max_age: Duration,
     notices: Notices,
+    claimer: Claimer,
     stop: CancellationToken,
 ) {
     let name = channel.name();
@@ -103,6 +134,8 @@ pub async fn run_sender(
     // Deliveries under way, and the conversation each one holds.
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut busy: HashMap<tokio::task::Id, String> = HashMap::new();
+    let renew_every = claimer.lease / 3;
+    let mut renewed_at = tokio::time::Instant::now();
     loop {
         while let Some(done) = tasks.try_join_next_with_id() {
             settle(&mut busy, done);
@@ -111,14 +144,34 @@ pub async fn run_sender(
             while let Some(done) = tasks.join_next_with_id().await {
                 settle(&mut busy, done);
             }
+            // What this sender held goes to another replica at once.
+            if let Err(e) = store.release_outbox_claims(name, &claimer.id).await {
+                warn!(channel = name, error = %e, "cannot give up the outbox claims; they lapse on their own");
+            }
             return;
         }
         let now = now_ms();
+        if !busy.is_empty() && renewed_at.elapsed() >= renew_every {
+            // Deliveries under way keep their conversations.
+            if let Err(e) = store
+                .renew_outbox_claims(name, &claimer.id, now.saturating_add(claimer.lease_ms()))
+                .await
+            {
+                warn!(channel = name, error = %e, "cannot renew the outbox claims");
+            }
+            renewed_at = tokio::time::Instant::now();
+        }
         if busy.len() < IN_FLIGHT {
             // Busy conversations' heads are among the due items: fetching
-            // that many more leaves room for a full round of others.
+            // that many more leaves room for a full round of others. One
+            // claimed and not started (no room) comes again to this claimer
+            // at its next round.
             let limit = ROUND.saturating_add(u32::try_from(busy.len()).unwrap_or(u32::MAX));
-            let due = match store.due_outbox(name, now, limit).await {
+            let until = now.saturating_add(claimer.lease_ms());
+            let due = match store
+                .claim_outbox(name, now, limit, &claimer.id, until)
+                .await
+            {
                 Ok(due) => due,
                 Err(e) => {
                     warn!(channel = name, error = %e, "cannot read the outbox; retrying");
@@ -168,6 +221,12 @@ pub async fn run_sender(
             .unwrap_or(IDLE)
             .min(IDLE)
             .min(gauge_wait);
+        // Claims under way are renewed in time.
+        let wait = if busy.is_empty() {
+            wait
+        } else {
+            wait.min(renew_every)
+        };
         tokio::select! {
             () = stop.cancelled() => {}
             () = wake.notified() => {}

@@ -128,6 +128,10 @@ async fn a_slow_conversation_does_not_hold_up_another() {
         wake.clone(),
         Duration::from_secs(3600),
         Notices::default(),
+        super::Claimer {
+            id: "replica-1".into(),
+            lease: Duration::from_secs(15),
+        },
         stop.clone(),
     ));
     assert_eq!(

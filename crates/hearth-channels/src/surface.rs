@@ -295,7 +295,7 @@ impl ChatSurface for ChannelsSurface {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         if let Some((alerts, notices)) = alerts {
-            let stop = alerts.start(notices);
+            let stop = alerts.start(notices, crate::outbox::Claimer::of(runtime));
             *self
                 .alerts_stop
                 .lock()

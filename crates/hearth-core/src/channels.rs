@@ -18,6 +18,10 @@ pub enum ChannelState {
     Connected,
     /// Failing; retrying with backoff.
     Degraded,
+    /// Enabled, its connection held by another replica sharing the store
+    /// (this one takes it over if that one dies); replies are still sent
+    /// from here.
+    Standby,
 }
 
 impl ChannelState {
@@ -28,6 +32,7 @@ impl ChannelState {
             Self::Connecting => "connecting",
             Self::Connected => "connected",
             Self::Degraded => "degraded",
+            Self::Standby => "standby",
         }
     }
 }

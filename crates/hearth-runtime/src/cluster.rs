@@ -115,20 +115,66 @@ impl Runtime {
     /// store; on a shared store when it holds (or just took) the duty's
     /// lease, renewed for another lease at each call.
     pub(crate) async fn holds_duty(&self, duty: &str, now: Timestamp) -> bool {
-        let Some(cluster) = self.inner.store.cluster() else {
-            return true;
-        };
-        let until = now + lease_ms(&self.inner.options);
-        match cluster
-            .acquire_lease(duty, &self.inner.options.owner, until, now)
-            .await
-        {
+        match self.take_duty(duty, now).await {
             Ok(held) => held,
             Err(e) => {
                 warn!(error = %e, duty, "could not take or renew a duty's lease");
                 false
             }
         }
+    }
+
+    /// Whether other replicas share this one's store (PostgreSQL), so that
+    /// a duty (a channel's connection) is held by one of them at a time.
+    pub fn shares_store(&self) -> bool {
+        self.inner.store.cluster().is_some()
+    }
+
+    /// How long a lease lasts (`[store] lease_secs`): a holder renews its
+    /// duties well within it, and a dead holder's lapse after it.
+    pub fn lease(&self) -> std::time::Duration {
+        self.inner.options.lease
+    }
+
+    /// Takes or renews the lease of `duty` for this replica, until a lease
+    /// after `now`: true when this replica holds it now (always when alone
+    /// with the store), false when another replica does; an error when the
+    /// store could not say (the caller decides how long its old lease
+    /// still covers it).
+    pub async fn take_duty(&self, duty: &str, now: Timestamp) -> Result<bool> {
+        let Some(cluster) = self.inner.store.cluster() else {
+            return Ok(true);
+        };
+        let until = now + lease_ms(&self.inner.options);
+        Ok(cluster
+            .acquire_lease(duty, &self.inner.options.owner, until, now)
+            .await?)
+    }
+
+    /// Gives up `duty` at a clean stop, so another replica takes it at once
+    /// instead of when the lease lapses. Nothing when alone with the store.
+    pub async fn release_duty(&self, duty: &str) {
+        if let Some(cluster) = self.inner.store.cluster()
+            && let Err(e) = cluster.release_lease(duty, &self.inner.options.owner).await
+        {
+            warn!(error = %e, duty, "could not release a duty's lease; it lapses on its own");
+        }
+    }
+
+    /// The replica that holds `duty` now, among those alive; `None` when
+    /// none does (or alone with the store, where this process holds all).
+    pub async fn duty_holder(&self, duty: &str) -> Result<Option<String>> {
+        let Some(cluster) = self.inner.store.cluster() else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        let since = now - 3 * lease_ms(&self.inner.options);
+        Ok(cluster
+            .replicas(since, now)
+            .await?
+            .into_iter()
+            .find(|r| r.holds.iter().any(|h| h == duty))
+            .map(|r| r.id))
     }
 
     /// Leaves the cluster at a clean shutdown: the row and leases go at

@@ -29,6 +29,42 @@ pub trait OutboxStore: Send + Sync + 'static {
         now: Timestamp,
         limit: u32,
     ) -> Result<Vec<OutboxItem>>;
+    /// Claims the items of `channel` to deliver now for `claimer`, until
+    /// `until`: like [`OutboxStore::due_outbox`], but only the heads of
+    /// conversations no other claimer holds (its claim unexpired at `now`),
+    /// so that of several processes sharing the store exactly one sends a
+    /// conversation's head, and the next item only once the head is
+    /// settled. The heads `claimer` already holds come again (renewed).
+    /// A store one process alone uses (SQLite: the home lock) needs no
+    /// claim: the default is `due_outbox`.
+    async fn claim_outbox(
+        &self,
+        channel: &str,
+        now: Timestamp,
+        limit: u32,
+        claimer: &str,
+        until: Timestamp,
+    ) -> Result<Vec<OutboxItem>> {
+        let _ = (claimer, until);
+        self.due_outbox(channel, now, limit).await
+    }
+    /// Extends to `until` the claims `claimer` holds on `channel`'s pending
+    /// items (deliveries still under way). Nothing where nothing is claimed.
+    async fn renew_outbox_claims(
+        &self,
+        channel: &str,
+        claimer: &str,
+        until: Timestamp,
+    ) -> Result<()> {
+        let _ = (channel, claimer, until);
+        Ok(())
+    }
+    /// Gives up every claim `claimer` holds on `channel`'s pending items
+    /// (its sender stopped), so another process sends them at once.
+    async fn release_outbox_claims(&self, channel: &str, claimer: &str) -> Result<()> {
+        let _ = (channel, claimer);
+        Ok(())
+    }
     /// The earliest time after `after` at which the oldest pending item of
     /// one of `channel`'s targets is due, if any (items behind a target's
     /// oldest wait for it, so their own times do not count).

@@ -14,6 +14,7 @@ mod suite {
     mod cluster;
     mod conformance;
     mod memory;
+    mod outbox_claims;
     mod permissions;
     mod secrets;
     mod sqlite;

@@ -135,9 +135,13 @@ impl Alerts {
         }))
     }
 
-    /// Starts matching `notices` and the webhook sender; returns the token
-    /// that stops both.
-    pub fn start(self, notices: broadcast::Receiver<Notice>) -> CancellationToken {
+    /// Starts matching `notices` and the webhook sender (claiming the
+    /// webhooks' queues as `claimer`); returns the token that stops both.
+    pub fn start(
+        self,
+        notices: broadcast::Receiver<Notice>,
+        claimer: crate::outbox::Claimer,
+    ) -> CancellationToken {
         let stop = self.stop.clone();
         if let Some(w) = &self.webhooks {
             tokio::spawn(run_sender(
@@ -147,6 +151,7 @@ impl Alerts {
                 self.max_age,
                 // Webhook failures are alerts' own: never alerted about.
                 hearth_runtime::Notices::default(),
+                claimer,
                 stop.child_token(),
             ));
         }

@@ -211,6 +211,10 @@ impl Ingress for Discord {
     async fn run(self: Arc<Self>, runtime: Runtime, stop: CancellationToken) {
         gateway::run(Live::new(self, runtime), stop).await;
     }
+
+    fn holds_connection(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

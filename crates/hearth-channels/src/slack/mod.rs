@@ -298,6 +298,10 @@ impl Ingress for Slack {
         }
     }
 
+    fn holds_connection(&self) -> bool {
+        self.config.mode == SlackMode::Socket
+    }
+
     fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {
         (self.config.mode == SlackMode::Http)
             .then(|| Arc::new(http::SlackEvents(self)) as Arc<dyn Webhook>)

@@ -171,6 +171,10 @@ impl Ingress for Telegram {
         inbound::run(Live::new(self, runtime), stop).await;
     }
 
+    fn holds_connection(&self) -> bool {
+        self.config.mode != TelegramMode::Webhook
+    }
+
     fn webhook(self: Arc<Self>) -> Option<Arc<dyn Webhook>> {
         (self.config.mode == TelegramMode::Webhook)
             .then(|| Arc::new(webhook::TelegramWebhook(self)) as Arc<dyn Webhook>)

@@ -39,6 +39,7 @@ mod outbox;
 mod outcome_unknown;
 mod permissions;
 mod postgres;
+mod postgres_channels;
 mod presses;
 mod providers;
 mod reactions;

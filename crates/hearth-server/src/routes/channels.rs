@@ -40,7 +40,8 @@ pub struct ChannelDto {
     pub name: String,
     /// Enabled in `hearth.toml`.
     pub enabled: bool,
-    /// `disabled`, `connecting`, `connected` or `degraded`.
+    /// `disabled`, `connecting`, `connected`, `degraded` or `standby` (another
+    /// replica sharing the store holds its connection).
     pub state: String,
     /// The last failure.
     pub last_error: Option<String>,

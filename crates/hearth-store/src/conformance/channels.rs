@@ -209,6 +209,60 @@ pub async fn outbox_delivers_in_order_per_target<S: ChannelStore>(store: S) {
     assert_eq!(heads, vec![ids[1], ids[2]]);
 }
 
+/// One claimer (a process alone, or one replica) is handed the due heads as
+/// `due_outbox` gives them, those it already holds included, in id order;
+/// a head waiting for its retry holds back its target for it too.
+pub async fn one_claimer_is_handed_the_due_heads<S: ChannelStore>(store: S) {
+    let ids = store
+        .enqueue_outbox(
+            vec![item("chat1", "a"), item("chat1", "b"), item("chat2", "c")],
+            100,
+        )
+        .await
+        .unwrap();
+    let heads = |items: Vec<crate::channels::OutboxItem>| -> Vec<i64> {
+        items.iter().map(|i| i.id).collect()
+    };
+    let claimed = store
+        .claim_outbox("telegram", 100, 10, "r1", 2_100)
+        .await
+        .unwrap();
+    assert_eq!(heads(claimed), vec![ids[0], ids[2]]);
+    assert!(
+        store
+            .claim_outbox("discord", 100, 10, "r1", 2_100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Held already: handed again (a sender's deliveries under way).
+    store
+        .renew_outbox_claims("telegram", "r1", 3_000)
+        .await
+        .unwrap();
+    let again = store
+        .claim_outbox("telegram", 200, 10, "r1", 2_200)
+        .await
+        .unwrap();
+    assert_eq!(heads(again), vec![ids[0], ids[2]]);
+    store.outbox_retry(ids[0], 500, "HTTP 502").await.unwrap();
+    store.outbox_sent(ids[2]).await.unwrap();
+    assert!(
+        store
+            .claim_outbox("telegram", 300, 10, "r1", 2_300)
+            .await
+            .unwrap()
+            .is_empty(),
+        "chat1's head waits for its retry, and b behind it"
+    );
+    store.release_outbox_claims("telegram", "r1").await.unwrap();
+    let after = store
+        .claim_outbox("telegram", 500, 10, "r1", 2_500)
+        .await
+        .unwrap();
+    assert_eq!(heads(after), vec![ids[0]]);
+}
+
 /// Retried, failed and retried-by-hand items, their counts and listing.
 pub async fn outbox_retries_fails_and_is_retried<S: ChannelStore>(store: S) {
     let ids = store

@@ -130,6 +130,7 @@ macro_rules! store_conformance_tests {
             ],
             channels: [
                 outbox_delivers_in_order_per_target,
+                one_claimer_is_handed_the_due_heads,
                 outbox_retries_fails_and_is_retried,
                 a_run_end_queues_its_replies_only_when_it_ends_the_run,
                 a_confirmation_queues_its_prompt_once,

@@ -16,10 +16,11 @@ use crate::error::{Result, StoreError};
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_schema.sql")),
     (3, include_str!("../../migrations/postgres/0003_budget.sql")),
+    (4, include_str!("../../migrations/postgres/0004_channels.sql")),
 ];
 
-/// The schema version this build writes.
-pub(crate) const LATEST: u32 = 3;
+/// The schema version this build writes (its highest migration).
+pub(crate) const LATEST: u32 = 4;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;

@@ -5,8 +5,10 @@
 //!
 //! Every write here is one statement, so it is atomic on its own; the ones
 //! several replicas may race on (`first_sight`, the status changes guarded by
-//! `status = 'pending'`) decide the race in that statement. Claiming the
-//! outbox across replicas is not done here: `due_outbox` only reads.
+//! `status = 'pending'`) decide the race in that statement. Replicas deliver
+//! one outbox by claiming each conversation's head item (`claim_outbox`):
+//! the claim names the replica and lapses at a time, so a dead sender's
+//! conversations go to another replica once its claim expires.
 
 use deadpool_postgres::GenericClient;
 use hearth_core::Timestamp;
@@ -128,6 +130,64 @@ impl OutboxStore for PostgresStore {
             .await?;
         let rows = client.query(&stmt, &[&channel, &now, &wide(limit)]).await?;
         items(&rows)
+    }
+
+    async fn claim_outbox(
+        &self,
+        channel: &str,
+        now: Timestamp,
+        limit: u32,
+        claimer: &str,
+        until: Timestamp,
+    ) -> Result<Vec<OutboxItem>> {
+        let client = self.client().await?;
+        // A head locked by a replica claiming it now is skipped; one claimed
+        // by a replica that committed meanwhile is re-read under the lock
+        // (READ COMMITTED re-checks the row's new version) and left out, so
+        // of racing replicas exactly one gets each head.
+        let stmt = client
+            .prepare_cached(concat!(
+                "UPDATE outbox SET claimed_by = $4, claimed_until = $5 WHERE id IN (\
+                 SELECT id FROM outbox o WHERE channel = $1 AND status = 'pending' \
+                 AND next_attempt_at <= $2 \
+                 AND (claimed_until IS NULL OR claimed_until < $2 OR claimed_by = $4) \
+                 AND id = (SELECT min(id) FROM outbox h WHERE h.channel = o.channel \
+                           AND h.target = o.target AND h.status = 'pending') \
+                 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING ",
+                outbox_columns!()
+            ))
+            .await?;
+        let rows = client
+            .query(&stmt, &[&channel, &now, &wide(limit), &claimer, &until])
+            .await?;
+        let mut claimed = items(&rows)?;
+        claimed.sort_by_key(|i| i.id);
+        Ok(claimed)
+    }
+
+    async fn renew_outbox_claims(
+        &self,
+        channel: &str,
+        claimer: &str,
+        until: Timestamp,
+    ) -> Result<()> {
+        self.outbox_update(
+            "UPDATE outbox SET claimed_until = $3 WHERE channel = $1 AND claimed_by = $2 \
+             AND status = 'pending'",
+            &[&channel, &claimer, &until],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn release_outbox_claims(&self, channel: &str, claimer: &str) -> Result<()> {
+        self.outbox_update(
+            "UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE channel = $1 \
+             AND claimed_by = $2 AND status = 'pending'",
+            &[&channel, &claimer],
+        )
+        .await?;
+        Ok(())
     }
 
     async fn next_outbox_due(&self, channel: &str, after: Timestamp) -> Result<Option<Timestamp>> {
