@@ -12,6 +12,7 @@
 mod suite {
     mod cluster;
     mod conformance;
+    mod copy;
     mod memory;
     mod permissions;
     mod secrets;

@@ -15,6 +15,7 @@
 
 mod cluster;
 mod confirmations;
+pub mod copy;
 mod grants;
 mod history;
 mod jobs;
