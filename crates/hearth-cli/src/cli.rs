@@ -254,6 +254,11 @@ pub enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// The store: copy this home's SQLite database into PostgreSQL.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// SKILL.md skills and signed executable skills.
     Skills {
         #[command(subcommand)]
@@ -704,6 +709,22 @@ pub enum MemoryCommand {
     },
 }
 
+/// `hearth store ...`
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy this home's SQLite database (the server stopped) into an empty
+    /// PostgreSQL database whose URL is in HEARTH_DATABASE_URL (or the
+    /// variable --url-env names), one line per table, then compare each
+    /// table's row count and checksum. Exit 0 when all match, 2 when the
+    /// target is not empty.
+    CopyToPostgres {
+        /// The environment variable that holds the URL (default: [store]
+        /// url_env, HEARTH_DATABASE_URL).
+        #[arg(long, value_name = "VAR")]
+        url_env: Option<String>,
+    },
+}
+
 /// Runs the command.
 pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
     let g = cli.global;
@@ -712,6 +733,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Token { command } => crate::tokens::run(&g, command).await,
         Command::Secrets { command } => crate::secrets::run(&g, command).await,
         Command::Memory { command } => crate::memory::run(&g, command).await,
+        Command::Store { command } => crate::store_cmd::run(&g, command).await,
         Command::Skills {
             command:
                 command @ (SkillsCommand::Keygen { .. }

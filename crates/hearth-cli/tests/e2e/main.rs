@@ -52,6 +52,7 @@ mod service;
 mod shared_threads;
 mod skills;
 mod slack;
+mod store_copy;
 mod telegram;
 mod tools;
 mod usage;
