@@ -19,6 +19,7 @@ mod compaction;
 mod confirmations;
 mod discord;
 mod doctor;
+mod doctor_database;
 mod door;
 mod durability;
 mod home_lock;

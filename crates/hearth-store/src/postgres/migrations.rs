@@ -70,7 +70,7 @@ async fn apply_missing(client: &mut Object) -> Result<()> {
     Ok(())
 }
 
-async fn current_version(client: &Object) -> Result<u32> {
+pub(crate) async fn current_version(client: &Object) -> Result<u32> {
     let row = client
         .query_one(
             "SELECT coalesce(max(version), 0) FROM hearth_schema_migrations",
