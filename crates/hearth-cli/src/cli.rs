@@ -248,8 +248,9 @@ pub enum Command {
         #[command(subcommand)]
         command: SecretsCommand,
     },
-    /// What is remembered about a user: export it or erase it (works on the
-    /// local home, server running or not).
+    /// What is remembered about a user: export it or erase it; embed every
+    /// memory again after a change of model (works on the local home, server
+    /// running or not).
     Memory {
         #[command(subcommand)]
         command: MemoryCommand,
@@ -707,6 +708,10 @@ pub enum MemoryCommand {
         #[arg(long)]
         yes: bool,
     },
+    /// Embed every memory again with the model [memory] embeddings names
+    /// (after changing it), with a progress line; memories already embedded
+    /// by that model are kept.
+    Reembed,
 }
 
 /// `hearth store ...`

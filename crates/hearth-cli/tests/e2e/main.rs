@@ -33,6 +33,7 @@ mod mcp_client;
 mod mcp_server;
 mod memory;
 mod memory_meaning;
+mod memory_reembed;
 mod metrics;
 mod openai;
 mod ordering;
