@@ -38,7 +38,7 @@
 mod cells;
 mod schema;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tokio::sync::mpsc;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
@@ -464,7 +464,7 @@ async fn set_sequences(
 }
 
 /// The digest of `table` as SQLite holds it.
-fn sqlite_digest(path: &PathBuf, table: &TablePlan) -> Result<TableDigest, CopyError> {
+fn sqlite_digest(path: &Path, table: &TablePlan) -> Result<TableDigest, CopyError> {
     let conn = open_sqlite(path)?;
     let mut stmt = conn.prepare(&table.sqlite_select())?;
     let mut rows = stmt.query([])?;
