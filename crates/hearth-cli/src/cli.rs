@@ -248,11 +248,17 @@ pub enum Command {
         #[command(subcommand)]
         command: SecretsCommand,
     },
-    /// What is remembered about a user: export it or erase it (works on the
-    /// local home, server running or not).
+    /// What is remembered about a user: export it or erase it; embed every
+    /// memory again after a change of model (works on the local home, server
+    /// running or not).
     Memory {
         #[command(subcommand)]
         command: MemoryCommand,
+    },
+    /// The store: copy this home's SQLite database into PostgreSQL.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
     },
     /// SKILL.md skills and signed executable skills.
     Skills {
@@ -702,6 +708,26 @@ pub enum MemoryCommand {
         #[arg(long)]
         yes: bool,
     },
+    /// Embed every memory again with the model [memory] embeddings names
+    /// (after changing it), with a progress line; memories already embedded
+    /// by that model are kept.
+    Reembed,
+}
+
+/// `hearth store ...`
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy this home's SQLite database (the server stopped) into an empty
+    /// PostgreSQL database whose URL is in HEARTH_DATABASE_URL (or the
+    /// variable --url-env names), one line per table, then compare each
+    /// table's row count and checksum. Exit 0 when all match, 2 when the
+    /// target is not empty.
+    CopyToPostgres {
+        /// The environment variable that holds the URL (default: [store]
+        /// url_env, HEARTH_DATABASE_URL).
+        #[arg(long, value_name = "VAR")]
+        url_env: Option<String>,
+    },
 }
 
 /// Runs the command.
@@ -712,6 +738,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
         Command::Token { command } => crate::tokens::run(&g, command).await,
         Command::Secrets { command } => crate::secrets::run(&g, command).await,
         Command::Memory { command } => crate::memory::run(&g, command).await,
+        Command::Store { command } => crate::store_cmd::run(&g, command).await,
         Command::Skills {
             command:
                 command @ (SkillsCommand::Keygen { .. }

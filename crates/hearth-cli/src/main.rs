@@ -20,6 +20,7 @@ mod secrets;
 mod serve;
 mod service;
 mod skills;
+mod store_cmd;
 mod tokens;
 
 use std::process::ExitCode;

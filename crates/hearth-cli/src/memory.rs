@@ -1,6 +1,7 @@
 //! `hearth memory`: a user's right to see and erase what hearth remembers
 //! about them. Works on the home's database directly, like `hearth secrets`,
-//! so an operator can answer a request with the server stopped.
+//! so an operator can answer a request with the server stopped; `reembed`
+//! embeds every memory again after `[memory] embeddings` names a new model.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -15,6 +16,7 @@ use crate::cli::{Global, MemoryCommand};
 pub async fn run(g: &Global, command: MemoryCommand) -> Result<(), Exit> {
     let user = match &command {
         MemoryCommand::Export { user } | MemoryCommand::Delete { user, .. } => user,
+        MemoryCommand::Reembed => return reembed(g).await,
     };
     if user.trim().is_empty() {
         return Err(Exit::config(anyhow::anyhow!("--user must not be empty")));
@@ -46,6 +48,8 @@ pub async fn run(g: &Global, command: MemoryCommand) -> Result<(), Exit> {
             crate::output::print_json(&json!({ "user_key": user, "memories": memories }));
             Ok(())
         }
+        // Answered above, before a user is needed.
+        MemoryCommand::Reembed => Ok(()),
         MemoryCommand::Delete { user, yes } => {
             if !yes && !confirmed(&user)? {
                 return Err(Exit::config(anyhow::anyhow!(
@@ -75,6 +79,43 @@ pub async fn run(g: &Global, command: MemoryCommand) -> Result<(), Exit> {
             Ok(())
         }
     }
+}
+
+/// Embeds every memory again with the configured model, showing
+/// `done/total` on a terminal.
+async fn reembed(g: &Global) -> Result<(), Exit> {
+    let home = crate::serve::home_dir(g)?;
+    hearth_config::prepare_home(&home).map_err(Exit::config)?;
+    let config = crate::serve::load_config(g, &home)?;
+    let Some(model) = config.memory.embeddings.clone() else {
+        return Err(Exit::config(
+            hearth_runtime::memory::ReembedError::EmbeddingsOff,
+        ));
+    };
+    let store = crate::serve::open_store(&home, &config).await?;
+    let memory = hearth_runtime::memory::for_command(&config, store)
+        .await
+        .map_err(|e| match e {
+            hearth_runtime::BuildError::Config(m) => Exit::config(anyhow::anyhow!(m)),
+            other => Exit::from(anyhow::Error::new(other)),
+        })?;
+    let live = std::io::stderr().is_terminal();
+    let mut progress = |done: u64, total: u64| {
+        if live {
+            eprint!("\r\x1b[2Kre-embedding memories with {model}: {done}/{total}");
+        }
+    };
+    let result = memory.reembed(&mut progress).await;
+    if live {
+        eprintln!();
+    }
+    let done = result.map_err(anyhow::Error::new)?;
+    if g.json {
+        crate::output::print_json(&json!({ "model": model, "reembedded": done }));
+    } else {
+        println!("re-embedded {done} memories with {model}");
+    }
+    Ok(())
 }
 
 /// Asks on the terminal; without one, `--yes` is required (a script must

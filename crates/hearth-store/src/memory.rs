@@ -80,6 +80,11 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// background pass embeds next.
     async fn memories_to_embed(&self, model: &str, limit: u32) -> crate::Result<Vec<MemoryRecord>>;
 
+    /// How many memories have no embedding by `model` (what
+    /// [`memories_to_embed`](Self::memories_to_embed) would hand out in
+    /// all): the total of `hearth memory reembed`'s progress.
+    async fn count_memories_to_embed(&self, model: &str) -> crate::Result<u64>;
+
     /// Every memory `scope` sees that has an embedding by `model`, with it:
     /// what a search by meaning scores (in Rust, brute force).
     async fn memory_vectors(

@@ -13,6 +13,7 @@ mod suite {
     mod budget;
     mod cluster;
     mod conformance;
+    mod copy;
     mod memory;
     mod outbox_claims;
     mod permissions;

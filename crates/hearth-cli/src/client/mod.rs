@@ -311,6 +311,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         | Command::Token { .. }
         | Command::Secrets { .. }
         | Command::Memory { .. }
+        | Command::Store { .. }
         | Command::Completions { .. }
         | Command::Man
         | Command::Mcp { .. } => Err(anyhow::anyhow!(

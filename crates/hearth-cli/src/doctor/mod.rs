@@ -1,5 +1,6 @@
 //! `hearth doctor`: every check `serve` makes before it listens, run first
-//! and in the same words (the config, the bind address, the store and its
+//! and in the same words (the config, the bind address, the database (on
+//! PostgreSQL: reachable, schema version, clock, replicas alive), the store and its
 //! migrations, the sealed secrets, the keys and tokens, the runtime's whole
 //! assembly), then what `serve` would start with but not work: each
 //! provider answers with its key and has each configured model, each
@@ -13,6 +14,7 @@
 //! when all are ok, 1 with warnings only, 2 when something fails.
 //! `--json` prints `{"checks":[{"name","status","message","fix"}]}`.
 
+mod database;
 mod in_force;
 pub mod providers;
 mod runtime;
@@ -226,6 +228,7 @@ pub async fn checks(g: &Global) -> Result<Report, Exit> {
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     env_vars(&mut report, &config, &env);
+    database::check(&mut report, &home, &config, &env).await;
     let store = match crate::serve::open_store(store_home, &config).await {
         Ok(s) => match s.ping().await {
             Ok(()) => {

@@ -381,7 +381,7 @@ impl RuntimeBuilder {
 /// also by meaning with that model, whose provider must be in the catalog
 /// and speak an embeddings API (the loader checked the type of a configured
 /// one; a provider found only in the environment is checked here).
-fn semantic_memory(
+pub(crate) fn semantic_memory(
     config: &Config,
     catalog: &Catalog,
     store: &Arc<dyn Store>,

@@ -12,6 +12,7 @@
 //! embedded; their searches go by meaning only when the model is local.
 
 mod fusion;
+mod reembed;
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
@@ -25,6 +26,7 @@ use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 pub use fusion::{FoundMemory, Matched};
+pub use reembed::{ReembedError, for_command};
 
 use crate::runtime::Inner;
 

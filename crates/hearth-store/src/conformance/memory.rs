@@ -286,6 +286,7 @@ pub async fn embeddings_are_stored_per_model_and_read_in_scope<
         .collect();
     assert_eq!(todo, vec![wide, bound, other]);
     assert_eq!(store.memories_to_embed("m1", 1).await.unwrap().len(), 1);
+    assert_eq!(store.count_memories_to_embed("m1").await.unwrap(), 3);
 
     for (id, v) in [
         (wide, vec![1.0_f32, -0.5, 0.25]),
@@ -297,6 +298,8 @@ pub async fn embeddings_are_stored_per_model_and_read_in_scope<
     assert!(store.memories_to_embed("m1", 10).await.unwrap().is_empty());
     // Another model has embedded nothing: all are due again after a change.
     assert_eq!(store.memories_to_embed("m2", 10).await.unwrap().len(), 3);
+    assert_eq!(store.count_memories_to_embed("m1").await.unwrap(), 0);
+    assert_eq!(store.count_memories_to_embed("m2").await.unwrap(), 3);
 
     let seen = store.memory_vectors(&scope("u", None), "m1").await.unwrap();
     assert_eq!(seen.len(), 1, "{seen:?}");

@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 
 use super::rows::col;
 use super::shared::append_audit;
-use super::{PostgresStore, wide};
+use super::{PostgresStore, narrow, wide};
 use crate::error::{Result, StoreError};
 use crate::memory::{
     MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory,
@@ -250,6 +250,18 @@ impl MemoryStore for PostgresStore {
             )
             .await?;
         memory_rows(&rows)
+    }
+
+    async fn count_memories_to_embed(&self, model: &str) -> Result<u64> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM memories \
+                 WHERE embedding IS NULL OR embedding_model IS DISTINCT FROM $1",
+                &[&model],
+            )
+            .await?;
+        Ok(narrow(row.get::<_, i64>(0)))
     }
 
     async fn memory_vectors(&self, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {

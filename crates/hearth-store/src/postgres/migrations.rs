@@ -92,6 +92,15 @@ async fn applied_versions(client: &Object) -> Result<Vec<u32>> {
         .collect()
 }
 
+/// The highest version recorded as applied (0 on an empty database).
+pub(crate) async fn current_version(client: &Object) -> Result<u32> {
+    Ok(applied_versions(client)
+        .await?
+        .into_iter()
+        .max()
+        .unwrap_or(0))
+}
+
 /// The schema must be the one this build writes (for `/readyz`): every
 /// listed version applied, none newer.
 pub(crate) async fn check_current(client: &Object) -> Result<()> {

@@ -16,6 +16,7 @@
 mod budget;
 mod cluster;
 mod confirmations;
+pub mod copy;
 mod grants;
 mod history;
 mod jobs;
@@ -69,6 +70,20 @@ impl PostgresStore {
     /// environment variable `var`, which messages name instead of the URL),
     /// with at most `pool_size` connections, and migrates it.
     pub async fn connect(url: &str, var: &str, pool_size: usize) -> Result<PostgresStore> {
+        let store = Self::connect_unmigrated(url, var, pool_size).await?;
+        let mut client = store.client().await?;
+        migrations::migrate(&mut client).await?;
+        Ok(store)
+    }
+
+    /// Connects as [`connect`](Self::connect) does, without applying any
+    /// migration: for checks that must see the schema as they find it
+    /// (`hearth doctor`). The first connection is made now.
+    pub async fn connect_unmigrated(
+        url: &str,
+        var: &str,
+        pool_size: usize,
+    ) -> Result<PostgresStore> {
         let config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::BadUrl {
             var: var.to_owned(),
             reason: url_error(&e),
@@ -91,9 +106,27 @@ impl PostgresStore {
         let store = PostgresStore {
             inner: Arc::new(Inner { pool, target }),
         };
-        let mut client = store.client().await?;
-        migrations::migrate(&mut client).await?;
+        drop(store.client().await?);
         Ok(store)
+    }
+
+    /// The schema version the database holds (0: none yet) and the one this
+    /// build writes.
+    pub async fn schema_version(&self) -> Result<(u32, u32)> {
+        let client = self.client().await?;
+        let exists: bool = client
+            .query_one(
+                "SELECT to_regclass('hearth_schema_migrations') IS NOT NULL",
+                &[],
+            )
+            .await?
+            .get(0);
+        let found = if exists {
+            migrations::current_version(&client).await?
+        } else {
+            0
+        };
+        Ok((found, migrations::LATEST))
     }
 
     /// `host:port/database` of the server (no user, no password).

@@ -377,6 +377,20 @@ impl MemoryStore for SqliteStore {
         self.read(move |db| to_embed(db, &model, limit)).await
     }
 
+    async fn count_memories_to_embed(&self, model: &str) -> Result<u64> {
+        let model = model.to_owned();
+        self.read(move |db| {
+            let n: i64 = db
+                .stmt(
+                    "SELECT count(*) FROM memories \
+                     WHERE embedding IS NULL OR embedding_model IS NOT ?1",
+                )?
+                .query_row(params![model], |r| r.get(0))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+
     async fn memory_vectors(&self, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {
         let (scope, model) = (scope.clone(), model.to_owned());
         self.read(move |db| vectors(db, &scope, &model)).await

@@ -9,7 +9,7 @@ mod grants;
 mod history;
 mod jobs;
 mod memory;
-mod migrations;
+pub(crate) mod migrations;
 mod outbox;
 mod pairings;
 mod private_file;
