@@ -10,7 +10,19 @@
 //!
 //! Usage: hearth-load [--bin-dir target/release] [--secs 10] [--concurrency 1,16,64]
 //!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4] [--openai]
-//!        [--extra-toml FILE]
+//!        [--extra-toml FILE] [--backend sqlite|postgres] [--url-env VAR]
+//!        [--replicas N] [--idle-secs 30]
+//!
+//! `--backend postgres` (a driver and a `hearth` built with `--features
+//! postgres`) measures the same levels on PostgreSQL right after SQLite, on
+//! the server whose URL the variable `--url-env` names (default
+//! `HEARTH_DATABASE_URL`; a fresh database is created there per server
+//! group, so the URL needs a role that may create databases), then the
+//! ratio of the two. With `--replicas N` (N > 1) it then starts N replicas
+//! on one fresh database and sends each worker's messages to them in turn
+//! (round-robin, as a load balancer would). Before loading, one idle replica
+//! is watched for `--idle-secs`: the transactions its database counts in
+//! `pg_stat_database` per second are the queries an idle replica sends.
 //!
 //! `--extra-toml FILE` appends FILE to every hearth.toml the driver writes
 //! (`FAKE_URL` in it becomes the fake provider's address):
@@ -39,6 +51,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
+mod pg;
+
 struct Args {
     bin_dir: PathBuf,
     secs: u64,
@@ -48,6 +62,25 @@ struct Args {
     openai: bool,
     /// TOML appended to every hearth.toml the driver writes.
     extra_toml: String,
+    /// Measure PostgreSQL too: the admin URL's variable.
+    postgres_url_env: Option<String>,
+    /// Replicas sharing one PostgreSQL database in the cluster level.
+    replicas: usize,
+    /// How long an idle replica is watched for queries.
+    idle_secs: u64,
+}
+
+/// Where a server keeps its store.
+#[derive(Clone)]
+enum Backend {
+    /// The home's SQLite file.
+    Sqlite,
+    /// A PostgreSQL database (its URL).
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(dead_code, reason = "made only by the postgres comparison")
+    )]
+    Postgres(String),
 }
 
 /// Which endpoint a load level drives.
@@ -68,7 +101,12 @@ fn parse_args() -> Result<Args> {
         emulate_fsync_ms: None,
         openai: false,
         extra_toml: String::new(),
+        postgres_url_env: None,
+        replicas: 1,
+        idle_secs: 30,
     };
+    let mut backend = "sqlite".to_owned();
+    let mut url_env = "HEARTH_DATABASE_URL".to_owned();
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut val = || it.next().with_context(|| format!("{flag} needs a value"));
@@ -84,8 +122,20 @@ fn parse_args() -> Result<Args> {
                 a.extra_toml = std::fs::read_to_string(&path)
                     .with_context(|| format!("reading --extra-toml {path}"))?;
             }
+            "--backend" => backend = val()?,
+            "--url-env" => url_env = val()?,
+            "--replicas" => a.replicas = val()?.parse()?,
+            "--idle-secs" => a.idle_secs = val()?.parse()?,
             other => bail!("unknown argument {other}; see the doc at the top of hearth-load"),
         }
+    }
+    match backend.as_str() {
+        "sqlite" => {}
+        "postgres" => a.postgres_url_env = Some(url_env),
+        other => bail!("--backend {other}: use sqlite or postgres"),
+    }
+    if a.replicas == 0 {
+        bail!("--replicas must be at least 1");
     }
     Ok(a)
 }
@@ -236,6 +286,7 @@ async fn start_hearth(
     strict: bool,
     preload: Option<(&Path, u64)>,
     extra_toml: &str,
+    backend: &Backend,
 ) -> Result<Server> {
     std::fs::create_dir_all(home)?;
     set_private(home)?;
@@ -243,8 +294,10 @@ async fn start_hearth(
         "[llm]\ndefault_model = \"fake/bench\"\n[llm.providers.fake]\ntype = \"openai_compat\"\n\
          base_url = \"{fake_url}\"\napi_key_env = \"HEARTH_BENCH_KEY\"\nmodels = [\"bench\"]\n[log]\nlevel = \"warn\"\n"
     );
-    if strict {
-        cfg.push_str("[store]\ndurability = \"strict\"\n");
+    match (backend, strict) {
+        (Backend::Sqlite, true) => cfg.push_str("[store]\ndurability = \"strict\"\n"),
+        (Backend::Sqlite, false) => {}
+        (Backend::Postgres(_), _) => cfg.push_str("[store]\nbackend = \"postgres\"\n"),
     }
     // The fake provider's address is known only now.
     cfg.push_str(&extra_toml.replace("FAKE_URL", fake_url));
@@ -262,6 +315,11 @@ async fn start_hearth(
     if let Some((lib, ms)) = preload {
         cmd.env("LD_PRELOAD", lib)
             .env("HEARTH_FSYNC_DELAY_US", (ms * 1000).to_string());
+    }
+    if let Backend::Postgres(url) = backend {
+        // Replicas share the master key, as the README asks.
+        cmd.env("HEARTH_DATABASE_URL", url)
+            .env("HEARTH_SECRET_KEY", BENCH_SECRET_KEY);
     }
     let child = cmd
         .args(["serve", "--home"])
@@ -292,6 +350,10 @@ async fn start_hearth(
         startup: t0.elapsed(),
     })
 }
+
+/// The master key every replica of a PostgreSQL group shares (a bench-only
+/// value: the databases it seals are thrown away).
+const BENCH_SECRET_KEY: &str = "aGVhcnRoLWxvYWQtYmVuY2gtbWFzdGVyLWtleS0wMDA=";
 
 fn set_private(dir: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -329,6 +391,15 @@ async fn metric(http: &reqwest::Client, url: &str, name: &str) -> f64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// A counter summed over several servers.
+async fn metrics(http: &reqwest::Client, urls: &[String], name: &str) -> f64 {
+    let mut sum = 0.0;
+    for url in urls {
+        sum += metric(http, url, name).await;
+    }
+    sum
 }
 
 /// Latency of the fake provider itself, measured with the same client.
@@ -383,9 +454,12 @@ impl Level {
     }
 }
 
+/// Runs one load level for `secs`: `concurrency` workers, each sending its
+/// messages to the servers of `urls` in turn (round-robin), CPU counted over
+/// every process in `pids`.
 async fn drive(
-    url: &str,
-    pid: u32,
+    urls: &[String],
+    pids: &[u32],
     concurrency: usize,
     secs: u64,
     tag: &str,
@@ -397,15 +471,15 @@ async fn drive(
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let commits0 = metric(&http, url, "hearth_store_commits_total").await;
-    let writes0 = metric(&http, url, "hearth_store_writes_total").await;
-    let cpu0 = cpu_secs(pid);
+    let commits0 = metrics(&http, urls, "hearth_store_commits_total").await;
+    let writes0 = metrics(&http, urls, "hearth_store_writes_total").await;
+    let cpu0: f64 = pids.iter().map(|p| cpu_secs(*p)).sum();
     let t0 = Instant::now();
     let mut tasks = Vec::new();
     for w in 0..concurrency {
-        let (http, url, counter, errors, stop) = (
+        let (http, urls, counter, errors, stop) = (
             http.clone(),
-            url.to_owned(),
+            urls.to_vec(),
             counter.clone(),
             errors.clone(),
             stop.clone(),
@@ -421,6 +495,7 @@ async fn drive(
                     Api::OpenAi => ("/openai/v1/chat/completions", json!({"model": "hearth",
                         "user": format!("bench-{tag}-{w}-{i}"), "messages": [{"role": "user", "content": "hello"}]})),
                 };
+                let url = &urls[(w + i as usize) % urls.len()];
                 let t = Instant::now();
                 match http.post(format!("{url}{path}")).json(&body).send().await {
                     Ok(r) if r.status().as_u16() == 200 => {
@@ -450,9 +525,9 @@ async fn drive(
         lat.extend(t.await?);
     }
     let elapsed = t0.elapsed().as_secs_f64();
-    let cpu = cpu_secs(pid) - cpu0;
-    let commits = metric(&http, url, "hearth_store_commits_total").await - commits0;
-    let writes = metric(&http, url, "hearth_store_writes_total").await - writes0;
+    let cpu = pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() - cpu0;
+    let commits = metrics(&http, urls, "hearth_store_commits_total").await - commits0;
+    let writes = metrics(&http, urls, "hearth_store_writes_total").await - writes0;
     lat.sort_unstable();
     let runs = counter.load(Ordering::Relaxed);
     Ok(Level {
@@ -471,7 +546,7 @@ async fn drive(
     })
 }
 
-fn report(mode: &str, fake_p50: u64, levels: &[Level], pid: u32) {
+fn report(mode: &str, fake_p50: u64, levels: &[Level], pids: &[u32]) {
     println!("\n### {mode} durability\n");
     println!(
         "| concurrency | runs/s | errors | latency p50 | latency p99 | overhead p50 | overhead p99 | CPU per run | commits/s | writes per commit |"
@@ -498,10 +573,12 @@ fn report(mode: &str, fake_p50: u64, levels: &[Level], pid: u32) {
             }
         );
     }
-    println!(
-        "\npeak RSS ({mode}): {:.1} MB",
-        proc_status_kb(pid, "VmHWM:") as f64 / 1024.0
-    );
+    for pid in pids {
+        println!(
+            "\npeak RSS ({mode}, pid {pid}): {:.1} MB",
+            proc_status_kb(*pid, "VmHWM:") as f64 / 1024.0
+        );
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -533,6 +610,7 @@ async fn main() -> Result<()> {
             false,
             None,
             &args.extra_toml,
+            &Backend::Sqlite,
         )
         .await?;
         startups.push(s.startup.as_micros() as u64);
@@ -552,6 +630,7 @@ async fn main() -> Result<()> {
         false,
         None,
         &args.extra_toml,
+        &Backend::Sqlite,
     )
     .await?;
     let pid = normal.proc.0.id();
@@ -563,7 +642,8 @@ async fn main() -> Result<()> {
     let mut levels = Vec::new();
     let mut openai = Vec::new();
     for &c in &args.concurrency {
-        let url = &normal.url;
+        let url = std::slice::from_ref(&normal.url);
+        let pid = &[pid];
         if args.openai {
             let half = (args.secs / 2).max(1);
             let m1 = drive(url, pid, c, half, &format!("n{c}a"), Api::Messages).await?;
@@ -576,16 +656,19 @@ async fn main() -> Result<()> {
             levels.push(drive(url, pid, c, args.secs, &format!("n{c}"), Api::Messages).await?);
         }
     }
-    report("normal", fake_p50, &levels, pid);
+    report("normal", fake_p50, &levels, &[pid]);
     if args.openai {
         report(
             "normal (/openai/v1/chat/completions)",
             fake_p50,
             &openai,
-            pid,
+            &[pid],
         );
     }
     drop(normal);
+    if let Some(var) = &args.postgres_url_env {
+        pg::compare(&args, var, &tmp, &fake_url, fake_p50, &levels).await?;
+    }
 
     let rate = fsync_rate(&tmp)?;
     println!("\nthis disk: {rate:.0} fsyncs/s (4 KiB write + fdatasync, 2 s)");
@@ -597,6 +680,7 @@ async fn main() -> Result<()> {
             true,
             None,
             &args.extra_toml,
+            &Backend::Sqlite,
         )
         .await?;
         let pid = strict.proc.0.id();
@@ -604,8 +688,8 @@ async fn main() -> Result<()> {
         for &c in &args.strict_concurrency {
             levels.push(
                 drive(
-                    &strict.url,
-                    pid,
+                    std::slice::from_ref(&strict.url),
+                    &[pid],
                     c,
                     args.secs,
                     &format!("s{c}"),
@@ -614,7 +698,7 @@ async fn main() -> Result<()> {
                 .await?,
             );
         }
-        report("strict", fake_p50, &levels, pid);
+        report("strict", fake_p50, &levels, &[pid]);
         for l in &levels {
             println!(
                 "strict c={}: {:.1}x the fsync rate",
@@ -636,6 +720,7 @@ async fn main() -> Result<()> {
             true,
             Some((&lib, ms)),
             &args.extra_toml,
+            &Backend::Sqlite,
         )
         .await?;
         let pid = strict.proc.0.id();
@@ -643,8 +728,8 @@ async fn main() -> Result<()> {
         for &c in &args.strict_concurrency {
             levels.push(
                 drive(
-                    &strict.url,
-                    pid,
+                    std::slice::from_ref(&strict.url),
+                    &[pid],
                     c,
                     args.secs,
                     &format!("e{c}"),
@@ -657,7 +742,7 @@ async fn main() -> Result<()> {
             &format!("strict, emulated {ms} ms fsync,"),
             fake_p50,
             &levels,
-            pid,
+            &[pid],
         );
         for l in &levels {
             println!(

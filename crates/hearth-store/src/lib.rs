@@ -25,6 +25,7 @@ pub mod grants;
 pub mod history;
 pub mod jobs;
 pub mod memory;
+mod nearest;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod records;
@@ -53,7 +54,7 @@ pub use history::{
 };
 pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 pub use memory::{
-    MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory, SavedMemory,
+    MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory, SavedMemory,
 };
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;

@@ -85,13 +85,18 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// all): the total of `hearth memory reembed`'s progress.
     async fn count_memories_to_embed(&self, model: &str) -> crate::Result<u64>;
 
-    /// Every memory `scope` sees that has an embedding by `model`, with it:
-    /// what a search by meaning scores (in Rust, brute force).
-    async fn memory_vectors(
+    /// The memories `scope` sees whose embedding by `model` is most similar
+    /// (cosine) to `query`, best first, at most `keep`, each with its
+    /// similarity; only those pointing the query's way at all (cosine > 0).
+    /// Ties go to the newer memory. Scored in Rust, brute force, as the rows
+    /// are read (see `docs/scaling.md` for the limit).
+    async fn nearest_memories(
         &self,
         scope: &MemoryScope,
         model: &str,
-    ) -> crate::Result<Vec<MemoryVector>>;
+        query: &[f32],
+        keep: usize,
+    ) -> crate::Result<Vec<NearMemory>>;
 }
 
 /// Search results when the caller asks for 0, and at most.
@@ -133,13 +138,13 @@ pub(crate) fn query_words(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// A memory and its embedding, for scoring.
+/// A memory found by meaning.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MemoryVector {
+pub struct NearMemory {
     /// The memory.
     pub memory: MemoryRecord,
-    /// Its embedding.
-    pub vector: Vec<f32>,
+    /// Cosine similarity of its embedding and the query, in (0, 1].
+    pub similarity: f64,
 }
 
 /// A vector as stored on every backend: f32 little-endian, packed.

@@ -1,6 +1,5 @@
-//! Scoring by meaning and merging rankings: cosine similarity over stored
-//! vectors (brute force) and reciprocal-rank fusion of the full-text and the
-//! vector ranking.
+//! Merging rankings: reciprocal-rank fusion of the full-text and the vector
+//! ranking (the store scores by meaning, `MemoryStore::nearest_memories`).
 
 use std::collections::HashMap;
 
@@ -42,47 +41,6 @@ pub struct FoundMemory {
     pub score: f64,
     /// Which ranking found it.
     pub matched: Matched,
-}
-
-/// Cosine similarity; 0 for vectors of different lengths or a zero vector,
-/// which then rank last instead of failing the search.
-pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() || a.is_empty() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0.0_f64, 0.0_f64, 0.0_f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        return 0.0;
-    }
-    dot / (na.sqrt() * nb.sqrt())
-}
-
-/// The `keep` memories most similar to `query`, best first, each with its
-/// similarity; only those pointing the query's way at all (cosine > 0), so
-/// an unrelated fact is not returned just because there are few.
-pub(crate) fn rank_by_vector(
-    query: &[f32],
-    candidates: Vec<(MemoryRecord, Vec<f32>)>,
-    keep: usize,
-) -> Vec<(MemoryRecord, f64)> {
-    let mut scored: Vec<(MemoryRecord, f64)> = candidates
-        .into_iter()
-        .map(|(m, v)| {
-            let s = cosine(query, &v);
-            (m, s)
-        })
-        .filter(|(_, s)| *s > 0.0)
-        .collect();
-    // Ties (equal similarity) go to the newer memory, as full text does.
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.id.cmp(&a.0.id)));
-    scored.truncate(keep);
-    scored
 }
 
 /// Merges two rankings (each best first) with reciprocal-rank fusion: a
@@ -146,34 +104,6 @@ mod tests {
 
     fn ids(found: &[FoundMemory]) -> Vec<(i64, Matched)> {
         found.iter().map(|f| (f.memory.id, f.matched)).collect()
-    }
-
-    #[test]
-    fn cosine_is_one_for_the_same_direction_and_zero_when_it_cannot_say() {
-        assert!((cosine(&[1.0, 2.0], &[2.0, 4.0]) - 1.0).abs() < 1e-9);
-        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-12);
-        assert!((cosine(&[1.0, 0.0], &[-1.0, 0.0]) + 1.0).abs() < 1e-9);
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-        assert_eq!(cosine(&[], &[]), 0.0);
-    }
-
-    #[test]
-    fn vector_ranking_is_by_similarity_and_drops_the_unrelated() {
-        let q = [1.0, 0.0];
-        let ranked = rank_by_vector(
-            &q,
-            vec![
-                (m(1), vec![0.0, 1.0]),
-                (m(2), vec![1.0, 1.0]),
-                (m(3), vec![1.0, 0.1]),
-                (m(4), vec![-1.0, 0.0]),
-            ],
-            10,
-        );
-        let order: Vec<i64> = ranked.iter().map(|(m, _)| m.id).collect();
-        assert_eq!(order, vec![3, 2]);
-        assert_eq!(rank_by_vector(&q, vec![(m(5), vec![1.0, 0.0])], 0).len(), 0);
     }
 
     #[test]

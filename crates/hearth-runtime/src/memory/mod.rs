@@ -331,16 +331,12 @@ impl SemanticMemory {
         let Some(q) = q.into_iter().next() else {
             return Ok(Vec::new());
         };
-        let candidates = self
+        Ok(self
             .store
-            .memory_vectors(scope, &e.key)
+            .nearest_memories(scope, &e.key, &q, CANDIDATES as usize)
             .await?
             .into_iter()
-            .map(|v| (v.memory, v.vector))
-            .collect();
-        Ok(fusion::rank_by_vector(&q, candidates, CANDIDATES as usize)
-            .into_iter()
-            .map(|(m, _)| m)
+            .map(|n| n.memory)
             .collect())
     }
 

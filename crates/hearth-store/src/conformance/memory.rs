@@ -301,20 +301,37 @@ pub async fn embeddings_are_stored_per_model_and_read_in_scope<
     assert_eq!(store.count_memories_to_embed("m1").await.unwrap(), 0);
     assert_eq!(store.count_memories_to_embed("m2").await.unwrap(), 3);
 
-    let seen = store.memory_vectors(&scope("u", None), "m1").await.unwrap();
+    let q = [1.0_f32, -0.5, 0.25];
+    let seen = store
+        .nearest_memories(&scope("u", None), "m1", &q, 10)
+        .await
+        .unwrap();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].memory.id, wide);
     assert_eq!(seen[0].memory.text, "parked in spot B7 on level 3");
-    assert_eq!(seen[0].vector, vec![1.0, -0.5, 0.25]);
+    assert!((seen[0].similarity - 1.0).abs() < 1e-6, "{seen:?}");
+    // The thread's own memory too, best first; one pointing away is not
+    // kept.
     let seen = store
-        .memory_vectors(&scope("u", Some("t1")), "m1")
+        .nearest_memories(&scope("u", Some("t1")), "m1", &[0.1, 1.0, 0.0], 10)
         .await
         .unwrap();
     let ids: Vec<i64> = seen.iter().map(|v| v.memory.id).collect();
-    assert_eq!(ids, vec![wide, bound]);
+    assert_eq!(ids, vec![bound], "{seen:?}");
+    let seen = store
+        .nearest_memories(&scope("u", Some("t1")), "m1", &[1.0, 1.0, 0.0], 10)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = seen.iter().map(|v| v.memory.id).collect();
+    assert_eq!(ids, vec![bound, wide], "{seen:?}");
+    let seen = store
+        .nearest_memories(&scope("u", Some("t1")), "m1", &[1.0, 1.0, 0.0], 1)
+        .await
+        .unwrap();
+    assert_eq!(seen.len(), 1);
     assert!(
         store
-            .memory_vectors(&scope("u", None), "m2")
+            .nearest_memories(&scope("u", None), "m2", &q, 10)
             .await
             .unwrap()
             .is_empty()
@@ -329,7 +346,7 @@ pub async fn embeddings_are_stored_per_model_and_read_in_scope<
     );
     assert!(
         store
-            .memory_vectors(&scope("u", None), "m1")
+            .nearest_memories(&scope("u", None), "m1", &q, 10)
             .await
             .unwrap()
             .is_empty()

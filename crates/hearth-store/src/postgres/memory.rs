@@ -11,9 +11,10 @@ use super::shared::append_audit;
 use super::{PostgresStore, narrow, wide};
 use crate::error::{Result, StoreError};
 use crate::memory::{
-    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory,
-    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
+    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
+    SavedMemory, list_limit, query_words, search_limit, vector_to_bytes,
 };
+use crate::nearest::Nearest;
 use crate::records::AuditEvent;
 
 /// The `memories` columns in the order [`memory_row`] reads them.
@@ -264,34 +265,66 @@ impl MemoryStore for PostgresStore {
         Ok(narrow(row.get::<_, i64>(0)))
     }
 
-    async fn memory_vectors(&self, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {
-        let client = self.client().await?;
-        let stmt = client
+    async fn nearest_memories(
+        &self,
+        scope: &MemoryScope,
+        model: &str,
+        query: &[f32],
+        keep: usize,
+    ) -> Result<Vec<NearMemory>> {
+        let mut client = self.client().await?;
+        // A portal inside a read-only transaction hands the rows over in
+        // batches: 10^5 vectors are scored without being held at once.
+        let tx = client.build_transaction().read_only(true).start().await?;
+        let stmt = tx
+            .prepare_cached(
+                "SELECT id, embedding FROM memories WHERE user_key = $1 \
+                 AND (thread_key IS NULL OR thread_key = $2) \
+                 AND embedding IS NOT NULL AND embedding_model = $3",
+            )
+            .await?;
+        let portal = tx
+            .bind(&stmt, &[&scope.user_key, &scope.thread_key, &model])
+            .await?;
+        let mut best = Nearest::new(query, keep);
+        loop {
+            let rows = tx.query_portal(&portal, SCAN_BATCH).await?;
+            for row in &rows {
+                let id: i64 = col(row, 0)?;
+                let bytes: &[u8] = col(row, 1)?;
+                best.offer(id, bytes);
+            }
+            if rows.len() < SCAN_BATCH as usize {
+                break;
+            }
+        }
+        let ranked = best.ranked();
+        let ids: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+        let stmt = tx
             .prepare_cached(concat!(
                 "SELECT ",
                 memory_columns!(),
-                ", embedding FROM memories WHERE user_key = $1 \
-                 AND (thread_key IS NULL OR thread_key = $2) \
-                 AND embedding IS NOT NULL AND embedding_model = $3 ORDER BY id"
+                " FROM memories WHERE id = ANY($1)"
             ))
             .await?;
-        let rows = client
-            .query(&stmt, &[&scope.user_key, &scope.thread_key, &model])
-            .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let bytes: &[u8] = col(row, 7)?;
-            // A damaged vector is skipped rather than scored wrong.
-            if let Some(vector) = vector_from_bytes(bytes) {
-                out.push(MemoryVector {
-                    memory: memory_row(row)?,
-                    vector,
+        let rows = tx.query(&stmt, &[&ids]).await?;
+        tx.commit().await?;
+        let mut found = memory_rows(&rows)?;
+        let mut out = Vec::with_capacity(ranked.len());
+        for (id, similarity) in ranked {
+            if let Some(i) = found.iter().position(|m| m.id == id) {
+                out.push(NearMemory {
+                    memory: found.swap_remove(i),
+                    similarity,
                 });
             }
         }
         Ok(out)
     }
 }
+
+/// Rows of a search by meaning fetched at a time.
+const SCAN_BATCH: i32 = 2048;
 
 /// Deletes every memory last used before `unused_since` (alone, or inside
 /// the retention pass's transaction).

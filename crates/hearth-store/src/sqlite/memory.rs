@@ -10,9 +10,10 @@ use super::grants::append_audit;
 use super::rows::col;
 use crate::error::Result;
 use crate::memory::{
-    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, MemoryVector, NewMemory,
-    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
+    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
+    SavedMemory, list_limit, query_words, search_limit, vector_to_bytes,
 };
+use crate::nearest::Nearest;
 use crate::records::AuditEvent;
 use crate::retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 
@@ -199,22 +200,42 @@ fn to_embed(db: &mut Db<'_>, model: &str, limit: u32) -> Result<Vec<MemoryRecord
     Ok(out)
 }
 
-fn vectors(db: &mut Db<'_>, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {
+fn nearest(
+    db: &mut Db<'_>,
+    scope: &MemoryScope,
+    model: &str,
+    query: &[f32],
+    keep: usize,
+) -> Result<Vec<NearMemory>> {
+    let mut best = Nearest::new(query, keep);
+    {
+        // Only the id and the vector: the blob is scored where SQLite holds
+        // it, and no fact's text is read unless it is kept.
+        let stmt = db.stmt(
+            "SELECT id, embedding FROM memories WHERE user_key = ?1 \
+             AND (thread_key IS NULL OR thread_key = ?2) \
+             AND embedding IS NOT NULL AND embedding_model = ?3",
+        )?;
+        let mut rows = stmt.query(params![scope.user_key, scope.thread_key, model])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = col(row, 0)?;
+            if let Ok(bytes) = row.get_ref(1)?.as_blob() {
+                best.offer(id, bytes);
+            }
+        }
+    }
     let stmt = db.stmt(concat!(
         "SELECT ",
         memory_columns!("m"),
-        ", m.embedding FROM memories m WHERE m.user_key = ?1 \
-         AND (m.thread_key IS NULL OR m.thread_key = ?2) \
-         AND m.embedding IS NOT NULL AND m.embedding_model = ?3 ORDER BY m.id"
+        " FROM memories m WHERE m.id = ?1"
     ))?;
-    let mut rows = stmt.query(params![scope.user_key, scope.thread_key, model])?;
     let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        let bytes: Vec<u8> = col(row, 7)?;
-        if let Some(vector) = vector_from_bytes(&bytes) {
-            out.push(MemoryVector {
+    for (id, similarity) in best.ranked() {
+        let mut rows = stmt.query(params![id])?;
+        if let Some(row) = rows.next()? {
+            out.push(NearMemory {
                 memory: memory_row(row)?,
-                vector,
+                similarity,
             });
         }
     }
@@ -391,9 +412,16 @@ impl MemoryStore for SqliteStore {
         .await
     }
 
-    async fn memory_vectors(&self, scope: &MemoryScope, model: &str) -> Result<Vec<MemoryVector>> {
-        let (scope, model) = (scope.clone(), model.to_owned());
-        self.read(move |db| vectors(db, &scope, &model)).await
+    async fn nearest_memories(
+        &self,
+        scope: &MemoryScope,
+        model: &str,
+        query: &[f32],
+        keep: usize,
+    ) -> Result<Vec<NearMemory>> {
+        let (scope, model, query) = (scope.clone(), model.to_owned(), query.to_vec());
+        self.read(move |db| nearest(db, &scope, &model, &query, keep))
+            .await
     }
 }
 

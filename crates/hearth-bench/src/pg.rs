@@ -1,0 +1,263 @@
+//! `hearth-load --backend postgres`: the same levels on PostgreSQL, one
+//! replica and then several on one database, and the queries an idle
+//! replica sends.
+
+#[cfg(not(feature = "postgres"))]
+pub(crate) async fn compare(
+    _args: &crate::Args,
+    _var: &str,
+    _tmp: &std::path::Path,
+    _fake_url: &str,
+    _fake_p50: u64,
+    _sqlite: &[crate::Level],
+) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "--backend postgres needs hearth-load built with PostgreSQL: \
+         cargo build --release -p hearth-bench --features postgres"
+    )
+}
+
+#[cfg(feature = "postgres")]
+pub(crate) use with_postgres::compare;
+
+#[cfg(feature = "postgres")]
+mod with_postgres {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use anyhow::{Context, Result, bail};
+    use hearth_store::postgres::testing::with_dbname;
+    use tokio_postgres::NoTls;
+
+    use crate::{Args, Backend, Level, drive, pct, proc_status_kb, report, start_hearth};
+
+    /// A connection to the server's maintenance database, for creating the
+    /// bench's databases and reading their statistics.
+    struct Admin {
+        client: tokio_postgres::Client,
+        url: String,
+        made: Vec<String>,
+    }
+
+    impl Admin {
+        async fn connect(url: &str) -> Result<Self> {
+            let config: tokio_postgres::Config = url
+                .parse()
+                .context("the --url-env variable does not hold a PostgreSQL URL")?;
+            let (client, connection) = config
+                .connect(NoTls)
+                .await
+                .context("connecting to the PostgreSQL server named by --url-env")?;
+            tokio::spawn(connection);
+            Ok(Self {
+                client,
+                url: url.to_owned(),
+                made: Vec::new(),
+            })
+        }
+
+        /// A new empty database and the URL that reaches it.
+        async fn fresh(&mut self) -> Result<(String, String)> {
+            let name = format!("hearth_load_{}_{}", std::process::id(), self.made.len());
+            self.client
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .await
+                .with_context(|| format!("creating database {name} (the role needs CREATEDB)"))?;
+            self.made.push(name.clone());
+            Ok((with_dbname(&self.url, &name), name))
+        }
+
+        /// Transactions the database has counted (committed or rolled
+        /// back): each statement a replica sends outside a transaction is one.
+        async fn transactions(&self, db: &str) -> Result<i64> {
+            let row = self
+                .client
+                .query_one(
+                    "SELECT (xact_commit + xact_rollback)::BIGINT FROM pg_stat_database \
+                     WHERE datname = $1",
+                    &[&db],
+                )
+                .await?;
+            Ok(row.get(0))
+        }
+
+        /// Drops the databases this run made (the servers are gone by then).
+        async fn drop_all(&self) {
+            for name in &self.made {
+                let _ = self
+                    .client
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .await;
+            }
+        }
+    }
+
+    /// Measures PostgreSQL against the SQLite `levels` just measured.
+    pub(crate) async fn compare(
+        args: &Args,
+        var: &str,
+        tmp: &Path,
+        fake_url: &str,
+        fake_p50: u64,
+        sqlite: &[Level],
+    ) -> Result<()> {
+        let admin_url = std::env::var(var)
+            .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
+        let mut admin = Admin::connect(&admin_url).await?;
+        let outcome = measure(args, &mut admin, tmp, fake_url, fake_p50, sqlite).await;
+        admin.drop_all().await;
+        outcome
+    }
+
+    async fn measure(
+        args: &Args,
+        admin: &mut Admin,
+        tmp: &Path,
+        fake_url: &str,
+        fake_p50: u64,
+        sqlite: &[Level],
+    ) -> Result<()> {
+        let (url, db) = admin.fresh().await?;
+        let backend = Backend::Postgres(url);
+        let one = start_hearth(
+            &args.bin_dir,
+            &tmp.join("pg-one"),
+            fake_url,
+            false,
+            None,
+            &args.extra_toml,
+            &backend,
+        )
+        .await?;
+        println!(
+            "\n## PostgreSQL\n\nstart to /readyz 200 on an empty database (migrations included): {:.1} ms",
+            one.startup.as_secs_f64() * 1000.0
+        );
+        let pid = one.proc.0.id();
+        // Let the start-up's own writes settle before counting.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        println!(
+            "idle RSS after start (postgres): {:.1} MB",
+            proc_status_kb(pid, "VmRSS:") as f64 / 1024.0
+        );
+        let before = admin.transactions(&db).await?;
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_secs(args.idle_secs)).await;
+        // The server publishes a backend's counts when it goes idle, at most
+        // once a second; the wait below lets the last ones arrive.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let after = admin.transactions(&db).await?;
+        let idle = t0.elapsed().as_secs_f64();
+        println!(
+            "idle replica: {} transactions in {:.1} s = {:.2} per second (pg_stat_database)",
+            after - before,
+            idle,
+            (after - before) as f64 / idle
+        );
+
+        let urls = std::slice::from_ref(&one.url);
+        let mut levels = Vec::new();
+        for &c in &args.concurrency {
+            levels.push(
+                drive(
+                    urls,
+                    &[pid],
+                    c,
+                    args.secs,
+                    &format!("p{c}"),
+                    crate::Api::Messages,
+                )
+                .await?,
+            );
+        }
+        report("postgres, one replica", fake_p50, &levels, &[pid]);
+        println!(
+            "\n| concurrency | SQLite runs/s | PostgreSQL runs/s | PostgreSQL / SQLite | overhead p50 SQLite | overhead p50 PostgreSQL |"
+        );
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+        for (s, p) in sqlite.iter().zip(&levels) {
+            let (sr, pr) = (rate(s), rate(p));
+            println!(
+                "| {} | {:.0} | {:.0} | {:.2} | {:.2} ms | {:.2} ms |",
+                s.concurrency,
+                sr,
+                pr,
+                if sr > 0.0 { pr / sr } else { 0.0 },
+                overhead_ms(s, fake_p50),
+                overhead_ms(p, fake_p50),
+            );
+        }
+        drop(one);
+
+        if args.replicas > 1 {
+            let (url, _db) = admin.fresh().await?;
+            let backend = Backend::Postgres(url);
+            let mut servers = Vec::new();
+            for i in 0..args.replicas {
+                servers.push(
+                    start_hearth(
+                        &args.bin_dir,
+                        &tmp.join(format!("pg-replica{i}")),
+                        fake_url,
+                        false,
+                        None,
+                        &args.extra_toml,
+                        &backend,
+                    )
+                    .await?,
+                );
+            }
+            let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+            let pids: Vec<u32> = servers.iter().map(|s| s.proc.0.id()).collect();
+            let mut many = Vec::new();
+            for &c in &args.concurrency {
+                many.push(
+                    drive(
+                        &urls,
+                        &pids,
+                        c,
+                        args.secs,
+                        &format!("r{c}"),
+                        crate::Api::Messages,
+                    )
+                    .await?,
+                );
+            }
+            let n = args.replicas;
+            report(
+                &format!("postgres, {n} replicas round-robin"),
+                fake_p50,
+                &many,
+                &pids,
+            );
+            println!("\n| concurrency | one replica runs/s | {n} replicas runs/s | ratio |");
+            println!("| ---: | ---: | ---: | ---: |");
+            for (o, m) in levels.iter().zip(&many) {
+                let (or, mr) = (rate(o), rate(m));
+                println!(
+                    "| {} | {:.0} | {:.0} | {:.2} |",
+                    o.concurrency,
+                    or,
+                    mr,
+                    if or > 0.0 { mr / or } else { 0.0 }
+                );
+            }
+            if many.iter().any(|l| l.errors > 0) {
+                bail!("errors under several replicas: see the table above");
+            }
+        }
+        Ok(())
+    }
+
+    fn rate(l: &Level) -> f64 {
+        if l.secs > 0.0 {
+            l.runs as f64 / l.secs
+        } else {
+            0.0
+        }
+    }
+
+    fn overhead_ms(l: &Level, fake_p50: u64) -> f64 {
+        pct(&l.lat_us, 0.5).saturating_sub(fake_p50) as f64 / 1000.0
+    }
+}
