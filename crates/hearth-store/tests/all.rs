@@ -10,6 +10,7 @@
 )]
 
 mod suite {
+    mod claims;
     mod cluster;
     mod conformance;
     mod memory;

@@ -5,7 +5,8 @@ use hearth_core::Timestamp;
 use super::PostgresStore;
 use super::rows::{col, unsigned};
 use super::wide;
-use crate::cluster::{ClusterStore, ReplicaBeat, ReplicaRecord};
+use crate::cluster::{ClusterStore, ReplicaBeat, ReplicaRecord, Wake};
+use crate::records::RunRecord;
 use crate::error::Result;
 
 #[async_trait::async_trait]
@@ -114,5 +115,32 @@ impl ClusterStore for PostgresStore {
             )
             .await?;
         col(&row, 0)
+    }
+
+    async fn claim_next(
+        &self,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>> {
+        super::claims::claim_next(self, None, owner, lease_until, now).await
+    }
+
+    async fn claim_next_of_thread(
+        &self,
+        thread_key: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>> {
+        super::claims::claim_next(self, Some(thread_key), owner, lease_until, now).await
+    }
+
+    async fn release_run_leases(&self, owner: &str, keep: &[String]) -> Result<u64> {
+        super::claims::release_run_leases(self, owner, keep).await
+    }
+
+    fn listen(&self) -> tokio::sync::mpsc::Receiver<Wake> {
+        PostgresStore::listen(self)
     }
 }

@@ -11,11 +11,13 @@ use crate::error::{Result, StoreError};
 
 /// Every migration, in order: `(version, SQL)`. A released migration is never
 /// edited, only followed by a new one.
-const MIGRATIONS: &[(u32, &str)] =
-    &[(1, include_str!("../../migrations/postgres/0001_schema.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../migrations/postgres/0001_schema.sql")),
+    (2, include_str!("../../migrations/postgres/0002_wakeups.sql")),
+];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 1;
+pub(crate) const LATEST: u32 = 2;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;

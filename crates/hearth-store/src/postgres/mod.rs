@@ -13,11 +13,13 @@
 //! JSON TEXT, sealed secrets and embeddings BYTEA, counters BIGINT (`i64` on
 //! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
 
+mod claims;
 mod cluster;
 mod confirmations;
 mod grants;
 mod history;
 mod jobs;
+mod listen;
 mod memory;
 mod migrations;
 mod outbox;
@@ -53,6 +55,8 @@ struct Inner {
     pool: Pool,
     /// `host:port/database`, for messages (never the password).
     target: String,
+    /// For the listening connection, which is not pooled.
+    config: tokio_postgres::Config,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -74,7 +78,7 @@ impl PostgresStore {
         })?;
         let target = describe(&config);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -88,7 +92,11 @@ impl PostgresStore {
                 reason: e.to_string(),
             })?;
         let store = PostgresStore {
-            inner: Arc::new(Inner { pool, target }),
+            inner: Arc::new(Inner {
+                pool,
+                target,
+                config,
+            }),
         };
         let mut client = store.client().await?;
         migrations::migrate(&mut client).await?;
@@ -98,6 +106,11 @@ impl PostgresStore {
     /// `host:port/database` of the server (no user, no password).
     pub fn target(&self) -> &str {
         &self.inner.target
+    }
+
+    /// Starts the connection that listens for other replicas' wake-ups.
+    pub(crate) fn listen(&self) -> tokio::sync::mpsc::Receiver<crate::cluster::Wake> {
+        listen::start(self.inner.config.clone(), self.inner.target.clone())
     }
 
     /// A pooled connection.
