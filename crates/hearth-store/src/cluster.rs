@@ -19,6 +19,8 @@ pub enum Wake {
     Work,
     /// A run ended (on whichever replica); the run id.
     Ended(String),
+    /// A run began waiting for a confirmation; the run id.
+    Asks(String),
     /// A confirmation of a run was answered; the run id.
     Confirmation(String),
     /// The listening connection is (again) established. What was notified

@@ -12,6 +12,8 @@
 -- `hearth_work` (no payload): a run may be claimable now.
 -- `hearth_ended` (the run id): a run ended; followers and the replica
 -- executing it (a cancel from another replica) learn it at once.
+-- `hearth_asks` (the run id): a run began waiting for a confirmation
+-- (followers' `?wait=` returns then).
 CREATE FUNCTION hearth_runs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -27,6 +29,8 @@ BEGIN
                    AND seq > NEW.seq AND status = 'queued') THEN
             PERFORM pg_notify('hearth_work', '');
         END IF;
+    ELSIF NEW.status = 'awaiting_confirmation' AND OLD.status <> 'awaiting_confirmation' THEN
+        PERFORM pg_notify('hearth_asks', NEW.run_id);
     ELSIF NEW.lease_owner IS NULL AND OLD.lease_owner IS NOT NULL
           AND NEW.status IN ('queued', 'running', 'awaiting_confirmation') THEN
         -- A lease given up (a replica stopping cleanly).
