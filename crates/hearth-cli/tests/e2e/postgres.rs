@@ -213,11 +213,12 @@ async fn a_confirmation_answered_on_one_replica_resumes_the_run_on_another_withi
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200, "replica b answers by the stored hash");
-    let (s, done) = a.get(&format!("/v1/runs/{run_id}?wait=10")).await;
+    // Replica a's stream of the run ends with the run's end.
+    let events = a.events(&run_id, None).await;
     let took = started.elapsed();
-    assert_eq!(s, 200, "{done}");
-    assert_eq!(done["status"], "succeeded", "{done}");
-    assert_eq!(done["output"]["text"], "done");
+    let end = events.last().unwrap();
+    assert_eq!(end.1, "run.succeeded", "{events:?}");
+    assert_eq!(end.2["output"]["text"], "done");
     assert!(
         took < Duration::from_secs(1),
         "the run on replica a resumed {took:?} after the answer on b"
@@ -249,8 +250,7 @@ async fn a_follower_on_another_replica_gets_the_same_end_and_a_cancel_there_stop
         end_a.2.to_string(),
         "byte-identical answer"
     );
-    let (_, waited) = b.get(&format!("/v1/runs/{run_id}?wait=5")).await;
-    assert_eq!(waited["output"]["text"], "the slow answer", "{waited}");
+    assert_eq!(end_b.2["output"]["text"], "the slow answer");
 
     // Cancelled on b while a executes it: a stops at once.
     fake.push(Reply::text("never delivered").with_delay(Duration::from_secs(120)));
@@ -294,14 +294,16 @@ async fn a_threads_follow_up_sent_to_another_replica_starts_as_soon_as_the_first
     assert_eq!(s, 202, "{second}");
     assert_eq!(second["status"], "queued", "{second}");
     let first_id = first["run_id"].as_str().unwrap();
-    let (_, done) = a.get(&format!("/v1/runs/{first_id}?wait=10")).await;
-    assert_eq!(done["status"], "succeeded", "{done}");
+    let events = a.events(first_id, None).await;
+    assert_eq!(events.last().unwrap().1, "run.succeeded", "{events:?}");
     let ended = std::time::Instant::now();
+    // Followed on b, which stored it: its stream ends with its end.
     let second_id = second["run_id"].as_str().unwrap();
-    let (_, done) = b.get(&format!("/v1/runs/{second_id}?wait=15")).await;
+    let events = b.events(second_id, None).await;
     let took = ended.elapsed();
-    assert_eq!(done["status"], "succeeded", "{done}");
-    assert_eq!(done["output"]["text"], "echo: second", "{done}");
+    let end = events.last().unwrap();
+    assert_eq!(end.1, "run.succeeded", "{events:?}");
+    assert_eq!(end.2["output"]["text"], "echo: second", "{events:?}");
     // An upkeep round is 10 s apart: this is the wake-up.
     assert!(
         took < Duration::from_secs(2),
