@@ -153,6 +153,8 @@ impl Runtime {
         let guard = lock.lock().await;
         let incognito = self.inner.incognito.is_thread(&inbound.thread_key);
         let store = if incognito {
+            // Another replica's thread in its memory: refused, naming it.
+            self.hold_incognito(&inbound.thread_key).await?;
             self.inner.incognito.store().await?
         } else {
             self.inner.store.clone()

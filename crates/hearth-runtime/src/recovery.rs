@@ -88,6 +88,7 @@ impl Runtime {
             // A lapsed lease notifies nobody: each round pulls once.
             self.request_pull();
             self.settle_followed().await;
+            self.renew_incognito().await;
         } else if !self.is_shutting_down()
             && let Err(e) = self.sweep().await
         {

@@ -78,6 +78,12 @@ impl Runtime {
                         rt.settle_followed().await;
                     }
                     Wake::Ended(run_id) => rt.ended_elsewhere(&run_id).await,
+                    Wake::Incognito { thread_key, on } => {
+                        rt.inner.incognito.set_thread(&thread_key, on);
+                        if !on {
+                            rt.let_go_incognito(&thread_key).await;
+                        }
+                    }
                     Wake::Asks(run_id) => rt.asks_elsewhere(&run_id),
                     Wake::Confirmation(run_id) => {
                         rt.inner.live().engine.confirmations().wake(&run_id);

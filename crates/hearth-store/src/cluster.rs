@@ -23,6 +23,13 @@ pub enum Wake {
     Asks(String),
     /// A confirmation of a run was answered; the run id.
     Confirmation(String),
+    /// A thread's incognito mode was turned on or off.
+    Incognito {
+        /// The thread.
+        thread_key: String,
+        /// Whether it is incognito now.
+        on: bool,
+    },
     /// The listening connection is (again) established. What was notified
     /// while it was down is lost: look at the store again.
     Connected,
@@ -80,6 +87,9 @@ pub trait ClusterStore: Send + Sync {
         until: Timestamp,
         now: Timestamp,
     ) -> Result<bool>;
+
+    /// Who holds the lease `name`, if its lease is unexpired at `now`.
+    async fn lease_holder(&self, name: &str, now: Timestamp) -> Result<Option<String>>;
 
     /// Gives up the lease `name` if `holder` holds it.
     async fn release_lease(&self, name: &str, holder: &str) -> Result<()>;

@@ -324,3 +324,39 @@ async fn a_threads_follow_up_sent_to_another_replica_starts_as_soon_as_the_first
     );
     assert_eq!(user_texts(&fake.requests().pop().unwrap()), ["first", "second"]);
 }
+
+#[tokio::test]
+async fn a_message_for_an_incognito_thread_held_by_another_replica_is_refused_naming_it() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    let (_, ready) = a.get("/readyz").await;
+    let holder = ready["replica"].as_str().unwrap().to_owned();
+    let incognito = |h: &Hearth, on: bool| {
+        h.http
+            .put(h.at("/v1/threads/api:pg-inc/incognito"))
+            .json(&json!({ "enabled": on }))
+            .send()
+    };
+    assert_eq!(incognito(&a, true).await.unwrap().status().as_u16(), 200);
+    let answer = a.ask("api:pg-inc", "secret words").await;
+    assert_eq!(answer["output"]["text"], "echo: secret words", "{answer}");
+
+    let (s, refused) = b
+        .post(json!({ "text": "more secret words", "thread_key": "api:pg-inc" }))
+        .await;
+    assert_eq!(s, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "incognito_elsewhere", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&holder), "{message}");
+    let r = incognito(&b, true).await.unwrap();
+    assert_eq!(r.status().as_u16(), 409, "b cannot take a's thread");
+    assert_eq!(fake.requests().len(), 1, "nothing ran on b");
+
+    // Turned off on a: b takes the thread's messages again.
+    assert_eq!(incognito(&a, false).await.unwrap().status().as_u16(), 200);
+    let answer = b.ask("api:pg-inc", "plain words").await;
+    assert_eq!(answer["output"]["text"], "echo: plain words", "{answer}");
+}

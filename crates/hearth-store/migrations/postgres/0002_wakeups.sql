@@ -59,3 +59,20 @@ $$;
 CREATE TRIGGER confirmations_notify AFTER UPDATE OF state ON confirmations
     FOR EACH ROW WHEN (OLD.state = 'pending' AND NEW.state IS DISTINCT FROM 'pending')
     EXECUTE FUNCTION hearth_confirmations_notify();
+
+-- `hearth_incognito` ('1:' or '0:' then the thread key): a thread's
+-- incognito mode changed; every replica keeps the flags of all threads, so
+-- none stores a message of an incognito thread on disk.
+CREATE FUNCTION hearth_threads_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('hearth_incognito',
+        CASE WHEN NEW.incognito THEN '1:' ELSE '0:' END || NEW.thread_key);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER threads_notify_insert AFTER INSERT ON threads
+    FOR EACH ROW WHEN (NEW.incognito) EXECUTE FUNCTION hearth_threads_notify();
+CREATE TRIGGER threads_notify_update AFTER UPDATE OF incognito ON threads
+    FOR EACH ROW WHEN (OLD.incognito IS DISTINCT FROM NEW.incognito)
+    EXECUTE FUNCTION hearth_threads_notify();

@@ -84,6 +84,18 @@ impl ClusterStore for PostgresStore {
         Ok(won == 1)
     }
 
+    async fn lease_holder(&self, name: &str, now: Timestamp) -> Result<Option<String>> {
+        let client = self.client().await?;
+        client
+            .query_opt(
+                "SELECT holder FROM leases WHERE name = $1 AND until >= $2",
+                &[&name, &now],
+            )
+            .await?
+            .map(|row| col(&row, 0))
+            .transpose()
+    }
+
     async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
         let client = self.client().await?;
         client

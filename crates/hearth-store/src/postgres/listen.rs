@@ -17,8 +17,8 @@ use tracing::{debug, warn};
 use crate::cluster::Wake;
 
 /// The channels, and what a notification on each means.
-const CHANNELS: &str =
-    "LISTEN hearth_work; LISTEN hearth_ended; LISTEN hearth_asks; LISTEN hearth_confirmation";
+const CHANNELS: &str = "LISTEN hearth_work; LISTEN hearth_ended; LISTEN hearth_asks; \
+                        LISTEN hearth_confirmation; LISTEN hearth_incognito";
 
 /// Wake-ups not yet taken by the runtime before the listener waits; `Work`
 /// notifications beyond that are dropped (one pending is as good as many).
@@ -96,6 +96,13 @@ async fn listen_once(
                     "hearth_ended" => Wake::Ended(note.payload().to_owned()),
                     "hearth_asks" => Wake::Asks(note.payload().to_owned()),
                     "hearth_confirmation" => Wake::Confirmation(note.payload().to_owned()),
+                    "hearth_incognito" => match note.payload().split_once(':') {
+                        Some((on, thread_key)) => Wake::Incognito {
+                            thread_key: thread_key.to_owned(),
+                            on: on == "1",
+                        },
+                        None => continue,
+                    },
                     _ => continue,
                 };
                 if wake == Wake::Work {

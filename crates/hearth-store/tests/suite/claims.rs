@@ -221,3 +221,48 @@ async fn the_listener_hears_queued_runs_ends_and_answers() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_hears_incognito_changes_and_a_lease_names_its_holder() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let cluster = store.cluster().unwrap();
+    let mut wakes = cluster.listen();
+    assert_eq!(next(&mut wakes).await, Wake::Connected);
+    hearth_store::ThreadStore::set_thread_incognito(&store, "t:x", true)
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut wakes).await,
+        Wake::Incognito {
+            thread_key: "t:x".into(),
+            on: true
+        }
+    );
+    hearth_store::ThreadStore::set_thread_incognito(&store, "t:x", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut wakes).await,
+        Wake::Incognito {
+            thread_key: "t:x".into(),
+            on: false
+        }
+    );
+    assert!(
+        cluster
+            .acquire_lease("incognito:t:x", "r1", NOW + 10, NOW)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        cluster.lease_holder("incognito:t:x", NOW).await.unwrap(),
+        Some("r1".into())
+    );
+    assert_eq!(
+        cluster.lease_holder("incognito:t:x", NOW + 11).await.unwrap(),
+        None,
+        "a lapsed lease has no holder"
+    );
+}
