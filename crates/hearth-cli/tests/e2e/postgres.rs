@@ -360,3 +360,36 @@ async fn a_message_for_an_incognito_thread_held_by_another_replica_is_refused_na
     let answer = b.ask("api:pg-inc", "plain words").await;
     assert_eq!(answer["output"]["text"], "echo: plain words", "{answer}");
 }
+
+#[tokio::test]
+async fn a_replica_that_loses_the_database_is_not_ready_and_recovers_when_it_returns() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let config = format!(
+        "{}[store]\nbackend = \"postgres\"\nlease_secs = 30\n",
+        fake_config(&fake.base_url())
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start_with(dir.path(), Some(&config), &[("HEARTH_DATABASE_URL", &url)]).await;
+    assert_eq!(h.get("/readyz").await.0, 200);
+
+    hearth_store::postgres::testing::set_accepting(&url, false).await;
+    let (s, ready) = tokio::time::timeout(Duration::from_secs(10), h.get("/readyz"))
+        .await
+        .expect("/readyz answers without the database");
+    assert_eq!(s, 503, "{ready}");
+    assert_eq!(ready["status"], "not_ready", "{ready}");
+    assert_eq!(h.get("/healthz").await.0, 200, "alive all the same");
+    let (s, refused) = h
+        .post(json!({ "text": "while down", "thread_key": "api:pg-down" }))
+        .await;
+    assert!(s >= 500, "no run starts without the database: {s} {refused}");
+    assert!(fake.requests().is_empty());
+
+    hearth_store::postgres::testing::set_accepting(&url, true).await;
+    poll(&h, "/readyz", Duration::from_secs(10), |v| v["status"] == "ready").await;
+    let answer = h.ask("api:pg-down", "back").await;
+    assert_eq!(answer["output"]["text"], "echo: back", "{answer}");
+}
