@@ -215,8 +215,9 @@ async fn the_listener_hears_queued_runs_ends_and_answers() {
                 assert_eq!(id, run_id);
                 break;
             }
-            // `awaiting` made and claimed a run of its own.
+            // `awaiting` made and claimed a run of its own, which asks.
             Wake::Work => {}
+            Wake::Asks(id) => assert_eq!(id, "run_1"),
             other => panic!("unexpected {other:?}"),
         }
     }
