@@ -267,3 +267,49 @@ async fn the_listener_hears_incognito_changes_and_a_lease_names_its_holder() {
         "a lapsed lease has no holder"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_racing_into_one_idle_thread_are_claimed_at_most_once_and_kept_in_order() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    // Rounds of replicas storing a message each on the same idle thread at
+    // the same instant, each believing the thread idle (so each asks for
+    // its run stored claimed).
+    for round in 0..20 {
+        let thread = format!("race{round}");
+        let mut tasks = Vec::new();
+        for r in 0..4 {
+            let store = store.clone();
+            let thread = thread.clone();
+            tasks.push(tokio::spawn(async move {
+                let run = hearth_store::conformance::fixtures::new_run(
+                    &format!("{thread}-{r}"),
+                    &thread,
+                    None,
+                );
+                let owner = format!("replica{r}");
+                match store
+                    .create_claimed_run(run, &owner, NOW + 60_000, "openai/gpt")
+                    .await
+                    .unwrap()
+                {
+                    hearth_store::CreateRunOutcome::Created(run) => run,
+                    other => panic!("{other:?}"),
+                }
+            }));
+        }
+        let mut runs = Vec::new();
+        for t in tasks {
+            runs.push(t.await.unwrap());
+        }
+        let claimed: Vec<_> = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Running)
+            .collect();
+        assert_eq!(claimed.len(), 1, "round {round}: {runs:#?}");
+        // The claimed one is the thread's first: nothing before it.
+        let first = runs.iter().map(|r| r.seq).min().unwrap();
+        assert_eq!(claimed[0].seq, first, "round {round}: {runs:#?}");
+    }
+}
