@@ -73,9 +73,7 @@ impl RunLog {
         if self.status().is_terminal() {
             return;
         }
-        let seq = end
-            .seq
-            .max(events.last().map_or(self.base, |e| e.seq) + 1);
+        let seq = end.seq.max(events.last().map_or(self.base, |e| e.seq) + 1);
         events.push(RunEvent { seq, ..end });
         drop(events);
         self.state.send_modify(|(n, st)| {

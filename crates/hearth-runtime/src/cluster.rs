@@ -144,7 +144,9 @@ impl Runtime {
             {
                 Ok(0) => {}
                 Ok(n) => info!(runs = n, "gave up the leases of runs not started"),
-                Err(e) => warn!(error = %e, "could not give up run leases; they lapse on their own"),
+                Err(e) => {
+                    warn!(error = %e, "could not give up run leases; they lapse on their own")
+                }
             }
         }
         if let Some(cluster) = self.inner.store.cluster()

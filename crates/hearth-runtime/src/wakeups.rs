@@ -237,10 +237,7 @@ impl Runtime {
         if !made {
             return Ok(log);
         }
-        self.inner
-            .wakeups
-            .followed()
-            .insert(run.run_id.clone());
+        self.inner.wakeups.followed().insert(run.run_id.clone());
         // The end may have been notified before the log existed.
         if let Some(now) = self.inner.store.get_run(&run.run_id).await?
             && now.status.is_terminal()

@@ -201,7 +201,10 @@ async fn a_confirmation_answered_on_one_replica_resumes_the_run_on_another_withi
         .await;
     assert_eq!(s, 202, "{waiting}");
     assert_eq!(waiting["status"], "awaiting_confirmation", "{waiting}");
-    let token = waiting["confirmation"]["token"].as_str().unwrap().to_owned();
+    let token = waiting["confirmation"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let run_id = waiting["run_id"].as_str().unwrap().to_owned();
 
     let started = std::time::Instant::now();
@@ -212,7 +215,11 @@ async fn a_confirmation_answered_on_one_replica_resumes_the_run_on_another_withi
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status().as_u16(), 200, "replica b answers by the stored hash");
+    assert_eq!(
+        r.status().as_u16(),
+        200,
+        "replica b answers by the stored hash"
+    );
     // Replica a's stream of the run ends with the run's end.
     let events = a.events(&run_id, None).await;
     let took = started.elapsed();
@@ -322,7 +329,10 @@ async fn a_threads_follow_up_sent_to_another_replica_starts_as_soon_as_the_first
         took < Duration::from_secs(2),
         "the follow-up ended {took:?} after the first"
     );
-    assert_eq!(user_texts(&fake.requests().pop().unwrap()), ["first", "second"]);
+    assert_eq!(
+        user_texts(&fake.requests().pop().unwrap()),
+        ["first", "second"]
+    );
 }
 
 #[tokio::test]
@@ -385,11 +395,17 @@ async fn a_replica_that_loses_the_database_is_not_ready_and_recovers_when_it_ret
     let (s, refused) = h
         .post(json!({ "text": "while down", "thread_key": "api:pg-down" }))
         .await;
-    assert!(s >= 500, "no run starts without the database: {s} {refused}");
+    assert!(
+        s >= 500,
+        "no run starts without the database: {s} {refused}"
+    );
     assert!(fake.requests().is_empty());
 
     hearth_store::postgres::testing::set_accepting(&url, true).await;
-    poll(&h, "/readyz", Duration::from_secs(10), |v| v["status"] == "ready").await;
+    poll(&h, "/readyz", Duration::from_secs(10), |v| {
+        v["status"] == "ready"
+    })
+    .await;
     let answer = h.ask("api:pg-down", "back").await;
     assert_eq!(answer["output"]["text"], "echo: back", "{answer}");
 }

@@ -6,8 +6,8 @@ use super::PostgresStore;
 use super::rows::{col, unsigned};
 use super::wide;
 use crate::cluster::{ClusterStore, ReplicaBeat, ReplicaRecord, Wake};
-use crate::records::RunRecord;
 use crate::error::Result;
+use crate::records::RunRecord;
 
 #[async_trait::async_trait]
 impl ClusterStore for PostgresStore {

@@ -13,7 +13,10 @@ use crate::error::{Result, StoreError};
 /// edited, only followed by a new one.
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_schema.sql")),
-    (2, include_str!("../../migrations/postgres/0002_wakeups.sql")),
+    (
+        2,
+        include_str!("../../migrations/postgres/0002_wakeups.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hearth_store::conformance::fixtures::{created, finish};
 use hearth_core::RunStatus;
+use hearth_store::conformance::fixtures::{created, finish};
 use hearth_store::{PostgresStore, RunStore, Store, Wake};
 
 /// Far enough from the fixtures' times that no lease lapses by accident.
@@ -44,7 +44,13 @@ async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
     // a2 waits behind a1, which runs: b1 is next, then nothing.
     let second = cluster.claim_next("r2", until, NOW).await.unwrap().unwrap();
     assert_eq!(second.run_id, "b1");
-    assert!(cluster.claim_next("r2", until, NOW).await.unwrap().is_none());
+    assert!(
+        cluster
+            .claim_next("r2", until, NOW)
+            .await
+            .unwrap()
+            .is_none()
+    );
     // The owner re-claims its own run (the worker's claim after the pull).
     assert!(
         store
@@ -66,7 +72,11 @@ async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
         .unwrap();
     assert_eq!(taken.run_id, "a1");
     assert_eq!(taken.lease_owner.as_deref(), Some("r3"));
-    assert_eq!(taken.model.as_deref(), Some("openai/gpt"), "the model stays");
+    assert_eq!(
+        taken.model.as_deref(),
+        Some("openai/gpt"),
+        "the model stays"
+    );
     assert!(
         cluster
             .claim_next("r3", later + 10_000, later)
@@ -133,8 +143,7 @@ async fn concurrent_claimers_take_each_run_once_and_keep_each_threads_order() {
             let mut idle_rounds = 0;
             while idle_rounds < 20 {
                 let cluster = store.cluster().unwrap();
-                let Some(run) = cluster.claim_next(&owner, NOW + 60_000, NOW).await.unwrap()
-                else {
+                let Some(run) = cluster.claim_next(&owner, NOW + 60_000, NOW).await.unwrap() else {
                     idle_rounds += 1;
                     tokio::task::yield_now().await;
                     continue;
@@ -262,7 +271,10 @@ async fn the_listener_hears_incognito_changes_and_a_lease_names_its_holder() {
         Some("r1".into())
     );
     assert_eq!(
-        cluster.lease_holder("incognito:t:x", NOW + 11).await.unwrap(),
+        cluster
+            .lease_holder("incognito:t:x", NOW + 11)
+            .await
+            .unwrap(),
         None,
         "a lapsed lease has no holder"
     );
