@@ -60,6 +60,11 @@ impl Incognito {
         self.state().threads.extend(keys);
     }
 
+    /// Replaces the incognito threads with the stored flags `keys`.
+    pub(crate) fn replace_threads(&self, keys: Vec<String>) {
+        self.state().threads = keys.into_iter().collect();
+    }
+
     /// True when new runs of `thread_key` are incognito.
     pub(crate) fn is_thread(&self, thread_key: &str) -> bool {
         let s = self.state();

@@ -18,6 +18,7 @@
 //! replica's stream gave it.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hearth_core::{RunStatus, now_ms};
@@ -39,6 +40,8 @@ pub(crate) struct Wakeups {
     pull: Arc<Notify>,
     /// Runs whose log here follows another replica's execution.
     followed: Mutex<HashSet<String>>,
+    /// Whether the listening connection is established (for `/readyz`).
+    listening: std::sync::atomic::AtomicBool,
 }
 
 impl Wakeups {
@@ -76,7 +79,11 @@ impl Runtime {
                     Wake::Connected => {
                         rt.request_pull();
                         rt.settle_followed().await;
+                        // A thread turned incognito while nobody listened.
+                        rt.reload_incognito().await;
+                        rt.inner.wakeups.listening.store(true, Ordering::Relaxed);
                     }
+                    Wake::Lost => rt.inner.wakeups.listening.store(false, Ordering::Relaxed),
                     Wake::Ended(run_id) => rt.ended_elsewhere(&run_id).await,
                     Wake::Incognito { thread_key, on } => {
                         rt.inner.incognito.set_thread(&thread_key, on);
@@ -96,6 +103,22 @@ impl Runtime {
                 }
             }
         });
+    }
+
+    /// On a shared store, whether this replica hears the others now
+    /// (`/readyz` shows it; not being heard slows wake-ups to the upkeep
+    /// round but stops nothing). `None` when alone with the store.
+    pub fn hears_other_replicas(&self) -> Option<bool> {
+        self.inner.store.cluster()?;
+        Some(self.inner.wakeups.listening.load(Ordering::Relaxed))
+    }
+
+    /// The stored incognito flags, taken again.
+    async fn reload_incognito(&self) {
+        match self.inner.store.incognito_threads().await {
+            Ok(keys) => self.inner.incognito.replace_threads(keys),
+            Err(e) => warn!(error = %e, "could not read the incognito threads again"),
+        }
     }
 
     /// Asks for a pull (coalesced with any pending one).
@@ -140,18 +163,28 @@ impl Runtime {
     }
 
     /// After a run of `thread_key` ended here: claims the thread's next
-    /// queued run now, unless this process has it queued already.
+    /// queued run now. When this process has it queued, that one: its end
+    /// told the other replicas too, and one of them could take it without
+    /// what this process holds for it (its overrides).
     pub(crate) async fn take_next_of_thread(&self, thread_key: &str) {
         let Some(cluster) = self.inner.store.cluster() else {
             return;
         };
-        if self.is_shutting_down() || self.inner.scheduler.runs_of(thread_key).len() > 1 {
+        if self.is_shutting_down() {
             return;
         }
         let now = now_ms();
         let until = now + lease_ms(&self.inner.options);
+        let owner = &self.inner.options.owner;
+        if let Some(next) = self.inner.scheduler.runs_of(thread_key).get(1) {
+            // Its worker claims it again (allowed to its owner) with its model.
+            if let Err(e) = self.inner.store.claim_run(next, owner, until, now).await {
+                warn!(error = %e, "could not claim a thread's next run; its worker tries again");
+            }
+            return;
+        }
         match cluster
-            .claim_next_of_thread(thread_key, &self.inner.options.owner, until, now)
+            .claim_next_of_thread(thread_key, owner, until, now)
             .await
         {
             Ok(Some(run)) => self.adopt(&run),

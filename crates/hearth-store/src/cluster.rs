@@ -33,6 +33,9 @@ pub enum Wake {
     /// The listening connection is (again) established. What was notified
     /// while it was down is lost: look at the store again.
     Connected,
+    /// The listening connection dropped (or could not be made); it is made
+    /// again with back-off.
+    Lost,
 }
 
 /// What a replica reports about itself at each heartbeat.

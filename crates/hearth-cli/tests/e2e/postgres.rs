@@ -179,6 +179,13 @@ async fn two_replicas(
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = Hearth::start_with(dir_a.path(), Some(&config), &env).await;
     let b = Hearth::start_with(dir_b.path(), Some(&config), &env).await;
+    // Each hears the other from here on.
+    for h in [&a, &b] {
+        poll(h, "/readyz", Duration::from_secs(10), |v| {
+            v["checks"]["wakeups"] == "ok"
+        })
+        .await;
+    }
     (a, b, dir_a, dir_b)
 }
 
@@ -344,6 +351,7 @@ async fn a_message_for_an_incognito_thread_held_by_another_replica_is_refused_na
     let (a, b, _da, _db) = two_replicas(&fake, &url).await;
     let (_, ready) = a.get("/readyz").await;
     let holder = ready["replica"].as_str().unwrap().to_owned();
+
     let incognito = |h: &Hearth, on: bool| {
         h.http
             .put(h.at("/v1/threads/api:pg-inc/incognito"))

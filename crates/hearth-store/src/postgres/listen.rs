@@ -38,6 +38,8 @@ pub(crate) fn start(config: tokio_postgres::Config, target: String) -> mpsc::Rec
                 () = tx.closed() => return,
                 r = listen_once(&config, &tx) => r,
             };
+            // Whatever ended the connection, nothing is heard until the next.
+            let _ = tx.try_send(Wake::Lost);
             match outcome {
                 // Connected and then dropped: try again at once.
                 Ok(()) => backoff = BACKOFF_FIRST,

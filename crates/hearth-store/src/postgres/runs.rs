@@ -25,7 +25,8 @@ const DEFAULT_LIMIT: u32 = 50;
 /// The largest `list_runs` page.
 const MAX_LIMIT: u32 = 1000;
 
-/// Who claims a run as it is created, until when, with which model.
+/// Who claims a run as it is created, until when, with which model (none
+/// when empty: a run stored claimed before it is prepared).
 struct Claim<'a> {
     owner: &'a str,
     lease_until: Timestamp,
@@ -73,7 +74,7 @@ async fn insert_run(
              status, created_at, updated_at, scope, roles, lease_owner, lease_until, model) \
              SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
              $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
-             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE $13 END \
+             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END \
              FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
              AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
              ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \
