@@ -15,7 +15,8 @@
 //! `NOTIFY`. A run that ends elsewhere stops here if this replica executes
 //! it (a cancel on another replica), and ends the log its followers here
 //! read (`?wait=`, SSE), with the stored answer under the id the executing
-//! replica's stream gave it.
+//! replica's stream gave it. A thread turned incognito or back on any
+//! replica changes the flag here (see `incognito.rs` for who holds it).
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
