@@ -45,10 +45,15 @@ impl RunLog {
         self.events.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Appends an event, numbering it, and wakes followers.
+    /// Appends an event, numbering it, and wakes followers. A log that
+    /// ended takes no second end: the end learnt from another replica (see
+    /// `wakeups.rs`) and the one this process computed are the same.
     pub fn push(&self, kind: RunEventKind, data: Value, status: Option<RunStatus>) {
         let mut events = self.events();
-        let seq = self.base + events.len() as u64 + 1;
+        if kind.is_terminal() && self.status().is_terminal() {
+            return;
+        }
+        let seq = events.last().map_or(self.base, |e| e.seq) + 1;
         events.push(RunEvent { seq, kind, data });
         drop(events);
         self.state.send_modify(|(n, st)| {
@@ -56,6 +61,24 @@ impl RunLog {
             if let Some(s) = status {
                 *st = s;
             }
+        });
+    }
+
+    /// Ends the log with `end`, numbered as the executing replica numbered
+    /// it (`end.seq`, when later than what the log has), unless it ended
+    /// already. Followers of a run another replica executed see the end
+    /// under the id its own stream gave it.
+    pub(crate) fn end_with(&self, end: RunEvent, status: RunStatus) {
+        let mut events = self.events();
+        if self.status().is_terminal() {
+            return;
+        }
+        let seq = end.seq.max(events.last().map_or(self.base, |e| e.seq) + 1);
+        events.push(RunEvent { seq, ..end });
+        drop(events);
+        self.state.send_modify(|(n, st)| {
+            *n = seq;
+            *st = status;
         });
     }
 
@@ -67,9 +90,9 @@ impl RunLog {
     /// Events with `seq > after`.
     pub fn since(&self, after: u64) -> Vec<RunEvent> {
         let events = self.events();
-        let start = usize::try_from(after.saturating_sub(self.base))
-            .unwrap_or(usize::MAX)
-            .min(events.len());
+        // By id, not by position: an end learnt from another replica keeps
+        // that replica's id, which may skip some.
+        let start = events.partition_point(|e| e.seq <= after);
         events[start..].to_vec()
     }
 
@@ -126,6 +149,29 @@ impl EventBus {
             .entry(run_id.to_owned())
             .or_insert_with(|| Arc::new(RunLog::new(status, 0)))
             .clone()
+    }
+
+    /// The log of `run_id`, made with the events `past` gives when missing
+    /// (a follower of a run another replica executes); whether it was made.
+    pub(crate) fn follow(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        past: impl FnOnce() -> Vec<RunEvent>,
+    ) -> (Arc<RunLog>, bool) {
+        let mut logs = self.logs();
+        if let Some(log) = logs.live.get(run_id) {
+            return (log.clone(), false);
+        }
+        let log = Arc::new(RunLog::new(status, 0));
+        {
+            let mut events = log.events();
+            *events = past();
+            let last = events.last().map_or(0, |e| e.seq);
+            log.state.send_modify(|(n, _)| *n = last);
+        }
+        logs.live.insert(run_id.to_owned(), log.clone());
+        (log, true)
     }
 
     /// The log of a run this process has just claimed. A log whose run had
@@ -214,6 +260,37 @@ mod tests {
         );
         assert_eq!(again.since(2).len(), 1);
         assert!(again.since(3).is_empty());
+    }
+
+    #[test]
+    fn an_end_learnt_elsewhere_keeps_its_id_and_is_not_ended_twice() {
+        let bus = EventBus::default();
+        let (log, made) = bus.follow("r1", RunStatus::Running, || {
+            vec![RunEvent {
+                seq: 1,
+                kind: RunEventKind::Queued,
+                data: json!({}),
+            }]
+        });
+        assert!(made);
+        log.end_with(
+            RunEvent {
+                seq: 9,
+                kind: RunEventKind::Succeeded,
+                data: json!({"output": {"text": "a"}}),
+            },
+            RunStatus::Succeeded,
+        );
+        log.push(
+            RunEventKind::Succeeded,
+            json!({"output": {"text": "a"}}),
+            Some(RunStatus::Succeeded),
+        );
+        let seqs: Vec<_> = log.since(0).iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 9]);
+        assert_eq!(log.since(1).len(), 1);
+        assert!(log.since(9).is_empty());
+        assert_eq!(log.last_seq(), 9);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use hearth_core::{Timestamp, now_ms};
 use hearth_store::{ReplicaBeat, ReplicaRecord};
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::error::Result;
 use crate::runtime::{Runtime, lease_ms};
@@ -180,6 +180,21 @@ impl Runtime {
     /// Leaves the cluster at a clean shutdown: the row and leases go at
     /// once instead of when they lapse.
     pub(crate) async fn leave_cluster(&self) {
+        // Runs claimed and not started go to another replica now; those
+        // still executing keep their lease until it lapses, so no one else
+        // runs them while this process may.
+        if let Some(cluster) = self.inner.store.cluster() {
+            match cluster
+                .release_run_leases(&self.inner.options.owner, &self.inner.executing())
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => info!(runs = n, "gave up the leases of runs not started"),
+                Err(e) => {
+                    warn!(error = %e, "could not give up run leases; they lapse on their own")
+                }
+            }
+        }
         if let Some(cluster) = self.inner.store.cluster()
             && let Err(e) = cluster.leave(&self.inner.options.owner).await
         {

@@ -46,6 +46,18 @@ pub enum RuntimeError {
     /// Something of ours failed (a task panicked); the message says what.
     #[error("{0}")]
     Internal(String),
+    /// The thread is incognito and another replica holds it: its
+    /// conversation lives in that replica's memory only.
+    #[error(
+        "thread {thread_key} is incognito and its conversation lives in the memory of replica \
+         {holder}; send its messages to that replica, or turn incognito off for the thread"
+    )]
+    IncognitoElsewhere {
+        /// The thread.
+        thread_key: String,
+        /// The replica that holds it (`hearth cluster` lists its address).
+        holder: String,
+    },
     /// A configuration read again cannot be served (reload); the message
     /// names the file or variable, the key and the fix. Nothing changed.
     #[error("{0}")]

@@ -31,6 +31,14 @@ impl Runtime {
         if let Some(log) = self.inner.bus.get(run_id) {
             return Ok(RunEvents::Live(log));
         }
+        // Executed by another replica: its stored lifecycle, then its end
+        // when the database tells of it.
+        if self.inner.store.cluster().is_some()
+            && !run.status.is_terminal()
+            && !self.is_incognito_run(run_id)
+        {
+            return Ok(RunEvents::Live(self.follow_remote(&run).await?));
+        }
         Ok(RunEvents::Stored(stored_events(&run)))
     }
 }

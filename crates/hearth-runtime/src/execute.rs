@@ -508,6 +508,11 @@ impl Runtime {
                 }
                 self.schedule_follow_ups(&run.thread_key, &follow_up_ids)
                     .await;
+                if follow_up_ids.is_empty() && !incognito {
+                    // Another replica may have queued the thread's next
+                    // message: it starts here now, not at a wake-up.
+                    self.take_next_of_thread(&run.thread_key).await;
+                }
             }
             Ok(false) => {
                 // Ended by someone else first (a new session cancels in the

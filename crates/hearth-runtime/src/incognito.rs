@@ -4,13 +4,28 @@
 //!
 //! What stays on disk for them: the flag, the thread's settings, usage rows
 //! without thread or user keys, and audit events (ids only).
+//!
+//! Several replicas on PostgreSQL: an incognito thread lives in the memory
+//! of one replica, its holder, recorded as the lease `incognito:<thread>`
+//! (taken when the thread is turned incognito or gets its first message
+//! there, renewed at each upkeep round, given up when incognito is turned
+//! off). A message for it that reaches another replica is refused with
+//! [`RuntimeError::IncognitoElsewhere`] naming the holder (HTTP 409
+//! `incognito_elsewhere`), rather than forwarded: forwarding would carry
+//! the conversation over the network between replicas, and a load balancer
+//! with sticky sessions (or a channel held by the holder) reaches the
+//! holder anyway. When the holder dies, its lease lapses and the thread's
+//! in-memory conversation is gone, as after a restart on one machine; the
+//! next replica it reaches takes it. Every replica learns of a thread
+//! turned incognito from the database's notification, so none stores its
+//! messages on disk.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use hearth_core::ThreadKey;
+use hearth_core::{ThreadKey, now_ms};
 use hearth_store::{SqliteStore, Store};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::error::{Result, RuntimeError};
 use crate::runtime::Runtime;
@@ -30,6 +45,9 @@ struct State {
     runs: HashSet<String>,
     /// Opened on first use, so a hearth without incognito threads pays nothing.
     store: Option<Arc<dyn Store>>,
+    /// On a shared store: the incognito threads whose holder lease this
+    /// replica has.
+    held: HashSet<String>,
 }
 
 impl Incognito {
@@ -42,13 +60,18 @@ impl Incognito {
         self.state().threads.extend(keys);
     }
 
+    /// Replaces the incognito threads with the stored flags `keys`.
+    pub(crate) fn replace_threads(&self, keys: Vec<String>) {
+        self.state().threads = keys.into_iter().collect();
+    }
+
     /// True when new runs of `thread_key` are incognito.
     pub(crate) fn is_thread(&self, thread_key: &str) -> bool {
         let s = self.state();
         !s.threads.is_empty() && s.threads.contains(thread_key)
     }
 
-    fn set_thread(&self, thread_key: &str, on: bool) {
+    pub(crate) fn set_thread(&self, thread_key: &str, on: bool) {
         let mut s = self.state();
         if on {
             s.threads.insert(thread_key.to_owned());
@@ -104,6 +127,18 @@ impl Incognito {
         s.store.take()
     }
 
+    fn hold(&self, thread_key: &str) {
+        self.state().held.insert(thread_key.to_owned());
+    }
+
+    fn let_go(&self, thread_key: &str) -> bool {
+        self.state().held.remove(thread_key)
+    }
+
+    fn held(&self) -> Vec<String> {
+        self.state().held.iter().cloned().collect()
+    }
+
     /// The memory store if it was opened.
     pub(crate) fn opened(&self) -> Option<Arc<dyn Store>> {
         self.state().store.clone()
@@ -128,12 +163,82 @@ impl Runtime {
         thread_key: &ThreadKey,
         enabled: bool,
     ) -> Result<ThreadRuntime> {
+        if enabled {
+            self.hold_incognito(thread_key).await?;
+        }
         self.inner
             .store
             .set_thread_incognito(thread_key, enabled)
             .await?;
         self.inner.incognito.set_thread(thread_key, enabled);
+        if !enabled {
+            self.let_go_incognito(thread_key).await;
+        }
         info!(%thread_key, enabled, "incognito changed");
         self.thread_runtime(thread_key).await
+    }
+}
+
+/// The lease that names an incognito thread's holder.
+fn lease_name(thread_key: &str) -> String {
+    format!("incognito:{thread_key}")
+}
+
+impl Runtime {
+    /// On a shared store: takes or renews this replica's hold of an
+    /// incognito thread, or refuses naming the replica that holds it.
+    pub(crate) async fn hold_incognito(&self, thread_key: &str) -> Result<()> {
+        let Some(cluster) = self.inner.store.cluster() else {
+            return Ok(());
+        };
+        let name = lease_name(thread_key);
+        let now = now_ms();
+        let until = now + crate::runtime::lease_ms(&self.inner.options);
+        if cluster
+            .acquire_lease(&name, &self.inner.options.owner, until, now)
+            .await?
+        {
+            self.inner.incognito.hold(thread_key);
+            return Ok(());
+        }
+        let holder = cluster
+            .lease_holder(&name, now)
+            .await?
+            .unwrap_or_else(|| "another replica".to_owned());
+        Err(RuntimeError::IncognitoElsewhere {
+            thread_key: thread_key.to_owned(),
+            holder,
+        })
+    }
+
+    /// Gives up this replica's hold of a thread that left incognito.
+    pub(crate) async fn let_go_incognito(&self, thread_key: &str) {
+        if !self.inner.incognito.let_go(thread_key) {
+            return;
+        }
+        if let Some(cluster) = self.inner.store.cluster()
+            && let Err(e) = cluster
+                .release_lease(&lease_name(thread_key), &self.inner.options.owner)
+                .await
+        {
+            warn!(error = %e, "could not give up an incognito thread's lease; it lapses on its own");
+        }
+    }
+
+    /// At each upkeep round: renews the holds of the incognito threads this
+    /// replica holds (no query when it holds none).
+    pub(crate) async fn renew_incognito(&self) {
+        for thread_key in self.inner.incognito.held() {
+            if !self.inner.incognito.is_thread(&thread_key) {
+                self.let_go_incognito(&thread_key).await;
+                continue;
+            }
+            if let Err(e) = self.hold_incognito(&thread_key).await {
+                warn!(error = %e, "could not renew the hold of an incognito thread");
+                if matches!(e, RuntimeError::IncognitoElsewhere { .. }) {
+                    self.inner.incognito.let_go(&thread_key);
+                }
+            }
+        }
     }
 }

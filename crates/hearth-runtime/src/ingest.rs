@@ -153,6 +153,8 @@ impl Runtime {
         let guard = lock.lock().await;
         let incognito = self.inner.incognito.is_thread(&inbound.thread_key);
         let store = if incognito {
+            // Another replica's thread in its memory: refused, naming it.
+            self.hold_incognito(&inbound.thread_key).await?;
             self.inner.incognito.store().await?
         } else {
             self.inner.store.clone()
@@ -194,13 +196,26 @@ impl Runtime {
             None
         };
         let owner = &self.inner.options.owner;
+        let until = new_run.created_at + lease_ms(&self.inner.options);
+        // On a shared store a run this replica starts next is stored claimed
+        // also when it is not prepared here (a direct call, a routed run, a
+        // preparation that failed): stored queued, its insert would offer it
+        // to every replica, and another could take it without what this one
+        // holds for it (its overrides). Its worker claims it again and
+        // records its model.
+        let hold = prepared.is_none()
+            && !incognito
+            && !self.is_shutting_down()
+            && self.inner.store.cluster().is_some()
+            && self.inner.scheduler.is_idle(&new_run.thread_key);
         let outcome = match &prepared {
             Some(p) => {
-                let until = new_run.created_at + lease_ms(&self.inner.options);
                 store
                     .create_claimed_run(new_run, owner, until, &p.model.to_string())
                     .await
             }
+            // No model yet: the store keeps none.
+            None if hold => store.create_claimed_run(new_run, owner, until, "").await,
             None => store.create_run(new_run).await,
         };
         let run = match outcome {

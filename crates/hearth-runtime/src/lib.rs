@@ -41,6 +41,7 @@ pub mod surfaces;
 pub mod testing;
 mod threads;
 pub mod usage;
+mod wakeups;
 
 pub use admin::{McpLookupError, McpServerStatus, SkillStatus};
 pub use builder::{BuildError, RuntimeBuilder};

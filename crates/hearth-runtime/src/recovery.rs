@@ -41,6 +41,8 @@ impl Runtime {
         }
         self.heartbeat().await;
         self.start_budget().await?;
+        // Listening before the first pull: work queued in between wakes it.
+        self.start_wakeups();
         let recovered = self.sweep().await?;
         if recovered > 0 {
             info!(runs = recovered, "recovered unfinished runs");
@@ -82,7 +84,12 @@ impl Runtime {
                 warn!(error = %e, "could not renew run leases");
             }
         }
-        if !self.is_shutting_down()
+        if inner.store.cluster().is_some() {
+            // A lapsed lease notifies nobody: each round pulls once.
+            self.request_pull();
+            self.settle_followed().await;
+            self.renew_incognito().await;
+        } else if !self.is_shutting_down()
             && let Err(e) = self.sweep().await
         {
             warn!(error = %e, "recovery sweep failed");
@@ -98,7 +105,12 @@ impl Runtime {
     /// Queues the unfinished runs this process does not have in its queues
     /// and nobody else holds: queued ones, and running ones whose lease
     /// expired or is this process's own (its end could not be stored).
+    /// On a shared store the runs are claimed one by one with the store's
+    /// `claim_next` instead (see `wakeups.rs`).
     pub(crate) async fn sweep(&self) -> Result<usize> {
+        if self.inner.store.cluster().is_some() {
+            return self.pull().await;
+        }
         let now = now_ms();
         let owner = self.inner.options.owner.as_str();
         let mut n = 0;

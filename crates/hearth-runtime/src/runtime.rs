@@ -121,6 +121,8 @@ pub(crate) struct Inner {
     pub(crate) routing: crate::routing::Routing,
     /// Memory search by words and meaning; embeds saved memories.
     pub(crate) memory: Arc<crate::memory::SemanticMemory>,
+    /// Pulls of work and runs followed on other replicas (shared store).
+    pub(crate) wakeups: crate::wakeups::Wakeups,
 }
 
 impl Inner {
@@ -254,6 +256,7 @@ impl Runtime {
                 jobs_wake: Arc::new(Notify::new()),
                 routing: crate::routing::Routing::default(),
                 memory,
+                wakeups: crate::wakeups::Wakeups::default(),
             }
         });
         inner.memory.attach(Arc::downgrade(&inner));
@@ -325,15 +328,22 @@ impl Runtime {
 
     /// Waits until the run is terminal or awaiting confirmation, at most `timeout`.
     pub async fn wait(&self, run_id: &str, timeout: Duration) -> Result<WaitOutcome> {
-        if let Some(log) = self.inner.bus.get(run_id) {
+        let mut log = self.inner.bus.get(run_id);
+        if log.is_none() && self.inner.store.cluster().is_some() {
+            // Another replica may be executing it: a log here follows it,
+            // ended by the database's notification of its end.
+            let run = self.run_record(run_id).await?;
+            if !run.status.is_terminal() && !self.is_incognito_run(run_id) {
+                log = Some(self.follow_remote(&run).await?);
+            }
+        }
+        if let Some(log) = log {
             let mut rx = log.subscribe();
             let _ = tokio::time::timeout(
                 timeout,
                 rx.wait_for(|(_, st)| st.is_terminal() || *st == RunStatus::AwaitingConfirmation),
             )
             .await;
-        } else if self.inner.store.cluster().is_some() {
-            return self.wait_in_store(run_id, timeout).await;
         }
         let env = self.get_run(run_id).await?;
         Ok(if env.status.is_terminal() {
@@ -343,24 +353,9 @@ impl Runtime {
         })
     }
 
-    /// Waits for a run another replica may be executing: its stored status
-    /// is read until it ends or asks a question, or `timeout` passes.
-    async fn wait_in_store(&self, run_id: &str, timeout: Duration) -> Result<WaitOutcome> {
-        // A quarter second: a replica that is not executing the run learns
-        // of its end from the database, not from the run's event log.
-        const POLL: Duration = Duration::from_millis(250);
-        let deadline = Instant::now() + timeout;
-        loop {
-            let env = self.get_run(run_id).await?;
-            if env.status.is_terminal() {
-                return Ok(WaitOutcome::Finished(env));
-            }
-            let now = Instant::now();
-            if env.status == RunStatus::AwaitingConfirmation || now >= deadline {
-                return Ok(WaitOutcome::Pending(env));
-            }
-            tokio::time::sleep(POLL.min(deadline - now)).await;
-        }
+    /// True when `run_id` lives in this process's incognito memory.
+    pub(crate) fn is_incognito_run(&self, run_id: &str) -> bool {
+        self.inner.incognito.store_of_run(run_id).is_some()
     }
 
     /// Cancels a run; returns its envelope (the terminal status it already had,

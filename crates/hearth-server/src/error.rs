@@ -16,6 +16,7 @@
 //! | `ForbiddenOrigin` | 403 | `forbidden_origin` (a browser page of another origin) |
 //! | `NotFound` | 404 | `not_found` |
 //! | `MethodNotAllowed` | 405 | `method_not_allowed` (with `Allow`) |
+//! | `IncognitoElsewhere` | 409 | `incognito_elsewhere` (another replica holds the incognito thread) |
 //! | `PayloadTooLarge` | 413 | `payload_too_large` |
 //! | `UnsupportedMediaType` | 415 | `unsupported_media_type` |
 //! | `NotImplemented` | 501 | `not_implemented` |
@@ -97,6 +98,9 @@ pub enum ApiError {
     /// A documented endpoint whose feature is not built yet.
     #[error("{0}")]
     NotImplemented(String),
+    /// The thread is incognito and lives in another replica's memory.
+    #[error("{0}")]
+    IncognitoElsewhere(String),
     /// Temporarily unable (shutting down).
     #[error("{0}")]
     Unavailable(String),
@@ -131,6 +135,7 @@ impl ApiError {
             Self::ForbiddenOrigin(_) => (StatusCode::FORBIDDEN, "forbidden_origin"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed { .. } => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Self::IncognitoElsewhere(_) => (StatusCode::CONFLICT, "incognito_elsewhere"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
@@ -164,6 +169,7 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
             RuntimeError::Internal(m) => Self::Internal(m),
             RuntimeError::InvalidConfig(m) => Self::InvalidConfig(m),
+            RuntimeError::IncognitoElsewhere { .. } => Self::IncognitoElsewhere(e.to_string()),
         }
     }
 }

@@ -9,6 +9,34 @@
 use hearth_core::Timestamp;
 
 use crate::error::Result;
+use crate::records::RunRecord;
+
+/// What the database tells a replica (PostgreSQL `LISTEN`/`NOTIFY`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// A run may have become claimable: one was queued, its lease was
+    /// given up, or the run before it on its thread ended.
+    Work,
+    /// A run ended (on whichever replica); the run id.
+    Ended(String),
+    /// A run began waiting for a confirmation; the run id.
+    Asks(String),
+    /// A confirmation of a run was answered; the run id.
+    Confirmation(String),
+    /// A thread's incognito mode was turned on or off.
+    Incognito {
+        /// The thread.
+        thread_key: String,
+        /// Whether it is incognito now.
+        on: bool,
+    },
+    /// The listening connection is (again) established. What was notified
+    /// while it was down is lost: look at the store again.
+    Connected,
+    /// The listening connection dropped (or could not be made); it is made
+    /// again with back-off.
+    Lost,
+}
 
 /// What a replica reports about itself at each heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +91,9 @@ pub trait ClusterStore: Send + Sync {
         now: Timestamp,
     ) -> Result<bool>;
 
+    /// Who holds the lease `name`, if its lease is unexpired at `now`.
+    async fn lease_holder(&self, name: &str, now: Timestamp) -> Result<Option<String>>;
+
     /// Gives up the lease `name` if `holder` holds it.
     async fn release_lease(&self, name: &str, holder: &str) -> Result<()>;
 
@@ -71,4 +102,36 @@ pub trait ClusterStore: Send + Sync {
 
     /// The database server's clock (unix ms), to measure a replica's skew.
     async fn database_now(&self) -> Result<Timestamp>;
+
+    /// Claims the oldest claimable run for `owner` until `lease_until`, in
+    /// one statement: a queued run, or an unfinished one whose lease lapsed
+    /// before `now`, whose thread has no earlier unfinished run. Concurrent
+    /// claimers skip each other's candidates instead of waiting on them, and
+    /// each run is claimed by one of them. `None` when nothing is claimable.
+    async fn claim_next(
+        &self,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>>;
+
+    /// [`ClusterStore::claim_next`] among the runs of `thread_key` only: the
+    /// replica that ended a thread's run takes the thread's next one at once.
+    async fn claim_next_of_thread(
+        &self,
+        thread_key: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>>;
+
+    /// Gives up the leases `owner` holds on unfinished runs other than
+    /// `keep` (a replica stopping: runs it claimed and did not start go to
+    /// another replica now, not when their lease lapses). Returns how many.
+    async fn release_run_leases(&self, owner: &str, keep: &[String]) -> Result<u64>;
+
+    /// Starts listening for what other replicas notify, on a connection of
+    /// its own that is made again (with back-off) whenever it drops; ends
+    /// when the receiver is dropped.
+    fn listen(&self) -> tokio::sync::mpsc::Receiver<Wake>;
 }

@@ -45,7 +45,7 @@ pub use channels::{
     OutboxStatus, OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
     ReplyRouter, RunEnd,
 };
-pub use cluster::{ClusterStore, ReplicaBeat, ReplicaRecord};
+pub use cluster::{ClusterStore, ReplicaBeat, ReplicaRecord, Wake};
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
 pub use grants::GrantStore;

@@ -11,6 +11,7 @@
 
 mod suite {
     mod budget;
+    mod claims;
     mod cluster;
     mod conformance;
     mod copy;

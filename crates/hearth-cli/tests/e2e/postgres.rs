@@ -163,3 +163,257 @@ async fn a_home_on_postgres_keeps_its_threads_across_a_restart() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("HEARTH_DATABASE_URL"), "{err}");
 }
+
+/// Two replicas on a fresh database with leases of 30 s (an upkeep round
+/// every 10 s): what happens within a second or two is a wake-up's doing,
+/// not a poll's.
+async fn two_replicas(
+    fake: &FakeOpenAi,
+    url: &str,
+) -> (Hearth, Hearth, tempfile::TempDir, tempfile::TempDir) {
+    let config = format!(
+        "{}[store]\nbackend = \"postgres\"\nlease_secs = 30\n",
+        fake_config(&fake.base_url())
+    );
+    let env = [("HEARTH_DATABASE_URL", url)];
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Hearth::start_with(dir_a.path(), Some(&config), &env).await;
+    let b = Hearth::start_with(dir_b.path(), Some(&config), &env).await;
+    // Each hears the other from here on.
+    for h in [&a, &b] {
+        poll(h, "/readyz", Duration::from_secs(10), |v| {
+            v["checks"]["wakeups"] == "ok"
+        })
+        .await;
+    }
+    (a, b, dir_a, dir_b)
+}
+
+#[tokio::test]
+async fn a_confirmation_answered_on_one_replica_resumes_the_run_on_another_within_a_second() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    fake.push(Reply::tool_calls(vec![hearth_testkit::ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": 1 }).to_string(),
+    )]));
+    fake.push(Reply::text("done"));
+    let user = "api:user:pg-confirm";
+    let (s, waiting) = a
+        .post(json!({ "text": "forget it", "thread_key": "api:pg-confirm", "user_key": user, "wait": true }))
+        .await;
+    assert_eq!(s, 202, "{waiting}");
+    assert_eq!(waiting["status"], "awaiting_confirmation", "{waiting}");
+    let token = waiting["confirmation"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run_id = waiting["run_id"].as_str().unwrap().to_owned();
+
+    let started = std::time::Instant::now();
+    let r = b
+        .http
+        .post(b.at(&format!("/v1/confirmations/{token}")))
+        .json(&json!({ "user_key": user, "approve": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status().as_u16(),
+        200,
+        "replica b answers by the stored hash"
+    );
+    // Replica a's stream of the run ends with the run's end.
+    let events = a.events(&run_id, None).await;
+    let took = started.elapsed();
+    let end = events.last().unwrap();
+    assert_eq!(end.1, "run.succeeded", "{events:?}");
+    assert_eq!(end.2["output"]["text"], "done");
+    assert!(
+        took < Duration::from_secs(1),
+        "the run on replica a resumed {took:?} after the answer on b"
+    );
+}
+
+#[tokio::test]
+async fn a_follower_on_another_replica_gets_the_same_end() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+
+    // Followed on b while a executes it: the stream ends with a's end.
+    fake.push(Reply::text("the slow answer").with_delay(Duration::from_millis(1500)));
+    let (s, run) = a
+        .post(json!({ "text": "slow", "thread_key": "api:pg-follow" }))
+        .await;
+    assert_eq!(s, 202, "{run}");
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    fake.wait_for_requests(1).await;
+    let (on_b, on_a) = tokio::join!(b.events(&run_id, None), a.events(&run_id, None));
+    let (end_b, end_a) = (on_b.last().unwrap(), on_a.last().unwrap());
+    assert_eq!(end_b.1, "run.succeeded", "{on_b:?}");
+    assert_eq!(end_b, end_a, "the same end, under the same id");
+    assert_eq!(
+        end_b.2.to_string(),
+        end_a.2.to_string(),
+        "byte-identical answer"
+    );
+    assert_eq!(end_b.2["output"]["text"], "the slow answer");
+}
+
+#[tokio::test]
+async fn a_cancel_on_another_replica_stops_the_run_at_once() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    // Cancelled on b while a executes it: a stops at once.
+    fake.push(Reply::text("never delivered").with_delay(Duration::from_secs(120)));
+    let (s, run) = a
+        .post(json!({ "text": "hang", "thread_key": "api:pg-cancel" }))
+        .await;
+    assert_eq!(s, 202, "{run}");
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    fake.wait_for_requests(1).await;
+    let (s, cancelled) = b
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/runs/{run_id}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, 200, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let stopped = tokio::time::timeout(Duration::from_secs(3), a.events(&run_id, None))
+        .await
+        .expect("the run on replica a stopped within 3 s of the cancel on b");
+    assert_eq!(stopped.last().unwrap().1, "run.cancelled", "{stopped:?}");
+}
+
+#[tokio::test]
+async fn a_threads_follow_up_sent_to_another_replica_starts_as_soon_as_the_first_ends() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    fake.push(Reply::text("first answer").with_delay(Duration::from_millis(1000)));
+    let (s, first) = a
+        .post(json!({ "text": "first", "thread_key": "api:pg-order" }))
+        .await;
+    assert_eq!(s, 202, "{first}");
+    fake.wait_for_requests(1).await;
+    let (s, second) = b
+        .post(json!({ "text": "second", "thread_key": "api:pg-order" }))
+        .await;
+    assert_eq!(s, 202, "{second}");
+    assert_eq!(second["status"], "queued", "{second}");
+    let first_id = first["run_id"].as_str().unwrap();
+    let events = a.events(first_id, None).await;
+    assert_eq!(events.last().unwrap().1, "run.succeeded", "{events:?}");
+    let ended = std::time::Instant::now();
+    // The stored status, read from b (which is not executing it, nor
+    // following it: this does not depend on how b follows runs).
+    let second_id = second["run_id"].as_str().unwrap();
+    let done = poll(
+        &b,
+        &format!("/v1/runs/{second_id}"),
+        Duration::from_secs(15),
+        |v| v["status"] == "succeeded",
+    )
+    .await;
+    let took = ended.elapsed();
+    assert_eq!(done["output"]["text"], "echo: second", "{done}");
+    // An upkeep round is 10 s apart: this is the wake-up.
+    assert!(
+        took < Duration::from_secs(2),
+        "the follow-up ended {took:?} after the first"
+    );
+    assert_eq!(
+        user_texts(&fake.requests().pop().unwrap()),
+        ["first", "second"]
+    );
+}
+
+#[tokio::test]
+async fn a_message_for_an_incognito_thread_held_by_another_replica_is_refused_naming_it() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    let (_, ready) = a.get("/readyz").await;
+    let holder = ready["replica"].as_str().unwrap().to_owned();
+
+    let incognito = |h: &Hearth, on: bool| {
+        h.http
+            .put(h.at("/v1/threads/api:pg-inc/incognito"))
+            .json(&json!({ "enabled": on }))
+            .send()
+    };
+    assert_eq!(incognito(&a, true).await.unwrap().status().as_u16(), 200);
+    let answer = a.ask("api:pg-inc", "secret words").await;
+    assert_eq!(answer["output"]["text"], "echo: secret words", "{answer}");
+
+    let (s, refused) = b
+        .post(json!({ "text": "more secret words", "thread_key": "api:pg-inc" }))
+        .await;
+    assert_eq!(s, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "incognito_elsewhere", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&holder), "{message}");
+    let r = incognito(&b, true).await.unwrap();
+    assert_eq!(r.status().as_u16(), 409, "b cannot take a's thread");
+    assert_eq!(fake.requests().len(), 1, "nothing ran on b");
+
+    // Turned off on a: b takes the thread's messages again.
+    assert_eq!(incognito(&a, false).await.unwrap().status().as_u16(), 200);
+    let answer = b.ask("api:pg-inc", "plain words").await;
+    assert_eq!(answer["output"]["text"], "echo: plain words", "{answer}");
+}
+
+#[tokio::test]
+async fn a_replica_that_loses_the_database_is_not_ready_and_recovers_when_it_returns() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let config = format!(
+        "{}[store]\nbackend = \"postgres\"\nlease_secs = 30\n",
+        fake_config(&fake.base_url())
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start_with(dir.path(), Some(&config), &[("HEARTH_DATABASE_URL", &url)]).await;
+    assert_eq!(h.get("/readyz").await.0, 200);
+
+    hearth_store::postgres::testing::set_accepting(&url, false).await;
+    let (s, ready) = tokio::time::timeout(Duration::from_secs(10), h.get("/readyz"))
+        .await
+        .expect("/readyz answers without the database");
+    assert_eq!(s, 503, "{ready}");
+    assert_eq!(ready["status"], "not_ready", "{ready}");
+    assert_eq!(h.get("/healthz").await.0, 200, "alive all the same");
+    let (s, refused) = h
+        .post(json!({ "text": "while down", "thread_key": "api:pg-down" }))
+        .await;
+    assert!(
+        s >= 500,
+        "no run starts without the database: {s} {refused}"
+    );
+    assert!(fake.requests().is_empty());
+
+    hearth_store::postgres::testing::set_accepting(&url, true).await;
+    poll(&h, "/readyz", Duration::from_secs(10), |v| {
+        v["status"] == "ready"
+    })
+    .await;
+    let answer = h.ask("api:pg-down", "back").await;
+    assert_eq!(answer["output"]["text"], "echo: back", "{answer}");
+}

@@ -211,6 +211,11 @@ impl From<RuntimeError> for OpenAiError {
                     code: None,
                 }
             }
+            RuntimeError::IncognitoElsewhere { .. } => Self::InvalidRequest {
+                message: e.to_string(),
+                param: None,
+                code: Some("incognito_elsewhere"),
+            },
             RuntimeError::ConfirmationNotFound => Self::InvalidRequest {
                 message: e.to_string(),
                 param: Some("messages".into()),

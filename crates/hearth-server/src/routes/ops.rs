@@ -39,6 +39,13 @@ pub async fn readyz(State(st): State<AppState>) -> (StatusCode, Json<Ready>) {
             false
         }
     };
+    // Informational: without it wake-ups wait for the upkeep round.
+    if let Some(hears) = st.runtime.hears_other_replicas() {
+        checks.insert(
+            "wakeups".to_owned(),
+            if hears { "ok" } else { "reconnecting" }.to_owned(),
+        );
+    }
     let accepting = !st.runtime.is_shutting_down();
     checks.insert(
         "accepting".to_owned(),

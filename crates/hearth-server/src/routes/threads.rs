@@ -147,7 +147,8 @@ pub async fn new_session(
 /// thread outlives the process.
 #[utoipa::path(put, path = "/v1/threads/{thread_key}/incognito", tag = "threads", request_body = SetIncognito,
     params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
-    responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
+    responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody),
+              (status = 409, description = "Another replica holds the incognito thread (`incognito_elsewhere`, naming it)", body = crate::dto::ErrorBody)))]
 pub async fn set_incognito(
     State(st): State<AppState>,
     ApiPath(thread_key): ApiPath<String>,

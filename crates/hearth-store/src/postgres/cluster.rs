@@ -5,8 +5,9 @@ use hearth_core::Timestamp;
 use super::PostgresStore;
 use super::rows::{col, unsigned};
 use super::wide;
-use crate::cluster::{ClusterStore, ReplicaBeat, ReplicaRecord};
+use crate::cluster::{ClusterStore, ReplicaBeat, ReplicaRecord, Wake};
 use crate::error::Result;
+use crate::records::RunRecord;
 
 #[async_trait::async_trait]
 impl ClusterStore for PostgresStore {
@@ -83,6 +84,18 @@ impl ClusterStore for PostgresStore {
         Ok(won == 1)
     }
 
+    async fn lease_holder(&self, name: &str, now: Timestamp) -> Result<Option<String>> {
+        let client = self.client().await?;
+        client
+            .query_opt(
+                "SELECT holder FROM leases WHERE name = $1 AND until >= $2",
+                &[&name, &now],
+            )
+            .await?
+            .map(|row| col(&row, 0))
+            .transpose()
+    }
+
     async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
         let client = self.client().await?;
         client
@@ -114,5 +127,32 @@ impl ClusterStore for PostgresStore {
             )
             .await?;
         col(&row, 0)
+    }
+
+    async fn claim_next(
+        &self,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>> {
+        super::claims::claim_next(self, None, owner, lease_until, now).await
+    }
+
+    async fn claim_next_of_thread(
+        &self,
+        thread_key: &str,
+        owner: &str,
+        lease_until: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<RunRecord>> {
+        super::claims::claim_next(self, Some(thread_key), owner, lease_until, now).await
+    }
+
+    async fn release_run_leases(&self, owner: &str, keep: &[String]) -> Result<u64> {
+        super::claims::release_run_leases(self, owner, keep).await
+    }
+
+    fn listen(&self) -> tokio::sync::mpsc::Receiver<Wake> {
+        PostgresStore::listen(self)
     }
 }

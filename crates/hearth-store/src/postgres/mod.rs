@@ -14,12 +14,14 @@
 //! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
 
 mod budget;
+mod claims;
 mod cluster;
 mod confirmations;
 pub mod copy;
 mod grants;
 mod history;
 mod jobs;
+mod listen;
 mod memory;
 mod migrations;
 mod outbox;
@@ -55,6 +57,8 @@ struct Inner {
     pool: Pool,
     /// `host:port/database`, for messages (never the password).
     target: String,
+    /// For the listening connection, which is not pooled.
+    config: tokio_postgres::Config,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -90,7 +94,7 @@ impl PostgresStore {
         })?;
         let target = describe(&config);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -104,7 +108,11 @@ impl PostgresStore {
                 reason: e.to_string(),
             })?;
         let store = PostgresStore {
-            inner: Arc::new(Inner { pool, target }),
+            inner: Arc::new(Inner {
+                pool,
+                target,
+                config,
+            }),
         };
         drop(store.client().await?);
         Ok(store)
@@ -132,6 +140,11 @@ impl PostgresStore {
     /// `host:port/database` of the server (no user, no password).
     pub fn target(&self) -> &str {
         &self.inner.target
+    }
+
+    /// Starts the connection that listens for other replicas' wake-ups.
+    pub(crate) fn listen(&self) -> tokio::sync::mpsc::Receiver<crate::cluster::Wake> {
+        listen::start(self.inner.config.clone(), self.inner.target.clone())
     }
 
     /// A pooled connection.

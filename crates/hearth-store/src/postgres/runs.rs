@@ -25,22 +25,41 @@ const DEFAULT_LIMIT: u32 = 50;
 /// The largest `list_runs` page.
 const MAX_LIMIT: u32 = 1000;
 
-/// Who claims a run as it is created, until when, with which model.
+/// Who claims a run as it is created, until when, with which model (none
+/// when empty: a run stored claimed before it is prepared).
 struct Claim<'a> {
     owner: &'a str,
     lease_until: Timestamp,
     model: &'a str,
 }
 
+/// The class of the per-thread advisory locks ("hear" in ASCII), apart from
+/// any other advisory lock.
+const THREAD_LOCK_CLASS: i32 = 0x6865_6172;
+
 /// Inserts `run` (queued, or already claimed by `claim`), or returns the run
 /// that holds its idempotency key on its thread. Of concurrent inserts with
 /// the same key, the index lets one in; the others wait for it to commit and
 /// then read it.
+///
+/// `c` must be a transaction: the insert first takes its thread's advisory
+/// lock, held to the commit, so the inserts of one thread commit one at a
+/// time and in the order of their `seq`. Without it two replicas storing a
+/// message on an idle thread at the same instant both see it idle (each
+/// statement's snapshot misses the other's uncommitted run) and both store
+/// their run claimed: two runs of one thread at once. The insert's snapshot
+/// is taken after the lock is granted (READ COMMITTED: one per statement),
+/// so it sees every earlier run of the thread.
 async fn insert_run(
     c: &impl GenericClient,
     run: &NewRun,
     claim: Option<&Claim<'_>>,
 ) -> Result<CreateRunOutcome> {
+    let lock = c
+        .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+        .await?;
+    c.query_one(&lock, &[&THREAD_LOCK_CLASS, &run.thread_key])
+        .await?;
     let roles = to_json(&run.roles, "run roles")?;
     let status = match claim {
         Some(_) => RunStatus::Running,
@@ -55,7 +74,7 @@ async fn insert_run(
              status, created_at, updated_at, scope, roles, lease_owner, lease_until, model) \
              SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
              $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
-             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE $13 END \
+             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END \
              FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
              AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
              ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \
@@ -335,8 +354,11 @@ async fn run_stats(
 #[async_trait::async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome> {
-        let client = self.client().await?;
-        insert_run(&client, &run, None).await
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let outcome = insert_run(&tx, &run, None).await?;
+        tx.commit().await?;
+        Ok(outcome)
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
@@ -487,7 +509,7 @@ impl RunStore for PostgresStore {
 
     /// One insert that stores the run already claimed (what `claim_run`
     /// would make of a new queued run: running, leased, its model, updated
-    /// at its creation), so one statement and one commit; a twin found by
+    /// at its creation), so one insert and one commit; a twin found by
     /// its idempotency key is returned unclaimed.
     async fn create_claimed_run(
         &self,
@@ -496,13 +518,16 @@ impl RunStore for PostgresStore {
         lease_until: Timestamp,
         model: &str,
     ) -> Result<CreateRunOutcome> {
-        let client = self.client().await?;
+        let mut client = self.client().await?;
         let claim = Claim {
             owner,
             lease_until,
             model,
         };
-        insert_run(&client, &run, Some(&claim)).await
+        let tx = client.transaction().await?;
+        let outcome = insert_run(&tx, &run, Some(&claim)).await?;
+        tx.commit().await?;
+        Ok(outcome)
     }
 
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {

@@ -53,6 +53,40 @@ pub async fn fresh_database_url() -> Option<String> {
     Some(with_dbname(&admin, &name))
 }
 
+/// Makes the database of `url` refuse new connections and ends its open
+/// ones (`accepting = false`), or accept them again: a database lost and
+/// back, without stopping the test server that other tests share.
+pub async fn set_accepting(url: &str, accepting: bool) {
+    let config: tokio_postgres::Config = url.parse().expect("the test URL parses");
+    let name = config.get_dbname().expect("the test URL names a database");
+    let admin = server_url().expect("the test server is set");
+    let (client, connection) = admin
+        .parse::<tokio_postgres::Config>()
+        .expect("HEARTH_TEST_POSTGRES_URL parses")
+        .connect(NoTls)
+        .await
+        .expect("the PostgreSQL test server accepts a connection");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "ALTER DATABASE {name} ALLOW_CONNECTIONS {accepting}"
+        ))
+        .await
+        .expect("the test server changes the database");
+    if !accepting {
+        client
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid()",
+                &[&name],
+            )
+            .await
+            .expect("the test server ends the database's connections");
+    }
+    drop(client);
+    let _ = driver.await;
+}
+
 /// A fresh, migrated store on a new database of the test server.
 pub async fn fresh_store() -> Option<(PostgresStore, ())> {
     let url = fresh_database_url().await?;

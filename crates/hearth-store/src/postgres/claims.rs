@@ -1,0 +1,95 @@
+//! Claims of the next runnable run, for replicas that pull work from the
+//! shared store instead of reading every unfinished run (issue 19).
+//!
+//! One statement per claim: the subquery picks the oldest claimable run and
+//! locks it `FOR UPDATE SKIP LOCKED`, so concurrent claimers each lock a
+//! different candidate instead of queuing on the same one; the outer `UPDATE`
+//! re-checks claimability on the row as the lock found it. A run is
+//! claimable when it is queued, or unfinished with a lease that lapsed (its
+//! replica died), and no earlier run of its thread is unfinished.
+//!
+//! Why SKIP LOCKED cannot let two runs of one thread run at once: a run is a
+//! candidate only when every earlier run of its thread is finished in the
+//! claimer's snapshot, and a run never goes back from finished to
+//! unfinished, so a stale snapshot can only hide a candidate, never make
+//! one. A skipped (locked) run stays unfinished for the others, so the runs
+//! behind it on its thread are not candidates either. The lapsed run itself
+//! has no earlier unfinished run (it was claimable when it started), so the
+//! `NOT EXISTS` never hides it behind itself.
+
+use hearth_core::Timestamp;
+
+use super::PostgresStore;
+use super::rows::{self, run_columns};
+use crate::error::Result;
+use crate::records::RunRecord;
+
+/// The claim, with `{thread}` the extra condition on the candidate's
+/// thread (empty for any thread). `$1` owner, `$2` lease until, `$3` now.
+macro_rules! claim_sql {
+    ($thread:literal) => {
+        concat!(
+            "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
+             ELSE 'running' END, lease_owner = $1, lease_until = $2, updated_at = $3 \
+             WHERE run_id = (SELECT c.run_id FROM runs AS c \
+             WHERE c.status IN ('queued', 'running', 'awaiting_confirmation') \
+             AND (c.status = 'queued' OR c.lease_owner IS NULL OR c.lease_until IS NULL \
+             OR c.lease_until < $3) ",
+            $thread,
+            " AND NOT EXISTS (SELECT 1 FROM runs AS earlier \
+             WHERE earlier.thread_key = c.thread_key AND earlier.seq < c.seq \
+             AND earlier.status IN ('queued', 'running', 'awaiting_confirmation')) \
+             ORDER BY c.seq LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             AND (status = 'queued' OR (status IN ('running', 'awaiting_confirmation') \
+             AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < $3))) \
+             RETURNING ",
+            run_columns!()
+        )
+    };
+}
+
+/// Claims the oldest claimable run (of `thread_key` when given).
+pub(crate) async fn claim_next(
+    store: &PostgresStore,
+    thread_key: Option<&str>,
+    owner: &str,
+    lease_until: Timestamp,
+    now: Timestamp,
+) -> Result<Option<RunRecord>> {
+    let client = store.client().await?;
+    let row = match thread_key {
+        None => {
+            let stmt = client.prepare_cached(claim_sql!("")).await?;
+            client
+                .query_opt(&stmt, &[&owner, &lease_until, &now])
+                .await?
+        }
+        Some(thread) => {
+            let stmt = client
+                .prepare_cached(claim_sql!("AND c.thread_key = $4"))
+                .await?;
+            client
+                .query_opt(&stmt, &[&owner, &lease_until, &now, &thread])
+                .await?
+        }
+    };
+    row.map(|row| rows::run(&row)).transpose()
+}
+
+/// Gives up `owner`'s leases on unfinished runs other than `keep`; the
+/// update trigger tells the other replicas.
+pub(crate) async fn release_run_leases(
+    store: &PostgresStore,
+    owner: &str,
+    keep: &[String],
+) -> Result<u64> {
+    let client = store.client().await?;
+    Ok(client
+        .execute(
+            "UPDATE runs SET lease_owner = NULL, lease_until = NULL \
+             WHERE lease_owner = $1 AND NOT (run_id = ANY($2)) \
+             AND status IN ('queued', 'running', 'awaiting_confirmation')",
+            &[&owner, &keep],
+        )
+        .await?)
+}

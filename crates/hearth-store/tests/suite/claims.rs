@@ -1,0 +1,327 @@
+//! Claims of the next runnable run and wake-ups between replicas, on
+//! PostgreSQL (the store several replicas share).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hearth_core::RunStatus;
+use hearth_store::conformance::fixtures::{created, finish};
+use hearth_store::{PostgresStore, RunStore, Store, Wake};
+
+/// Far enough from the fixtures' times that no lease lapses by accident.
+const NOW: i64 = 1_700_000_000_000;
+
+/// The next wake-up, within 5 s.
+async fn next(wakes: &mut tokio::sync::mpsc::Receiver<Wake>) -> Wake {
+    tokio::time::timeout(Duration::from_secs(5), wakes.recv())
+        .await
+        .expect("a wake-up within 5 s")
+        .expect("the listener lives")
+}
+
+async fn ended(store: &PostgresStore, run_id: &str) {
+    let mut done = finish(run_id, Vec::new());
+    done.steps.clear();
+    assert!(store.finish_run(done).await.unwrap(), "{run_id} ends");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let cluster = store.cluster().unwrap();
+    created(&store, "a1", "ta").await;
+    created(&store, "b1", "tb").await;
+    created(&store, "a2", "ta").await;
+    let until = NOW + 10_000;
+
+    let first = cluster.claim_next("r1", until, NOW).await.unwrap().unwrap();
+    assert_eq!(first.run_id, "a1");
+    assert_eq!(first.status, RunStatus::Running);
+    assert_eq!(first.lease_owner.as_deref(), Some("r1"));
+    // a2 waits behind a1, which runs: b1 is next, then nothing.
+    let second = cluster.claim_next("r2", until, NOW).await.unwrap().unwrap();
+    assert_eq!(second.run_id, "b1");
+    assert!(
+        cluster
+            .claim_next("r2", until, NOW)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The owner re-claims its own run (the worker's claim after the pull).
+    assert!(
+        store
+            .claim_run_with_model("a1", "r1", until, NOW, "openai/gpt")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // a1's lease lapses (its replica died): a1 is claimable again, a2 not.
+    let later = until + 1;
+    store
+        .renew_leases("r2", &["b1".to_owned()], later + 60_000)
+        .await
+        .unwrap();
+    let taken = cluster
+        .claim_next("r3", later + 10_000, later)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.run_id, "a1");
+    assert_eq!(taken.lease_owner.as_deref(), Some("r3"));
+    assert_eq!(
+        taken.model.as_deref(),
+        Some("openai/gpt"),
+        "the model stays"
+    );
+    assert!(
+        cluster
+            .claim_next("r3", later + 10_000, later)
+            .await
+            .unwrap()
+            .is_none(),
+        "b1 holds its lease, a2 waits behind a1"
+    );
+    // Of its thread only: a1 ends, a2 is its thread's next.
+    ended(&store, "a1").await;
+    assert!(
+        cluster
+            .claim_next_of_thread("tb", "r3", later + 10_000, later)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let next = cluster
+        .claim_next_of_thread("ta", "r3", later + 10_000, later)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.run_id, "a2");
+
+    // A stopping replica gives up what it claimed and did not start.
+    assert_eq!(
+        cluster
+            .release_run_leases("r3", &["nothing".to_owned()])
+            .await
+            .unwrap(),
+        1
+    );
+    let again = cluster
+        .claim_next("r4", later + 10_000, later)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.run_id, "a2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_claimers_take_each_run_once_and_keep_each_threads_order() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    const THREADS: usize = 6;
+    const PER_THREAD: usize = 5;
+    const CLAIMERS: usize = 8;
+    for i in 0..PER_THREAD {
+        for t in 0..THREADS {
+            created(&store, &format!("t{t}-{i}"), &format!("thread{t}")).await;
+        }
+    }
+    // Each claimer claims, checks that nothing else of the thread runs,
+    // and ends what it claimed, until some rounds in a row find nothing.
+    let running = Arc::new(Mutex::new(HashSet::<String>::new()));
+    let claims = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut tasks = Vec::new();
+    for c in 0..CLAIMERS {
+        let store = store.clone();
+        let (running, claims) = (running.clone(), claims.clone());
+        tasks.push(tokio::spawn(async move {
+            let owner = format!("claimer{c}");
+            let mut idle_rounds = 0;
+            while idle_rounds < 20 {
+                let cluster = store.cluster().unwrap();
+                let Some(run) = cluster.claim_next(&owner, NOW + 60_000, NOW).await.unwrap() else {
+                    idle_rounds += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                };
+                idle_rounds = 0;
+                assert!(
+                    running.lock().unwrap().insert(run.thread_key.clone()),
+                    "two runs of {} at once",
+                    run.thread_key
+                );
+                claims.lock().unwrap().push(run.run_id.clone());
+                tokio::task::yield_now().await;
+                running.lock().unwrap().remove(&run.thread_key);
+                ended(&store, &run.run_id).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let all = claims.lock().unwrap().clone();
+    let unique: HashSet<_> = all.iter().collect();
+    assert_eq!(all.len(), unique.len(), "a run was claimed twice: {all:?}");
+    assert_eq!(all.len(), THREADS * PER_THREAD, "every run was claimed");
+    // In the order of the claims, each thread's runs come in their order.
+    let mut order: HashMap<String, Vec<usize>> = HashMap::new();
+    for id in &all {
+        let (t, i) = id.split_once('-').unwrap();
+        order
+            .entry(t.to_owned())
+            .or_default()
+            .push(i.parse().unwrap());
+    }
+    for (t, claimed) in order {
+        assert_eq!(claimed, (0..PER_THREAD).collect::<Vec<_>>(), "{t}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_hears_queued_runs_ends_and_answers() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let cluster = store.cluster().unwrap();
+    let mut wakes = cluster.listen();
+    assert_eq!(next(&mut wakes).await, Wake::Connected);
+    created(&store, "r1", "t1").await;
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    created(&store, "r2", "t1").await;
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    cluster
+        .claim_next("a", NOW + 10_000, NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    // r1 ends while r2 waits behind it: its end, and work.
+    ended(&store, "r1").await;
+    assert_eq!(next(&mut wakes).await, Wake::Ended("r1".into()));
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    ended(&store, "r2").await;
+    assert_eq!(next(&mut wakes).await, Wake::Ended("r2".into()));
+    // An answered confirmation names its run.
+    hearth_store::conformance::fixtures::awaiting(&store).await;
+    let answered = hearth_store::ConfirmationStore::resolve_confirmation(
+        &store,
+        "hash_1",
+        hearth_store::ConfirmationState::Approved,
+        "user:1",
+        NOW,
+        None,
+    )
+    .await
+    .unwrap();
+    let run_id = answered.expect("the confirmation was pending").run_id;
+    loop {
+        match next(&mut wakes).await {
+            Wake::Confirmation(id) => {
+                assert_eq!(id, run_id);
+                break;
+            }
+            // `awaiting` made and claimed a run of its own, which asks.
+            Wake::Work => {}
+            Wake::Asks(id) => assert_eq!(id, "run_1"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_hears_incognito_changes_and_a_lease_names_its_holder() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let cluster = store.cluster().unwrap();
+    let mut wakes = cluster.listen();
+    assert_eq!(next(&mut wakes).await, Wake::Connected);
+    hearth_store::ThreadStore::set_thread_incognito(&store, "t:x", true)
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut wakes).await,
+        Wake::Incognito {
+            thread_key: "t:x".into(),
+            on: true
+        }
+    );
+    hearth_store::ThreadStore::set_thread_incognito(&store, "t:x", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut wakes).await,
+        Wake::Incognito {
+            thread_key: "t:x".into(),
+            on: false
+        }
+    );
+    assert!(
+        cluster
+            .acquire_lease("incognito:t:x", "r1", NOW + 10, NOW)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        cluster.lease_holder("incognito:t:x", NOW).await.unwrap(),
+        Some("r1".into())
+    );
+    assert_eq!(
+        cluster
+            .lease_holder("incognito:t:x", NOW + 11)
+            .await
+            .unwrap(),
+        None,
+        "a lapsed lease has no holder"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_racing_into_one_idle_thread_are_claimed_at_most_once_and_kept_in_order() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    // Rounds of replicas storing a message each on the same idle thread at
+    // the same instant, each believing the thread idle (so each asks for
+    // its run stored claimed).
+    for round in 0..20 {
+        let thread = format!("race{round}");
+        let mut tasks = Vec::new();
+        for r in 0..4 {
+            let store = store.clone();
+            let thread = thread.clone();
+            tasks.push(tokio::spawn(async move {
+                let run = hearth_store::conformance::fixtures::new_run(
+                    &format!("{thread}-{r}"),
+                    &thread,
+                    None,
+                );
+                let owner = format!("replica{r}");
+                match store
+                    .create_claimed_run(run, &owner, NOW + 60_000, "openai/gpt")
+                    .await
+                    .unwrap()
+                {
+                    hearth_store::CreateRunOutcome::Created(run) => run,
+                    other => panic!("{other:?}"),
+                }
+            }));
+        }
+        let mut runs = Vec::new();
+        for t in tasks {
+            runs.push(t.await.unwrap());
+        }
+        let claimed: Vec<_> = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Running)
+            .collect();
+        assert_eq!(claimed.len(), 1, "round {round}: {runs:#?}");
+        // The claimed one is the thread's first: nothing before it.
+        let first = runs.iter().map(|r| r.seq).min().unwrap();
+        assert_eq!(claimed[0].seq, first, "round {round}: {runs:#?}");
+    }
+}
