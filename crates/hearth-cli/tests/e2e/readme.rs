@@ -45,6 +45,11 @@ pub const NOT_RUN: &[(&str, &str)] = &[
          feature against a throw-away PostgreSQL cluster (postgres::)",
     ),
     (
+        "HEARTH_DATABASE_URL=postgres://hearth@db.internal:5432/hearth hearth store copy-to-postgres",
+        "needs a PostgreSQL server at that address; store_copy:: copies a stopped home into a \
+         fresh database of the throw-away cluster and starts it there",
+    ),
+    (
         "docker build -t hearth .",
         "needs a Docker daemon (CI's .ci/run builds the image where one answers)",
     ),
