@@ -9,8 +9,8 @@
 //! release build with `--features postgres`) on a fresh database of the
 //! server the variable `--url-env` names (default `HEARTH_DATABASE_URL`).
 //! `--concurrency` clients send `--messages` messages over `--threads`
-//! threads through `POST /v1/messages`, each thread's messages one after
-//! the other (the next once the previous is accepted), each to the next live
+//! threads through `POST /v1/messages` with `wait`, each thread's messages
+//! one after the other (the next once the previous is answered), each to the next live
 //! replica in turn; a request a dying replica drops is sent again to another
 //! with the same idempotency key, as a client behind a load balancer would.
 //! Meanwhile `--tg-users` Telegram users each send `--tg-messages`
@@ -22,7 +22,11 @@
 //!
 //! Usage: hearth-chaos [--bin-dir target/release] [--replicas 3] [--messages 2000]
 //!        [--threads 200] [--concurrency 32] [--kill-every 3] [--lease-secs 2]
-//!        [--tg-users 20] [--tg-messages 10] [--url-env VAR]
+//!        [--tg-users 20] [--tg-messages 10] [--provider-delay-ms 300] [--url-env VAR]
+//!
+//! The provider answers after `--provider-delay-ms`, so runs are in flight
+//! when their replica is killed and the whole takes long enough for several
+//! kills; the killing goes on until every run has ended.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -52,6 +56,7 @@ struct Args {
     lease_secs: u64,
     tg_users: i64,
     tg_messages: usize,
+    provider_delay_ms: u64,
     url_env: String,
 }
 
@@ -66,6 +71,7 @@ fn parse_args() -> Result<Args> {
         lease_secs: 2,
         tg_users: 20,
         tg_messages: 10,
+        provider_delay_ms: 300,
         url_env: "HEARTH_DATABASE_URL".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -81,6 +87,7 @@ fn parse_args() -> Result<Args> {
             "--lease-secs" => a.lease_secs = val()?.parse()?,
             "--tg-users" => a.tg_users = val()?.parse()?,
             "--tg-messages" => a.tg_messages = val()?.parse()?,
+            "--provider-delay-ms" => a.provider_delay_ms = val()?.parse()?,
             "--url-env" => a.url_env = val()?,
             other => bail!("unknown argument {other}; see the doc at the top of hearth-chaos"),
         }
@@ -175,6 +182,10 @@ async fn send(http: &reqwest::Client, live: &Live, n: u64, thread: usize, k: usi
         "text": format!("t{thread} m{k}"),
         "thread_key": format!("api:chaos-{thread}"),
         "idempotency_key": format!("chaos-{thread}-{k}"),
+        // Each message waits for its answer, so sending spans the whole
+        // run and requests meet the kills; a request a dying replica drops
+        // is sent again, and the replica that gets it waits on the same run.
+        "wait": true,
     });
     let t0 = Instant::now();
     let mut attempt = 0u32;
@@ -237,6 +248,7 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
         .await?;
     tokio::spawn(connection);
     let fake = FakeOpenAi::start().await;
+    fake.set_default_delay(Duration::from_millis(args.provider_delay_ms));
     let tg = Arc::new(FakeTelegram::start(TOKEN).await);
     let launch = Launch {
         bin_dir: args.bin_dir.clone(),
@@ -346,9 +358,9 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
             out
         })
     };
-    while !done.load(Ordering::Relaxed) {
+    loop {
         tokio::time::sleep(Duration::from_secs_f64(args.kill_every)).await;
-        if done.load(Ordering::Relaxed) {
+        if done.load(Ordering::Relaxed) && unfinished(&db).await? == 0 {
             break;
         }
         let r = &mut replicas[victim];
@@ -443,6 +455,17 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
     Ok(())
 }
 
+/// Runs not yet ended.
+async fn unfinished(db: &tokio_postgres::Client) -> Result<i64> {
+    let row = db
+        .query_one(
+            &format!("SELECT count(*) FROM runs WHERE status IN {UNFINISHED}"),
+            &[],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
 /// Seconds each run in `held` waited after `at` until a replica other than
 /// `killed` held it or it ended.
 async fn wait_for_new_owner(
@@ -513,7 +536,8 @@ async fn check_threads(
     for t in 0..threads {
         let rows = db
             .query(
-                "SELECT role, content FROM messages WHERE thread_key = $1 AND covers_to IS NULL ORDER BY id",
+                "SELECT role, CASE WHEN content LIKE '[%' THEN content::jsonb -> 0 ->> 'text' ELSE content END FROM messages \
+                 WHERE thread_key = $1 AND covers_to IS NULL ORDER BY id",
                 &[&format!("api:chaos-{t}")],
             )
             .await?;

@@ -149,7 +149,7 @@ mod with_postgres {
         let after = admin.transactions(&db).await?;
         let idle = t0.elapsed().as_secs_f64();
         println!(
-            "idle replica: {} transactions in {:.1} s = {:.2} per second (pg_stat_database)",
+            "idle replica: {} transactions in {:.1} s = {:.2} per second (pg_stat_database: an upper bound, it also counts the server's own autovacuum work on the fresh database; the server log with log_statement = 'all' counts the replica's alone)",
             after - before,
             idle,
             (after - before) as f64 / idle
