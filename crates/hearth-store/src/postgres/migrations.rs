@@ -15,9 +15,15 @@ use crate::error::{Result, StoreError};
 /// order): each listed version the database lacks is applied, in order.
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_schema.sql")),
-    (2, include_str!("../../migrations/postgres/0002_wakeups.sql")),
+    (
+        2,
+        include_str!("../../migrations/postgres/0002_wakeups.sql"),
+    ),
     (3, include_str!("../../migrations/postgres/0003_budget.sql")),
-    (4, include_str!("../../migrations/postgres/0004_channels.sql")),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_channels.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
