@@ -153,7 +153,8 @@ async fn a_home_on_postgres_keeps_its_threads_across_a_restart() {
         "{history}"
     );
     // Without the URL the server refuses to start, naming the variable.
-    drop(h);
+    // Waited for, so the home lock is free when the next one starts.
+    h.kill().await;
     let out = crate::harness::command(dir.path())
         .args(["serve", "--bind", "127.0.0.1:0"])
         .output()
