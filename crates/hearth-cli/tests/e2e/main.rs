@@ -42,6 +42,7 @@ mod outcome_unknown;
 mod permissions;
 mod postgres;
 mod postgres_channels;
+mod postgres_tls;
 mod presses;
 mod providers;
 mod reactions;

@@ -11,7 +11,8 @@
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 use tracing::{debug, warn};
 
 use crate::cluster::Wake;
@@ -29,14 +30,18 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Starts the listener; it ends when the receiver is dropped.
-pub(crate) fn start(config: tokio_postgres::Config, target: String) -> mpsc::Receiver<Wake> {
+pub(crate) fn start(
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+    target: String,
+) -> mpsc::Receiver<Wake> {
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
         let mut backoff = BACKOFF_FIRST;
         loop {
             let outcome = tokio::select! {
                 () = tx.closed() => return,
-                r = listen_once(&config, &tx) => r,
+                r = listen_once(&config, &tls, &tx) => r,
             };
             // Whatever ended the connection, nothing is heard until the next.
             let _ = tx.try_send(Wake::Lost);
@@ -61,9 +66,10 @@ pub(crate) fn start(config: tokio_postgres::Config, target: String) -> mpsc::Rec
 /// the connection ends. `Ok` once it was established and then dropped.
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     tx: &mpsc::Sender<Wake>,
 ) -> Result<(), String> {
-    let (client, mut connection) = config.connect(NoTls).await.map_err(|e| reason(&e))?;
+    let (client, mut connection) = config.connect(tls.clone()).await.map_err(|e| reason(&e))?;
     let (found, mut notes) = mpsc::unbounded_channel();
     // The connection delivers notifications only while it is polled.
     let mut driver = tokio::spawn(async move {

@@ -33,6 +33,7 @@ mod runs;
 mod secrets;
 pub(crate) mod shared;
 mod threads;
+mod tls;
 mod tokens;
 mod usage;
 
@@ -42,7 +43,6 @@ pub mod testing;
 use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 
 use crate::Store;
 use crate::error::{Result, StoreError};
@@ -59,6 +59,8 @@ struct Inner {
     target: String,
     /// For the listening connection, which is not pooled.
     config: tokio_postgres::Config,
+    /// Its TLS, as the pool's.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -88,14 +90,15 @@ impl PostgresStore {
         var: &str,
         pool_size: usize,
     ) -> Result<PostgresStore> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::BadUrl {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::BadUrl {
             var: var.to_owned(),
             reason: url_error(&e),
         })?;
         let target = describe(&config);
+        let tls = tls::connector(&mut config, &target)?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -112,6 +115,7 @@ impl PostgresStore {
                 pool,
                 target,
                 config,
+                tls,
             }),
         };
         drop(store.client().await?);
@@ -144,7 +148,11 @@ impl PostgresStore {
 
     /// Starts the connection that listens for other replicas' wake-ups.
     pub(crate) fn listen(&self) -> tokio::sync::mpsc::Receiver<crate::cluster::Wake> {
-        listen::start(self.inner.config.clone(), self.inner.target.clone())
+        listen::start(
+            self.inner.config.clone(),
+            self.inner.tls.clone(),
+            self.inner.target.clone(),
+        )
     }
 
     /// A pooled connection.
