@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use hearth_core::{RunEvent, RunEventKind, RunStatus};
-use hearth_store::RunRecord;
-use serde_json::json;
+use hearth_store::{RunRecord, StepKind, StepRecord, StepStatus};
+use serde_json::{Value, json};
 
 use crate::bus::RunLog;
 use crate::error::Result;
@@ -83,4 +83,77 @@ pub(crate) fn stored_events(run: &RunRecord) -> Vec<RunEvent> {
         });
     }
     out
+}
+
+/// The tool calls of a run's journal, as the run announced them live:
+/// `tool.started` for each call, then `tool.finished` once it ended (a call
+/// cut off mid-way has no end). What a follower on a replica that does not
+/// execute the run is told between `run.started` and the end.
+pub(crate) fn step_events(steps: &[StepRecord]) -> Vec<(RunEventKind, Value)> {
+    let mut out = Vec::new();
+    for step in steps.iter().filter(|s| s.kind == StepKind::Tool) {
+        let call_id = step.payload.get("call_id").cloned().unwrap_or(Value::Null);
+        out.push((
+            RunEventKind::ToolStarted,
+            json!({ "call_id": call_id, "name": step.name }),
+        ));
+        match step.status {
+            StepStatus::Succeeded | StepStatus::Failed => out.push((
+                RunEventKind::ToolFinished,
+                json!({ "call_id": call_id, "name": step.name,
+                        "ok": step.status == StepStatus::Succeeded }),
+            )),
+            StepStatus::Started | StepStatus::Unknown => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(index: u32, kind: StepKind, status: StepStatus, call_id: &str) -> StepRecord {
+        StepRecord {
+            run_id: "run_1".into(),
+            index,
+            kind,
+            name: "current_time".into(),
+            status,
+            started_at: 0,
+            finished_at: None,
+            tokens: None,
+            payload: json!({ "call_id": call_id }),
+        }
+    }
+
+    #[test]
+    fn tool_steps_read_as_the_events_the_run_announced() {
+        let steps = [
+            step(0, StepKind::Llm, StepStatus::Succeeded, ""),
+            step(1, StepKind::Tool, StepStatus::Failed, "c1"),
+            step(2, StepKind::Tool, StepStatus::Started, "c2"),
+        ];
+        let events: Vec<(&str, Value)> = step_events(&steps)
+            .into_iter()
+            .map(|(k, d)| (k.as_str(), d))
+            .collect();
+        assert_eq!(
+            events,
+            vec![
+                (
+                    "tool.started",
+                    json!({ "call_id": "c1", "name": "current_time" })
+                ),
+                (
+                    "tool.finished",
+                    json!({ "call_id": "c1", "name": "current_time", "ok": false })
+                ),
+                (
+                    "tool.started",
+                    json!({ "call_id": "c2", "name": "current_time" })
+                ),
+            ]
+        );
+    }
 }

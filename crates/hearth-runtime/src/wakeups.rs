@@ -22,14 +22,14 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use hearth_core::{RunStatus, now_ms};
+use hearth_core::{RunEvent, RunStatus, now_ms};
 use hearth_store::{RunRecord, Wake};
 use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use crate::bus::RunLog;
 use crate::error::Result;
-use crate::events::stored_events;
+use crate::events::{step_events, stored_events};
 use crate::runtime::{Runtime, lease_ms};
 use crate::scheduler::CancelFound;
 
@@ -244,12 +244,30 @@ impl Runtime {
             }
             CancelFound::NotHere => {}
         }
-        self.settle(&log, &run);
+        self.settle(&log, &run).await;
     }
 
-    /// Ends `log` with the stored end of `run`.
-    fn settle(&self, log: &RunLog, run: &RunRecord) {
+    /// Ends `log` with the stored end of `run`, after the tool calls of its
+    /// journal the log has not told yet.
+    async fn settle(&self, log: &RunLog, run: &RunRecord) {
         self.inner.wakeups.followed().remove(&run.run_id);
+        match self.inner.store.steps(&run.run_id).await {
+            Ok(steps) => {
+                let told: HashSet<(&'static str, String)> = log
+                    .since(0)
+                    .iter()
+                    .map(|e| (e.kind.as_str(), e.data["call_id"].to_string()))
+                    .collect();
+                for (kind, data) in step_events(&steps) {
+                    if !told.contains(&(kind.as_str(), data["call_id"].to_string())) {
+                        log.push(kind, data, None);
+                    }
+                }
+            }
+            Err(e) => {
+                warn!(run_id = %run.run_id, error = %e, "could not read a followed run's steps; its end alone is told");
+            }
+        }
         if let Some(end) = stored_events(run)
             .into_iter()
             .rfind(|e| e.kind.is_terminal())
@@ -262,11 +280,18 @@ impl Runtime {
     /// A log here for `run`, which another replica may be executing: its
     /// stored lifecycle so far, ended when the run ends.
     pub(crate) async fn follow_remote(&self, run: &RunRecord) -> Result<Arc<RunLog>> {
+        // Its lifecycle so far and the tool calls journaled so far.
+        let steps = self.inner.store.steps(&run.run_id).await?;
         let (log, made) = self.inner.bus.follow(&run.run_id, run.status, || {
-            stored_events(run)
+            let mut past: Vec<RunEvent> = stored_events(run)
                 .into_iter()
                 .filter(|e| !e.kind.is_terminal())
-                .collect()
+                .collect();
+            for (kind, data) in step_events(&steps) {
+                let seq = past.last().map_or(0, |e| e.seq) + 1;
+                past.push(RunEvent { seq, kind, data });
+            }
+            past
         });
         if !made {
             return Ok(log);
@@ -276,7 +301,7 @@ impl Runtime {
         if let Some(now) = self.inner.store.get_run(&run.run_id).await?
             && now.status.is_terminal()
         {
-            self.settle(&log, &now);
+            self.settle(&log, &now).await;
         }
         Ok(log)
     }
@@ -292,7 +317,7 @@ impl Runtime {
                 continue;
             };
             match self.inner.store.get_run(&run_id).await {
-                Ok(Some(run)) if run.status.is_terminal() => self.settle(&log, &run),
+                Ok(Some(run)) if run.status.is_terminal() => self.settle(&log, &run).await,
                 Ok(Some(run)) if run.status == RunStatus::AwaitingConfirmation => {
                     log.set_status(RunStatus::AwaitingConfirmation);
                 }

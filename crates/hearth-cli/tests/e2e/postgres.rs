@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hearth_testkit::{FakeOpenAi, Reply};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use serde_json::json;
 
 use crate::harness::{Hearth, fake_config, user_texts};
@@ -266,6 +266,44 @@ async fn a_follower_on_another_replica_gets_the_same_end() {
         "byte-identical answer"
     );
     assert_eq!(end_b.2["output"]["text"], "the slow answer");
+}
+
+#[tokio::test]
+async fn a_follower_on_another_replica_gets_the_stored_tool_steps() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    // A tool call, then a slow answer: b starts following while a waits
+    // for the answer, after the call finished.
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_clock",
+        "current_time",
+        r#"{"timezone":"Asia/Tokyo"}"#,
+    )]));
+    fake.push(Reply::text("it is late").with_delay(Duration::from_millis(1500)));
+    let (s, run) = a
+        .post(json!({ "text": "what time is it", "thread_key": "api:pg-steps" }))
+        .await;
+    assert_eq!(s, 202, "{run}");
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    fake.wait_for_requests(2).await;
+    let (on_b, on_a) = tokio::join!(b.events(&run_id, None), a.events(&run_id, None));
+    let kinds = |events: &[(u64, String, serde_json::Value)]| -> Vec<(String, serde_json::Value)> {
+        events
+            .iter()
+            .filter(|e| e.1.starts_with("tool."))
+            .map(|e| (e.1.clone(), e.2.clone()))
+            .collect()
+    };
+    assert_eq!(
+        kinds(&on_b),
+        kinds(&on_a),
+        "the follower on b sees the tool steps a announced: {on_b:?}"
+    );
+    assert_eq!(kinds(&on_b).len(), 2, "{on_b:?}");
+    assert_eq!(on_b.last().unwrap(), on_a.last().unwrap(), "the same end");
 }
 
 #[tokio::test]
