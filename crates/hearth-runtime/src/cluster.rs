@@ -17,6 +17,9 @@ use crate::runtime::{Runtime, lease_ms};
 /// The duty of the retention clean-up.
 pub(crate) const RETENTION: &str = "retention";
 
+/// The duty of firing the scheduled jobs.
+pub(crate) const JOBS: &str = "jobs";
+
 /// A new replica id: `<hostname>-<pid>-<4 random hex>`.
 pub fn replica_id() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -80,8 +80,10 @@ impl Runtime {
                     Wake::Connected => {
                         rt.request_pull();
                         rt.settle_followed().await;
-                        // A thread turned incognito while nobody listened.
+                        // A thread turned incognito, or a job changed, while
+                        // nobody listened.
                         rt.reload_incognito().await;
+                        rt.inner.jobs_wake.notify_one();
                         rt.inner.wakeups.listening.store(true, Ordering::Relaxed);
                     }
                     Wake::Lost => rt.inner.wakeups.listening.store(false, Ordering::Relaxed),
@@ -93,6 +95,7 @@ impl Runtime {
                         }
                     }
                     Wake::Asks(run_id) => rt.asks_elsewhere(&run_id),
+                    Wake::Jobs => rt.inner.jobs_wake.notify_one(),
                     Wake::Confirmation(run_id) => {
                         rt.inner.live().engine.confirmations().wake(&run_id);
                         if let Some(log) = rt.followed_log(&run_id)

@@ -30,6 +30,9 @@ pub enum Wake {
         /// Whether it is incognito now.
         on: bool,
     },
+    /// A job was added, changed or removed (on whichever replica): the
+    /// holder of the jobs duty looks at the jobs again.
+    Jobs,
     /// The listening connection is (again) established. What was notified
     /// while it was down is lost: look at the store again.
     Connected,

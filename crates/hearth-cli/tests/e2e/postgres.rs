@@ -307,6 +307,66 @@ async fn a_follower_on_another_replica_gets_the_stored_tool_steps() {
 }
 
 #[tokio::test]
+async fn one_replica_fires_the_jobs_and_a_job_added_elsewhere_wakes_it() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    // Exactly one of the two holds the jobs duty.
+    let (_, cluster) = a.get("/v1/cluster").await;
+    let holders: Vec<String> = cluster["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["holds"].as_array().unwrap().iter().any(|h| h == "jobs"))
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(holders.len(), 1, "{cluster}");
+    let (_, ready) = a.get("/readyz").await;
+    let (holder, other) = if ready["replica"] == holders[0].as_str() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+
+    // Added on the replica that does not fire jobs: the holder hears of it
+    // at once (with 30 s leases its own round would come only in 10 s).
+    let r = other
+        .http
+        .post(other.at("/v1/jobs"))
+        .json(&json!({"name": "tick", "schedule": "every 1s",
+                      "thread_key": "api:pg-tick", "text": "tick"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(4);
+    let runs = loop {
+        let (_, v) = holder
+            .get("/v1/runs?thread_key=api:pg-tick&limit=100")
+            .await;
+        let runs = v["runs"].as_array().unwrap().clone();
+        if runs.len() >= 2 {
+            break runs;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job fired {} times within 4 s of being added on the other replica",
+            runs.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut instants: Vec<&str> = runs
+        .iter()
+        .map(|r| r["scheduled_at"].as_str().unwrap())
+        .collect();
+    let n = instants.len();
+    instants.dedup();
+    assert_eq!(instants.len(), n, "an instant fired twice: {runs:?}");
+}
+
+#[tokio::test]
 async fn a_cancel_on_another_replica_stops_the_run_at_once() {
     let Some(url) = database().await else {
         return;

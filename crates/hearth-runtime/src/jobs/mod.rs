@@ -180,6 +180,11 @@ impl Runtime {
         // a dropped runtime alive.
         let wake = Arc::clone(&self.inner.jobs_wake);
         tokio::spawn(async move {
+            // The earliest instant a job is due, from the last look at the
+            // jobs, and whether to look again (at first, after a wake-up,
+            // and while another replica holds the duty).
+            let mut next: Option<Timestamp> = None;
+            let mut look = true;
             loop {
                 let Some(inner) = weak.upgrade() else { return };
                 let rt = Runtime { inner };
@@ -187,15 +192,37 @@ impl Runtime {
                     return;
                 }
                 let now = now_ms();
-                let wake_at = rt.tick_jobs(now).await;
+                // On a shared store one replica at a time fires the jobs (a
+                // firing's key would stop a second run anyway); the others
+                // try for the duty each round, in case the holder died, and
+                // the holder renews it each round, reading the jobs only
+                // when one is due or a job changed.
+                if rt.holds_duty(crate::cluster::JOBS, now).await {
+                    if look || next.is_some_and(|at| at <= now) {
+                        next = rt.tick_jobs(now).await;
+                    }
+                    look = false;
+                } else {
+                    next = None;
+                    look = true;
+                }
+                let round = rt.inner.store.cluster().map(|_| {
+                    Duration::from_millis(
+                        u64::try_from(crate::runtime::lease_ms(&rt.inner.options) / 3)
+                            .unwrap_or(1_000),
+                    )
+                });
                 drop(rt);
-                let sleep = wake_at
+                let mut sleep = next
                     .map(|at| Duration::from_millis(u64::try_from(at - now).unwrap_or(0)))
                     .unwrap_or(MAX_SLEEP)
                     .min(MAX_SLEEP);
+                if let Some(round) = round {
+                    sleep = sleep.min(round);
+                }
                 tokio::select! {
                     () = tokio::time::sleep(sleep) => {}
-                    () = wake.notified() => {}
+                    () = wake.notified() => look = true,
                 }
             }
         });

@@ -19,7 +19,7 @@ use crate::cluster::Wake;
 
 /// The channels, and what a notification on each means.
 const CHANNELS: &str = "LISTEN hearth_work; LISTEN hearth_ended; LISTEN hearth_asks; \
-                        LISTEN hearth_confirmation; LISTEN hearth_incognito";
+                        LISTEN hearth_confirmation; LISTEN hearth_incognito; LISTEN hearth_jobs";
 
 /// Wake-ups not yet taken by the runtime before the listener waits; `Work`
 /// notifications beyond that are dropped (one pending is as good as many).
@@ -101,6 +101,7 @@ async fn listen_once(
                 let Some(note) = note else { break };
                 let wake = match note.channel() {
                     "hearth_work" => Wake::Work,
+                    "hearth_jobs" => Wake::Jobs,
                     "hearth_ended" => Wake::Ended(note.payload().to_owned()),
                     "hearth_asks" => Wake::Asks(note.payload().to_owned()),
                     "hearth_confirmation" => Wake::Confirmation(note.payload().to_owned()),
