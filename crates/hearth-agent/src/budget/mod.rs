@@ -505,7 +505,7 @@ impl Budget {
         self.set_gauges(&accounts);
         let mut out = Vec::new();
         for (i, pool) in self.pools.iter().enumerate() {
-            let mut rows: Vec<PoolStatus> = accounts
+            let rows: Vec<PoolStatus> = accounts
                 .iter()
                 .filter(|((j, _), _)| *j == i)
                 .map(|((_, subject), a)| PoolStatus {
@@ -519,23 +519,7 @@ impl Budget {
                     resets_at: a.resets_at(pool.window, now),
                 })
                 .collect();
-            if rows.is_empty() {
-                rows.push(PoolStatus {
-                    name: pool.name.clone(),
-                    kind: pool.kind,
-                    scope: pool.scope,
-                    subject: None,
-                    limit: pool.limit,
-                    used: 0.0,
-                    reserved: 0.0,
-                    resets_at: match pool.window {
-                        Window::Rolling24h => now,
-                        Window::Hour | Window::Day | Window::Month => pool.window.end(now),
-                    },
-                });
-            }
-            rows.sort_by(|a, b| a.subject.cmp(&b.subject));
-            out.extend(rows);
+            out.extend(pool_rows(pool, rows, now));
         }
         out
     }
@@ -646,6 +630,28 @@ pub fn tokens_of(usage: &Usage) -> Tokens {
         cache_write: usage.cache_write_tokens.unwrap_or(0),
         reasoning: usage.reasoning_tokens.unwrap_or(0),
     }
+}
+
+/// A pool's status rows, by subject; a pool nobody used in this window shows
+/// one row with no subject and nothing used.
+fn pool_rows(pool: &PoolSpec, mut rows: Vec<PoolStatus>, now: Timestamp) -> Vec<PoolStatus> {
+    if rows.is_empty() {
+        rows.push(PoolStatus {
+            name: pool.name.clone(),
+            kind: pool.kind,
+            scope: pool.scope,
+            subject: None,
+            limit: pool.limit,
+            used: 0.0,
+            reserved: 0.0,
+            resets_at: match pool.window {
+                Window::Rolling24h => now,
+                Window::Hour | Window::Day | Window::Month => pool.window.end(now),
+            },
+        });
+    }
+    rows.sort_by(|a, b| a.subject.cmp(&b.subject));
+    rows
 }
 
 /// Estimates held for one call that was sent. Settle it with what the call

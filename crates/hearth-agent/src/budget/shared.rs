@@ -26,7 +26,7 @@ use hearth_store::{BudgetLedger, StoreError};
 
 use super::{
     Budget, Estimate, Key, PastCall, Payer, PoolStatus, Refusal, Reservation, Scope, Threshold,
-    Window, subject_of,
+    Window, pool_rows, subject_of,
 };
 
 /// The ledger, who this replica is in it, and its reservations in flight.
@@ -299,7 +299,7 @@ impl Budget {
         self.mirror(found.iter().map(|(k, (s, _))| (k, s)), now);
         let mut out = Vec::new();
         for (i, pool) in self.pools.iter().enumerate() {
-            let mut rows: Vec<PoolStatus> = found
+            let rows: Vec<PoolStatus> = found
                 .iter()
                 .filter(|((j, _), _)| *j == i)
                 .map(|((_, subject), (state, oldest))| PoolStatus {
@@ -318,23 +318,7 @@ impl Budget {
                     },
                 })
                 .collect();
-            if rows.is_empty() {
-                rows.push(PoolStatus {
-                    name: pool.name.clone(),
-                    kind: pool.kind,
-                    scope: pool.scope,
-                    subject: None,
-                    limit: pool.limit,
-                    used: 0.0,
-                    reserved: 0.0,
-                    resets_at: match pool.window {
-                        Window::Rolling24h => now,
-                        Window::Hour | Window::Day | Window::Month => pool.window.end(now),
-                    },
-                });
-            }
-            rows.sort_by(|a, b| a.subject.cmp(&b.subject));
-            out.extend(rows);
+            out.extend(pool_rows(pool, rows, now));
         }
         out
     }
