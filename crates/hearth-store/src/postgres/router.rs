@@ -9,15 +9,7 @@ use super::{PostgresStore, wide};
 use crate::codec::to_json;
 use crate::error::Result;
 use crate::records::StepRecord;
-use crate::router::{ArmStats, Rating, RouterStore, RunFeedback};
-
-/// `(successes, failures)` that one rating counts for.
-fn counts(rating: Rating) -> (i64, i64) {
-    match rating {
-        Rating::Up => (1, 0),
-        Rating::Down => (0, 1),
-    }
-}
+use crate::router::{ArmStats, RouterStore, RunFeedback, rating_changes};
 
 /// Records a rating in one transaction. The run's feedback row is the
 /// lock: the first rating inserts it (a concurrent first rating waits on its
@@ -48,35 +40,10 @@ async fn rate_run(store: &PostgresStore, f: &RunFeedback) -> Result<Vec<ArmStats
         })
         .transpose()?
     };
-    let (mut successes, mut failures) = counts(f.rating);
-    let mut changes = Vec::with_capacity(2);
-    if let Some((model, task, rating)) = before {
-        let same_arm = model == f.model && task == f.task;
-        if same_arm && rating == f.rating.as_str() {
-            // Nothing changes; the transaction only read.
-            return Ok(changes);
-        }
-        // The earlier rating is taken back from where it was counted.
-        let old = if rating == Rating::Up.as_str() {
-            Rating::Up
-        } else {
-            Rating::Down
-        };
-        let (s, fl) = counts(old);
-        if same_arm {
-            successes -= s;
-            failures -= fl;
-        } else {
-            let taken_back = ArmStats {
-                model,
-                task,
-                successes: -s,
-                failures: -fl,
-                runs: 0,
-            };
-            apply_arm_delta(&tx, &taken_back).await?;
-            changes.push(taken_back);
-        }
+    let changes = rating_changes(before, f);
+    if changes.is_empty() {
+        // Nothing changes; the transaction only read.
+        return Ok(changes);
     }
     if !first {
         tx.execute(
@@ -88,16 +55,10 @@ async fn rate_run(store: &PostgresStore, f: &RunFeedback) -> Result<Vec<ArmStats
         )
         .await?;
     }
-    let delta = ArmStats {
-        model: f.model.clone(),
-        task: f.task.clone(),
-        successes,
-        failures,
-        runs: 0,
-    };
-    apply_arm_delta(&tx, &delta).await?;
+    for change in &changes {
+        apply_arm_delta(&tx, change).await?;
+    }
     tx.commit().await?;
-    changes.push(delta);
     Ok(changes)
 }
 

@@ -7,7 +7,7 @@ use super::SqliteStore;
 use super::db::Db;
 use crate::error::Result;
 use crate::records::StepRecord;
-use crate::router::{ArmStats, Rating, RouterStore, RunFeedback};
+use crate::router::{ArmStats, RouterStore, RunFeedback, rating_changes};
 
 /// Counts per (arm, task class), and one rating per run.
 pub(crate) const MIGRATION_V13: &str = "
@@ -67,14 +67,6 @@ fn arm_stats(db: &mut Db<'_>) -> Result<Vec<ArmStats>> {
     Ok(out)
 }
 
-/// `(successes, failures)` that one rating counts for.
-fn counts(rating: Rating) -> (i64, i64) {
-    match rating {
-        Rating::Up => (1, 0),
-        Rating::Down => (0, 1),
-    }
-}
-
 fn rate_run(db: &mut Db<'_>, f: &RunFeedback) -> Result<Vec<ArmStats>> {
     let before: Option<(String, String, String)> = db
         .stmt("SELECT model, task, rating FROM router_feedback WHERE run_id = ?1")?
@@ -82,34 +74,9 @@ fn rate_run(db: &mut Db<'_>, f: &RunFeedback) -> Result<Vec<ArmStats>> {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })
         .optional()?;
-    let (mut successes, mut failures) = counts(f.rating);
-    let mut changes = Vec::with_capacity(2);
-    if let Some((model, task, rating)) = before {
-        let same_arm = model == f.model && task == f.task;
-        if same_arm && rating == f.rating.as_str() {
-            return Ok(changes);
-        }
-        // The earlier rating is taken back from where it was counted.
-        let old = if rating == Rating::Up.as_str() {
-            Rating::Up
-        } else {
-            Rating::Down
-        };
-        let (s, fl) = counts(old);
-        if same_arm {
-            successes -= s;
-            failures -= fl;
-        } else {
-            let taken_back = ArmStats {
-                model,
-                task,
-                successes: -s,
-                failures: -fl,
-                runs: 0,
-            };
-            apply(db, &taken_back)?;
-            changes.push(taken_back);
-        }
+    let changes = rating_changes(before, f);
+    if changes.is_empty() {
+        return Ok(changes);
     }
     db.stmt(
         "INSERT INTO router_feedback (run_id, model, task, rating, at) VALUES (?1, ?2, ?3, ?4, ?5) \
@@ -117,15 +84,9 @@ fn rate_run(db: &mut Db<'_>, f: &RunFeedback) -> Result<Vec<ArmStats>> {
          rating = excluded.rating, at = excluded.at",
     )?
     .execute(params![f.run_id, f.model, f.task, f.rating.as_str(), f.at])?;
-    let delta = ArmStats {
-        model: f.model.clone(),
-        task: f.task.clone(),
-        successes,
-        failures,
-        runs: 0,
-    };
-    apply(db, &delta)?;
-    changes.push(delta);
+    for change in &changes {
+        apply(db, change)?;
+    }
     Ok(changes)
 }
 
