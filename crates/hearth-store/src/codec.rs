@@ -59,3 +59,62 @@ pub(crate) fn step_status(s: &str) -> Result<StepStatus> {
         _ => Err(StoreError::Corrupt(format!("unknown step status {s:?}"))),
     }
 }
+
+/// The `llm_calls` columns of a finished model-call step, as every backend
+/// stores them (the statement that writes them is the backend's).
+pub(crate) struct LlmCall<'a> {
+    pub provider: &'a str,
+    pub model: &'a str,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cached_tokens: Option<i64>,
+    pub reasoning_tokens: Option<i64>,
+    pub cache_write_tokens: Option<i64>,
+    pub latency_ms: i64,
+    /// `ok` or `error`.
+    pub status: &'static str,
+    pub error_kind: Option<&'a str>,
+    /// `chat` or `compaction`.
+    pub purpose: &'static str,
+}
+
+impl<'a> LlmCall<'a> {
+    /// The usage row of `step` (its name is `<provider>/<model>`).
+    pub(crate) fn of(step: &'a crate::records::StepRecord) -> Self {
+        let (provider, model) = step
+            .name
+            .split_once('/')
+            .unwrap_or((step.name.as_str(), ""));
+        let tok = |k: &str| {
+            step.tokens
+                .as_ref()
+                .and_then(|t| t.get(k))
+                .and_then(serde_json::Value::as_i64)
+        };
+        Self {
+            provider,
+            model,
+            input_tokens: tok("input_tokens"),
+            output_tokens: tok("output_tokens"),
+            cached_tokens: tok("cached_tokens"),
+            reasoning_tokens: tok("reasoning_tokens"),
+            cache_write_tokens: tok("cache_write_tokens"),
+            latency_ms: step.finished_at.map_or(0, |f| (f - step.started_at).max(0)),
+            status: if step.status == StepStatus::Succeeded {
+                "ok"
+            } else {
+                "error"
+            },
+            error_kind: step
+                .payload
+                .get("error")
+                .and_then(|e| e.get("kind"))
+                .and_then(|k| k.as_str()),
+            // The router routes compaction calls apart; usage tells them apart.
+            purpose: match step.kind {
+                StepKind::Compaction => "compaction",
+                StepKind::Llm | StepKind::Tool | StepKind::Route => "chat",
+            },
+        }
+    }
+}

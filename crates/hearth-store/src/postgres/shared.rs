@@ -10,9 +10,9 @@ use hearth_core::{Message, Timestamp};
 use super::wide;
 use crate::RUN_ENDED;
 use crate::channels::NewOutboxItem;
-use crate::codec::{role_str, to_json};
+use crate::codec::{LlmCall, role_str, to_json};
 use crate::error::Result;
-use crate::records::{AuditEvent, StepKind, StepRecord, StepStatus};
+use crate::records::{AuditEvent, StepRecord};
 use crate::router::ArmStats;
 
 /// Appends one audit event.
@@ -106,32 +106,7 @@ pub(crate) async fn record_llm_call(
     step: &StepRecord,
     anonymous: bool,
 ) -> Result<()> {
-    let (provider, model) = step
-        .name
-        .split_once('/')
-        .unwrap_or((step.name.as_str(), ""));
-    let tok = |k: &str| {
-        step.tokens
-            .as_ref()
-            .and_then(|t| t.get(k))
-            .and_then(serde_json::Value::as_i64)
-    };
-    let status = if step.status == StepStatus::Succeeded {
-        "ok"
-    } else {
-        "error"
-    };
-    let error_kind = step
-        .payload
-        .get("error")
-        .and_then(|e| e.get("kind"))
-        .and_then(|k| k.as_str());
-    let latency = step.finished_at.map_or(0, |f| (f - step.started_at).max(0));
-    // The router routes compaction calls apart; usage tells them apart.
-    let purpose = match step.kind {
-        StepKind::Compaction => "compaction",
-        StepKind::Llm | StepKind::Tool | StepKind::Route => "chat",
-    };
+    let row = LlmCall::of(step);
     let sql = if anonymous {
         "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
          output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
@@ -152,17 +127,17 @@ pub(crate) async fn record_llm_call(
             &step.run_id,
             &wide(step.index),
             &step.started_at,
-            &provider,
-            &model,
-            &tok("input_tokens"),
-            &tok("output_tokens"),
-            &tok("cached_tokens"),
-            &tok("reasoning_tokens"),
-            &tok("cache_write_tokens"),
-            &latency,
-            &status,
-            &error_kind,
-            &purpose,
+            &row.provider,
+            &row.model,
+            &row.input_tokens,
+            &row.output_tokens,
+            &row.cached_tokens,
+            &row.reasoning_tokens,
+            &row.cache_write_tokens,
+            &row.latency_ms,
+            &row.status,
+            &row.error_kind,
+            &row.purpose,
         ],
     )
     .await?;

@@ -4,10 +4,9 @@ use rusqlite::params;
 
 use super::SqliteStore;
 use super::db::Db;
+use crate::codec::LlmCall;
 use crate::error::Result;
-use crate::records::{
-    ModelUsage, StepKind, StepRecord, StepStatus, UsageGroup, UsageQuery, UsageRow,
-};
+use crate::records::{ModelUsage, StepRecord, StepStatus, UsageGroup, UsageQuery, UsageRow};
 use crate::usage::{CallUsage, ModelCall, UsageStore, add_model_usage};
 
 /// The usage row of a finished model-call step (ids and counts only).
@@ -25,27 +24,7 @@ fn record_anonymous_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
 }
 
 fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Result<()> {
-    let (provider, model) = step
-        .name
-        .split_once('/')
-        .unwrap_or((step.name.as_str(), ""));
-    let tok = |k: &str| {
-        step.tokens
-            .as_ref()
-            .and_then(|t| t.get(k))
-            .and_then(serde_json::Value::as_i64)
-    };
-    let status = if step.status == StepStatus::Succeeded {
-        "ok"
-    } else {
-        "error"
-    };
-    let error_kind = step
-        .payload
-        .get("error")
-        .and_then(|e| e.get("kind"))
-        .and_then(|k| k.as_str());
-    let latency = step.finished_at.map_or(0, |f| (f - step.started_at).max(0));
+    let row = LlmCall::of(step);
     let sql = if anonymous {
         "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
          output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
@@ -63,21 +42,17 @@ fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Resul
         step.run_id,
         step.index,
         step.started_at,
-        provider,
-        model,
-        tok("input_tokens"),
-        tok("output_tokens"),
-        tok("cached_tokens"),
-        tok("reasoning_tokens"),
-        tok("cache_write_tokens"),
-        latency,
-        status,
-        error_kind,
-        // The router routes compaction calls apart; usage tells them apart.
-        match step.kind {
-            StepKind::Compaction => "compaction",
-            StepKind::Llm | StepKind::Tool | StepKind::Route => "chat",
-        }
+        row.provider,
+        row.model,
+        row.input_tokens,
+        row.output_tokens,
+        row.cached_tokens,
+        row.reasoning_tokens,
+        row.cache_write_tokens,
+        row.latency_ms,
+        row.status,
+        row.error_kind,
+        row.purpose,
     ])?;
     Ok(())
 }
