@@ -100,6 +100,16 @@ pub fn missing_tokens(config: &ChannelsConfig, sources: &TokenSources) -> Vec<Mi
             ));
         }
     }
+    let m = &config.sms;
+    if m.enabled {
+        wanted.push((
+            "sms",
+            m.optional,
+            "auth token",
+            m.auth_token_env.as_deref(),
+            m.auth_token_secret.as_deref(),
+        ));
+    }
     wanted
         .into_iter()
         .filter_map(|(channel, optional, what, env, secret)| {

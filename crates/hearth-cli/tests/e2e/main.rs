@@ -56,6 +56,7 @@ mod service;
 mod shared_threads;
 mod skills;
 mod slack;
+mod sms;
 mod store_copy;
 mod telegram;
 mod tools;

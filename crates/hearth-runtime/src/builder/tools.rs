@@ -39,14 +39,18 @@ pub(super) async fn registry(
     Ok(registry.with_profiles(profiles(config)))
 }
 
-/// `[tools.profiles.*]`, whose globs the config loader already checked.
+/// `[tools.profiles.*]`, whose globs the config loader already checked,
+/// and the `sms` profile's default when none is configured.
 pub(crate) fn profiles(config: &Config) -> ToolProfiles {
     let mut profiles = ToolProfiles::new();
-    for (channel, p) in &config.tools.profiles {
-        profiles.insert(
-            channel.clone(),
-            ToolProfile::new(p.include.clone(), p.exclude.clone()),
-        );
+    let sms = hearth_config::ToolProfileConfig::sms();
+    let configured = config.tools.profiles.iter();
+    let default_sms = (!config.tools.profiles.contains_key("sms")).then(|| ("sms".to_owned(), sms));
+    for (channel, p) in configured
+        .map(|(c, p)| (c.clone(), p.clone()))
+        .chain(default_sms)
+    {
+        profiles.insert(channel, ToolProfile::new(p.include, p.exclude));
     }
     profiles
 }
