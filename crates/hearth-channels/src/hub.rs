@@ -26,7 +26,6 @@ use crate::payload::{ConfirmButtons, Payload};
 /// `channel.degraded`: a channel failed repeatedly. `data`: `{"channel", "error"}`.
 pub const CHANNEL_DEGRADED: &str = "channel.degraded";
 
-#[cfg(feature = "sms")]
 /// Where a confirmation prompt's question ends and how to answer it by
 /// button or text begins (a channel without buttons words its own).
 pub(crate) const CONFIRM_HINT: &str = "\n\nPress a button, or reply";

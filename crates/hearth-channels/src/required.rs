@@ -11,7 +11,7 @@ use crate::secrets::TokenSources;
 /// An enabled channel whose token is missing.
 #[derive(Debug)]
 pub struct MissingToken {
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub channel: &'static str,
     /// Marked `optional = true`: hearth serves without it.
     pub optional: bool,

@@ -262,9 +262,9 @@ fn error(status: StatusCode, code: u32, message: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-/// Checks HTTP Basic credentials and the path's account; Twilio's 401 or
+/// Checks HTTP Basic credentials and the path's account: Twilio's 401 or
 /// 404 when they are wrong.
-fn authorised(account: &str, headers: &HeaderMap) -> Result<(), Response> {
+fn refusal(account: &str, headers: &HeaderMap) -> Option<Response> {
     let expected = format!(
         "Basic {}",
         data_encoding::BASE64.encode(format!("{ACCOUNT_SID}:{AUTH_TOKEN}").as_bytes())
@@ -274,16 +274,15 @@ fn authorised(account: &str, headers: &HeaderMap) -> Result<(), Response> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     if given != expected {
-        return Err(error(StatusCode::UNAUTHORIZED, 20_003, "Authenticate"));
+        return Some(error(StatusCode::UNAUTHORIZED, 20_003, "Authenticate"));
     }
-    if account != ACCOUNT_SID {
-        return Err(error(
+    (account != ACCOUNT_SID).then(|| {
+        error(
             StatusCode::NOT_FOUND,
             20_404,
             "The requested resource was not found",
-        ));
-    }
-    Ok(())
+        )
+    })
 }
 
 async fn account(
@@ -298,7 +297,7 @@ async fn account(
             "The requested resource was not found",
         );
     };
-    if let Err(r) = authorised(account, &headers) {
+    if let Some(r) = refusal(account, &headers) {
         return r;
     }
     shared.lock().account_reads += 1;
@@ -322,7 +321,7 @@ async fn messages(
         shared.lock().violations.push(v);
         shared.changed.notify_waiters();
     };
-    if let Err(r) = authorised(&account, &headers) {
+    if let Some(r) = refusal(&account, &headers) {
         violation("a send without the account's Basic credentials".into());
         return r;
     }

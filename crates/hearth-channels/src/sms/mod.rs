@@ -179,25 +179,44 @@ impl Ingress for Sms {
     /// Twilio posts to the webhook; this only checks the credentials once
     /// (with backoff), so the channel shows connected or why not.
     async fn run(self: Arc<Self>, _runtime: Runtime, stop: CancellationToken) {
-        if let Err(why) = &self.kit.api {
-            return self.kit.cannot_start(why);
-        }
-        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(300));
+        let api = match &self.kit.api {
+            Ok(api) => api.clone(),
+            Err(why) => return self.kit.cannot_start(why),
+        };
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
         loop {
-            match self.account_line(Duration::from_secs(15)).await {
-                Ok(line) => {
-                    tracing::info!(channel = "sms", "Twilio {line}");
+            let delay = match api.account(Duration::from_secs(15)).await {
+                Ok(account) => {
+                    tracing::info!(channel = "sms", account = %account.friendly_name, "Twilio credentials accepted");
                     self.kit.health.ok();
                     return;
+                }
+                Err(
+                    e @ ApiError::Refused {
+                        status: 401 | 403 | 404,
+                        ..
+                    },
+                ) => {
+                    // Refused credentials will not pass until someone
+                    // changes them: after a few tries, only every few minutes.
+                    let delay = backoff.refused();
+                    let why = crate::advice::with_retry(
+                        explain(&e, &self.token_source),
+                        backoff.slow_pace(),
+                    );
+                    tracing::error!(channel = "sms", error = %why, "Twilio refused the credentials");
+                    self.kit.health.failed(why);
+                    delay
                 }
                 Err(e) => {
                     tracing::warn!(channel = "sms", error = %e, "Twilio account check failed; retrying with backoff");
                     self.kit.health.failed(e.to_string());
+                    backoff.next_delay()
                 }
-            }
+            };
             tokio::select! {
                 () = stop.cancelled() => return,
-                () = tokio::time::sleep(backoff.next_delay()) => {}
+                () = tokio::time::sleep(delay) => {}
             }
         }
     }

@@ -130,3 +130,26 @@ async fn brave_key(
         )),
     }
 }
+
+#[cfg(test)]
+mod sms_profile_tests {
+    use super::*;
+
+    #[test]
+    fn sms_withholds_browsing_by_default_and_a_configured_profile_replaces_that() {
+        let mut config = Config::default();
+        let p = profiles(&config);
+        assert!(!p.allows("sms", "web_fetch"));
+        assert!(!p.allows("sms", "web_search"));
+        assert!(p.allows("sms", "memory_save"));
+        assert!(
+            p.allows("telegram", "web_fetch"),
+            "other channels keep every tool"
+        );
+        config
+            .tools
+            .profiles
+            .insert("sms".into(), hearth_config::ToolProfileConfig::default());
+        assert!(profiles(&config).allows("sms", "web_fetch"));
+    }
+}
