@@ -2,7 +2,7 @@
 
 pub use hearth_core::records::{
     AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, ModelUsage, NewRun,
-    NewSession, NewToken, RUN_ENDED, RunFilter, RunFinish, RunRecord, RunStats, SecretInfo,
+    NewSession, NewToken, RUN_ENDED, RunFilter, RunFinish, RunRecord, RunStats, ScopeCredentialInfo, SecretInfo, StoredScopeCredential,
     SteerRecord, StepKind, StepRecord, StepStatus, ThreadActivity, ThreadState, TokenRecord,
     UsageGroup, UsageQuery, UsageRow,
 };

@@ -163,6 +163,10 @@ fn confirmation_reply(body: &str) -> Option<(bool, String)> {
 }
 
 async fn handle(sms: &Live<Sms>, t: &Text<'_>) -> Result<(), ChannelError> {
+    if t.body.trim().is_empty() {
+        // A picture without words: nothing to ask the model.
+        return Ok(());
+    }
     let word = t.body.trim().to_ascii_uppercase();
     let store = sms.kit.store.as_ref();
     if STOP_WORDS.contains(&word.as_str()) {
