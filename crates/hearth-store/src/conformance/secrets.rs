@@ -74,7 +74,12 @@ pub async fn community_keys_are_set_listed_removed_and_remembered_per_scope<S: S
 ) {
     let (g1, g2) = ("discord:guild:1", "discord:guild:2");
     assert_eq!(store.scope_credential(g1, "openai").await.unwrap(), None);
-    assert!(!store.remove_scope_credential(g1, "openai", 1).await.unwrap());
+    assert!(
+        !store
+            .remove_scope_credential(g1, "openai", 1)
+            .await
+            .unwrap()
+    );
     store
         .put_scope_credential(g1, "openai", vec![1, 2], 10)
         .await
@@ -112,8 +117,19 @@ pub async fn community_keys_are_set_listed_removed_and_remembered_per_scope<S: S
             removed_at: None
         })
     );
-    assert!(store.remove_scope_credential(g1, "openai", 20).await.unwrap());
-    assert!(!store.remove_scope_credential(g1, "openai", 21).await.unwrap(), "already removed");
+    assert!(
+        store
+            .remove_scope_credential(g1, "openai", 20)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remove_scope_credential(g1, "openai", 21)
+            .await
+            .unwrap(),
+        "already removed"
+    );
     assert_eq!(
         store.scope_credential(g1, "openai").await.unwrap(),
         Some(StoredScopeCredential {
@@ -135,6 +151,15 @@ pub async fn community_keys_are_set_listed_removed_and_remembered_per_scope<S: S
             removed_at: None
         })
     );
-    assert!(store.list_scope_credentials("slack:team:T1").await.unwrap().is_empty());
-    assert!(store.list_secrets().await.unwrap().is_empty(), "not among the named secrets");
+    assert!(
+        store
+            .list_scope_credentials("slack:team:T1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store.list_secrets().await.unwrap().is_empty(),
+        "not among the named secrets"
+    );
 }

@@ -184,6 +184,7 @@ impl SecretStore for SqliteStore {
 
     async fn list_scope_credentials(&self, scope: &str) -> Result<Vec<ScopeCredentialInfo>> {
         let scope = scope.to_owned();
-        self.read(move |db| list_scope_credentials(db, &scope)).await
+        self.read(move |db| list_scope_credentials(db, &scope))
+            .await
     }
 }
