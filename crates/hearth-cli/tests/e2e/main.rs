@@ -17,6 +17,7 @@ mod cli;
 mod cli_lists;
 mod compaction;
 mod confirmations;
+mod credentials;
 mod discord;
 mod doctor;
 mod doctor_database;
