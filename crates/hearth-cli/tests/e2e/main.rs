@@ -19,6 +19,7 @@ mod compaction;
 mod confirmations;
 mod credentials;
 mod discord;
+mod discord_keys;
 mod doctor;
 mod doctor_database;
 mod door;
