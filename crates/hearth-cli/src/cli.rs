@@ -271,7 +271,7 @@ pub enum Command {
         #[command(subcommand)]
         command: SkillsCommand,
     },
-    /// The chat channels (Telegram, Discord, Slack) and their state.
+    /// The chat channels (Telegram, Discord, Slack, SMS) and their state.
     Channels,
     /// Writes a first hearth.toml (provider, model, optionally a chat
     /// channel), runs doctor on it and prints the next command; asks when
