@@ -11,9 +11,10 @@
 //! use the operator's key again; a community that never set one uses the
 //! operator's, as before.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use hearth_core::records::{AuditEvent, ScopeCredentialInfo};
+use hearth_core::records::{AuditEvent, ModelUsage, RunFilter, ScopeCredentialInfo, UsageRow};
 use hearth_core::{ModelRef, now_ms};
 use hearth_llm::Provider;
 use hearth_store::secrets::{Sealer, SecretString};
@@ -22,6 +23,7 @@ use crate::builder::KEY_VAR;
 use crate::error::{Result, RuntimeError};
 use crate::live::Live;
 use crate::runtime::Runtime;
+use crate::usage::UsageReport;
 
 /// Longest key accepted (provider keys are far shorter).
 const MAX_KEY_BYTES: usize = 4096;
@@ -164,6 +166,68 @@ impl Runtime {
     pub async fn scope_credentials(&self, scope: &str) -> Result<Vec<ScopeCredentialInfo>> {
         check_scope(scope)?;
         Ok(self.inner.store.list_scope_credentials(scope).await?)
+    }
+
+    /// Today's (UTC) model usage of the runs asked in `scope`, all
+    /// together: calls, tokens and estimated cost, never per user or per
+    /// conversation. A conversation belongs to the scope its runs are asked
+    /// in (a Discord channel to its server); incognito calls, kept without
+    /// their conversation, are not counted.
+    pub async fn scope_usage_today(&self, scope: &str) -> Result<UsageReport> {
+        check_scope(scope)?;
+        let now = now_ms();
+        let since = now - now.rem_euclid(86_400_000);
+        let calls = self.inner.store.calls_since(since).await?;
+        let mut inside: HashMap<String, bool> = HashMap::new();
+        let mut by_model: BTreeMap<String, ModelUsage> = BTreeMap::new();
+        for c in calls {
+            let Some(thread) = c.thread_key else { continue };
+            let counted = match inside.get(&thread) {
+                Some(known) => *known,
+                None => {
+                    let filter = RunFilter {
+                        thread_key: Some(thread.clone()),
+                        status: None,
+                        limit: 1,
+                    };
+                    let runs = self.inner.store.list_runs(&filter).await?;
+                    let known = runs
+                        .first()
+                        .is_some_and(|r| r.scope.as_deref() == Some(scope));
+                    inside.insert(thread, known);
+                    known
+                }
+            };
+            if !counted {
+                continue;
+            }
+            let m = by_model
+                .entry(c.model.clone())
+                .or_insert_with(|| ModelUsage {
+                    model: c.model.clone(),
+                    ..ModelUsage::default()
+                });
+            m.calls += 1;
+            m.input_tokens += c.input_tokens;
+            m.output_tokens += c.output_tokens;
+            m.cached_tokens += c.cached_tokens;
+            m.cache_write_tokens += c.cache_write_tokens;
+            m.reasoning_tokens += c.reasoning_tokens;
+        }
+        let by_model: Vec<ModelUsage> = by_model.into_values().collect();
+        let row = UsageRow {
+            key: scope.to_owned(),
+            calls: by_model.iter().map(|m| m.calls).sum(),
+            input_tokens: by_model.iter().map(|m| m.input_tokens).sum(),
+            output_tokens: by_model.iter().map(|m| m.output_tokens).sum(),
+            cached_tokens: by_model.iter().map(|m| m.cached_tokens).sum(),
+            untracked_calls: 0,
+            by_model,
+        };
+        Ok(crate::usage::report(
+            &row,
+            &self.inner.live().catalog.prices,
+        ))
     }
 
     async fn choice(&self, live: &Live, scope: &str, provider: &str) -> Result<Choice> {

@@ -76,6 +76,7 @@ pub(super) fn definitions(models: &[String]) -> Value {
                 { "type": SUB_COMMAND, "name": "remove", "description": "Take this server's key away",
                   "options": [option(STRING, "provider", "The provider", true)] },
               ] },
+            { "type": SUB_COMMAND, "name": "usage", "description": "This server's model usage and cost today" },
           ] },
         { "name": "help", "description": "What this bot does" },
     ])

@@ -1,10 +1,12 @@
-//! `/llm key set|remove`: a server's own provider key, for the guild owner
+//! `/llm key set|remove` and `/llm usage`: a server's own provider key, for the guild owner
 //! and members with Administrator. `set` opens a modal, so the key is typed
 //! into a form Discord sends only to hearth and never appears in the
 //! channel or in the command's options; hearth seals it (through the
 //! runtime, like `PUT /v1/scopes/{scope}/credentials/{provider}`), audits
 //! who set it, and never shows it again. The server's runs then call that
-//! provider with it; no other server's runs, and no DM, ever do.
+//! provider with it; no other server's runs, and no DM, ever do. `/llm
+//! usage` shows what the server's runs used today, all together (no
+//! member's figures, no text).
 
 use hearth_runtime::surfaces::Secret;
 use serde_json::json;
@@ -62,6 +64,15 @@ pub(super) async fn command(
     let Some(scope) = admin_scope(dc, i, actor).await else {
         return Ok(());
     };
+    if group.is_some_and(|g| g.name == "usage") {
+        let report = dc.runtime.scope_usage_today(&scope).await?;
+        let text = format!(
+            "This server: {}",
+            crate::commands::usage_text(std::slice::from_ref(&report))
+        );
+        private(dc, i, &text).await;
+        return Ok(());
+    }
     let Some(sub) = group
         .filter(|g| g.name == "key")
         .and_then(|g| g.options.first())

@@ -1,8 +1,9 @@
 //! A Discord server's own provider key, end to end: an Administrator runs
 //! `/llm key set`, types the key into the modal hearth opens, and the
 //! server's runs then call the provider with it; DMs keep the operator's.
-//! Removing it fails the server's runs with a message saying why. The key
-//! is in no message, no interaction answer and no log line.
+//! `/llm usage` shows the server's usage today. Removing the key fails
+//! the server's runs with a message saying why. The key is in no message,
+//! no interaction answer and no log line.
 
 use hearth_testkit::FakeOpenAi;
 use hearth_testkit::fake_discord::{BOT_ID, FakeDiscord};
@@ -119,6 +120,16 @@ async fn a_server_admin_sets_its_key_in_a_modal_and_only_that_servers_runs_use_i
     assert_eq!(listed["credentials"][0]["provider"], "fake", "{listed}");
     answers.push(listed.to_string());
 
+    // The server's usage today, all together.
+    let usage = json!({ "name": "llm", "options": [{ "name": "usage", "type": 1 }] });
+    let id = dc.interaction(2, GENERAL, Some(GUILD), BOB, usage, None);
+    let b = callback_of(&dc, &id, 5).await;
+    assert!(
+        text(&b).starts_with("This server: Today (UTC): 1 model calls"),
+        "{b}"
+    );
+    assert_eq!(b["data"]["flags"], 64);
+
     // Removed: the server's runs fail, saying so; nothing is called.
     let id = dc.interaction(
         2,
@@ -128,7 +139,7 @@ async fn a_server_admin_sets_its_key_in_a_modal_and_only_that_servers_runs_use_i
         key_command("remove", "fake"),
         None,
     );
-    let b = callback_of(&dc, &id, 5).await;
+    let b = callback_of(&dc, &id, 6).await;
     assert!(
         text(&b).starts_with("Removed this server's key for fake"),
         "{b}"

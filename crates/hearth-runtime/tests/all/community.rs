@@ -121,6 +121,13 @@ async fn each_guild_calls_with_its_own_key_and_dms_and_other_guilds_with_the_ope
     .await;
     assert_eq!(last_key(&fake), format!("Bearer {OPERATOR}"));
 
+    // Each community's usage today, all together, its own only.
+    assert_eq!(rt.scope_usage_today(G1).await.unwrap().calls, 1);
+    assert_eq!(rt.scope_usage_today(G2).await.unwrap().calls, 1);
+    assert_eq!(
+        rt.scope_usage_today("discord:guild:4").await.unwrap().calls,
+        0
+    );
     // Listed without values; sealed in the store, never in clear.
     let listed = rt.scope_credentials(G1).await.unwrap();
     assert_eq!(listed.len(), 1);
