@@ -15,6 +15,9 @@ pub const SLACK_FIX: &str =
 /// Slack's fix for a refused app-level token (Socket Mode).
 pub const SLACK_APP_FIX: &str = "create an app-level token with the connections:write scope (Basic Information, App-Level Tokens) and set it where app_token_env/app_token_secret points";
 
+/// Twilio's fix for refused credentials.
+pub const TWILIO_FIX: &str = "copy the Account SID and Auth Token from the Twilio console (Account Info) into account_sid and where auth_token_env/auth_token_secret points";
+
 /// Where a token was read from, as the config names it: the sealed secret
 /// when one is set (it wins), else the environment variable.
 pub fn token_source(env_var: Option<&str>, secret: Option<&str>) -> String {

@@ -1,5 +1,5 @@
 //! Token checks for `hearth doctor`: one platform call per enabled channel
-//! (`getMe`, `GET /users/@me`, `auth.test`) that says whether its token is
+//! (`getMe`, `GET /users/@me`, `auth.test`, Twilio's account) that says whether its token is
 //! accepted. Plain HTTP, so it needs no running channel. A refusal says
 //! where the token came from and what to do in the words the channels log
 //! at serve time ([`crate::advice`]).
@@ -90,6 +90,34 @@ pub async fn check_tokens(
             };
             out.push(("slack app token", r));
         }
+    }
+    #[cfg(feature = "sms")]
+    if config.sms.enabled {
+        let m = &config.sms;
+        let r = match sources.token(
+            "sms",
+            "auth token",
+            m.auth_token_env.as_deref(),
+            m.auth_token_secret.as_deref(),
+        ) {
+            Ok(token) => {
+                let source =
+                    token_source(m.auth_token_env.as_deref(), m.auth_token_secret.as_deref());
+                let api = crate::sms::Api::new(client.clone(), &m.api_base, &m.account_sid, token);
+                match api.account(TIMEOUT).await {
+                    Ok(a) => Ok(format!(
+                        "credentials accepted: account {} ({})",
+                        a.friendly_name, a.status
+                    )),
+                    Err(crate::sms::ApiError::Network(e)) => Err(format!(
+                        "cannot reach Twilio: {e}; check api_base and the network"
+                    )),
+                    Err(e) => Err(crate::sms::explain(&e, &source)),
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        out.push(("sms", r));
     }
     out
 }

@@ -73,7 +73,12 @@ impl ChannelError {
 }
 
 /// What the sender of a message the runtime refused is told.
-#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+#[cfg(any(
+    feature = "telegram",
+    feature = "discord",
+    feature = "slack",
+    feature = "sms"
+))]
 pub(crate) fn refusal_notice(e: &hearth_runtime::RuntimeError) -> String {
     format!("I cannot take that message: {e}")
 }

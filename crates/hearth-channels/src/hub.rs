@@ -26,8 +26,12 @@ use crate::payload::{ConfirmButtons, Payload};
 /// `channel.degraded`: a channel failed repeatedly. `data`: `{"channel", "error"}`.
 pub const CHANNEL_DEGRADED: &str = "channel.degraded";
 
+/// Where a confirmation prompt's question ends and how to answer it by
+/// button or text begins (a channel without buttons words its own).
+pub(crate) const CONFIRM_HINT: &str = "\n\nPress a button, or reply";
+
 /// Every channel hearth knows, enabled or not, in API order.
-pub const NAMES: [&str; 3] = CHANNEL_NAMES;
+pub const NAMES: [&str; 4] = CHANNEL_NAMES;
 
 /// An enabled platform as the hub holds it: its delivery side (replies
 /// are routed and sent through it), its inbound side (started with the
@@ -81,7 +85,12 @@ impl Enabled {
 
     /// With the key of what it was built from (see [`Enabled::key`]).
     #[cfg_attr(
-        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        not(any(
+            feature = "telegram",
+            feature = "discord",
+            feature = "slack",
+            feature = "sms"
+        )),
         expect(dead_code, reason = "no platform is built in to take over")
     )]
     pub(crate) fn keyed(mut self, key: String) -> Self {
@@ -171,7 +180,12 @@ impl Channels {
 
     /// The enabled channel `name` built from `key`, to take over.
     #[cfg_attr(
-        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        not(any(
+            feature = "telegram",
+            feature = "discord",
+            feature = "slack",
+            feature = "sms"
+        )),
         expect(dead_code, reason = "no platform is built in to take over")
     )]
     pub(crate) fn reusable(&self, name: &str, key: &str) -> Option<Enabled> {
@@ -623,7 +637,7 @@ impl ReplyRouter for Channels {
             return Vec::new();
         };
         let text = format!(
-            "Approve this action?\n\n{}: {}\n\nPress a button, or reply `confirm {token}` or `deny {token}`.",
+            "Approve this action?\n\n{}: {}{CONFIRM_HINT} `confirm {token}` or `deny {token}`.",
             rec.tool, rec.summary
         );
         vec![NewOutboxItem {

@@ -58,6 +58,13 @@ pub(crate) struct Kit<A, M> {
     /// The progress messages of running runs.
     pub(crate) progress: Arc<Progress>,
     /// Who the bot is, once the platform said.
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        expect(
+            dead_code,
+            reason = "SMS shows no progress message and has no bot identity"
+        )
+    )]
     pub(crate) me: OnceLock<M>,
     /// Wakes the channel's outbox sender.
     pub(crate) wake: Arc<Notify>,
@@ -83,7 +90,7 @@ impl<A, M> Kit<A, M> {
         }
     }
 
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub(crate) fn name(&self) -> &'static str {
         self.name
     }
@@ -187,6 +194,13 @@ impl<A, M> Kit<A, M> {
 
     /// Shows the progress of `run` in `target` while it works, through
     /// `sink` (nothing for a run already ended).
+    #[cfg_attr(
+        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        expect(
+            dead_code,
+            reason = "SMS shows no progress message and has no bot identity"
+        )
+    )]
     pub(crate) fn follow(
         &self,
         runtime: &Runtime,

@@ -1,6 +1,6 @@
 //! hearth-channels: hearth as a bot on chat platforms.
 //!
-//! Each platform (one module behind a cargo feature) turns its events into
+//! Each platform (Telegram, Discord, Slack, SMS; one module behind a cargo feature) turns its events into
 //! [`hearth_core::Inbound`] for the runtime, like the HTTP surface does, and
 //! renders run events back. No channel has its own agent loop, tools or
 //! storage. Replies that matter (answers, confirmation prompts, pairing
@@ -24,7 +24,12 @@ pub mod doctor;
 pub mod error;
 pub mod health;
 pub mod hub;
-#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+#[cfg(any(
+    feature = "telegram",
+    feature = "discord",
+    feature = "slack",
+    feature = "sms"
+))]
 mod kit;
 mod lease;
 pub mod outbox;
@@ -36,6 +41,8 @@ pub mod required;
 pub mod secrets;
 #[cfg(feature = "slack")]
 pub mod slack;
+#[cfg(feature = "sms")]
+pub mod sms;
 pub mod surface;
 #[cfg(feature = "telegram")]
 pub mod telegram;

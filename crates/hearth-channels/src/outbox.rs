@@ -67,7 +67,12 @@ pub async fn queue_notice(
 /// that a crash between parts resends at most the part in flight. Best
 /// effort: when the store fails, the parts are recorded again if the
 /// delivery fails, and a crash resends them.
-#[cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+#[cfg(any(
+    feature = "telegram",
+    feature = "discord",
+    feature = "slack",
+    feature = "sms"
+))]
 pub(crate) async fn save_progress(
     store: &dyn OutboxStore,
     channel: &'static str,

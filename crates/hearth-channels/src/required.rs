@@ -11,7 +11,7 @@ use crate::secrets::TokenSources;
 /// An enabled channel whose token is missing.
 #[derive(Debug)]
 pub struct MissingToken {
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub channel: &'static str,
     /// Marked `optional = true`: hearth serves without it.
     pub optional: bool,
@@ -99,6 +99,16 @@ pub fn missing_tokens(config: &ChannelsConfig, sources: &TokenSources) -> Vec<Mi
                 s.app_token_secret.as_deref(),
             ));
         }
+    }
+    let m = &config.sms;
+    if m.enabled {
+        wanted.push((
+            "sms",
+            m.optional,
+            "auth token",
+            m.auth_token_env.as_deref(),
+            m.auth_token_secret.as_deref(),
+        ));
     }
     wanted
         .into_iter()

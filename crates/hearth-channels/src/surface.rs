@@ -79,7 +79,12 @@ impl ChatSurfaceFactory for ChannelsFactory {
 fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
     // Pushed to only by the platforms this build has.
     #[cfg_attr(
-        not(any(feature = "telegram", feature = "discord", feature = "slack")),
+        not(any(
+            feature = "telegram",
+            feature = "discord",
+            feature = "slack",
+            feature = "sms"
+        )),
         expect(unused_mut, reason = "no platform is built in to push")
     )]
     let mut enabled: Vec<crate::hub::Enabled> = Vec::new();
@@ -222,6 +227,36 @@ fn channels(ctx: &SurfaceContext<'_>, sources: &TokenSources) -> Channels {
             "[channels.slack] is enabled, but this hearth was built without the `slack` feature"
         );
     }
+    if ch.sms.enabled {
+        #[cfg(feature = "sms")]
+        {
+            let s = &ch.sms;
+            let token = sources.token(
+                "sms",
+                "auth token",
+                s.auth_token_env.as_deref(),
+                s.auth_token_secret.as_deref(),
+            );
+            let key = key(s, &ch.outbox_max_age, &[token.as_deref().ok()]);
+            match previous.and_then(|p| p.reusable("sms", &key)) {
+                Some(kept) => enabled.push(kept),
+                None => {
+                    let sms = crate::sms::Sms::new(
+                        s.clone(),
+                        token,
+                        ctx.http.clone(),
+                        ctx.outbox.clone(),
+                        ctx.access.clone(),
+                    );
+                    enabled.push(sms.enabled().keyed(key));
+                }
+            }
+        }
+        #[cfg(not(feature = "sms"))]
+        tracing::error!(
+            "[channels.sms] is enabled, but this hearth was built without the `sms` feature"
+        );
+    }
     let _ = (sources, env, previous);
     Channels::new(
         ctx.outbox.clone(),
@@ -240,7 +275,12 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// limit and the secrets it read (kept only as this hash). A reload that
 /// gives a channel the same key keeps it connected.
 #[cfg_attr(
-    not(any(feature = "telegram", feature = "discord", feature = "slack")),
+    not(any(
+        feature = "telegram",
+        feature = "discord",
+        feature = "slack",
+        feature = "sms"
+    )),
     expect(dead_code, reason = "no platform is built in")
 )]
 fn key(section: &impl serde::Serialize, max_age: &str, secrets: &[Option<&str>]) -> String {
@@ -327,7 +367,12 @@ impl ChatSurface for ChannelsSurface {
 
 #[cfg(all(
     test,
-    any(feature = "telegram", feature = "discord", feature = "slack")
+    any(
+        feature = "telegram",
+        feature = "discord",
+        feature = "slack",
+        feature = "sms"
+    )
 ))]
 mod tests {
     use super::key;

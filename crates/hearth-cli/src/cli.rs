@@ -231,6 +231,12 @@ pub enum Command {
         #[command(subcommand)]
         command: PermissionsCommand,
     },
+    /// Keys that belong to a community (a Discord guild, a Slack workspace,
+    /// a Telegram group): its runs call the provider with its own key.
+    Credentials {
+        #[command(subcommand)]
+        command: CredentialsCommand,
+    },
     /// The audit log, newest first.
     Audit {
         /// At most this many events (1-1000).
@@ -265,7 +271,7 @@ pub enum Command {
         #[command(subcommand)]
         command: SkillsCommand,
     },
-    /// The chat channels (Telegram, Discord, Slack) and their state.
+    /// The chat channels (Telegram, Discord, Slack, SMS) and their state.
     Channels,
     /// Writes a first hearth.toml (provider, model, optionally a chat
     /// channel), runs doctor on it and prints the next command; asks when
@@ -625,6 +631,37 @@ pub enum TokenCommand {
     Revoke {
         /// Token id (tok_...).
         id: String,
+    },
+}
+
+/// `hearth credentials ...`
+#[derive(Debug, Subcommand)]
+pub enum CredentialsCommand {
+    /// Give a community its own key for a provider, read from stdin (never
+    /// from arguments); it is sealed and never shown again.
+    Set {
+        /// discord:guild:<id>, slack:team:<id> or telegram:chat:<group id>.
+        #[arg(long)]
+        scope: String,
+        /// A provider under [llm.providers].
+        #[arg(long)]
+        provider: String,
+    },
+    /// Remove a community's key (its runs then fail on that provider,
+    /// unless [llm] community_fallback = true).
+    Remove {
+        /// The community's scope.
+        #[arg(long)]
+        scope: String,
+        /// The provider.
+        #[arg(long)]
+        provider: String,
+    },
+    /// The providers a community has its own key for (never the keys).
+    List {
+        /// The community's scope.
+        #[arg(long)]
+        scope: String,
     },
 }
 

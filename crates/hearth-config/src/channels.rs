@@ -19,6 +19,8 @@ pub struct ChannelsConfig {
     pub discord: DiscordConfig,
     /// `[channels.slack]`
     pub slack: SlackConfig,
+    /// `[channels.sms]`
+    pub sms: SmsConfig,
 }
 
 impl Default for ChannelsConfig {
@@ -28,6 +30,7 @@ impl Default for ChannelsConfig {
             telegram: TelegramConfig::default(),
             discord: DiscordConfig::default(),
             slack: SlackConfig::default(),
+            sms: SmsConfig::default(),
         }
     }
 }
@@ -205,6 +208,165 @@ impl Default for SlackConfig {
     }
 }
 
+/// Who carries SMS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SmsProvider {
+    /// Twilio's Programmable Messaging: inbound posts to
+    /// `POST /channels/sms/twilio`, answers through its Messages API.
+    #[default]
+    Twilio,
+}
+
+/// `[channels.sms]`: text messages through Twilio. Threads are
+/// `sms:<E.164 number>`; carriers' `STOP`, `START` and `HELP` are honoured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmsConfig {
+    /// Off unless set.
+    pub enabled: bool,
+    /// Start without this channel when its auth token is missing (it shows
+    /// as degraded with the reason); otherwise a missing token stops `serve`.
+    pub optional: bool,
+    /// `twilio` (the only provider).
+    pub provider: SmsProvider,
+    /// The Twilio account (`AC...`): the Messages API's account and the
+    /// Basic auth user.
+    pub account_sid: String,
+    /// Environment variable holding the account's auth token (default
+    /// `TWILIO_AUTH_TOKEN`): it signs inbound posts and authenticates sends.
+    pub auth_token_env: Option<String>,
+    /// Name of a sealed secret holding the auth token (wins over the variable).
+    pub auth_token_secret: Option<String>,
+    /// The number answers are sent from (E.164), or
+    pub from: Option<String>,
+    /// a Messaging Service (`MG...`) that picks the sender; one of the two.
+    pub messaging_service_sid: Option<String>,
+    /// The URL Twilio is configured to post incoming messages to, exactly
+    /// (scheme, host, path, query): the signature is computed over it.
+    pub public_url: Option<String>,
+    /// REST base URL (default Twilio's).
+    pub api_base: String,
+    /// Numbers (E.164, `+15551234567`) let in without pairing.
+    pub allowed_users: Vec<String>,
+    /// Anyone who texts the number is answered (no pairing).
+    pub open_dms: bool,
+    /// Most messages one answer is sent as (default 4, at most 10); the
+    /// rest is replaced by a note that the full answer is at `/ui`.
+    pub max_segments: u32,
+}
+
+impl Default for SmsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            optional: false,
+            provider: SmsProvider::Twilio,
+            account_sid: String::new(),
+            auth_token_env: Some("TWILIO_AUTH_TOKEN".into()),
+            auth_token_secret: None,
+            from: None,
+            messaging_service_sid: None,
+            public_url: None,
+            api_base: "https://api.twilio.com".into(),
+            allowed_users: Vec::new(),
+            open_dms: false,
+            max_segments: 4,
+        }
+    }
+}
+
+/// Most segments `[channels.sms] max_segments` may ask for.
+pub const MAX_SMS_SEGMENTS: u32 = 10;
+
+/// True for an E.164 number: `+`, then 2 to 15 digits, the first not 0.
+pub fn is_e164(number: &str) -> bool {
+    number.strip_prefix('+').is_some_and(|d| {
+        (2..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0')
+    })
+}
+
+/// The first mistake in an enabled `[channels.sms]`.
+fn validate_sms(s: &SmsConfig) -> Result<(), (String, String)> {
+    let key = |k: &str| format!("channels.sms.{k}");
+    if !(s.api_base.starts_with("http://") || s.api_base.starts_with("https://")) {
+        return Err((
+            key("api_base"),
+            format!("{:?} must be an http:// or https:// URL", s.api_base),
+        ));
+    }
+    if s.max_segments == 0 || s.max_segments > MAX_SMS_SEGMENTS {
+        return Err((
+            key("max_segments"),
+            format!("must be 1 to {MAX_SMS_SEGMENTS} (messages one answer is sent as; default 4)"),
+        ));
+    }
+    if let Some(bad) = s.allowed_users.iter().find(|n| !is_e164(n)) {
+        return Err((
+            key("allowed_users"),
+            format!(
+                "{bad:?} is not an E.164 number: write it as + and the country code, e.g. \"+15551234567\""
+            ),
+        ));
+    }
+    if !s.enabled {
+        return Ok(());
+    }
+    let sid_ok = s.account_sid.len() == 34
+        && s.account_sid.starts_with("AC")
+        && s.account_sid.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !sid_ok {
+        return Err((
+            key("account_sid"),
+            "set account_sid to the Twilio Account SID (AC and 32 hex characters, from the Twilio console)".into(),
+        ));
+    }
+    if s.auth_token_env.is_none() && s.auth_token_secret.is_none() {
+        return Err((
+            key("auth_token_env"),
+            "set auth_token_env (an environment variable) or auth_token_secret (a sealed secret) to the account's auth token".into(),
+        ));
+    }
+    match (&s.from, &s.messaging_service_sid) {
+        (None, None) => {
+            return Err((
+                key("from"),
+                "set from (the Twilio number answers come from, E.164) or messaging_service_sid (MG...)".into(),
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err((
+                key("from"),
+                "set from or messaging_service_sid, not both: Twilio sends through one".into(),
+            ));
+        }
+        (Some(from), None) if !is_e164(from) => {
+            return Err((
+                key("from"),
+                format!("{from:?} is not an E.164 number, e.g. \"+15551234567\""),
+            ));
+        }
+        (None, Some(mg)) if !mg.starts_with("MG") => {
+            return Err((
+                key("messaging_service_sid"),
+                format!("{mg:?} is not a Messaging Service SID (MG...)"),
+            ));
+        }
+        _ => {}
+    }
+    match &s.public_url {
+        Some(u) if u.starts_with("http://") || u.starts_with("https://") => Ok(()),
+        Some(u) => Err((
+            key("public_url"),
+            format!("{u:?} must be the http(s) URL Twilio posts to"),
+        )),
+        None => Err((
+            key("public_url"),
+            "set public_url to the URL Twilio posts incoming messages to (ending in /channels/sms/twilio): inbound signatures are checked against it".into(),
+        )),
+    }
+}
+
 /// Parses `"90s"`, `"30m"`, `"24h"`, `"7d"` (one number and one unit).
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
@@ -282,6 +444,7 @@ pub fn validate(c: &ChannelsConfig) -> Result<(), (String, String)> {
             ),
         ));
     }
+    validate_sms(&c.sms)?;
     let s = &c.slack;
     if s.enabled && s.bot_token_env.is_none() && s.bot_token_secret.is_none() {
         return Err((
@@ -345,5 +508,29 @@ mod tests {
         assert!(validate(&c).is_ok());
         c.outbox_max_age = "a day".into();
         assert_eq!(validate(&c).unwrap_err().0, "channels.outbox_max_age");
+    }
+
+    #[test]
+    fn an_enabled_sms_channel_needs_an_account_a_sender_and_its_public_url() {
+        let mut c = ChannelsConfig::default();
+        c.sms.enabled = true;
+        assert_eq!(validate(&c).unwrap_err().0, "channels.sms.account_sid");
+        c.sms.account_sid = format!("AC{}", "0".repeat(32));
+        assert_eq!(validate(&c).unwrap_err().0, "channels.sms.from");
+        c.sms.from = Some("5551234".into());
+        assert_eq!(validate(&c).unwrap_err().0, "channels.sms.from");
+        c.sms.from = Some("+15551234567".into());
+        assert_eq!(validate(&c).unwrap_err().0, "channels.sms.public_url");
+        c.sms.public_url = Some("https://example.test/channels/sms/twilio".into());
+        assert!(validate(&c).is_ok());
+        c.sms.messaging_service_sid = Some("MG1".into());
+        assert_eq!(validate(&c).unwrap_err().0, "channels.sms.from");
+        c.sms.messaging_service_sid = None;
+        c.sms.max_segments = 0;
+        assert_eq!(validate(&c).unwrap_err().0, "channels.sms.max_segments");
+        c.sms.max_segments = 4;
+        c.sms.allowed_users = vec!["+15550001111".into(), "0044".into()];
+        assert_eq!(validate(&c).unwrap_err().0, "channels.sms.allowed_users");
+        assert!(is_e164("+447700900123") && !is_e164("+0123") && !is_e164("+1"));
     }
 }

@@ -28,7 +28,8 @@ pub use agent::*;
 pub use alerts::{ALERT_EVENTS, AlertRule, AlertTarget, AlertsConfig, WebhookUrl};
 pub use budget::{BudgetConfig, PoolConfig, PoolKind, PoolScope, PoolWindow};
 pub use channels::{
-    ChannelsConfig, DiscordConfig, SlackConfig, SlackMode, TelegramConfig, TelegramMode,
+    ChannelsConfig, DiscordConfig, MAX_SMS_SEGMENTS, SlackConfig, SlackMode, SmsConfig,
+    SmsProvider, TelegramConfig, TelegramMode, is_e164,
 };
 pub use check::CAPABILITY_KEYS;
 pub use error::ConfigError;

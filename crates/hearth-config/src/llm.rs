@@ -193,6 +193,11 @@ pub struct LlmConfig {
     /// Incognito threads may use only local models (providers on this
     /// machine or a private network, and `echo`).
     pub incognito_local_only: bool,
+    /// A community (guild, workspace, group) whose own key for a provider
+    /// was removed falls back to the operator's key; by default (false) its
+    /// runs on that provider fail, saying the key was removed. Communities
+    /// that never set a key always use the operator's.
+    pub community_fallback: bool,
 }
 
 /// `[llm.prices."<model>"]`: USD per million tokens. `input` and `output`

@@ -16,7 +16,9 @@ pub struct ToolsConfig {
     /// Write-class tools that run without confirmation, by exact name.
     pub no_confirm: Vec<String>,
     /// `[tools.profiles.<channel>]`: the tools a channel (`api`, `telegram`,
-    /// ...) offers; a channel without a profile offers every tool.
+    /// ...) offers; a channel without a profile offers every tool, except
+    /// `sms`, whose default profile is [`ToolProfileConfig::sms`] (a
+    /// `[tools.profiles.sms]` replaces it).
     pub profiles: BTreeMap<String, ToolProfileConfig>,
     /// `[tools.web_search]`: the search backend; without it there is no
     /// `web_search` tool.
@@ -52,6 +54,31 @@ impl Default for ToolProfileConfig {
         Self {
             include: vec!["*".into()],
             exclude: Vec::new(),
+        }
+    }
+}
+
+/// What the `sms` profile withholds by default: browsing (its pages do
+/// not fit a text message), long-form reading and heavy tools (whole
+/// directory trees, many files at once, browser automation).
+pub const SMS_EXCLUDE: &[&str] = &[
+    "web_fetch",
+    "web_search",
+    "browser_*",
+    "*__browser_*",
+    "*__navigate*",
+    "*__screenshot*",
+    "skill_file",
+    "*__read_multiple_files",
+    "*__directory_tree",
+];
+
+impl ToolProfileConfig {
+    /// The `sms` channel's default profile: every tool but [`SMS_EXCLUDE`].
+    pub fn sms() -> Self {
+        Self {
+            include: vec!["*".into()],
+            exclude: SMS_EXCLUDE.iter().map(|g| (*g).to_owned()).collect(),
         }
     }
 }
@@ -220,6 +247,18 @@ mod tools_tests {
 
     fn error(toml: &str) -> String {
         load(toml).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_sms_profiles_default_exclusions_are_valid_globs() {
+        for g in SMS_EXCLUDE {
+            assert!(validate_tool_glob(g).is_ok(), "{g}");
+        }
+        assert!(
+            ToolProfileConfig::sms()
+                .exclude
+                .contains(&"web_fetch".to_owned())
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::Timestamp;
 
 /// Every channel hearth knows, enabled or not, in API order.
-pub const CHANNEL_NAMES: [&str; 3] = ["telegram", "discord", "slack"];
+pub const CHANNEL_NAMES: [&str; 4] = ["telegram", "discord", "slack", "sms"];
 
 /// Where a channel stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -265,9 +265,38 @@ impl Runtime {
             order.append(&mut fallbacks);
             fallbacks = order;
         }
-        let candidates = std::iter::once((model, provider))
+        // The space the run was asked in (a guild, a group), stored with
+        // it; for runs stored before that, the thread's channel's answer.
+        let scope = run
+            .scope
+            .clone()
+            .or_else(|| {
+                inner
+                    .replies
+                    .as_ref()
+                    .and_then(|r| r.scope_of(&run.thread_key))
+            })
+            .unwrap_or_else(|| "global".into());
+        let allowed = std::iter::once((model, provider))
             .chain(fallbacks)
             .filter(|(m, _)| !local_only || live.catalog.is_local(m))
+            .collect();
+        // A community that gave its own key pays for its runs.
+        let allowed = match self.with_community_keys(live, &scope, allowed).await {
+            Ok(allowed) => allowed,
+            Err((code, message)) => {
+                let outcome = Outcome::Failed(RunError {
+                    code: code.into(),
+                    message,
+                });
+                self.finish(run, &log, outcome, Vec::new(), Vec::new(), Vec::new())
+                    .await;
+                metrics::gauge!("hearth_runs_in_flight").decrement(1.0);
+                return;
+            }
+        };
+        let candidates = allowed
+            .into_iter()
             .map(|(m, p)| candidate(&live.catalog, m, p))
             .collect();
         let input = RunInput {
@@ -275,18 +304,7 @@ impl Runtime {
             thread_key: run.thread_key.clone(),
             text: run.input.clone(),
             user_key: run.user_key.clone(),
-            // The space the run was asked in (a guild, a group), stored with
-            // it; for runs stored before that, the thread's channel's answer.
-            scope: run
-                .scope
-                .clone()
-                .or_else(|| {
-                    inner
-                        .replies
-                        .as_ref()
-                        .and_then(|r| r.scope_of(&run.thread_key))
-                })
-                .unwrap_or_else(|| "global".into()),
+            scope,
             roles: run.roles.clone(),
             candidates,
             thinking,

@@ -13,6 +13,7 @@ pub mod builder;
 pub mod bus;
 pub mod catalog;
 pub mod cluster;
+pub mod community;
 mod config_view;
 mod confirmations;
 mod direct;

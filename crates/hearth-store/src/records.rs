@@ -2,7 +2,8 @@
 
 pub use hearth_core::records::{
     AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, ModelUsage, NewRun,
-    NewSession, NewToken, RUN_ENDED, RunFilter, RunFinish, RunRecord, RunStats, SecretInfo,
-    SteerRecord, StepKind, StepRecord, StepStatus, ThreadActivity, ThreadState, TokenRecord,
-    UsageGroup, UsageQuery, UsageRow,
+    NewSession, NewToken, RUN_ENDED, RunFilter, RunFinish, RunRecord, RunStats,
+    ScopeCredentialInfo, SecretInfo, SteerRecord, StepKind, StepRecord, StepStatus,
+    StoredScopeCredential, ThreadActivity, ThreadState, TokenRecord, UsageGroup, UsageQuery,
+    UsageRow,
 };

@@ -23,6 +23,7 @@ mod fake_openai;
 pub mod fake_responses;
 pub mod fake_slack;
 pub mod fake_telegram;
+pub mod fake_twilio;
 mod reply;
 mod reset;
 mod server;

@@ -9,6 +9,7 @@ use super::Dc;
 
 /// Option types.
 const SUB_COMMAND: u8 = 1;
+const SUB_COMMAND_GROUP: u8 = 2;
 const STRING: u8 = 3;
 const USER: u8 = 6;
 const ROLE: u8 = 8;
@@ -65,6 +66,18 @@ pub(super) fn definitions(models: &[String]) -> Value {
             { "type": SUB_COMMAND, "name": "cancel", "description": "Stop the answer being worked on" },
             { "type": SUB_COMMAND, "name": "stats", "description": "Run health of this server" },
           ] },
+        { "name": "llm", "description": "This server's own provider key (admins)",
+          "default_member_permissions": ADMINISTRATOR.to_string(), "contexts": [0],
+          "options": [
+            { "type": SUB_COMMAND_GROUP, "name": "key", "description": "This server's own provider key",
+              "options": [
+                { "type": SUB_COMMAND, "name": "set", "description": "Give a key (typed in a private form) for this server's runs",
+                  "options": [option(STRING, "provider", "The provider the key is for", true)] },
+                { "type": SUB_COMMAND, "name": "remove", "description": "Take this server's key away",
+                  "options": [option(STRING, "provider", "The provider", true)] },
+              ] },
+            { "type": SUB_COMMAND, "name": "usage", "description": "This server's model usage and cost today" },
+          ] },
         { "name": "help", "description": "What this bot does" },
     ])
 }
@@ -101,7 +114,7 @@ mod tests {
         let models: Vec<String> = (0..30).map(|i| format!("p/m{i}")).collect();
         for defs in [definitions(&models), definitions(&models[..3])] {
             let list = defs.as_array().unwrap();
-            assert_eq!(list.len(), 9);
+            assert_eq!(list.len(), 10);
             for c in list {
                 let name = c["name"].as_str().unwrap();
                 assert!(

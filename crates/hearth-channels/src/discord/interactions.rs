@@ -14,7 +14,7 @@ use tracing::warn;
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
 use super::{
-    Dc, Discord, inbound, is_snowflake, permissions, presses, stats, thread_key, user_key,
+    Dc, Discord, inbound, is_snowflake, llm, permissions, presses, stats, thread_key, user_key,
 };
 use crate::commands::{self, Button, Command, Ctx, Picker, Reply};
 use crate::control::Place;
@@ -74,6 +74,8 @@ async fn handle_inner(dc: &Dc, i: &Interaction) -> Result<(), ChannelError> {
         2 if first_sight(dc, i).await? => command(dc, i, actor, channel).await,
         // A press is marked seen after it acted (see `presses`).
         3 => presses::button(dc, i, actor).await,
+        // A modal submitted (`/llm key set`), once.
+        5 if first_sight(dc, i).await? => llm::submitted(dc, i, actor).await,
         _ => Ok(()),
     }
 }
@@ -193,8 +195,9 @@ fn help() -> String {
     });
     format!(
         "I am your hearth assistant. Write to me, or mention me in a channel, and I answer.\n\n{lines}\n\n\
-         /ask asks a question, /agent stats shows this server's run health, and /permissions lets \
-         server admins grant capabilities."
+         /ask asks a question, /agent stats shows this server's run health, /permissions lets \
+         server admins grant capabilities, and /llm key set lets them give this server its own \
+         provider key."
     )
 }
 
@@ -238,6 +241,7 @@ async fn command(
         "agent" if sub.is_some_and(|s| s.name == "stats") => stats::command(dc, i, actor).await,
         "ask" => ask(dc, i, &acting.user, channel).await,
         "permissions" => permissions::command(dc, i, actor, sub).await,
+        "llm" => llm::command(dc, i, actor, sub).await,
         other => {
             let text = match other {
                 "agent" => "Use /agent cancel or /agent stats.",

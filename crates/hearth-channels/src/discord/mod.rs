@@ -13,6 +13,7 @@ mod deliver;
 mod gateway;
 mod inbound;
 mod interactions;
+mod llm;
 mod permissions;
 mod presses;
 mod stats;

@@ -195,9 +195,38 @@ pub struct InteractionData {
     /// The options given (subcommands nest theirs).
     #[serde(default)]
     pub options: Vec<CommandOption>,
-    /// A component's custom id.
+    /// A component's custom id (a modal's too).
     #[serde(default)]
     pub custom_id: Option<String>,
+    /// A submitted modal's fields (`components`).
+    #[serde(default, rename = "components")]
+    pub fields: ModalFields,
+}
+
+/// A submitted modal's fields, as Discord sends them (`components`: action
+/// rows of text inputs). Their values may be secrets (a provider key), so
+/// `Debug` shows none.
+#[derive(Clone, Default, Deserialize)]
+#[serde(transparent)]
+pub struct ModalFields(Vec<serde_json::Value>);
+
+impl std::fmt::Debug for ModalFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ModalFields({} rows, values hidden)", self.0.len())
+    }
+}
+
+impl ModalFields {
+    /// The value of the text input `custom_id`, if given.
+    pub fn value(&self, custom_id: &str) -> Option<String> {
+        self.0
+            .iter()
+            .filter_map(|row| row.get("components").and_then(|c| c.as_array()))
+            .flatten()
+            .find(|c| c.get("custom_id").and_then(|v| v.as_str()) == Some(custom_id))
+            .and_then(|c| c.get("value").and_then(|v| v.as_str()))
+            .map(str::to_owned)
+    }
 }
 
 /// One option of a command.

@@ -2,7 +2,8 @@
 //! each driven through its fake (`hearth-testkit`) with a real runtime
 //! (`hearth_runtime::testing`) whose channels `ChannelsFactory` builds, as
 //! `hearth serve` builds them. A [`Platform`] adapts the suite's actions
-//! (a user's message, its redelivery, a button press, a scripted 429) to
+//! (a user's message, its redelivery, a button press or a texted answer,
+//! a scripted 429) to
 //! one fake; [`conformance!`] expands every check for every platform, so a
 //! failure names both.
 //!
@@ -13,7 +14,12 @@
 //! refused and the confirmation stays pending.
 
 // A build without any platform has nothing to check.
-#![cfg(any(feature = "telegram", feature = "discord", feature = "slack"))]
+#![cfg(any(
+    feature = "telegram",
+    feature = "discord",
+    feature = "slack",
+    feature = "sms"
+))]
 
 /// Each platform's [`Platform`].
 mod adapters {
@@ -21,6 +27,8 @@ mod adapters {
     pub(crate) mod discord;
     #[cfg(feature = "slack")]
     pub(crate) mod slack;
+    #[cfg(feature = "sms")]
+    pub(crate) mod sms;
     #[cfg(feature = "telegram")]
     pub(crate) mod telegram;
 }
@@ -68,3 +76,4 @@ macro_rules! conformance {
 conformance!(telegram, "telegram", crate::adapters::telegram::Telegram);
 conformance!(discord, "discord", crate::adapters::discord::Discord);
 conformance!(slack, "slack", crate::adapters::slack::Slack);
+conformance!(sms, "sms", crate::adapters::sms::Sms);

@@ -139,3 +139,36 @@ async fn a_refused_discord_token_says_what_to_check_and_is_retried_slowly() {
     assert_eq!(broken.len(), 3, "{broken:?}");
     t.runtime.shutdown(Duration::from_millis(200)).await;
 }
+
+#[cfg(feature = "sms")]
+#[tokio::test]
+async fn refused_twilio_credentials_say_what_to_check_and_are_retried_slowly() {
+    use hearth_testkit::fake_twilio::{ACCOUNT_SID, FROM, FakeTwilio};
+    let model = FakeOpenAi::start().await;
+    let twilio = FakeTwilio::start()
+        .await
+        .unwrap_or_else(|e| panic!("starting the fake Twilio: {e}"));
+    let toml = format!(
+        "{}\n[channels.sms]\nenabled = true\naccount_sid = \"{ACCOUNT_SID}\"\nfrom = \"{FROM}\"\n\
+         public_url = \"https://h.test/channels/sms/twilio\"\napi_base = \"{}\"\n",
+        fake_toml(&model.base_url(), "", ""),
+        twilio.api_base()
+    );
+    let env = [("TWILIO_AUTH_TOKEN".to_owned(), "revoked-token".to_owned())].into();
+    let t = TestRuntime::start_with(&toml, |b| b.env(env).surface(Box::new(ChannelsFactory))).await;
+    let reason = reason_of(&t, "sms", "retrying every").await;
+    assert_eq!(
+        reason,
+        "Twilio rejected the account SID and auth token (Twilio refused (HTTP 401, code 20003): \
+         Authenticate): check TWILIO_AUTH_TOKEN; copy the Account SID and Auth Token from the \
+         Twilio console (Account Info) into account_sid and where auth_token_env/auth_token_secret \
+         points; retrying every 5 minutes until it is accepted"
+    );
+    assert!(!reason.contains("revoked-token"));
+    assert_eq!(
+        twilio.account_reads(),
+        0,
+        "no read with the right credentials"
+    );
+    t.runtime.shutdown(Duration::from_millis(200)).await;
+}

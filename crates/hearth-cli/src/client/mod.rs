@@ -5,6 +5,7 @@ mod budget;
 mod channels;
 mod cluster;
 mod config;
+mod credentials;
 mod health;
 mod jobs;
 mod listings;
@@ -127,6 +128,19 @@ impl Api {
             Exit::from(anyhow::anyhow!(message))
         };
         exit.api_code(code)
+    }
+
+    /// Sends the request and expects a success without a body (204).
+    async fn call_empty(&self, rb: reqwest::RequestBuilder) -> Result<(), Exit> {
+        let resp = self.send(rb).await?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = resp.text().await.map_err(|e| {
+            anyhow::anyhow!("the answer from hearth broke off: {}", e.without_url())
+        })?;
+        Err(self.api_error(status, &text))
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, Exit> {
@@ -292,6 +306,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         }
         Command::Budget => budget::budget(&api, g.json).await,
         Command::Permissions { command } => permissions::permissions(&api, command, g.json).await,
+        Command::Credentials { command } => credentials::credentials(&api, command, g.json).await,
         Command::Audit { limit } => permissions::audit(&api, limit, g.json).await,
         Command::Channels => channels::channels(&api, g.json).await,
         Command::Pair { command } => channels::pair(&api, command, g.json).await,

@@ -546,6 +546,7 @@ async fn jobs(
         "telegram" => ch.telegram.enabled,
         "discord" => ch.discord.enabled,
         "slack" => ch.slack.enabled,
+        "sms" => ch.sms.enabled,
         _ => true,
     };
     let mut stranded = 0;

@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use crate::harness::{Hearth, fake_config, user_texts};
 
-const TOKEN: &str = "MTAwMDAwMDAwMDAwMDAwMDAx.Gfake.discordTOKENdiscordTOKEN";
+pub(crate) const TOKEN: &str = "MTAwMDAwMDAwMDAwMDAwMDAx.Gfake.discordTOKENdiscordTOKEN";
 pub(crate) const ALICE: &str = "100000000000000001";
 pub(crate) const BOB: &str = "100000000000000002";
-const DM: &str = "300000000000000001";
+pub(crate) const DM: &str = "300000000000000001";
 pub(crate) const GUILD: &str = "400000000000000001";
 pub(crate) const GENERAL: &str = "500000000000000001";
 /// A guild whose answers carry the latency footer.
@@ -33,7 +33,7 @@ pub(crate) async fn setup() -> Setup {
 
 /// The channel's `hearth.toml` for the fakes, with `extra` (further tables)
 /// at the end.
-fn config(fake: &FakeOpenAi, dc: &FakeDiscord, extra: &str) -> String {
+pub(crate) fn config(fake: &FakeOpenAi, dc: &FakeDiscord, extra: &str) -> String {
     // An empty gateway_url: hearth asks GET /gateway/bot for it.
     format!(
         "{}\n[channels.discord]\nenabled = true\ntoken_env = \"DC_TOKEN\"\napi_base = \"{}\"\n\
@@ -97,6 +97,7 @@ async fn a_dm_is_answered_once_and_a_stranger_is_offered_pairing() {
             "usage",
             "permissions",
             "agent",
+            "llm",
             "help"
         ]
     );

@@ -13,7 +13,7 @@ use crate::harness::{FAKE_KEY_LINE, Hearth, command, fake_config};
 const VALUE: &str = "sk-e2e-SEALED-value-7f3a9c1d";
 
 /// Runs `hearth <args>` on `home` with `env` and `stdin`; (code, stdout, stderr).
-async fn hearth(
+pub(crate) async fn hearth(
     home: &Path,
     args: &[&str],
     env: &[(&str, &str)],
@@ -49,7 +49,7 @@ async fn hearth(
 }
 
 /// The database file and its WAL, concatenated.
-fn db_bytes(home: &Path) -> Vec<u8> {
+pub(crate) fn db_bytes(home: &Path) -> Vec<u8> {
     let mut bytes = std::fs::read(home.join("hearth.db")).unwrap();
     if let Ok(wal) = std::fs::read(home.join("hearth.db-wal")) {
         bytes.extend(wal);
@@ -57,7 +57,7 @@ fn db_bytes(home: &Path) -> Vec<u8> {
     bytes
 }
 
-fn contains(haystack: &[u8], needle: &str) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())

@@ -396,6 +396,28 @@ pub struct SecretInfo {
     pub updated_at: Timestamp,
 }
 
+/// A community's provider key as it may be shown: which provider and when
+/// it was set, never the key (sealed or not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeCredentialInfo {
+    /// The provider it is for (a name under `[llm.providers]`).
+    pub provider: String,
+    /// When it was last set.
+    pub set_at: Timestamp,
+}
+
+/// A community's provider key as stored: sealed, or removed (the scope
+/// had one; its runs then fail unless `[llm] community_fallback`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredScopeCredential {
+    /// The sealed key; `None` once removed.
+    pub sealed: Option<Vec<u8>>,
+    /// When it was last set.
+    pub set_at: Timestamp,
+    /// When it was removed, if it was.
+    pub removed_at: Option<Timestamp>,
+}
+
 /// A permission grant: `subject` holds `capability` in `scope`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {

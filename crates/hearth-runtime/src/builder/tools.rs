@@ -39,14 +39,18 @@ pub(super) async fn registry(
     Ok(registry.with_profiles(profiles(config)))
 }
 
-/// `[tools.profiles.*]`, whose globs the config loader already checked.
+/// `[tools.profiles.*]`, whose globs the config loader already checked,
+/// and the `sms` profile's default when none is configured.
 pub(crate) fn profiles(config: &Config) -> ToolProfiles {
     let mut profiles = ToolProfiles::new();
-    for (channel, p) in &config.tools.profiles {
-        profiles.insert(
-            channel.clone(),
-            ToolProfile::new(p.include.clone(), p.exclude.clone()),
-        );
+    let sms = hearth_config::ToolProfileConfig::sms();
+    let configured = config.tools.profiles.iter();
+    let default_sms = (!config.tools.profiles.contains_key("sms")).then(|| ("sms".to_owned(), sms));
+    for (channel, p) in configured
+        .map(|(c, p)| (c.clone(), p.clone()))
+        .chain(default_sms)
+    {
+        profiles.insert(channel, ToolProfile::new(p.include, p.exclude));
     }
     profiles
 }
@@ -124,5 +128,28 @@ async fn brave_key(
         _ => Err(missing(
             "backend = \"brave\" needs exactly one of api_key_env and api_key_secret".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod sms_profile_tests {
+    use super::*;
+
+    #[test]
+    fn sms_withholds_browsing_by_default_and_a_configured_profile_replaces_that() {
+        let mut config = Config::default();
+        let p = profiles(&config);
+        assert!(!p.allows("sms", "web_fetch"));
+        assert!(!p.allows("sms", "web_search"));
+        assert!(p.allows("sms", "memory_save"));
+        assert!(
+            p.allows("telegram", "web_fetch"),
+            "other channels keep every tool"
+        );
+        config
+            .tools
+            .profiles
+            .insert("sms".into(), hearth_config::ToolProfileConfig::default());
+        assert!(profiles(&config).allows("sms", "web_fetch"));
     }
 }

@@ -186,6 +186,41 @@ fn build_provider(
     })
 }
 
+/// Header names that carry a provider key: a community's key replaces the
+/// operator's, wherever the operator's was put.
+const KEY_HEADERS: [&str; 3] = ["authorization", "x-api-key", "x-goog-api-key"];
+
+impl Catalog {
+    /// Provider `name` as configured, but calling with `key` (a community's
+    /// own) instead of the operator's. `None` for a provider that is not
+    /// configured (echo, a typo).
+    pub fn with_key(
+        &self,
+        name: &str,
+        key: &str,
+    ) -> Option<Result<Arc<dyn Provider>, RuntimeError>> {
+        let mut pc = self.configs.get(name)?.clone();
+        pc.headers
+            .retain(|h, _| !KEY_HEADERS.contains(&h.to_ascii_lowercase().as_str()));
+        pc.api_key_env = None;
+        pc.api_key_secret = Some("community key".into());
+        Some(build_provider(
+            name,
+            &pc,
+            Some(key.to_owned()),
+            &self.client,
+        ))
+    }
+
+    /// True when `name` is a configured provider that takes a key (not
+    /// echo): one a community may give its own key for.
+    pub fn takes_key(&self, name: &str) -> bool {
+        self.configs
+            .get(name)
+            .is_some_and(|pc| pc.kind != ProviderType::Echo)
+    }
+}
+
 /// Refuses capability names the matrix does not know.
 fn check_capability_keys(name: &str, pc: &ProviderConfig) -> Result<(), RuntimeError> {
     let keys = pc
@@ -315,6 +350,8 @@ impl Catalog {
             default,
             fallback: config.llm.fallback.clone(),
             origin,
+            configs: configured,
+            client,
         };
         for f in &catalog.fallback {
             catalog

@@ -49,6 +49,10 @@ pub struct Catalog {
     fallback: Vec<String>,
     /// How the default was chosen, for the start-up line.
     pub origin: String,
+    /// Each provider's settings, to build it again with a community's key.
+    configs: BTreeMap<String, hearth_config::ProviderConfig>,
+    /// The HTTP client providers are built on.
+    client: reqwest::Client,
 }
 
 impl Catalog {

@@ -62,7 +62,7 @@ pub struct NewJob {
     pub catch_up: CatchUp,
 }
 
-/// The chat channel (`telegram`, `discord` or `slack`) a thread belongs to,
+/// The chat channel (`telegram`, `discord`, `slack` or `sms`) a thread belongs to,
 /// if it belongs to one.
 pub fn thread_channel(thread_key: &str) -> Option<&'static str> {
     let prefix = thread_key.split(':').next()?;

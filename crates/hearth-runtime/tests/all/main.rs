@@ -13,6 +13,7 @@ mod budget;
 mod budget_shared;
 mod cancel;
 mod claim;
+mod community;
 mod confirmations;
 mod conformance;
 mod direct;

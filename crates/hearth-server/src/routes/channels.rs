@@ -36,7 +36,7 @@ impl ChannelsHandle {
 /// One channel.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ChannelDto {
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub name: String,
     /// Enabled in `hearth.toml`.
     pub enabled: bool,
@@ -98,7 +98,7 @@ pub async fn list_channels(
 pub struct PairingDto {
     /// The code to approve.
     pub code: String,
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub channel: String,
     /// Who asked.
     pub user_key: String,
@@ -151,7 +151,7 @@ pub async fn list_pairings(
 /// `POST /v1/pairings/{code}/approve`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Approved {
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub channel: String,
     /// The user now let in.
     pub user_key: String,
@@ -187,7 +187,7 @@ pub async fn approve_pairing(
 /// `POST /v1/pairings/{code}/deny`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Denied {
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub channel: String,
     /// The user refused.
     pub user_key: String,
@@ -234,13 +234,13 @@ pub struct AllowedList {
 
 fn no_channel(name: &str) -> ApiError {
     ApiError::NotFound(format!(
-        "no channel named {name:?}: the channels are telegram, discord and slack"
+        "no channel named {name:?}: the channels are telegram, discord, slack and sms"
     ))
 }
 
 /// Users let in on a channel.
 #[utoipa::path(get, path = "/v1/channels/{name}/allowed", tag = "channels",
-    params(("name" = String, Path, description = "telegram, discord or slack")),
+    params(("name" = String, Path, description = "telegram, discord, slack or sms")),
     responses((status = 200, description = "Allowed users", body = AllowedList),
         (status = 404, description = "No such channel", body = crate::dto::ErrorBody)))]
 pub async fn list_allowed(
@@ -267,7 +267,7 @@ pub async fn list_allowed(
 /// `DELETE /v1/channels/{name}/allowed/{user_key}`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RemovedDto {
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub channel: String,
     /// The user no longer let in.
     pub user_key: String,
@@ -275,7 +275,7 @@ pub struct RemovedDto {
 
 /// Removes a paired user (users listed in `hearth.toml` are removed there).
 #[utoipa::path(delete, path = "/v1/channels/{name}/allowed/{user_key}", tag = "channels",
-    params(("name" = String, Path, description = "telegram, discord or slack"),
+    params(("name" = String, Path, description = "telegram, discord, slack or sms"),
         ("user_key" = String, Path, description = "The user key")),
     responses((status = 200, description = "Removed", body = RemovedDto),
         (status = 404, description = "Not a paired user of this channel", body = crate::dto::ErrorBody)))]
@@ -330,7 +330,7 @@ pub enum OutboxStatusName {
 pub struct OutboxDto {
     /// The item\'s id: increasing, the delivery order within a target.
     pub id: i64,
-    /// `telegram`, `discord` or `slack`.
+    /// `telegram`, `discord`, `slack` or `sms`.
     pub channel: String,
     /// The platform conversation id.
     pub target: String,

@@ -10,6 +10,7 @@ pub mod channels;
 pub mod cluster;
 pub mod config;
 pub mod confirmations;
+pub mod credentials;
 pub mod history;
 pub mod jobs;
 pub mod mcp;
@@ -91,6 +92,9 @@ api! {
     permissions::remove_grant,
     permissions::check,
     permissions::audit,
+    credentials::set_credential,
+    credentials::remove_credential,
+    credentials::list_credentials,
     threads::list_threads,
     threads::runtime,
     threads::set_model,

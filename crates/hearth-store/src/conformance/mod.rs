@@ -102,6 +102,7 @@ macro_rules! store_conformance_tests {
             secrets: [
                 secrets_are_upserted_listed_without_values_and_deleted,
                 sealed_bytes_round_trip_and_names_sort_bytewise,
+                community_keys_are_set_listed_removed_and_remembered_per_scope,
             ],
             memory: [
                 search_ranks_by_relevance_and_returns_sources,

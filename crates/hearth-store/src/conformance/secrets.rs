@@ -1,6 +1,6 @@
 //! Sealed secrets ([`SecretStore`]).
 
-use crate::records::SecretInfo;
+use crate::records::{ScopeCredentialInfo, SecretInfo, StoredScopeCredential};
 use crate::secret_store::SecretStore;
 
 pub async fn secrets_are_upserted_listed_without_values_and_deleted<S: SecretStore>(store: S) {
@@ -64,4 +64,102 @@ pub async fn sealed_bytes_round_trip_and_names_sort_bytewise<S: SecretStore>(sto
         .map(|s| s.name)
         .collect();
     assert_eq!(names, ["B", "_x", "a", "b"]);
+}
+
+/// A community's keys: one per provider per scope, listed without values,
+/// removed keeping that the scope had one, set again after removal; other
+/// scopes never see them.
+pub async fn community_keys_are_set_listed_removed_and_remembered_per_scope<S: SecretStore>(
+    store: S,
+) {
+    let (g1, g2) = ("discord:guild:1", "discord:guild:2");
+    assert_eq!(store.scope_credential(g1, "openai").await.unwrap(), None);
+    assert!(
+        !store
+            .remove_scope_credential(g1, "openai", 1)
+            .await
+            .unwrap()
+    );
+    store
+        .put_scope_credential(g1, "openai", vec![1, 2], 10)
+        .await
+        .unwrap();
+    store
+        .put_scope_credential(g1, "anthropic", vec![3], 11)
+        .await
+        .unwrap();
+    store
+        .put_scope_credential(g2, "openai", vec![4], 12)
+        .await
+        .unwrap();
+    store
+        .put_scope_credential(g1, "openai", vec![5], 13)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.list_scope_credentials(g1).await.unwrap(),
+        vec![
+            ScopeCredentialInfo {
+                provider: "anthropic".into(),
+                set_at: 11
+            },
+            ScopeCredentialInfo {
+                provider: "openai".into(),
+                set_at: 13
+            },
+        ]
+    );
+    assert_eq!(
+        store.scope_credential(g2, "openai").await.unwrap(),
+        Some(StoredScopeCredential {
+            sealed: Some(vec![4]),
+            set_at: 12,
+            removed_at: None
+        })
+    );
+    assert!(
+        store
+            .remove_scope_credential(g1, "openai", 20)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remove_scope_credential(g1, "openai", 21)
+            .await
+            .unwrap(),
+        "already removed"
+    );
+    assert_eq!(
+        store.scope_credential(g1, "openai").await.unwrap(),
+        Some(StoredScopeCredential {
+            sealed: None,
+            set_at: 13,
+            removed_at: Some(20)
+        })
+    );
+    assert_eq!(store.list_scope_credentials(g1).await.unwrap().len(), 1);
+    store
+        .put_scope_credential(g1, "openai", vec![6], 30)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.scope_credential(g1, "openai").await.unwrap(),
+        Some(StoredScopeCredential {
+            sealed: Some(vec![6]),
+            set_at: 30,
+            removed_at: None
+        })
+    );
+    assert!(
+        store
+            .list_scope_credentials("slack:team:T1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store.list_secrets().await.unwrap().is_empty(),
+        "not among the named secrets"
+    );
 }

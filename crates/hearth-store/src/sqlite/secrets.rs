@@ -7,7 +7,7 @@ use super::SqliteStore;
 use super::db::Db;
 use super::rows::col;
 use crate::error::Result;
-use crate::records::SecretInfo;
+use crate::records::{ScopeCredentialInfo, SecretInfo, StoredScopeCredential};
 use crate::secret_store::SecretStore;
 
 fn put_secret(db: &mut Db<'_>, name: &str, sealed: &[u8], at: Timestamp) -> Result<()> {
@@ -48,6 +48,85 @@ fn delete_secret(db: &mut Db<'_>, name: &str) -> Result<bool> {
     Ok(changed == 1)
 }
 
+/// Communities' provider keys (sealed), kept once removed as a row without
+/// its key, so the scope's runs know it had one.
+pub(crate) const MIGRATION_V18: &str = "
+CREATE TABLE scope_credentials (
+    scope TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    sealed BLOB,
+    set_at INTEGER NOT NULL,
+    removed_at INTEGER,
+    PRIMARY KEY (scope, provider)
+);
+";
+
+fn put_scope_credential(
+    db: &mut Db<'_>,
+    scope: &str,
+    provider: &str,
+    sealed: &[u8],
+    at: Timestamp,
+) -> Result<()> {
+    db.stmt(
+        "INSERT INTO scope_credentials (scope, provider, sealed, set_at, removed_at) \
+         VALUES (?1, ?2, ?3, ?4, NULL) ON CONFLICT (scope, provider) DO UPDATE SET \
+         sealed = excluded.sealed, set_at = excluded.set_at, removed_at = NULL",
+    )?
+    .execute(params![scope, provider, sealed, at])?;
+    Ok(())
+}
+
+fn remove_scope_credential(
+    db: &mut Db<'_>,
+    scope: &str,
+    provider: &str,
+    at: Timestamp,
+) -> Result<bool> {
+    let changed = db
+        .stmt(
+            "UPDATE scope_credentials SET sealed = NULL, removed_at = ?3 \
+             WHERE scope = ?1 AND provider = ?2 AND sealed IS NOT NULL",
+        )?
+        .execute(params![scope, provider, at])?;
+    Ok(changed == 1)
+}
+
+fn scope_credential(
+    db: &mut Db<'_>,
+    scope: &str,
+    provider: &str,
+) -> Result<Option<StoredScopeCredential>> {
+    let stmt = db.stmt(
+        "SELECT sealed, set_at, removed_at FROM scope_credentials WHERE scope = ?1 AND provider = ?2",
+    )?;
+    let mut found = stmt.query(params![scope, provider])?;
+    let Some(row) = found.next()? else {
+        return Ok(None);
+    };
+    Ok(Some(StoredScopeCredential {
+        sealed: col(row, 0)?,
+        set_at: col(row, 1)?,
+        removed_at: col(row, 2)?,
+    }))
+}
+
+fn list_scope_credentials(db: &mut Db<'_>, scope: &str) -> Result<Vec<ScopeCredentialInfo>> {
+    let stmt = db.stmt(
+        "SELECT provider, set_at FROM scope_credentials \
+         WHERE scope = ?1 AND sealed IS NOT NULL ORDER BY provider",
+    )?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params![scope])?;
+    while let Some(row) = found.next()? {
+        out.push(ScopeCredentialInfo {
+            provider: col(row, 0)?,
+            set_at: col(row, 1)?,
+        });
+    }
+    Ok(out)
+}
+
 #[async_trait::async_trait]
 impl SecretStore for SqliteStore {
     async fn put_secret(&self, name: &str, sealed: Vec<u8>, at: Timestamp) -> Result<()> {
@@ -68,5 +147,44 @@ impl SecretStore for SqliteStore {
     async fn delete_secret(&self, name: &str) -> Result<bool> {
         let name = name.to_owned();
         self.write(move |db| delete_secret(db, &name)).await
+    }
+
+    async fn put_scope_credential(
+        &self,
+        scope: &str,
+        provider: &str,
+        sealed: Vec<u8>,
+        at: Timestamp,
+    ) -> Result<()> {
+        let (scope, provider) = (scope.to_owned(), provider.to_owned());
+        self.write(move |db| put_scope_credential(db, &scope, &provider, &sealed, at))
+            .await
+    }
+
+    async fn remove_scope_credential(
+        &self,
+        scope: &str,
+        provider: &str,
+        at: Timestamp,
+    ) -> Result<bool> {
+        let (scope, provider) = (scope.to_owned(), provider.to_owned());
+        self.write(move |db| remove_scope_credential(db, &scope, &provider, at))
+            .await
+    }
+
+    async fn scope_credential(
+        &self,
+        scope: &str,
+        provider: &str,
+    ) -> Result<Option<StoredScopeCredential>> {
+        let (scope, provider) = (scope.to_owned(), provider.to_owned());
+        self.read(move |db| scope_credential(db, &scope, &provider))
+            .await
+    }
+
+    async fn list_scope_credentials(&self, scope: &str) -> Result<Vec<ScopeCredentialInfo>> {
+        let scope = scope.to_owned();
+        self.read(move |db| list_scope_credentials(db, &scope))
+            .await
     }
 }

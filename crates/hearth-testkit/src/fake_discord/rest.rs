@@ -397,6 +397,53 @@ async fn commands(
     axum::Json(body).into_response()
 }
 
+/// What breaks Discord's rules for a modal (callback type 9): a custom id
+/// of 1-100 characters, a title of 1-45, one to five action rows each
+/// holding one text input (type 4) with a custom id, a label of 1-45
+/// characters, style 1 (short) or 2 (paragraph), and lengths within 0-4000.
+fn check_modal(data: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let len = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    if !(1..=100).contains(&len(&data["custom_id"])) {
+        problems.push("modal custom_id must be 1-100 characters".to_owned());
+    }
+    if !(1..=45).contains(&len(&data["title"])) {
+        problems.push("modal title must be 1-45 characters".to_owned());
+    }
+    let rows = data["components"].as_array().cloned().unwrap_or_default();
+    if !(1..=5).contains(&rows.len()) {
+        problems.push("a modal has 1-5 action rows".to_owned());
+    }
+    for row in &rows {
+        let inputs = row["components"].as_array().cloned().unwrap_or_default();
+        if row["type"] != 1 || inputs.len() != 1 {
+            problems.push("each modal row is an action row with one text input".to_owned());
+            continue;
+        }
+        let input = &inputs[0];
+        if input["type"] != 4 {
+            problems.push("a modal row holds a text input (type 4)".to_owned());
+        }
+        if !(1..=100).contains(&len(&input["custom_id"])) {
+            problems.push("a text input's custom_id must be 1-100 characters".to_owned());
+        }
+        if !(1..=45).contains(&len(&input["label"])) {
+            problems.push("a text input's label must be 1-45 characters".to_owned());
+        }
+        if !matches!(input["style"].as_u64(), Some(1 | 2)) {
+            problems.push("a text input's style is 1 or 2".to_owned());
+        }
+        for (field, lo) in [("min_length", 0), ("max_length", 1)] {
+            if let Some(n) = input.get(field).and_then(Value::as_u64)
+                && !(lo..=4000).contains(&n)
+            {
+                problems.push(format!("a text input's {field} must be {lo}-4000"));
+            }
+        }
+    }
+    problems
+}
+
 async fn callback(
     State(shared): S,
     Path((id, token)): Path<(String, String)>,
@@ -418,6 +465,9 @@ async fn callback(
     }
     if matches!(kind, 4 | 7) {
         problems.extend(check_message(&body["data"], false));
+    }
+    if kind == 9 {
+        problems.extend(check_modal(&body["data"]));
     }
     if !problems.is_empty() {
         return invalid_form(&shared, what, &problems);
