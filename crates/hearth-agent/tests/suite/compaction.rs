@@ -211,6 +211,7 @@ impl Thread {
                 arm_observations: Vec::new(),
                 model: None,
                 requested_model: None,
+                mode: None,
             })
             .await
             .unwrap();

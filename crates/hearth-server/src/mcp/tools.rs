@@ -470,6 +470,7 @@ mod tests {
             confirmation: None,
             model: None,
             requested_model: None,
+            mode: None,
             source: "mcp".into(),
             job_id: None,
             scheduled_at: None,

@@ -300,7 +300,7 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
         let store = open(dir.path());
         created(&store, "run_old", "t1").await;
         store
-            .claim_run_with_model("run_old", "node", i64::MAX, 0, "fake/primary")
+            .claim_run_with_model("run_old", "node", i64::MAX, 0, "fake/primary", None)
             .await
             .unwrap()
             .unwrap();
