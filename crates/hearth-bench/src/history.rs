@@ -86,7 +86,6 @@ async fn fill(store: &Arc<dyn Store>, thread: &str, runs: usize) -> Result<()> {
                         arm_observations: Vec::new(),
                         model: None,
                         requested_model: None,
-                        mode: None,
                     })
                     .await?;
             }

@@ -470,7 +470,6 @@ mod tests {
             confirmation: None,
             model: None,
             requested_model: None,
-            mode: None,
             source: "mcp".into(),
             job_id: None,
             scheduled_at: None,
