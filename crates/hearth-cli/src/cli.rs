@@ -150,6 +150,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ThinkingCommand,
     },
+    /// A thread's permission mode: which allowed actions run without asking
+    /// (deny, plan, ask, accept_edits, auto, bypass).
+    Mode {
+        #[command(subcommand)]
+        command: ModeCommand,
+    },
     /// Incognito mode of a thread: while on, nothing it says is written to disk.
     Incognito {
         /// `on`, `off`, or `status`.
@@ -502,6 +508,36 @@ pub enum ModelCommand {
         /// The thread.
         #[arg(long, default_value = "cli:local")]
         thread: String,
+    },
+}
+
+/// `hearth mode ...`
+#[derive(Debug, Subcommand)]
+pub enum ModeCommand {
+    /// The thread's permission mode in force, and when it lapses.
+    Show {
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+    /// Set it: deny (no tools), plan (read tools; answers with a plan), ask
+    /// (every write asks), accept_edits (file edits run), auto (writes run,
+    /// but [permissions] always_ask), bypass (nothing asks; lapses to ask).
+    Set {
+        /// The mode.
+        #[arg(value_parser = ["deny", "plan", "ask", "accept_edits", "auto", "bypass"])]
+        mode: String,
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+        /// Seconds until it lapses (bypass lapses after [permissions]
+        /// bypass_minutes at the latest).
+        #[arg(long, value_name = "SECS")]
+        expires_in: Option<u64>,
+        /// Then send the thread's last answer (the plan a plan-mode run gave)
+        /// back as the next message, and wait for it to be carried out.
+        #[arg(long)]
+        run_plan: bool,
     },
 }
 

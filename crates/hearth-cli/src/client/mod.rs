@@ -8,6 +8,7 @@ mod config;
 mod health;
 mod jobs;
 mod listings;
+mod modes;
 pub(crate) mod mcp;
 mod permissions;
 mod router;
@@ -281,6 +282,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         } => runs::answer(&api, &confirmation, &user, false, wait, g.json).await,
         Command::Model { command } => threads::model(&api, command, g.json).await,
         Command::Thinking { command } => threads::thinking(&api, command, g.json).await,
+        Command::Mode { command } => modes::mode(&api, command, g.json).await,
         Command::Incognito { state, thread } => {
             threads::incognito(&api, &state, &thread, g.json).await
         }

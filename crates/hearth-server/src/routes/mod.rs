@@ -93,6 +93,8 @@ api! {
     permissions::audit,
     threads::list_threads,
     threads::runtime,
+    threads::thread,
+    threads::set_mode,
     threads::set_model,
     threads::set_thinking,
     threads::new_session,
