@@ -20,6 +20,7 @@ mod events;
 mod incognito;
 mod jobs;
 mod memory;
+mod modes;
 mod recovery;
 mod router;
 mod runtime;
