@@ -35,6 +35,7 @@ mod memory;
 mod memory_meaning;
 mod memory_reembed;
 mod metrics;
+mod modes;
 mod openai;
 mod ordering;
 mod outbox;
