@@ -108,6 +108,17 @@ pub enum Command {
         #[arg(long)]
         idempotency_key: Option<String>,
     },
+    /// A full-screen chat in the terminal with a running hearth (see
+    /// `/help` inside): the answer streamed, tool calls as cards, inline
+    /// confirmations, the model, thinking and permission mode at a key.
+    Chat {
+        /// The thread (default cli:local, the one `hearth message` uses).
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+        /// Start `hearth serve` in the background when no server answers.
+        #[arg(long)]
+        spawn: bool,
+    },
     /// Look at runs.
     Run {
         #[command(subcommand)]
@@ -790,6 +801,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
             command: McpCommand::Serve,
         } => crate::mcp_serve::run(&g).await,
         Command::Mcp { command } => crate::client::mcp::run(&g, command).await,
+        Command::Chat { thread, spawn } => crate::tui::run(&g, &thread, spawn).await,
         other => crate::client::run(&g, other).await,
     }
 }
