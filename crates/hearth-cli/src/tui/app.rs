@@ -646,7 +646,15 @@ impl App {
                 )));
             }
             RunEventKind::Cancelled => self.note("Cancelled."),
-            RunEventKind::Queued | RunEventKind::Started | RunEventKind::Succeeded => {}
+            // A run that starts again (recovered after a restart) writes
+            // its answer again from the start.
+            RunEventKind::Started => {
+                if let Some(Entry::Answer { text, thinking, .. }) = self.entries.get_mut(answer) {
+                    text.clear();
+                    thinking.clear();
+                }
+            }
+            RunEventKind::Queued | RunEventKind::Succeeded => {}
         }
     }
 

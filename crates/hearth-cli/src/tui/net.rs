@@ -246,8 +246,19 @@ impl Remote {
             loop {
                 match r.stream(&run_id, &mut last).await {
                     Ok(true) => break,
-                    // Ended without its end (a restart): ask again.
-                    Ok(false) => {}
+                    // Ended without its end: a server that restarted
+                    // numbers a recovered run's events anew, so its end
+                    // may be at or before the last id seen. The run says
+                    // whether it ended; else follow it again.
+                    Ok(false) => {
+                        let path = format!("/v1/runs/{}", enc(&run_id));
+                        match r.api.get::<RunEnvelope>(&path).await {
+                            Ok(env) if env.status.is_terminal() => break,
+                            Ok(_) | Err(_) => {}
+                        }
+                        tokio::time::sleep(wait).await;
+                        wait = (wait * 2).min(MAX_BACKOFF);
+                    }
                     Err(Gone::NoRun(why)) => {
                         r.tell(Net::Failed(why));
                         break;

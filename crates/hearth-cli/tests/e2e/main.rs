@@ -60,4 +60,5 @@ mod slack;
 mod store_copy;
 mod telegram;
 mod tools;
+mod tui;
 mod usage;
