@@ -121,7 +121,9 @@ pub(crate) fn validate(
         if let Some(g) = globs.iter().find(|g| g.trim().is_empty()) {
             return Err((
                 key.into(),
-                format!("{g:?} is an empty glob; give tool names or globs such as \"*__write_file\""),
+                format!(
+                    "{g:?} is an empty glob; give tool names or globs such as \"*__write_file\""
+                ),
             ));
         }
     }
@@ -140,19 +142,38 @@ mod tests {
         assert_eq!(c.permissions.default_mode, super::ModeName::Ask);
         assert_eq!(c.permissions.bypass_minutes, 60);
         assert_eq!(c.permissions.always_ask, ["memory_forget", "cancel_job"]);
-        assert!(c.permissions.edit_tools.contains(&"*__edit_file".to_owned()));
+        assert!(
+            c.permissions
+                .edit_tools
+                .contains(&"*__edit_file".to_owned())
+        );
         let c = load(
             "[permissions]\ndefault_mode = \"accept_edits\"\nedit_tools = [\"fs__*\"]\n\
              [channels.telegram]\ndefault_mode = \"plan\"\n",
         )
         .unwrap();
         assert_eq!(c.permissions.default_mode, super::ModeName::AcceptEdits);
-        assert_eq!(c.channels.telegram.default_mode, Some(super::ModeName::Plan));
+        assert_eq!(
+            c.channels.telegram.default_mode,
+            Some(super::ModeName::Plan)
+        );
         for (toml, key) in [
-            ("[permissions]\ndefault_mode = \"bypass\"\n", "permissions.default_mode"),
-            ("[channels.slack]\ndefault_mode = \"bypass\"\n", "channels.slack.default_mode"),
-            ("[permissions]\nbypass_minutes = 0\n", "permissions.bypass_minutes"),
-            ("[permissions]\nalways_ask = [\"\"]\n", "permissions.always_ask"),
+            (
+                "[permissions]\ndefault_mode = \"bypass\"\n",
+                "permissions.default_mode",
+            ),
+            (
+                "[channels.slack]\ndefault_mode = \"bypass\"\n",
+                "channels.slack.default_mode",
+            ),
+            (
+                "[permissions]\nbypass_minutes = 0\n",
+                "permissions.bypass_minutes",
+            ),
+            (
+                "[permissions]\nalways_ask = [\"\"]\n",
+                "permissions.always_ask",
+            ),
             ("[permissions]\ndefault_mode = \"yolo\"\n", "default_mode"),
         ] {
             let err = load(toml).unwrap_err().to_string();

@@ -111,7 +111,12 @@ struct Seen {
     results: Vec<String>,
 }
 
-async fn run(engine: &Engine, store: &Arc<dyn Store>, mode: PermissionMode, calls: &[&str]) -> Seen {
+async fn run(
+    engine: &Engine,
+    store: &Arc<dyn Store>,
+    mode: PermissionMode,
+    calls: &[&str],
+) -> Seen {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::tool_calls(
         calls
@@ -244,7 +249,12 @@ async fn each_mode_asks_exactly_what_it_should() {
             &[READ],
             ["ran", "not_offered", "not_offered"],
         ),
-        (PermissionMode::Ask, &[EDIT, OTHER], &all, ["ran", "asked", "asked"]),
+        (
+            PermissionMode::Ask,
+            &[EDIT, OTHER],
+            &all,
+            ["ran", "asked", "asked"],
+        ),
         (
             PermissionMode::AcceptEdits,
             &[OTHER],
@@ -271,13 +281,20 @@ async fn each_mode_asks_exactly_what_it_should() {
         // What was not offered was not done, and the model is told why.
         for (result, decision) in seen.results.iter().zip(decisions) {
             if decision == "not_offered" {
-                assert!(result.contains(&format!("permission mode {mode}")), "{mode}: {result}");
+                assert!(
+                    result.contains(&format!("permission mode {mode}")),
+                    "{mode}: {result}"
+                );
             }
         }
         if mode == PermissionMode::Plan {
             assert!(seen.system.contains("plan mode"), "{}", seen.system);
         } else {
-            assert!(!seen.system.contains("plan mode"), "{mode}: {}", seen.system);
+            assert!(
+                !seen.system.contains("plan mode"),
+                "{mode}: {}",
+                seen.system
+            );
         }
     }
 }

@@ -39,9 +39,7 @@ pub(super) fn definitions(models: &[String]) -> Value {
     let mut level = option(STRING, "level", "How hard it thinks", false);
     level["choices"] = choices(&["off", "low", "medium", "high"].map(String::from));
     let mut mode = option(STRING, "mode", "What may run without asking", false);
-    mode["choices"] = choices(
-        &hearth_core::PermissionMode::ALL.map(|m| m.as_str().to_owned()),
-    );
+    mode["choices"] = choices(&hearth_core::PermissionMode::ALL.map(|m| m.as_str().to_owned()));
     let target = |verb: &str| {
         json!({ "type": SUB_COMMAND, "name": verb, "description": format!("{verb} a capability for a role or a user in this server"),
             "options": [

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use super::commands::{
-    MODE_ACTION, MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, picker_thread, place, respond, scope,
-    with_buttons,
+    MODE_ACTION, MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, picker_thread, place, respond,
+    scope, with_buttons,
 };
 use super::deliver::{APPROVE, DENY, blocks};
 use super::types::Interaction;

@@ -14,8 +14,8 @@ async fn mode_is_set_by_command_and_bypass_is_refused_in_a_group() {
     let h = Harness::<Telegram>::start().await;
     let sent = h.platform.send(&h.t, Who::Alice, "/mode bypass").await;
     h.platform.wait_delivered("bypass cannot be set").await;
-    let thread = hearth_core::ThreadKey::new(h.platform.thread(&sent))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let thread =
+        hearth_core::ThreadKey::new(h.platform.thread(&sent)).unwrap_or_else(|e| panic!("{e}"));
     let mode = |h: &Harness<Telegram>| {
         let rt = h.t.runtime.clone();
         let thread = thread.clone();
@@ -29,7 +29,9 @@ async fn mode_is_set_by_command_and_bypass_is_refused_in_a_group() {
     assert_eq!(mode(&h).await, PermissionMode::Ask);
     // Changing a shared conversation needs llm.configure there.
     h.platform.send(&h.t, Who::Alice, "/mode auto").await;
-    h.platform.wait_delivered("permission mode or a new start").await;
+    h.platform
+        .wait_delivered("permission mode or a new start")
+        .await;
     assert_eq!(mode(&h).await, PermissionMode::Ask);
     h.t.store
         .add_grant(hearth_store::Grant {
@@ -45,7 +47,9 @@ async fn mode_is_set_by_command_and_bypass_is_refused_in_a_group() {
     h.platform.wait_delivered("Mode: auto").await;
     assert_eq!(mode(&h).await, PermissionMode::Auto);
     h.platform.send(&h.t, Who::Alice, "/mode").await;
-    h.platform.wait_delivered("What may run without asking?").await;
+    h.platform
+        .wait_delivered("What may run without asking?")
+        .await;
     // Commands make no runs.
     assert!(h.runs(&thread).await.is_empty());
     h.finish().await;

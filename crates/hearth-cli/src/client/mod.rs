@@ -8,8 +8,8 @@ mod config;
 mod health;
 mod jobs;
 mod listings;
-mod modes;
 pub(crate) mod mcp;
+mod modes;
 mod permissions;
 mod router;
 mod runs;
@@ -58,7 +58,10 @@ impl Api {
         rb
     }
 
-    pub(crate) async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, Exit> {
+    pub(crate) async fn send(
+        &self,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, Exit> {
         rb.send().await.map_err(|e| {
             anyhow::anyhow!(
                 "cannot reach hearth at {}: {} (is `hearth serve` running? set --url or HEARTH_URL)",
@@ -71,7 +74,10 @@ impl Api {
 
     /// Sends the request and reads a success answer as `T`; an error answer
     /// becomes an error that quotes the API's code and message.
-    pub(crate) async fn call<T: DeserializeOwned>(&self, rb: reqwest::RequestBuilder) -> Result<T, Exit> {
+    pub(crate) async fn call<T: DeserializeOwned>(
+        &self,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<T, Exit> {
         let resp = self.send(rb).await?;
         let status = resp.status();
         let text = resp.text().await.map_err(|e| {
@@ -134,7 +140,11 @@ impl Api {
         self.call(self.request(Method::GET, path)).await
     }
 
-    pub(crate) async fn put<T: DeserializeOwned>(&self, path: &str, body: &impl Serialize) -> Result<T, Exit> {
+    pub(crate) async fn put<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<T, Exit> {
         self.call(self.request(Method::PUT, path).json(body)).await
     }
 

@@ -476,10 +476,17 @@ impl App {
             ("/incognito", Some(on)) => vec![Action::Incognito(on == "on")],
             ("/incognito", None) => self.toggle_incognito(),
             ("/usage", _) => {
-                self.note(&format!("today on this thread: {}", usage_text(self.tokens, self.cost_usd)));
+                self.note(&format!(
+                    "today on this thread: {}",
+                    usage_text(self.tokens, self.cost_usd)
+                ));
                 vec![Action::Usage]
             }
-            ("/trace", _) => match self.last_run.clone().or_else(|| self.run.as_ref().map(|r| r.run_id.clone())) {
+            ("/trace", _) => match self
+                .last_run
+                .clone()
+                .or_else(|| self.run.as_ref().map(|r| r.run_id.clone()))
+            {
                 Some(run_id) => vec![Action::Trace(run_id)],
                 None => {
                     self.note("No run yet on this screen.");
@@ -487,8 +494,9 @@ impl App {
                 }
             },
             (other, _) => {
-                self.entries
-                    .push(Entry::Error(format!("unknown command {other}; /help lists them")));
+                self.entries.push(Entry::Error(format!(
+                    "unknown command {other}; /help lists them"
+                )));
                 Vec::new()
             }
         }
@@ -612,10 +620,17 @@ impl App {
                     |e| matches!(e, Entry::Tool { call_id: c, status: ToolStatus::Running, .. } if *c == call_id),
                 );
                 if let Some(Entry::Tool {
-                    status, started, took, ..
+                    status,
+                    started,
+                    took,
+                    ..
                 }) = card
                 {
-                    *status = if ok { ToolStatus::Done } else { ToolStatus::Failed };
+                    *status = if ok {
+                        ToolStatus::Done
+                    } else {
+                        ToolStatus::Failed
+                    };
                     *took = Some(started.elapsed());
                 }
             }

@@ -14,7 +14,12 @@ fn code() -> Style {
 
 /// `text` as lines of at most `width` columns, every line starting with
 /// `prefix` (a speaker's mark on the first, as many spaces after).
-pub(super) fn render(text: &str, width: u16, prefix: Span<'static>, base: Style) -> Vec<Line<'static>> {
+pub(super) fn render(
+    text: &str,
+    width: u16,
+    prefix: Span<'static>,
+    base: Style,
+) -> Vec<Line<'static>> {
     let width = usize::from(width.max(8));
     let pad = Span::raw(" ".repeat(prefix.width()));
     let mut out: Vec<Line<'static>> = Vec::new();
@@ -25,12 +30,23 @@ pub(super) fn render(text: &str, width: u16, prefix: Span<'static>, base: Style)
             in_code = !in_code;
             continue;
         }
-        let lead = if out.is_empty() { prefix.clone() } else { pad.clone() };
+        let lead = if out.is_empty() {
+            prefix.clone()
+        } else {
+            pad.clone()
+        };
         if in_code {
             // Code keeps its spaces; long lines are cut into pieces.
             for piece in cut(raw, width.saturating_sub(lead.width() + 2).max(1)) {
-                let lead = if out.is_empty() { prefix.clone() } else { pad.clone() };
-                out.push(Line::from(vec![lead, Span::styled(format!("  {piece}"), code())]));
+                let lead = if out.is_empty() {
+                    prefix.clone()
+                } else {
+                    pad.clone()
+                };
+                out.push(Line::from(vec![
+                    lead,
+                    Span::styled(format!("  {piece}"), code()),
+                ]));
             }
             continue;
         }
@@ -47,7 +63,11 @@ pub(super) fn render(text: &str, width: u16, prefix: Span<'static>, base: Style)
                 std::mem::take(&mut first)
             } else {
                 vec![
-                    if out.is_empty() { prefix.clone() } else { pad.clone() },
+                    if out.is_empty() {
+                        prefix.clone()
+                    } else {
+                        pad.clone()
+                    },
                     Span::raw(" ".repeat(marker.chars().count())),
                 ]
             };
@@ -72,7 +92,11 @@ fn block(line: &str, base: Style) -> (String, &str, Style) {
     }
     let hashes = line.bytes().take_while(|b| *b == b'#').count();
     if (1..=6).contains(&hashes) && line[hashes..].starts_with(' ') {
-        return (String::new(), &line[hashes + 1..], base.add_modifier(Modifier::BOLD));
+        return (
+            String::new(),
+            &line[hashes + 1..],
+            base.add_modifier(Modifier::BOLD),
+        );
     }
     (String::new(), line, base)
 }
@@ -172,7 +196,12 @@ mod tests {
     fn plain(lines: &[Line<'_>]) -> Vec<String> {
         lines
             .iter()
-            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>())
+            .map(|l| {
+                l.spans
+                    .iter()
+                    .map(|s| s.content.as_ref())
+                    .collect::<String>()
+            })
             .collect()
     }
 
@@ -190,10 +219,23 @@ mod tests {
                 "      let x = 1;",
             ]
         );
-        let bold = lines[1].spans.iter().find(|s| s.content.trim() == "all").unwrap();
+        let bold = lines[1]
+            .spans
+            .iter()
+            .find(|s| s.content.trim() == "all")
+            .unwrap();
         assert!(bold.style.add_modifier.contains(Modifier::BOLD));
-        assert!(lines[0].spans[1].style.add_modifier.contains(Modifier::BOLD));
-        let rm = lines[3].spans.iter().find(|s| s.content.trim() == "rm").unwrap();
+        assert!(
+            lines[0].spans[1]
+                .style
+                .add_modifier
+                .contains(Modifier::BOLD)
+        );
+        let rm = lines[3]
+            .spans
+            .iter()
+            .find(|s| s.content.trim() == "rm")
+            .unwrap();
         assert_eq!(rm.style.fg, Some(Color::Cyan));
     }
 

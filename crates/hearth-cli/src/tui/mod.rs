@@ -53,7 +53,8 @@ pub(crate) async fn run(g: &Global, thread: &str, spawn: bool) -> Result<(), Exi
             "hearth chat needs a terminal (stdin and stdout); for scripts use `hearth message`"
         )));
     }
-    hearth_core::ThreadKey::new(thread).map_err(|e| Exit::config(anyhow::anyhow!("--thread: {e}")))?;
+    hearth_core::ThreadKey::new(thread)
+        .map_err(|e| Exit::config(anyhow::anyhow!("--thread: {e}")))?;
     let api = Api::new(g)?;
     reach(g, &api, spawn).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Net>();
@@ -249,7 +250,12 @@ impl Screen {
         // From here on a failure still restores what was set.
         let screen = Screen;
         let mut out = std::io::stdout();
-        crossterm::execute!(out, EnterAlternateScreen, EnableBracketedPaste, EnableMouseCapture)?;
+        crossterm::execute!(
+            out,
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableMouseCapture
+        )?;
         // Shift+Enter and Ctrl+I are told apart only with these flags;
         // terminals without them still have Alt+Enter and Tab.
         if crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false) {

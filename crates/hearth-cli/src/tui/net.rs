@@ -51,7 +51,10 @@ pub(super) enum Net {
         data: Value,
     },
     /// A followed run ended; its envelope holds the final answer.
-    Ended { run_id: String, envelope: Option<RunEnvelope> },
+    Ended {
+        run_id: String,
+        envelope: Option<RunEnvelope>,
+    },
     /// Whether the server answers.
     Connection(bool),
     /// Something asked for failed: words for the user.
@@ -136,7 +139,9 @@ impl Remote {
         self.refresh_thread();
         self.spawn(|r| async move {
             let models: Models = r.api.get("/v1/models").await.map_err(words)?;
-            r.tell(Net::Models(models.models.into_iter().map(|m| m.id).collect()));
+            r.tell(Net::Models(
+                models.models.into_iter().map(|m| m.id).collect(),
+            ));
             Ok(())
         });
         self.history(None);
@@ -180,7 +185,11 @@ impl Remote {
                 .await
                 .map_err(words)?;
             let mut by_model: std::collections::BTreeMap<String, u64> = Default::default();
-            for run in runs.runs.iter().filter(|e| e.created_at.starts_with(&today)) {
+            for run in runs
+                .runs
+                .iter()
+                .filter(|e| e.created_at.starts_with(&today))
+            {
                 let trace: Trace = r
                     .api
                     .get(&format!("/v1/runs/{}/trace", enc(&run.run_id)))
@@ -202,9 +211,9 @@ impl Remote {
             let mut cost = None;
             for (model, n) in &by_model {
                 let row = rows.rows.iter().find(|row| &row.key == model);
-                if let Some((c, all)) = row.and_then(|row| {
-                    Some((row.cost_usd?, row.input_tokens + row.output_tokens))
-                }) && all > 0
+                if let Some((c, all)) =
+                    row.and_then(|row| Some((row.cost_usd?, row.input_tokens + row.output_tokens)))
+                    && all > 0
                 {
                     *cost.get_or_insert(0.0) += c * (*n as f64) / (all as f64);
                 }
@@ -290,7 +299,9 @@ impl Remote {
         }
         let resp = rb.send().await.map_err(|_| Gone::Connection)?;
         if resp.status() == reqwest::StatusCode::NOT_FOUND {
-            return Err(Gone::NoRun(format!("run {run_id} is not known to the server")));
+            return Err(Gone::NoRun(format!(
+                "run {run_id} is not known to the server"
+            )));
         }
         if !resp.status().is_success() {
             return Err(Gone::Connection);
@@ -336,7 +347,10 @@ impl Remote {
         self.spawn(move |r| async move {
             let _: RunEnvelope = r
                 .api
-                .call(r.api.request(Method::POST, &format!("/v1/runs/{}/cancel", enc(&run_id))))
+                .call(
+                    r.api
+                        .request(Method::POST, &format!("/v1/runs/{}/cancel", enc(&run_id))),
+                )
                 .await
                 .map_err(words)?;
             Ok(())

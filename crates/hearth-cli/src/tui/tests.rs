@@ -20,7 +20,9 @@ fn ctrl(c: char) -> KeyEvent {
 }
 
 fn typed(app: &mut App, text: &str) -> Vec<Action> {
-    text.chars().flat_map(|c| app.key(key(KeyCode::Char(c)))).collect()
+    text.chars()
+        .flat_map(|c| app.key(key(KeyCode::Char(c))))
+        .collect()
 }
 
 fn app() -> App {
@@ -95,10 +97,30 @@ fn the_status_line_names_model_thinking_mode_incognito_usage_and_connection() {
 fn a_streamed_answer_a_tool_card_and_a_confirmation_are_shown() {
     let mut app = app();
     running(&mut app, "run_1");
-    event(&mut app, "run_1", RunEventKind::ThinkingDelta, json!({"text": "let me see what to do"}));
-    event(&mut app, "run_1", RunEventKind::TextDelta, json!({"text": "Here is **the** plan:\n- one"}));
-    event(&mut app, "run_1", RunEventKind::ToolStarted, json!({"call_id": "c1", "name": "memory_search"}));
-    event(&mut app, "run_1", RunEventKind::ToolFinished, json!({"call_id": "c1", "name": "memory_search", "ok": true}));
+    event(
+        &mut app,
+        "run_1",
+        RunEventKind::ThinkingDelta,
+        json!({"text": "let me see what to do"}),
+    );
+    event(
+        &mut app,
+        "run_1",
+        RunEventKind::TextDelta,
+        json!({"text": "Here is **the** plan:\n- one"}),
+    );
+    event(
+        &mut app,
+        "run_1",
+        RunEventKind::ToolStarted,
+        json!({"call_id": "c1", "name": "memory_search"}),
+    );
+    event(
+        &mut app,
+        "run_1",
+        RunEventKind::ToolFinished,
+        json!({"call_id": "c1", "name": "memory_search", "ok": true}),
+    );
     event(
         &mut app,
         "run_1",
@@ -112,9 +134,18 @@ fn a_streamed_answer_a_tool_card_and_a_confirmation_are_shown() {
     assert_eq!(rows[3], "  Here is the plan:");
     assert_eq!(rows[4], "  • one");
     assert!(rows[6].starts_with("  ┃ ✓ memory_search  done "), "{text}");
-    assert!(text.contains("confirm memory_forget: forget memory 7"), "{text}");
-    assert!(text.contains("y approve · n deny · a approve and accept_edits"), "{text}");
-    assert!(text.contains("cli:local · type to steer the answer · Esc cancels it"), "{text}");
+    assert!(
+        text.contains("confirm memory_forget: forget memory 7"),
+        "{text}"
+    );
+    assert!(
+        text.contains("y approve · n deny · a approve and accept_edits"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cli:local · type to steer the answer · Esc cancels it"),
+        "{text}"
+    );
     assert!(rows[19].contains("answering 0s"), "{}", rows[19]);
     // Thinking shown on Ctrl+E.
     app.key(ctrl('e'));
@@ -153,10 +184,22 @@ fn enter_sends_typing_during_a_run_steers_and_esc_cancels() {
     let mut app = app();
     running(&mut app, "run_1");
     typed(&mut app, "also this");
-    assert_eq!(app.key(key(KeyCode::Enter)), [Action::Steer("also this".into())]);
-    assert!(matches!(app.entries.last(), Some(Entry::User { steered: true, .. })));
+    assert_eq!(
+        app.key(key(KeyCode::Enter)),
+        [Action::Steer("also this".into())]
+    );
+    assert!(matches!(
+        app.entries.last(),
+        Some(Entry::User { steered: true, .. })
+    ));
     // The server says it went into the running answer: no new run.
-    assert!(app.net(Net::Accepted { run_id: "run_1".into(), steered: true }).is_empty());
+    assert!(
+        app.net(Net::Accepted {
+            run_id: "run_1".into(),
+            steered: true
+        })
+        .is_empty()
+    );
     assert_eq!(app.key(key(KeyCode::Esc)), [Action::Cancel("run_1".into())]);
     event(&mut app, "run_1", RunEventKind::Cancelled, json!({}));
     let actions = app.net(Net::Ended {
@@ -172,7 +215,10 @@ fn enter_sends_typing_during_a_run_steers_and_esc_cancels() {
     app.key(ctrl('j'));
     typed(&mut app, "b");
     assert_eq!(app.input, "a\n\nb");
-    assert_eq!(app.key(key(KeyCode::Enter)), [Action::Send("a\n\nb".into())]);
+    assert_eq!(
+        app.key(key(KeyCode::Enter)),
+        [Action::Send("a\n\nb".into())]
+    );
 }
 
 #[test]
@@ -187,7 +233,10 @@ fn shift_tab_cycles_the_mode_and_leaves_bypass_out() {
     }
     assert_eq!(seen, ["accept_edits", "auto", "deny", "plan", "ask"]);
     app.info.mode = "bypass".into();
-    assert_eq!(app.key(key(KeyCode::BackTab)), [Action::SetMode("ask".into())]);
+    assert_eq!(
+        app.key(key(KeyCode::BackTab)),
+        [Action::SetMode("ask".into())]
+    );
     // The status line shows it at once.
     let rows = screen(&mut app, 110, 6);
     assert!(rows[5].starts_with("mode ask │"), "{}", rows[5]);
@@ -215,14 +264,23 @@ fn commands_and_pickers() {
     let rows = screen(&mut app, 60, 12).join("\n");
     assert!(rows.contains("▶ fake/fake-model"), "{rows}");
     app.key(key(KeyCode::Up));
-    assert_eq!(app.key(key(KeyCode::Enter)), [Action::SetModel("fake/a".into())]);
+    assert_eq!(
+        app.key(key(KeyCode::Enter)),
+        [Action::SetModel("fake/a".into())]
+    );
     app.key(ctrl('t'));
     app.key(key(KeyCode::Down));
-    assert_eq!(app.key(key(KeyCode::Enter)), [Action::SetThinking("low".into())]);
+    assert_eq!(
+        app.key(key(KeyCode::Enter)),
+        [Action::SetThinking("low".into())]
+    );
     assert_eq!(app.key(ctrl('n')), [Action::NewSession]);
     assert_eq!(app.key(key(KeyCode::Tab)), [Action::Incognito(true)]);
     typed(&mut app, "/mode plan");
-    assert_eq!(app.key(key(KeyCode::Enter)), [Action::SetMode("plan".into())]);
+    assert_eq!(
+        app.key(key(KeyCode::Enter)),
+        [Action::SetMode("plan".into())]
+    );
     typed(&mut app, "/help");
     app.key(key(KeyCode::Enter));
     assert!(matches!(app.entries.last(), Some(Entry::Note(t)) if t.contains("/trace")));
@@ -260,9 +318,15 @@ fn a_long_history_shows_its_end_scrolls_and_asks_for_older_pages() {
     let rows = screen(&mut app, 60, 12);
     assert!(!rows.iter().any(|r| r.contains("message 9999")), "{rows:?}");
     // Only what is shown is laid out: a frame of 10,000 messages is quick.
-    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     // Far up, the next older page is asked for, once.
-    let asked: Vec<Action> = (0..4000).flat_map(|_| app.key(key(KeyCode::PageUp))).collect();
+    let asked: Vec<Action> = (0..4000)
+        .flat_map(|_| app.key(key(KeyCode::PageUp)))
+        .collect();
     assert_eq!(asked, [Action::LoadOlder("0".into())]);
     app.net(Net::History {
         messages: vec![],
@@ -277,7 +341,12 @@ fn a_long_history_shows_its_end_scrolls_and_asks_for_older_pages() {
 fn the_final_answer_replaces_a_stream_a_reconnect_cut_short() {
     let mut app = app();
     running(&mut app, "run_1");
-    event(&mut app, "run_1", RunEventKind::TextDelta, json!({"text": "Hel"}));
+    event(
+        &mut app,
+        "run_1",
+        RunEventKind::TextDelta,
+        json!({"text": "Hel"}),
+    );
     let env: hearth_core::RunEnvelope = serde_json::from_value(json!({
         "run_id": "run_1", "thread_key": "cli:local", "user_key": "cli:user:local",
         "status": "succeeded", "output": {"text": "Hello there"}, "error": null,

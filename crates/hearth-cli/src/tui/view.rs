@@ -140,7 +140,12 @@ fn entry_lines(entry: &Entry, width: u16, show_thinking: bool) -> Vec<Line<'stat
             markdown::render(
                 text,
                 width,
-                Span::styled(mark, Style::default().fg(Color::Green).add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    mark,
+                    Style::default()
+                        .fg(Color::Green)
+                        .add_modifier(Modifier::BOLD),
+                ),
                 Style::default().fg(Color::Green),
             )
         }
@@ -152,7 +157,12 @@ fn entry_lines(entry: &Entry, width: u16, show_thinking: bool) -> Vec<Line<'stat
             let mut out = Vec::new();
             if !thinking.is_empty() {
                 if show_thinking {
-                    out.extend(markdown::render(thinking, width, Span::styled("┆ ", dim), dim));
+                    out.extend(markdown::render(
+                        thinking,
+                        width,
+                        Span::styled("┆ ", dim),
+                        dim,
+                    ));
                 } else {
                     let words = thinking.split_whitespace().count();
                     out.push(Line::styled(
@@ -162,8 +172,17 @@ fn entry_lines(entry: &Entry, width: u16, show_thinking: bool) -> Vec<Line<'stat
                 }
             }
             if !text.is_empty() || !done {
-                let body = if text.is_empty() { "…" } else { text.as_str() };
-                out.extend(markdown::render(body, width, Span::raw("  "), Style::default()));
+                let body = if text.is_empty() {
+                    "…"
+                } else {
+                    text.as_str()
+                };
+                out.extend(markdown::render(
+                    body,
+                    width,
+                    Span::raw("  "),
+                    Style::default(),
+                ));
             }
             out
         }
@@ -182,7 +201,10 @@ fn entry_lines(entry: &Entry, width: u16, show_thinking: bool) -> Vec<Line<'stat
             let secs = took.unwrap_or_else(|| started.elapsed()).as_secs_f64();
             vec![Line::from(vec![
                 Span::styled("  ┃ ", Style::default().fg(color)),
-                Span::styled(format!("{mark} {name}"), Style::default().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!("{mark} {name}"),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(format!("  {word} {secs:.1}s"), Style::default().fg(color)),
             ])]
         }
@@ -212,7 +234,10 @@ pub(super) fn status_line(app: &App) -> Line<'static> {
     };
     // The mode first: on a narrow terminal it is the last to be cut.
     let mut spans = vec![
-        Span::styled(format!("mode {}", app.info.mode), Style::default().fg(mode_color)),
+        Span::styled(
+            format!("mode {}", app.info.mode),
+            Style::default().fg(mode_color),
+        ),
         sep.clone(),
         Span::raw(app.info.model.clone()),
         sep.clone(),
@@ -258,7 +283,10 @@ fn picker(f: &mut Frame<'_>, p: &super::app::Picker, area: Rect) {
         .enumerate()
         .map(|(i, c)| {
             if i == p.selected {
-                Line::styled(format!("▶ {c}"), Style::default().add_modifier(Modifier::REVERSED))
+                Line::styled(
+                    format!("▶ {c}"),
+                    Style::default().add_modifier(Modifier::REVERSED),
+                )
             } else {
                 Line::raw(format!("  {c}"))
             }

@@ -33,7 +33,10 @@ async fn plan_then_run_the_plan_and_the_trace_shows_the_mode() {
     let offered = offered_tools(&first);
     assert!(offered.contains(&"memory_search".to_owned()), "{offered:?}");
     // memory_forget is write-class (memory_save only adds, and reads as such).
-    assert!(!offered.contains(&"memory_forget".to_owned()), "{offered:?}");
+    assert!(
+        !offered.contains(&"memory_forget".to_owned()),
+        "{offered:?}"
+    );
     let system = first["messages"][0]["content"].as_str().unwrap_or_default();
     assert!(system.contains("plan mode"), "{system}");
 
@@ -47,7 +50,10 @@ async fn plan_then_run_the_plan_and_the_trace_shows_the_mode() {
     assert!(offered_tools(&approved).contains(&"memory_forget".to_owned()));
     let texts = user_texts(&approved);
     let last = texts.last().unwrap();
-    assert!(last.contains("The plan is approved") && last.contains("2. Delete the old ones."), "{texts:?}");
+    assert!(
+        last.contains("The plan is approved") && last.contains("2. Delete the old ones."),
+        "{texts:?}"
+    );
     let (_, v) = h.get("/v1/threads/cli:local").await;
     assert_eq!(v["mode"], "auto", "{v}");
 
@@ -75,5 +81,8 @@ async fn plan_then_run_the_plan_and_the_trace_shows_the_mode() {
     // Every change is in the audit log.
     let (code, out, err) = hearth(&h, &["audit"]).await;
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("mode.set") && out.contains("plan->auto"), "{out}");
+    assert!(
+        out.contains("mode.set") && out.contains("plan->auto"),
+        "{out}"
+    );
 }

@@ -28,7 +28,11 @@ impl Tmux {
             eprintln!("skipped: tmux is not installed (apt-get install tmux)");
             return None;
         }
-        let socket = format!("hearth-tui-{}-{}", std::process::id(), hearth_core::new_run_id());
+        let socket = format!(
+            "hearth-tui-{}-{}",
+            std::process::id(),
+            hearth_core::new_run_id()
+        );
         let tmux = Tmux { socket };
         // The exit status is printed once the TUI ends, so a test reads it
         // off the screen.
@@ -123,13 +127,18 @@ async fn chat_streams_confirms_cycles_the_mode_cancels_and_exits_cleanly() {
     let Some(tmux) = Tmux::start(dir.path(), &h.url, 120, 30) else {
         return;
     };
-    tmux.wait_for("mode ask │ fake/fake-model │ thinking off").await;
+    tmux.wait_for("mode ask │ fake/fake-model │ thinking off")
+        .await;
     tmux.wait_for("● connected").await;
 
     // A message, and its answer as it streams: the first part is on the
     // screen while the rest is held back.
     let gate = Gate::new();
-    fake.push(Reply::text("the first part, then the rest of the answer").in_pieces(4).pausing_after(2, gate.clone()));
+    fake.push(
+        Reply::text("the first part, then the rest of the answer")
+            .in_pieces(4)
+            .pausing_after(2, gate.clone()),
+    );
     tmux.text("hello there");
     tmux.keys(&["Enter"]);
     let partial = tmux.wait_for("the first").await;
@@ -140,7 +149,11 @@ async fn chat_streams_confirms_cycles_the_mode_cancels_and_exits_cleanly() {
     tmux.wait_for("the rest of the answer").await;
     poll("the run to end", WAIT, || async {
         let s = tmux.status();
-        if s.contains("answering") { Err(s) } else { Ok(()) }
+        if s.contains("answering") {
+            Err(s)
+        } else {
+            Ok(())
+        }
     })
     .await;
 
@@ -154,23 +167,40 @@ async fn chat_streams_confirms_cycles_the_mode_cancels_and_exits_cleanly() {
     tmux.text("forget it");
     tmux.keys(&["Enter"]);
     let asked = tmux.wait_for("confirm memory_forget").await;
-    assert!(asked.contains("y approve · n deny · a approve and accept_edits"), "{asked}");
+    assert!(
+        asked.contains("y approve · n deny · a approve and accept_edits"),
+        "{asked}"
+    );
     tmux.keys(&["y"]);
     let done = tmux.wait_for("done forgetting").await;
-    assert!(done.contains("┃ ✓ memory_forget") || done.contains("┃ ✗ memory_forget"), "{done}");
-    assert!(!done.contains("confirm memory_forget"), "the prompt stays: {done}");
+    assert!(
+        done.contains("┃ ✓ memory_forget") || done.contains("┃ ✗ memory_forget"),
+        "{done}"
+    );
+    assert!(
+        !done.contains("confirm memory_forget"),
+        "the prompt stays: {done}"
+    );
 
     // Shift+Tab: the next mode on the status line and on the server.
     tmux.keys(&["BTab"]);
     tmux.wait_for("mode accept_edits │").await;
     poll("the mode on the server", WAIT, || async {
         let (_, v) = h.get("/v1/threads/cli:local").await;
-        if v["mode"] == "accept_edits" { Ok(()) } else { Err(v) }
+        if v["mode"] == "accept_edits" {
+            Ok(())
+        } else {
+            Err(v)
+        }
     })
     .await;
 
     // Esc cancels the answer being written.
-    fake.push(Reply::text("this answer never ends, it stalls").in_pieces(4).stalling_after(2));
+    fake.push(
+        Reply::text("this answer never ends, it stalls")
+            .in_pieces(4)
+            .stalling_after(2),
+    );
     tmux.text("stall");
     tmux.keys(&["Enter"]);
     tmux.wait_for("  this an").await;
@@ -184,7 +214,10 @@ async fn chat_streams_confirms_cycles_the_mode_cancels_and_exits_cleanly() {
     // `stty` prints `icanon` (cooked) or `-icanon` (raw) after the exit.
     let after = tmux.wait_for("icanon").await;
     assert!(after.contains("EXIT=0"), "{after}");
-    assert!(after.lines().any(|l| l.trim() == "icanon"), "raw mode left on: {after}");
+    assert!(
+        after.lines().any(|l| l.trim() == "icanon"),
+        "raw mode left on: {after}"
+    );
 }
 
 /// The server goes away and comes back on the same address mid-answer:
@@ -228,7 +261,11 @@ async fn chat_reconnects_after_a_server_restart() {
     };
     tmux.wait_for("● connected").await;
     // The answer stalls; the server dies under it.
-    fake.push(Reply::text("lost with the first process").in_pieces(4).stalling_after(2));
+    fake.push(
+        Reply::text("lost with the first process")
+            .in_pieces(4)
+            .stalling_after(2),
+    );
     fake.push(Reply::text("answered after the restart"));
     tmux.text("survive this");
     tmux.keys(&["Enter"]);

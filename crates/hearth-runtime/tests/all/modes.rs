@@ -50,7 +50,12 @@ fn tools(runs: &Arc<AtomicUsize>) -> ToolRegistry {
     tools
 }
 
-async fn runtime(dir: &std::path::Path, store: &Arc<dyn Store>, fake: &FakeOpenAi, extra: &str) -> Runtime {
+async fn runtime(
+    dir: &std::path::Path,
+    store: &Arc<dyn Store>,
+    fake: &FakeOpenAi,
+    extra: &str,
+) -> Runtime {
     let toml = format!(
         "{}\n[permissions]\nbypass_minutes = 30\n{extra}",
         common::fake_toml(&fake.base_url(), "", "")
@@ -87,8 +92,14 @@ async fn bypass_needs_the_capability_is_refused_in_groups_and_is_capped() {
     let dm = testing::thread("telegram:chat:42");
 
     // A member lacks permissions.bypass: refused, naming it, and audited.
-    let err = rt.set_mode(&dm, "bypass", None, user(MEMBER)).await.unwrap_err();
-    assert!(matches!(err, RuntimeError::Forbidden(ref m) if m.contains("permissions.bypass")), "{err:?}");
+    let err = rt
+        .set_mode(&dm, "bypass", None, user(MEMBER))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::Forbidden(ref m) if m.contains("permissions.bypass")),
+        "{err:?}"
+    );
     assert_eq!(rt.thread_mode(&dm).await.unwrap().mode, PermissionMode::Ask);
     // Other modes are theirs to choose.
     rt.set_mode(&dm, "auto", None, user(MEMBER)).await.unwrap();
@@ -111,13 +122,22 @@ async fn bypass_needs_the_capability_is_refused_in_groups_and_is_capped() {
     assert_eq!(set.mode, PermissionMode::Bypass);
     // Capped at bypass_minutes (30 here), whatever was asked.
     let at = set.expires_at.unwrap();
-    assert!(at >= before + 30 * 60_000 && at <= now_ms() + 30 * 60_000, "{at}");
+    assert!(
+        at >= before + 30 * 60_000 && at <= now_ms() + 30 * 60_000,
+        "{at}"
+    );
     let shown = rt.thread_runtime(&dm).await.unwrap();
-    assert_eq!((shown.mode, shown.mode_expires_at), (PermissionMode::Bypass, Some(at)));
+    assert_eq!(
+        (shown.mode, shown.mode_expires_at),
+        (PermissionMode::Bypass, Some(at))
+    );
 
     // An admin, but in a group: refused for everyone.
     let group = testing::thread("telegram:chat:-100");
-    let err = rt.set_mode(&group, "bypass", None, user(ADMIN)).await.unwrap_err();
+    let err = rt
+        .set_mode(&group, "bypass", None, user(ADMIN))
+        .await
+        .unwrap_err();
     assert!(matches!(err, RuntimeError::BypassInGroup(_)), "{err:?}");
     let err = rt
         .set_mode(&group, "bypass", None, ModeSetter::Operator)
@@ -142,23 +162,59 @@ async fn bypass_needs_the_capability_is_refused_in_groups_and_is_capped() {
         .unwrap_err();
     assert!(matches!(err, RuntimeError::BypassInGroup(_)), "{err:?}");
     // The operator may in a direct chat.
-    rt.set_mode(&testing::thread("api:op"), "bypass", None, ModeSetter::Operator)
-        .await
-        .unwrap();
+    rt.set_mode(
+        &testing::thread("api:op"),
+        "bypass",
+        None,
+        ModeSetter::Operator,
+    )
+    .await
+    .unwrap();
 
-    let err = rt.set_mode(&dm, "yolo", None, user(ADMIN)).await.unwrap_err();
-    assert!(matches!(err, RuntimeError::InvalidMode(ref m) if m.contains("accept_edits")), "{err:?}");
+    let err = rt
+        .set_mode(&dm, "yolo", None, user(ADMIN))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::InvalidMode(ref m) if m.contains("accept_edits")),
+        "{err:?}"
+    );
 
     // Every change and refusal is audited: who, from, to, where.
     let audit = store.list_audit(100).await.unwrap();
     let modes: Vec<_> = audit.iter().filter(|e| e.action == "mode.set").collect();
-    assert!(modes.iter().any(|e| e.actor == MEMBER && e.target == "telegram:chat:42"
-        && e.outcome == "denied" && e.capability.as_deref() == Some("permissions.bypass")), "{modes:?}");
-    assert!(modes.iter().any(|e| e.actor == MEMBER && e.outcome == "ask->auto"), "{modes:?}");
-    assert!(modes.iter().any(|e| e.actor == MEMBER && e.outcome == "auto->bypass"), "{modes:?}");
-    assert!(modes.iter().any(|e| e.actor == ADMIN && e.target == "discord:channel:7"
-        && e.scope.as_deref() == Some("discord:guild:1") && e.outcome.starts_with("denied")), "{modes:?}");
-    assert!(modes.iter().any(|e| e.actor == "operator" && e.outcome == "ask->bypass"), "{modes:?}");
+    assert!(
+        modes.iter().any(|e| e.actor == MEMBER
+            && e.target == "telegram:chat:42"
+            && e.outcome == "denied"
+            && e.capability.as_deref() == Some("permissions.bypass")),
+        "{modes:?}"
+    );
+    assert!(
+        modes
+            .iter()
+            .any(|e| e.actor == MEMBER && e.outcome == "ask->auto"),
+        "{modes:?}"
+    );
+    assert!(
+        modes
+            .iter()
+            .any(|e| e.actor == MEMBER && e.outcome == "auto->bypass"),
+        "{modes:?}"
+    );
+    assert!(
+        modes.iter().any(|e| e.actor == ADMIN
+            && e.target == "discord:channel:7"
+            && e.scope.as_deref() == Some("discord:guild:1")
+            && e.outcome.starts_with("denied")),
+        "{modes:?}"
+    );
+    assert!(
+        modes
+            .iter()
+            .any(|e| e.actor == "operator" && e.outcome == "ask->bypass"),
+        "{modes:?}"
+    );
 }
 
 #[tokio::test]
@@ -174,9 +230,15 @@ async fn a_lapsed_bypass_is_ask_and_defaults_come_from_the_channel() {
     )
     .await;
     let api = testing::thread("api:x");
-    assert_eq!(rt.thread_mode(&api).await.unwrap().mode, PermissionMode::AcceptEdits);
+    assert_eq!(
+        rt.thread_mode(&api).await.unwrap().mode,
+        PermissionMode::AcceptEdits
+    );
     let slack = testing::thread("slack:dm:D1");
-    assert_eq!(rt.thread_mode(&slack).await.unwrap().mode, PermissionMode::Plan);
+    assert_eq!(
+        rt.thread_mode(&slack).await.unwrap().mode,
+        PermissionMode::Plan
+    );
     // A bypass whose time is up is ask, not the default.
     store
         .set_thread_mode("api:x", Some("bypass"), Some(now_ms() - 1))
@@ -189,7 +251,10 @@ async fn a_lapsed_bypass_is_ask_and_defaults_come_from_the_channel() {
         .set_thread_mode("slack:dm:D1", Some("auto"), Some(now_ms() - 1))
         .await
         .unwrap();
-    assert_eq!(rt.thread_mode(&slack).await.unwrap().mode, PermissionMode::Plan);
+    assert_eq!(
+        rt.thread_mode(&slack).await.unwrap().mode,
+        PermissionMode::Plan
+    );
 }
 
 /// A run a dead process left after its model asked for a write-class call,
@@ -220,7 +285,14 @@ async fn a_recovered_run_keeps_the_mode_it_started_with() {
         .await
         .unwrap();
     let claimed = store
-        .claim_run_with_model(&run_id, "dead-process", now + 3_600_000, now, "fake/m", Some("plan"))
+        .claim_run_with_model(
+            &run_id,
+            "dead-process",
+            now + 3_600_000,
+            now,
+            "fake/m",
+            Some("plan"),
+        )
         .await
         .unwrap();
     assert_eq!(claimed.unwrap().mode.as_deref(), Some("plan"));
@@ -270,9 +342,18 @@ async fn a_recovered_run_keeps_the_mode_it_started_with() {
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the write ran in auto");
     let steps = store.steps(&run_id).await.unwrap();
     let tool = steps.iter().find(|s| s.kind == StepKind::Tool).unwrap();
-    assert_eq!(tool.payload["detail"], json!({"mode": "plan", "decision": "not_offered"}));
     assert_eq!(
-        store.get_run(&run_id).await.unwrap().unwrap().mode.as_deref(),
+        tool.payload["detail"],
+        json!({"mode": "plan", "decision": "not_offered"})
+    );
+    assert_eq!(
+        store
+            .get_run(&run_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .mode
+            .as_deref(),
         Some("plan")
     );
 }

@@ -206,13 +206,11 @@ impl From<RuntimeError> for OpenAiError {
             | RuntimeError::InvalidConfig(_) => Self::Internal(e.to_string()),
             RuntimeError::InvalidSchedule(_)
             | RuntimeError::ChannelDisabled(_)
-            | RuntimeError::InvalidMode(_) => {
-                Self::InvalidRequest {
-                    message: e.to_string(),
-                    param: None,
-                    code: None,
-                }
-            }
+            | RuntimeError::InvalidMode(_) => Self::InvalidRequest {
+                message: e.to_string(),
+                param: None,
+                code: None,
+            },
             RuntimeError::IncognitoElsewhere { .. } => Self::InvalidRequest {
                 message: e.to_string(),
                 param: None,

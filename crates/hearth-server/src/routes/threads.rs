@@ -6,8 +6,8 @@ use hearth_core::{ThinkingLevel, ThreadKey};
 
 use crate::AppState;
 use crate::dto::{
-    Capabilities, ModeSet, ModelInfo, Models, SetIncognito, SetMode, SetModel, SetThinking, ThreadList,
-    ThreadRuntime, ThreadSummary, ThreadsQuery,
+    Capabilities, ModeSet, ModelInfo, Models, SetIncognito, SetMode, SetModel, SetThinking,
+    ThreadList, ThreadRuntime, ThreadSummary, ThreadsQuery,
 };
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, page_limit};

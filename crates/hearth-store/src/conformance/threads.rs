@@ -300,7 +300,13 @@ pub async fn thread_modes_are_kept_and_a_run_keeps_its_first_mode<S: ThreadStore
         .unwrap();
     assert_eq!(again.mode.as_deref(), Some("plan"));
     assert_eq!(
-        store.get_run("run_m").await.unwrap().unwrap().mode.as_deref(),
+        store
+            .get_run("run_m")
+            .await
+            .unwrap()
+            .unwrap()
+            .mode
+            .as_deref(),
         Some("plan")
     );
     // Stored claimed at once, it records the mode too.

@@ -104,9 +104,10 @@ fn claim_run(
          OR lease_until IS NULL OR lease_until < ?4 OR lease_owner = ?2))) RETURNING ",
         run_columns!()
     ))?
-    .query_row(params![run_id, owner, lease_until, now, model, mode], |row| {
-        Ok(rows::run(row))
-    })
+    .query_row(
+        params![run_id, owner, lease_until, now, model, mode],
+        |row| Ok(rows::run(row)),
+    )
     .optional()?
     .transpose()
 }
