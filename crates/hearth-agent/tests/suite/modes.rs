@@ -122,7 +122,7 @@ async fn run(
         calls
             .iter()
             .enumerate()
-            .map(|(i, name)| ToolCallSpec::new(&format!("c{i}"), *name, "{}"))
+            .map(|(i, name)| ToolCallSpec::new(format!("c{i}"), *name, "{}"))
             .collect(),
     ));
     fake.push(Reply::text("ok"));
@@ -235,13 +235,21 @@ fn store() -> (tempfile::TempDir, Arc<dyn Store>) {
     (dir, store)
 }
 
+/// A mode, the confirmations it asks, the tools it offers, and its
+/// decisions of the read, the edit and the other write call.
+type Case = (
+    PermissionMode,
+    &'static [&'static str],
+    &'static [&'static str],
+    [&'static str; 3],
+);
+
 #[tokio::test]
 async fn each_mode_asks_exactly_what_it_should() {
     let (_dir, store) = store();
     let engine = engine(&store, &["memory_forget", "cancel_job"], Preset::Member);
-    let all = [READ, EDIT, OTHER, GATED];
-    // (mode, confirmations asked, tools offered, decisions of read, edit, other)
-    let cases: [(PermissionMode, &[&str], &[&str], [&str; 3]); 6] = [
+    const ALL: &[&str] = &[READ, EDIT, OTHER, GATED];
+    let cases: [Case; 6] = [
         (PermissionMode::Deny, &[], &[], ["not_offered"; 3]),
         (
             PermissionMode::Plan,
@@ -252,17 +260,17 @@ async fn each_mode_asks_exactly_what_it_should() {
         (
             PermissionMode::Ask,
             &[EDIT, OTHER],
-            &all,
+            ALL,
             ["ran", "asked", "asked"],
         ),
         (
             PermissionMode::AcceptEdits,
             &[OTHER],
-            &all,
+            ALL,
             ["ran", "ran", "asked"],
         ),
-        (PermissionMode::Auto, &[], &all, ["ran", "ran", "ran"]),
-        (PermissionMode::Bypass, &[], &all, ["ran", "ran", "ran"]),
+        (PermissionMode::Auto, &[], ALL, ["ran", "ran", "ran"]),
+        (PermissionMode::Bypass, &[], ALL, ["ran", "ran", "ran"]),
     ];
     for (mode, asked, offered, decisions) in cases {
         let seen = run(&engine, &store, mode, &[READ, EDIT, OTHER]).await;

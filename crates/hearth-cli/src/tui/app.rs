@@ -673,7 +673,11 @@ impl App {
         }
     }
 
-    fn ended(&mut self, run_id: &str, envelope: Option<hearth_core::RunEnvelope>) -> Vec<Action> {
+    fn ended(
+        &mut self,
+        run_id: &str,
+        envelope: Option<Box<hearth_core::RunEnvelope>>,
+    ) -> Vec<Action> {
         let Some(run) = self.run.take_if(|r| r.run_id == run_id) else {
             return Vec::new();
         };

@@ -53,7 +53,7 @@ pub(super) enum Net {
     /// A followed run ended; its envelope holds the final answer.
     Ended {
         run_id: String,
-        envelope: Option<RunEnvelope>,
+        envelope: Option<Box<RunEnvelope>>,
     },
     /// Whether the server answers.
     Connection(bool),
@@ -283,7 +283,8 @@ impl Remote {
                 .api
                 .get::<RunEnvelope>(&format!("/v1/runs/{}", enc(&run_id)))
                 .await
-                .ok();
+                .ok()
+                .map(Box::new);
             r.tell(Net::Ended { run_id, envelope });
         });
     }

@@ -356,7 +356,7 @@ fn the_final_answer_replaces_a_stream_a_reconnect_cut_short() {
     .unwrap();
     app.net(Net::Ended {
         run_id: "run_1".into(),
-        envelope: Some(env),
+        envelope: Some(Box::new(env)),
     });
     let rows = screen(&mut app, 40, 8);
     assert_eq!(rows[2], "  Hello there");
