@@ -9,7 +9,7 @@ mod health;
 mod jobs;
 mod listings;
 pub(crate) mod mcp;
-mod modes;
+pub(crate) mod modes;
 mod permissions;
 mod router;
 mod runs;

@@ -10,7 +10,7 @@ use crate::cli::ModeCommand;
 use crate::output::print_json;
 
 /// What `--run-plan` sends before the plan.
-const RUN_PLAN_PREFIX: &str = "The plan is approved. Carry it out now:\n\n";
+pub(crate) const RUN_PLAN_PREFIX: &str = "The plan is approved. Carry it out now:\n\n";
 
 /// `hearth mode ...`
 pub(super) async fn mode(api: &Api, command: ModeCommand, json_out: bool) -> Result<(), Exit> {

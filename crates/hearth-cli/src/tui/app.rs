@@ -27,7 +27,8 @@ typing while an answer is written steers it · Esc cancels it · Shift+Tab cycle
 mode · Ctrl+O model · Ctrl+T thinking · Ctrl+N new session · Ctrl+I (Tab) incognito · Ctrl+E \
 shows thinking · PageUp/PageDown or the wheel scroll · Ctrl+C or Ctrl+D on an empty prompt quits.\n\
 Commands: /model [id], /mode [deny|plan|ask|accept_edits|auto|bypass], /thinking [level], /new, \
-/incognito [on|off], /usage, /trace (the last run's steps), /help, /quit.\n\
+/incognito [on|off], /usage, /trace (the last run's steps), /run-plan [mode] (approve the last \
+answer as the plan: switch to the mode, default ask, and send it back), /help, /quit.\n\
 A confirmation is answered with y (approve), n (deny) or a (approve, and accept_edits from now on).";
 
 /// One thing in the conversation.
@@ -108,6 +109,11 @@ pub(super) enum Action {
         accept_edits: bool,
     },
     SetMode(String),
+    /// Switch to `mode`, then send the approved plan.
+    RunPlan {
+        mode: String,
+        text: String,
+    },
     SetModel(String),
     SetThinking(String),
     Incognito(bool),
@@ -472,6 +478,7 @@ impl App {
                 ));
                 Vec::new()
             }
+            ("/run-plan", mode) => self.run_plan(mode.unwrap_or_else(|| "ask".to_owned())),
             ("/new", _) => self.new_session(),
             ("/incognito", Some(on)) => vec![Action::Incognito(on == "on")],
             ("/incognito", None) => self.toggle_incognito(),
@@ -500,6 +507,32 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    /// Approves the last answer as a plan: the thread switches to `mode`
+    /// and the plan goes back as the next message.
+    fn run_plan(&mut self, mode: String) -> Vec<Action> {
+        if self.run.is_some() {
+            self.note("An answer is being written; run the plan once it is done.");
+            return Vec::new();
+        }
+        let plan = self.entries.iter().rev().find_map(|e| match e {
+            Entry::Answer {
+                text, done: true, ..
+            } if !text.trim().is_empty() => Some(text.clone()),
+            _ => None,
+        });
+        let Some(plan) = plan else {
+            self.note("No plan to run: ask for one in plan mode first (/mode plan).");
+            return Vec::new();
+        };
+        let text = format!("{}{plan}", crate::client::modes::RUN_PLAN_PREFIX);
+        self.entries.push(Entry::User {
+            text: text.clone(),
+            steered: false,
+        });
+        self.info.mode = mode.clone();
+        vec![Action::RunPlan { mode, text }]
     }
 
     /// What the network said.

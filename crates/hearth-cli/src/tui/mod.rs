@@ -126,6 +126,7 @@ fn carry_out(remote: &Remote, a: Action) {
             accept_edits,
         } => remote.confirm(token, approve, accept_edits),
         Action::SetMode(m) => remote.set_mode(m),
+        Action::RunPlan { mode, text } => remote.run_plan(mode, text),
         Action::SetModel(m) => remote.set_model(m),
         Action::SetThinking(l) => remote.set_thinking(l),
         Action::Incognito(on) => remote.set_incognito(on),

@@ -146,6 +146,19 @@ impl Remote {
         });
         self.history(None);
         self.usage();
+        // An answer already being written (the TUI opened again mid-run)
+        // is followed.
+        self.spawn(|r| async move {
+            let path = format!("/v1/runs?thread_key={}&limit=1", enc(&r.thread));
+            let runs: RunList = r.api.get(&path).await.map_err(words)?;
+            if let Some(run) = runs.runs.into_iter().find(|e| !e.status.is_terminal()) {
+                r.tell(Net::Accepted {
+                    run_id: run.run_id,
+                    steered: false,
+                });
+            }
+            Ok(())
+        });
     }
 
     pub(super) fn refresh_thread(&self) {
@@ -384,6 +397,15 @@ impl Remote {
         let t: ThreadRuntime = self.api.get(&self.path("")).await.map_err(words)?;
         self.tell(Net::Thread(t.into()));
         Ok(())
+    }
+
+    /// Switches to `mode`, then (only once that is done) sends `text`.
+    pub(super) fn run_plan(&self, mode: String, text: String) {
+        self.spawn(move |r| async move {
+            r.put_mode(&mode).await?;
+            r.send(text, false);
+            Ok(())
+        });
     }
 
     pub(super) fn set_mode(&self, mode: String) {

@@ -361,3 +361,34 @@ fn the_final_answer_replaces_a_stream_a_reconnect_cut_short() {
     let rows = screen(&mut app, 40, 8);
     assert_eq!(rows[2], "  Hello there");
 }
+
+#[test]
+fn run_plan_switches_the_mode_and_sends_the_last_answer_back() {
+    let mut app = app();
+    typed(&mut app, "/run-plan");
+    app.key(key(KeyCode::Enter));
+    assert!(matches!(app.entries.last(), Some(Entry::Note(t)) if t.contains("No plan")));
+    running(&mut app, "run_1");
+    event(
+        &mut app,
+        "run_1",
+        RunEventKind::TextDelta,
+        json!({"text": "1. look\n2. fix"}),
+    );
+    app.net(Net::Ended {
+        run_id: "run_1".into(),
+        envelope: None,
+    });
+    typed(&mut app, "/run-plan auto");
+    match app.key(key(KeyCode::Enter)).as_slice() {
+        [Action::RunPlan { mode, text }] => {
+            assert_eq!(mode, "auto");
+            assert!(
+                text.starts_with("The plan is approved") && text.ends_with("1. look\n2. fix"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(app.info.mode, "auto");
+}

@@ -21,6 +21,16 @@ struct Tmux {
 impl Tmux {
     /// `None` (with the reason printed) when tmux is missing outside CI.
     fn start(home: &std::path::Path, url: &str, width: u16, height: u16) -> Option<Tmux> {
+        Self::start_with(home, url, "", (width, height))
+    }
+
+    /// [`Tmux::start`] with more arguments to `hearth chat`.
+    fn start_with(
+        home: &std::path::Path,
+        url: &str,
+        args: &str,
+        (width, height): (u16, u16),
+    ) -> Option<Tmux> {
         if StdCommand::new("tmux").arg("-V").output().is_err() {
             if hearth_testkit::tools::in_ci() {
                 panic!("CI=true but tmux is missing: .ci/run installs it (apt-get install tmux)");
@@ -37,7 +47,7 @@ impl Tmux {
         // The exit status is printed once the TUI ends, so a test reads it
         // off the screen.
         let script = format!(
-            "HEARTH_URL='{url}' HEARTH_HOME='{home}' '{bin}' chat; echo \"EXIT=$?\"; stty -a | \
+            "HEARTH_URL='{url}' HEARTH_HOME='{home}' '{bin}' chat {args}; echo \"EXIT=$?\"; stty -a | \
              tr ' ' '\\n' | grep -x -- '-\\?icanon'; sleep 60",
             home = home.display(),
             bin = bin(),
@@ -279,4 +289,49 @@ async fn chat_reconnects_after_a_server_restart() {
     tmux.wait_for("answered after the restart").await;
     tmux.wait_for("● connected").await;
     second.kill().await.unwrap();
+}
+
+/// With no server at the address, `hearth chat` says how to start one and
+/// exits 1; with `--spawn` it starts `hearth serve` there and talks to it.
+#[tokio::test]
+async fn chat_without_a_server_says_how_to_start_one_and_spawn_starts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    std::fs::write(
+        dir.path().join("hearth.toml"),
+        fake_config(&fake.base_url()),
+    )
+    .unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let Some(tmux) = Tmux::start(dir.path(), &url, 100, 20) else {
+        return;
+    };
+    let said = tmux.wait_for("EXIT=").await;
+    assert!(said.contains("EXIT=1"), "{said}");
+    let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(said.contains("no hearth server answers at"), "{said}");
+    assert!(said.contains("hearth chat --spawn"), "{said}");
+    drop(tmux);
+
+    let tmux = Tmux::start_with(dir.path(), &url, "--spawn", (100, 20)).unwrap();
+    tmux.wait_for("mode ask │ fake/fake-model").await;
+    tmux.wait_for("● connected").await;
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("EXIT=0").await;
+    // The server goes on in the background; stopped here by the PID it
+    // wrote in its home's lock file.
+    let health = reqwest::get(format!("{url}/healthz")).await.unwrap();
+    assert_eq!(health.status(), 200);
+    let pid = std::fs::read_to_string(dir.path().join("hearth.lock")).unwrap();
+    let pid = pid.trim();
+    assert!(pid.parse::<u32>().is_ok(), "{pid:?}");
+    let killed = StdCommand::new("kill")
+        .args(["-TERM", pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
 }
