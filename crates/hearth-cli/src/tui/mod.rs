@@ -70,6 +70,9 @@ pub(crate) async fn run(g: &Global, thread: &str, spawn: bool) -> Result<(), Exi
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     health.tick().await;
     let mut tick = tokio::time::interval(TICK);
+    // A `kill` or a closed terminal ends the TUI through the same way out
+    // as a key, so the terminal is put back.
+    let mut stop = stop_signals().map_err(|e| anyhow::anyhow!("cannot listen for signals: {e}"))?;
     let outcome: Result<(), Exit> = loop {
         if let Err(e) = terminal.draw(|f| view::draw(f, &mut app)) {
             break Err(anyhow::anyhow!("cannot draw on the terminal: {e}").into());
@@ -104,6 +107,8 @@ pub(crate) async fn run(g: &Global, thread: &str, spawn: bool) -> Result<(), Exi
                 Vec::new()
             }
             _ = tick.tick(), if app.run.is_some() => Vec::new(),
+            // `None` (no signals here) disables the branch.
+            Some(()) = stop.recv() => break Ok(()),
         };
         for a in actions {
             carry_out(&remote, a);
@@ -112,6 +117,25 @@ pub(crate) async fn run(g: &Global, thread: &str, spawn: bool) -> Result<(), Exi
     drop(terminal);
     drop(guard);
     outcome
+}
+
+/// SIGTERM and SIGHUP, as one stream.
+fn stop_signals() -> std::io::Result<tokio::sync::mpsc::Receiver<()>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        for kind in [SignalKind::terminate(), SignalKind::hangup()] {
+            let mut sig = signal(kind)?;
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                if sig.recv().await.is_some() {
+                    let _ = tx.send(()).await;
+                }
+            });
+        }
+    }
+    Ok(rx)
 }
 
 fn carry_out(remote: &Remote, a: Action) {

@@ -288,6 +288,23 @@ async fn chat_reconnects_after_a_server_restart() {
     // answer is shown.
     tmux.wait_for("answered after the restart").await;
     tmux.wait_for("● connected").await;
+    // SIGTERM (a `kill`, a closed terminal's SIGHUP alike) ends it with
+    // the terminal put back.
+    let shell = tmux.run(&["display-message", "-p", "-t", "t", "#{pane_pid}"]);
+    let shell = shell.trim();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let chat = children.split_whitespace().next().unwrap();
+    let killed = StdCommand::new("kill")
+        .args(["-TERM", chat])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let after = tmux.wait_for("icanon").await;
+    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(
+        after.lines().any(|l| l.trim() == "icanon"),
+        "raw mode left on: {after}"
+    );
     second.kill().await.unwrap();
 }
 
