@@ -119,7 +119,8 @@ pub(super) enum Action {
     Incognito(bool),
     NewSession,
     Trace(String),
-    Usage,
+    /// Today's usage of the thread again (`None`), or one run's to add.
+    Usage(Option<String>),
     LoadOlder(String),
     RefreshThread,
 }
@@ -133,6 +134,8 @@ pub(super) struct App {
     pub(super) cursor: usize,
     pub(super) info: ThreadInfo,
     pub(super) models: Vec<String>,
+    /// Today's tokens of the thread by model.
+    usage: std::collections::BTreeMap<String, u64>,
     pub(super) tokens: u64,
     pub(super) cost_usd: Option<f64>,
     /// `None` until known.
@@ -161,6 +164,7 @@ impl App {
             cursor: 0,
             info: ThreadInfo::default(),
             models: Vec::new(),
+            usage: Default::default(),
             tokens: 0,
             cost_usd: None,
             connected: None,
@@ -487,7 +491,7 @@ impl App {
                     "today on this thread: {}",
                     usage_text(self.tokens, self.cost_usd)
                 ));
-                vec![Action::Usage]
+                vec![Action::Usage(None)]
             }
             ("/trace", _) => match self
                 .last_run
@@ -545,9 +549,25 @@ impl App {
                 next_before,
                 older,
             } => self.history(messages, next_before, older),
-            Net::Usage { tokens, cost_usd } => {
-                self.tokens = tokens;
-                self.cost_usd = cost_usd;
+            Net::Usage {
+                tokens,
+                rates,
+                replace,
+            } => {
+                if replace {
+                    self.usage.clear();
+                }
+                for (model, n) in tokens {
+                    *self.usage.entry(model).or_default() += n;
+                }
+                self.tokens = self.usage.values().sum();
+                // Estimated at what each model cost per token today; none
+                // when no model of the thread has a price.
+                self.cost_usd = self
+                    .usage
+                    .iter()
+                    .filter_map(|(m, n)| Some(rates.get(m)? * *n as f64))
+                    .reduce(|a, b| a + b);
             }
             Net::Accepted { run_id, steered } => return self.accepted(run_id, steered),
             Net::Event { run_id, kind, data } => self.event(&run_id, kind, &data),
@@ -730,8 +750,8 @@ impl App {
         {
             self.entries.remove(run.answer);
         }
-        self.last_run = Some(run.run_id);
-        vec![Action::Usage]
+        self.last_run = Some(run.run_id.clone());
+        vec![Action::Usage(Some(run.run_id))]
     }
 }
 

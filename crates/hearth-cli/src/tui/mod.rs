@@ -156,7 +156,7 @@ fn carry_out(remote: &Remote, a: Action) {
         Action::Incognito(on) => remote.set_incognito(on),
         Action::NewSession => remote.new_session(),
         Action::Trace(run_id) => remote.trace(run_id),
-        Action::Usage => remote.usage(),
+        Action::Usage(run) => remote.usage(run),
         Action::LoadOlder(before) => remote.history(Some(before)),
         Action::RefreshThread => remote.refresh_thread(),
     }

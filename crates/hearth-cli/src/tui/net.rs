@@ -3,6 +3,7 @@
 //! network. A run's events are followed over SSE and, when the connection
 //! drops (a server restart), followed again from the last event id seen.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,8 +41,13 @@ pub(super) enum Net {
         next_before: Option<String>,
         older: bool,
     },
-    /// The thread's tokens and estimated cost today.
-    Usage { tokens: u64, cost_usd: Option<f64> },
+    /// Tokens of the thread today by model (all of them with `replace`,
+    /// else one run's to add), and each model's cost per token today.
+    Usage {
+        tokens: BTreeMap<String, u64>,
+        rates: BTreeMap<String, f64>,
+        replace: bool,
+    },
     /// A message was accepted: the run it started or steered.
     Accepted { run_id: String, steered: bool },
     /// One event of a followed run.
@@ -145,7 +151,7 @@ impl Remote {
             Ok(())
         });
         self.history(None);
-        self.usage();
+        self.usage(None);
         // An answer already being written (the TUI opened again mid-run)
         // is followed.
         self.spawn(|r| async move {
@@ -187,31 +193,33 @@ impl Remote {
         });
     }
 
-    /// The thread's tokens today, from the traces of its runs of today,
-    /// and their cost estimated at the rate each model cost today.
-    pub(super) fn usage(&self) {
+    /// The thread's tokens today by model, from the traces of its runs of
+    /// today (or, with `run`, of that run only, to add), with each model's
+    /// cost per token today to estimate their cost.
+    pub(super) fn usage(&self, run: Option<String>) {
         self.spawn(|r| async move {
-            let today = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
-            let runs: RunList = r
-                .api
-                .get(&format!("/v1/runs?thread_key={}&limit=50", enc(&r.thread)))
-                .await
-                .map_err(words)?;
-            let mut by_model: std::collections::BTreeMap<String, u64> = Default::default();
-            for run in runs
-                .runs
-                .iter()
-                .filter(|e| e.created_at.starts_with(&today))
-            {
-                let trace: Trace = r
-                    .api
-                    .get(&format!("/v1/runs/{}/trace", enc(&run.run_id)))
-                    .await
-                    .map_err(words)?;
+            let replace = run.is_none();
+            let runs = match run {
+                Some(run) => vec![run],
+                None => {
+                    let today = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+                    let path = format!("/v1/runs?thread_key={}&limit=50", enc(&r.thread));
+                    let list: RunList = r.api.get(&path).await.map_err(words)?;
+                    list.runs
+                        .into_iter()
+                        .filter(|e| e.created_at.starts_with(&today))
+                        .map(|e| e.run_id)
+                        .collect()
+                }
+            };
+            let mut tokens = BTreeMap::new();
+            for run_id in runs {
+                let path = format!("/v1/runs/{}/trace", enc(&run_id));
+                let trace: Trace = r.api.get(&path).await.map_err(words)?;
                 for step in trace.steps.iter().filter(|s| s.kind == "llm") {
                     let t = step.tokens.as_ref();
                     let n = |k: &str| t.and_then(|t| t[k].as_u64()).unwrap_or(0);
-                    *by_model.entry(step.name.clone()).or_default() +=
+                    *tokens.entry(step.name.clone()).or_default() +=
                         n("input_tokens") + n("output_tokens");
                 }
             }
@@ -220,20 +228,18 @@ impl Remote {
                 .get("/v1/usage?group_by=model&since=today")
                 .await
                 .map_err(words)?;
-            let tokens = by_model.values().sum();
-            let mut cost = None;
-            for (model, n) in &by_model {
-                let row = rows.rows.iter().find(|row| &row.key == model);
-                if let Some((c, all)) =
-                    row.and_then(|row| Some((row.cost_usd?, row.input_tokens + row.output_tokens)))
-                    && all > 0
-                {
-                    *cost.get_or_insert(0.0) += c * (*n as f64) / (all as f64);
-                }
-            }
+            let rates = rows
+                .rows
+                .iter()
+                .filter_map(|row| {
+                    let all = row.input_tokens + row.output_tokens;
+                    (all > 0).then_some((row.key.clone(), row.cost_usd? / all as f64))
+                })
+                .collect();
             r.tell(Net::Usage {
                 tokens,
-                cost_usd: cost,
+                rates,
+                replace,
             });
             Ok(())
         });
@@ -457,7 +463,7 @@ impl Remote {
                 .map_err(words)?;
             r.tell(Net::Cleared);
             r.tell(Net::Thread(t.into()));
-            r.usage();
+            r.usage(None);
             Ok(())
         });
     }

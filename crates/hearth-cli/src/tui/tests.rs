@@ -36,8 +36,9 @@ fn app() -> App {
     }));
     app.net(Net::Connection(true));
     app.net(Net::Usage {
-        tokens: 1234,
-        cost_usd: Some(0.0021),
+        tokens: [("fake/fake-model".to_owned(), 1234)].into(),
+        rates: [("fake/fake-model".to_owned(), 0.0021 / 1234.0)].into(),
+        replace: true,
     });
     app
 }
@@ -206,7 +207,7 @@ fn enter_sends_typing_during_a_run_steers_and_esc_cancels() {
         run_id: "run_1".into(),
         envelope: None,
     });
-    assert_eq!(actions, [Action::Usage]);
+    assert_eq!(actions, [Action::Usage(Some("run_1".into()))]);
     assert!(app.run.is_none());
     assert!(app.key(key(KeyCode::Esc)).is_empty(), "nothing to cancel");
     // Alt+Enter and Ctrl+J are new lines, not sends.
@@ -391,4 +392,23 @@ fn run_plan_switches_the_mode_and_sends_the_last_answer_back() {
         other => panic!("{other:?}"),
     }
     assert_eq!(app.info.mode, "auto");
+}
+
+#[test]
+fn a_finished_run_adds_its_tokens_to_the_days() {
+    let mut app = app();
+    app.net(Net::Usage {
+        tokens: [("fake/other".to_owned(), 766)].into(),
+        rates: [("fake/fake-model".to_owned(), 0.0021 / 1234.0)].into(),
+        replace: false,
+    });
+    assert_eq!(app.tokens, 2000);
+    // The model without a price adds tokens, not cost.
+    assert!((app.cost_usd.unwrap() - 0.0021).abs() < 1e-9);
+    let rows = screen(&mut app, 110, 4);
+    assert!(
+        rows[3].contains("│ 2.0k tok ≈$0.0021 today │"),
+        "{}",
+        rows[3]
+    );
 }
