@@ -43,7 +43,7 @@ pub(crate) struct Spec {
 }
 
 /// The commands, in the order menus and help list them.
-pub(crate) const SPECS: [Spec; 7] = [
+pub(crate) const SPECS: [Spec; 8] = [
     Spec {
         name: "new",
         args: "",
@@ -63,6 +63,11 @@ pub(crate) const SPECS: [Spec; 7] = [
         name: "mode",
         args: "[deny|plan|ask|accept_edits|auto|bypass]",
         summary: "Choose what runs without asking",
+    },
+    Spec {
+        name: "runplan",
+        args: "[mode]",
+        summary: "Carry out the last plan (switches to the mode, default ask)",
     },
     Spec {
         name: "usage",
@@ -114,6 +119,9 @@ pub(crate) enum Change {
     Thinking(Option<String>),
     /// Set the permission mode (to this one), or show the picker.
     Mode(Option<String>),
+    /// Approve the last answer as the plan: switch to this mode (`ask`
+    /// without) and send the plan back as the next message.
+    RunPlan(Option<String>),
     /// Stop the answer being worked on.
     Cancel,
 }
@@ -130,6 +138,7 @@ impl Command {
             "model" => Self::On(Change::Model(arg)),
             "thinking" => Self::On(Change::Thinking(arg)),
             "mode" => Self::On(Change::Mode(arg)),
+            "runplan" => Self::On(Change::RunPlan(arg)),
             "cancel" => Self::On(Change::Cancel),
             _ => return None,
         })
@@ -364,8 +373,62 @@ pub(crate) async fn run(ctx: &Ctx<'_>, cmd: Command) -> Result<Reply, ChannelErr
             },
             None => Reply::Picker(mode_picker(runtime, &thread, CHOOSE_MODE).await?),
         },
+        Change::RunPlan(mode) => match mode
+            .as_deref()
+            .map_or(Some(PermissionMode::Ask), PermissionMode::parse)
+        {
+            None => Reply::Picker(mode_picker(runtime, &thread, CHOOSE_MODE).await?),
+            Some(_) if !may_change().await? => refused(),
+            Some(mode) => run_plan(ctx, place, mode).await?,
+        },
         Change::Cancel => cancel(ctx, place).await?,
     })
+}
+
+/// What the plan goes back with (as `hearth mode set --run-plan` sends it).
+const RUN_PLAN_PREFIX: &str = "The plan is approved. Carry it out now:\n\n";
+
+/// Switches the conversation at `place` to `mode` and sends its last
+/// answer (the plan a `plan`-mode run gave) back as the next message, from
+/// the one who approved it.
+async fn run_plan(
+    ctx: &Ctx<'_>,
+    place: Place<'_>,
+    mode: PermissionMode,
+) -> Result<Reply, ChannelError> {
+    let runtime = ctx.runtime;
+    let thread = ThreadKey::new(place.thread)?;
+    let page = runtime.history(&thread, Some(50), None).await?;
+    let plan = page
+        .messages
+        .into_iter()
+        .find(|m| m.role == "assistant" && m.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+        .and_then(|m| m.text);
+    let Some(plan) = plan else {
+        return Ok(Reply::Private(
+            "There is no plan to carry out yet: choose plan mode (/mode plan) and ask for one."
+                .to_owned(),
+        ));
+    };
+    let set = match set_mode(runtime, ctx.who, place, mode).await? {
+        Ok(words) => words,
+        Err(why) => return Ok(Reply::Private(why)),
+    };
+    let source = place.thread.split(':').next().unwrap_or("chat").to_owned();
+    runtime
+        .ingest(hearth_core::Inbound {
+            source,
+            thread_key: thread,
+            user_key: hearth_core::UserKey::new(ctx.who.user_key)?,
+            text: format!("{RUN_PLAN_PREFIX}{plan}"),
+            delivery_mode: hearth_core::DeliveryMode::FollowUp,
+            idempotency_key: None,
+            scope: place.shared_in.map(str::to_owned),
+            roles: ctx.who.roles.to_vec(),
+        })
+        .await?;
+    info!(thread = %place.thread, mode = %mode, "plan approved by command");
+    Ok(Reply::Public(format!("{set}. Carrying out the plan.")))
 }
 
 /// What someone refused a change is told.

@@ -53,7 +53,8 @@ pub(super) fn definitions(models: &[String]) -> Value {
         { "name": "ask", "description": "Ask the assistant", "options": [option(STRING, "question", "Your question", true)] },
         { "name": "model", "description": "Show or choose the model of this channel", "options": [model] },
         { "name": "thinking", "description": "Show or choose how hard the model thinks", "options": [level] },
-        { "name": "mode", "description": "Show or choose what runs without asking in this channel", "options": [mode] },
+        { "name": "mode", "description": "Show or choose what runs without asking in this channel", "options": [mode.clone()] },
+        { "name": "runplan", "description": "Carry out the last plan, switching to the mode (default ask)", "options": [mode] },
         { "name": "new", "description": "Start a new conversation in this channel" },
         { "name": "usage", "description": "Today's model usage and cost" },
         { "name": "permissions", "description": "Capabilities of roles and users in this server",
@@ -104,7 +105,7 @@ mod tests {
         let models: Vec<String> = (0..30).map(|i| format!("p/m{i}")).collect();
         for defs in [definitions(&models), definitions(&models[..3])] {
             let list = defs.as_array().unwrap();
-            assert_eq!(list.len(), 10);
+            assert_eq!(list.len(), 11);
             for c in list {
                 let name = c["name"].as_str().unwrap();
                 assert!(

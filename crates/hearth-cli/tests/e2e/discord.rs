@@ -94,6 +94,7 @@ async fn a_dm_is_answered_once_and_a_stranger_is_offered_pairing() {
             "model",
             "thinking",
             "mode",
+            "runplan",
             "new",
             "usage",
             "permissions",
