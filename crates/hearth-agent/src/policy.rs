@@ -34,6 +34,7 @@ pub const CAPABILITIES: &[&str] = &[
     "jobs.manage",
     "skills.read",
     "skills.use",
+    "permissions.bypass",
 ];
 
 /// The scope of grants that count everywhere.

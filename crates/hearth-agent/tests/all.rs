@@ -8,5 +8,6 @@ mod suite {
     mod coverage;
     mod engine;
     mod firewall;
+    mod modes;
     mod policy;
 }

@@ -18,7 +18,7 @@ use crate::error::ChannelError;
 pub(crate) const CONFIGURE: &str = "llm.configure";
 
 /// What someone refused a change is told.
-pub(crate) const CHANGE_REFUSED: &str = "Changing this shared conversation (its model, thinking or a new start) needs the llm.configure capability here; ask an admin to grant it.";
+pub(crate) const CHANGE_REFUSED: &str = "Changing this shared conversation (its model, thinking, permission mode or a new start) needs the llm.configure capability here; ask an admin to grant it.";
 
 /// What someone refused a cancel is told.
 pub(crate) const CANCEL_REFUSED: &str =

@@ -108,6 +108,17 @@ pub enum Command {
         #[arg(long)]
         idempotency_key: Option<String>,
     },
+    /// A full-screen chat in the terminal with a running hearth (see
+    /// `/help` inside): the answer streamed, tool calls as cards, inline
+    /// confirmations, the model, thinking and permission mode at a key.
+    Chat {
+        /// The thread (default cli:local, the one `hearth message` uses).
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+        /// Start `hearth serve` in the background when no server answers.
+        #[arg(long)]
+        spawn: bool,
+    },
     /// Look at runs.
     Run {
         #[command(subcommand)]
@@ -149,6 +160,12 @@ pub enum Command {
     Thinking {
         #[command(subcommand)]
         command: ThinkingCommand,
+    },
+    /// A thread's permission mode: which allowed actions run without asking
+    /// (deny, plan, ask, accept_edits, auto, bypass).
+    Mode {
+        #[command(subcommand)]
+        command: ModeCommand,
     },
     /// Incognito mode of a thread: while on, nothing it says is written to disk.
     Incognito {
@@ -511,6 +528,36 @@ pub enum ModelCommand {
     },
 }
 
+/// `hearth mode ...`
+#[derive(Debug, Subcommand)]
+pub enum ModeCommand {
+    /// The thread's permission mode in force, and when it lapses.
+    Show {
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+    },
+    /// Set it: deny (no tools), plan (read tools; answers with a plan), ask
+    /// (every write asks), accept_edits (file edits run), auto (writes run,
+    /// but [permissions] always_ask), bypass (nothing asks; lapses to ask).
+    Set {
+        /// The mode.
+        #[arg(value_parser = ["deny", "plan", "ask", "accept_edits", "auto", "bypass"])]
+        mode: String,
+        /// The thread.
+        #[arg(long, default_value = "cli:local")]
+        thread: String,
+        /// Seconds until it lapses (bypass lapses after [permissions]
+        /// bypass_minutes at the latest).
+        #[arg(long, value_name = "SECS")]
+        expires_in: Option<u64>,
+        /// Then send the thread's last answer (the plan a plan-mode run gave)
+        /// back as the next message, and wait for it to be carried out.
+        #[arg(long)]
+        run_plan: bool,
+    },
+}
+
 /// `hearth thinking ...`
 #[derive(Debug, Subcommand)]
 pub enum ThinkingCommand {
@@ -791,6 +838,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), Exit> {
             command: McpCommand::Serve,
         } => crate::mcp_serve::run(&g).await,
         Command::Mcp { command } => crate::client::mcp::run(&g, command).await,
+        Command::Chat { thread, spawn } => crate::tui::run(&g, &thread, spawn).await,
         other => crate::client::run(&g, other).await,
     }
 }

@@ -22,6 +22,7 @@ mod service;
 mod skills;
 mod store_cmd;
 mod tokens;
+mod tui;
 
 use std::process::ExitCode;
 

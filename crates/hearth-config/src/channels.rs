@@ -78,6 +78,9 @@ pub struct TelegramConfig {
     pub allowed_users: Vec<i64>,
     /// Anyone may talk in private chats (no pairing).
     pub open_dms: bool,
+    /// The permission mode of this channel's threads nobody set one on
+    /// (default: `[permissions] default_mode`).
+    pub default_mode: Option<crate::ModeName>,
     /// Anyone may mention the bot in groups.
     pub open_groups: bool,
     /// Seconds one `getUpdates` call waits for updates.
@@ -97,6 +100,7 @@ impl Default for TelegramConfig {
             webhook_secret_env: None,
             allowed_users: Vec::new(),
             open_dms: false,
+            default_mode: None,
             open_groups: false,
             poll_timeout_secs: 30,
         }
@@ -126,6 +130,9 @@ pub struct DiscordConfig {
     pub allowed_users: Vec<u64>,
     /// Anyone may DM the bot (no pairing).
     pub open_dms: bool,
+    /// The permission mode of this channel's threads nobody set one on
+    /// (default: `[permissions] default_mode`).
+    pub default_mode: Option<crate::ModeName>,
     /// Only these guilds are answered; empty: every guild the bot is in.
     pub guilds: Vec<u64>,
     /// Guilds whose answers carry a reply-latency footer.
@@ -144,6 +151,7 @@ impl Default for DiscordConfig {
             sync_commands: true,
             allowed_users: Vec::new(),
             open_dms: false,
+            default_mode: None,
             guilds: Vec::new(),
             latency_footer_guilds: Vec::new(),
         }
@@ -188,6 +196,9 @@ pub struct SlackConfig {
     pub allowed_users: Vec<String>,
     /// Anyone in the workspace may DM the bot (no pairing).
     pub open_dms: bool,
+    /// The permission mode of this channel's threads nobody set one on
+    /// (default: `[permissions] default_mode`).
+    pub default_mode: Option<crate::ModeName>,
 }
 
 impl Default for SlackConfig {
@@ -204,6 +215,7 @@ impl Default for SlackConfig {
             signing_secret_env: None,
             allowed_users: Vec::new(),
             open_dms: false,
+            default_mode: None,
         }
     }
 }
@@ -254,6 +266,9 @@ pub struct SmsConfig {
     /// Most messages one answer is sent as (default 4, at most 10); the
     /// rest is replaced by a note that the full answer is at `/ui`.
     pub max_segments: u32,
+    /// The permission mode of this channel's threads nobody set one on
+    /// (default: `[permissions] default_mode`).
+    pub default_mode: Option<crate::ModeName>,
 }
 
 impl Default for SmsConfig {
@@ -272,6 +287,7 @@ impl Default for SmsConfig {
             allowed_users: Vec::new(),
             open_dms: false,
             max_segments: 4,
+            default_mode: None,
         }
     }
 }

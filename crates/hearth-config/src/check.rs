@@ -139,6 +139,17 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
         ));
     }
     crate::channels::validate(&config.channels).map_err(|(key, message)| problem(key, message))?;
+    let ch = &config.channels;
+    crate::permissions::validate(
+        &config.permissions,
+        &[
+            ("telegram", ch.telegram.default_mode),
+            ("discord", ch.discord.default_mode),
+            ("slack", ch.slack.default_mode),
+            ("sms", ch.sms.default_mode),
+        ],
+    )
+    .map_err(|(key, message)| problem(key, message))?;
     crate::router::validate(&config.router).map_err(|(key, message)| problem(key, message))?;
     let ch = &config.channels;
     crate::alerts::validate(&config.alerts, |name| match name {

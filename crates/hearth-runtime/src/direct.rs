@@ -150,6 +150,7 @@ impl Runtime {
             replies: inner.replies.clone(),
             pinned: false,
             first_step: 0,
+            mode: hearth_core::PermissionMode::Ask,
         };
         let result = inner
             .live()

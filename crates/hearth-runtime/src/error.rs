@@ -17,6 +17,12 @@ pub enum RuntimeError {
     /// The caller may not do this.
     #[error("{0}")]
     Forbidden(String),
+    /// Not a permission mode.
+    #[error("{0}")]
+    InvalidMode(String),
+    /// `bypass` asked for in a group chat.
+    #[error("{0}")]
+    BypassInGroup(String),
     /// The model reference names no configured provider or model.
     #[error("{0}")]
     UnknownModel(String),

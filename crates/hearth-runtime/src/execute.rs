@@ -62,6 +62,9 @@ pub(crate) struct Prepared {
     route: Option<Routed>,
     /// Chosen explicitly (for the run or the thread), not by default.
     pinned: bool,
+    /// The thread's permission mode in force when it was prepared; a run
+    /// claimed before keeps the one it was first claimed with.
+    pub(crate) mode: hearth_core::PermissionMode,
 }
 
 /// Runs stored already claimed by this process, with what they were
@@ -172,7 +175,7 @@ impl Runtime {
             Some(Ok(p)) => {
                 let model = p.model.to_string();
                 store
-                    .claim_run_with_model(&run_id, owner, until, now, &model)
+                    .claim_run_with_model(&run_id, owner, until, now, &model, Some(p.mode.as_str()))
                     .await
             }
             Some(Err(_)) | None => store.claim_run(&run_id, owner, until, now).await,
@@ -235,6 +238,7 @@ impl Runtime {
             thinking,
             route,
             pinned,
+            mode,
         } = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -315,6 +319,13 @@ impl Runtime {
             replies: inner.replies.clone(),
             pinned,
             first_step: u32::from(route.is_some()),
+            // The mode its first claim recorded: a run recovered after a
+            // restart keeps it, whatever the thread says now.
+            mode: run
+                .mode
+                .as_deref()
+                .and_then(hearth_core::PermissionMode::parse)
+                .unwrap_or(mode),
         };
         let result = live
             .engine
@@ -375,6 +386,7 @@ impl Runtime {
         // Settings only: counting a long thread's messages is not needed here.
         let state = self.inner.store.thread_settings(thread_key).await?;
         let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
+        let mode = crate::modes::in_force(live, &state, now_ms()).mode;
         let pinned = model.is_some() || state.model.is_some();
         // A model named by the run or its thread always wins over the router.
         if !pinned
@@ -388,6 +400,7 @@ impl Runtime {
                 thinking,
                 route: Some(routed),
                 pinned: false,
+                mode,
             });
         }
         let model = model
@@ -410,6 +423,7 @@ impl Runtime {
             thinking,
             route: None,
             pinned,
+            mode,
         })
     }
 

@@ -211,11 +211,21 @@ impl Runtime {
         let outcome = match &prepared {
             Some(p) => {
                 store
-                    .create_claimed_run(new_run, owner, until, &p.model.to_string())
+                    .create_claimed_run(
+                        new_run,
+                        owner,
+                        until,
+                        &p.model.to_string(),
+                        Some(p.mode.as_str()),
+                    )
                     .await
             }
             // No model yet: the store keeps none.
-            None if hold => store.create_claimed_run(new_run, owner, until, "").await,
+            None if hold => {
+                store
+                    .create_claimed_run(new_run, owner, until, "", None)
+                    .await
+            }
             None => store.create_run(new_run).await,
         };
         let run = match outcome {

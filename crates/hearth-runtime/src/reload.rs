@@ -186,6 +186,8 @@ fn engine_settings(
         confirm: ConfirmPolicy {
             confirm_writes: config.tools.confirm_writes,
             exempt: config.tools.no_confirm.clone(),
+            edit_tools: config.permissions.edit_tools.clone(),
+            always_ask: config.permissions.always_ask.clone(),
             ..Default::default()
         },
         compaction: hearth_agent::CompactionConfig {

@@ -24,6 +24,10 @@ pub struct ThreadRuntime {
     pub incognito: bool,
     /// Messages stored in its history.
     pub message_count: u64,
+    /// The permission mode in force.
+    pub mode: hearth_core::PermissionMode,
+    /// When the mode lapses, if it does.
+    pub mode_expires_at: Option<hearth_core::Timestamp>,
 }
 
 impl Runtime {
@@ -33,6 +37,7 @@ impl Runtime {
         if let Some(memory) = self.inner.incognito.opened() {
             st.message_count += memory.thread_state(thread_key).await?.message_count;
         }
+        let mode = crate::modes::in_force(&self.inner.live(), &st, now_ms());
         let model = st
             .model
             .unwrap_or_else(|| self.inner.live().catalog.default_model().to_string());
@@ -51,6 +56,8 @@ impl Runtime {
             },
             incognito: st.incognito,
             message_count: st.message_count,
+            mode: mode.mode,
+            mode_expires_at: mode.expires_at,
         })
     }
 

@@ -137,7 +137,9 @@ pub struct TraceStep {
     /// What a `compaction` step did (`{"tokens_before","tokens_after"}`), how
     /// a `route` step chose, or why a failed model call failed
     /// (`{"kind","message"}`, the provider's error with secrets redacted);
-    /// `null` for answered model calls and tool calls.
+    /// for a tool call the run's permission mode and what it decided
+    /// (`{"mode","decision"}`, decision `ran`, `asked`, `refused` or
+    /// `not_offered`); `null` for answered model calls.
     #[schema(value_type = Option<Object>)]
     pub detail: Option<serde_json::Value>,
 }
@@ -255,7 +257,7 @@ pub struct Models {
     pub models: Vec<ModelInfo>,
 }
 
-/// `GET /v1/threads/{thread_key}/runtime`
+/// `GET /v1/threads/{thread_key}` and `.../runtime`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ThreadRuntime {
     /// The thread.
@@ -268,6 +270,11 @@ pub struct ThreadRuntime {
     pub incognito: bool,
     /// Stored messages.
     pub message_count: u64,
+    /// The permission mode in force (a lapsed one has fallen back).
+    pub mode: Mode,
+    /// When the mode lapses (RFC 3339); `null` when it does not.
+    #[schema(format = DateTime)]
+    pub mode_expires_at: Option<String>,
 }
 
 impl From<hearth_runtime::ThreadRuntime> for ThreadRuntime {
@@ -278,8 +285,65 @@ impl From<hearth_runtime::ThreadRuntime> for ThreadRuntime {
             thinking: t.thinking,
             incognito: t.incognito,
             message_count: t.message_count,
+            mode: t.mode.into(),
+            mode_expires_at: t.mode_expires_at.map(hearth_core::rfc3339),
         }
     }
+}
+
+/// A permission mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// No tools are offered.
+    Deny,
+    /// Only read-class tools; the model answers with a plan.
+    Plan,
+    /// Every write-class call asks first.
+    Ask,
+    /// Calls of `[permissions] edit_tools` run without asking.
+    AcceptEdits,
+    /// Every allowed write runs without asking, but `always_ask` ones.
+    Auto,
+    /// Nothing asks; lapses to `ask`.
+    Bypass,
+}
+
+impl From<hearth_core::PermissionMode> for Mode {
+    fn from(m: hearth_core::PermissionMode) -> Self {
+        use hearth_core::PermissionMode as P;
+        match m {
+            P::Deny => Self::Deny,
+            P::Plan => Self::Plan,
+            P::Ask => Self::Ask,
+            P::AcceptEdits => Self::AcceptEdits,
+            P::Auto => Self::Auto,
+            P::Bypass => Self::Bypass,
+        }
+    }
+}
+
+/// `PUT /v1/threads/{thread_key}/mode`
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetMode {
+    /// `deny`, `plan`, `ask`, `accept_edits`, `auto` or `bypass` (another
+    /// value is 400 `invalid_mode`).
+    pub mode: String,
+    /// Seconds until the mode lapses (back to the default; `bypass` to
+    /// `ask`, and at most `[permissions] bypass_minutes` in any case).
+    #[schema(minimum = 1, maximum = 31536000)]
+    pub expires_in_secs: Option<u64>,
+}
+
+/// The answer of `PUT /v1/threads/{thread_key}/mode`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ModeSet {
+    /// The mode now in force.
+    pub mode: Mode,
+    /// When it lapses (RFC 3339); `null` when it does not.
+    #[schema(format = DateTime)]
+    pub expires_at: Option<String>,
 }
 
 /// `PUT /v1/threads/{thread_key}/model`

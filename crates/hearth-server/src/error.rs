@@ -12,6 +12,7 @@
 //! | `InvalidMode` | 400 | `invalid_mode` (a search mode that is unknown or needs embeddings) |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
+//! | `BypassInGroup` | 403 | `bypass_in_group` (permission mode `bypass` in a group chat) |
 //! | `ForbiddenHost` | 403 | `forbidden_host` (a Host this server does not answer to) |
 //! | `ForbiddenOrigin` | 403 | `forbidden_origin` (a browser page of another origin) |
 //! | `NotFound` | 404 | `not_found` |
@@ -71,6 +72,9 @@ pub enum ApiError {
     /// Authenticated, but not allowed to do this.
     #[error("{0}")]
     Forbidden(String),
+    /// `bypass` asked for in a group chat.
+    #[error("{0}")]
+    BypassInGroup(String),
     /// The `Host` does not name this server (DNS rebinding).
     #[error("{0}")]
     ForbiddenHost(String),
@@ -131,6 +135,7 @@ impl ApiError {
             Self::InvalidMode(_) => (StatusCode::BAD_REQUEST, "invalid_mode"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::BypassInGroup(_) => (StatusCode::FORBIDDEN, "bypass_in_group"),
             Self::ForbiddenHost(_) => (StatusCode::FORBIDDEN, "forbidden_host"),
             Self::ForbiddenOrigin(_) => (StatusCode::FORBIDDEN, "forbidden_origin"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
@@ -155,6 +160,8 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::RunNotFound(id) => Self::NotFound(format!("no run with id {id:?}")),
             RuntimeError::ConfirmationNotFound => Self::NotFound(e.to_string()),
             RuntimeError::Forbidden(m) => Self::Forbidden(m),
+            RuntimeError::InvalidMode(m) => Self::InvalidMode(m),
+            RuntimeError::BypassInGroup(m) => Self::BypassInGroup(m),
             RuntimeError::UnknownModel(m) => Self::UnknownModel(m),
             RuntimeError::ShuttingDown => Self::Unavailable(e.to_string()),
             RuntimeError::Overloaded {

@@ -55,7 +55,9 @@ pub trait RunStore: Send + Sync + 'static {
     ) -> Result<Option<RunRecord>>;
 
     /// `claim_run` that also records, in the same write, the model the run
-    /// will use (one commit per start instead of two).
+    /// will use (one commit per start instead of two) and, unless the run
+    /// has one already (a claim after a restart), its permission `mode`:
+    /// the returned record's `mode` is the one the run keeps.
     async fn claim_run_with_model(
         &self,
         run_id: &str,
@@ -63,6 +65,7 @@ pub trait RunStore: Send + Sync + 'static {
         lease_until: Timestamp,
         now: Timestamp,
         model: &str,
+        mode: Option<&str>,
     ) -> Result<Option<RunRecord>>;
 
     /// `create_run` and, when that stored a new run, `claim_run_with_model`
@@ -75,6 +78,7 @@ pub trait RunStore: Send + Sync + 'static {
         owner: &str,
         lease_until: Timestamp,
         model: &str,
+        mode: Option<&str>,
     ) -> Result<CreateRunOutcome> {
         let now = run.created_at;
         let created = match self.create_run(run).await? {
@@ -83,7 +87,7 @@ pub trait RunStore: Send + Sync + 'static {
         };
         Ok(CreateRunOutcome::Created(
             match self
-                .claim_run_with_model(&created.run_id, owner, lease_until, now, model)
+                .claim_run_with_model(&created.run_id, owner, lease_until, now, model, mode)
                 .await?
             {
                 Some(claimed) => claimed,

@@ -31,6 +31,15 @@ pub trait ThreadStore: Send + Sync + 'static {
     /// Sets a thread's thinking level (`off`, `low`, `medium`, `high`).
     async fn set_thread_thinking(&self, thread_key: &str, level: &str) -> Result<()>;
 
+    /// Sets a thread's permission mode (`None`: back to the configured
+    /// default) and when it lapses (`None`: never).
+    async fn set_thread_mode(
+        &self,
+        thread_key: &str,
+        mode: Option<&str>,
+        expires_at: Option<Timestamp>,
+    ) -> Result<()>;
+
     /// Turns a thread's incognito flag on or off (the flag is kept; what an
     /// incognito thread says is not).
     async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()>;

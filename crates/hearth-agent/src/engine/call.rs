@@ -83,6 +83,11 @@ impl Engine {
             let mut waited = Duration::ZERO;
             loop {
                 self.shape_request(request, with_tools, &p.offered, &section);
+                match input.mode {
+                    hearth_core::PermissionMode::Plan => request.system.push_str(super::PLAN_NOTE),
+                    hearth_core::PermissionMode::Deny => request.system.push_str(super::DENY_NOTE),
+                    _ => {}
+                }
                 if let Some(summary) = &p.summary {
                     append_section(
                         &mut request.system,

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_core::{RunError, RunEventKind, now_ms};
+use hearth_core::{PermissionMode, RunError, RunEventKind, now_ms};
 use hearth_store::{ChannelStore, ConfirmationStore};
 use hearth_store::{ConfirmationRecord, ConfirmationState, StoreError};
 use hearth_tools::ToolClass;
+use hearth_tools::profiles::glob_match;
 use serde_json::{Value, json};
 
 use super::tools::ToolCall;
@@ -17,9 +18,16 @@ use crate::wall::WallClock;
 
 impl Engine {
     /// True when the call is a write-class call the user may make, with
-    /// valid arguments, that config says must be confirmed first. Calls that
-    /// will fail anyway (refused, bad arguments) are not put to the user.
-    pub(super) fn needs_confirmation(&self, p: &Progress, name: &str, arguments: &str) -> bool {
+    /// valid arguments, that config and the run's permission mode say must
+    /// be confirmed first. Calls that will fail anyway (refused, bad
+    /// arguments) are not put to the user.
+    pub(super) fn needs_confirmation(
+        &self,
+        p: &Progress,
+        mode: PermissionMode,
+        name: &str,
+        arguments: &str,
+    ) -> bool {
         let Some(tool) = self.tools.get(name) else {
             return false;
         };
@@ -29,8 +37,12 @@ impl Engine {
         {
             return false;
         }
-        // Not offered: refused for the channel or a capability, never asked.
+        // Not offered: refused for the channel, a capability or the mode,
+        // never asked.
         if !p.offered.iter().any(|t| t.name == name) {
+            return false;
+        }
+        if !self.mode_asks(mode, name) {
             return false;
         }
         let args = if arguments.trim().is_empty() {
@@ -40,6 +52,20 @@ impl Engine {
         };
         matches!(args, Ok(ref v) if v.is_object()
             && hearth_tools::schema::validate(&tool.spec().parameters, v).is_ok())
+    }
+
+    /// Whether `mode` asks before the offered write-class tool `name` runs.
+    pub(super) fn mode_asks(&self, mode: PermissionMode, name: &str) -> bool {
+        let any = |globs: &[String]| globs.iter().any(|g| glob_match(g, name));
+        match mode {
+            // Offer no write-class tool; a call to one is refused, not asked.
+            PermissionMode::Deny | PermissionMode::Plan | PermissionMode::Ask => true,
+            PermissionMode::AcceptEdits => {
+                !any(&self.confirm.edit_tools) || any(&self.confirm.always_ask)
+            }
+            PermissionMode::Auto => any(&self.confirm.always_ask),
+            PermissionMode::Bypass => false,
+        }
     }
 
     /// Asks the user to confirm a call (or finds the question asked before a
@@ -315,6 +341,7 @@ mod tests {
             replies: None,
             pinned: false,
             first_step: 0,
+            mode: PermissionMode::Ask,
         };
         let question = || {
             Ok((

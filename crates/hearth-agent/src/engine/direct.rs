@@ -150,8 +150,9 @@ impl Engine {
         {
             tracing::warn!(run_id = %input.run_id, tool = %call.tool, error = %why, "the tool's server did not come up");
         }
-        let offered = self.offered_tools_as(input, call.operator).await?;
+        let (allowed, offered) = self.offered_tools_as(input, call.operator).await?;
         let mut p = Progress {
+            allowed,
             offered,
             pending_steer: Vec::new(),
             seen_steer: HashSet::new(),

@@ -40,6 +40,15 @@ pub trait EventSink: Send + Sync {
     fn emit(&self, kind: RunEventKind, data: Value);
 }
 
+/// Added to the system prompt in `plan` mode.
+const PLAN_NOTE: &str = "\n\nThis thread is in plan mode: you may only read and look things up. \
+Investigate what you need with the tools offered, change nothing, and answer with a numbered plan \
+of the steps you would take. The user approves the plan before anything is done.";
+
+/// Added to the system prompt in `deny` mode.
+const DENY_NOTE: &str = "\n\nThis thread's permission mode offers no tools: answer from what you \
+know and the conversation, and say what you would need to do something.";
+
 /// Added to the system prompt when a model gets no tools.
 const PROMPT_ONLY_NOTE: &str = "\n\nNo tools are available with this model: answer from what you \
 know, and say so when something would need checking.";
@@ -90,6 +99,10 @@ pub struct ConfirmPolicy {
     pub exempt: Vec<String>,
     /// How long a question stays answerable (5 minutes; shorter in tests).
     pub ttl: Duration,
+    /// Globs over tool names: the writes `accept_edits` runs without asking.
+    pub edit_tools: Vec<String>,
+    /// Globs over tool names: writes that ask in `accept_edits` and `auto`.
+    pub always_ask: Vec<String>,
 }
 
 impl Default for ConfirmPolicy {
@@ -98,6 +111,15 @@ impl Default for ConfirmPolicy {
             confirm_writes: true,
             exempt: Vec::new(),
             ttl: CONFIRMATION_TTL,
+            edit_tools: [
+                "*__write_file",
+                "*__edit_file",
+                "*__create_directory",
+                "*__move_file",
+            ]
+            .map(String::from)
+            .to_vec(),
+            always_ask: ["memory_forget", "cancel_job"].map(String::from).to_vec(),
         }
     }
 }
@@ -161,7 +183,9 @@ fn llm_failure(e: &LlmError) -> Stop {
 
 /// The state of one run in progress.
 struct Progress {
-    /// Tools the run's user may use, offered to the model.
+    /// Tools the run's user may use (channel and capabilities).
+    allowed: Arc<[hearth_core::ToolSpec]>,
+    /// Of those, the ones the run's permission mode offers to the model.
     offered: Arc<[hearth_core::ToolSpec]>,
     /// Stored steers not shown to the model yet (after a crash), by id.
     pending_steer: Vec<(i64, String)>,
@@ -537,13 +561,14 @@ impl Engine {
     ) -> Result<Progress, Stop> {
         let journal = input.journal(&self.store);
         // Independent reads, so one waits for the slowest rather than the sum.
-        let (loaded, (steps, stored_steers), offered) = futures_util::future::try_join3(
+        let (loaded, (steps, stored_steers), (allowed, offered)) = futures_util::future::try_join3(
             self.load_history(input, supplied),
             async { Ok::<_, Stop>(journal.journal_of_run(&input.run_id).await?) },
             self.offered_tools(input),
         )
         .await?;
         let mut p = Progress {
+            allowed,
             offered,
             pending_steer: Vec::new(),
             seen_steer: HashSet::new(),

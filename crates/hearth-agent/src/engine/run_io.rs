@@ -48,6 +48,9 @@ pub struct RunInput {
     /// caller's (a routed run's `route` step at 0), journaled by it and
     /// perhaps not committed yet when the engine reads the journal.
     pub first_step: u32,
+    /// The permission mode the run started with: which tools are offered
+    /// and which allowed calls ask first.
+    pub mode: hearth_core::PermissionMode,
 }
 
 impl RunInput {

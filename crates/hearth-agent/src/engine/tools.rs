@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hearth_core::{Content, Message, Role, RunEventKind, now_ms};
+use hearth_core::{Content, Message, PermissionMode, Role, RunEventKind, now_ms};
 use hearth_store::{AuditEvent, StepKind, StepRecord, StepStatus};
 use hearth_tools::{ToolClass, channel_of};
 use serde_json::{Value, json};
@@ -44,21 +44,22 @@ impl Engine {
         let ctx = input.tool_context();
         let mut rest = calls.into_iter().peekable();
         while let Some(first) = rest.next() {
-            if self.needs_confirmation(p, &first.name, &first.arguments) {
+            let asked = self.needs_confirmation(p, input.mode, &first.name, &first.arguments);
+            if asked {
                 check_call_limits(&self.limits, p)?;
                 if let Some(refusal) = self.confirm(input, sink, &first, clock).await? {
-                    let mut call = self.begin_call(input, sink, p, first, false).await?;
+                    let mut call = self.begin_call(input, sink, p, first, false, true).await?;
                     call.unconfirmed = true;
                     self.end_call(input, sink, p, call, refusal).await?;
                     continue;
                 }
             }
-            let mut batch = vec![self.begin_call(input, sink, p, first, true).await?];
+            let mut batch = vec![self.begin_call(input, sink, p, first, true, asked).await?];
             if batch[0].class != Some(ToolClass::Write) {
                 while let Some(next) =
                     rest.next_if(|c| self.class_of(&c.name) != Some(ToolClass::Write))
                 {
-                    batch.push(self.begin_call(input, sink, p, next, true).await?);
+                    batch.push(self.begin_call(input, sink, p, next, true, false).await?);
                 }
             }
             let timeout = self.limits.tool_timeout;
@@ -122,16 +123,14 @@ impl Engine {
             }
         }))
         .await;
-        p.offered = self.offered_tools(input).await?;
+        (p.allowed, p.offered) = self.offered_tools(input).await?;
         Ok(())
     }
 
-    /// The tools `input`'s user may use. Grants only add to the default
-    /// preset, so they are read only when some tool needs more than it holds.
-    pub(super) async fn offered_tools(
-        &self,
-        input: &RunInput,
-    ) -> Result<Arc<[hearth_core::ToolSpec]>, Stop> {
+    /// The tools `input`'s user may use, and of those the ones the run's
+    /// permission mode offers. Grants only add to the default preset, so
+    /// they are read only when some tool needs more than it holds.
+    pub(super) async fn offered_tools(&self, input: &RunInput) -> Result<Offer, Stop> {
         self.offered_tools_as(input, false).await
     }
 
@@ -141,12 +140,40 @@ impl Engine {
         &self,
         input: &RunInput,
         operator: bool,
-    ) -> Result<Arc<[hearth_core::ToolSpec]>, Stop> {
+    ) -> Result<Offer, Stop> {
+        let allowed = self.allowed_tools(input, operator).await?;
+        // `deny` offers nothing, `plan` only what reads; a mode takes away,
+        // it never adds what the capabilities refused.
+        let offered: Vec<Arc<dyn hearth_tools::Tool>> = match input.mode {
+            PermissionMode::Deny => Vec::new(),
+            PermissionMode::Plan => allowed
+                .iter()
+                .filter(|t| t.class() == ToolClass::Read)
+                .cloned()
+                .collect(),
+            _ => allowed.clone(),
+        };
+        let same = offered.len() == allowed.len();
+        let allowed = self.offered.specs(allowed);
+        let offered = if same {
+            Arc::clone(&allowed)
+        } else {
+            self.offered.specs(offered)
+        };
+        Ok((allowed, offered))
+    }
+
+    /// The tools of the run's channel that its user's capabilities allow.
+    async fn allowed_tools(
+        &self,
+        input: &RunInput,
+        operator: bool,
+    ) -> Result<Vec<Arc<dyn hearth_tools::Tool>>, Stop> {
         let channel = channel_of(&input.thread_key);
         let on_channel: Vec<Arc<dyn hearth_tools::Tool>> =
             self.tools.for_channel(channel).collect();
         if operator {
-            return Ok(self.offered.specs(on_channel));
+            return Ok(on_channel);
         }
         let needs_grants = on_channel.iter().any(|t| {
             t.capability().is_some_and(|cap| {
@@ -185,7 +212,7 @@ impl Engine {
                 })
             })
             .collect();
-        Ok(self.offered.specs(offered))
+        Ok(offered)
     }
 
     /// A refused call: an error the model can read, and an audit record
@@ -210,13 +237,25 @@ impl Engine {
                     channel_of(&input.thread_key)
                 ),
             ),
+            Refusal::Mode => (
+                None,
+                format!(
+                    "not done: tool {tool} is not offered in this thread's permission mode {}; \
+                     do not retry. Answer without it, or tell the user which mode would allow it",
+                    input.mode
+                ),
+            ),
+        };
+        let outcome = match refusal {
+            Refusal::Mode => "not_offered",
+            Refusal::Capability(_) | Refusal::Channel => "denied",
         };
         let event = AuditEvent {
             at: now_ms(),
             actor: input.user_key.clone(),
             action: "tool.call".into(),
             target: tool.to_owned(),
-            outcome: "denied".into(),
+            outcome: outcome.into(),
             capability,
             scope: Some(input.scope.clone()),
         };
@@ -271,6 +310,7 @@ impl Engine {
             arguments,
         }: ToolCall,
         will_run: bool,
+        asked: bool,
     ) -> Result<PendingCall, Stop> {
         check_call_limits(&self.limits, p)?;
         let arguments = self.redact_tool_json(arguments, "arguments");
@@ -288,6 +328,13 @@ impl Engine {
             {
                 Some(Refusal::Channel)
             }
+            // Allowed, but the run's mode does not offer it.
+            Some(_)
+                if p.allowed.iter().any(|t| t.name == name)
+                    && !p.offered.iter().any(|t| t.name == name) =>
+            {
+                Some(Refusal::Mode)
+            }
             Some(t) => match t.capability() {
                 Some(cap) if !p.offered.iter().any(|t| t.name == name) => {
                     Some(Refusal::Capability(cap))
@@ -295,6 +342,12 @@ impl Engine {
                 _ => None,
             },
             None => None,
+        };
+        let decision = match refused {
+            Some(Refusal::Mode) => "not_offered",
+            Some(_) => "refused",
+            None if asked => "asked",
+            None => "ran",
         };
         let step = StepRecord {
             run_id: input.run_id.clone(),
@@ -305,7 +358,12 @@ impl Engine {
             started_at: now_ms(),
             finished_at: None,
             tokens: None,
-            payload: json!({ "call_id": call_id, "arguments": arguments }),
+            payload: json!({
+                "call_id": call_id,
+                "arguments": arguments,
+                // The trace shows which mode decided what about the call.
+                "detail": { "mode": input.mode.as_str(), "decision": decision },
+            }),
         };
         if class == Some(ToolClass::Write) && will_run {
             input.journal(&self.store).put_step(step.clone()).await?;
@@ -437,7 +495,12 @@ enum Refusal {
     Capability(&'static str),
     /// The run's channel does not have the tool.
     Channel,
+    /// The run's permission mode does not offer it (`deny`, `plan`).
+    Mode,
 }
+
+/// The tools a run's user may use, and of those the ones its mode offers.
+pub(super) type Offer = (Arc<[hearth_core::ToolSpec]>, Arc<[hearth_core::ToolSpec]>);
 
 /// Appends a tool result to the trailing tool message, starting one if needed.
 pub(super) fn push_tool_result(scratch: &mut Vec<Message>, call_id: String, output: String) {

@@ -123,6 +123,7 @@ async fn call_in(
                 replies: None,
                 pinned: false,
                 first_step: 0,
+                mode: hearth_core::PermissionMode::Ask,
             },
             &NoEvents,
         )

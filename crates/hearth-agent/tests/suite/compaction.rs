@@ -188,6 +188,7 @@ impl Thread {
             replies: None,
             pinned: false,
             first_step: 0,
+            mode: hearth_core::PermissionMode::Ask,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
         let (status, output, error) = match &result.outcome {

@@ -154,6 +154,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         replies: None,
         pinned: false,
         first_step: 0,
+        mode: hearth_core::PermissionMode::Ask,
     };
     engine.run(input, &Sink).await.outcome
 }

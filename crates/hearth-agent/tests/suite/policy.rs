@@ -62,7 +62,7 @@ fn allowed(via: Via) -> Decision {
     }
 }
 
-/// The eleven capabilities API.md documents, checked by what the policy does
+/// The capabilities API.md documents (and `permissions.bypass`, issue 21), checked by what the policy does
 /// with them (not by comparing the constant with a copy of itself): each can
 /// be granted, a grant of one allows that one and no other, the admin preset
 /// holds them all, and a near-miss name is neither grantable nor allowed.
@@ -80,6 +80,7 @@ fn the_documented_capabilities_are_grantable_and_nothing_else_is() {
         "jobs.manage",
         "skills.read",
         "skills.use",
+        "permissions.bypass",
     ];
     let none = cfg(Preset::None);
     let admin = cfg(Preset::Admin);

@@ -18,8 +18,8 @@
 mod presses;
 
 use hearth_core::records::RunFilter;
-use hearth_core::{RunStatus, ThinkingLevel, ThreadKey, now_ms};
-use hearth_runtime::{Answerer, Runtime};
+use hearth_core::{PermissionMode, RunStatus, ThinkingLevel, ThreadKey, now_ms};
+use hearth_runtime::{Answerer, ModeSetter, Runtime, RuntimeError};
 use tracing::info;
 
 use crate::control::{self, Place};
@@ -43,7 +43,7 @@ pub(crate) struct Spec {
 }
 
 /// The commands, in the order menus and help list them.
-pub(crate) const SPECS: [Spec; 6] = [
+pub(crate) const SPECS: [Spec; 8] = [
     Spec {
         name: "new",
         args: "",
@@ -58,6 +58,16 @@ pub(crate) const SPECS: [Spec; 6] = [
         name: "thinking",
         args: "[off|low|medium|high]",
         summary: "Choose how hard the model thinks",
+    },
+    Spec {
+        name: "mode",
+        args: "[deny|plan|ask|accept_edits|auto|bypass]",
+        summary: "Choose what runs without asking",
+    },
+    Spec {
+        name: "runplan",
+        args: "[mode]",
+        summary: "Carry out the last plan (switches to the mode, default ask)",
     },
     Spec {
         name: "usage",
@@ -107,6 +117,11 @@ pub(crate) enum Change {
     Model(Option<String>),
     /// Set the thinking level (to this one), or show the picker.
     Thinking(Option<String>),
+    /// Set the permission mode (to this one), or show the picker.
+    Mode(Option<String>),
+    /// Approve the last answer as the plan: switch to this mode (`ask`
+    /// without) and send the plan back as the next message.
+    RunPlan(Option<String>),
     /// Stop the answer being worked on.
     Cancel,
 }
@@ -122,6 +137,8 @@ impl Command {
             "new" => Self::On(Change::New),
             "model" => Self::On(Change::Model(arg)),
             "thinking" => Self::On(Change::Thinking(arg)),
+            "mode" => Self::On(Change::Mode(arg)),
+            "runplan" => Self::On(Change::RunPlan(arg)),
             "cancel" => Self::On(Change::Cancel),
             _ => return None,
         })
@@ -168,6 +185,10 @@ const NO_CONVERSATION: &str = "This command acts on a conversation; give it in o
 pub(crate) const CHOOSE_MODEL: &str = "Choose the model:";
 /// What the thinking picker asks.
 pub(crate) const CHOOSE_THINKING: &str = "How hard should the model think?";
+/// What the mode picker asks.
+pub(crate) const CHOOSE_MODE: &str = "What may run without asking? (deny: no tools; plan: \
+reads only, answers with a plan; ask: every change asks; accept_edits: file edits run; auto: \
+changes run; bypass: nothing asks, for a while)";
 /// The thinking levels a picker offers.
 const LEVELS: [ThinkingLevel; 4] = [
     ThinkingLevel::Off,
@@ -183,6 +204,8 @@ pub(crate) enum PickerKind {
     Model,
     /// How hard the model thinks.
     Thinking,
+    /// The permission mode.
+    Mode,
 }
 
 /// A choice to make: the platform shows one button per choice.
@@ -249,6 +272,48 @@ pub(crate) async fn thinking_picker(
     })
 }
 
+/// The permission mode picker of `thread`.
+pub(crate) async fn mode_picker(
+    runtime: &Runtime,
+    thread: &ThreadKey,
+    heading: impl Into<String>,
+) -> Result<Picker, ChannelError> {
+    Ok(Picker {
+        kind: PickerKind::Mode,
+        heading: heading.into(),
+        current: runtime.thread_mode(thread).await?.mode.as_str().to_owned(),
+        choices: PermissionMode::ALL
+            .iter()
+            .map(|m| m.as_str().to_owned())
+            .collect(),
+    })
+}
+
+/// Sets the mode of the conversation at `place` for `who`: a refusal
+/// (`bypass` without `permissions.bypass`, or in a group) is words for them.
+pub(crate) async fn set_mode(
+    runtime: &Runtime,
+    who: Answerer<'_>,
+    place: Place<'_>,
+    mode: PermissionMode,
+) -> Result<Result<String, String>, ChannelError> {
+    let thread = ThreadKey::new(place.thread)?;
+    let setter = ModeSetter::User {
+        user_key: who.user_key,
+        roles: who.roles,
+        scope: place.shared_in,
+        in_group: place.shared_in.is_some(),
+    };
+    match runtime.set_mode(&thread, mode.as_str(), None, setter).await {
+        Ok(set) => Ok(Ok(match set.expires_at {
+            Some(at) => format!("Mode: {} (until {})", set.mode, hearth_core::rfc3339(at)),
+            None => format!("Mode: {}", set.mode),
+        })),
+        Err(RuntimeError::Forbidden(why) | RuntimeError::BypassInGroup(why)) => Ok(Err(why)),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Carries out `cmd` given as `ctx` says.
 pub(crate) async fn run(ctx: &Ctx<'_>, cmd: Command) -> Result<Reply, ChannelError> {
     let change = match cmd {
@@ -292,8 +357,78 @@ pub(crate) async fn run(ctx: &Ctx<'_>, cmd: Command) -> Result<Reply, ChannelErr
             }
             None => Reply::Picker(thinking_picker(runtime, &thread).await?),
         },
+        Change::Mode(mode) => match mode.as_deref().and_then(PermissionMode::parse) {
+            // Nobody may in a group: say that (the runtime refuses and
+            // audits it), rather than who else might change the mode.
+            Some(PermissionMode::Bypass) if place.shared_in.is_some() => {
+                match set_mode(runtime, ctx.who, place, PermissionMode::Bypass).await? {
+                    Ok(words) => Reply::Public(words),
+                    Err(why) => Reply::Private(why),
+                }
+            }
+            Some(_) if !may_change().await? => refused(),
+            Some(mode) => match set_mode(runtime, ctx.who, place, mode).await? {
+                Ok(words) => Reply::Public(words),
+                Err(why) => Reply::Private(why),
+            },
+            None => Reply::Picker(mode_picker(runtime, &thread, CHOOSE_MODE).await?),
+        },
+        Change::RunPlan(mode) => match mode
+            .as_deref()
+            .map_or(Some(PermissionMode::Ask), PermissionMode::parse)
+        {
+            None => Reply::Picker(mode_picker(runtime, &thread, CHOOSE_MODE).await?),
+            Some(_) if !may_change().await? => refused(),
+            Some(mode) => run_plan(ctx, place, mode).await?,
+        },
         Change::Cancel => cancel(ctx, place).await?,
     })
+}
+
+/// What the plan goes back with (as `hearth mode set --run-plan` sends it).
+const RUN_PLAN_PREFIX: &str = "The plan is approved. Carry it out now:\n\n";
+
+/// Switches the conversation at `place` to `mode` and sends its last
+/// answer (the plan a `plan`-mode run gave) back as the next message, from
+/// the one who approved it.
+async fn run_plan(
+    ctx: &Ctx<'_>,
+    place: Place<'_>,
+    mode: PermissionMode,
+) -> Result<Reply, ChannelError> {
+    let runtime = ctx.runtime;
+    let thread = ThreadKey::new(place.thread)?;
+    let page = runtime.history(&thread, Some(50), None).await?;
+    let plan = page
+        .messages
+        .into_iter()
+        .find(|m| m.role == "assistant" && m.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+        .and_then(|m| m.text);
+    let Some(plan) = plan else {
+        return Ok(Reply::Private(
+            "There is no plan to carry out yet: choose plan mode (/mode plan) and ask for one."
+                .to_owned(),
+        ));
+    };
+    let set = match set_mode(runtime, ctx.who, place, mode).await? {
+        Ok(words) => words,
+        Err(why) => return Ok(Reply::Private(why)),
+    };
+    let source = place.thread.split(':').next().unwrap_or("chat").to_owned();
+    runtime
+        .ingest(hearth_core::Inbound {
+            source,
+            thread_key: thread,
+            user_key: hearth_core::UserKey::new(ctx.who.user_key)?,
+            text: format!("{RUN_PLAN_PREFIX}{plan}"),
+            delivery_mode: hearth_core::DeliveryMode::FollowUp,
+            idempotency_key: None,
+            scope: place.shared_in.map(str::to_owned),
+            roles: ctx.who.roles.to_vec(),
+        })
+        .await?;
+    info!(thread = %place.thread, mode = %mode, "plan approved by command");
+    Ok(Reply::Public(format!("{set}. Carrying out the plan.")))
 }
 
 /// What someone refused a change is told.

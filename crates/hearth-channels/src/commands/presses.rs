@@ -3,10 +3,12 @@
 //! Discord's custom ids carry the same [`Button`] text; Slack's buttons
 //! carry the same meaning in their action id and value.
 
-use hearth_core::{ThinkingLevel, ThreadKey};
+use hearth_core::{PermissionMode, ThinkingLevel, ThreadKey};
 use hearth_runtime::{Answerer, Runtime, RuntimeError};
 
-use super::{CHOOSE_MODEL, Picker, model_ids, model_picker, thinking_picker};
+use super::{
+    CHOOSE_MODE, CHOOSE_MODEL, Picker, mode_picker, model_ids, model_picker, thinking_picker,
+};
 use crate::control::{self, Place};
 use crate::error::ChannelError;
 
@@ -40,6 +42,8 @@ pub(crate) enum Button<'a> {
     },
     /// This thinking level.
     Thinking(&'a str),
+    /// This permission mode.
+    Mode(&'a str),
 }
 
 #[cfg(any(feature = "telegram", feature = "discord"))]
@@ -57,6 +61,7 @@ impl<'a> Button<'a> {
                 tag,
             }),
             (Some("t"), Some(level), None) => Some(Self::Thinking(level)),
+            (Some("md"), Some(mode), None) => Some(Self::Mode(mode)),
             _ => None,
         }
     }
@@ -71,6 +76,7 @@ impl<'a> Button<'a> {
         match picker.kind {
             super::PickerKind::Model => format!("m:{index}:{}", tag(choice)),
             super::PickerKind::Thinking => format!("t:{choice}"),
+            super::PickerKind::Mode => format!("md:{choice}"),
         }
     }
 }
@@ -104,6 +110,8 @@ pub(crate) enum Pick {
     Model(Option<String>),
     /// This level; `None` for one that is not a level.
     Thinking(Option<ThinkingLevel>),
+    /// This permission mode; `None` for one that is not a mode.
+    Mode(Option<PermissionMode>),
 }
 
 /// What a choice came to.
@@ -156,6 +164,19 @@ pub(crate) async fn pick(
         Pick::Thinking(None) => Picked::Done {
             toast: "That choice is gone; pick again.".to_owned(),
             picker: thinking_picker(runtime, &thread).await?,
+        },
+        Pick::Mode(Some(mode)) => {
+            let toast = match super::set_mode(runtime, who, place, mode).await? {
+                Ok(words) | Err(words) => words,
+            };
+            // The outcome heads the picker too: a platform that shows no
+            // toast (Slack) still tells why bypass was refused.
+            let picker = mode_picker(runtime, &thread, toast.clone()).await?;
+            Picked::Done { toast, picker }
+        }
+        Pick::Mode(None) => Picked::Done {
+            toast: "That choice is gone; pick again.".to_owned(),
+            picker: mode_picker(runtime, &thread, CHOOSE_MODE).await?,
         },
     })
 }
@@ -233,6 +254,10 @@ mod tests {
         );
         assert_ne!(tag("openai/gpt-4o"), tag("openai/gpt-4o-mini"));
         assert_eq!(Button::parse("t:high"), Some(Button::Thinking("high")));
+        assert_eq!(
+            Button::parse("md:accept_edits"),
+            Some(Button::Mode("accept_edits"))
+        );
         for bad in ["m:x:1", "cf:x:t", "t:a:b", "", "zz"] {
             assert_eq!(Button::parse(bad), None, "{bad}");
         }

@@ -39,6 +39,8 @@ pub(super) fn definitions(models: &[String]) -> Value {
     }
     let mut level = option(STRING, "level", "How hard it thinks", false);
     level["choices"] = choices(&["off", "low", "medium", "high"].map(String::from));
+    let mut mode = option(STRING, "mode", "What may run without asking", false);
+    mode["choices"] = choices(&hearth_core::PermissionMode::ALL.map(|m| m.as_str().to_owned()));
     let target = |verb: &str| {
         json!({ "type": SUB_COMMAND, "name": verb, "description": format!("{verb} a capability for a role or a user in this server"),
             "options": [
@@ -52,6 +54,8 @@ pub(super) fn definitions(models: &[String]) -> Value {
         { "name": "ask", "description": "Ask the assistant", "options": [option(STRING, "question", "Your question", true)] },
         { "name": "model", "description": "Show or choose the model of this channel", "options": [model] },
         { "name": "thinking", "description": "Show or choose how hard the model thinks", "options": [level] },
+        { "name": "mode", "description": "Show or choose what runs without asking in this channel", "options": [mode.clone()] },
+        { "name": "runplan", "description": "Carry out the last plan, switching to the mode (default ask)", "options": [mode] },
         { "name": "new", "description": "Start a new conversation in this channel" },
         { "name": "usage", "description": "Today's model usage and cost" },
         { "name": "permissions", "description": "Capabilities of roles and users in this server",
@@ -114,7 +118,7 @@ mod tests {
         let models: Vec<String> = (0..30).map(|i| format!("p/m{i}")).collect();
         for defs in [definitions(&models), definitions(&models[..3])] {
             let list = defs.as_array().unwrap();
-            assert_eq!(list.len(), 10);
+            assert_eq!(list.len(), 12);
             for c in list {
                 let name = c["name"].as_str().unwrap();
                 assert!(

@@ -215,8 +215,11 @@ async fn command(
     let Some(data) = &i.data else { return Ok(()) };
     let thread = thread_key(channel);
     let sub = data.options.first();
-    // The shared commands' one option: `/model name`, `/thinking level`.
-    let arg = option(&data.options, "name").or_else(|| option(&data.options, "level"));
+    // The shared commands' one option: `/model name`, `/thinking level`,
+    // `/mode mode`.
+    let arg = option(&data.options, "name")
+        .or_else(|| option(&data.options, "level"))
+        .or_else(|| option(&data.options, "mode"));
     let args: Vec<&str> = arg.as_deref().into_iter().collect();
     let command = match data.name.as_str() {
         "agent" if sub.is_some_and(|s| s.name == "cancel") => Command::parse("cancel", &[]),

@@ -59,6 +59,10 @@ pub(super) async fn button(dc: &Dc, i: &Interaction, actor: &User) -> Result<(),
         Some(Button::Thinking(level)) => {
             pick(dc, i, &acting, Pick::Thinking(ThinkingLevel::parse(level))).await?
         }
+        Some(Button::Mode(mode)) => {
+            let mode = hearth_core::PermissionMode::parse(mode);
+            pick(dc, i, &acting, Pick::Mode(mode)).await?
+        }
         None => Shown::Private("This button is no longer active.".to_owned()),
     };
     // Seen only now that it acted. Discord sends no press again, so a

@@ -28,6 +28,8 @@ use crate::error::ChannelError;
 pub(super) const MODEL_ACTION: &str = "hearth_model_";
 /// `action_id` prefix of the thinking picker's buttons (value: the level).
 pub(super) const THINKING_ACTION: &str = "hearth_thinking_";
+/// The action id prefix of a permission mode button (then the mode).
+pub(super) const MODE_ACTION: &str = "hearth_mode_";
 /// Buttons in one actions block (Slack allows 25).
 const PER_BLOCK: usize = 25;
 /// Models offered by the picker (Slack allows 50 blocks in a message).
@@ -234,6 +236,7 @@ fn buttons(picker: &Picker) -> Vec<Value> {
     let prefix = match picker.kind {
         PickerKind::Model => MODEL_ACTION,
         PickerKind::Thinking => THINKING_ACTION,
+        PickerKind::Mode => MODE_ACTION,
     };
     picker
         .choices
@@ -245,7 +248,7 @@ fn buttons(picker: &Picker) -> Vec<Value> {
             let label: String = picker.label(c).chars().take(75).collect();
             let id = match picker.kind {
                 PickerKind::Model => format!("{prefix}{i}"),
-                PickerKind::Thinking => format!("{prefix}{c}"),
+                PickerKind::Thinking | PickerKind::Mode => format!("{prefix}{c}"),
             };
             json!({ "type": "button", "action_id": id, "value": c,
                     "text": { "type": "plain_text", "text": label } })

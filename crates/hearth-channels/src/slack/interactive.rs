@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use super::commands::{
-    MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, picker_thread, place, respond, scope,
-    with_buttons,
+    MODE_ACTION, MODEL_ACTION, THINKING_ACTION, dm_thread, may_use, picker_thread, place, respond,
+    scope, with_buttons,
 };
 use super::deliver::{APPROVE, DENY, blocks};
 use super::types::Interaction;
@@ -107,6 +107,8 @@ async fn act(slack: &Sl, ix: &Interaction) -> Result<Shown, ChannelError> {
         Pick::Model(Some(value))
     } else if id.starts_with(THINKING_ACTION) {
         Pick::Thinking(ThinkingLevel::parse(&value))
+    } else if id.starts_with(MODE_ACTION) {
+        Pick::Mode(hearth_core::PermissionMode::parse(&value))
     } else {
         let text = "This button is no longer active.";
         return Ok(Shown::Respond(url, ephemeral(text)));

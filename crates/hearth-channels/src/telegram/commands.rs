@@ -90,6 +90,11 @@ fn keyboard(picker: &Picker) -> Value {
     match picker.kind {
         PickerKind::Model => buttons.map(|b| json!([b])).collect(),
         PickerKind::Thinking => json!([buttons.collect::<Vec<_>>()]),
+        // Six modes: two rows of three, least to most permissive.
+        PickerKind::Mode => {
+            let all: Vec<Value> = buttons.collect();
+            json!(all.chunks(3).collect::<Vec<_>>())
+        }
     }
 }
 

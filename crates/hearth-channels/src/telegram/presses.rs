@@ -107,6 +107,7 @@ async fn act(tg: &Tg, q: &CallbackQuery) -> Result<Shown, ChannelError> {
             Pick::Model(commands::model_at(&tg.runtime, index, tag))
         }
         Some(Button::Thinking(level)) => Pick::Thinking(ThinkingLevel::parse(level)),
+        Some(Button::Mode(mode)) => Pick::Mode(hearth_core::PermissionMode::parse(mode)),
         // An old or foreign button: say so rather than fail.
         Some(Button::Confirm { .. }) | None => {
             return Ok(toast("This button is no longer active."));

@@ -34,6 +34,7 @@ mod adapters {
 }
 mod checks;
 mod harness;
+mod modes;
 mod refused;
 
 pub(crate) use harness::{Harness, Platform, Who};

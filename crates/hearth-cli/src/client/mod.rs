@@ -10,6 +10,7 @@ mod health;
 mod jobs;
 mod listings;
 pub(crate) mod mcp;
+pub(crate) mod modes;
 mod permissions;
 mod router;
 mod runs;
@@ -39,7 +40,7 @@ pub(crate) struct Api {
 }
 
 impl Api {
-    fn new(g: &Global) -> Result<Self, Exit> {
+    pub(crate) fn new(g: &Global) -> Result<Self, Exit> {
         let http = hearth_http::client_builder()
             .build()
             .map_err(|e| Exit::from(anyhow::anyhow!("cannot build the HTTP client: {e}")))?;
@@ -50,7 +51,7 @@ impl Api {
         })
     }
 
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+    pub(crate) fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         let mut rb = self.http.request(method, format!("{}{path}", self.base));
         if let Some(t) = &self.token {
             rb = rb.bearer_auth(t);
@@ -58,7 +59,10 @@ impl Api {
         rb
     }
 
-    async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, Exit> {
+    pub(crate) async fn send(
+        &self,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, Exit> {
         rb.send().await.map_err(|e| {
             anyhow::anyhow!(
                 "cannot reach hearth at {}: {} (is `hearth serve` running? set --url or HEARTH_URL)",
@@ -71,7 +75,10 @@ impl Api {
 
     /// Sends the request and reads a success answer as `T`; an error answer
     /// becomes an error that quotes the API's code and message.
-    async fn call<T: DeserializeOwned>(&self, rb: reqwest::RequestBuilder) -> Result<T, Exit> {
+    pub(crate) async fn call<T: DeserializeOwned>(
+        &self,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<T, Exit> {
         let resp = self.send(rb).await?;
         let status = resp.status();
         let text = resp.text().await.map_err(|e| {
@@ -92,7 +99,7 @@ impl Api {
     }
 
     /// The error for an unsuccessful answer, with what to do about a 401.
-    fn api_error(&self, status: StatusCode, text: &str) -> Exit {
+    pub(crate) fn api_error(&self, status: StatusCode, text: &str) -> Exit {
         let Ok(body) = serde_json::from_str::<ErrorBody>(text) else {
             return anyhow::anyhow!(
                 "hearth answered HTTP {} without an error body: {}",
@@ -143,15 +150,19 @@ impl Api {
         Err(self.api_error(status, &text))
     }
 
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, Exit> {
+    pub(crate) async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, Exit> {
         self.call(self.request(Method::GET, path)).await
     }
 
-    async fn put<T: DeserializeOwned>(&self, path: &str, body: &impl Serialize) -> Result<T, Exit> {
+    pub(crate) async fn put<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<T, Exit> {
         self.call(self.request(Method::PUT, path).json(body)).await
     }
 
-    async fn post<T: DeserializeOwned>(
+    pub(crate) async fn post<T: DeserializeOwned>(
         &self,
         path: &str,
         body: &impl Serialize,
@@ -222,7 +233,7 @@ pub(crate) fn base_url(raw: &str) -> Result<String, Exit> {
 }
 
 /// Percent-encodes a path segment.
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~:".contains(&b) {
@@ -295,6 +306,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         } => runs::answer(&api, &confirmation, &user, false, wait, g.json).await,
         Command::Model { command } => threads::model(&api, command, g.json).await,
         Command::Thinking { command } => threads::thinking(&api, command, g.json).await,
+        Command::Mode { command } => modes::mode(&api, command, g.json).await,
         Command::Incognito { state, thread } => {
             threads::incognito(&api, &state, &thread, g.json).await
         }
@@ -329,7 +341,8 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         | Command::Store { .. }
         | Command::Completions { .. }
         | Command::Man
-        | Command::Mcp { .. } => Err(anyhow::anyhow!(
+        | Command::Mcp { .. }
+        | Command::Chat { .. } => Err(anyhow::anyhow!(
             "internal: a local command reached the HTTP client; please report this"
         )
         .into()),

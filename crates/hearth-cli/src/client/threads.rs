@@ -225,6 +225,8 @@ mod tests {
             thinking: "off".into(),
             incognito: false,
             message_count: 0,
+            mode: hearth_server::dto::Mode::Ask,
+            mode_expires_at: None,
         };
         let note = clamp_note(&rt, "high");
         for part in ["echo/echo", "thinking off", "`high` is kept", "cli:local"] {

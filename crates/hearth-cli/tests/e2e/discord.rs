@@ -93,6 +93,8 @@ async fn a_dm_is_answered_once_and_a_stranger_is_offered_pairing() {
             "ask",
             "model",
             "thinking",
+            "mode",
+            "runplan",
             "new",
             "usage",
             "permissions",

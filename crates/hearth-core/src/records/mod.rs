@@ -90,6 +90,10 @@ pub struct RunRecord {
     pub scope: Option<String>,
     /// The sender's platform role ids when it was asked.
     pub roles: Vec<String>,
+    /// The permission mode it started with (`deny` ... `bypass`), recorded
+    /// by its first claim and kept through recovery; `None` before it
+    /// started (and for runs stored before modes were).
+    pub mode: Option<String>,
 }
 
 /// Filter for `list_runs`.
@@ -348,6 +352,11 @@ pub struct ThreadState {
     pub incognito: bool,
     /// Messages in its history.
     pub message_count: u64,
+    /// The permission mode set on the thread (`None`: the configured
+    /// default), as stored: an expired one is still here.
+    pub mode: Option<String>,
+    /// When the mode set on the thread lapses, if it does.
+    pub mode_expires_at: Option<Timestamp>,
 }
 
 /// What [`Store::new_session`](crate::Store::new_session) did.

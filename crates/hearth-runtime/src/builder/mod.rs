@@ -575,6 +575,8 @@ fn engine_settings(
         .with_confirmations(hearth_agent::ConfirmPolicy {
             confirm_writes: config.tools.confirm_writes,
             exempt: config.tools.no_confirm.clone(),
+            edit_tools: config.permissions.edit_tools.clone(),
+            always_ask: config.permissions.always_ask.clone(),
             ..Default::default()
         })
         .with_compaction(hearth_agent::CompactionConfig {

@@ -21,6 +21,7 @@ mod events;
 mod incognito;
 mod jobs;
 mod memory;
+mod modes;
 mod recovery;
 mod router;
 mod runtime;

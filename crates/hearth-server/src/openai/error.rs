@@ -204,13 +204,13 @@ impl From<RuntimeError> for OpenAiError {
             | RuntimeError::Store(_)
             | RuntimeError::Internal(_)
             | RuntimeError::InvalidConfig(_) => Self::Internal(e.to_string()),
-            RuntimeError::InvalidSchedule(_) | RuntimeError::ChannelDisabled(_) => {
-                Self::InvalidRequest {
-                    message: e.to_string(),
-                    param: None,
-                    code: None,
-                }
-            }
+            RuntimeError::InvalidSchedule(_)
+            | RuntimeError::ChannelDisabled(_)
+            | RuntimeError::InvalidMode(_) => Self::InvalidRequest {
+                message: e.to_string(),
+                param: None,
+                code: None,
+            },
             RuntimeError::IncognitoElsewhere { .. } => Self::InvalidRequest {
                 message: e.to_string(),
                 param: None,
@@ -221,7 +221,7 @@ impl From<RuntimeError> for OpenAiError {
                 param: Some("messages".into()),
                 code: None,
             },
-            RuntimeError::Forbidden(m) => Self::Forbidden(m),
+            RuntimeError::Forbidden(m) | RuntimeError::BypassInGroup(m) => Self::Forbidden(m),
             RuntimeError::UnknownModel(m) => Self::InvalidRequest {
                 message: m,
                 param: Some("model".into()),

@@ -174,7 +174,9 @@ fn step_detail(s: &hearth_core::records::StepRecord) -> Option<serde_json::Value
     match (s.kind, s.status) {
         (StepKind::Compaction | StepKind::Route, _) => s.payload.get("detail").cloned(),
         (StepKind::Llm, StepStatus::Failed) => s.payload.get("error").cloned(),
-        (StepKind::Llm | StepKind::Tool, _) => None,
+        // The permission mode of the run and what it decided for the call.
+        (StepKind::Tool, _) => s.payload.get("detail").cloned(),
+        (StepKind::Llm, _) => None,
     }
 }
 

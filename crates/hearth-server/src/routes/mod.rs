@@ -97,6 +97,8 @@ api! {
     credentials::list_credentials,
     threads::list_threads,
     threads::runtime,
+    threads::thread,
+    threads::set_mode,
     threads::set_model,
     threads::set_thinking,
     threads::new_session,

@@ -6,8 +6,8 @@ use hearth_core::{ThinkingLevel, ThreadKey};
 
 use crate::AppState;
 use crate::dto::{
-    Capabilities, ModelInfo, Models, SetIncognito, SetModel, SetThinking, ThreadList,
-    ThreadRuntime, ThreadSummary, ThreadsQuery,
+    Capabilities, ModeSet, ModelInfo, Models, SetIncognito, SetMode, SetModel, SetThinking,
+    ThreadList, ThreadRuntime, ThreadSummary, ThreadsQuery,
 };
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, page_limit};
@@ -84,6 +84,46 @@ pub async fn runtime(
             .await?
             .into(),
     ))
+}
+
+/// A thread's settings: model, thinking level, incognito flag, message
+/// count and permission mode.
+#[utoipa::path(get, path = "/v1/threads/{thread_key}", tag = "threads",
+    params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
+    responses((status = 200, description = "The thread's settings", body = ThreadRuntime), (status = 400, body = crate::dto::ErrorBody)))]
+pub async fn thread(
+    State(st): State<AppState>,
+    ApiPath(thread_key): ApiPath<String>,
+) -> Result<Json<ThreadRuntime>, ApiError> {
+    runtime(State(st), ApiPath(thread_key)).await
+}
+
+/// Sets a thread's permission mode: which allowed calls run without asking.
+/// `bypass` is refused in a group chat (403 `bypass_in_group`) and lapses
+/// to `ask` after `[permissions] bypass_minutes`.
+#[utoipa::path(put, path = "/v1/threads/{thread_key}/mode", tag = "threads", request_body = SetMode,
+    params(("thread_key" = crate::schemas::Key, Path, description = "Thread key")),
+    responses((status = 200, description = "The mode now in force", body = ModeSet),
+        (status = 400, description = "An unknown mode (`invalid_mode`) or a bad expiry", body = crate::dto::ErrorBody),
+        (status = 403, description = "`bypass` without `permissions.bypass`, or in a group (`bypass_in_group`)", body = crate::dto::ErrorBody)))]
+pub async fn set_mode(
+    State(st): State<AppState>,
+    ApiPath(thread_key): ApiPath<String>,
+    ApiJson(body): ApiJson<SetMode>,
+) -> Result<Json<ModeSet>, ApiError> {
+    let set = st
+        .runtime
+        .set_mode(
+            &ThreadKey::new(thread_key)?,
+            &body.mode,
+            body.expires_in_secs,
+            hearth_runtime::ModeSetter::Operator,
+        )
+        .await?;
+    Ok(Json(ModeSet {
+        mode: set.mode.into(),
+        expires_at: set.expires_at.map(hearth_core::rfc3339),
+    }))
 }
 
 /// Sets a thread's model.

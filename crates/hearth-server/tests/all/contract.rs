@@ -239,3 +239,63 @@ async fn a_job_name_of_200_multibyte_characters_is_a_name() {
         .await;
     assert_eq!((status, code(&v)), (400, "invalid_request"));
 }
+
+/// `PUT /v1/threads/{key}/mode` answers as issue 21 decided: 200 with the
+/// mode and its expiry, 400 `invalid_mode`, 403 `bypass_in_group`; `GET
+/// /v1/threads/{key}` shows the mode in force.
+#[tokio::test]
+async fn thread_modes_are_set_and_read_with_the_documented_codes() {
+    let s = server().await;
+    let put = |key: &str, body: serde_json::Value| {
+        s.http
+            .put(s.url(&format!("/v1/threads/{key}/mode")))
+            .json(&body)
+    };
+    let (status, _, v) = s.send(s.http.get(s.url("/v1/threads/api:m"))).await;
+    assert_eq!(
+        (status, v["mode"].as_str(), &v["mode_expires_at"]),
+        (200, Some("ask"), &json!(null)),
+        "{v}"
+    );
+
+    let (status, _, v) = s.send(put("api:m", json!({"mode": "accept_edits"}))).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v, json!({"mode": "accept_edits", "expires_at": null}));
+    let (_, _, v) = s.send(s.http.get(s.url("/v1/threads/api:m"))).await;
+    assert_eq!(v["mode"], "accept_edits", "{v}");
+
+    let (status, _, v) = s
+        .send(put("api:m", json!({"mode": "auto", "expires_in_secs": 60})))
+        .await;
+    assert_eq!((status, v["mode"].as_str()), (200, Some("auto")), "{v}");
+    assert!(
+        v["expires_at"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{v}"
+    );
+    let (_, _, v) = s.send(s.http.get(s.url("/v1/threads/api:m/runtime"))).await;
+    assert!(v["mode_expires_at"].is_string(), "{v}");
+
+    for bad in [
+        json!({"mode": "yolo"}),
+        json!({"mode": "Ask"}),
+        json!({"mode": ""}),
+    ] {
+        let (status, _, v) = s.send(put("api:m", bad.clone())).await;
+        assert_eq!((status, code(&v)), (400, "invalid_mode"), "{bad}: {v}");
+    }
+    let (status, _, v) = s
+        .send(put("api:m", json!({"mode": "auto", "expires_in_secs": 0})))
+        .await;
+    assert_eq!(status, 400, "{v}");
+
+    let (status, _, v) = s
+        .send(put("telegram:chat:-42", json!({"mode": "bypass"})))
+        .await;
+    assert_eq!((status, code(&v)), (403, "bypass_in_group"), "{v}");
+    // In a direct chat the operator (who holds every capability) may.
+    let (status, _, v) = s
+        .send(put("telegram:chat:42", json!({"mode": "bypass"})))
+        .await;
+    assert_eq!((status, v["mode"].as_str()), (200, Some("bypass")), "{v}");
+    assert!(v["expires_at"].is_string(), "bypass always lapses: {v}");
+}

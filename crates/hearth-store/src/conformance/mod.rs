@@ -77,6 +77,7 @@ macro_rules! store_conformance_tests {
                 the_incognito_flag_is_kept_and_listed,
                 concurrent_settings_of_a_new_thread_are_all_kept,
                 a_finish_racing_a_new_session_lands_before_it_or_not_at_all,
+                thread_modes_are_kept_and_a_run_keeps_its_first_mode,
             ],
             usage: [
                 model_calls_are_grouped_for_usage,

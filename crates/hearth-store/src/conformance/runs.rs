@@ -429,7 +429,7 @@ pub async fn a_run_created_claimed_is_running_under_its_owner_and_a_twin_is_left
     let first = new_run("run_c", "t:c", Some("key-1"));
     let at = first.created_at;
     let run = match store
-        .create_claimed_run(first, "node-a", at + 10_000, "openai/gpt")
+        .create_claimed_run(first, "node-a", at + 10_000, "openai/gpt", None)
         .await
         .unwrap()
     {
@@ -463,6 +463,7 @@ pub async fn a_run_created_claimed_is_running_under_its_owner_and_a_twin_is_left
             "node-b",
             at + 30_000,
             "x/y",
+            None,
         )
         .await
         .unwrap();
@@ -528,7 +529,7 @@ pub async fn claims_respect_terminal_runs_and_live_leases<S: RunStore + ThreadSt
     assert_eq!(taken.lease_owner.as_deref(), Some("node-b"));
     // A claim can record the model in the same write; a plain one keeps it.
     let with_model = store
-        .claim_run_with_model("run_1", "node-b", 9_500, 6_002, "openai/gpt")
+        .claim_run_with_model("run_1", "node-b", 9_500, 6_002, "openai/gpt", None)
         .await
         .unwrap()
         .unwrap();
@@ -673,7 +674,7 @@ pub async fn the_end_records_the_model_that_answered_and_the_one_asked_for<
         // One thread each: each is claimed while the others are unfinished.
         created(&store, id, &format!("t_{id}")).await;
         store
-            .claim_run_with_model(id, "node", i64::MAX, 0, "fake/primary")
+            .claim_run_with_model(id, "node", i64::MAX, 0, "fake/primary", None)
             .await
             .unwrap()
             .unwrap();

@@ -248,3 +248,82 @@ pub async fn a_finish_racing_a_new_session_lands_before_it_or_not_at_all<
         assert!(store.thread_history(&thread, 10).await.unwrap().is_empty());
     }
 }
+
+/// A thread's permission mode and its expiry are kept, leave the other
+/// settings alone, and clear back to the default; a run's first claim
+/// records the mode it starts with and a later claim (after a restart)
+/// keeps it whatever the thread says by then.
+pub async fn thread_modes_are_kept_and_a_run_keeps_its_first_mode<S: ThreadStore + RunStore>(
+    store: S,
+) {
+    let state = store.thread_settings("t_mode").await.unwrap();
+    assert_eq!((state.mode, state.mode_expires_at), (None, None));
+    store.set_thread_thinking("t_mode", "low").await.unwrap();
+    store
+        .set_thread_mode("t_mode", Some("bypass"), Some(1_234))
+        .await
+        .unwrap();
+    let state = store.thread_state("t_mode").await.unwrap();
+    assert_eq!(
+        (
+            state.mode.as_deref(),
+            state.mode_expires_at,
+            state.thinking.as_str()
+        ),
+        (Some("bypass"), Some(1_234), "low")
+    );
+    store
+        .set_thread_mode("t_mode", Some("plan"), None)
+        .await
+        .unwrap();
+    let state = store.thread_settings("t_mode").await.unwrap();
+    assert_eq!(
+        (state.mode.as_deref(), state.mode_expires_at),
+        (Some("plan"), None)
+    );
+    store.set_thread_mode("t_mode", None, None).await.unwrap();
+    assert_eq!(store.thread_settings("t_mode").await.unwrap().mode, None);
+
+    created(&store, "run_m", "t_mode").await;
+    let first = store
+        .claim_run_with_model("run_m", "node-a", 10_000, 1, "fake/m", Some("plan"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.mode.as_deref(), Some("plan"));
+    // The lease lapsed (the process died); another claim brings the mode
+    // the thread has now, and the run keeps its own.
+    let again = store
+        .claim_run_with_model("run_m", "node-b", 30_000, 20_000, "fake/m", Some("auto"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.mode.as_deref(), Some("plan"));
+    assert_eq!(
+        store
+            .get_run("run_m")
+            .await
+            .unwrap()
+            .unwrap()
+            .mode
+            .as_deref(),
+        Some("plan")
+    );
+    // Stored claimed at once, it records the mode too.
+    let claimed = store
+        .create_claimed_run(
+            super::fixtures::new_run("run_n", "t_mode2", None),
+            "node-a",
+            10_000,
+            "fake/m",
+            Some("accept_edits"),
+        )
+        .await
+        .unwrap();
+    match claimed {
+        crate::records::CreateRunOutcome::Created(run) => {
+            assert_eq!(run.mode.as_deref(), Some("accept_edits"));
+        }
+        other => panic!("expected Created, got {other:?}"),
+    }
+}

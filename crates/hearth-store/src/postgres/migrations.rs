@@ -25,14 +25,15 @@ const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("../../migrations/postgres/0004_channels.sql"),
     ),
     (5, include_str!("../../migrations/postgres/0005_jobs.sql")),
+    (7, include_str!("../../migrations/postgres/0007_modes.sql")),
     (
-        9,
-        include_str!("../../migrations/postgres/0009_scope_credentials.sql"),
+        8,
+        include_str!("../../migrations/postgres/0008_scope_credentials.sql"),
     ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 9;
+pub(crate) const LATEST: u32 = 8;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;

@@ -14,7 +14,7 @@ macro_rules! run_columns {
     () => {
         "run_id, seq, thread_key, user_key, source, input, idempotency_key, status, output, \
          error_code, error_message, model, lease_owner, lease_until, created_at, updated_at, \
-         last_event_seq, scope, roles, requested_model"
+         last_event_seq, scope, roles, requested_model, mode"
     };
 }
 pub(crate) use run_columns;
@@ -62,6 +62,7 @@ pub(crate) fn run(row: &Row) -> Result<RunRecord> {
         scope: col(row, 17)?,
         roles: json(&roles, "run roles")?,
         requested_model: col(row, 19)?,
+        mode: col(row, 20)?,
     })
 }
 

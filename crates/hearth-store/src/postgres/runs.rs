@@ -31,6 +31,7 @@ struct Claim<'a> {
     owner: &'a str,
     lease_until: Timestamp,
     model: &'a str,
+    mode: Option<&'a str>,
 }
 
 /// The class of the per-thread advisory locks ("hear" in ASCII), apart from
@@ -71,10 +72,11 @@ async fn insert_run(
             // replica that believes the thread idle may not know that another
             // replica runs an earlier message of it, and order comes first.
             "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
-             status, created_at, updated_at, scope, roles, lease_owner, lease_until, model) \
+             status, created_at, updated_at, scope, roles, lease_owner, lease_until, model, mode) \
              SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
              $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
-             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END \
+             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END, \
+             CASE WHEN busy THEN NULL ELSE $14 END \
              FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
              AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
              ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \
@@ -99,6 +101,7 @@ async fn insert_run(
                 &claim.map(|c| c.owner),
                 &claim.map(|c| c.lease_until),
                 &claim.map(|c| c.model),
+                &claim.and_then(|c| c.mode),
             ],
         )
         .await?;
@@ -134,13 +137,14 @@ async fn claim_run(
     lease_until: Timestamp,
     now: Timestamp,
     model: Option<&str>,
+    mode: Option<&str>,
 ) -> Result<Option<RunRecord>> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(concat!(
             "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
              ELSE 'running' END, lease_owner = $2, lease_until = $3, updated_at = $4, \
-             model = COALESCE($5, model) \
+             model = COALESCE($5, model), mode = COALESCE(mode, $6) \
              WHERE run_id = $1 AND (status = 'queued' \
              OR (status IN ('running', 'awaiting_confirmation') AND (lease_owner IS NULL \
              OR lease_until IS NULL OR lease_until < $4 OR lease_owner = $2))) \
@@ -151,7 +155,7 @@ async fn claim_run(
         ))
         .await?;
     client
-        .query_opt(&stmt, &[&run_id, &owner, &lease_until, &now, &model])
+        .query_opt(&stmt, &[&run_id, &owner, &lease_until, &now, &model, &mode])
         .await?
         .map(|row| rows::run(&row))
         .transpose()
@@ -493,7 +497,7 @@ impl RunStore for PostgresStore {
         lease_until: Timestamp,
         now: Timestamp,
     ) -> Result<Option<RunRecord>> {
-        claim_run(self, run_id, owner, lease_until, now, None).await
+        claim_run(self, run_id, owner, lease_until, now, None, None).await
     }
 
     async fn claim_run_with_model(
@@ -503,8 +507,9 @@ impl RunStore for PostgresStore {
         lease_until: Timestamp,
         now: Timestamp,
         model: &str,
+        mode: Option<&str>,
     ) -> Result<Option<RunRecord>> {
-        claim_run(self, run_id, owner, lease_until, now, Some(model)).await
+        claim_run(self, run_id, owner, lease_until, now, Some(model), mode).await
     }
 
     /// One insert that stores the run already claimed (what `claim_run`
@@ -517,12 +522,14 @@ impl RunStore for PostgresStore {
         owner: &str,
         lease_until: Timestamp,
         model: &str,
+        mode: Option<&str>,
     ) -> Result<CreateRunOutcome> {
         let mut client = self.client().await?;
         let claim = Claim {
             owner,
             lease_until,
             model,
+            mode,
         };
         let tx = client.transaction().await?;
         let outcome = insert_run(&tx, &run, Some(&claim)).await?;

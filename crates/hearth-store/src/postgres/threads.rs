@@ -16,12 +16,13 @@ use crate::threads::ThreadStore;
 /// from one snapshot. The `VALUES` row makes an unknown thread one row of
 /// NULL settings (the defaults).
 const STATE_COUNTED: &str = "SELECT t.model, t.thinking, t.incognito, \
-     (SELECT count(*) FROM messages WHERE thread_key = $1) \
+     (SELECT count(*) FROM messages WHERE thread_key = $1), t.mode, t.mode_expires_at \
      FROM (VALUES (1)) AS one (x) LEFT JOIN threads t ON t.thread_key = $1";
 
 /// The same without the count: counting walks every message of the thread,
 /// and a run reads its settings before each start.
-const STATE_UNCOUNTED: &str = "SELECT t.model, t.thinking, t.incognito, 0::BIGINT \
+const STATE_UNCOUNTED: &str = "SELECT t.model, t.thinking, t.incognito, 0::BIGINT, \
+     t.mode, t.mode_expires_at \
      FROM (VALUES (1)) AS one (x) LEFT JOIN threads t ON t.thread_key = $1";
 
 impl PostgresStore {
@@ -41,6 +42,8 @@ impl PostgresStore {
             thinking: thinking.unwrap_or_else(|| "off".to_owned()),
             incognito: incognito.unwrap_or(false),
             message_count: unsigned(&row, 3)?,
+            mode: col(&row, 4)?,
+            mode_expires_at: col(&row, 5)?,
         })
     }
 
@@ -104,6 +107,27 @@ impl ThreadStore for PostgresStore {
             &level,
         )
         .await
+    }
+
+    async fn set_thread_mode(
+        &self,
+        thread_key: &str,
+        mode: Option<&str>,
+        expires_at: Option<Timestamp>,
+    ) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "INSERT INTO threads (thread_key, mode, mode_expires_at, updated_at) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (thread_key) DO UPDATE SET \
+                 mode = excluded.mode, mode_expires_at = excluded.mode_expires_at, \
+                 updated_at = excluded.updated_at",
+            )
+            .await?;
+        client
+            .execute(&stmt, &[&thread_key, &mode, &expires_at, &now_ms()])
+            .await?;
+        Ok(())
     }
 
     async fn set_thread_incognito(&self, thread_key: &str, enabled: bool) -> Result<()> {

@@ -25,10 +25,18 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (16, V16),
     (17, super::memory::MIGRATION_V17),
     (18, super::secrets::MIGRATION_V18),
+    (19, V19),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 18;
+pub(crate) const LATEST: u32 = 19;
+
+/// Permission modes: a thread's mode and when it lapses (`NULL`: the
+/// configured default, never), and the mode a run started with, which a
+/// claim after a restart keeps.
+const V19: &str = "ALTER TABLE threads ADD COLUMN mode TEXT;
+ALTER TABLE threads ADD COLUMN mode_expires_at INTEGER;
+ALTER TABLE runs ADD COLUMN mode TEXT;";
 
 /// The model a run was asked to use, kept when failover or the router made
 /// another one answer (the run's `model` then names the one that answered).

@@ -15,7 +15,7 @@ macro_rules! run_columns {
     () => {
         "run_id, seq, thread_key, user_key, source, input, idempotency_key, status, output, \
          error_code, error_message, model, lease_owner, lease_until, created_at, updated_at, \
-         last_event_seq, scope, roles, requested_model"
+         last_event_seq, scope, roles, requested_model, mode"
     };
 }
 pub(crate) use run_columns;
@@ -55,6 +55,7 @@ pub(crate) fn run(row: &Row<'_>) -> Result<RunRecord> {
         scope: col(row, 17)?,
         roles: json(&col::<String>(row, 18)?, "run roles")?,
         requested_model: col(row, 19)?,
+        mode: col(row, 20)?,
     })
 }
 

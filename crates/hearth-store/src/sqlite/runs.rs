@@ -57,6 +57,7 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
             error_message: None,
             model: None,
             requested_model: None,
+            mode: None,
             lease_owner: None,
             lease_until: None,
             created_at: run.created_at,
@@ -89,6 +90,7 @@ fn claim_run(
     lease_until: Timestamp,
     now: Timestamp,
     model: Option<&str>,
+    mode: Option<&str>,
 ) -> Result<Option<RunRecord>> {
     // One conditional UPDATE: the writer runs writes one at a time (and a
     // server database would lock the row), so of concurrent claims exactly
@@ -96,15 +98,16 @@ fn claim_run(
     db.stmt(concat!(
         "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
          ELSE 'running' END, lease_owner = ?2, lease_until = ?3, updated_at = ?4, \
-         model = COALESCE(?5, model) \
+         model = COALESCE(?5, model), mode = COALESCE(mode, ?6) \
          WHERE run_id = ?1 AND (status = 'queued' \
          OR (status IN ('running', 'awaiting_confirmation') AND (lease_owner IS NULL \
          OR lease_until IS NULL OR lease_until < ?4 OR lease_owner = ?2))) RETURNING ",
         run_columns!()
     ))?
-    .query_row(params![run_id, owner, lease_until, now, model], |row| {
-        Ok(rows::run(row))
-    })
+    .query_row(
+        params![run_id, owner, lease_until, now, model, mode],
+        |row| Ok(rows::run(row)),
+    )
     .optional()?
     .transpose()
 }
@@ -462,7 +465,7 @@ impl RunStore for SqliteStore {
     ) -> Result<Option<RunRecord>> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         // Lost in a power cut, a claim leaves the run to be claimed again.
-        self.write_lazy(move |db| claim_run(db, &run_id, &owner, lease_until, now, None))
+        self.write_lazy(move |db| claim_run(db, &run_id, &owner, lease_until, now, None, None))
             .await
     }
 
@@ -473,10 +476,22 @@ impl RunStore for SqliteStore {
         lease_until: Timestamp,
         now: Timestamp,
         model: &str,
+        mode: Option<&str>,
     ) -> Result<Option<RunRecord>> {
         let (run_id, owner, model) = (run_id.to_owned(), owner.to_owned(), model.to_owned());
-        self.write_lazy(move |db| claim_run(db, &run_id, &owner, lease_until, now, Some(&model)))
-            .await
+        let mode = mode.map(str::to_owned);
+        self.write_lazy(move |db| {
+            claim_run(
+                db,
+                &run_id,
+                &owner,
+                lease_until,
+                now,
+                Some(&model),
+                mode.as_deref(),
+            )
+        })
+        .await
     }
 
     async fn create_claimed_run(
@@ -485,15 +500,25 @@ impl RunStore for SqliteStore {
         owner: &str,
         lease_until: Timestamp,
         model: &str,
+        mode: Option<&str>,
     ) -> Result<CreateRunOutcome> {
         let (owner, model) = (owner.to_owned(), model.to_owned());
+        let mode = mode.map(str::to_owned);
         self.write(move |db| {
             let now = run.created_at;
             let created = match create_run(db, run)? {
                 CreateRunOutcome::Created(run) => run,
                 existing @ CreateRunOutcome::Existing(_) => return Ok(existing),
             };
-            let claimed = claim_run(db, &created.run_id, &owner, lease_until, now, Some(&model))?;
+            let claimed = claim_run(
+                db,
+                &created.run_id,
+                &owner,
+                lease_until,
+                now,
+                Some(&model),
+                mode.as_deref(),
+            )?;
             Ok(CreateRunOutcome::Created(claimed.unwrap_or(created)))
         })
         .await

@@ -79,6 +79,23 @@ fn set_thread_incognito(
     Ok(())
 }
 
+fn set_thread_mode(
+    db: &mut Db<'_>,
+    thread_key: &str,
+    mode: Option<&str>,
+    expires_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<()> {
+    db.stmt(
+        "INSERT INTO threads (thread_key, mode, mode_expires_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (thread_key) DO UPDATE SET \
+         mode = excluded.mode, mode_expires_at = excluded.mode_expires_at, \
+         updated_at = excluded.updated_at",
+    )?
+    .execute(params![thread_key, mode, expires_at, now])?;
+    Ok(())
+}
+
 fn incognito_threads(db: &mut Db<'_>) -> Result<Vec<String>> {
     let keys = db
         .stmt("SELECT thread_key FROM threads WHERE incognito != 0 ORDER BY thread_key")?
@@ -143,10 +160,10 @@ fn thread_state(db: &mut Db<'_>, thread_key: &str, counted: bool) -> Result<Thre
     // Counting walks every message of the thread: a run does without it.
     let stmt = db.stmt(if counted {
         "SELECT t.model, t.thinking, t.incognito, \
-         (SELECT count(*) FROM messages WHERE thread_key = ?1) \
+         (SELECT count(*) FROM messages WHERE thread_key = ?1), t.mode, t.mode_expires_at \
          FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1"
     } else {
-        "SELECT t.model, t.thinking, t.incognito, 0 \
+        "SELECT t.model, t.thinking, t.incognito, 0, t.mode, t.mode_expires_at \
          FROM (SELECT 1) LEFT JOIN threads t ON t.thread_key = ?1"
     })?;
     let mut found = stmt.query(params![thread_key])?;
@@ -163,6 +180,8 @@ fn thread_state(db: &mut Db<'_>, thread_key: &str, counted: bool) -> Result<Thre
         thinking: thinking.unwrap_or_else(|| "off".to_owned()),
         incognito: incognito.unwrap_or(0) != 0,
         message_count: count(row, 3)?,
+        mode: col(row, 4)?,
+        mode_expires_at: col(row, 5)?,
     })
 }
 
@@ -204,6 +223,18 @@ impl ThreadStore for SqliteStore {
         let thread_key = thread_key.to_owned();
         let now = now_ms();
         self.write(move |db| set_thread_incognito(db, &thread_key, enabled, now))
+            .await
+    }
+
+    async fn set_thread_mode(
+        &self,
+        thread_key: &str,
+        mode: Option<&str>,
+        expires_at: Option<Timestamp>,
+    ) -> Result<()> {
+        let (thread_key, mode) = (thread_key.to_owned(), mode.map(str::to_owned));
+        let now = now_ms();
+        self.write(move |db| set_thread_mode(db, &thread_key, mode.as_deref(), expires_at, now))
             .await
     }
 

@@ -54,7 +54,7 @@ async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
     // The owner re-claims its own run (the worker's claim after the pull).
     assert!(
         store
-            .claim_run_with_model("a1", "r1", until, NOW, "openai/gpt")
+            .claim_run_with_model("a1", "r1", until, NOW, "openai/gpt", None)
             .await
             .unwrap()
             .is_some()
@@ -302,7 +302,7 @@ async fn messages_racing_into_one_idle_thread_are_claimed_at_most_once_and_kept_
                 );
                 let owner = format!("replica{r}");
                 match store
-                    .create_claimed_run(run, &owner, NOW + 60_000, "openai/gpt")
+                    .create_claimed_run(run, &owner, NOW + 60_000, "openai/gpt", None)
                     .await
                     .unwrap()
                 {

@@ -125,7 +125,13 @@ async fn a_thread_keeps_its_order_between_replicas() {
     );
     // A replica that thinks the thread idle stores its message unclaimed.
     let third = match store
-        .create_claimed_run(new_run("r3", "t", None), "b", now + 10_000, "echo/echo")
+        .create_claimed_run(
+            new_run("r3", "t", None),
+            "b",
+            now + 10_000,
+            "echo/echo",
+            None,
+        )
         .await
         .unwrap()
     {
@@ -157,7 +163,13 @@ async fn a_thread_keeps_its_order_between_replicas() {
     );
     // Another thread is not held up by this one.
     let other = store
-        .create_claimed_run(new_run("r4", "u", None), "b", now + 10_000, "echo/echo")
+        .create_claimed_run(
+            new_run("r4", "u", None),
+            "b",
+            now + 10_000,
+            "echo/echo",
+            None,
+        )
         .await
         .unwrap();
     assert!(matches!(other, CreateRunOutcome::Created(run) if run.status == RunStatus::Running));

@@ -45,7 +45,9 @@ async fn a_version_4_database_gains_grants_and_audit() {
          DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
          ALTER TABLE runs DROP COLUMN requested_model; \
          ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; DROP TABLE scope_credentials; PRAGMA user_version = 4;",
+         ALTER TABLE memories DROP COLUMN embedding_model; \
+         ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
+         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);
