@@ -35,6 +35,11 @@ pub const NOT_RUN: &[(&str, &str)] = &[
     ),
     (".ci/test", "runs every test, this walk included"),
     (
+        "hearth chat --thread cli:demo",
+        "a full-screen terminal program; tui:: drives it under tmux against the real binary \
+         (type, stream, confirm with y, Shift+Tab, Esc, exit)",
+    ),
+    (
         "systemctl --user start hearth",
         "needs a live systemd user manager; the `hearth service` commands around it run \
          against a fake systemctl that records its calls",
@@ -202,6 +207,11 @@ const OTHER_LANGUAGES: &[(&str, &str)] = &[
          external_tools::openai's test",
     ),
     ("yaml", "Slack's app manifest, pasted into Slack"),
+    (
+        "text",
+        "what a screen shows (hearth chat under tmux); tui:: checks that screen against the \
+         real binary",
+    ),
 ];
 
 /// TOML blocks that are not hearth's config, by their first line.
