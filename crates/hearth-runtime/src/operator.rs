@@ -88,6 +88,14 @@ impl Runtime {
         Ok(self.inner.store.token_name(&hash_token(token)).await?)
     }
 
+    /// The name of the unrevoked API token whose hash is `hash_hex` (as
+    /// [`hash_token`] makes it), if it is one: for surfaces that keep a
+    /// token's hash, never the token (the dashboard's sessions). Asks the
+    /// store every time, so a revoked token's sessions end at once.
+    pub async fn api_token_name_by_hash(&self, hash_hex: &str) -> Result<Option<String>> {
+        Ok(self.inner.store.token_name(hash_hex).await?)
+    }
+
     /// Whether any unrevoked API token exists.
     pub async fn api_tokens_exist(&self) -> Result<bool> {
         Ok(self.inner.store.active_token_count().await? > 0)

@@ -71,6 +71,12 @@ impl Auth {
         }
     }
 
+    /// Whether requests pass without a token: the server is bound to
+    /// loopback and no token exists (asked of the store each time).
+    pub async fn open(&self) -> Result<bool, ApiError> {
+        Ok(self.loopback && !self.runtime.api_tokens_exist().await?)
+    }
+
     /// Decides one request's `Authorization` header as `check` does, and
     /// says who passed: the token's holder, or the local user of an open
     /// loopback server. For surfaces that act as their caller (`/mcp`).
