@@ -18,3 +18,4 @@ mod openai_threads;
 mod parsers;
 mod push;
 mod runs;
+mod ui;
