@@ -15,6 +15,7 @@ mod budget;
 mod chat;
 mod cli;
 mod cli_lists;
+mod dashboard;
 mod compaction;
 mod confirmations;
 mod discord;
