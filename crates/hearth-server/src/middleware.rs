@@ -134,8 +134,7 @@ pub async fn envelope_bare_errors(req: Request, next: Next) -> Response {
         .map(|m| m.as_str().to_owned());
     let resp = next.run(req).await;
     let status = resp.status();
-    if !(status.is_client_error() || status.is_server_error()) || is_json(&resp) || is_html(&resp)
-    {
+    if !(status.is_client_error() || status.is_server_error()) || is_json(&resp) || is_html(&resp) {
         return resp;
     }
     let (parts, body) = resp.into_parts();

@@ -2,10 +2,10 @@
 //! MCP servers, skills, memory search and the effective settings. Each
 //! reads the `/v1` handler of the same name and shows its answer.
 
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect};
-use axum::Extension;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::Value;
@@ -16,7 +16,10 @@ use crate::AppState;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::routes::channels::{ChannelsHandle, OutboxParams};
 use crate::routes::memory::MemorySearchQuery;
-use crate::routes::{budget as v1_budget, channels as v1_channels, config, jobs as v1_jobs, mcp as v1_mcp, memory as v1_memory, router as v1_router, skills as v1_skills};
+use crate::routes::{
+    budget as v1_budget, channels as v1_channels, config, jobs as v1_jobs, mcp as v1_mcp,
+    memory as v1_memory, router as v1_router, skills as v1_skills,
+};
 
 /// One cell of a JSON value.
 fn cell(v: &Value) -> Markup {
@@ -33,7 +36,12 @@ fn cell(v: &Value) -> Markup {
 
 /// A table of `items` (objects) with `columns` (field, heading), and an
 /// optional last column of actions per item.
-pub fn json_table(id: &str, items: &[Value], columns: &[(&str, &str)], actions: Option<&dyn Fn(&Value) -> Markup>) -> Markup {
+pub fn json_table(
+    id: &str,
+    items: &[Value],
+    columns: &[(&str, &str)],
+    actions: Option<&dyn Fn(&Value) -> Markup>,
+) -> Markup {
     html! {
         @if items.is_empty() { (empty("Nothing here yet.")) } @else {
             div.scroll { table id=(id) {
@@ -48,11 +56,17 @@ pub fn json_table(id: &str, items: &[Value], columns: &[(&str, &str)], actions: 
 }
 
 fn values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
-    items.iter().filter_map(|i| serde_json::to_value(i).ok()).collect()
+    items
+        .iter()
+        .filter_map(|i| serde_json::to_value(i).ok())
+        .collect()
 }
 
 /// `/ui/budget`: each pool with its limit, use, reservations and reset.
-pub async fn budget(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
+pub async fn budget(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+) -> PageResult {
     let pools = v1_budget::budget(State(st)).await.0.pools;
     let body = html! {
         @if pools.is_empty() { (empty("No budget pools are configured ([budget] in hearth.toml).")) }
@@ -67,7 +81,10 @@ pub async fn budget(State(st): State<AppState>, Extension(viewer): Extension<Vie
 }
 
 /// `/ui/router`: each arm's posterior mean and 90 % interval per task.
-pub async fn router(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
+pub async fn router(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+) -> PageResult {
     let view = v1_router::get_router(State(st)).await.0;
     let body = html! {
         p { "Strategy: " strong { (view.strategy) } }
@@ -93,24 +110,64 @@ pub async fn jobs(State(st): State<AppState>, Extension(viewer): Extension<Viewe
     let jobs = v1_jobs::list_jobs(State(st)).await.map_err(fail)?.0.jobs;
     let actions = |j: &Value| {
         let id = j.get("id").and_then(Value::as_str).unwrap_or("");
-        button_form(&viewer, &format!("/ui/jobs/{}/run", encode(id)), "Run now", "")
+        button_form(
+            &viewer,
+            &format!("/ui/jobs/{}/run", encode(id)),
+            "Run now",
+            "",
+        )
     };
-    let body = json_table("jobs", &values(&jobs), &[("name", "Name"), ("schedule", "Schedule"), ("timezone", "Zone"), ("thread_key", "Thread"),
-        ("next_run_at", "Next"), ("last_run_at", "Last"), ("last_run_id", "Last run"), ("enabled", "Enabled")], Some(&actions));
+    let body = json_table(
+        "jobs",
+        &values(&jobs),
+        &[
+            ("name", "Name"),
+            ("schedule", "Schedule"),
+            ("timezone", "Zone"),
+            ("thread_key", "Thread"),
+            ("next_run_at", "Next"),
+            ("last_run_at", "Last"),
+            ("last_run_id", "Last run"),
+            ("enabled", "Enabled"),
+        ],
+        Some(&actions),
+    );
     Ok(page(&viewer, "/ui/jobs", "Jobs", None, body).into_response())
 }
 
 /// Fires a job now.
 pub async fn run_job(State(st): State<AppState>, ApiPath(id): ApiPath<String>) -> PageResult {
-    let (_, env) = v1_jobs::run_job(State(st), ApiPath(id)).await.map_err(fail)?;
+    let (_, env) = v1_jobs::run_job(State(st), ApiPath(id))
+        .await
+        .map_err(fail)?;
     Ok(Redirect::to(&format!("/ui/runs/{}", encode(&env.run_id))).into_response())
 }
 
 /// `/ui/channels`: status, pending pairings, and the outbox's failures.
-pub async fn channels(State(_st): State<AppState>, Extension(viewer): Extension<Viewer>, Extension(ch): Extension<ChannelsHandle>) -> PageResult {
-    let list = v1_channels::list_channels(Extension(ch.clone())).await.map_err(fail)?.0.channels;
-    let pairings = v1_channels::list_pairings(Extension(ch.clone())).await.map_err(fail)?.0.pairings;
-    let outbox = match v1_channels::list_outbox(Extension(ch), ApiQuery(OutboxParams { status: Some("failed".into()), limit: Some(100) })).await {
+pub async fn channels(
+    State(_st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+    Extension(ch): Extension<ChannelsHandle>,
+) -> PageResult {
+    let list = v1_channels::list_channels(Extension(ch.clone()))
+        .await
+        .map_err(fail)?
+        .0
+        .channels;
+    let pairings = v1_channels::list_pairings(Extension(ch.clone()))
+        .await
+        .map_err(fail)?
+        .0
+        .pairings;
+    let outbox = match v1_channels::list_outbox(
+        Extension(ch),
+        ApiQuery(OutboxParams {
+            status: Some("failed".into()),
+            limit: Some(100),
+        }),
+    )
+    .await
+    {
         Ok(o) => o.0.items,
         Err(_) => Vec::new(),
     };
@@ -133,17 +190,39 @@ pub async fn channels(State(_st): State<AppState>, Extension(viewer): Extension<
 }
 
 /// Retries a failed delivery.
-pub async fn retry_outbox(Extension(ch): Extension<ChannelsHandle>, ApiPath(id): ApiPath<i64>) -> PageResult {
-    let _ = v1_channels::retry_outbox(Extension(ch), ApiPath(id)).await.map_err(fail)?;
+pub async fn retry_outbox(
+    Extension(ch): Extension<ChannelsHandle>,
+    ApiPath(id): ApiPath<i64>,
+) -> PageResult {
+    let _ = v1_channels::retry_outbox(Extension(ch), ApiPath(id))
+        .await
+        .map_err(fail)?;
     Ok(Redirect::to("/ui/channels").into_response())
 }
 
 /// Approves or denies a pairing code.
-pub async fn answer_pairing(Extension(ch): Extension<ChannelsHandle>, ApiPath((code, verdict)): ApiPath<(String, String)>) -> PageResult {
+pub async fn answer_pairing(
+    Extension(ch): Extension<ChannelsHandle>,
+    ApiPath((code, verdict)): ApiPath<(String, String)>,
+) -> PageResult {
     match verdict.as_str() {
-        "approve" => { let _ = v1_channels::approve_pairing(Extension(ch), ApiPath(code)).await.map_err(fail)?; }
-        "deny" => { let _ = v1_channels::deny_pairing(Extension(ch), ApiPath(code)).await.map_err(fail)?; }
-        _ => return Err(layout::status_page(StatusCode::NOT_FOUND, "Not found", "Approve or deny a pairing.")),
+        "approve" => {
+            let _ = v1_channels::approve_pairing(Extension(ch), ApiPath(code))
+                .await
+                .map_err(fail)?;
+        }
+        "deny" => {
+            let _ = v1_channels::deny_pairing(Extension(ch), ApiPath(code))
+                .await
+                .map_err(fail)?;
+        }
+        _ => {
+            return Err(layout::status_page(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "Approve or deny a pairing.",
+            ));
+        }
     }
     Ok(Redirect::to("/ui/channels").into_response())
 }
@@ -151,12 +230,26 @@ pub async fn answer_pairing(Extension(ch): Extension<ChannelsHandle>, ApiPath((c
 /// `/ui/mcp`: the MCP servers.
 pub async fn mcp(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
     let servers = v1_mcp::servers(State(st)).await.0.servers;
-    let body = json_table("mcp", &values(&servers), &[("name", "Server"), ("transport", "Transport"), ("state", "State"), ("tools", "Tools"), ("last_error", "Last error")], None);
+    let body = json_table(
+        "mcp",
+        &values(&servers),
+        &[
+            ("name", "Server"),
+            ("transport", "Transport"),
+            ("state", "State"),
+            ("tools", "Tools"),
+            ("last_error", "Last error"),
+        ],
+        None,
+    );
     Ok(page(&viewer, "/ui/mcp", "MCP servers", None, body).into_response())
 }
 
 /// `/ui/skills`: the skills and why any is not eligible; Reload.
-pub async fn skills(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
+pub async fn skills(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+) -> PageResult {
     let skills = v1_skills::skills(State(st)).await.0.skills;
     let body = html! {
         (button_form(&viewer, "/ui/skills/reload", "Reload skills", ""))
@@ -180,11 +273,29 @@ pub struct MemoryForm {
 }
 
 /// `/ui/memory`: search a user's memories.
-pub async fn memory(State(st): State<AppState>, Extension(viewer): Extension<Viewer>, Query(f): Query<MemoryForm>) -> PageResult {
-    let found = match (f.q.as_deref().filter(|q| !q.is_empty()), f.user_key.as_deref().filter(|u| !u.is_empty())) {
+pub async fn memory(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+    Query(f): Query<MemoryForm>,
+) -> PageResult {
+    let found = match (
+        f.q.as_deref().filter(|q| !q.is_empty()),
+        f.user_key.as_deref().filter(|u| !u.is_empty()),
+    ) {
         (Some(q), Some(u)) => {
-            let query = MemorySearchQuery { q: q.to_owned(), user_key: u.to_owned(), mode: f.mode.clone().filter(|m| !m.is_empty()), limit: Some(50) };
-            Some(v1_memory::search(State(st), ApiQuery(query)).await.map_err(fail)?.0.items)
+            let query = MemorySearchQuery {
+                q: q.to_owned(),
+                user_key: u.to_owned(),
+                mode: f.mode.clone().filter(|m| !m.is_empty()),
+                limit: Some(50),
+            };
+            Some(
+                v1_memory::search(State(st), ApiQuery(query))
+                    .await
+                    .map_err(fail)?
+                    .0
+                    .items,
+            )
         }
         _ => None,
     };
@@ -203,7 +314,10 @@ pub async fn memory(State(st): State<AppState>, Extension(viewer): Extension<Vie
 }
 
 /// `/ui/settings`: the effective configuration, secrets as `<set>`/`<unset>`.
-pub async fn settings(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
+pub async fn settings(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+) -> PageResult {
     let shown = config::show_config(State(st)).await.0;
     let body = html! {
         p { "Loaded " (layout::time_str(&shown.loaded_at)) ". Read-only: change hearth.toml and reload." }

@@ -57,16 +57,31 @@ pub async fn list(State(st): State<AppState>, Extension(viewer): Extension<Viewe
             }
         }
     };
-    Ok(page(&viewer, "/ui/confirmations", "Confirmations", Some("confirmations"), body).into_response())
+    Ok(page(
+        &viewer,
+        "/ui/confirmations",
+        "Confirmations",
+        Some("confirmations"),
+        body,
+    )
+    .into_response())
 }
 
 /// Approves or denies the question the run waits on.
-pub async fn answer(State(st): State<AppState>, ApiPath(run_id): ApiPath<String>, body: Bytes) -> PageResult {
+pub async fn answer(
+    State(st): State<AppState>,
+    ApiPath(run_id): ApiPath<String>,
+    body: Bytes,
+) -> PageResult {
     let approve = match form_field(&body, "approve").as_deref() {
         Some("true") => true,
         Some("false") => false,
         _ => {
-            return Err(layout::status_page(StatusCode::BAD_REQUEST, "Refused", "Choose Approve or Deny."));
+            return Err(layout::status_page(
+                StatusCode::BAD_REQUEST,
+                "Refused",
+                "Choose Approve or Deny.",
+            ));
         }
     };
     let run = st.runtime.get_run(&run_id).await.map_err(fail)?;
@@ -77,7 +92,10 @@ pub async fn answer(State(st): State<AppState>, ApiPath(run_id): ApiPath<String>
             "This run is not waiting for a confirmation any more (answered, expired, or asked before a restart).",
         ));
     };
-    st.runtime.resolve_confirmation(&token, &run.user_key, approve).await.map_err(fail)?;
+    st.runtime
+        .resolve_confirmation(&token, &run.user_key, approve)
+        .await
+        .map_err(fail)?;
     tracing::info!(run_id = %run_id, approve, "a confirmation was answered on the dashboard");
     Ok(Redirect::to("/ui/confirmations").into_response())
 }

@@ -29,7 +29,13 @@ const NAV: [(&str, &str); 14] = [
 /// A whole page: `title`, the nav with `here` marked, and `body`. `live`
 /// names what the page's script follows (`overview`, `runs`, `run:<id>`)
 /// over the one event stream; `None` opens no stream.
-pub fn page(viewer: &Viewer, here: &str, title: &str, live: Option<&str>, body: Markup) -> Html<String> {
+pub fn page(
+    viewer: &Viewer,
+    here: &str,
+    title: &str,
+    live: Option<&str>,
+    body: Markup,
+) -> Html<String> {
     Html(
         html! {
             (DOCTYPE)
@@ -96,7 +102,11 @@ pub fn bare(title: &str, body: Markup) -> Html<String> {
 
 /// An error page with `status`.
 pub fn status_page(status: StatusCode, title: &str, message: &str) -> Response {
-    (status, bare(title, html! { p.error role="alert" { (message) } })).into_response()
+    (
+        status,
+        bare(title, html! { p.error role="alert" { (message) } }),
+    )
+        .into_response()
 }
 
 /// The page for an error of the runtime or of a request, with its status.

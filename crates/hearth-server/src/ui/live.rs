@@ -16,25 +16,30 @@ use crate::AppState;
 
 /// The stream. It holds two broadcast receivers and nothing else, so an
 /// open page costs a few hundred bytes while idle.
-pub async fn events(State(st): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+pub async fn events(
+    State(st): State<AppState>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let runs = st.runtime.run_changes();
     let notices = st.runtime.notices();
-    let stream = futures_util::stream::unfold((runs, notices), |(mut runs, mut notices)| async move {
-        let ev = tokio::select! {
-            r = runs.recv() => match r {
-                Ok(c) => Event::default().event("run").data(
-                    json!({"run_id": c.run_id, "status": c.status.as_str()}).to_string(),
-                ),
-                Err(RecvError::Lagged(_)) => Event::default().event("resync").data("{}"),
-                Err(RecvError::Closed) => return None,
-            },
-            n = notices.recv() => match n {
-                Ok(n) => Event::default().event("notice").data(json!({"event": n.event}).to_string()),
-                Err(RecvError::Lagged(_)) => Event::default().event("resync").data("{}"),
-                Err(RecvError::Closed) => return None,
-            },
-        };
-        Some((Ok(ev), (runs, notices)))
-    });
+    let stream = futures_util::stream::unfold(
+        (runs, notices),
+        |(mut runs, mut notices)| async move {
+            let ev = tokio::select! {
+                r = runs.recv() => match r {
+                    Ok(c) => Event::default().event("run").data(
+                        json!({"run_id": c.run_id, "status": c.status.as_str()}).to_string(),
+                    ),
+                    Err(RecvError::Lagged(_)) => Event::default().event("resync").data("{}"),
+                    Err(RecvError::Closed) => return None,
+                },
+                n = notices.recv() => match n {
+                    Ok(n) => Event::default().event("notice").data(json!({"event": n.event}).to_string()),
+                    Err(RecvError::Lagged(_)) => Event::default().event("resync").data("{}"),
+                    Err(RecvError::Closed) => return None,
+                },
+            };
+            Some((Ok(ev), (runs, notices)))
+        },
+    );
     Sse::new(stream).keep_alive(KeepAlive::default())
 }

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Extension;
 use maud::html;
 
 use super::layout::{self, bare};
@@ -39,10 +39,14 @@ fn login_page(status: StatusCode, next: &str, nonce: &str, error: Option<&str>) 
     };
     // The login form's CSRF token rides in its own short-lived cookie
     // (a double submit): a page elsewhere cannot read or set it.
-    let cookie = format!(
-        "{LOGIN_COOKIE}={nonce}; HttpOnly; SameSite=Strict; Path=/ui/login; Max-Age=3600"
-    );
-    (status, [(SET_COOKIE, cookie)], bare("Log in to hearth", body)).into_response()
+    let cookie =
+        format!("{LOGIN_COOKIE}={nonce}; HttpOnly; SameSite=Strict; Path=/ui/login; Max-Age=3600");
+    (
+        status,
+        [(SET_COOKIE, cookie)],
+        bare("Log in to hearth", body),
+    )
+        .into_response()
 }
 
 /// The login form; an open loopback hearth, or a live session, goes on to `next`.

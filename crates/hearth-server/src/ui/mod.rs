@@ -112,9 +112,18 @@ impl Ui {
             .route("/ui/skills/reload", post(admin::reload_skills))
             .route("/ui/memory", get(admin::memory))
             .route("/ui/settings", get(admin::settings))
-            .route("/ui/assets/app.js", get(|| asset(APP_JS, "text/javascript; charset=utf-8")))
-            .route("/ui/assets/app.css", get(|| asset(APP_CSS, "text/css; charset=utf-8")))
-            .route("/ui/assets/icon.svg", get(|| asset(ICON_SVG, "image/svg+xml")))
+            .route(
+                "/ui/assets/app.js",
+                get(|| asset(APP_JS, "text/javascript; charset=utf-8")),
+            )
+            .route(
+                "/ui/assets/app.css",
+                get(|| asset(APP_CSS, "text/css; charset=utf-8")),
+            )
+            .route(
+                "/ui/assets/icon.svg",
+                get(|| asset(ICON_SVG, "image/svg+xml")),
+            )
             .route("/ui/{*rest}", get(not_found).post(not_found))
             .layer(axum::middleware::from_fn_with_state(
                 (state, self.sessions.clone()),
@@ -157,11 +166,13 @@ async fn headers(req: Request, next: Next) -> Response {
         ("referrer-policy", "no-referrer"),
         ("x-content-type-options", "nosniff"),
     ] {
-        h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+        h.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     if !h.contains_key(CACHE_CONTROL) {
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
     resp
 }
-

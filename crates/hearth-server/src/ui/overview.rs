@@ -23,10 +23,18 @@ const COUNT_CAP: u32 = 1000;
 async fn count(st: &AppState, status: RunStatus) -> Result<String, crate::ApiError> {
     let n = st
         .runtime
-        .list_runs(&RunFilter { thread_key: None, status: Some(status), limit: COUNT_CAP })
+        .list_runs(&RunFilter {
+            thread_key: None,
+            status: Some(status),
+            limit: COUNT_CAP,
+        })
         .await?
         .len();
-    Ok(if n >= COUNT_CAP as usize { format!("{COUNT_CAP}+") } else { n.to_string() })
+    Ok(if n >= COUNT_CAP as usize {
+        format!("{COUNT_CAP}+")
+    } else {
+        n.to_string()
+    })
 }
 
 async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::ApiError> {
@@ -34,35 +42,62 @@ async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::A
     let hour_ago = now - 3_600_000;
     let recent = st
         .runtime
-        .list_runs(&RunFilter { thread_key: None, status: None, limit: RECENT })
+        .list_runs(&RunFilter {
+            thread_key: None,
+            status: None,
+            limit: RECENT,
+        })
         .await?;
     let last_hour: Vec<_> = recent
         .iter()
-        .filter(|r| r.created_at.parse::<jiff::Timestamp>().is_ok_and(|t| t.as_millisecond() >= hour_ago))
+        .filter(|r| {
+            r.created_at
+                .parse::<jiff::Timestamp>()
+                .is_ok_and(|t| t.as_millisecond() >= hour_ago)
+        })
         .collect();
     let saturated = last_hour.len() >= RECENT as usize;
     let ended = last_hour.iter().filter(|r| r.status.is_terminal()).count();
-    let failed = last_hour.iter().filter(|r| r.status == RunStatus::Failed).count();
+    let failed = last_hour
+        .iter()
+        .filter(|r| r.status == RunStatus::Failed)
+        .count();
     let per_min = last_hour.len() as f64 / 60.0;
-    let error_rate = if ended == 0 { 0.0 } else { failed as f64 * 100.0 / ended as f64 };
+    let error_rate = if ended == 0 {
+        0.0
+    } else {
+        failed as f64 * 100.0 / ended as f64
+    };
     let queued = count(st, RunStatus::Queued).await?;
     let running = count(st, RunStatus::Running).await?;
     let waiting = count(st, RunStatus::AwaitingConfirmation).await?;
     let pools = budget::budget(State(st.clone())).await.0.pools;
-    let chans = channels::list_channels(axum::Extension(ch.clone())).await.map(|c| c.0.channels).unwrap_or_default();
+    let chans = channels::list_channels(axum::Extension(ch.clone()))
+        .await
+        .map(|c| c.0.channels)
+        .unwrap_or_default();
     let outbox = |status: &str| {
         let ch = ch.clone();
         let status = status.to_owned();
         async move {
-            channels::list_outbox(axum::Extension(ch), ApiQuery(OutboxParams { status: Some(status), limit: Some(COUNT_CAP) }))
-                .await
-                .map(|o| o.0.items.len())
-                .unwrap_or(0)
+            channels::list_outbox(
+                axum::Extension(ch),
+                ApiQuery(OutboxParams {
+                    status: Some(status),
+                    limit: Some(COUNT_CAP),
+                }),
+            )
+            .await
+            .map(|o| o.0.items.len())
+            .unwrap_or(0)
         }
     };
     let (pending, failed_out) = (outbox("pending").await, outbox("failed").await);
     let replicas = if st.runtime.shares_store() {
-        cluster::cluster(State(st.clone())).await.ok().map(|c| c.0.replicas)
+        cluster::cluster(State(st.clone()))
+            .await
+            .ok()
+            .map(|c| c.0.replicas)
     } else {
         None
     };
@@ -100,7 +135,11 @@ async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::A
 }
 
 /// The overview page.
-pub async fn show(State(st): State<AppState>, Extension(viewer): Extension<Viewer>, Extension(ch): Extension<ChannelsHandle>) -> PageResult {
+pub async fn show(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+    Extension(ch): Extension<ChannelsHandle>,
+) -> PageResult {
     let live = live_part(&st, ch).await.map_err(fail)?;
     let body = html! {
         div #live data-src="/ui/live" { (live) }
@@ -110,6 +149,9 @@ pub async fn show(State(st): State<AppState>, Extension(viewer): Extension<Viewe
 }
 
 /// The overview's live part alone.
-pub async fn live(State(st): State<AppState>, Extension(ch): Extension<ChannelsHandle>) -> PageResult {
+pub async fn live(
+    State(st): State<AppState>,
+    Extension(ch): Extension<ChannelsHandle>,
+) -> PageResult {
     Ok(Fragment(live_part(&st, ch).await.map_err(fail)?).into_response())
 }

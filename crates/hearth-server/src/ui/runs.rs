@@ -33,7 +33,9 @@ pub struct RunFilters {
 impl RunFilters {
     fn keeps(&self, r: &RunEnvelope) -> bool {
         let is = |want: &Option<String>, have: &str| {
-            want.as_deref().filter(|w| !w.is_empty()).is_none_or(|w| w == have)
+            want.as_deref()
+                .filter(|w| !w.is_empty())
+                .is_none_or(|w| w == have)
         };
         is(&self.user, &r.user_key)
             && is(&self.source, &r.source)
@@ -98,7 +100,11 @@ pub async fn list(
         status,
         limit: Some(PAGE),
     };
-    let runs = messages::list_runs(State(st), ApiQuery(q)).await.map_err(fail)?.0.runs;
+    let runs = messages::list_runs(State(st), ApiQuery(q))
+        .await
+        .map_err(fail)?
+        .0
+        .runs;
     let runs: Vec<_> = runs.into_iter().filter(|r| f.keeps(r)).collect();
     let table = run_table(&runs);
     if f.part.as_deref() == Some("rows") {
@@ -108,7 +114,15 @@ pub async fn list(
         q if q.is_empty() => "/ui/runs?part=rows".to_owned(),
         q => format!("/ui/runs?{q}&part=rows"),
     };
-    let statuses = ["", "queued", "running", "awaiting_confirmation", "succeeded", "failed", "cancelled"];
+    let statuses = [
+        "",
+        "queued",
+        "running",
+        "awaiting_confirmation",
+        "succeeded",
+        "failed",
+        "cancelled",
+    ];
     let body = html! {
         form.filters method="get" action="/ui/runs" {
             label { "Status "
@@ -131,7 +145,11 @@ pub async fn list(
 }
 
 fn tokens_cell(tokens: Option<&serde_json::Value>) -> Markup {
-    let num = |k: &str| tokens.and_then(|t| t.get(k)).and_then(serde_json::Value::as_f64);
+    let num = |k: &str| {
+        tokens
+            .and_then(|t| t.get(k))
+            .and_then(serde_json::Value::as_f64)
+    };
     html! {
         @if let Some(i) = num("input_tokens") { (i) " in" }
         @if let Some(o) = num("output_tokens") { " / " (o) " out" }
@@ -151,7 +169,11 @@ fn latency(started: &str, finished: Option<&str>) -> String {
     match (parse(started), finished.and_then(parse)) {
         (Some(a), Some(b)) => {
             let ms = b.as_millisecond() - a.as_millisecond();
-            if ms < 1000 { format!("{ms} ms") } else { format!("{:.1} s", ms as f64 / 1000.0) }
+            if ms < 1000 {
+                format!("{ms} ms")
+            } else {
+                format!("{:.1} s", ms as f64 / 1000.0)
+            }
         }
         _ => "–".into(),
     }
@@ -164,17 +186,30 @@ pub async fn detail(
     ApiPath(id): ApiPath<String>,
     Query(part): Query<Part>,
 ) -> PageResult {
-    let run = messages::get_run(State(st.clone()), ApiPath(id.clone())).await.map_err(fail)?.0;
-    let trace = messages::run_trace(State(st.clone()), ApiPath(id.clone())).await.map_err(fail)?.0;
+    let run = messages::get_run(State(st.clone()), ApiPath(id.clone()))
+        .await
+        .map_err(fail)?
+        .0;
+    let trace = messages::run_trace(State(st.clone()), ApiPath(id.clone()))
+        .await
+        .map_err(fail)?
+        .0;
     let hist = history::history(
         State(st),
         ApiPath(run.thread_key.clone()),
-        ApiQuery(HistoryQuery { limit: Some(100), before: None }),
+        ApiQuery(HistoryQuery {
+            limit: Some(100),
+            before: None,
+        }),
     )
     .await
     .map_err(fail)?
     .0;
-    let mut messages: Vec<_> = hist.messages.into_iter().filter(|m| m.run_id.as_deref() == Some(id.as_str())).collect();
+    let mut messages: Vec<_> = hist
+        .messages
+        .into_iter()
+        .filter(|m| m.run_id.as_deref() == Some(id.as_str()))
+        .collect();
     messages.reverse();
     let live = html! {
         dl.facts {
@@ -268,6 +303,8 @@ pub async fn events(
 
 /// Cancels the run, then shows it.
 pub async fn cancel(State(st): State<AppState>, ApiPath(id): ApiPath<String>) -> PageResult {
-    let _ = messages::cancel_run(State(st), ApiPath(id.clone())).await.map_err(fail)?;
+    let _ = messages::cancel_run(State(st), ApiPath(id.clone()))
+        .await
+        .map_err(fail)?;
     Ok(Redirect::to(&format!("/ui/runs/{}", encode(&id))).into_response())
 }

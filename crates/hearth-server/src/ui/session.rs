@@ -163,7 +163,11 @@ impl Sessions {
 
     /// Who `headers` come from: the open loopback user, the holder of a
     /// live session whose token is still valid, or nobody.
-    pub async fn viewer(&self, st: &AppState, headers: &HeaderMap) -> Result<Option<Viewer>, crate::ApiError> {
+    pub async fn viewer(
+        &self,
+        st: &AppState,
+        headers: &HeaderMap,
+    ) -> Result<Option<Viewer>, crate::ApiError> {
         if st.auth.open().await? {
             return Ok(Some(Viewer {
                 caller: Caller::Local,
@@ -177,7 +181,11 @@ impl Sessions {
         let Some(session) = self.live(&id) else {
             return Ok(None);
         };
-        match st.runtime.api_token_name_by_hash(&session.token_hash).await? {
+        match st
+            .runtime
+            .api_token_name_by_hash(&session.token_hash)
+            .await?
+        {
             Some(name) => Ok(Some(Viewer {
                 caller: Caller::Token(name),
                 csrf: session.csrf,
@@ -221,7 +229,11 @@ pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 /// The CSRF token a request carries: the `X-CSRF-Token` header, or the
 /// `csrf` field of a form body (read, then put back for the handler).
 async fn csrf_of(req: Request) -> Option<(Request, String)> {
-    if let Some(v) = req.headers().get("x-csrf-token").and_then(|v| v.to_str().ok()) {
+    if let Some(v) = req
+        .headers()
+        .get("x-csrf-token")
+        .and_then(|v| v.to_str().ok())
+    {
         let v = v.to_owned();
         return Some((req, v));
     }
@@ -242,7 +254,10 @@ async fn csrf_of(req: Request) -> Option<(Request, String)> {
 
 /// One field of an `application/x-www-form-urlencoded` body.
 pub fn form_field(body: &[u8], name: &str) -> Option<String> {
-    url_pairs(body).into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    url_pairs(body)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
 }
 
 /// The pairs of a urlencoded string (`+` is a space, `%XX` a byte).
@@ -391,8 +406,18 @@ mod tests {
 
     #[test]
     fn next_stays_inside_the_dashboard() {
-        assert_eq!(safe_next(Some("/ui/runs?status=failed")), "/ui/runs?status=failed");
-        for bad in ["//evil.example/ui", "https://evil.example", "/ui//x", "/uix", "/ui/\\x", "/v1/runs"] {
+        assert_eq!(
+            safe_next(Some("/ui/runs?status=failed")),
+            "/ui/runs?status=failed"
+        );
+        for bad in [
+            "//evil.example/ui",
+            "https://evil.example",
+            "/ui//x",
+            "/uix",
+            "/ui/\\x",
+            "/v1/runs",
+        ] {
             assert_eq!(safe_next(Some(bad)), "/ui", "{bad}");
         }
     }

@@ -36,7 +36,10 @@ pub async fn list(
 ) -> PageResult {
     let threads = st.runtime.list_threads(THREADS).await.map_err(fail)?;
     let q = s.q.unwrap_or_default();
-    let shown: Vec<_> = threads.iter().filter(|t| q.is_empty() || t.thread_key.contains(q.as_str())).collect();
+    let shown: Vec<_> = threads
+        .iter()
+        .filter(|t| q.is_empty() || t.thread_key.contains(q.as_str()))
+        .collect();
     let body = html! {
         form.filters method="get" action="/ui/threads" role="search" {
             label { "Thread key contains " input type="search" name="q" value=(q); }
@@ -94,7 +97,10 @@ pub async fn detail(
     let hist = history::history(
         State(st),
         ApiPath(key.clone()),
-        ApiQuery(HistoryQuery { limit: Some(MESSAGES), before: p.before }),
+        ApiQuery(HistoryQuery {
+            limit: Some(MESSAGES),
+            before: p.before,
+        }),
     )
     .await
     .map_err(fail)?
@@ -158,7 +164,11 @@ pub async fn send(
 ) -> PageResult {
     let text = form_field(&body, "text").unwrap_or_default();
     if text.trim().is_empty() {
-        return Err(layout::status_page(StatusCode::BAD_REQUEST, "Refused", "Write a message to send."));
+        return Err(layout::status_page(
+            StatusCode::BAD_REQUEST,
+            "Refused",
+            "Write a message to send.",
+        ));
     }
     let env = st
         .runtime

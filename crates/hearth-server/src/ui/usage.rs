@@ -19,7 +19,12 @@ use crate::routes::usage::usage;
 /// The chart's window.
 const DAYS: &str = "30d";
 
-async fn rows(st: &AppState, since: Option<&str>, until: Option<&str>, group_by: Option<&str>) -> Result<Vec<UsageRow>, crate::ApiError> {
+async fn rows(
+    st: &AppState,
+    since: Option<&str>,
+    until: Option<&str>,
+    group_by: Option<&str>,
+) -> Result<Vec<UsageRow>, crate::ApiError> {
     let q = UsageParams {
         since: since.map(str::to_owned),
         until: until.map(str::to_owned),
@@ -45,9 +50,17 @@ fn value(r: &UsageRow, metric: &str) -> f64 {
 /// An SVG bar chart, one bar per row (a day), scaled to the largest.
 fn chart(days: &[UsageRow], metric: &str) -> Markup {
     let (w, h, pad) = (600.0_f64, 200.0_f64, 20.0_f64);
-    let max = days.iter().map(|r| value(r, metric)).fold(0.0, f64::max).max(1e-12);
+    let max = days
+        .iter()
+        .map(|r| value(r, metric))
+        .fold(0.0, f64::max)
+        .max(1e-12);
     let slot = (w - pad) / days.len().max(1) as f64;
-    let label = match metric { "tokens" => "tokens", "cost" => "cost (USD)", _ => "model calls" };
+    let label = match metric {
+        "tokens" => "tokens",
+        "cost" => "cost (USD)",
+        _ => "model calls",
+    };
     html! {
         svg.chart #usage-chart viewBox={ "0 0 " (w) " " (h + pad) } role="img" aria-labelledby="chart-title" {
             title #chart-title { (label) " per day, last 30 days" }
@@ -81,11 +94,25 @@ fn table(id: &str, title: &str, rows: &[UsageRow]) -> Markup {
 }
 
 /// `GET /ui/usage`.
-pub async fn show(State(st): State<AppState>, Extension(viewer): Extension<Viewer>, Query(m): Query<Metric>) -> PageResult {
-    let metric = match m.metric.as_deref() { Some("tokens") => "tokens", Some("cost") => "cost", _ => "calls" };
-    let days = rows(&st, Some(DAYS), None, Some("day")).await.map_err(fail)?;
-    let models = rows(&st, Some(DAYS), None, Some("model")).await.map_err(fail)?;
-    let providers = rows(&st, Some(DAYS), None, Some("provider")).await.map_err(fail)?;
+pub async fn show(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+    Query(m): Query<Metric>,
+) -> PageResult {
+    let metric = match m.metric.as_deref() {
+        Some("tokens") => "tokens",
+        Some("cost") => "cost",
+        _ => "calls",
+    };
+    let days = rows(&st, Some(DAYS), None, Some("day"))
+        .await
+        .map_err(fail)?;
+    let models = rows(&st, Some(DAYS), None, Some("model"))
+        .await
+        .map_err(fail)?;
+    let providers = rows(&st, Some(DAYS), None, Some("provider"))
+        .await
+        .map_err(fail)?;
     let body = html! {
         nav.tabs aria-label="Chart metric" {
             @for (k, l) in [("calls", "Calls"), ("tokens", "Tokens"), ("cost", "Cost")] {
@@ -117,8 +144,17 @@ fn field(s: &str) -> String {
 /// `GET /ui/usage.csv?since=&until=&group_by=`: the rows of `/v1/usage`
 /// for the same query, one line each, with a header line.
 pub async fn csv(State(st): State<AppState>, ApiQuery(q): ApiQuery<UsageParams>) -> PageResult {
-    let rows = rows(&st, q.since.as_deref(), q.until.as_deref(), q.group_by.as_deref()).await.map_err(fail)?;
-    let mut out = String::from("key,calls,input_tokens,output_tokens,cached_tokens,cost_usd,untracked_calls\n");
+    let rows = rows(
+        &st,
+        q.since.as_deref(),
+        q.until.as_deref(),
+        q.group_by.as_deref(),
+    )
+    .await
+    .map_err(fail)?;
+    let mut out = String::from(
+        "key,calls,input_tokens,output_tokens,cached_tokens,cost_usd,untracked_calls\n",
+    );
     for r in rows {
         out.push_str(&format!(
             "{},{},{},{},{},{},{}\n",
@@ -134,7 +170,10 @@ pub async fn csv(State(st): State<AppState>, ApiQuery(q): ApiQuery<UsageParams>)
     Ok((
         [
             (CONTENT_TYPE, "text/csv; charset=utf-8"),
-            (CONTENT_DISPOSITION, "attachment; filename=\"hearth-usage.csv\""),
+            (
+                CONTENT_DISPOSITION,
+                "attachment; filename=\"hearth-usage.csv\"",
+            ),
         ],
         out,
     )

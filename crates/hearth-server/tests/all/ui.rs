@@ -37,7 +37,10 @@ trait Form {
 impl Form for reqwest::RequestBuilder {
     fn form_of(self, pairs: &[(&str, &str)]) -> Self {
         use hearth_server::ui::session::encode;
-        let body: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect();
+        let body: Vec<String> = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect();
         self.header("content-type", "application/x-www-form-urlencoded")
             .body(body.join("&"))
     }
@@ -93,7 +96,10 @@ async fn the_root_redirects_and_an_open_loopback_dashboard_needs_no_login() {
     assert_eq!(r.status().as_u16(), 200);
     let h = r.headers();
     let csp = h["content-security-policy"].to_str().unwrap();
-    assert!(csp.starts_with("default-src 'self'") && !csp.contains("unsafe"), "{csp}");
+    assert!(
+        csp.starts_with("default-src 'self'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
     assert_eq!(h["x-frame-options"], "DENY");
     assert_eq!(h["referrer-policy"], "no-referrer");
     let html = r.text().await.unwrap();
@@ -105,12 +111,19 @@ async fn the_root_redirects_and_an_open_loopback_dashboard_needs_no_login() {
 async fn with_tokens_every_page_asks_for_a_login_and_a_good_token_opens_it() {
     let (s, http) = server().await;
     let token = token(&s, "t1").await;
-    for path in ["/ui", "/ui/runs?status=failed", "/ui/settings", "/ui/usage.csv"] {
+    for path in [
+        "/ui",
+        "/ui/runs?status=failed",
+        "/ui/settings",
+        "/ui/usage.csv",
+    ] {
         let r = http.get(s.url(path)).send().await.unwrap();
         assert_eq!(r.status().as_u16(), 303, "{path}");
         let want = format!(
             "/ui/login?next={}",
-            path.replace('/', "%2F").replace('?', "%3F").replace('=', "%3D")
+            path.replace('/', "%2F")
+                .replace('?', "%3F")
+                .replace('=', "%3D")
         );
         assert_eq!(location(r.headers()), want, "{path}");
     }
@@ -121,17 +134,36 @@ async fn with_tokens_every_page_asks_for_a_login_and_a_good_token_opens_it() {
     let (status, h) = login(&s, &http, &token, "/ui/runs").await;
     assert_eq!((status, location(&h)), (303, "/ui/runs"));
     let cookie = set_cookie(&h, "hearth_session").unwrap();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict")
+            && cookie.contains("Path=/"),
+        "{cookie}"
+    );
     let pair = cookie.split(';').next().unwrap().to_owned();
     assert!(!pair.contains(&token), "the cookie never holds the token");
-    let page = http.get(s.url("/ui/runs")).header("cookie", &pair).send().await.unwrap();
+    let page = http
+        .get(s.url("/ui/runs"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(page.status().as_u16(), 200);
 
     // Revoking the token ends the session at once.
     assert!(s.store.revoke_token("t1").await.unwrap());
     let _other = token_after_revoke(&s).await;
-    let page = http.get(s.url("/ui/runs")).header("cookie", &pair).send().await.unwrap();
-    assert_eq!(page.status().as_u16(), 303, "a revoked token's session is over");
+    let page = http
+        .get(s.url("/ui/runs"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        page.status().as_u16(),
+        303,
+        "a revoked token's session is over"
+    );
 }
 
 /// Another token, so the server is not open again once the first is revoked.
@@ -144,11 +176,27 @@ async fn a_change_needs_the_csrf_token_and_the_own_origin() {
     let (s, http) = server().await;
     let token = token(&s, "t1").await;
     let (_, h) = login(&s, &http, &token, "/ui").await;
-    let pair = set_cookie(&h, "hearth_session").unwrap().split(';').next().unwrap().to_owned();
-    let page = http.get(s.url("/ui/logout")).header("cookie", &pair).send().await.unwrap().text().await.unwrap();
+    let pair = set_cookie(&h, "hearth_session")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = http
+        .get(s.url("/ui/logout"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let csrf = value_of(&page, "csrf").to_owned();
     let post = |origin: Option<&str>, site: Option<&str>, csrf: &str| {
-        let mut rb = http.post(s.url("/ui/skills/reload")).header("cookie", &pair).form_of(&[("csrf", csrf)]);
+        let mut rb = http
+            .post(s.url("/ui/skills/reload"))
+            .header("cookie", &pair)
+            .form_of(&[("csrf", csrf)]);
         if let Some(o) = origin {
             rb = rb.header("origin", o);
         }
@@ -158,13 +206,38 @@ async fn a_change_needs_the_csrf_token_and_the_own_origin() {
         rb
     };
     let own = s.url("");
-    let status = |rb: reqwest::RequestBuilder| async move { rb.send().await.unwrap().status().as_u16() };
-    assert_eq!(status(post(Some(&own), None, "wrong")).await, 403, "a wrong CSRF token");
-    assert_eq!(status(post(Some("http://evil.example"), None, &csrf)).await, 403, "another origin");
-    assert_eq!(status(post(Some("null"), None, &csrf)).await, 403, "null without Sec-Fetch-Site");
-    assert_eq!(status(post(Some("null"), Some("same-origin"), "wrong")).await, 403, "null with a bad token");
-    assert_eq!(status(post(Some("null"), Some("same-origin"), &csrf)).await, 303, "a same-origin form post");
-    assert_eq!(status(post(Some(&own), None, &csrf)).await, 303, "a script's post");
+    let status =
+        |rb: reqwest::RequestBuilder| async move { rb.send().await.unwrap().status().as_u16() };
+    assert_eq!(
+        status(post(Some(&own), None, "wrong")).await,
+        403,
+        "a wrong CSRF token"
+    );
+    assert_eq!(
+        status(post(Some("http://evil.example"), None, &csrf)).await,
+        403,
+        "another origin"
+    );
+    assert_eq!(
+        status(post(Some("null"), None, &csrf)).await,
+        403,
+        "null without Sec-Fetch-Site"
+    );
+    assert_eq!(
+        status(post(Some("null"), Some("same-origin"), "wrong")).await,
+        403,
+        "null with a bad token"
+    );
+    assert_eq!(
+        status(post(Some("null"), Some("same-origin"), &csrf)).await,
+        303,
+        "a same-origin form post"
+    );
+    assert_eq!(
+        status(post(Some(&own), None, &csrf)).await,
+        303,
+        "a script's post"
+    );
     // Elsewhere `null` stays refused, CSRF token or not.
     let r = http
         .post(s.url("/v1/skills/reload"))
@@ -184,12 +257,40 @@ async fn logging_out_ends_the_session() {
     let (s, http) = server().await;
     let token = token(&s, "t1").await;
     let (_, h) = login(&s, &http, &token, "/ui").await;
-    let pair = set_cookie(&h, "hearth_session").unwrap().split(';').next().unwrap().to_owned();
-    let page = http.get(s.url("/ui/logout")).header("cookie", &pair).send().await.unwrap().text().await.unwrap();
+    let pair = set_cookie(&h, "hearth_session")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = http
+        .get(s.url("/ui/logout"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let csrf = value_of(&page, "csrf").to_owned();
-    let r = http.post(s.url("/ui/logout")).header("cookie", &pair).header("origin", s.url("")).form_of(&[("csrf", csrf.as_str())]).send().await.unwrap();
-    assert_eq!((r.status().as_u16(), location(r.headers())), (303, "/ui/login"));
-    let r = http.get(s.url("/ui")).header("cookie", &pair).send().await.unwrap();
+    let r = http
+        .post(s.url("/ui/logout"))
+        .header("cookie", &pair)
+        .header("origin", s.url(""))
+        .form_of(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status().as_u16(), location(r.headers())),
+        (303, "/ui/login")
+    );
+    let r = http
+        .get(s.url("/ui"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 303);
 }
 
@@ -198,8 +299,17 @@ async fn unknown_pages_and_runs_are_pages_not_json() {
     let (s, http) = server().await;
     let r = http.get(s.url("/ui/nope")).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 404);
-    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
-    let r = http.get(s.url("/ui/runs/run_missing")).send().await.unwrap();
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let r = http
+        .get(s.url("/ui/runs/run_missing"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 404);
     assert!(r.text().await.unwrap().contains("Not found"));
 }

@@ -34,9 +34,13 @@ pub struct Browser {
 pub async fn open() -> Option<Browser> {
     let (Some(chromium), Some(driver)) = (which("chromium"), which("chromedriver")) else {
         if hearth_testkit::tools::in_ci() {
-            panic!("CI=true but chromium or chromedriver is not on PATH: .ci/prereqs.sh installs Debian's chromium and chromium-driver");
+            panic!(
+                "CI=true but chromium or chromedriver is not on PATH: .ci/prereqs.sh installs Debian's chromium and chromium-driver"
+            );
         }
-        eprintln!("skipped: the dashboard's browser tests need chromium and chromedriver on PATH (apt-get install chromium chromium-driver)");
+        eprintln!(
+            "skipped: the dashboard's browser tests need chromium and chromedriver on PATH (apt-get install chromium chromium-driver)"
+        );
         return None;
     };
     let mut child = Command::new(driver)
@@ -68,7 +72,9 @@ pub async fn open() -> Option<Browser> {
         },
         "goog:loggingPrefs": { "browser": "ALL" }
     });
-    let Value::Object(caps) = caps else { unreachable!() };
+    let Value::Object(caps) = caps else {
+        unreachable!()
+    };
     let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
         .connect(&driver_url)
@@ -100,7 +106,10 @@ impl Browser {
     async fn driver(&self, path: &str, body: Value) -> Value {
         let r = self
             .http
-            .post(format!("{}/session/{}/{path}", self.driver_url, self.session))
+            .post(format!(
+                "{}/session/{}/{path}",
+                self.driver_url, self.session
+            ))
             .json(&body)
             .send()
             .await
@@ -171,16 +180,22 @@ impl Browser {
                 .await
                 .unwrap();
             let found: Vec<String> = serde_json::from_value(found).unwrap();
-            assert!(found.is_empty(), "{what}: accessibility violations: {found:#?}");
+            assert!(
+                found.is_empty(),
+                "{what}: accessibility violations: {found:#?}"
+            );
         }
     }
 
     /// The element `css`, waited for up to 20 s.
     pub async fn find(&self, css: &str) -> fantoccini::elements::Element {
-        tokio::time::timeout(Duration::from_secs(20), self.c.wait().forever().for_element(Locator::Css(css)))
-            .await
-            .unwrap_or_else(|_| panic!("no {css} within 20 s"))
-            .unwrap()
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            self.c.wait().forever().for_element(Locator::Css(css)),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("no {css} within 20 s"))
+        .unwrap()
     }
 
     /// Waits until the text of `css` contains `want` (the page changes
@@ -215,10 +230,16 @@ fn axe_source() -> Option<String> {
     match std::fs::read_to_string(&path) {
         Ok(s) => Some(s),
         Err(_) if hearth_testkit::tools::in_ci() => {
-            panic!("CI=true but axe-core is not at {} (.ci/prereqs.sh installs it)", path.display())
+            panic!(
+                "CI=true but axe-core is not at {} (.ci/prereqs.sh installs it)",
+                path.display()
+            )
         }
         Err(_) => {
-            eprintln!("skipped the accessibility check: axe-core is not at {} (run .ci/prereqs.sh)", path.display());
+            eprintln!(
+                "skipped the accessibility check: axe-core is not at {} (run .ci/prereqs.sh)",
+                path.display()
+            );
             None
         }
     }

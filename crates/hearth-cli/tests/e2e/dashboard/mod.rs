@@ -21,14 +21,20 @@ fn enc(s: &str) -> String {
 
 /// A token made by `hearth token create` on `home`.
 async fn make_token(home: &std::path::Path, name: &str) -> String {
-    let out = command(home).args(["token", "create", "--name", name]).output().await.unwrap();
+    let out = command(home)
+        .args(["token", "create", "--name", name])
+        .output()
+        .await
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 #[tokio::test]
 async fn a_token_logs_in_a_bad_one_does_not_and_every_page_is_clean() {
-    let Some(b) = browser::open().await else { return };
+    let Some(b) = browser::open().await else {
+        return;
+    };
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
     let token = make_token(dir.path(), "operator").await;
@@ -36,27 +42,66 @@ async fn a_token_logs_in_a_bad_one_does_not_and_every_page_is_clean() {
 
     b.c.goto(&h.at("/ui/runs")).await.unwrap();
     let url = b.c.current_url().await.unwrap();
-    assert_eq!((url.path(), url.query()), ("/ui/login", Some("next=%2Fui%2Fruns")));
+    assert_eq!(
+        (url.path(), url.query()),
+        ("/ui/login", Some("next=%2Fui%2Fruns"))
+    );
     b.check_page("the login page").await;
-    b.find("#token").await.send_keys("hth_not_a_real_token").await.unwrap();
-    b.c.find(Locator::Css("form button")).await.unwrap().click().await.unwrap();
+    b.find("#token")
+        .await
+        .send_keys("hth_not_a_real_token")
+        .await
+        .unwrap();
+    b.c.find(Locator::Css("form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let err = b.find("#login-error").await.text().await.unwrap();
     assert!(err.contains("not a valid API token"), "{err}");
     // The refused login answered 401: the console logs it, which is expected here.
     let _ = b.console_errors().await;
 
     b.find("#token").await.send_keys(&token).await.unwrap();
-    b.c.find(Locator::Css("form button")).await.unwrap().click().await.unwrap();
+    b.c.find(Locator::Css("form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     b.find("#live").await;
-    assert_eq!(b.c.current_url().await.unwrap().path(), "/ui/runs", "back where the login began");
+    assert_eq!(
+        b.c.current_url().await.unwrap().path(),
+        "/ui/runs",
+        "back where the login began"
+    );
 
-    let r = h.http.post(h.at("/v1/messages")).bearer_auth(&token)
-        .json(&json!({ "text": "hello", "thread_key": "api:dash", "wait": true })).send().await.unwrap();
+    let r = h
+        .http
+        .post(h.at("/v1/messages"))
+        .bearer_auth(&token)
+        .json(&json!({ "text": "hello", "thread_key": "api:dash", "wait": true }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     for page in [
-        "/ui", "/ui/runs", "/ui/confirmations", "/ui/threads", "/ui/threads/api%3Adash",
-        "/ui/usage", "/ui/budget", "/ui/router", "/ui/jobs", "/ui/channels", "/ui/mcp",
-        "/ui/skills", "/ui/memory?user_key=api%3Auser%3Aanonymous&q=cat", "/ui/settings", "/ui/logout",
+        "/ui",
+        "/ui/runs",
+        "/ui/confirmations",
+        "/ui/threads",
+        "/ui/threads/api%3Adash",
+        "/ui/usage",
+        "/ui/budget",
+        "/ui/router",
+        "/ui/jobs",
+        "/ui/channels",
+        "/ui/mcp",
+        "/ui/skills",
+        "/ui/memory?user_key=api%3Auser%3Aanonymous&q=cat",
+        "/ui/settings",
+        "/ui/logout",
     ] {
         b.visit(&h.at(page)).await;
         let h1 = b.find("h1").await.text().await.unwrap();
@@ -68,7 +113,12 @@ async fn a_token_logs_in_a_bad_one_does_not_and_every_page_is_clean() {
 
     // Logging out ends the session: the next page asks for the token again.
     b.visit(&h.at("/ui/logout")).await;
-    b.c.find(Locator::Css("main form button")).await.unwrap().click().await.unwrap();
+    b.c.find(Locator::Css("main form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     b.find("#token").await;
     b.c.goto(&h.at("/ui/settings")).await.unwrap();
     assert_eq!(b.c.current_url().await.unwrap().path(), "/ui/login");
@@ -77,39 +127,70 @@ async fn a_token_logs_in_a_bad_one_does_not_and_every_page_is_clean() {
 
 /// Saves a memory for [`USER`] through the model; its id.
 async fn saved_memory(h: &Hearth, fake: &FakeOpenAi, text: &str) -> i64 {
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new("s1", "memory_save", json!({ "text": text }).to_string())]));
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "s1",
+        "memory_save",
+        json!({ "text": text }).to_string(),
+    )]));
     fake.push(Reply::text("noted"));
     let (s, v) = h.post(json!({ "text": "remember", "thread_key": "api:dash-conf", "user_key": USER, "wait": true })).await;
     assert_eq!(s, 200, "{v}");
-    let out = command(&h.home).args(["memory", "export", "--user", USER]).output().await.unwrap();
+    let out = command(&h.home)
+        .args(["memory", "export", "--user", USER])
+        .output()
+        .await
+        .unwrap();
     let all: Value = serde_json::from_slice(&out.stdout).unwrap();
-    all["memories"].as_array().unwrap().iter().find(|m| m["text"] == text).unwrap()["id"].as_i64().unwrap()
+    all["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["text"] == text)
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap()
 }
 
 /// A run waiting for the confirmation of `memory_forget(id)`; its id.
 async fn waiting_forget(h: &Hearth, fake: &FakeOpenAi, id: i64, then: &str) -> String {
-    fake.push(Reply::tool_calls(vec![ToolCallSpec::new("f1", "memory_forget", json!({ "id": id }).to_string())]));
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "f1",
+        "memory_forget",
+        json!({ "id": id }).to_string(),
+    )]));
     fake.push(Reply::text(then));
     let (s, v) = h.post(json!({ "text": "forget it", "thread_key": "api:dash-conf", "user_key": USER, "wait": true })).await;
-    assert_eq!((s, v["status"].as_str()), (202, Some("awaiting_confirmation")), "{v}");
+    assert_eq!(
+        (s, v["status"].as_str()),
+        (202, Some("awaiting_confirmation")),
+        "{v}"
+    );
     v["run_id"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
 async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
-    let Some(b) = browser::open().await else { return };
+    let Some(b) = browser::open().await else {
+        return;
+    };
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
 
     b.visit(&h.at("/ui/runs")).await;
     fake.push(Reply::text("hello from the fake"));
-    let (s, v) = h.post(json!({ "text": "hi", "thread_key": "api:dash-live" })).await;
+    let (s, v) = h
+        .post(json!({ "text": "hi", "thread_key": "api:dash-live" }))
+        .await;
     assert_eq!(s, 202, "{v}");
     let run_id = v["run_id"].as_str().unwrap().to_owned();
     // No reload: the list redraws itself when the event stream tells of the run.
     b.until_text("#live", &run_id).await;
-    b.find(&format!("#run-{run_id} a")).await.click().await.unwrap();
+    b.find(&format!("#run-{run_id} a"))
+        .await
+        .click()
+        .await
+        .unwrap();
     b.find("#trace").await;
     b.until_text("#run-status", "succeeded").await;
     assert_eq!(b.find("#run-id").await.text().await.unwrap(), run_id);
@@ -122,7 +203,11 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     let card = b.find(&format!("#confirm-{approved}")).await;
     assert!(card.text().await.unwrap().contains("memory_forget"));
     b.screenshots("confirmations").await;
-    b.find(&format!("#confirm-{approved} button[value=\"true\"]")).await.click().await.unwrap();
+    b.find(&format!("#confirm-{approved} button[value=\"true\"]"))
+        .await
+        .click()
+        .await
+        .unwrap();
     b.find("h1").await;
     b.check_page("the queue after Approve").await;
     b.visit(&h.at(&format!("/ui/runs/{approved}"))).await;
@@ -132,38 +217,81 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     let id = saved_memory(&h, &fake, "The dog is called Pip").await;
     let denied = waiting_forget(&h, &fake, id, "kept it").await;
     b.visit(&h.at("/ui/confirmations")).await;
-    b.find(&format!("#confirm-{denied} button[value=\"false\"]")).await.click().await.unwrap();
+    b.find(&format!("#confirm-{denied} button[value=\"false\"]"))
+        .await
+        .click()
+        .await
+        .unwrap();
     b.find("h1").await;
     b.visit(&h.at(&format!("/ui/runs/{denied}"))).await;
     b.until_text("#run-status", "succeeded").await;
-    let out = command(&h.home).args(["memory", "export", "--user", USER]).output().await.unwrap();
+    let out = command(&h.home)
+        .args(["memory", "export", "--user", USER])
+        .output()
+        .await
+        .unwrap();
     let all: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(all["memories"].as_array().unwrap().iter().any(|m| m["text"] == "The dog is called Pip"), "denied: kept");
+    assert!(
+        all["memories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["text"] == "The dog is called Pip"),
+        "denied: kept"
+    );
     // An answered question cannot be answered again.
-    let r = reqwest::Client::new().post(h.at(&format!("/ui/confirmations/{denied}")))
-        .header("origin", h.at("")).header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("approve=true&csrf={}", csrf_of(&b).await)).send().await.unwrap();
+    let r = reqwest::Client::new()
+        .post(h.at(&format!("/ui/confirmations/{denied}")))
+        .header("origin", h.at(""))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("approve=true&csrf={}", csrf_of(&b).await))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 404);
     let _ = b.c.clone().close().await;
 }
 
 /// The page's CSRF token (from its meta tag).
 async fn csrf_of(b: &browser::Browser) -> String {
-    let v = b.c.execute("return document.querySelector('meta[name=csrf]').content", vec![]).await.unwrap();
+    let v =
+        b.c.execute(
+            "return document.querySelector('meta[name=csrf]').content",
+            vec![],
+        )
+        .await
+        .unwrap();
     v.as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
 async fn a_message_sent_from_a_thread_page_streams_its_answer() {
-    let Some(b) = browser::open().await else { return };
+    let Some(b) = browser::open().await else {
+        return;
+    };
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
-    b.visit(&h.at(&format!("/ui/threads/{}", enc("api:dash-thread")))).await;
-    fake.push(Reply::text("an answer that arrives in pieces").in_pieces(5).with_delay(Duration::from_millis(30)));
-    b.find("#text").await.send_keys("hello there").await.unwrap();
-    b.c.find(Locator::XPath("//button[normalize-space()='Send']")).await.unwrap().click().await.unwrap();
-    b.until_text("#answer-text", "an answer that arrives in pieces").await;
+    b.visit(&h.at(&format!("/ui/threads/{}", enc("api:dash-thread"))))
+        .await;
+    fake.push(
+        Reply::text("an answer that arrives in pieces")
+            .in_pieces(5)
+            .with_delay(Duration::from_millis(30)),
+    );
+    b.find("#text")
+        .await
+        .send_keys("hello there")
+        .await
+        .unwrap();
+    b.c.find(Locator::XPath("//button[normalize-space()='Send']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.until_text("#answer-text", "an answer that arrives in pieces")
+        .await;
     b.find("#answer[data-done=\"run.succeeded\"]").await;
     b.until_text("#history-box", "hello there").await;
     b.check_page("a thread after sending").await;
@@ -172,14 +300,19 @@ async fn a_message_sent_from_a_thread_page_streams_its_answer() {
 
 /// Days ago as unix ms (noon UTC of that day, so the day is unambiguous).
 fn days_ago(n: i64) -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
     let day = 86_400_000;
     (now / day - n) * day + day / 2
 }
 
 #[tokio::test]
 async fn the_usage_chart_has_a_bar_per_day_and_the_csv_matches_the_api() {
-    let Some(b) = browser::open().await else { return };
+    let Some(b) = browser::open().await else {
+        return;
+    };
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
@@ -187,7 +320,16 @@ async fn the_usage_chart_has_a_bar_per_day_and_the_csv_matches_the_api() {
     // days ago; none today, whose noon may be ahead) and one 40 days ago.
     let db = rusqlite::Connection::open(h.home.join("hearth.db")).unwrap();
     db.busy_timeout(Duration::from_secs(10)).unwrap();
-    for (i, (ago, model)) in [(1, "fake-model"), (1, "other-model"), (3, "fake-model"), (20, "other-model"), (40, "fake-model")].iter().enumerate() {
+    for (i, (ago, model)) in [
+        (1, "fake-model"),
+        (1, "other-model"),
+        (3, "fake-model"),
+        (20, "other-model"),
+        (40, "fake-model"),
+    ]
+    .iter()
+    .enumerate()
+    {
         db.execute(
             "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, output_tokens, latency_ms, status)
              VALUES (?1, 0, ?2, 'fake', ?3, 'answer', 100, 20, 5, 'ok')",
@@ -196,20 +338,42 @@ async fn the_usage_chart_has_a_bar_per_day_and_the_csv_matches_the_api() {
         .unwrap();
     }
     b.visit(&h.at("/ui/usage")).await;
-    let bars = b.c.find_all(Locator::Css("#usage-chart rect.bar")).await.unwrap();
-    assert_eq!(bars.len(), 3, "one bar per day with calls in the last 30 days");
+    let bars =
+        b.c.find_all(Locator::Css("#usage-chart rect.bar"))
+            .await
+            .unwrap();
+    assert_eq!(
+        bars.len(),
+        3,
+        "one bar per day with calls in the last 30 days"
+    );
 
     for group in ["day", "model", "provider"] {
         let q = format!("since=30d&group_by={group}");
-        let csv = reqwest::get(h.at(&format!("/ui/usage.csv?{q}"))).await.unwrap();
+        let csv = reqwest::get(h.at(&format!("/ui/usage.csv?{q}")))
+            .await
+            .unwrap();
         assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
         let csv = csv.text().await.unwrap();
         let (_, api) = h.get(&format!("/v1/usage?{q}")).await;
-        let mut want = String::from("key,calls,input_tokens,output_tokens,cached_tokens,cost_usd,untracked_calls\n");
+        let mut want = String::from(
+            "key,calls,input_tokens,output_tokens,cached_tokens,cost_usd,untracked_calls\n",
+        );
         for r in api["rows"].as_array().unwrap() {
-            let cost = r["cost_usd"].as_f64().map(|c| c.to_string()).unwrap_or_default();
-            want.push_str(&format!("{},{},{},{},{},{},{}\n", r["key"].as_str().unwrap(), r["calls"], r["input_tokens"],
-                r["output_tokens"], r["cached_tokens"], cost, r["untracked_calls"]));
+            let cost = r["cost_usd"]
+                .as_f64()
+                .map(|c| c.to_string())
+                .unwrap_or_default();
+            want.push_str(&format!(
+                "{},{},{},{},{},{},{}\n",
+                r["key"].as_str().unwrap(),
+                r["calls"],
+                r["input_tokens"],
+                r["output_tokens"],
+                r["cached_tokens"],
+                cost,
+                r["untracked_calls"]
+            ));
         }
         assert_eq!(csv, want, "{group}");
         assert!(csv.lines().count() > 1, "{group}: {csv}");
