@@ -15,10 +15,12 @@ use crate::extract::ApiQuery;
 use crate::routes::channels::{ChannelsHandle, OutboxParams};
 use crate::routes::{budget, channels, cluster};
 
-/// Runs read for the last hour's rates: one page, never more.
-const RECENT: u32 = 500;
-/// Counted at most per status (beyond it the page says "1000+").
-const COUNT_CAP: u32 = 1000;
+/// Runs read for the last hour's rates: one page, never more (a busier
+/// hour shows "at least").
+const RECENT: u32 = 200;
+/// Counted at most per status (beyond it the page says "100+"): the
+/// overview is redrawn on every run change, so it reads little.
+const COUNT_CAP: u32 = 100;
 
 async fn count(st: &AppState, status: RunStatus) -> Result<String, crate::ApiError> {
     let n = st

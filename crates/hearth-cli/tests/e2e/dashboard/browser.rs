@@ -166,6 +166,21 @@ impl Browser {
         assert!(errors.is_empty(), "{what}: console errors: {errors:#?}");
         if let Some(axe) = axe_source() {
             self.c.execute(&axe, vec![]).await.unwrap();
+            // Both themes: the page follows the system's.
+            for scheme in ["dark", "light"] {
+                self.driver(
+                    "goog/cdp/execute",
+                    json!({ "cmd": "Emulation.setEmulatedMedia",
+                            "params": { "features": [{ "name": "prefers-color-scheme", "value": scheme }] } }),
+                )
+                .await;
+                self.axe(what, scheme).await;
+            }
+        }
+    }
+
+    async fn axe(&self, what: &str, scheme: &str) {
+        {
             let found = self
                 .c
                 .execute_async(
@@ -182,7 +197,7 @@ impl Browser {
             let found: Vec<String> = serde_json::from_value(found).unwrap();
             assert!(
                 found.is_empty(),
-                "{what}: accessibility violations: {found:#?}"
+                "{what} ({scheme} theme): accessibility violations: {found:#?}"
             );
         }
     }
