@@ -101,6 +101,9 @@ pub struct RunFilter {
     pub status: Option<RunStatus>,
     /// At most this many (the store caps it at 1000).
     pub limit: u32,
+    /// Only runs accepted before this run (a page's cursor: the last run
+    /// of the page before). A run id the store does not hold gives none.
+    pub before: Option<String>,
 }
 
 /// One thread's activity, for listing threads (`list_threads`).

@@ -29,6 +29,7 @@ async fn count(st: &AppState, status: RunStatus) -> Result<String, crate::ApiErr
             thread_key: None,
             status: Some(status),
             limit: COUNT_CAP,
+            before: None,
         })
         .await?
         .len();
@@ -48,6 +49,7 @@ async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::A
             thread_key: None,
             status: None,
             limit: RECENT,
+            before: None,
         })
         .await?;
     let last_hour: Vec<_> = recent

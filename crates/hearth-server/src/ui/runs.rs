@@ -4,14 +4,15 @@ use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
-use hearth_core::RunEnvelope;
+use hearth_core::records::RunFilter;
+use hearth_core::{RunEnvelope, RunStatus};
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, PageResult, badge, button_form, empty, fail, page, time_str};
 use super::session::{Viewer, encode};
 use crate::AppState;
-use crate::dto::{HistoryQuery, RunQuery};
+use crate::dto::HistoryQuery;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::routes::{history, messages};
 
@@ -26,6 +27,8 @@ pub struct RunFilters {
     user: Option<String>,
     source: Option<String>,
     model: Option<String>,
+    /// The cursor: runs older than this one.
+    before: Option<String>,
     /// `part=rows`: only the table, for the live redraw.
     part: Option<String>,
 }
@@ -93,20 +96,38 @@ pub async fn list(
     Extension(viewer): Extension<Viewer>,
     Query(f): Query<RunFilters>,
 ) -> PageResult {
-    let status = f.status.clone().filter(|s| !s.is_empty());
-    let thread = f.thread.clone().filter(|s| !s.is_empty());
-    let q = RunQuery {
-        thread_key: thread,
-        status,
-        limit: Some(PAGE),
+    let status = match f.status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+            fail(crate::ApiError::InvalidRequest(format!(
+                "unknown status {s:?}"
+            )))
+        })?),
     };
-    let runs = messages::list_runs(State(st), ApiQuery(q))
-        .await
-        .map_err(fail)?
-        .0
-        .runs;
+    let thread_key = f.thread.clone().filter(|s| !s.is_empty());
+    if let Some(t) = &thread_key {
+        hearth_runtime::check_key("thread_key", t).map_err(fail)?;
+    }
+    let filter = RunFilter {
+        thread_key,
+        status,
+        limit: PAGE,
+        before: f.before.clone().filter(|s| !s.is_empty()),
+    };
+    let runs = st.runtime.list_runs(&filter).await.map_err(fail)?;
+    // The cursor of the next page is the last run read, kept or not.
+    let next = (runs.len() >= PAGE as usize)
+        .then(|| runs.last().map(|r| r.run_id.clone()))
+        .flatten();
     let runs: Vec<_> = runs.into_iter().filter(|r| f.keeps(r)).collect();
-    let table = run_table(&runs);
+    let older = next.map(|n| match f.query() {
+        q if q.is_empty() => format!("/ui/runs?before={}", encode(&n)),
+        q => format!("/ui/runs?{q}&before={}", encode(&n)),
+    });
+    let table = html! {
+        (run_table(&runs))
+        @if let Some(o) = &older { p { a rel="next" href=(o) { "Older runs" } } }
+    };
     if f.part.as_deref() == Some("rows") {
         return Ok(layout::Fragment(table).into_response());
     }
@@ -138,10 +159,16 @@ pub async fn list(
             label { "Model " input type="text" name="model" value=[f.model.as_deref()]; }
             button type="submit" { "Filter" }
         }
-        p.hint { "The newest " (PAGE) " runs of the filter; this list updates itself." }
-        div #live data-src=(src) { (table) }
+        @if f.before.is_some() {
+            p.hint { (PAGE) " runs of the filter, older than " span.mono { (f.before.as_deref().unwrap_or("")) } ". " a href="/ui/runs" { "Newest runs" } }
+            (table)
+        } @else {
+            p.hint { "The newest " (PAGE) " runs of the filter (user, source and model filter that page); this list updates itself." }
+            div #live data-src=(src) { (table) }
+        }
     };
-    Ok(page(&viewer, "/ui/runs", "Runs", Some("runs"), body).into_response())
+    let live = f.before.is_none().then_some("runs");
+    Ok(page(&viewer, "/ui/runs", "Runs", live, body).into_response())
 }
 
 fn tokens_cell(tokens: Option<&serde_json::Value>) -> Markup {

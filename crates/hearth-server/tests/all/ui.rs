@@ -313,3 +313,47 @@ async fn unknown_pages_and_runs_are_pages_not_json() {
     assert_eq!(r.status().as_u16(), 404);
     assert!(r.text().await.unwrap().contains("Not found"));
 }
+
+#[tokio::test]
+async fn the_run_list_pages_by_cursor_and_never_reads_more_than_a_page() {
+    let (s, http) = server().await;
+    let mut ids = Vec::new();
+    for i in 0..51 {
+        let (status, _, v) = s
+            .send(
+                s.http.post(s.url("/v1/messages")).json(
+                    &serde_json::json!({ "text": "hi", "thread_key": format!("api:page-{i}") }),
+                ),
+            )
+            .await;
+        assert_eq!(status, 202, "{v}");
+        ids.push(v["run_id"].as_str().unwrap().to_owned());
+    }
+    let first = http
+        .get(s.url("/ui/runs"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(first.matches("<tr id=\"run-").count(), 50, "one page");
+    assert!(first.contains(&ids[50]) && !first.contains(&format!("run-{}\"", ids[0])));
+    let at = first
+        .find("rel=\"next\" href=\"")
+        .expect("a link to older runs")
+        + 17;
+    let next = first[at..].split('"').next().unwrap().replace("&amp;", "&");
+    assert_eq!(next, format!("/ui/runs?before={}", ids[1]));
+    let second = http
+        .get(s.url(&next))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(second.matches("<tr id=\"run-").count(), 1);
+    assert!(second.contains(&format!("run-{}\"", ids[0])));
+    assert!(!second.contains("rel=\"next\""), "the last page");
+}

@@ -342,6 +342,41 @@ pub async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S)
         ids(store.list_runs(&two).await.unwrap()),
         ["run_5", "run_4"]
     );
+    // Paging: the next page starts after the last run of the one before.
+    let next = RunFilter {
+        before: Some("run_4".into()),
+        ..two.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&next).await.unwrap()),
+        ["run_3", "run_2"]
+    );
+    let even_after = RunFilter {
+        before: Some("run_4".into()),
+        ..even.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&even_after).await.unwrap()),
+        ["run_2", "run_0"]
+    );
+    let queued_even_after = RunFilter {
+        before: Some("run_2".into()),
+        ..queued_even.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&queued_even_after).await.unwrap()),
+        ["run_0"]
+    );
+    let done_after = RunFilter {
+        before: Some("run_5".into()),
+        ..done.clone()
+    };
+    assert_eq!(ids(store.list_runs(&done_after).await.unwrap()), ["run_4"]);
+    let unknown = RunFilter {
+        before: Some("run_gone".into()),
+        ..RunFilter::default()
+    };
+    assert!(store.list_runs(&unknown).await.unwrap().is_empty());
 }
 
 pub async fn list_threads_counts_runs_most_recently_active_first<S: RunStore + ThreadStore>(

@@ -19,6 +19,20 @@ use crate::records::{
 };
 use crate::runs::RunStore;
 
+/// The condition of a page's cursor, its run id being parameter `$n`: runs
+/// accepted before that run (none when it is unknown); no cursor, any run.
+macro_rules! pg_before {
+    (1) => {
+        "($1::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $1))"
+    };
+    (2) => {
+        "($2::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $2))"
+    };
+    (3) => {
+        "($3::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $3))"
+    };
+}
+
 /// The `list_runs` page size when the filter asks for 0.
 const DEFAULT_LIMIT: u32 = 50;
 
@@ -378,6 +392,7 @@ impl RunStore for PostgresStore {
     }
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+        let before = filter.before.as_deref();
         let limit = wide(match filter.limit {
             0 => DEFAULT_LIMIT,
             n => n.min(MAX_LIMIT),
@@ -394,9 +409,11 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs ORDER BY seq DESC LIMIT $1"
+                        " FROM runs WHERE ",
+                        pg_before!(1),
+                        " ORDER BY seq DESC LIMIT $2"
                     ),
-                    &[&limit],
+                    &[&before, &limit],
                 )
                 .await
             }
@@ -406,9 +423,11 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2"
+                        " FROM runs WHERE thread_key = $1 AND ",
+                        pg_before!(2),
+                        " ORDER BY seq DESC LIMIT $3"
                     ),
-                    &[&thread, &limit],
+                    &[&thread, &before, &limit],
                 )
                 .await
             }
@@ -418,9 +437,11 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE status = $1 ORDER BY seq DESC LIMIT $2"
+                        " FROM runs WHERE status = $1 AND ",
+                        pg_before!(2),
+                        " ORDER BY seq DESC LIMIT $3"
                     ),
-                    &[&status, &limit],
+                    &[&status, &before, &limit],
                 )
                 .await
             }
@@ -430,10 +451,11 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE thread_key = $1 AND status = $2 \
-                         ORDER BY seq DESC LIMIT $3"
+                        " FROM runs WHERE thread_key = $1 AND status = $2 AND ",
+                        pg_before!(3),
+                        " ORDER BY seq DESC LIMIT $4"
                     ),
-                    &[&thread, &status, &limit],
+                    &[&thread, &status, &before, &limit],
                 )
                 .await
             }

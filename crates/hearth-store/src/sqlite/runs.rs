@@ -263,7 +263,22 @@ fn get_run(db: &mut Db<'_>, run_id: &str) -> Result<Option<RunRecord>> {
     .transpose()
 }
 
+/// The condition of a page's cursor, its run id being parameter `?n`: runs
+/// accepted before that run (none when it is unknown); no cursor, any run.
+macro_rules! before {
+    (1) => {
+        "(?1 IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = ?1))"
+    };
+    (2) => {
+        "(?2 IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = ?2))"
+    };
+    (3) => {
+        "(?3 IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = ?3))"
+    };
+}
+
 fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
+    let before = filter.before.as_deref();
     let limit = match filter.limit {
         0 => DEFAULT_LIMIT,
         n => n.min(MAX_LIMIT),
@@ -277,33 +292,41 @@ fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs ORDER BY seq DESC LIMIT ?1"
+                " FROM runs WHERE ",
+                before!(1),
+                " ORDER BY seq DESC LIMIT ?2"
             ))?,
-            params![limit],
+            params![before, limit],
         ),
         (Some(thread), None) => collect_runs(
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs WHERE thread_key = ?1 ORDER BY seq DESC LIMIT ?2"
+                " FROM runs WHERE thread_key = ?1 AND ",
+                before!(2),
+                " ORDER BY seq DESC LIMIT ?3"
             ))?,
-            params![thread, limit],
+            params![thread, before, limit],
         ),
         (None, Some(status)) => collect_runs(
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs WHERE status = ?1 ORDER BY seq DESC LIMIT ?2"
+                " FROM runs WHERE status = ?1 AND ",
+                before!(2),
+                " ORDER BY seq DESC LIMIT ?3"
             ))?,
-            params![status, limit],
+            params![status, before, limit],
         ),
         (Some(thread), Some(status)) => collect_runs(
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs WHERE thread_key = ?1 AND status = ?2 ORDER BY seq DESC LIMIT ?3"
+                " FROM runs WHERE thread_key = ?1 AND status = ?2 AND ",
+                before!(3),
+                " ORDER BY seq DESC LIMIT ?4"
             ))?,
-            params![thread, status, limit],
+            params![thread, status, before, limit],
         ),
     }
 }
