@@ -68,7 +68,7 @@ async fn seed_one(
             roles: Vec::new(),
         })
         .await?;
-    let failed = i % 50 == 0;
+    let failed = i.is_multiple_of(50);
     store
         .finish_run(RunFinish {
             run_id: run_id.clone(),
@@ -142,7 +142,7 @@ async fn main() -> Result<()> {
         tasks.push(tokio::spawn(async move {
             for i in (w..runs).step_by(WRITERS) {
                 seed_one(&store, i, runs, threads, now, span).await?;
-                if w == 0 && i % 50_000 == 0 && i > 0 {
+                if w == 0 && i.is_multiple_of(50_000) && i > 0 {
                     eprintln!("{i} runs written");
                 }
             }
