@@ -88,12 +88,28 @@ impl Runtime {
         Ok(self.inner.store.token_name(&hash_token(token)).await?)
     }
 
-    /// The name of the unrevoked API token whose hash is `hash_hex` (as
-    /// [`hash_token`] makes it), if it is one: for surfaces that keep a
-    /// token's hash, never the token (the dashboard's sessions). Asks the
-    /// store every time, so a revoked token's sessions end at once.
-    pub async fn api_token_name_by_hash(&self, hash_hex: &str) -> Result<Option<String>> {
-        Ok(self.inner.store.token_name(hash_hex).await?)
+    /// Stores a dashboard session (see `hearth_store::TokenStore`): in the
+    /// store, so every replica sharing it knows the login.
+    pub async fn open_ui_session(&self, session: hearth_core::records::UiSession) -> Result<()> {
+        Ok(self.inner.store.create_ui_session(session).await?)
+    }
+
+    /// The dashboard session whose id hashes to `id_hash`, with its token's
+    /// name, while it lasts and its token is unrevoked (asked each time).
+    pub async fn ui_session(
+        &self,
+        id_hash: &str,
+    ) -> Result<Option<(hearth_core::records::UiSession, String)>> {
+        Ok(self
+            .inner
+            .store
+            .ui_session(id_hash, hearth_core::now_ms())
+            .await?)
+    }
+
+    /// Ends a dashboard session; whether it existed.
+    pub async fn end_ui_session(&self, id_hash: &str) -> Result<bool> {
+        Ok(self.inner.store.end_ui_session(id_hash).await?)
     }
 
     /// Whether any unrevoked API token exists.

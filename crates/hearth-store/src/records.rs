@@ -4,5 +4,5 @@ pub use hearth_core::records::{
     AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, ModelUsage, NewRun,
     NewSession, NewToken, RUN_ENDED, RunFilter, RunFinish, RunRecord, RunStats, SecretInfo,
     SteerRecord, StepKind, StepRecord, StepStatus, ThreadActivity, ThreadState, TokenRecord,
-    UsageGroup, UsageQuery, UsageRow,
+    UiSession, UsageGroup, UsageQuery, UsageRow,
 };

@@ -375,6 +375,22 @@ pub struct NewToken {
     pub created_at: Timestamp,
 }
 
+/// A dashboard login: a session (known by the hash of its id, which only
+/// the browser's cookie holds) of an API token (known by its hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiSession {
+    /// SHA-256 hex of the session id.
+    pub id_hash: String,
+    /// SHA-256 hex of the API token it was opened with.
+    pub token_hash: String,
+    /// The CSRF token of its forms.
+    pub csrf: String,
+    /// Opened.
+    pub created_at: Timestamp,
+    /// Ends.
+    pub expires_at: Timestamp,
+}
+
 /// A stored token (never its secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRecord {

@@ -102,7 +102,11 @@ pub async fn submit(
             Some("That is not a valid API token (or it was revoked)."),
         );
     };
-    let Some(id) = sessions.create(crate::auth::hash_token(token)) else {
+    let created = match sessions.create(&st, crate::auth::hash_token(token)).await {
+        Ok(c) => c,
+        Err(e) => return layout::error_page(&e),
+    };
+    let Some(id) = created else {
         return layout::status_page(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Cannot log in",
@@ -138,11 +142,14 @@ pub async fn logout_form(Extension(viewer): Extension<Viewer>) -> Response {
 
 /// Ends the session.
 pub async fn logout(
+    State(st): State<AppState>,
     Extension(sessions): Extension<Arc<Sessions>>,
     Extension(viewer): Extension<Viewer>,
 ) -> Response {
-    if let Some(id) = &viewer.session {
-        sessions.remove(id);
+    if let Some(id) = &viewer.session
+        && let Err(e) = sessions.remove(&st, id).await
+    {
+        return layout::error_page(&e);
     }
     let clear = format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
     let mut resp = Redirect::to("/ui/login").into_response();

@@ -2,21 +2,19 @@
 //! page, and CSRF tokens.
 //!
 //! A login exchanges an API token for a random session id in the
-//! `hearth_session` cookie (`HttpOnly; SameSite=Strict; Path=/`); the
-//! session keeps the token's SHA-256 hash, never the token, and every page
-//! asks the store whether that hash is still an unrevoked token (as `/v1`
-//! asks for every bearer token), so revoking a token ends its sessions at
-//! once. Sessions live in this process's memory: a restart or another
-//! replica asks for the token again. That keeps the store schema unchanged
-//! and costs a login per replica behind a load balancer without sticky
-//! sessions; it is the one thing a shared store would add.
+//! `hearth_session` cookie (`HttpOnly; SameSite=Strict; Path=/`). The store
+//! keeps the session under the SHA-256 of its id (a copy of the database
+//! opens no session) with the token's hash, never the token, so every
+//! replica sharing the store knows the login and a restart keeps it. Every
+//! page asks the store for the session joined with its unrevoked token (one
+//! indexed lookup, as `/v1` asks for every bearer token), so revoking a
+//! token ends its sessions at once.
 //!
 //! A loopback hearth without tokens is open, as `/v1` is: every page opens
 //! without a login, and forms carry this process's random CSRF token.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -25,6 +23,8 @@ use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use futures_util::future::BoxFuture;
+
+use hearth_core::records::UiSession;
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -36,23 +36,11 @@ pub const SESSION_COOKIE: &str = "hearth_session";
 pub const LOGIN_COOKIE: &str = "hearth_login";
 /// The form field (and, for scripts, the `X-CSRF-Token` header) of the CSRF token.
 pub const CSRF_FIELD: &str = "csrf";
-/// At most this many sessions are kept; the oldest go first.
-const MAX_SESSIONS: usize = 10_000;
 /// Largest form body the gate reads to find its CSRF token.
 const MAX_FORM_BYTES: usize = 64 * 1024;
 
-/// One login.
-#[derive(Clone)]
-struct Session {
-    token_hash: String,
-    csrf: String,
-    expires: Instant,
-    created: Instant,
-}
-
 /// The dashboard's sessions and the process's open-mode CSRF token.
 pub struct Sessions {
-    map: Mutex<HashMap<String, Session>>,
     ttl: Duration,
     open_csrf: String,
     /// The server's state, set when the router is assembled (the door's
@@ -99,7 +87,6 @@ impl Sessions {
     /// Sessions lasting `ttl`.
     pub fn new(ttl: Duration) -> Self {
         Self {
-            map: Mutex::new(HashMap::new()),
             ttl,
             open_csrf: random_id(),
             state: OnceLock::new(),
@@ -110,55 +97,38 @@ impl Sessions {
         let _ = self.state.set(state);
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A new session for the token whose hash is `token_hash`; its id.
-    pub fn create(&self, token_hash: String) -> Option<String> {
+    /// A new session of `st`'s store for the token whose hash is
+    /// `token_hash`; its id (for the cookie).
+    pub async fn create(
+        &self,
+        st: &AppState,
+        token_hash: String,
+    ) -> Result<Option<String>, crate::ApiError> {
         let id = random_id();
         let csrf = random_id();
         if id.is_empty() || csrf.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let now = Instant::now();
-        let mut map = self.map();
-        map.retain(|_, s| s.expires > now);
-        if map.len() >= MAX_SESSIONS
-            && let Some(oldest) = map
-                .iter()
-                .min_by_key(|(_, s)| s.created)
-                .map(|(k, _)| k.clone())
-        {
-            map.remove(&oldest);
-        }
-        map.insert(
-            id.clone(),
-            Session {
+        let now = hearth_core::now_ms();
+        let ttl = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        st.runtime
+            .open_ui_session(UiSession {
+                id_hash: crate::auth::hash_token(&id),
                 token_hash,
                 csrf,
-                expires: now + self.ttl,
-                created: now,
-            },
-        );
-        Some(id)
+                created_at: now,
+                expires_at: now.saturating_add(ttl),
+            })
+            .await?;
+        Ok(Some(id))
     }
 
     /// Ends a session.
-    pub fn remove(&self, id: &str) {
-        self.map().remove(id);
-    }
-
-    fn live(&self, id: &str) -> Option<Session> {
-        let mut map = self.map();
-        match map.get(id) {
-            Some(s) if s.expires > Instant::now() => Some(s.clone()),
-            Some(_) => {
-                map.remove(id);
-                None
-            }
-            None => None,
-        }
+    pub async fn remove(&self, st: &AppState, id: &str) -> Result<(), crate::ApiError> {
+        st.runtime
+            .end_ui_session(&crate::auth::hash_token(id))
+            .await?;
+        Ok(())
     }
 
     /// Who `headers` come from: the open loopback user, the holder of a
@@ -178,25 +148,16 @@ impl Sessions {
         let Some(id) = cookie(headers, SESSION_COOKIE) else {
             return Ok(None);
         };
-        let Some(session) = self.live(&id) else {
-            return Ok(None);
-        };
-        match st
+        // Ended, unknown, or its token revoked since: no viewer.
+        Ok(st
             .runtime
-            .api_token_name_by_hash(&session.token_hash)
+            .ui_session(&crate::auth::hash_token(&id))
             .await?
-        {
-            Some(name) => Ok(Some(Viewer {
+            .map(|(session, name)| Viewer {
                 caller: Caller::Token(name),
                 csrf: session.csrf,
                 session: Some(id),
-            })),
-            None => {
-                // Revoked since the login: the session dies with it.
-                self.remove(&id);
-                Ok(None)
-            }
-        }
+            }))
     }
 
     /// The request back when its CSRF token is right for who sends it (the
@@ -428,18 +389,5 @@ mod tests {
         h.insert(COOKIE, "a=1; hearth_session=abc; b=2".parse().unwrap());
         assert_eq!(cookie(&h, SESSION_COOKIE).as_deref(), Some("abc"));
         assert_eq!(cookie(&h, "c"), None);
-    }
-
-    #[test]
-    fn sessions_expire() {
-        let s = Sessions::new(Duration::from_millis(0));
-        let id = s.create("h".into()).unwrap();
-        assert!(s.live(&id).is_none());
-        let s = Sessions::new(Duration::from_secs(60));
-        let id = s.create("h".into()).unwrap();
-        assert!(s.live(&id).is_some());
-        assert_eq!(id.len(), 52);
-        s.remove(&id);
-        assert!(s.live(&id).is_none());
     }
 }

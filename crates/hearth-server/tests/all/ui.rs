@@ -357,3 +357,74 @@ async fn the_run_list_pages_by_cursor_and_never_reads_more_than_a_page() {
     assert!(second.contains(&format!("run-{}\"", ids[0])));
     assert!(!second.contains("rel=\"next\""), "the last page");
 }
+
+/// A server over `store` (with its own home) whose logins last `hours`.
+async fn server_on(store: &std::sync::Arc<dyn hearth_store::Store>, hours: u64) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = crate::harness::runtime(dir.path(), "", store, |b| b).await;
+    let routes = hearth_server::Routes::build().with_ui_session_hours(hours);
+    let app = hearth_server::with_state(routes, crate::harness::state(runtime), 1 << 20);
+    Server::serve(
+        app,
+        hearth_server::ServeLimits::default(),
+        store.clone(),
+        dir,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_login_on_one_replica_holds_on_another_sharing_the_store() {
+    let (a, http) = server().await;
+    let b = server_on(&a.store, 12).await;
+    let token = token(&a, "t1").await;
+    let (_, h) = login(&a, &http, &token, "/ui").await;
+    let pair = set_cookie(&h, "hearth_session")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let r = http
+        .get(b.url("/ui/settings"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status().as_u16(),
+        200,
+        "the other replica knows the session"
+    );
+}
+
+#[tokio::test]
+async fn a_session_ends_after_ui_session_hours() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = hearth_runtime::testing::store(dir.path());
+    let s = server_on(&store, 0).await;
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let token = token(&s, "t1").await;
+    let (status, h) = login(&s, &http, &token, "/ui").await;
+    assert_eq!(status, 303);
+    let pair = set_cookie(&h, "hearth_session")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let r = http
+        .get(s.url("/ui"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status().as_u16(),
+        303,
+        "a session of zero hours has ended"
+    );
+}

@@ -25,10 +25,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("../../migrations/postgres/0004_channels.sql"),
     ),
     (5, include_str!("../../migrations/postgres/0005_jobs.sql")),
+    (
+        6,
+        include_str!("../../migrations/postgres/0006_ui_sessions.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 5;
+pub(crate) const LATEST: u32 = 6;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;

@@ -24,10 +24,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (15, V15),
     (16, V16),
     (17, super::memory::MIGRATION_V17),
+    (18, super::tokens::MIGRATION_V18),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 17;
+pub(crate) const LATEST: u32 = 18;
 
 /// The model a run was asked to use, kept when failover or the router made
 /// another one answer (the run's `model` then names the one that answered).

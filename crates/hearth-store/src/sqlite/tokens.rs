@@ -7,7 +7,7 @@ use super::SqliteStore;
 use super::db::Db;
 use super::rows::{self, count};
 use crate::error::Result;
-use crate::records::{NewToken, TokenRecord};
+use crate::records::{NewToken, TokenRecord, UiSession};
 use crate::tokens::TokenStore;
 
 fn create_token(db: &mut Db<'_>, token: &NewToken) -> Result<()> {
@@ -67,6 +67,68 @@ fn active_token_count(db: &mut Db<'_>) -> Result<u64> {
     }
 }
 
+/// Dashboard sessions (`ui_sessions`).
+pub(crate) const MIGRATION_V18: &str = "
+CREATE TABLE ui_sessions (
+    id_hash TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL,
+    csrf TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX ui_sessions_expires ON ui_sessions (expires_at);
+";
+
+fn create_ui_session(db: &mut Db<'_>, s: &UiSession) -> Result<()> {
+    db.stmt("DELETE FROM ui_sessions WHERE expires_at <= ?1")?
+        .execute(params![s.created_at])?;
+    db.stmt(
+        "INSERT INTO ui_sessions (id_hash, token_hash, csrf, created_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        s.id_hash,
+        s.token_hash,
+        s.csrf,
+        s.created_at,
+        s.expires_at
+    ])?;
+    Ok(())
+}
+
+fn ui_session(
+    db: &mut Db<'_>,
+    id_hash: &str,
+    now: Timestamp,
+) -> Result<Option<(UiSession, String)>> {
+    let stmt = db.stmt(
+        "SELECT s.id_hash, s.token_hash, s.csrf, s.created_at, s.expires_at, t.name \
+         FROM ui_sessions s JOIN api_tokens t ON t.hash_hex = s.token_hash \
+         WHERE s.id_hash = ?1 AND s.expires_at > ?2 AND t.revoked_at IS NULL",
+    )?;
+    let mut found = stmt.query(params![id_hash, now])?;
+    match found.next()? {
+        Some(row) => Ok(Some((
+            UiSession {
+                id_hash: row.get(0)?,
+                token_hash: row.get(1)?,
+                csrf: row.get(2)?,
+                created_at: row.get(3)?,
+                expires_at: row.get(4)?,
+            },
+            row.get(5)?,
+        ))),
+        None => Ok(None),
+    }
+}
+
+fn end_ui_session(db: &mut Db<'_>, id_hash: &str) -> Result<bool> {
+    Ok(db
+        .stmt("DELETE FROM ui_sessions WHERE id_hash = ?1")?
+        .execute(params![id_hash])?
+        == 1)
+}
+
 #[async_trait::async_trait]
 impl TokenStore for SqliteStore {
     async fn create_token(&self, token: NewToken) -> Result<()> {
@@ -95,5 +157,23 @@ impl TokenStore for SqliteStore {
 
     async fn active_token_count(&self) -> Result<u64> {
         self.read(active_token_count).await
+    }
+
+    async fn create_ui_session(&self, session: UiSession) -> Result<()> {
+        self.write(move |db| create_ui_session(db, &session)).await
+    }
+
+    async fn ui_session(
+        &self,
+        id_hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<(UiSession, String)>> {
+        let id_hash = id_hash.to_owned();
+        self.read(move |db| ui_session(db, &id_hash, now)).await
+    }
+
+    async fn end_ui_session(&self, id_hash: &str) -> Result<bool> {
+        let id_hash = id_hash.to_owned();
+        self.write(move |db| end_ui_session(db, &id_hash)).await
     }
 }
