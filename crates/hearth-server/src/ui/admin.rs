@@ -160,7 +160,7 @@ pub async fn channels(
         .0
         .pairings;
     let outbox = match v1_channels::list_outbox(
-        Extension(ch),
+        Extension(ch.clone()),
         ApiQuery(OutboxParams {
             status: Some("failed".into()),
             limit: Some(100),
@@ -171,6 +171,18 @@ pub async fn channels(
         Ok(o) => o.0.items,
         Err(_) => Vec::new(),
     };
+    let mut allowed = Vec::new();
+    for c in list.iter().filter(|c| c.enabled) {
+        if let Ok(a) =
+            v1_channels::list_allowed(Extension(ch.clone()), ApiPath(c.name.clone())).await
+        {
+            for u in a.0.users {
+                let mut v = serde_json::to_value(&u).unwrap_or(Value::Null);
+                v["channel"] = Value::String(c.name.clone());
+                allowed.push(v);
+            }
+        }
+    }
     let pair_actions = |p: &Value| {
         let code = encode(p.get("code").and_then(Value::as_str).unwrap_or(""));
         html! { (button_form(&viewer, &format!("/ui/pairings/{code}/approve"), "Approve", "")) " " (button_form(&viewer, &format!("/ui/pairings/{code}/deny"), "Deny", "danger")) }
@@ -183,6 +195,8 @@ pub async fn channels(
         (json_table("channels", &values(&list), &[("name", "Channel"), ("enabled", "Enabled"), ("state", "State"), ("last_event_at", "Last event"), ("last_error", "Last error"), ("outbox_pending", "Outbox pending")], None))
         h2 { "Pairing requests" }
         (json_table("pairings", &values(&pairings), &[("code", "Code"), ("channel", "Channel"), ("user_key", "User"), ("display_name", "Name"), ("expires_at", "Expires")], Some(&pair_actions)))
+        h2 { "Allowed users" }
+        (json_table("allowed", &allowed, &[("channel", "Channel"), ("user_key", "User"), ("via", "Via"), ("added_at", "Added")], None))
         h2 { "Failed deliveries" }
         (json_table("outbox", &values(&outbox), &[("id", "Id"), ("channel", "Channel"), ("target", "Conversation"), ("kind", "Kind"), ("run_id", "Run"), ("attempts", "Attempts"), ("last_error", "Last error")], Some(&retry)))
     };

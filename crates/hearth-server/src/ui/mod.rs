@@ -98,6 +98,7 @@ impl Ui {
             .route("/ui/threads/{key}", get(threads::detail))
             .route("/ui/threads/{key}/send", post(threads::send))
             .route("/ui/threads/{key}/session", post(threads::new_session))
+            .route("/ui/threads/{key}/settings", post(threads::settings))
             .route("/ui/usage", get(usage::show))
             .route("/ui/usage.csv", get(usage::csv))
             .route("/ui/budget", get(admin::budget))

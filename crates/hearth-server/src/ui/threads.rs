@@ -94,6 +94,13 @@ pub async fn detail(
 ) -> PageResult {
     let tk = ThreadKey::new(key.clone()).map_err(fail)?;
     let settings = st.runtime.thread_runtime(&tk).await.map_err(fail)?;
+    let models: Vec<String> = st
+        .runtime
+        .models()
+        .models
+        .iter()
+        .map(|m| m.model.to_string())
+        .collect();
     let hist = history::history(
         State(st),
         ApiPath(key.clone()),
@@ -137,6 +144,24 @@ pub async fn detail(
             dt { "Thinking" } dd { (settings.thinking) }
             dt { "Incognito" } dd { @if settings.incognito { "on" } @else { "off" } }
             dt { "Messages" } dd { (settings.message_count) }
+        }
+        form.filters method="post" action={ "/ui/threads/" (enc) "/settings" } {
+            (csrf_field(&viewer))
+            label { "Model "
+                select name="model" {
+                    @for m in &models {
+                        option value=(m) selected[*m == settings.model] { (m) }
+                    }
+                }
+            }
+            label { "Thinking "
+                select name="thinking" {
+                    @for l in ["off", "low", "medium", "high"] {
+                        option value=(l) selected[l == settings.thinking] { (l) }
+                    }
+                }
+            }
+            button type="submit" { "Save settings" }
         }
         (button_form(&viewer, &format!("/ui/threads/{enc}/session"), "New session", ""))
         h2 { "History" }
@@ -194,5 +219,29 @@ pub async fn send(
 pub async fn new_session(State(st): State<AppState>, ApiPath(key): ApiPath<String>) -> PageResult {
     let tk = ThreadKey::new(key.clone()).map_err(fail)?;
     st.runtime.new_session(&tk).await.map_err(fail)?;
+    Ok(Redirect::to(&format!("/ui/threads/{}", encode(&key))).into_response())
+}
+
+/// Sets the thread's model and thinking level (as `PUT
+/// /v1/threads/{key}/model` and `/thinking` do).
+pub async fn settings(
+    State(st): State<AppState>,
+    ApiPath(key): ApiPath<String>,
+    body: Bytes,
+) -> PageResult {
+    let tk = ThreadKey::new(key.clone()).map_err(fail)?;
+    if let Some(model) = form_field(&body, "model").filter(|m| !m.is_empty()) {
+        st.runtime.set_model(&tk, &model).await.map_err(fail)?;
+    }
+    if let Some(level) = form_field(&body, "thinking").filter(|l| !l.is_empty()) {
+        let level = hearth_core::ThinkingLevel::parse(&level).ok_or_else(|| {
+            layout::status_page(
+                StatusCode::BAD_REQUEST,
+                "Refused",
+                "Thinking is one of off, low, medium, high.",
+            )
+        })?;
+        st.runtime.set_thinking(&tk, level).await.map_err(fail)?;
+    }
     Ok(Redirect::to(&format!("/ui/threads/{}", encode(&key))).into_response())
 }

@@ -20,6 +20,10 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// One Chromium at a time: each takes a few hundred MB and a core, and the
+/// machines that run the tests have two.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// One browser session; the driver is killed when dropped.
 pub struct Browser {
     pub c: Client,
@@ -27,6 +31,8 @@ pub struct Browser {
     session: String,
     http: reqwest::Client,
     _driver: Child,
+    /// Released last, once the driver is gone.
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 /// A headless Chromium, or `None` (after one line saying why) when chromium
@@ -43,6 +49,7 @@ pub async fn open() -> Option<Browser> {
         );
         return None;
     };
+    let turn = ONE_AT_A_TIME.lock().await;
     let mut child = Command::new(driver)
         .arg("--port=0")
         .stdout(Stdio::piped())
@@ -87,6 +94,7 @@ pub async fn open() -> Option<Browser> {
         session,
         http: reqwest::Client::new(),
         _driver: child,
+        _turn: turn,
     })
 }
 

@@ -109,6 +109,15 @@ async fn a_token_logs_in_a_bad_one_does_not_and_every_page_is_clean() {
     }
     b.visit(&h.at("/ui")).await;
     b.find("#runs-per-min").await;
+    let paint = b
+        .c
+        .execute(
+            "const p = performance.getEntriesByName('first-contentful-paint')[0]; return p ? p.startTime : null",
+            vec![],
+        )
+        .await
+        .unwrap();
+    eprintln!("overview first contentful paint: {paint} ms");
     b.screenshots("overview").await;
 
     // Logging out ends the session: the next page asks for the token again.
