@@ -389,3 +389,56 @@ async fn the_usage_chart_has_a_bar_per_day_and_the_csv_matches_the_api() {
     }
     let _ = b.c.clone().close().await;
 }
+
+#[tokio::test]
+async fn a_running_run_is_cancelled_and_a_job_is_run_now_from_their_pages() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+
+    fake.push(Reply::hang());
+    let (s, v) = h
+        .post(json!({ "text": "take your time", "thread_key": "api:dash-cancel" }))
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let run_id = v["run_id"].as_str().unwrap().to_owned();
+    b.visit(&h.at(&format!("/ui/runs/{run_id}"))).await;
+    b.until_text("#run-status", "running").await;
+    b.c.find(Locator::XPath("//button[normalize-space()='Cancel run']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.until_text("#run-status", "cancelled").await;
+    let (_, run) = h.get(&format!("/v1/runs/{run_id}")).await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+
+    let (s, job) = h
+        .send(
+            reqwest::Method::POST,
+            "/v1/jobs",
+            json!({ "name": "daily digest", "schedule": "0 9 * * *", "thread_key": "api:dash-job", "text": "digest" }),
+        )
+        .await;
+    assert_eq!(s, 201, "{job}");
+    fake.push(Reply::text("here is the digest"));
+    b.visit(&h.at("/ui/jobs")).await;
+    b.until_text("#jobs", "daily digest").await;
+    b.c.find(Locator::XPath("//button[normalize-space()='Run now']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The run ends within milliseconds, maybe before the page's event
+    // stream opens: the page still comes to show the end.
+    b.until_text("#run-status", "succeeded").await;
+    b.find("#trace").await;
+    b.until_text("#live", "here is the digest").await;
+    b.check_page("a job's run").await;
+    let _ = b.c.clone().close().await;
+}

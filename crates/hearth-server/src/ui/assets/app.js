@@ -33,6 +33,9 @@
     });
     es.addEventListener("notice", function () { if (!runOnly) soon(); });
     es.addEventListener("resync", soon);
+    // Whatever changed between the page's render and the stream's start
+    // (or while it reconnected) was not told: draw once more on opening.
+    es.addEventListener("open", soon);
     window.addEventListener("pagehide", function () { es.close(); });
   }
 
