@@ -123,7 +123,7 @@ async fn aim<'a>(
         thread_key: None,
         status: None,
         limit: RECENT_RUNS,
-        before: None,
+        ..Default::default()
     };
     let latest = slack
         .runtime

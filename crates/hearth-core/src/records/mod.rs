@@ -104,6 +104,16 @@ pub struct RunFilter {
     /// Only runs accepted before this run (a page's cursor: the last run
     /// of the page before). A run id the store does not hold gives none.
     pub before: Option<String>,
+    /// Only this user's runs.
+    pub user_key: Option<String>,
+    /// Only runs from this source (`api`, `telegram`, `job`, ...).
+    pub source: Option<String>,
+    /// Only runs answered by this model (`<provider>/<model>`).
+    pub model: Option<String>,
+    /// Only runs accepted at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only runs accepted before this time.
+    pub until: Option<Timestamp>,
 }
 
 /// One thread's activity, for listing threads (`list_threads`).

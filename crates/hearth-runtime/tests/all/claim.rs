@@ -74,7 +74,7 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
             thread_key: None,
             status: None,
             limit: 1000,
-            before: None,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -86,7 +86,7 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
             thread_key: None,
             status: None,
             limit: 1000,
-            before: None,
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -301,7 +301,7 @@ impl HearthMcp {
                 thread_key: None,
                 status: None,
                 limit: THREAD_SCAN_RUNS,
-                before: None,
+                ..Default::default()
             })
             .await?;
         let mut order: Vec<String> = Vec::new();

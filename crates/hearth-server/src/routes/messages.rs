@@ -119,7 +119,7 @@ pub async fn list_runs(
         thread_key: q.thread_key,
         status,
         limit: page_limit(q.limit, DEFAULT_RUNS_LIMIT)?,
-        before: None,
+        ..Default::default()
     };
     Ok(Json(RunList {
         runs: st.runtime.list_runs(&filter).await?,

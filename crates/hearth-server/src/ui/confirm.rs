@@ -28,7 +28,7 @@ pub async fn list(State(st): State<AppState>, Extension(viewer): Extension<Viewe
         thread_key: None,
         status: Some(RunStatus::AwaitingConfirmation),
         limit: PAGE,
-        before: None,
+        ..Default::default()
     };
     let runs = st.runtime.list_runs(&filter).await.map_err(fail)?;
     let body = html! {

@@ -29,7 +29,7 @@ async fn count(st: &AppState, status: RunStatus) -> Result<String, crate::ApiErr
             thread_key: None,
             status: Some(status),
             limit: COUNT_CAP,
-            before: None,
+            ..Default::default()
         })
         .await?
         .len();
@@ -49,7 +49,7 @@ async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::A
             thread_key: None,
             status: None,
             limit: RECENT,
-            before: None,
+            ..Default::default()
         })
         .await?;
     let last_hour: Vec<_> = recent

@@ -27,6 +27,10 @@ pub struct RunFilters {
     user: Option<String>,
     source: Option<String>,
     model: Option<String>,
+    /// Accepted at or after: RFC 3339, `today`, or an age (`24h`, `7d`).
+    since: Option<String>,
+    /// Accepted before, in the same forms.
+    until: Option<String>,
     /// The cursor: runs older than this one.
     before: Option<String>,
     /// `part=rows`: only the table, for the live redraw.
@@ -34,17 +38,6 @@ pub struct RunFilters {
 }
 
 impl RunFilters {
-    fn keeps(&self, r: &RunEnvelope) -> bool {
-        let is = |want: &Option<String>, have: &str| {
-            want.as_deref()
-                .filter(|w| !w.is_empty())
-                .is_none_or(|w| w == have)
-        };
-        is(&self.user, &r.user_key)
-            && is(&self.source, &r.source)
-            && is(&self.model, r.model.as_deref().unwrap_or(""))
-    }
-
     fn query(&self) -> String {
         let mut q = Vec::new();
         for (k, v) in [
@@ -53,6 +46,8 @@ impl RunFilters {
             ("user", &self.user),
             ("source", &self.source),
             ("model", &self.model),
+            ("since", &self.since),
+            ("until", &self.until),
         ] {
             if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
                 q.push(format!("{k}={}", encode(v)));
@@ -108,18 +103,30 @@ pub async fn list(
     if let Some(t) = &thread_key {
         hearth_runtime::check_key("thread_key", t).map_err(fail)?;
     }
+    let text = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+    let now = hearth_core::now_ms();
+    let time = |v: &Option<String>| {
+        text(v)
+            .map(|t| crate::routes::usage::parse_time(t.trim(), now))
+            .transpose()
+            .map_err(fail)
+    };
     let filter = RunFilter {
         thread_key,
         status,
         limit: PAGE,
-        before: f.before.clone().filter(|s| !s.is_empty()),
+        before: text(&f.before),
+        user_key: text(&f.user),
+        source: text(&f.source),
+        model: text(&f.model),
+        since: time(&f.since)?,
+        until: time(&f.until)?,
     };
     let runs = st.runtime.list_runs(&filter).await.map_err(fail)?;
     // The cursor of the next page is the last run read, kept or not.
     let next = (runs.len() >= PAGE as usize)
         .then(|| runs.last().map(|r| r.run_id.clone()))
         .flatten();
-    let runs: Vec<_> = runs.into_iter().filter(|r| f.keeps(r)).collect();
     let older = next.map(|n| match f.query() {
         q if q.is_empty() => format!("/ui/runs?before={}", encode(&n)),
         q => format!("/ui/runs?{q}&before={}", encode(&n)),
@@ -156,14 +163,16 @@ pub async fn list(
             label { "Thread " input type="text" name="thread" value=[f.thread.as_deref()]; }
             label { "User " input type="text" name="user" value=[f.user.as_deref()]; }
             label { "Source " input type="text" name="source" value=[f.source.as_deref()]; }
-            label { "Model " input type="text" name="model" value=[f.model.as_deref()]; }
+            label { "Model " input type="text" name="model" value=[f.model.as_deref()] placeholder="provider/model"; }
+            label { "Since " input type="text" name="since" value=[f.since.as_deref()] placeholder="24h, 7d, today"; }
+            label { "Until " input type="text" name="until" value=[f.until.as_deref()] placeholder="RFC 3339 or age"; }
             button type="submit" { "Filter" }
         }
         @if f.before.is_some() {
             p.hint { (PAGE) " runs of the filter, older than " span.mono { (f.before.as_deref().unwrap_or("")) } ". " a href="/ui/runs" { "Newest runs" } }
             (table)
         } @else {
-            p.hint { "The newest " (PAGE) " runs of the filter (user, source and model filter that page); this list updates itself." }
+            p.hint { "The newest " (PAGE) " runs of the filter; this list updates itself." }
             div #live data-src=(src) { (table) }
         }
     };

@@ -428,3 +428,67 @@ async fn a_session_ends_after_ui_session_hours() {
         "a session of zero hours has ended"
     );
 }
+
+#[tokio::test]
+async fn the_run_list_filters_by_user_source_and_time_in_the_store() {
+    let (s, http) = server().await;
+    let mut by = std::collections::BTreeMap::new();
+    for (user, source) in [
+        ("api:user:ann", "api"),
+        ("api:user:bob", "api"),
+        ("api:user:ann", "cli"),
+    ] {
+        let (status, _, v) = s
+            .send(s.http.post(s.url("/v1/messages")).json(
+                &serde_json::json!({ "text": "hi", "user_key": user, "source": source, "thread_key": format!("api:{source}") }),
+            ))
+            .await;
+        assert_eq!(status, 202, "{v}");
+        by.insert((user, source), v["run_id"].as_str().unwrap().to_owned());
+    }
+    let rows = |html: &str| html.matches("<tr id=\"run-").count();
+    let page = http
+        .get(s.url("/ui/runs?user=api%3Auser%3Aann"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(rows(&page), 2);
+    assert!(!page.contains(&by[&("api:user:bob", "api")]));
+    let page = http
+        .get(s.url("/ui/runs?user=api%3Auser%3Aann&source=cli"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(rows(&page), 1);
+    assert!(page.contains(&by[&("api:user:ann", "cli")]));
+    let page = http
+        .get(s.url("/ui/runs?since=1h"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(rows(&page), 3);
+    let page = http
+        .get(s.url("/ui/runs?until=1h"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(rows(&page), 0, "none is older than an hour");
+    let r = http
+        .get(s.url("/ui/runs?since=yesterdayish"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+}

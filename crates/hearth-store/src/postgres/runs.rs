@@ -19,17 +19,16 @@ use crate::records::{
 };
 use crate::runs::RunStore;
 
-/// The condition of a page's cursor, its run id being parameter `$n`: runs
-/// accepted before that run (none when it is unknown); no cursor, any run.
-macro_rules! pg_before {
-    (1) => {
-        "($1::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $1))"
-    };
-    (2) => {
-        "($2::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $2))"
-    };
-    (3) => {
-        "($3::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $3))"
+/// The conditions every shape of `list_runs` shares, on parameters $1 to
+/// $6: the cursor (runs accepted before run $1; none when it is unknown),
+/// user, source, model, and the time range. A NULL parameter is no
+/// condition.
+macro_rules! narrowing {
+    () => {
+        "($1::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $1)) \
+         AND ($2::text IS NULL OR user_key = $2) AND ($3::text IS NULL OR source = $3) \
+         AND ($4::text IS NULL OR model = $4) AND ($5::bigint IS NULL OR created_at >= $5) \
+         AND ($6::bigint IS NULL OR created_at < $6)"
     };
 }
 
@@ -392,13 +391,20 @@ impl RunStore for PostgresStore {
     }
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>> {
-        let before = filter.before.as_deref();
         let limit = wide(match filter.limit {
             0 => DEFAULT_LIMIT,
             n => n.min(MAX_LIMIT),
         });
+        let (before, user, source, model) = (
+            filter.before.as_deref(),
+            filter.user_key.as_deref(),
+            filter.source.as_deref(),
+            filter.model.as_deref(),
+        );
+        let (since, until) = (filter.since, filter.until);
         let client = self.client().await?;
-        // One statement per filter shape, so each can use its own index.
+        // One statement per shape of the thread and status filters, so each
+        // can use its own index.
         match (
             filter.thread_key.as_deref(),
             filter.status.map(RunStatus::as_str),
@@ -410,10 +416,10 @@ impl RunStore for PostgresStore {
                         "SELECT ",
                         run_columns!(),
                         " FROM runs WHERE ",
-                        pg_before!(1),
-                        " ORDER BY seq DESC LIMIT $2"
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $7"
                     ),
-                    &[&before, &limit],
+                    &[&before, &user, &source, &model, &since, &until, &limit],
                 )
                 .await
             }
@@ -423,11 +429,13 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE thread_key = $1 AND ",
-                        pg_before!(2),
-                        " ORDER BY seq DESC LIMIT $3"
+                        " FROM runs WHERE thread_key = $7 AND ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $8"
                     ),
-                    &[&thread, &before, &limit],
+                    &[
+                        &before, &user, &source, &model, &since, &until, &thread, &limit,
+                    ],
                 )
                 .await
             }
@@ -437,11 +445,13 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE status = $1 AND ",
-                        pg_before!(2),
-                        " ORDER BY seq DESC LIMIT $3"
+                        " FROM runs WHERE status = $7 AND ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $8"
                     ),
-                    &[&status, &before, &limit],
+                    &[
+                        &before, &user, &source, &model, &since, &until, &status, &limit,
+                    ],
                 )
                 .await
             }
@@ -451,11 +461,13 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE thread_key = $1 AND status = $2 AND ",
-                        pg_before!(3),
-                        " ORDER BY seq DESC LIMIT $4"
+                        " FROM runs WHERE thread_key = $7 AND status = $8 AND ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $9"
                     ),
-                    &[&thread, &status, &before, &limit],
+                    &[
+                        &before, &user, &source, &model, &since, &until, &thread, &status, &limit,
+                    ],
                 )
                 .await
             }
