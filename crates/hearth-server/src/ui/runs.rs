@@ -109,7 +109,6 @@ pub async fn list(
         text(v)
             .map(|t| crate::routes::usage::parse_time(t.trim(), now))
             .transpose()
-            .map_err(fail)
     };
     let filter = RunFilter {
         thread_key,
@@ -119,8 +118,8 @@ pub async fn list(
         user_key: text(&f.user),
         source: text(&f.source),
         model: text(&f.model),
-        since: time(&f.since)?,
-        until: time(&f.until)?,
+        since: time(&f.since).map_err(fail)?,
+        until: time(&f.until).map_err(fail)?,
     };
     let runs = st.runtime.list_runs(&filter).await.map_err(fail)?;
     // The cursor of the next page is the last run read, kept or not.
