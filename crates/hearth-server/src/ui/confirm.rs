@@ -22,8 +22,18 @@ use crate::extract::ApiPath;
 /// The confirmations shown at once.
 const PAGE: u32 = 100;
 
-/// The queue of pending confirmations.
-pub async fn list(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
+/// `?part=live`: only the queue, for the live redraw.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Part {
+    part: Option<String>,
+}
+
+/// The queue of pending confirmations; new ones appear live.
+pub async fn list(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+    axum::extract::Query(part): axum::extract::Query<Part>,
+) -> PageResult {
     let filter = RunFilter {
         thread_key: None,
         status: Some(RunStatus::AwaitingConfirmation),
@@ -31,7 +41,7 @@ pub async fn list(State(st): State<AppState>, Extension(viewer): Extension<Viewe
         ..Default::default()
     };
     let runs = st.runtime.list_runs(&filter).await.map_err(fail)?;
-    let body = html! {
+    let queue = html! {
         @if runs.is_empty() {
             (empty("Nothing is waiting for a confirmation."))
         } @else {
@@ -58,6 +68,10 @@ pub async fn list(State(st): State<AppState>, Extension(viewer): Extension<Viewe
             }
         }
     };
+    if part.part.as_deref() == Some("live") {
+        return Ok(layout::Fragment(queue).into_response());
+    }
+    let body = html! { div #live data-src="/ui/confirmations?part=live" { (queue) } };
     Ok(page(
         &viewer,
         "/ui/confirmations",

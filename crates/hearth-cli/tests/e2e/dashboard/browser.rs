@@ -221,6 +221,25 @@ impl Browser {
         .unwrap()
     }
 
+    /// Clicks the element `css`, found again if a live redraw replaced it
+    /// between finding and clicking.
+    pub async fn click(&self, css: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let clicked = match self.c.find(Locator::Css(css)).await {
+                Ok(e) => e.click().await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match clicked {
+                Ok(()) => return,
+                Err(e) if tokio::time::Instant::now() >= deadline => {
+                    panic!("cannot click {css}: {e}")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
     /// Waits until the text of `css` contains `want` (the page changes
     /// itself: a live redraw or a streamed answer).
     pub async fn until_text(&self, css: &str, want: &str) -> String {

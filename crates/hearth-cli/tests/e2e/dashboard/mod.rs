@@ -195,11 +195,7 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     let run_id = v["run_id"].as_str().unwrap().to_owned();
     // No reload: the list redraws itself when the event stream tells of the run.
     b.until_text("#live", &run_id).await;
-    b.find(&format!("#run-{run_id} a"))
-        .await
-        .click()
-        .await
-        .unwrap();
+    b.click(&format!("#run-{run_id} a")).await;
     b.find("#trace").await;
     b.until_text("#run-status", "succeeded").await;
     assert_eq!(b.find("#run-id").await.text().await.unwrap(), run_id);
@@ -212,11 +208,8 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     let card = b.find(&format!("#confirm-{approved}")).await;
     assert!(card.text().await.unwrap().contains("memory_forget"));
     b.screenshots("confirmations").await;
-    b.find(&format!("#confirm-{approved} button[value=\"true\"]"))
-        .await
-        .click()
-        .await
-        .unwrap();
+    b.click(&format!("#confirm-{approved} button[value=\"true\"]"))
+        .await;
     b.find("h1").await;
     b.check_page("the queue after Approve").await;
     b.visit(&h.at(&format!("/ui/runs/{approved}"))).await;
@@ -224,13 +217,11 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     b.until_text("#live", "forgotten").await;
 
     let id = saved_memory(&h, &fake, "The dog is called Pip").await;
-    let denied = waiting_forget(&h, &fake, id, "kept it").await;
+    // The queue is open before the question is asked: it appears live.
     b.visit(&h.at("/ui/confirmations")).await;
-    b.find(&format!("#confirm-{denied} button[value=\"false\"]"))
-        .await
-        .click()
-        .await
-        .unwrap();
+    let denied = waiting_forget(&h, &fake, id, "kept it").await;
+    b.click(&format!("#confirm-{denied} button[value=\"false\"]"))
+        .await;
     b.find("h1").await;
     b.visit(&h.at(&format!("/ui/runs/{denied}"))).await;
     b.until_text("#run-status", "succeeded").await;
@@ -407,12 +398,9 @@ async fn a_running_run_is_cancelled_and_a_job_is_run_now_from_their_pages() {
     let run_id = v["run_id"].as_str().unwrap().to_owned();
     b.visit(&h.at(&format!("/ui/runs/{run_id}"))).await;
     b.until_text("#run-status", "running").await;
-    b.c.find(Locator::XPath("//button[normalize-space()='Cancel run']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    let button = b.find("#live form button.danger").await;
+    assert_eq!(button.text().await.unwrap(), "Cancel run");
+    b.click("#live form button.danger").await;
     b.until_text("#run-status", "cancelled").await;
     let (_, run) = h.get(&format!("/v1/runs/{run_id}")).await;
     assert_eq!(run["status"], "cancelled", "{run}");

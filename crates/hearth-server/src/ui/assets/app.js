@@ -13,7 +13,9 @@
       if (r.ok) return r.text();
       throw new Error("redraw failed: " + r.status);
     }).then(function (html) {
-      box.innerHTML = html;
+      // Unchanged parts are left alone, so focus and selection stay put.
+      if (box.dataset.drawn !== html && box.innerHTML !== html) box.innerHTML = html;
+      box.dataset.drawn = html;
     }).catch(function () { /* the next event tries again */ });
   }
 
