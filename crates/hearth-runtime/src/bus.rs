@@ -29,7 +29,7 @@ pub struct RunChange {
 
 /// How many changes a slow live view may fall behind before it is told it
 /// missed some (and redraws everything).
-const CHANGES_CAPACITY: usize = 256;
+const CHANGES_CAPACITY: usize = 64;
 
 /// The events of one run.
 pub struct RunLog {

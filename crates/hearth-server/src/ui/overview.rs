@@ -61,6 +61,19 @@ async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::A
         })
         .collect();
     let saturated = last_hour.len() >= RECENT as usize;
+    // Runs and failures per five minutes over the hour, oldest first.
+    let mut slots = [(0u32, 0u32); 12];
+    for r in &last_hour {
+        if let Ok(t) = r.created_at.parse::<jiff::Timestamp>() {
+            let i = usize::try_from((t.as_millisecond() - hour_ago) / 300_000)
+                .unwrap_or(0)
+                .min(11);
+            slots[i].0 += 1;
+            if r.status == RunStatus::Failed {
+                slots[i].1 += 1;
+            }
+        }
+    }
     let ended = last_hour.iter().filter(|r| r.status.is_terminal()).count();
     let failed = last_hour
         .iter()
@@ -107,13 +120,15 @@ async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::A
     };
     Ok(html! {
         section.tiles aria-label="Runs" {
-            div.tile { span.big #runs-per-min { (format!("{per_min:.1}")) } span { "runs / min (last hour" @if saturated { ", at least" } ")" } }
+            div.tile { span.big #runs-per-min { (if per_min < 1.0 { format!("{per_min:.2}") } else { format!("{per_min:.1}") }) } span { "runs / min (last hour" @if saturated { ", at least" } ")" } }
             div.tile { span.big #error-rate { (format!("{error_rate:.0} %")) } span { "failed of those ended (last hour)" } }
             div.tile { span.big #queued { (queued) } span { "waiting" } }
             div.tile { span.big #running { (running) } span { "running" } }
             a.tile href="/ui/confirmations" { span.big #pending-confirmations { (waiting) } span { "awaiting confirmation" } }
             a.tile href="/ui/channels" { span.big #outbox-backlog { (pending) } span { "outbox pending, " (failed_out) " failed" } }
         }
+        p.meta { "Runs per five minutes, last hour:" }
+        (sparkline(&slots))
         h2 { "Today's spend" }
         @if pools.is_empty() { (layout::empty("No budget pools configured.")) } @else {
             ul.gauges { @for p in &pools { li {
@@ -136,6 +151,24 @@ async fn live_part(st: &AppState, ch: ChannelsHandle) -> Result<Markup, crate::A
             ul.cards { @for r in &reps { li.card { span.mono { (r.id) } " at " (r.addr) p.meta { (r.runs_executing) " runs executing · seen " (layout::time_str(&r.last_seen)) } } } }
         }
     })
+}
+
+/// Runs (and failed ones) per five minutes over the last hour, as SVG bars.
+fn sparkline(slots: &[(u32, u32); 12]) -> Markup {
+    let max = slots.iter().map(|s| s.0).max().unwrap_or(0).max(1);
+    let h = 40.0_f64;
+    html! {
+        svg.chart.spark #runs-hour viewBox="0 0 240 44" role="img" aria-labelledby="spark-title" {
+            title #spark-title { "Runs per five minutes over the last hour (failed ones in red)" }
+            @for (i, (n, failed)) in slots.iter().enumerate() {
+                @let bh = f64::from(*n) / f64::from(max) * h;
+                @let fh = f64::from(*failed) / f64::from(max) * h;
+                rect.bar x=(i * 20 + 1) y=(h - bh) width="18" height=(bh) {}
+                @if *failed > 0 { rect.fail x=(i * 20 + 1) y=(h - fh) width="18" height=(fh) {} }
+            }
+            line.axis x1="0" y1=(h + 0.5) x2="240" y2=(h + 0.5) {}
+        }
+    }
 }
 
 /// The overview page.

@@ -109,6 +109,11 @@ async fn a_token_logs_in_a_bad_one_does_not_and_every_page_is_clean() {
     }
     b.visit(&h.at("/ui")).await;
     b.find("#runs-per-min").await;
+    let slots =
+        b.c.find_all(Locator::Css("#runs-hour rect.bar"))
+            .await
+            .unwrap();
+    assert_eq!(slots.len(), 12, "five-minute slots of the last hour");
     let paint = b
         .c
         .execute(
