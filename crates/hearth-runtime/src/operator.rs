@@ -95,11 +95,16 @@ impl Runtime {
     }
 
     /// The dashboard session whose id hashes to `id_hash`, with its token's
-    /// name, while it lasts and its token is unrevoked (asked each time).
+    /// holder, while it lasts and its token is unrevoked (asked each time).
     pub async fn ui_session(
         &self,
         id_hash: &str,
-    ) -> Result<Option<(hearth_core::records::UiSession, String)>> {
+    ) -> Result<
+        Option<(
+            hearth_core::records::UiSession,
+            hearth_core::records::TokenHolder,
+        )>,
+    > {
         Ok(self
             .inner
             .store
@@ -110,6 +115,16 @@ impl Runtime {
     /// Ends a dashboard session; whether it existed.
     pub async fn end_ui_session(&self, id_hash: &str) -> Result<bool> {
         Ok(self.inner.store.end_ui_session(id_hash).await?)
+    }
+
+    /// Who holds the unrevoked API token `token` (as the client sent it):
+    /// its name, and the user it acts as when it is bound to one. Asks the
+    /// store every time, as `api_token_valid` does.
+    pub async fn api_token_holder(
+        &self,
+        token: &str,
+    ) -> Result<Option<hearth_core::records::TokenHolder>> {
+        Ok(self.inner.store.token_holder(&hash_token(token)).await?)
     }
 
     /// Whether any unrevoked API token exists.

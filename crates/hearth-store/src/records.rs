@@ -3,6 +3,6 @@
 pub use hearth_core::records::{
     AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, ModelUsage, NewRun,
     NewSession, NewToken, RUN_ENDED, RunFilter, RunFinish, RunRecord, RunStats, SecretInfo,
-    SteerRecord, StepKind, StepRecord, StepStatus, ThreadActivity, ThreadState, TokenRecord,
-    UiSession, UsageGroup, UsageQuery, UsageRow,
+    SteerRecord, StepKind, StepRecord, StepStatus, ThreadActivity, ThreadState, TokenHolder,
+    TokenRecord, UiSession, UsageGroup, UsageQuery, UsageRow,
 };

@@ -383,6 +383,17 @@ pub struct NewToken {
     pub hash_hex: String,
     /// Created.
     pub created_at: Timestamp,
+    /// The user the token acts as; `None`: an operator token.
+    pub user_key: Option<String>,
+}
+
+/// Who holds an unrevoked token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenHolder {
+    /// The token's name.
+    pub name: String,
+    /// The user it acts as; `None`: an operator token.
+    pub user_key: Option<String>,
 }
 
 /// A dashboard login: a session (known by the hash of its id, which only
@@ -412,6 +423,8 @@ pub struct TokenRecord {
     pub created_at: Timestamp,
     /// Revoked, if so.
     pub revoked_at: Option<Timestamp>,
+    /// The user it acts as; `None`: an operator token.
+    pub user_key: Option<String>,
 }
 
 /// A stored secret's metadata (never its value, sealed or not).

@@ -34,6 +34,7 @@ const THREAD_SCAN_RUNS: u32 = 1000;
 pub fn user_key(caller: &Caller) -> String {
     match caller {
         Caller::Token(name) => format!("mcp:user:{name}"),
+        Caller::Member { user_key, .. } => user_key.clone(),
         Caller::Local => "mcp:user:local".into(),
     }
 }

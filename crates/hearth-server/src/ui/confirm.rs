@@ -38,6 +38,8 @@ pub async fn list(
         thread_key: None,
         status: Some(RunStatus::AwaitingConfirmation),
         limit: PAGE,
+        // A member sees the questions of their own runs only.
+        user_key: viewer.member().map(str::to_owned),
         ..Default::default()
     };
     let runs = st.runtime.list_runs(&filter).await.map_err(fail)?;
@@ -85,6 +87,7 @@ pub async fn list(
 /// Approves or denies the question the run waits on.
 pub async fn answer(
     State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
     ApiPath(run_id): ApiPath<String>,
     body: Bytes,
 ) -> PageResult {
@@ -100,6 +103,7 @@ pub async fn answer(
         }
     };
     let run = st.runtime.get_run(&run_id).await.map_err(fail)?;
+    viewer.may_see(&run.user_key)?;
     let Some(token) = run.confirmation.as_ref().and_then(|c| c.token.clone()) else {
         return Err(layout::status_page(
             StatusCode::NOT_FOUND,

@@ -26,6 +26,9 @@ const NAV: [(&str, &str); 14] = [
     ("/ui/logout", "Log out"),
 ];
 
+/// The sections a member (a token bound to a user) sees.
+const MEMBER_NAV: [&str; 3] = ["/ui/runs", "/ui/confirmations", "/ui/logout"];
+
 /// A whole page: `title`, the nav with `here` marked, and `body`. `live`
 /// names what the page's script follows (`overview`, `runs`, `run:<id>`)
 /// over the one event stream; `None` opens no stream.
@@ -36,6 +39,9 @@ pub fn page(
     live: Option<&str>,
     body: Markup,
 ) -> Html<String> {
+    // A member's pages are not live: the event stream tells of every run.
+    let live = live.filter(|_| viewer.member().is_none());
+    let member = viewer.member().is_some();
     Html(
         html! {
             (DOCTYPE)
@@ -54,7 +60,8 @@ pub fn page(
                     header {
                         nav aria-label="Sections" {
                             @for (path, label) in NAV {
-                                @if path == "/ui/logout" && viewer.session.is_none() {
+                                @if (path == "/ui/logout" && viewer.session.is_none())
+                                    || (member && !MEMBER_NAV.contains(&path)) {
                                 } @else if path == here {
                                     a href=(path) aria-current="page" { (label) }
                                 } @else {

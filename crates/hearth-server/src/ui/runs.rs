@@ -115,7 +115,8 @@ pub async fn list(
         status,
         limit: PAGE,
         before: text(&f.before),
-        user_key: text(&f.user),
+        // A member lists their own runs only, whatever the form says.
+        user_key: viewer.member().map(str::to_owned).or_else(|| text(&f.user)),
         source: text(&f.source),
         model: text(&f.model),
         since: time(&f.since).map_err(fail)?,
@@ -225,6 +226,7 @@ pub async fn detail(
         .await
         .map_err(fail)?
         .0;
+    viewer.may_see(&run.user_key)?;
     let trace = messages::run_trace(State(st.clone()), ApiPath(id.clone()))
         .await
         .map_err(fail)?
@@ -327,9 +329,13 @@ pub struct Part {
 /// streaming an answer.
 pub async fn events(
     State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
     ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
 ) -> Response {
+    if let Err(page) = owned(&st, &viewer, &id).await {
+        return page;
+    }
     match messages::run_events(State(st), ApiPath(id), headers).await {
         Ok(sse) => sse.into_response(),
         Err(e) => fail(e),
@@ -337,9 +343,23 @@ pub async fn events(
 }
 
 /// Cancels the run, then shows it.
-pub async fn cancel(State(st): State<AppState>, ApiPath(id): ApiPath<String>) -> PageResult {
+pub async fn cancel(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+    ApiPath(id): ApiPath<String>,
+) -> PageResult {
+    owned(&st, &viewer, &id).await?;
     let _ = messages::cancel_run(State(st), ApiPath(id.clone()))
         .await
         .map_err(fail)?;
     Ok(Redirect::to(&format!("/ui/runs/{}", encode(&id))).into_response())
+}
+
+/// Ok when the viewer may see run `id` (a member: only their own).
+async fn owned(st: &AppState, viewer: &Viewer, id: &str) -> Result<(), Response> {
+    if viewer.member().is_none() {
+        return Ok(());
+    }
+    let run = st.runtime.get_run(id).await.map_err(fail)?;
+    viewer.may_see(&run.user_key)
 }

@@ -83,6 +83,43 @@ pub struct Viewer {
     pub session: Option<String>,
 }
 
+impl Viewer {
+    /// The user a member's token acts as; `None` for an operator.
+    pub fn member(&self) -> Option<&str> {
+        self.caller.member()
+    }
+
+    /// Ok when the viewer may see a run of `owner`: an operator sees every
+    /// run, a member only their own (another user's is a 403 page).
+    pub fn may_see(&self, owner: &str) -> Result<(), Response> {
+        match self.member() {
+            Some(user) if user != owner => Err(super::layout::status_page(
+                axum::http::StatusCode::FORBIDDEN,
+                "Forbidden",
+                "This run belongs to another user; your token shows only your own runs.",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The pages a member (a token bound to a user) may open: their runs and
+/// confirmations. The rest of the dashboard is the operator's.
+fn member_page(method: &Method, path: &str) -> bool {
+    let parts: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    matches!(
+        (method.as_str(), parts.as_slice()),
+        (
+            "GET" | "HEAD",
+            ["ui"] | ["ui", "runs"] | ["ui", "runs", _] | ["ui", "runs", _, "events"]
+        ) | ("GET" | "HEAD", ["ui", "confirmations"] | ["ui", "logout"])
+            | (
+                "POST",
+                ["ui", "runs", _, "cancel"] | ["ui", "confirmations", _] | ["ui", "logout"]
+            )
+    )
+}
+
 impl Sessions {
     /// Sessions lasting `ttl`.
     pub fn new(ttl: Duration) -> Self {
@@ -153,8 +190,14 @@ impl Sessions {
             .runtime
             .ui_session(&crate::auth::hash_token(&id))
             .await?
-            .map(|(session, name)| Viewer {
-                caller: Caller::Token(name),
+            .map(|(session, holder)| Viewer {
+                caller: match holder.user_key {
+                    Some(user_key) => Caller::Member {
+                        name: holder.name,
+                        user_key,
+                    },
+                    None => Caller::Token(holder.name),
+                },
                 csrf: session.csrf,
                 session: Some(id),
             }))
@@ -333,6 +376,16 @@ pub async fn gate(
         )
         .into_response();
     };
+    if viewer.member().is_some() && !member_page(req.method(), req.uri().path()) {
+        return super::layout::status_page(
+            axum::http::StatusCode::FORBIDDEN,
+            "Forbidden",
+            "This page needs an operator token; yours shows only your own runs and confirmations.",
+        );
+    }
+    if viewer.member().is_some() && req.uri().path() == "/ui" {
+        return Redirect::to("/ui/runs").into_response();
+    }
     if !matches!(*req.method(), Method::GET | Method::HEAD) {
         let expected = viewer.csrf.clone();
         match csrf_of(req).await {
@@ -389,5 +442,34 @@ mod tests {
         h.insert(COOKIE, "a=1; hearth_session=abc; b=2".parse().unwrap());
         assert_eq!(cookie(&h, SESSION_COOKIE).as_deref(), Some("abc"));
         assert_eq!(cookie(&h, "c"), None);
+    }
+}
+
+#[cfg(test)]
+mod member_tests {
+    use super::*;
+
+    #[test]
+    fn a_member_opens_runs_and_confirmations_only() {
+        for (m, p) in [
+            (Method::GET, "/ui/runs"),
+            (Method::GET, "/ui/runs/run_1"),
+            (Method::POST, "/ui/runs/run_1/cancel"),
+            (Method::GET, "/ui/confirmations"),
+            (Method::POST, "/ui/confirmations/run_1"),
+            (Method::POST, "/ui/logout"),
+        ] {
+            assert!(member_page(&m, p), "{m} {p}");
+        }
+        for (m, p) in [
+            (Method::GET, "/ui/settings"),
+            (Method::GET, "/ui/events"),
+            (Method::GET, "/ui/threads"),
+            (Method::POST, "/ui/jobs/j/run"),
+            (Method::GET, "/ui/usage.csv"),
+            (Method::POST, "/ui/runs"),
+        ] {
+            assert!(!member_page(&m, p), "{m} {p}");
+        }
     }
 }

@@ -13,6 +13,7 @@ mod door;
 mod errors;
 mod listen;
 mod mcp;
+mod members;
 mod openai;
 mod openai_threads;
 mod parsers;

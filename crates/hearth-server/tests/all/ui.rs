@@ -23,6 +23,7 @@ async fn token(s: &Server, id: &str) -> String {
             name: format!("name-{id}"),
             hash_hex: hearth_server::hash_token(&token),
             created_at: 0,
+            user_key: None,
         })
         .await
         .unwrap();
@@ -491,4 +492,16 @@ async fn the_run_list_filters_by_user_source_and_time_in_the_store() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
+}
+
+/// A session cookie (`name=value`) of `token`.
+pub async fn login_cookie(s: &Server, http: &reqwest::Client, token: &str) -> String {
+    let (status, h) = login(s, http, token, "/ui").await;
+    assert_eq!(status, 303);
+    set_cookie(&h, "hearth_session")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
 }

@@ -9,3 +9,6 @@ CREATE TABLE ui_sessions (
     expires_at BIGINT NOT NULL
 );
 CREATE INDEX ui_sessions_expires ON ui_sessions (expires_at);
+
+-- Tokens bound to a user act as that user (NULL: an operator token).
+ALTER TABLE api_tokens ADD COLUMN user_key TEXT;

@@ -100,6 +100,7 @@ macro_rules! store_conformance_tests {
                 tokens_lifecycle,
                 tokens_of_one_millisecond_list_in_creation_order_newest_first,
                 ui_sessions_last_until_they_expire_or_their_token_is_revoked,
+                a_token_bound_to_a_user_names_it,
             ],
             secrets: [
                 secrets_are_upserted_listed_without_values_and_deleted,

@@ -5,7 +5,7 @@ use hearth_core::{Timestamp, now_ms};
 use super::PostgresStore;
 use super::rows::{self, col, unsigned};
 use crate::error::Result;
-use crate::records::{NewToken, TokenRecord, UiSession};
+use crate::records::{NewToken, TokenHolder, TokenRecord, UiSession};
 use crate::tokens::TokenStore;
 
 #[async_trait::async_trait]
@@ -14,13 +14,20 @@ impl TokenStore for PostgresStore {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "INSERT INTO api_tokens (id, name, hash_hex, created_at) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO api_tokens (id, name, hash_hex, created_at, user_key) \
+                 VALUES ($1, $2, $3, $4, $5)",
             )
             .await?;
         client
             .execute(
                 &stmt,
-                &[&token.id, &token.name, &token.hash_hex, &token.created_at],
+                &[
+                    &token.id,
+                    &token.name,
+                    &token.hash_hex,
+                    &token.created_at,
+                    &token.user_key,
+                ],
             )
             .await?;
         Ok(())
@@ -30,7 +37,7 @@ impl TokenStore for PostgresStore {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "SELECT id, name, created_at, revoked_at FROM api_tokens \
+                "SELECT id, name, created_at, revoked_at, user_key FROM api_tokens \
                  ORDER BY created_at DESC, seq DESC",
             )
             .await?;
@@ -74,6 +81,22 @@ impl TokenStore for PostgresStore {
         }
     }
 
+    async fn token_holder(&self, hash_hex: &str) -> Result<Option<TokenHolder>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT name, user_key FROM api_tokens WHERE hash_hex = $1 AND revoked_at IS NULL",
+            )
+            .await?;
+        match client.query_opt(&stmt, &[&hash_hex]).await? {
+            Some(row) => Ok(Some(TokenHolder {
+                name: col(&row, 0)?,
+                user_key: col(&row, 1)?,
+            })),
+            None => Ok(None),
+        }
+    }
+
     async fn active_token_count(&self) -> Result<u64> {
         let client = self.client().await?;
         let stmt = client
@@ -111,12 +134,13 @@ impl TokenStore for PostgresStore {
         &self,
         id_hash: &str,
         now: Timestamp,
-    ) -> Result<Option<(UiSession, String)>> {
+    ) -> Result<Option<(UiSession, TokenHolder)>> {
         // Every dashboard page asks: a cached statement, one round trip.
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "SELECT s.id_hash, s.token_hash, s.csrf, s.created_at, s.expires_at, t.name \
+                "SELECT s.id_hash, s.token_hash, s.csrf, s.created_at, s.expires_at, t.name, \
+                 t.user_key \
                  FROM ui_sessions s JOIN api_tokens t ON t.hash_hex = s.token_hash \
                  WHERE s.id_hash = $1 AND s.expires_at > $2 AND t.revoked_at IS NULL",
             )
@@ -130,7 +154,10 @@ impl TokenStore for PostgresStore {
                     created_at: col(&row, 3)?,
                     expires_at: col(&row, 4)?,
                 },
-                col(&row, 5)?,
+                TokenHolder {
+                    name: col(&row, 5)?,
+                    user_key: col(&row, 6)?,
+                },
             ))),
             None => Ok(None),
         }

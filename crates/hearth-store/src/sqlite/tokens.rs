@@ -7,17 +7,20 @@ use super::SqliteStore;
 use super::db::Db;
 use super::rows::{self, count};
 use crate::error::Result;
-use crate::records::{NewToken, TokenRecord, UiSession};
+use crate::records::{NewToken, TokenHolder, TokenRecord, UiSession};
 use crate::tokens::TokenStore;
 
 fn create_token(db: &mut Db<'_>, token: &NewToken) -> Result<()> {
-    db.stmt("INSERT INTO api_tokens (id, name, hash_hex, created_at) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![
-            token.id,
-            token.name,
-            token.hash_hex,
-            token.created_at
-        ])?;
+    db.stmt(
+        "INSERT INTO api_tokens (id, name, hash_hex, created_at, user_key) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        token.id,
+        token.name,
+        token.hash_hex,
+        token.created_at,
+        token.user_key
+    ])?;
     Ok(())
 }
 
@@ -30,7 +33,7 @@ fn revoke_token(db: &mut Db<'_>, id: &str, now: Timestamp) -> Result<bool> {
 
 fn list_tokens(db: &mut Db<'_>) -> Result<Vec<TokenRecord>> {
     let stmt = db.stmt(
-        "SELECT id, name, created_at, revoked_at FROM api_tokens ORDER BY created_at DESC, rowid DESC",
+        "SELECT id, name, created_at, revoked_at, user_key FROM api_tokens ORDER BY created_at DESC, rowid DESC",
     )?;
     let mut out = Vec::new();
     let mut found = stmt.query([])?;
@@ -58,6 +61,19 @@ fn token_name(db: &mut Db<'_>, hash_hex: &str) -> Result<Option<String>> {
     }
 }
 
+fn token_holder(db: &mut Db<'_>, hash_hex: &str) -> Result<Option<TokenHolder>> {
+    let stmt = db
+        .stmt("SELECT name, user_key FROM api_tokens WHERE hash_hex = ?1 AND revoked_at IS NULL")?;
+    let mut found = stmt.query(params![hash_hex])?;
+    match found.next()? {
+        Some(row) => Ok(Some(TokenHolder {
+            name: row.get(0)?,
+            user_key: row.get(1)?,
+        })),
+        None => Ok(None),
+    }
+}
+
 fn active_token_count(db: &mut Db<'_>) -> Result<u64> {
     let stmt = db.stmt("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL")?;
     let mut found = stmt.query([])?;
@@ -67,8 +83,10 @@ fn active_token_count(db: &mut Db<'_>) -> Result<u64> {
     }
 }
 
-/// Dashboard sessions (`ui_sessions`).
+/// Dashboard sessions (`ui_sessions`), and tokens bound to a user
+/// (`api_tokens.user_key`; `NULL`: an operator token).
 pub(crate) const MIGRATION_V18: &str = "
+ALTER TABLE api_tokens ADD COLUMN user_key TEXT;
 CREATE TABLE ui_sessions (
     id_hash TEXT PRIMARY KEY,
     token_hash TEXT NOT NULL,
@@ -100,9 +118,9 @@ fn ui_session(
     db: &mut Db<'_>,
     id_hash: &str,
     now: Timestamp,
-) -> Result<Option<(UiSession, String)>> {
+) -> Result<Option<(UiSession, TokenHolder)>> {
     let stmt = db.stmt(
-        "SELECT s.id_hash, s.token_hash, s.csrf, s.created_at, s.expires_at, t.name \
+        "SELECT s.id_hash, s.token_hash, s.csrf, s.created_at, s.expires_at, t.name, t.user_key \
          FROM ui_sessions s JOIN api_tokens t ON t.hash_hex = s.token_hash \
          WHERE s.id_hash = ?1 AND s.expires_at > ?2 AND t.revoked_at IS NULL",
     )?;
@@ -116,7 +134,10 @@ fn ui_session(
                 created_at: row.get(3)?,
                 expires_at: row.get(4)?,
             },
-            row.get(5)?,
+            TokenHolder {
+                name: row.get(5)?,
+                user_key: row.get(6)?,
+            },
         ))),
         None => Ok(None),
     }
@@ -155,6 +176,11 @@ impl TokenStore for SqliteStore {
         self.read(move |db| token_name(db, &hash_hex)).await
     }
 
+    async fn token_holder(&self, hash_hex: &str) -> Result<Option<TokenHolder>> {
+        let hash_hex = hash_hex.to_owned();
+        self.read(move |db| token_holder(db, &hash_hex)).await
+    }
+
     async fn active_token_count(&self) -> Result<u64> {
         self.read(active_token_count).await
     }
@@ -167,7 +193,7 @@ impl TokenStore for SqliteStore {
         &self,
         id_hash: &str,
         now: Timestamp,
-    ) -> Result<Option<(UiSession, String)>> {
+    ) -> Result<Option<(UiSession, TokenHolder)>> {
         let id_hash = id_hash.to_owned();
         self.read(move |db| ui_session(db, &id_hash, now)).await
     }
