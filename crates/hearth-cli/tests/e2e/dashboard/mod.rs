@@ -21,8 +21,14 @@ fn enc(s: &str) -> String {
 
 /// A token made by `hearth token create` on `home`.
 async fn make_token(home: &std::path::Path, name: &str) -> String {
+    make_token_with(home, name, &[]).await
+}
+
+/// The same with `extra` arguments (`--user <key>`).
+async fn make_token_with(home: &std::path::Path, name: &str, extra: &[&str]) -> String {
     let out = command(home)
         .args(["token", "create", "--name", name])
+        .args(extra)
         .output()
         .await
         .unwrap();
@@ -433,5 +439,94 @@ async fn a_running_run_is_cancelled_and_a_job_is_run_now_from_their_pages() {
     b.find("#trace").await;
     b.until_text("#live", "here is the digest").await;
     b.check_page("a job's run").await;
+    let _ = b.c.clone().close().await;
+}
+
+/// Logs in on the login page the browser is at.
+async fn log_in(b: &browser::Browser, token: &str) {
+    b.find("#token").await.send_keys(token).await.unwrap();
+    b.c.find(Locator::Css("form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_members_session_cannot_open_another_users_run() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let operator = make_token(dir.path(), "operator").await;
+    let ann = make_token_with(dir.path(), "ann", &["--user", "api:user:ann"]).await;
+    let listed = command(dir.path())
+        .args(["token", "list"])
+        .output()
+        .await
+        .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        listed.contains("api:user:ann") && listed.contains("operator"),
+        "{listed}"
+    );
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let send = |token: &str, body: Value| {
+        h.http
+            .post(h.at("/v1/messages"))
+            .bearer_auth(token.to_owned())
+            .json(&body)
+            .send()
+    };
+    fake.push(Reply::text("for bob"));
+    let bobs: Value = send(
+        &operator,
+        json!({ "text": "hi", "user_key": "api:user:bob", "thread_key": "api:bob", "wait": true }),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    fake.push(Reply::text("for ann"));
+    let anns: Value = send(
+        &ann,
+        json!({ "text": "hi", "thread_key": "api:ann", "wait": true }),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let (bobs, anns) = (
+        bobs["run_id"].as_str().unwrap(),
+        anns["run_id"].as_str().unwrap(),
+    );
+
+    b.c.goto(&h.at("/ui")).await.unwrap();
+    log_in(&b, &ann).await;
+    b.find("#runs").await;
+    assert_eq!(b.c.current_url().await.unwrap().path(), "/ui/runs");
+    b.check_page("a member's runs").await;
+    let rows = b.find("#runs").await.text().await.unwrap();
+    assert!(rows.contains(anns) && !rows.contains(bobs), "{rows}");
+    b.c.goto(&h.at(&format!("/ui/runs/{bobs}"))).await.unwrap();
+    let h1 = b.find("h1").await.text().await.unwrap();
+    assert_eq!(h1, "Forbidden");
+    assert!(
+        b.find("main")
+            .await
+            .text()
+            .await
+            .unwrap()
+            .contains("another user")
+    );
+    // The 403 answer itself is logged by the browser: expected here.
+    let errors = b.console_errors().await;
+    assert!(errors.iter().all(|e| e.contains("403")), "{errors:#?}");
+    b.visit(&h.at(&format!("/ui/runs/{anns}"))).await;
+    b.until_text("#run-status", "succeeded").await;
     let _ = b.c.clone().close().await;
 }
