@@ -103,7 +103,9 @@ pub async fn answer(
         }
     };
     let run = st.runtime.get_run(&run_id).await.map_err(fail)?;
-    viewer.may_see(&run.user_key)?;
+    if !viewer.may_see(&run.user_key) {
+        return Err(super::session::forbidden_run());
+    }
     let Some(token) = run.confirmation.as_ref().and_then(|c| c.token.clone()) else {
         return Err(layout::status_page(
             StatusCode::NOT_FOUND,

@@ -226,7 +226,9 @@ pub async fn detail(
         .await
         .map_err(fail)?
         .0;
-    viewer.may_see(&run.user_key)?;
+    if !viewer.may_see(&run.user_key) {
+        return Err(super::session::forbidden_run());
+    }
     let trace = messages::run_trace(State(st.clone()), ApiPath(id.clone()))
         .await
         .map_err(fail)?
@@ -361,5 +363,9 @@ async fn owned(st: &AppState, viewer: &Viewer, id: &str) -> Result<(), Response>
         return Ok(());
     }
     let run = st.runtime.get_run(id).await.map_err(fail)?;
-    viewer.may_see(&run.user_key)
+    if viewer.may_see(&run.user_key) {
+        Ok(())
+    } else {
+        Err(super::session::forbidden_run())
+    }
 }

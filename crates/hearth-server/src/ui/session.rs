@@ -89,18 +89,20 @@ impl Viewer {
         self.caller.member()
     }
 
-    /// Ok when the viewer may see a run of `owner`: an operator sees every
-    /// run, a member only their own (another user's is a 403 page).
-    pub fn may_see(&self, owner: &str) -> Result<(), Response> {
-        match self.member() {
-            Some(user) if user != owner => Err(super::layout::status_page(
-                axum::http::StatusCode::FORBIDDEN,
-                "Forbidden",
-                "This run belongs to another user; your token shows only your own runs.",
-            )),
-            _ => Ok(()),
-        }
+    /// Whether the viewer may see a run of `owner`: an operator sees every
+    /// run, a member only their own (another user's is [`forbidden_run`]).
+    pub fn may_see(&self, owner: &str) -> bool {
+        self.member().is_none_or(|user| user == owner)
     }
+}
+
+/// The 403 page of another user's run.
+pub fn forbidden_run() -> Response {
+    super::layout::status_page(
+        axum::http::StatusCode::FORBIDDEN,
+        "Forbidden",
+        "This run belongs to another user; your token shows only your own runs.",
+    )
 }
 
 /// The pages a member (a token bound to a user) may open: their runs and
