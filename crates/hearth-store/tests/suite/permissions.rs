@@ -45,7 +45,8 @@ async fn a_version_4_database_gains_grants_and_audit() {
          DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
          ALTER TABLE runs DROP COLUMN requested_model; \
          ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 4;",
+         ALTER TABLE memories DROP COLUMN embedding_model; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);

@@ -242,7 +242,8 @@ async fn a_version_3_database_gains_the_secrets_table() {
          DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
          ALTER TABLE runs DROP COLUMN requested_model; \
          ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 3;",
+         ALTER TABLE memories DROP COLUMN embedding_model; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -268,7 +269,8 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
          ALTER TABLE messages DROP COLUMN covers_to; \
          ALTER TABLE runs DROP COLUMN requested_model; \
          ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 9;",
+         ALTER TABLE memories DROP COLUMN embedding_model; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -309,7 +311,8 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN requested_model; \
          ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 15;",
+         ALTER TABLE memories DROP COLUMN embedding_model; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 15;",
     )
     .unwrap();
     drop(conn);
@@ -340,7 +343,8 @@ async fn memories_of_a_version_16_database_are_due_for_embedding() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; PRAGMA user_version = 16;",
+         ALTER TABLE memories DROP COLUMN embedding_model; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 16;",
     )
     .unwrap();
     drop(conn);
