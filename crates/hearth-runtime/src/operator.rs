@@ -127,6 +127,11 @@ impl Runtime {
         Ok(self.inner.store.token_holder(&hash_token(token)).await?)
     }
 
+    /// Stores a new API token (by its hash; the caller shows the secret once).
+    pub async fn create_api_token(&self, token: hearth_core::records::NewToken) -> Result<()> {
+        Ok(self.inner.store.create_token(token).await?)
+    }
+
     /// Whether any unrevoked API token exists.
     pub async fn api_tokens_exist(&self) -> Result<bool> {
         Ok(self.inner.store.active_token_count().await? > 0)

@@ -182,3 +182,44 @@ async fn a_member_session_sees_its_runs_and_another_users_run_is_a_403_page() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_operator_makes_a_member_token_over_http_and_a_member_cannot() {
+    let s = Server::start(hearth_server::ServeLimits::default(), 1 << 20).await;
+    let op = operator_token(&s).await;
+    let make = |token: &str, body: Value| {
+        s.send(
+            s.http
+                .post(s.url("/v1/tokens"))
+                .bearer_auth(token)
+                .json(&body),
+        )
+    };
+    let (status, _, made) = make(&op, json!({ "name": "ann's phone", "user_key": ANN })).await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(
+        (made["name"].as_str(), made["user_key"].as_str()),
+        (Some("ann's phone"), Some(ANN))
+    );
+    let secret = made["token"].as_str().unwrap().to_owned();
+    assert!(made["id"].as_str().unwrap().starts_with("tok_"));
+    let (status, v) = post(
+        &s,
+        &secret,
+        json!({ "text": "hi", "thread_key": "api:ann" }),
+    )
+    .await;
+    assert_eq!((status, v["user_key"].as_str()), (202, Some(ANN)), "{v}");
+    let (status, _, v) = make(&secret, json!({ "name": "more" })).await;
+    assert_eq!((status, code(&v)), (403, "forbidden"), "{v}");
+    for bad in [
+        json!({ "name": " " }),
+        json!({ "name": "x", "user_key": "" }),
+        json!({ "name": "x", "extra": 1 }),
+    ] {
+        let (status, _, v) = make(&op, bad.clone()).await;
+        assert_eq!((status, code(&v)), (400, "invalid_request"), "{bad}: {v}");
+    }
+    let (status, _, made) = make(&op, json!({ "name": "ops" })).await;
+    assert_eq!((status, made["user_key"].clone()), (201, Value::Null));
+}
