@@ -159,11 +159,36 @@ pub async fn require_token(
     Ok(next.run(req).await)
 }
 
+/// Runs of a thread read to tell whether it is a member's own: the newest
+/// this many (one page of the store's largest).
+const THREAD_SCAN: u32 = 1000;
+
+/// Whether `thread` is `user`'s own: no other user's run is among its
+/// newest runs (a thread without runs is anyone's to start). A member may
+/// read and write their own threads only; another user's conversation is
+/// not theirs to read or join.
+pub async fn member_owns_thread(
+    runtime: &hearth_runtime::Runtime,
+    user: &str,
+    thread: &str,
+) -> Result<bool, ApiError> {
+    hearth_runtime::check_key("thread_key", thread)?;
+    let runs = runtime
+        .list_runs(&hearth_core::records::RunFilter {
+            thread_key: Some(thread.to_owned()),
+            limit: THREAD_SCAN,
+            ..Default::default()
+        })
+        .await?;
+    Ok(runs.iter().all(|r| r.user_key == user))
+}
+
 /// What a token bound to `user` may do on `/v1`: list models, send
 /// messages (as that user, checked by the handler), list its runs
 /// (narrowed by the handler), follow, trace and cancel its own runs
-/// (another user's are 404, as unknown ones), and answer its own
-/// confirmations (checked by the handler). Everything else is 403.
+/// (another user's are 404, as unknown ones), read the history and
+/// settings of its own threads (another user's are 404), and answer its
+/// own confirmations (checked by the handler). Everything else is 403.
 async fn member_may(
     state: &AppState,
     user: &str,
@@ -185,6 +210,14 @@ async fn member_may(
                 Ok(())
             } else {
                 Err(ApiError::NotFound(format!("no run {run_id}")))
+            }
+        }
+        (&Method::GET, ["v1", "threads", thread, "history" | "runtime"]) => {
+            let thread = crate::ui::session::percent_decode(thread);
+            if member_owns_thread(&state.runtime, user, &thread).await? {
+                Ok(())
+            } else {
+                Err(ApiError::NotFound(format!("no thread {thread}")))
             }
         }
         _ => Err(ApiError::Forbidden(MEMBER_REFUSED.into())),

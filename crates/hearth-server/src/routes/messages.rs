@@ -90,10 +90,6 @@ pub async fn post_message(
     }
 }
 
-/// Runs newest first on a thread that a member may not write to, among
-/// the newest this many: one page of the store's largest.
-const MEMBER_THREAD_SCAN: u32 = 1000;
-
 /// A message from a token bound to `user`: it speaks as that user only,
 /// and only on a thread no other user's runs are on (404 otherwise, as an
 /// unknown thread: another user's conversation is not theirs to join).
@@ -114,16 +110,7 @@ async fn member_message(
         .thread_key
         .clone()
         .unwrap_or_else(|| "api:default".into());
-    hearth_runtime::check_key("thread_key", &thread)?;
-    let on_thread = st
-        .runtime
-        .list_runs(&RunFilter {
-            thread_key: Some(thread.clone()),
-            limit: MEMBER_THREAD_SCAN,
-            ..Default::default()
-        })
-        .await?;
-    if on_thread.iter().any(|r| r.user_key != user) {
+    if !crate::auth::member_owns_thread(&st.runtime, user, &thread).await? {
         return Err(ApiError::NotFound(format!("no thread {thread}")));
     }
     Ok(())

@@ -27,7 +27,7 @@ const NAV: [(&str, &str); 14] = [
 ];
 
 /// The sections a member (a token bound to a user) sees.
-const MEMBER_NAV: [&str; 3] = ["/ui/runs", "/ui/confirmations", "/ui/logout"];
+const MEMBER_NAV: [&str; 4] = ["/ui/runs", "/ui/confirmations", "/ui/threads", "/ui/logout"];
 
 /// A whole page: `title`, the nav with `here` marked, and `body`. `live`
 /// names what the page's script follows (`overview`, `runs`, `run:<id>`)

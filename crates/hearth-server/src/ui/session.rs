@@ -105,8 +105,9 @@ pub fn forbidden_run() -> Response {
     )
 }
 
-/// The pages a member (a token bound to a user) may open: their runs and
-/// confirmations. The rest of the dashboard is the operator's.
+/// The pages a member (a token bound to a user) may open: their runs,
+/// threads and confirmations (each page checks the owner). The rest of
+/// the dashboard is the operator's.
 fn member_page(method: &Method, path: &str) -> bool {
     let parts: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     matches!(
@@ -115,10 +116,12 @@ fn member_page(method: &Method, path: &str) -> bool {
             "GET" | "HEAD",
             ["ui"] | ["ui", "runs"] | ["ui", "runs", _] | ["ui", "runs", _, "events"]
         ) | ("GET" | "HEAD", ["ui", "confirmations"] | ["ui", "logout"])
+            | ("GET" | "HEAD", ["ui", "threads"] | ["ui", "threads", _])
             | (
                 "POST",
                 ["ui", "runs", _, "cancel"] | ["ui", "confirmations", _] | ["ui", "logout"]
             )
+            | ("POST", ["ui", "threads", _, "send"])
     )
 }
 
@@ -277,6 +280,12 @@ pub fn url_pairs(body: &[u8]) -> Vec<(String, String)> {
             (k, v)
         })
         .collect()
+}
+
+/// A percent-encoded path segment, decoded (`+` stays a plus sign in a
+/// path; bad escapes are kept as they are).
+pub fn percent_decode(s: &str) -> String {
+    decode(s.replace('+', "%2B").as_bytes())
 }
 
 fn decode(s: &[u8]) -> String {
@@ -466,7 +475,7 @@ mod member_tests {
         for (m, p) in [
             (Method::GET, "/ui/settings"),
             (Method::GET, "/ui/events"),
-            (Method::GET, "/ui/threads"),
+            (Method::POST, "/ui/threads/k/settings"),
             (Method::POST, "/ui/jobs/j/run"),
             (Method::GET, "/ui/usage.csv"),
             (Method::POST, "/ui/runs"),

@@ -34,7 +34,10 @@ pub async fn list(
     Extension(viewer): Extension<Viewer>,
     Query(s): Query<Search>,
 ) -> PageResult {
-    let threads = st.runtime.list_threads(THREADS).await.map_err(fail)?;
+    let threads = match viewer.member() {
+        None => st.runtime.list_threads(THREADS).await.map_err(fail)?,
+        Some(user) => member_threads(&st, user).await.map_err(fail)?,
+    };
     let q = s.q.unwrap_or_default();
     let shown: Vec<_> = threads
         .iter()
@@ -93,6 +96,7 @@ pub async fn detail(
     Query(p): Query<Page>,
 ) -> PageResult {
     let tk = ThreadKey::new(key.clone()).map_err(fail)?;
+    owns(&st, &viewer, &key).await?;
     let settings = st.runtime.thread_runtime(&tk).await.map_err(fail)?;
     let models: Vec<String> = st
         .runtime
@@ -145,6 +149,7 @@ pub async fn detail(
             dt { "Incognito" } dd { @if settings.incognito { "on" } @else { "off" } }
             dt { "Messages" } dd { (settings.message_count) }
         }
+        @if viewer.member().is_none() {
         form.filters method="post" action={ "/ui/threads/" (enc) "/settings" } {
             (csrf_field(&viewer))
             label { "Model "
@@ -164,6 +169,7 @@ pub async fn detail(
             button type="submit" { "Save settings" }
         }
         (button_form(&viewer, &format!("/ui/threads/{enc}/session"), "New session", ""))
+        }
         h2 { "History" }
         div #history-box data-src={ "/ui/threads/" (enc) "?part=history" } { (history) }
         h2 { "Send" }
@@ -187,6 +193,7 @@ pub async fn send(
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
+    owns(&st, &viewer, &key).await?;
     let text = form_field(&body, "text").unwrap_or_default();
     if text.trim().is_empty() {
         return Err(layout::status_page(
@@ -244,4 +251,56 @@ pub async fn settings(
         st.runtime.set_thinking(&tk, level).await.map_err(fail)?;
     }
     Ok(Redirect::to(&format!("/ui/threads/{}", encode(&key))).into_response())
+}
+
+/// Ok when the viewer may see thread `key`: an operator any, a member only
+/// their own (no other user's run on it); else a 403 page.
+async fn owns(st: &AppState, viewer: &Viewer, key: &str) -> Result<(), axum::response::Response> {
+    let Some(user) = viewer.member() else {
+        return Ok(());
+    };
+    if crate::auth::member_owns_thread(&st.runtime, user, key)
+        .await
+        .map_err(fail)?
+    {
+        Ok(())
+    } else {
+        Err(layout::status_page(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "This thread holds another user's messages; your token shows only your own threads.",
+        ))
+    }
+}
+
+/// A member's threads: those of their newest runs, most recent first.
+async fn member_threads(
+    st: &AppState,
+    user: &str,
+) -> Result<Vec<hearth_core::records::ThreadActivity>, crate::ApiError> {
+    let runs = st
+        .runtime
+        .list_runs(&hearth_core::records::RunFilter {
+            user_key: Some(user.to_owned()),
+            limit: THREADS * 2,
+            ..Default::default()
+        })
+        .await?;
+    let mut out: Vec<hearth_core::records::ThreadActivity> = Vec::new();
+    for r in runs {
+        let at = r
+            .created_at
+            .parse::<jiff::Timestamp>()
+            .map_or(0, |t| t.as_millisecond());
+        match out.iter_mut().find(|t| t.thread_key == r.thread_key) {
+            Some(t) => t.runs += 1,
+            None => out.push(hearth_core::records::ThreadActivity {
+                thread_key: r.thread_key,
+                runs: 1,
+                last_run_at: at,
+            }),
+        }
+    }
+    out.truncate(THREADS as usize);
+    Ok(out)
 }

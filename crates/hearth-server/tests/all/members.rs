@@ -113,6 +113,20 @@ async fn a_member_token_acts_as_its_user_on_its_own_runs_only() {
     }
     let (status, _, _) = get("/v1/models".into()).await;
     assert_eq!(status, 200);
+    for path in [
+        "/v1/threads/api:ann/history",
+        "/v1/threads/api%3Aann/runtime",
+    ] {
+        let (status, _, v) = get(path.into()).await;
+        assert_eq!(status, 200, "its own thread {path}: {v}");
+    }
+    for path in [
+        "/v1/threads/api:bob/history",
+        "/v1/threads/api%3Abob/runtime",
+    ] {
+        let (status, _, v) = get(path.into()).await;
+        assert_eq!((status, code(&v)), (404, "not_found"), "{path}: {v}");
+    }
     let r = s
         .http
         .get(s.url("/openai/v1/models"))
@@ -174,7 +188,32 @@ async fn a_member_session_sees_its_runs_and_another_users_run_is_a_403_page() {
             .as_u16(),
         200
     );
-    for path in ["/ui/settings", "/ui/threads", "/ui/events", "/ui/usage.csv"] {
+    let threads = get("/ui/threads".into())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        threads.contains("api:ann") && !threads.contains("api:bob"),
+        "{threads}"
+    );
+    let own = get("/ui/threads/api%3Aann".into()).await.unwrap();
+    assert_eq!(own.status().as_u16(), 200);
+    let own = own.text().await.unwrap();
+    assert!(
+        own.contains("Send") && !own.contains("Save settings"),
+        "{own}"
+    );
+    assert_eq!(
+        get("/ui/threads/api%3Abob".into())
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    for path in ["/ui/settings", "/ui/budget", "/ui/events", "/ui/usage.csv"] {
         assert_eq!(
             get(path.into()).await.unwrap().status().as_u16(),
             403,
