@@ -93,6 +93,39 @@ fn table(id: &str, title: &str, rows: &[UsageRow]) -> Markup {
     }
 }
 
+/// The rows by model (`<provider>/<model>`) summed by provider; a cost is
+/// known only when every model's is.
+fn by_provider(models: &[UsageRow]) -> Vec<UsageRow> {
+    let mut out: Vec<UsageRow> = Vec::new();
+    for m in models {
+        let provider = m.key.split_once('/').map_or(m.key.as_str(), |(p, _)| p);
+        let row = match out.iter_mut().find(|r| r.key == provider) {
+            Some(r) => r,
+            None => {
+                out.push(UsageRow {
+                    key: provider.to_owned(),
+                    calls: 0,
+                    input_tokens: 0,
+                    output_tokens: 0,
+                    cached_tokens: 0,
+                    cost_usd: Some(0.0),
+                    untracked_calls: 0,
+                });
+                let last = out.len() - 1;
+                &mut out[last]
+            }
+        };
+        row.calls += m.calls;
+        row.input_tokens += m.input_tokens;
+        row.output_tokens += m.output_tokens;
+        row.cached_tokens += m.cached_tokens;
+        row.untracked_calls += m.untracked_calls;
+        row.cost_usd = row.cost_usd.zip(m.cost_usd).map(|(a, b)| a + b);
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
 /// `GET /ui/usage`.
 pub async fn show(
     State(st): State<AppState>,
@@ -110,9 +143,8 @@ pub async fn show(
     let models = rows(&st, Some(DAYS), None, Some("model"))
         .await
         .map_err(fail)?;
-    let providers = rows(&st, Some(DAYS), None, Some("provider"))
-        .await
-        .map_err(fail)?;
+    // Each provider's row is the sum of its models' (one query less).
+    let providers = by_provider(&models);
     let body = html! {
         nav.tabs aria-label="Chart metric" {
             @for (k, l) in [("calls", "Calls"), ("tokens", "Tokens"), ("cost", "Cost")] {
@@ -178,4 +210,36 @@ pub async fn csv(State(st): State<AppState>, ApiQuery(q): ApiQuery<UsageParams>)
         out,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, calls: u64, cost: Option<f64>) -> UsageRow {
+        UsageRow {
+            key: key.into(),
+            calls,
+            input_tokens: calls * 10,
+            output_tokens: calls,
+            cached_tokens: 0,
+            cost_usd: cost,
+            untracked_calls: 0,
+        }
+    }
+
+    #[test]
+    fn providers_sum_their_models_and_an_unknown_cost_stays_unknown() {
+        let rows = by_provider(&[
+            row("openai/a", 2, Some(0.5)),
+            row("fake/x", 1, Some(1.0)),
+            row("openai/b", 3, Some(0.25)),
+            row("fake/y", 4, None),
+        ]);
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| (r.key.as_str(), r.calls, r.input_tokens, r.cost_usd))
+            .collect();
+        assert_eq!(got, [("fake", 5, 50, None), ("openai", 5, 50, Some(0.75))]);
+    }
 }
