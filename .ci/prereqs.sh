@@ -12,6 +12,10 @@
 #                                                   (HEARTH_MCP_CONFORMANCE)
 #   ~/.cache/hearth-npm-<version>                   the MCP reference servers
 #                                                   (HEARTH_MCP_NPM_DIR)
+#   ~/.cache/hearth-axe-<version>                   axe-core, injected by the dashboard's
+#                                                   browser tests only (HEARTH_AXE)
+# and, from the system's packages when missing, Debian's chromium and
+# chromium-driver for the dashboard's browser tests (apt-get, as root).
 # Pinned: the tests check the versions, so a new release cannot change them unseen.
 
 # Where hearth_testkit::tools looks too when the variables are unset.
@@ -79,3 +83,23 @@ for pkg in server-everything server-filesystem; do
       "@modelcontextprotocol/$pkg@$mcp_servers"
   fi
 done
+
+# axe-core for the dashboard's accessibility check (e2e dashboard): a test
+# injects it into the page; it is never served by hearth.
+axe_core=4.10.3
+export HEARTH_AXE="$tools_cache/hearth-axe-$axe_core/node_modules/axe-core/axe.min.js"
+if [ ! -f "$HEARTH_AXE" ]; then
+  prereq_need npm "e.g. apt install npm"
+  npm install --silent --no-audit --no-fund --prefix "$tools_cache/hearth-axe-$axe_core" \
+    "axe-core@$axe_core"
+fi
+
+# Headless Chromium and its WebDriver for the dashboard's browser tests.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing chromium and chromium-driver (the dashboard's browser tests)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "warning: chromium or chromedriver is missing and cannot be installed here (needs root and apt-get); the dashboard's browser tests will fail under CI=true" >&2
+  fi
+fi

@@ -671,6 +671,10 @@ pub enum TokenCommand {
         /// A label for it.
         #[arg(long, default_value = "default")]
         name: String,
+        /// Bind it to this user (e.g. api:user:ann): it then acts as that
+        /// user, on their own runs only, with no operator routes.
+        #[arg(long)]
+        user: Option<String>,
     },
     /// List tokens (never their secrets).
     List,

@@ -129,7 +129,9 @@ pub async fn run(g: &Global, bind: Option<String>) -> Result<(), Exit> {
     };
     let hosts = hearth_server::AllowedHosts::new(Some(addr.ip()), &server.allowed_hosts);
     let app = hearth_server::with_state(
-        routes.with_allowed_hosts(hosts),
+        routes
+            .with_allowed_hosts(hosts)
+            .with_ui_session_hours(server.ui_session_hours),
         state,
         server.max_body_bytes,
     );

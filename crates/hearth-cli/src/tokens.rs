@@ -18,7 +18,10 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
     // Shown to people, so absolute even when --home was relative.
     let home = std::fs::canonicalize(&home).unwrap_or(home);
     match command {
-        TokenCommand::Create { name } => {
+        TokenCommand::Create { name, user } => {
+            if let Some(u) = &user {
+                hearth_runtime::check_key("user", u).map_err(Exit::config)?;
+            }
             let secret = hearth_server::generate_token()
                 .map_err(|e| anyhow::anyhow!("no randomness available for a token: {e}"))?;
             let id = format!("tok_{}", &uuid_like());
@@ -28,11 +31,13 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
                     name: name.clone(),
                     hash_hex: hearth_server::hash_token(&secret),
                     created_at: now_ms(),
+                    user_key: user.clone(),
                 })
                 .await
                 .map_err(anyhow::Error::new)?;
             if g.json {
                 crate::output::print_json(&json!({ "id": id, "name": name, "token": secret,
+                                                   "user_key": user,
                                                    "home": home.display().to_string() }));
             } else {
                 // The secret alone on stdout, so `$(hearth token create)` captures
@@ -48,7 +53,7 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
                     .iter()
                     .map(|t| {
                         json!({ "id": t.id, "name": t.name, "created_at": rfc3339(t.created_at),
-                                "revoked_at": t.revoked_at.map(rfc3339) })
+                                "revoked_at": t.revoked_at.map(rfc3339), "user_key": t.user_key })
                     })
                     .collect();
                 crate::output::print_json(&json!({ "tokens": v }));
@@ -64,7 +69,15 @@ pub async fn run(g: &Global, command: TokenCommand) -> Result<(), Exit> {
                     } else {
                         "active"
                     };
-                    println!("{}  {}  {}  {}", t.id, state, rfc3339(t.created_at), t.name);
+                    let user = t.user_key.as_deref().unwrap_or("operator");
+                    println!(
+                        "{}  {}  {}  {}  {}",
+                        t.id,
+                        state,
+                        rfc3339(t.created_at),
+                        user,
+                        t.name
+                    );
                 }
             }
         }

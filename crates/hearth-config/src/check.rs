@@ -81,6 +81,15 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
             ));
         }
     }
+    if !(1..=8760).contains(&config.server.ui_session_hours) {
+        return Err(problem(
+            "server.ui_session_hours",
+            format!(
+                "{} is out of range; give 1 to 8760 hours (default 12)",
+                config.server.ui_session_hours
+            ),
+        ));
+    }
     let providers = &config.llm.providers;
     for (name, pc) in providers {
         let key = format!("llm.providers.{name}");
@@ -552,6 +561,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(backend.contains("store.backend"), "{backend}");
+        let hours = load("[server]\nui_session_hours = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(hours.contains("server.ui_session_hours"), "{hours}");
     }
 
     #[test]

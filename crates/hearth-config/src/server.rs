@@ -25,6 +25,9 @@ pub struct ServerConfig {
     /// accepts as a browser Origin: the names a reverse proxy or LAN
     /// clients use.
     pub allowed_hosts: Vec<String>,
+    /// Hours a dashboard login lasts (1 to 8760; default 12). A session
+    /// also ends when its API token is revoked.
+    pub ui_session_hours: u64,
 }
 
 impl Default for ServerConfig {
@@ -37,6 +40,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             max_queued_runs: 10_000,
             allowed_hosts: Vec::new(),
+            ui_session_hours: 12,
         }
     }
 }

@@ -10,15 +10,32 @@ use std::time::{Duration, Instant};
 
 use hearth_core::{RunEvent, RunEventKind, RunStatus};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 /// How long a finished run's events stay replayable from memory.
 const FINISHED_RETENTION: Duration = Duration::from_secs(120);
 /// At most this many finished logs are kept, oldest evicted first.
 const FINISHED_MAX: usize = 512;
 
+/// A run whose status changed or which gained an event on this replica:
+/// its id, for live views (the dashboard) that redraw what they show of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunChange {
+    /// The run.
+    pub run_id: String,
+    /// Its status after the change.
+    pub status: RunStatus,
+}
+
+/// How many changes a slow live view may fall behind before it is told it
+/// missed some (and redraws everything).
+const CHANGES_CAPACITY: usize = 64;
+
 /// The events of one run.
 pub struct RunLog {
+    run_id: String,
+    /// Where status changes are announced (a send without receivers is free).
+    changes: broadcast::Sender<RunChange>,
     /// Ids of this log's events start after `base` (a log that replaces an
     /// earlier one of the same run continues its numbering).
     base: u64,
@@ -28,11 +45,31 @@ pub struct RunLog {
 }
 
 impl RunLog {
-    fn new(status: RunStatus, base: u64) -> Self {
-        Self {
+    fn new(
+        run_id: &str,
+        changes: broadcast::Sender<RunChange>,
+        status: RunStatus,
+        base: u64,
+    ) -> Self {
+        let log = Self {
+            run_id: run_id.to_owned(),
+            changes,
             base,
             events: Mutex::new(Vec::new()),
             state: watch::Sender::new((base, status)),
+        };
+        log.announce();
+        log
+    }
+
+    /// Tells live views that this run changed; only status changes and
+    /// lifecycle events are announced, not every text delta.
+    fn announce(&self) {
+        if self.changes.receiver_count() > 0 {
+            let _ = self.changes.send(RunChange {
+                run_id: self.run_id.clone(),
+                status: self.status(),
+            });
         }
     }
 
@@ -62,6 +99,9 @@ impl RunLog {
                 *st = s;
             }
         });
+        if status.is_some() {
+            self.announce();
+        }
     }
 
     /// Ends the log with `end`, numbered as the executing replica numbered
@@ -80,11 +120,13 @@ impl RunLog {
             *n = seq;
             *st = status;
         });
+        self.announce();
     }
 
     /// Sets the status without an event (e.g. queued -> running before `run.started`).
     pub fn set_status(&self, status: RunStatus) {
         self.state.send_modify(|(_, st)| *st = status);
+        self.announce();
     }
 
     /// Events with `seq > after`.
@@ -132,12 +174,27 @@ impl Logs {
 }
 
 /// All live run logs.
-#[derive(Default)]
 pub struct EventBus {
     logs: Mutex<Logs>,
+    changes: broadcast::Sender<RunChange>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self {
+            logs: Mutex::default(),
+            changes: broadcast::channel(CHANGES_CAPACITY).0,
+        }
+    }
 }
 
 impl EventBus {
+    /// Changes of runs from now on (see [`RunChange`]). A receiver that
+    /// falls behind is told how many it missed.
+    pub fn changes(&self) -> broadcast::Receiver<RunChange> {
+        self.changes.subscribe()
+    }
+
     fn logs(&self) -> MutexGuard<'_, Logs> {
         self.logs.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -145,9 +202,10 @@ impl EventBus {
     /// The log of `run_id`, created (with `status`) if missing.
     pub fn open(&self, run_id: &str, status: RunStatus) -> Arc<RunLog> {
         let mut logs = self.logs();
+        let changes = &self.changes;
         logs.live
             .entry(run_id.to_owned())
-            .or_insert_with(|| Arc::new(RunLog::new(status, 0)))
+            .or_insert_with(|| Arc::new(RunLog::new(run_id, changes.clone(), status, 0)))
             .clone()
     }
 
@@ -163,7 +221,7 @@ impl EventBus {
         if let Some(log) = logs.live.get(run_id) {
             return (log.clone(), false);
         }
-        let log = Arc::new(RunLog::new(status, 0));
+        let log = Arc::new(RunLog::new(run_id, self.changes.clone(), status, 0));
         {
             let mut events = log.events();
             *events = past();
@@ -183,7 +241,7 @@ impl EventBus {
             Some(log) if !log.status().is_terminal() => log.clone(),
             old => {
                 let base = old.map_or(0, |l| l.last_seq());
-                let log = Arc::new(RunLog::new(status, base));
+                let log = Arc::new(RunLog::new(run_id, self.changes.clone(), status, base));
                 logs.live.insert(run_id.to_owned(), log.clone());
                 log
             }
@@ -243,6 +301,25 @@ mod tests {
         assert_eq!(log.since(2).len(), 1);
         assert!(log.since(99).is_empty());
         assert_eq!(log.status(), RunStatus::Succeeded);
+    }
+
+    #[test]
+    fn status_changes_are_announced_but_deltas_are_not() {
+        let bus = EventBus::default();
+        let mut rx = bus.changes();
+        let log = bus.open("r1", RunStatus::Queued);
+        log.push(RunEventKind::TextDelta, json!({}), None);
+        log.push(RunEventKind::Started, json!({}), Some(RunStatus::Running));
+        let seen: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|c| (c.run_id, c.status))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("r1".to_owned(), RunStatus::Queued),
+                ("r1".to_owned(), RunStatus::Running)
+            ]
+        );
     }
 
     #[test]

@@ -189,6 +189,7 @@ impl Runtime {
                         thread_key: Some(thread.clone()),
                         status: None,
                         limit: 1,
+                        ..RunFilter::default()
                     };
                     let runs = self.inner.store.list_runs(&filter).await?;
                     let known = runs

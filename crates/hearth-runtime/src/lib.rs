@@ -47,7 +47,7 @@ mod wakeups;
 
 pub use admin::{McpLookupError, McpServerStatus, SkillStatus};
 pub use builder::{BuildError, RuntimeBuilder};
-pub use bus::{EventBus, RunLog};
+pub use bus::{EventBus, RunChange, RunLog};
 pub use catalog::{Capabilities, Catalog, CatalogEntry, ToolSupport};
 pub use confirmations::Answerer;
 pub use direct::{DIRECT_SOURCE, ToolCallRequest};

@@ -225,6 +225,7 @@ impl Runtime {
                     thread_key: Some(thread_key.to_owned()),
                     status: None,
                     limit: 1,
+                    ..hearth_store::RunFilter::default()
                 })
                 .await?;
             return Ok(last.iter().any(|r| {

@@ -88,6 +88,50 @@ impl Runtime {
         Ok(self.inner.store.token_name(&hash_token(token)).await?)
     }
 
+    /// Stores a dashboard session (see `hearth_store::TokenStore`): in the
+    /// store, so every replica sharing it knows the login.
+    pub async fn open_ui_session(&self, session: hearth_core::records::UiSession) -> Result<()> {
+        Ok(self.inner.store.create_ui_session(session).await?)
+    }
+
+    /// The dashboard session whose id hashes to `id_hash`, with its token's
+    /// holder, while it lasts and its token is unrevoked (asked each time).
+    pub async fn ui_session(
+        &self,
+        id_hash: &str,
+    ) -> Result<
+        Option<(
+            hearth_core::records::UiSession,
+            hearth_core::records::TokenHolder,
+        )>,
+    > {
+        Ok(self
+            .inner
+            .store
+            .ui_session(id_hash, hearth_core::now_ms())
+            .await?)
+    }
+
+    /// Ends a dashboard session; whether it existed.
+    pub async fn end_ui_session(&self, id_hash: &str) -> Result<bool> {
+        Ok(self.inner.store.end_ui_session(id_hash).await?)
+    }
+
+    /// Who holds the unrevoked API token `token` (as the client sent it):
+    /// its name, and the user it acts as when it is bound to one. Asks the
+    /// store every time, as `api_token_valid` does.
+    pub async fn api_token_holder(
+        &self,
+        token: &str,
+    ) -> Result<Option<hearth_core::records::TokenHolder>> {
+        Ok(self.inner.store.token_holder(&hash_token(token)).await?)
+    }
+
+    /// Stores a new API token (by its hash; the caller shows the secret once).
+    pub async fn create_api_token(&self, token: hearth_core::records::NewToken) -> Result<()> {
+        Ok(self.inner.store.create_token(token).await?)
+    }
+
     /// Whether any unrevoked API token exists.
     pub async fn api_tokens_exist(&self) -> Result<bool> {
         Ok(self.inner.store.active_token_count().await? > 0)

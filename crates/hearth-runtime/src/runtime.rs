@@ -275,6 +275,12 @@ impl Runtime {
         self.inner.notices.clone()
     }
 
+    /// Runs that change on this replica from now on (queued, started,
+    /// awaiting confirmation, ended): what live views redraw.
+    pub fn run_changes(&self) -> tokio::sync::broadcast::Receiver<crate::bus::RunChange> {
+        self.inner.bus.changes()
+    }
+
     /// One run's envelope.
     pub async fn get_run(&self, run_id: &str) -> Result<RunEnvelope> {
         let run = self.run_record(run_id).await?;

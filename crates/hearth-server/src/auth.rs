@@ -54,36 +54,43 @@ impl Auth {
         Self { runtime, loopback }
     }
 
-    /// Decides one request's `Authorization` header.
+    /// Decides one request's `Authorization` header for a surface that
+    /// only operators use (the OpenAI-compatible one): a token bound to a
+    /// user is refused there (403).
     pub async fn check(&self, header: Option<&str>) -> Result<(), ApiError> {
-        let verdict = match header {
-            Some(h) => match bearer_token(h) {
-                Some(token) => self.runtime.api_token_valid(token).await?,
-                None => false,
-            },
-            None => self.loopback && !self.runtime.api_tokens_exist().await?,
-        };
-        if verdict {
-            Ok(())
-        } else {
-            metrics::counter!("hearth_auth_failures_total").increment(1);
-            Err(ApiError::Unauthorized)
+        match self.identify(header).await? {
+            Caller::Member { .. } => Err(ApiError::Forbidden(MEMBER_REFUSED.into())),
+            Caller::Token(_) | Caller::Local => Ok(()),
         }
+    }
+
+    /// Whether requests pass without a token: the server is bound to
+    /// loopback and no token exists (asked of the store each time).
+    pub async fn open(&self) -> Result<bool, ApiError> {
+        Ok(self.loopback && !self.runtime.api_tokens_exist().await?)
     }
 
     /// Decides one request's `Authorization` header as `check` does, and
     /// says who passed: the token's holder, or the local user of an open
     /// loopback server. For surfaces that act as their caller (`/mcp`).
     pub async fn identify(&self, header: Option<&str>) -> Result<Caller, ApiError> {
-        let caller = match header {
-            Some(h) => match bearer_token(h) {
-                Some(token) => self.runtime.api_token_name(token).await?.map(Caller::Token),
-                None => None,
-            },
-            None => {
-                (self.loopback && !self.runtime.api_tokens_exist().await?).then_some(Caller::Local)
-            }
-        };
+        let caller =
+            match header {
+                Some(h) => match bearer_token(h) {
+                    Some(token) => self.runtime.api_token_holder(token).await?.map(|holder| {
+                        match holder.user_key {
+                            Some(user_key) => Caller::Member {
+                                name: holder.name,
+                                user_key,
+                            },
+                            None => Caller::Token(holder.name),
+                        }
+                    }),
+                    None => None,
+                },
+                None => (self.loopback && !self.runtime.api_tokens_exist().await?)
+                    .then_some(Caller::Local),
+            };
         caller.ok_or_else(|| {
             metrics::counter!("hearth_auth_failures_total").increment(1);
             ApiError::Unauthorized
@@ -91,11 +98,23 @@ impl Auth {
     }
 }
 
+/// What a token bound to a user is told on a surface only operators use.
+pub const MEMBER_REFUSED: &str = "this token acts as one user: it may send messages, follow and cancel that user's runs and \
+     answer their confirmations; everything else needs an operator token (one made without --user)";
+
 /// Who a request that passed auth comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
-    /// The holder of the API token with this name.
+    /// The holder of the API token with this name (an operator).
     Token(String),
+    /// The holder of a token bound to a user: acts as that user, on their
+    /// own runs only.
+    Member {
+        /// The token's name.
+        name: String,
+        /// The user it acts as.
+        user_key: String,
+    },
     /// Nobody in particular: no token exists and the server is bound to loopback.
     Local,
 }
@@ -106,7 +125,16 @@ impl Caller {
     pub fn operator_key(&self) -> String {
         match self {
             Self::Token(name) => format!("api:operator:{name}"),
+            Self::Member { user_key, .. } => user_key.clone(),
             Self::Local => "api:operator:local".to_owned(),
+        }
+    }
+
+    /// The user a token bound to one acts as; `None` for an operator.
+    pub fn member(&self) -> Option<&str> {
+        match self {
+            Self::Member { user_key, .. } => Some(user_key),
+            Self::Token(_) | Self::Local => None,
         }
     }
 }
@@ -123,8 +151,77 @@ pub async fn require_token(
         .get(axum::http::header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
     let caller = state.auth.identify(header).await?;
+    if let Some(user) = caller.member() {
+        let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+        member_may(&state, user, &method, &path).await?;
+    }
     req.extensions_mut().insert(caller);
     Ok(next.run(req).await)
+}
+
+/// Runs of a thread read to tell whether it is a member's own: the newest
+/// this many (one page of the store's largest).
+const THREAD_SCAN: u32 = 1000;
+
+/// Whether `thread` is `user`'s own: no other user's run is among its
+/// newest runs (a thread without runs is anyone's to start). A member may
+/// read and write their own threads only; another user's conversation is
+/// not theirs to read or join.
+pub async fn member_owns_thread(
+    runtime: &hearth_runtime::Runtime,
+    user: &str,
+    thread: &str,
+) -> Result<bool, ApiError> {
+    hearth_runtime::check_key("thread_key", thread)?;
+    let runs = runtime
+        .list_runs(&hearth_core::records::RunFilter {
+            thread_key: Some(thread.to_owned()),
+            limit: THREAD_SCAN,
+            ..Default::default()
+        })
+        .await?;
+    Ok(runs.iter().all(|r| r.user_key == user))
+}
+
+/// What a token bound to `user` may do on `/v1`: list models, send
+/// messages (as that user, checked by the handler), list its runs
+/// (narrowed by the handler), follow, trace and cancel its own runs
+/// (another user's are 404, as unknown ones), read the history and
+/// settings of its own threads (another user's are 404), and answer its
+/// own confirmations (checked by the handler). Everything else is 403.
+async fn member_may(
+    state: &AppState,
+    user: &str,
+    method: &axum::http::Method,
+    path: &str,
+) -> Result<(), ApiError> {
+    use axum::http::Method;
+    let parts: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    match (method, parts.as_slice()) {
+        (&Method::GET, ["v1", "models"])
+        | (&Method::POST, ["v1", "messages"])
+        | (&Method::GET, ["v1", "runs"])
+        | (&Method::POST, ["v1", "confirmations", _]) => Ok(()),
+        (&Method::GET, ["v1", "runs", run_id])
+        | (&Method::GET, ["v1", "runs", run_id, "events" | "trace"])
+        | (&Method::POST, ["v1", "runs", run_id, "cancel"]) => {
+            let run = state.runtime.get_run(run_id).await?;
+            if run.user_key == user {
+                Ok(())
+            } else {
+                Err(ApiError::NotFound(format!("no run {run_id}")))
+            }
+        }
+        (&Method::GET, ["v1", "threads", thread, "history" | "runtime"]) => {
+            let thread = crate::ui::session::percent_decode(thread);
+            if member_owns_thread(&state.runtime, user, &thread).await? {
+                Ok(())
+            } else {
+                Err(ApiError::NotFound(format!("no thread {thread}")))
+            }
+        }
+        _ => Err(ApiError::Forbidden(MEMBER_REFUSED.into())),
+    }
 }
 
 #[cfg(test)]

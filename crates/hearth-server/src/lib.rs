@@ -20,6 +20,7 @@ pub mod openapi;
 mod push;
 pub mod routes;
 pub mod schemas;
+pub mod ui;
 
 use std::sync::Arc;
 
@@ -54,17 +55,27 @@ pub struct Routes {
     v1: Router<AppState>,
     openai: Router<AppState>,
     door: Door,
+    ui: ui::Ui,
 }
 
 impl Routes {
     /// Registers every route.
     pub fn build() -> Self {
+        let ui = ui::Ui::default();
         Self {
             ops: routes::ops(),
             v1: routes::v1(),
             openai: openai::routes(),
-            door: Door::default(),
+            door: Door::default().with_csrf(ui.csrf()),
+            ui,
         }
+    }
+
+    /// Dashboard logins that last `hours` (`[server] ui_session_hours`).
+    pub fn with_ui_session_hours(mut self, hours: u64) -> Self {
+        self.ui = ui::Ui::new(std::time::Duration::from_secs(hours.saturating_mul(3600)));
+        self.door = self.door.with_csrf(self.ui.csrf());
+        self
     }
 
     /// The names every route answers to in Host, and the configured ones
@@ -93,11 +104,14 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         v1,
         openai,
         door,
+        ui,
     } = routes;
     let channels = routes::channels::ChannelsHandle(state.runtime.clone());
     // Webhooks check their own signatures, not the bearer token.
     let push = push::routes();
     let mcp = mcp::router(state.clone(), max_body_bytes);
+    // The dashboard checks its own sessions (cookies, not bearer tokens).
+    let ui = ui.router(state.clone());
     let v1 = v1.layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::require_token,
@@ -117,6 +131,7 @@ pub fn with_state(routes: Routes, state: AppState, max_body_bytes: usize) -> Rou
         .merge(openai)
         .merge(mcp)
         .merge(push)
+        .merge(ui)
         .route_layer(axum::middleware::from_fn(middleware::mark_route))
         .fallback(routes::ops::not_found)
         .layer(axum::middleware::from_fn(middleware::envelope_bare_errors))

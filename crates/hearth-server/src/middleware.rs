@@ -134,7 +134,7 @@ pub async fn envelope_bare_errors(req: Request, next: Next) -> Response {
         .map(|m| m.as_str().to_owned());
     let resp = next.run(req).await;
     let status = resp.status();
-    if !(status.is_client_error() || status.is_server_error()) || is_json(&resp) {
+    if !(status.is_client_error() || status.is_server_error()) || is_json(&resp) || is_html(&resp) {
         return resp;
     }
     let (parts, body) = resp.into_parts();
@@ -168,6 +168,14 @@ pub async fn envelope_bare_errors(req: Request, next: Next) -> Response {
         }
     }
     out
+}
+
+/// A page of the dashboard, which answers errors as pages of its own.
+fn is_html(resp: &Response) -> bool {
+    resp.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("text/html"))
 }
 
 fn is_json(resp: &Response) -> bool {

@@ -4,6 +4,6 @@ pub use hearth_core::records::{
     AuditEvent, ConfirmationRecord, ConfirmationState, CreateRunOutcome, Grant, ModelUsage, NewRun,
     NewSession, NewToken, RUN_ENDED, RunFilter, RunFinish, RunRecord, RunStats,
     ScopeCredentialInfo, SecretInfo, SteerRecord, StepKind, StepRecord, StepStatus,
-    StoredScopeCredential, ThreadActivity, ThreadState, TokenRecord, UsageGroup, UsageQuery,
-    UsageRow,
+    StoredScopeCredential, ThreadActivity, ThreadState, TokenHolder, TokenRecord, UiSession,
+    UsageGroup, UsageQuery, UsageRow,
 };

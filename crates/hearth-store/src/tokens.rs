@@ -1,7 +1,9 @@
 //! API tokens, stored by the hash of their secret.
 
+use hearth_core::Timestamp;
+
 use crate::error::Result;
-use crate::records::{NewToken, TokenRecord};
+use crate::records::{NewToken, TokenHolder, TokenRecord, UiSession};
 
 /// API tokens.
 #[async_trait::async_trait]
@@ -22,6 +24,25 @@ pub trait TokenStore: Send + Sync + 'static {
     /// act as the token's holder, such as `/mcp`, name their caller by it).
     async fn token_name(&self, hash_hex: &str) -> Result<Option<String>>;
 
+    /// Who holds the unrevoked token with this hash, if any: its name and
+    /// the user it acts as.
+    async fn token_holder(&self, hash_hex: &str) -> Result<Option<TokenHolder>>;
+
     /// Number of unrevoked tokens.
     async fn active_token_count(&self) -> Result<u64>;
+
+    /// Stores a dashboard session, and drops the sessions that ended
+    /// before it was opened.
+    async fn create_ui_session(&self, session: UiSession) -> Result<()>;
+
+    /// The session whose id hashes to `id_hash`, with its token's holder,
+    /// while it lasts (`expires_at` after `now`) and its token is unrevoked.
+    async fn ui_session(
+        &self,
+        id_hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<(UiSession, TokenHolder)>>;
+
+    /// Ends a session; whether it existed.
+    async fn end_ui_session(&self, id_hash: &str) -> Result<bool>;
 }

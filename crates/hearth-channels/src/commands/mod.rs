@@ -442,6 +442,7 @@ async fn cancel(ctx: &Ctx<'_>, place: Place<'_>) -> Result<Reply, ChannelError> 
         thread_key: Some(place.thread.to_owned()),
         status: None,
         limit: 20,
+        ..Default::default()
     };
     let active = ctx
         .runtime

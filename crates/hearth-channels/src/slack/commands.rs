@@ -125,6 +125,7 @@ async fn aim<'a>(
         thread_key: None,
         status: None,
         limit: RECENT_RUNS,
+        ..Default::default()
     };
     let latest = slack
         .runtime

@@ -106,6 +106,7 @@ pub(super) async fn answers(slack: &Sl, channel: &str, root: &str) -> Result<boo
         thread_key: Some(thread_key(channel, root)),
         status: None,
         limit: 1,
+        ..Default::default()
     };
     Ok(!slack.runtime.list_runs(&filter).await?.is_empty())
 }

@@ -107,6 +107,7 @@ impl<P: Platform> Harness<P> {
             thread_key: Some(thread.to_owned()),
             status: None,
             limit: 100,
+            ..Default::default()
         };
         match self.t.runtime.list_runs(&filter).await {
             Ok(runs) => runs,

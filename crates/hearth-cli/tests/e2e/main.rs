@@ -18,6 +18,7 @@ mod cli_lists;
 mod compaction;
 mod confirmations;
 mod credentials;
+mod dashboard;
 mod discord;
 mod discord_keys;
 mod doctor;

@@ -105,6 +105,19 @@ pub struct RunFilter {
     pub status: Option<RunStatus>,
     /// At most this many (the store caps it at 1000).
     pub limit: u32,
+    /// Only runs accepted before this run (a page's cursor: the last run
+    /// of the page before). A run id the store does not hold gives none.
+    pub before: Option<String>,
+    /// Only this user's runs.
+    pub user_key: Option<String>,
+    /// Only runs from this source (`api`, `telegram`, `job`, ...).
+    pub source: Option<String>,
+    /// Only runs answered by this model (`<provider>/<model>`).
+    pub model: Option<String>,
+    /// Only runs accepted at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only runs accepted before this time.
+    pub until: Option<Timestamp>,
 }
 
 /// One thread's activity, for listing threads (`list_threads`).
@@ -379,6 +392,33 @@ pub struct NewToken {
     pub hash_hex: String,
     /// Created.
     pub created_at: Timestamp,
+    /// The user the token acts as; `None`: an operator token.
+    pub user_key: Option<String>,
+}
+
+/// Who holds an unrevoked token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenHolder {
+    /// The token's name.
+    pub name: String,
+    /// The user it acts as; `None`: an operator token.
+    pub user_key: Option<String>,
+}
+
+/// A dashboard login: a session (known by the hash of its id, which only
+/// the browser's cookie holds) of an API token (known by its hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiSession {
+    /// SHA-256 hex of the session id.
+    pub id_hash: String,
+    /// SHA-256 hex of the API token it was opened with.
+    pub token_hash: String,
+    /// The CSRF token of its forms.
+    pub csrf: String,
+    /// Opened.
+    pub created_at: Timestamp,
+    /// Ends.
+    pub expires_at: Timestamp,
 }
 
 /// A stored token (never its secret).
@@ -392,6 +432,8 @@ pub struct TokenRecord {
     pub created_at: Timestamp,
     /// Revoked, if so.
     pub revoked_at: Option<Timestamp>,
+    /// The user it acts as; `None`: an operator token.
+    pub user_key: Option<String>,
 }
 
 /// A stored secret's metadata (never its value, sealed or not).

@@ -74,6 +74,7 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
             thread_key: None,
             status: None,
             limit: 1000,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -85,6 +86,7 @@ async fn a_sweep_racing_ingest_and_follow_ups_never_runs_a_run_twice() {
             thread_key: None,
             status: None,
             limit: 1000,
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -353,6 +353,7 @@ async fn confirm_and_deny_messages_answer_instead_of_starting_a_run() {
             thread_key: Some("t:msg".into()),
             status: None,
             limit: 10,
+            ..Default::default()
         })
         .await
         .unwrap();

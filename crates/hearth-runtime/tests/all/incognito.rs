@@ -125,6 +125,7 @@ async fn an_incognito_thread_leaves_nothing_on_disk_but_its_flag_and_usage() {
             thread_key: Some("t:inc".into()),
             status: None,
             limit: 10,
+            ..Default::default()
         })
         .await
         .unwrap();

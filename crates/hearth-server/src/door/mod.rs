@@ -20,8 +20,9 @@
 //!   from a page served with `Referrer-Policy: no-referrer` (and what a
 //!   sandboxed frame or a `file:` page sends); it passes only with
 //!   `Sec-Fetch-Site: same-origin` and a valid CSRF token, checked by a
-//!   [`CsrfValidator`] the dashboard plugs in ([`Door::with_csrf`]). No
-//!   route takes a CSRF token yet, so today `null` is always refused.
+//!   [`CsrfValidator`] the dashboard plugs in ([`Door::with_csrf`]); only
+//!   the dashboard's `/ui` routes take a CSRF token, so elsewhere `null`
+//!   is always refused.
 //! - **Content-Type**: a JSON body must come as `application/json`
 //!   ([`json_content_type`], applied where bodies are parsed), or 415
 //!   `unsupported_media_type`; the types a page can send without a

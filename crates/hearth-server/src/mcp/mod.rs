@@ -76,6 +76,10 @@ async fn identify(
         .get(AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
     let caller = state.auth.identify(header).await?;
+    if caller.member().is_some() {
+        // The MCP tools reach every thread and run: operators only.
+        return Err(ApiError::Forbidden(crate::auth::MEMBER_REFUSED.into()));
+    }
     req.extensions_mut().insert(caller);
     Ok(next.run(req).await)
 }

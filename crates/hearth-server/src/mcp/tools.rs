@@ -34,6 +34,7 @@ const THREAD_SCAN_RUNS: u32 = 1000;
 pub fn user_key(caller: &Caller) -> String {
     match caller {
         Caller::Token(name) => format!("mcp:user:{name}"),
+        Caller::Member { user_key, .. } => user_key.clone(),
         Caller::Local => "mcp:user:local".into(),
     }
 }
@@ -301,6 +302,7 @@ impl HearthMcp {
                 thread_key: None,
                 status: None,
                 limit: THREAD_SCAN_RUNS,
+                ..Default::default()
             })
             .await?;
         let mut order: Vec<String> = Vec::new();

@@ -100,6 +100,7 @@ pub async fn require_token(
     match verdict {
         Ok(()) => Ok(next.run(req).await),
         Err(crate::ApiError::Unauthorized) => Err(OpenAiError::Unauthorized),
+        Err(crate::ApiError::Forbidden(m)) => Err(OpenAiError::Forbidden(m)),
         Err(e) => Err(OpenAiError::Internal(e.to_string())),
     }
 }

@@ -4,10 +4,10 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::{Extension, Json};
 use futures_util::Stream;
 use hearth_core::records::RunFilter;
 use hearth_core::{
@@ -17,6 +17,7 @@ use hearth_runtime::{RunEvents, WaitOutcome};
 use tokio::sync::watch;
 
 use crate::AppState;
+use crate::auth::Caller;
 use crate::dto::{MessageRequest, RunList, RunQuery, Trace, TraceStep};
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, page_limit};
@@ -38,9 +39,13 @@ const MAX_WAIT_SECS: u64 = 600;
             headers(("Retry-After" = u64, description = "Seconds to wait before retrying (with `overloaded`)")))))]
 pub async fn post_message(
     State(st): State<AppState>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<MessageRequest>,
+    ApiJson(mut body): ApiJson<MessageRequest>,
 ) -> Result<(StatusCode, Json<RunEnvelope>), ApiError> {
+    if let Some(user) = caller.as_ref().and_then(|c| c.member()) {
+        member_message(&st, user, &mut body).await?;
+    }
     let header_key = match headers.get("idempotency-key") {
         Some(v) => Some(
             v.to_str()
@@ -85,6 +90,32 @@ pub async fn post_message(
     }
 }
 
+/// A message from a token bound to `user`: it speaks as that user only,
+/// and only on a thread no other user's runs are on (404 otherwise, as an
+/// unknown thread: another user's conversation is not theirs to join).
+async fn member_message(
+    st: &AppState,
+    user: &str,
+    body: &mut MessageRequest,
+) -> Result<(), ApiError> {
+    match &body.user_key {
+        Some(u) if u != user => {
+            return Err(ApiError::Forbidden(format!(
+                "this token acts as {user}; it cannot send as {u} (leave user_key out)"
+            )));
+        }
+        _ => body.user_key = Some(user.to_owned()),
+    }
+    let thread = body
+        .thread_key
+        .clone()
+        .unwrap_or_else(|| "api:default".into());
+    if !crate::auth::member_owns_thread(&st.runtime, user, &thread).await? {
+        return Err(ApiError::NotFound(format!("no thread {thread}")));
+    }
+    Ok(())
+}
+
 /// One run.
 #[utoipa::path(get, path = "/v1/runs/{run_id}", tag = "runs",
     params(("run_id" = String, Path, description = "Run id", min_length = 1)),
@@ -102,6 +133,7 @@ pub async fn get_run(
     responses((status = 200, description = "Runs, newest first", body = RunList), (status = 400, body = crate::dto::ErrorBody)))]
 pub async fn list_runs(
     State(st): State<AppState>,
+    caller: Option<Extension<Caller>>,
     ApiQuery(q): ApiQuery<RunQuery>,
 ) -> Result<Json<RunList>, ApiError> {
     let status = match q.status.as_deref() {
@@ -119,6 +151,9 @@ pub async fn list_runs(
         thread_key: q.thread_key,
         status,
         limit: page_limit(q.limit, DEFAULT_RUNS_LIMIT)?,
+        // A token bound to a user lists that user's runs only.
+        user_key: caller.as_ref().and_then(|c| c.member()).map(str::to_owned),
+        ..Default::default()
     };
     Ok(Json(RunList {
         runs: st.runtime.list_runs(&filter).await?,

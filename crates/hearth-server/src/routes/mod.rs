@@ -21,6 +21,7 @@ pub mod permissions;
 pub mod router;
 pub mod skills;
 pub mod threads;
+pub mod tokens;
 pub mod tools;
 pub mod usage;
 
@@ -120,6 +121,7 @@ api! {
     router::get_router,
     router::post_feedback,
     memory::search,
+    tokens::create_token,
 }
 
 api! {

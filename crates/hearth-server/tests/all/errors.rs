@@ -113,6 +113,7 @@ async fn a_revoked_token_is_refused_on_the_next_request() {
             name: "t".into(),
             hash_hex: hearth_server::hash_token(&token),
             created_at: 0,
+            user_key: None,
         })
         .await
         .unwrap();

@@ -293,6 +293,7 @@ async fn the_caller_is_the_token_holder_and_sees_only_their_memory() {
             name: "laptop".into(),
             hash_hex: hash_token("secret-1"),
             created_at: 1,
+            user_key: None,
         })
         .await
         .unwrap();

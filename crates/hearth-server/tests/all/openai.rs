@@ -481,6 +481,7 @@ async fn the_bearer_token_is_checked_as_on_v1() {
             name: "t".into(),
             hash_hex: hearth_server::hash_token(token),
             created_at: 0,
+            user_key: None,
         })
         .await
         .unwrap();

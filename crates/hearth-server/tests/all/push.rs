@@ -23,6 +23,7 @@ async fn server() -> Server {
             name: "t".into(),
             hash_hex: hearth_server::hash_token("secret"),
             created_at: 0,
+            user_key: None,
         })
         .await
         .unwrap();

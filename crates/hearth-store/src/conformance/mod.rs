@@ -60,6 +60,7 @@ macro_rules! store_conformance_tests {
                 finish_run_is_atomic_and_happens_once,
                 steps_upsert_by_index,
                 list_runs_filters_newest_first,
+                list_runs_narrows_by_user_source_model_and_time,
                 list_threads_counts_runs_most_recently_active_first,
                 steers_are_stored_in_order_and_follow_ups_commit_with_the_finish,
                 of_concurrent_claims_exactly_one_wins,
@@ -99,6 +100,8 @@ macro_rules! store_conformance_tests {
             tokens: [
                 tokens_lifecycle,
                 tokens_of_one_millisecond_list_in_creation_order_newest_first,
+                ui_sessions_last_until_they_expire_or_their_token_is_revoked,
+                a_token_bound_to_a_user_names_it,
             ],
             secrets: [
                 secrets_are_upserted_listed_without_values_and_deleted,

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use hearth_core::{Message, Role, RunStatus};
 
 use super::fixtures::{created, finish, new_run, step};
-use crate::records::{CreateRunOutcome, RunFilter, RunRecord, StepKind, StepStatus};
+use crate::records::{
+    CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, StepKind, StepStatus,
+};
 use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
@@ -342,6 +344,112 @@ pub async fn list_runs_filters_newest_first<S: RunStore + ThreadStore>(store: S)
         ids(store.list_runs(&two).await.unwrap()),
         ["run_5", "run_4"]
     );
+    // Paging: the next page starts after the last run of the one before.
+    let next = RunFilter {
+        before: Some("run_4".into()),
+        ..two.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&next).await.unwrap()),
+        ["run_3", "run_2"]
+    );
+    let even_after = RunFilter {
+        before: Some("run_4".into()),
+        ..even.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&even_after).await.unwrap()),
+        ["run_2", "run_0"]
+    );
+    let queued_even_after = RunFilter {
+        before: Some("run_2".into()),
+        ..queued_even.clone()
+    };
+    assert_eq!(
+        ids(store.list_runs(&queued_even_after).await.unwrap()),
+        ["run_0"]
+    );
+    let done_after = RunFilter {
+        before: Some("run_5".into()),
+        ..done.clone()
+    };
+    assert_eq!(ids(store.list_runs(&done_after).await.unwrap()), ["run_4"]);
+    let unknown = RunFilter {
+        before: Some("run_gone".into()),
+        ..RunFilter::default()
+    };
+    assert!(store.list_runs(&unknown).await.unwrap().is_empty());
+}
+
+/// `list_runs` narrows by user, source, model and acceptance time, on
+/// every shape of the thread and status filters, with the cursor.
+pub async fn list_runs_narrows_by_user_source_model_and_time<S: RunStore + ThreadStore>(store: S) {
+    for i in 0..6_i64 {
+        let run = NewRun {
+            user_key: if i < 3 { "user:ann" } else { "user:bob" }.into(),
+            source: if i % 2 == 0 { "api" } else { "telegram" }.into(),
+            created_at: 1_700_000_000_000 + i * 1000,
+            ..new_run(&format!("run_{i}"), if i < 4 { "t1" } else { "t2" }, None)
+        };
+        store.create_run(run).await.unwrap();
+    }
+    let answered = RunFinish {
+        model: Some("fake/m2".into()),
+        ..finish("run_2", vec![])
+    };
+    assert!(store.finish_run(answered).await.unwrap());
+    let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
+    let list = |f: RunFilter| {
+        let store = &store;
+        async move { ids(store.list_runs(&f).await.unwrap()) }
+    };
+    let ann = RunFilter {
+        user_key: Some("user:ann".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(list(ann.clone()).await, ["run_2", "run_1", "run_0"]);
+    let ann_api = RunFilter {
+        source: Some("api".into()),
+        ..ann.clone()
+    };
+    assert_eq!(list(ann_api.clone()).await, ["run_2", "run_0"]);
+    assert_eq!(
+        list(RunFilter {
+            before: Some("run_2".into()),
+            ..ann_api
+        })
+        .await,
+        ["run_0"]
+    );
+    let m2 = RunFilter {
+        model: Some("fake/m2".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(list(m2).await, ["run_2"]);
+    let window = RunFilter {
+        since: Some(1_700_000_001_000),
+        until: Some(1_700_000_004_000),
+        ..RunFilter::default()
+    };
+    assert_eq!(list(window.clone()).await, ["run_3", "run_2", "run_1"]);
+    let t1_bob = RunFilter {
+        thread_key: Some("t1".into()),
+        user_key: Some("user:bob".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(list(t1_bob).await, ["run_3"]);
+    let done_in_window = RunFilter {
+        status: Some(RunStatus::Succeeded),
+        ..window
+    };
+    assert_eq!(list(done_in_window).await, ["run_2"]);
+    let t2_queued_telegram = RunFilter {
+        thread_key: Some("t2".into()),
+        status: Some(RunStatus::Queued),
+        source: Some("telegram".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(list(t2_queued_telegram).await, ["run_5"]);
 }
 
 pub async fn list_threads_counts_runs_most_recently_active_first<S: RunStore + ThreadStore>(

@@ -25,6 +25,10 @@ const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("../../migrations/postgres/0004_channels.sql"),
     ),
     (5, include_str!("../../migrations/postgres/0005_jobs.sql")),
+    (
+        6,
+        include_str!("../../migrations/postgres/0006_ui_sessions.sql"),
+    ),
     (7, include_str!("../../migrations/postgres/0007_modes.sql")),
     (
         8,

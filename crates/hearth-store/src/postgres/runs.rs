@@ -19,6 +19,19 @@ use crate::records::{
 };
 use crate::runs::RunStore;
 
+/// The conditions every shape of `list_runs` shares, on parameters $1 to
+/// $6: the cursor (runs accepted before run $1; none when it is unknown),
+/// user, source, model, and the time range. A NULL parameter is no
+/// condition.
+macro_rules! narrowing {
+    () => {
+        "($1::text IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = $1)) \
+         AND ($2::text IS NULL OR user_key = $2) AND ($3::text IS NULL OR source = $3) \
+         AND ($4::text IS NULL OR model = $4) AND ($5::bigint IS NULL OR created_at >= $5) \
+         AND ($6::bigint IS NULL OR created_at < $6)"
+    };
+}
+
 /// The `list_runs` page size when the filter asks for 0.
 const DEFAULT_LIMIT: u32 = 50;
 
@@ -386,8 +399,16 @@ impl RunStore for PostgresStore {
             0 => DEFAULT_LIMIT,
             n => n.min(MAX_LIMIT),
         });
+        let (before, user, source, model) = (
+            filter.before.as_deref(),
+            filter.user_key.as_deref(),
+            filter.source.as_deref(),
+            filter.model.as_deref(),
+        );
+        let (since, until) = (filter.since, filter.until);
         let client = self.client().await?;
-        // One statement per filter shape, so each can use its own index.
+        // One statement per shape of the thread and status filters, so each
+        // can use its own index.
         match (
             filter.thread_key.as_deref(),
             filter.status.map(RunStatus::as_str),
@@ -398,9 +419,11 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs ORDER BY seq DESC LIMIT $1"
+                        " FROM runs WHERE ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $7"
                     ),
-                    &[&limit],
+                    &[&before, &user, &source, &model, &since, &until, &limit],
                 )
                 .await
             }
@@ -410,9 +433,13 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2"
+                        " FROM runs WHERE thread_key = $7 AND ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $8"
                     ),
-                    &[&thread, &limit],
+                    &[
+                        &before, &user, &source, &model, &since, &until, &thread, &limit,
+                    ],
                 )
                 .await
             }
@@ -422,9 +449,13 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE status = $1 ORDER BY seq DESC LIMIT $2"
+                        " FROM runs WHERE status = $7 AND ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $8"
                     ),
-                    &[&status, &limit],
+                    &[
+                        &before, &user, &source, &model, &since, &until, &status, &limit,
+                    ],
                 )
                 .await
             }
@@ -434,10 +465,13 @@ impl RunStore for PostgresStore {
                     concat!(
                         "SELECT ",
                         run_columns!(),
-                        " FROM runs WHERE thread_key = $1 AND status = $2 \
-                         ORDER BY seq DESC LIMIT $3"
+                        " FROM runs WHERE thread_key = $7 AND status = $8 AND ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $9"
                     ),
-                    &[&thread, &status, &limit],
+                    &[
+                        &before, &user, &source, &model, &since, &until, &thread, &status, &limit,
+                    ],
                 )
                 .await
             }

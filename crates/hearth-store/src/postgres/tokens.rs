@@ -1,11 +1,11 @@
 //! API tokens on PostgreSQL, stored by the hash of their secret.
 
-use hearth_core::now_ms;
+use hearth_core::{Timestamp, now_ms};
 
 use super::PostgresStore;
 use super::rows::{self, col, unsigned};
 use crate::error::Result;
-use crate::records::{NewToken, TokenRecord};
+use crate::records::{NewToken, TokenHolder, TokenRecord, UiSession};
 use crate::tokens::TokenStore;
 
 #[async_trait::async_trait]
@@ -14,13 +14,20 @@ impl TokenStore for PostgresStore {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "INSERT INTO api_tokens (id, name, hash_hex, created_at) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO api_tokens (id, name, hash_hex, created_at, user_key) \
+                 VALUES ($1, $2, $3, $4, $5)",
             )
             .await?;
         client
             .execute(
                 &stmt,
-                &[&token.id, &token.name, &token.hash_hex, &token.created_at],
+                &[
+                    &token.id,
+                    &token.name,
+                    &token.hash_hex,
+                    &token.created_at,
+                    &token.user_key,
+                ],
             )
             .await?;
         Ok(())
@@ -30,7 +37,7 @@ impl TokenStore for PostgresStore {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "SELECT id, name, created_at, revoked_at FROM api_tokens \
+                "SELECT id, name, created_at, revoked_at, user_key FROM api_tokens \
                  ORDER BY created_at DESC, seq DESC",
             )
             .await?;
@@ -74,6 +81,22 @@ impl TokenStore for PostgresStore {
         }
     }
 
+    async fn token_holder(&self, hash_hex: &str) -> Result<Option<TokenHolder>> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT name, user_key FROM api_tokens WHERE hash_hex = $1 AND revoked_at IS NULL",
+            )
+            .await?;
+        match client.query_opt(&stmt, &[&hash_hex]).await? {
+            Some(row) => Ok(Some(TokenHolder {
+                name: col(&row, 0)?,
+                user_key: col(&row, 1)?,
+            })),
+            None => Ok(None),
+        }
+    }
+
     async fn active_token_count(&self) -> Result<u64> {
         let client = self.client().await?;
         let stmt = client
@@ -81,5 +104,70 @@ impl TokenStore for PostgresStore {
             .await?;
         let row = client.query_one(&stmt, &[]).await?;
         unsigned(&row, 0)
+    }
+
+    async fn create_ui_session(&self, session: UiSession) -> Result<()> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        tx.execute(
+            "DELETE FROM ui_sessions WHERE expires_at <= $1",
+            &[&session.created_at],
+        )
+        .await?;
+        tx.execute(
+            "INSERT INTO ui_sessions (id_hash, token_hash, csrf, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+            &[
+                &session.id_hash,
+                &session.token_hash,
+                &session.csrf,
+                &session.created_at,
+                &session.expires_at,
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn ui_session(
+        &self,
+        id_hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<(UiSession, TokenHolder)>> {
+        // Every dashboard page asks: a cached statement, one round trip.
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT s.id_hash, s.token_hash, s.csrf, s.created_at, s.expires_at, t.name, \
+                 t.user_key \
+                 FROM ui_sessions s JOIN api_tokens t ON t.hash_hex = s.token_hash \
+                 WHERE s.id_hash = $1 AND s.expires_at > $2 AND t.revoked_at IS NULL",
+            )
+            .await?;
+        match client.query_opt(&stmt, &[&id_hash, &now]).await? {
+            Some(row) => Ok(Some((
+                UiSession {
+                    id_hash: col(&row, 0)?,
+                    token_hash: col(&row, 1)?,
+                    csrf: col(&row, 2)?,
+                    created_at: col(&row, 3)?,
+                    expires_at: col(&row, 4)?,
+                },
+                TokenHolder {
+                    name: col(&row, 5)?,
+                    user_key: col(&row, 6)?,
+                },
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    async fn end_ui_session(&self, id_hash: &str) -> Result<bool> {
+        let client = self.client().await?;
+        Ok(client
+            .execute("DELETE FROM ui_sessions WHERE id_hash = $1", &[&id_hash])
+            .await?
+            == 1)
     }
 }

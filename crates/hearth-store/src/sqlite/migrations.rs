@@ -26,10 +26,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (17, super::memory::MIGRATION_V17),
     (18, super::secrets::MIGRATION_V18),
     (19, V19),
+    (20, super::tokens::MIGRATION_V20),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 19;
+pub(crate) const LATEST: u32 = 20;
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a

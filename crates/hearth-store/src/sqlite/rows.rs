@@ -99,6 +99,7 @@ pub(crate) fn token(row: &Row<'_>) -> Result<TokenRecord> {
         name: col(row, 1)?,
         created_at: col(row, 2)?,
         revoked_at: col(row, 3)?,
+        user_key: col(row, 4)?,
     })
 }
 

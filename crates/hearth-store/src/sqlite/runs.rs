@@ -266,12 +266,33 @@ fn get_run(db: &mut Db<'_>, run_id: &str) -> Result<Option<RunRecord>> {
     .transpose()
 }
 
+/// The conditions every shape of `list_runs` shares, on parameters ?1 to
+/// ?6: the cursor (runs accepted before run ?1; none when it is unknown),
+/// user, source, model, and the time range. A NULL parameter is no
+/// condition.
+macro_rules! narrowing {
+    () => {
+        "(?1 IS NULL OR seq < (SELECT seq FROM runs WHERE run_id = ?1)) \
+         AND (?2 IS NULL OR user_key = ?2) AND (?3 IS NULL OR source = ?3) \
+         AND (?4 IS NULL OR model = ?4) AND (?5 IS NULL OR created_at >= ?5) \
+         AND (?6 IS NULL OR created_at < ?6)"
+    };
+}
+
 fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
     let limit = match filter.limit {
         0 => DEFAULT_LIMIT,
         n => n.min(MAX_LIMIT),
     };
-    // One statement per filter shape, so each can use its own index.
+    let (before, user, source, model) = (
+        filter.before.as_deref(),
+        filter.user_key.as_deref(),
+        filter.source.as_deref(),
+        filter.model.as_deref(),
+    );
+    let (since, until) = (filter.since, filter.until);
+    // One statement per shape of the thread and status filters, so each can
+    // use its own index.
     match (
         filter.thread_key.as_deref(),
         filter.status.map(RunStatus::as_str),
@@ -280,33 +301,43 @@ fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs ORDER BY seq DESC LIMIT ?1"
+                " FROM runs WHERE ",
+                narrowing!(),
+                " ORDER BY seq DESC LIMIT ?7"
             ))?,
-            params![limit],
+            params![before, user, source, model, since, until, limit],
         ),
         (Some(thread), None) => collect_runs(
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs WHERE thread_key = ?1 ORDER BY seq DESC LIMIT ?2"
+                " FROM runs WHERE thread_key = ?7 AND ",
+                narrowing!(),
+                " ORDER BY seq DESC LIMIT ?8"
             ))?,
-            params![thread, limit],
+            params![before, user, source, model, since, until, thread, limit],
         ),
         (None, Some(status)) => collect_runs(
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs WHERE status = ?1 ORDER BY seq DESC LIMIT ?2"
+                " FROM runs WHERE status = ?7 AND ",
+                narrowing!(),
+                " ORDER BY seq DESC LIMIT ?8"
             ))?,
-            params![status, limit],
+            params![before, user, source, model, since, until, status, limit],
         ),
         (Some(thread), Some(status)) => collect_runs(
             db.stmt(concat!(
                 "SELECT ",
                 run_columns!(),
-                " FROM runs WHERE thread_key = ?1 AND status = ?2 ORDER BY seq DESC LIMIT ?3"
+                " FROM runs WHERE thread_key = ?7 AND status = ?8 AND ",
+                narrowing!(),
+                " ORDER BY seq DESC LIMIT ?9"
             ))?,
-            params![thread, status, limit],
+            params![
+                before, user, source, model, since, until, thread, status, limit
+            ],
         ),
     }
 }

@@ -244,7 +244,8 @@ async fn a_version_3_database_gains_the_secrets_table() {
          ALTER TABLE memories DROP COLUMN embedding; \
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; PRAGMA user_version = 3;",
+         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -272,7 +273,8 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
          ALTER TABLE memories DROP COLUMN embedding; \
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; PRAGMA user_version = 9;",
+         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -315,7 +317,8 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
          ALTER TABLE memories DROP COLUMN embedding; \
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; PRAGMA user_version = 15;",
+         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 15;",
     )
     .unwrap();
     drop(conn);
@@ -348,7 +351,8 @@ async fn memories_of_a_version_16_database_are_due_for_embedding() {
         "ALTER TABLE memories DROP COLUMN embedding; \
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; PRAGMA user_version = 16;",
+         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 16;",
     )
     .unwrap();
     drop(conn);
