@@ -6,6 +6,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// What an approved plan is sent back with as the next message (`hearth
+/// mode set --run-plan`, `/runplan` in a chat, the TUI and the dashboard
+/// all send it the same way, so the model reads one instruction).
+pub const RUN_PLAN_PREFIX: &str = "The plan is approved. Carry it out now:\n\n";
+
 /// A thread's permission mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

@@ -17,6 +17,7 @@
 
 mod presses;
 
+use hearth_core::mode::RUN_PLAN_PREFIX;
 use hearth_core::records::RunFilter;
 use hearth_core::{PermissionMode, RunStatus, ThinkingLevel, ThreadKey, now_ms};
 use hearth_runtime::{Answerer, ModeSetter, Runtime, RuntimeError};
@@ -384,9 +385,6 @@ pub(crate) async fn run(ctx: &Ctx<'_>, cmd: Command) -> Result<Reply, ChannelErr
         Change::Cancel => cancel(ctx, place).await?,
     })
 }
-
-/// What the plan goes back with (as `hearth mode set --run-plan` sends it).
-const RUN_PLAN_PREFIX: &str = "The plan is approved. Carry it out now:\n\n";
 
 /// Switches the conversation at `place` to `mode` and sends its last
 /// answer (the plan a `plan`-mode run gave) back as the next message, from

@@ -9,8 +9,7 @@ use crate::Exit;
 use crate::cli::ModeCommand;
 use crate::output::print_json;
 
-/// What `--run-plan` sends before the plan.
-pub(crate) const RUN_PLAN_PREFIX: &str = "The plan is approved. Carry it out now:\n\n";
+pub(crate) use hearth_core::mode::RUN_PLAN_PREFIX;
 
 /// `hearth mode ...`
 pub(super) async fn mode(api: &Api, command: ModeCommand, json_out: bool) -> Result<(), Exit> {

@@ -99,6 +99,7 @@ impl Ui {
             .route("/ui/threads/{key}/send", post(threads::send))
             .route("/ui/threads/{key}/session", post(threads::new_session))
             .route("/ui/threads/{key}/settings", post(threads::settings))
+            .route("/ui/threads/{key}/run-plan", post(threads::run_plan))
             .route("/ui/usage", get(usage::show))
             .route("/ui/usage.csv", get(usage::csv))
             .route("/ui/budget", get(admin::budget))

@@ -6,7 +6,9 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect};
 use axum::{Extension, Json};
-use hearth_core::{DeliveryMode, Inbound, ThreadKey, UserKey};
+use hearth_core::mode::RUN_PLAN_PREFIX;
+use hearth_core::{DeliveryMode, Inbound, PermissionMode, ThreadKey, UserKey};
+use hearth_runtime::ModeSetter;
 use maud::html;
 use serde::Deserialize;
 
@@ -98,6 +100,7 @@ pub async fn detail(
     let tk = ThreadKey::new(key.clone()).map_err(fail)?;
     owns(&st, &viewer, &key).await?;
     let settings = st.runtime.thread_runtime(&tk).await.map_err(fail)?;
+    let mode = st.runtime.thread_mode(&tk).await.map_err(fail)?;
     let models: Vec<String> = st
         .runtime
         .models()
@@ -146,6 +149,10 @@ pub async fn detail(
         dl.facts {
             dt { "Model" } dd { (settings.model) }
             dt { "Thinking" } dd { (settings.thinking) }
+            dt { "Permission mode" } dd #mode {
+                (mode.mode)
+                @if let Some(at) = mode.expires_at { " until " (time_str(&hearth_core::rfc3339(at))) }
+            }
             dt { "Incognito" } dd { @if settings.incognito { "on" } @else { "off" } }
             dt { "Messages" } dd { (settings.message_count) }
         }
@@ -166,7 +173,27 @@ pub async fn detail(
                     }
                 }
             }
+            label { "Permission mode "
+                select name="mode" {
+                    @for m in PermissionMode::ALL {
+                        option value=(m.as_str()) selected[m == mode.mode] { (m.as_str()) }
+                    }
+                }
+            }
             button type="submit" { "Save settings" }
+        }
+        @if mode.mode == PermissionMode::Plan {
+            form.filters method="post" action={ "/ui/threads/" (enc) "/run-plan" } {
+                (csrf_field(&viewer))
+                label { "Then work in mode "
+                    select name="mode" {
+                        @for m in [PermissionMode::Ask, PermissionMode::AcceptEdits, PermissionMode::Auto] {
+                            option value=(m.as_str()) { (m.as_str()) }
+                        }
+                    }
+                }
+                button type="submit" { "Run the plan" }
+            }
         }
         (button_form(&viewer, &format!("/ui/threads/{enc}/session"), "New session", ""))
         }
@@ -250,7 +277,67 @@ pub async fn settings(
         })?;
         st.runtime.set_thinking(&tk, level).await.map_err(fail)?;
     }
+    if let Some(mode) = form_field(&body, "mode").filter(|m| !m.is_empty()) {
+        // The form always carries the mode: set it only when it changes, so
+        // the audit log holds changes, not every save of the form.
+        let now = st.runtime.thread_mode(&tk).await.map_err(fail)?;
+        if mode != now.mode.as_str() {
+            st.runtime
+                .set_mode(&tk, &mode, None, ModeSetter::Operator)
+                .await
+                .map_err(fail)?;
+        }
+    }
     Ok(Redirect::to(&format!("/ui/threads/{}", encode(&key))).into_response())
+}
+
+/// Approves the plan a `plan`-mode answer made: switches the thread to the
+/// chosen mode, then sends that answer back as the next message (as
+/// `hearth mode set --run-plan` and `/runplan` do), and opens its run.
+pub async fn run_plan(
+    State(st): State<AppState>,
+    Extension(viewer): Extension<Viewer>,
+    ApiPath(key): ApiPath<String>,
+    body: Bytes,
+) -> PageResult {
+    let tk = ThreadKey::new(key.clone()).map_err(fail)?;
+    let mode = form_field(&body, "mode").unwrap_or_else(|| "ask".to_owned());
+    let page = st
+        .runtime
+        .history(&tk, Some(50), None)
+        .await
+        .map_err(fail)?;
+    let plan = page
+        .messages
+        .into_iter()
+        .find(|m| m.role == "assistant" && m.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+        .and_then(|m| m.text)
+        .ok_or_else(|| {
+            layout::status_page(
+                StatusCode::CONFLICT,
+                "No plan yet",
+                "There is no answer to carry out yet: ask for a plan in plan mode first.",
+            )
+        })?;
+    st.runtime
+        .set_mode(&tk, &mode, None, ModeSetter::Operator)
+        .await
+        .map_err(fail)?;
+    let env = st
+        .runtime
+        .ingest(Inbound {
+            source: "api".into(),
+            thread_key: tk,
+            user_key: UserKey::new(viewer.caller.operator_key()).map_err(fail)?,
+            text: format!("{RUN_PLAN_PREFIX}{plan}"),
+            delivery_mode: DeliveryMode::FollowUp,
+            idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
+        })
+        .await
+        .map_err(fail)?;
+    Ok(Redirect::to(&format!("/ui/runs/{}", encode(&env.run_id))).into_response())
 }
 
 /// Ok when the viewer may see thread `key`: an operator any, a member only

@@ -505,3 +505,96 @@ pub async fn login_cookie(s: &Server, http: &reqwest::Client, token: &str) -> St
         .unwrap()
         .to_owned()
 }
+
+/// A thread's page sets its permission mode and, in `plan` mode, approves
+/// the plan: the mode switches and the plan goes back as the next message.
+#[tokio::test]
+async fn a_threads_page_sets_its_mode_and_runs_the_plan() {
+    let (s, http) = server().await;
+    let own = s.url("");
+    let page = |key: &'static str| {
+        let http = http.clone();
+        let url = s.url(&format!("/ui/threads/{key}"));
+        async move { http.get(url).send().await.unwrap().text().await.unwrap() }
+    };
+    let html = page("api%3Aplanner").await;
+    assert!(html.contains("<dd id=\"mode\">ask"), "{html}");
+    assert!(!html.contains("Run the plan"), "no plan to run in ask mode");
+    let csrf = value_of(&html, "csrf").to_owned();
+    let post = |path: &str, pairs: &[(&str, &str)]| {
+        http.post(s.url(path))
+            .header("origin", &own)
+            .form_of(pairs)
+            .send()
+    };
+    let r = post(
+        "/ui/threads/api%3Aplanner/settings",
+        &[("csrf", &csrf), ("mode", "plan")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    let v: serde_json::Value = http
+        .get(s.url("/v1/threads/api%3Aplanner"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["mode"], "plan", "{v}");
+    let html = page("api%3Aplanner").await;
+    assert!(html.contains("Run the plan"), "{html}");
+    // Nothing to carry out before the model has answered.
+    let r = post(
+        "/ui/threads/api%3Aplanner/run-plan",
+        &[("csrf", &csrf), ("mode", "auto")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status().as_u16(), 409);
+    let r = http
+        .post(s.url("/v1/messages"))
+        .json(&serde_json::json!({"thread_key": "api:planner", "text": "1. look 2. fix", "wait": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    let r = post(
+        "/ui/threads/api%3Aplanner/run-plan",
+        &[("csrf", &csrf), ("mode", "auto")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert!(location(r.headers()).starts_with("/ui/runs/"));
+    let v: serde_json::Value = http
+        .get(s.url("/v1/threads/api%3Aplanner"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["mode"], "auto", "{v}");
+    let v: serde_json::Value = http
+        .get(s.url("/v1/threads/api%3Aplanner/history?limit=5"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sent = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["text"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        sent.starts_with(hearth_core::mode::RUN_PLAN_PREFIX) && sent.contains("1. look 2. fix"),
+        "{v}"
+    );
+}
