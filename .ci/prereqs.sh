@@ -15,7 +15,8 @@
 #   ~/.cache/hearth-axe-<version>                   axe-core, injected by the dashboard's
 #                                                   browser tests only (HEARTH_AXE)
 # and, from the system's packages when missing, Debian's chromium and
-# chromium-driver for the dashboard's browser tests (apt-get, as root).
+# chromium-driver for the dashboard's browser tests and tmux for the
+# terminal chat's (apt-get, as root).
 # Pinned: the tests check the versions, so a new release cannot change them unseen.
 
 # Where hearth_testkit::tools looks too when the variables are unset.
@@ -94,12 +95,18 @@ if [ ! -f "$HEARTH_AXE" ]; then
     "axe-core@$axe_core"
 fi
 
-# Headless Chromium and its WebDriver for the dashboard's browser tests.
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+# Headless Chromium and its WebDriver for the dashboard's browser tests, and
+# tmux for the terminal chat's (hearth chat under tmux): under CI=true those
+# tests fail without them, elsewhere they are skipped with the reason.
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
+command -v tmux >/dev/null || missing+=(tmux)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "== installing chromium and chromium-driver (the dashboard's browser tests)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+    echo "== installing ${missing[*]} (the dashboard's and the terminal chat's tests)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "warning: chromium or chromedriver is missing and cannot be installed here (needs root and apt-get); the dashboard's browser tests will fail under CI=true" >&2
+    echo "warning: ${missing[*]} missing and not installable here (needs root and apt-get): the dashboard's or the terminal chat's tests will fail under CI=true, and be skipped otherwise" >&2
   fi
 fi
