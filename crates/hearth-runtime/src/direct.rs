@@ -151,6 +151,7 @@ impl Runtime {
             pinned: false,
             first_step: 0,
             mode: hearth_core::PermissionMode::Ask,
+            tools: None,
         };
         let result = inner
             .live()

@@ -29,11 +29,15 @@ pub struct RunOverrides {
     /// answers nor denies the confirmations the thread waits for. Read at
     /// ingest, not kept for the run.
     pub background: bool,
+    /// For a sub-agent: the only tools it is offered (of those its user may
+    /// use, read-class only). Lost with a restart, when the child falls back
+    /// to every read-class tool its user may use: never more than its parent.
+    pub tools: Option<Vec<String>>,
 }
 
 impl RunOverrides {
     fn is_empty(&self) -> bool {
-        self.history.is_none() && self.model.is_none()
+        self.history.is_none() && self.model.is_none() && self.tools.is_none()
     }
 }
 
@@ -109,6 +113,7 @@ mod tests {
             history: Some(vec![Message::text(Role::User, "hi")]),
             model: Some("echo/echo".into()),
             background: false,
+            tools: None,
         };
         s.put("r2", o.clone());
         assert_eq!(s.take("r2"), o);

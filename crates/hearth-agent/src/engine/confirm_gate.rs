@@ -342,6 +342,7 @@ mod tests {
             pinned: false,
             first_step: 0,
             mode: PermissionMode::Ask,
+            tools: None,
         };
         let question = || {
             Ok((

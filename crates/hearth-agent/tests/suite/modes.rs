@@ -176,6 +176,7 @@ async fn run(
                 pinned: false,
                 first_step: 0,
                 mode,
+                tools: None,
             },
             &sink,
         )

@@ -257,6 +257,7 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
                 history,
                 model,
                 background,
+                tools: None,
             },
         )
         .await
