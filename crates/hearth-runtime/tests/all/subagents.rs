@@ -439,3 +439,41 @@ async fn a_budget_pool_of_the_parents_thread_stops_parent_and_child() {
     assert_eq!(child.error.as_ref().unwrap().code, "budget_exceeded");
     assert_eq!(fake.requests().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_parent_cancels_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    let calls = vec![
+        delegate("c1", json!({"task": "slow one", "model": "fake/small", "wait": false})),
+        delegate("c2", json!({"task": "slow two", "model": "fake/small"})),
+    ];
+    // The children never answer.
+    script(&fake, calls, |_| Reply::hang());
+    let rt = runtime(dir.path(), &store, &toml(&fake, ""), &Calls::default()).await;
+    let env = rt
+        .ingest(Inbound {
+            source: "test".into(),
+            thread_key: testing::thread("t:stop"),
+            user_key: testing::user(USER),
+            text: "start two".into(),
+            delivery_mode: DeliveryMode::FollowUp,
+            idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
+        })
+        .await
+        .unwrap();
+    // Both children asked their model.
+    fake.wait_for_requests(3).await;
+    let children = rt.get_run(&env.run_id).await.unwrap().children;
+    assert_eq!(children.len(), 2, "{children:?}");
+
+    let parent = rt.cancel(&env.run_id).await.unwrap();
+    assert_eq!(parent.status, RunStatus::Cancelled);
+    for child in children {
+        let c = finished(&rt, &child.run_id).await;
+        assert_eq!(c.status, RunStatus::Cancelled, "{c:?}");
+    }
+}
