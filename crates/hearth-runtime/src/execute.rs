@@ -194,6 +194,7 @@ impl Runtime {
             }
         };
         inner.executing_insert(&run_id);
+        let overrides = self.with_delegated_tools(&run, overrides).await;
         match prepared {
             Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
                 self.run_claimed(&live, &run, prepared, cancel, steer, overrides)

@@ -30,8 +30,8 @@ pub struct RunOverrides {
     /// ingest, not kept for the run.
     pub background: bool,
     /// For a sub-agent: the only tools it is offered (of those its user may
-    /// use, read-class only). Lost with a restart, when the child falls back
-    /// to every read-class tool its user may use: never more than its parent.
+    /// use, read-class only). Read again from the parent's journal when the
+    /// child is recovered after a restart.
     pub tools: Option<Vec<String>>,
 }
 

@@ -90,6 +90,49 @@ impl Runtime {
         Ok(self.inner.store.clone())
     }
 
+    /// A sub-agent recovered after a restart has lost the tools its parent
+    /// chose for it with the rest of what was kept in memory: they are read
+    /// again from the parent's journaled `delegate` call.
+    pub(crate) async fn with_delegated_tools(
+        &self,
+        run: &RunRecord,
+        mut overrides: crate::supplied::RunOverrides,
+    ) -> crate::supplied::RunOverrides {
+        if run.source != hearth_core::DELEGATE_SOURCE || overrides.tools.is_some() {
+            return overrides;
+        }
+        let Some((parent, call_id)) = run
+            .idempotency_key
+            .as_deref()
+            .and_then(|k| k.strip_prefix("delegate:"))
+            .and_then(|k| k.split_once(':'))
+        else {
+            return overrides;
+        };
+        let steps = match self.store_of_run(parent).steps(parent).await {
+            Ok(steps) => steps,
+            Err(e) => {
+                tracing::warn!(run_id = %run.run_id, error = %e, "could not read the parent of a recovered sub-agent; it keeps every read-class tool its user may use");
+                return overrides;
+            }
+        };
+        overrides.tools = steps
+            .iter()
+            .filter(|s| s.kind == StepKind::Llm)
+            .filter_map(|s| {
+                serde_json::from_value::<hearth_core::Message>(s.payload["message"].clone()).ok()
+            })
+            .flat_map(|m| m.content)
+            .find_map(|c| match c {
+                hearth_core::Content::ToolCall { id, arguments, .. } if id == call_id => {
+                    serde_json::from_str::<serde_json::Value>(&arguments).ok()
+                }
+                _ => None,
+            })
+            .and_then(|args| serde_json::from_value(args.get("tools")?.clone()).ok());
+        overrides
+    }
+
     /// The sub-agents `run` started, for its envelope.
     pub(crate) async fn child_runs(&self, run: &RunRecord) -> Result<Vec<ChildRun>> {
         // Only a run that called `delegate` has any: most runs never did.

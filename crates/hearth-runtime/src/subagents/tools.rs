@@ -28,6 +28,9 @@ pub(crate) const DELEGATE: &str = "delegate";
 /// travel back: past it the call returns the handle, still running.
 const WAIT_MARGIN: Duration = Duration::from_secs(1);
 
+/// How soon a wait for a child with no event log here looks again.
+const RECHECK: Duration = Duration::from_millis(50);
+
 /// The runtime the sub-agent tools act on.
 #[derive(Clone)]
 pub(crate) struct SubagentTools {
@@ -364,10 +367,22 @@ impl Runtime {
             .tool_timeout
             .saturating_sub(WAIT_MARGIN)
             .max(Duration::from_millis(100));
-        let env = match self.wait(child_id, timeout).await.map_err(failed)? {
-            WaitOutcome::Finished(e) | WaitOutcome::Pending(e) => e,
-        };
-        let child = self.run_record(&env.run_id).await.map_err(failed)?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // A child recovered after a restart has no event log until its
+            // worker takes it, and `wait` then answers at once: it is asked
+            // again, a little later, until the deadline.
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let pending = match self.wait(child_id, left).await.map_err(failed)? {
+                WaitOutcome::Finished(_) => false,
+                WaitOutcome::Pending(e) => e.status != RunStatus::AwaitingConfirmation,
+            };
+            if !pending || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(RECHECK.min(left)).await;
+        }
+        let child = self.run_record(child_id).await.map_err(failed)?;
         Ok(shown(&child))
     }
 

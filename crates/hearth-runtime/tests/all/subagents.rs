@@ -322,9 +322,17 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
-    script(&fake, Vec::new(), answers_its_task);
-    // A dead process left a parent whose model asked for `delegate` (c1),
-    // and the child that call started, both running.
+    script(&fake, Vec::new(), |body| {
+        let results = tool_results(body);
+        if results.is_empty() {
+            Reply::tool_calls(vec![ToolCallSpec::new("t1", "lookup", "{}")])
+        } else {
+            Reply::text(format!("answer to [{}]: {}", task(body), results.join(" | ")))
+        }
+    });
+    // A dead process left a parent whose model asked for `delegate` (c1,
+    // giving the child only `secret`), and the child that call started,
+    // both running.
     let now = hearth_core::now_ms();
     let parent_id = hearth_core::new_run_id();
     let parent = store
@@ -343,7 +351,8 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         content: vec![Content::ToolCall {
             id: "c1".into(),
             name: "delegate".into(),
-            arguments: json!({"task": "the task", "model": "fake/small"}).to_string(),
+            arguments: json!({"task": "the task", "model": "fake/small", "tools": ["secret"]})
+                .to_string(),
         }],
     };
     store
@@ -378,15 +387,20 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         .await
         .unwrap();
 
-    let rt = runtime(dir.path(), &store, &toml(&fake, ""), &Calls::default()).await;
+    let counts = Calls::default();
+    let rt = runtime(dir.path(), &store, &toml(&fake, ""), &counts).await;
     let parent = finished(&rt, &parent_id).await;
     assert_eq!(parent.status, RunStatus::Succeeded, "{parent:?}");
-    assert!(parent.output.unwrap().text.contains("answer to [the task]"));
+    let text = parent.output.unwrap().text;
+    assert!(text.contains("answer to [the task]"), "{text}");
+    // The recovered child still has only the tools its parent chose.
+    assert!(text.contains("not among the tools this sub-agent was given"), "{text}");
+    assert_eq!(counts.lookup.load(Ordering::SeqCst), 0);
     let env = rt.get_run(&parent_id).await.unwrap();
     assert_eq!(env.children.len(), 1, "one child: {:?}", env.children);
     assert_eq!(env.children[0].run_id, child_id);
     let small_calls = fake.requests().iter().filter(|r| r["model"] == "small").count();
-    assert_eq!(small_calls, 1, "the child ran once");
+    assert_eq!(small_calls, 2, "the child ran once: a call and its answer");
     let next = RunFilter {
         thread_key: Some(format!("t:crash/sub/{}.2", env_seq(&store, &parent_id).await)),
         status: None,
