@@ -250,7 +250,10 @@ async fn slot(store: &Arc<dyn Store>, parent: &RunRecord, call_id: &str) -> Resu
         .cloned();
     let thread = match &existing {
         Some(c) => c.thread_key.clone(),
-        None => child_thread(parent, u32::try_from(siblings.len() + 1).unwrap_or(u32::MAX)),
+        None => child_thread(
+            parent,
+            u32::try_from(siblings.len() + 1).unwrap_or(u32::MAX),
+        ),
     };
     Ok(Slot {
         key,

@@ -45,21 +45,16 @@ impl SubagentTools {
 
     /// The four tools.
     pub(crate) fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        [
-            Kind::Delegate,
-            Kind::Status,
-            Kind::Wait,
-            Kind::Cancel,
-        ]
-        .into_iter()
-        .map(|kind| {
-            Arc::new(SubagentTool {
-                spec: kind.spec(),
-                kind,
-                tools: self.clone(),
-            }) as Arc<dyn Tool>
-        })
-        .collect()
+        [Kind::Delegate, Kind::Status, Kind::Wait, Kind::Cancel]
+            .into_iter()
+            .map(|kind| {
+                Arc::new(SubagentTool {
+                    spec: kind.spec(),
+                    kind,
+                    tools: self.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect()
     }
 
     fn runtime(&self) -> Result<Runtime, ToolError> {
@@ -330,7 +325,9 @@ impl Runtime {
             .await
             .map_err(failed)?;
         if ctx.incognito {
-            self.set_incognito(&thread_key, true).await.map_err(failed)?;
+            self.set_incognito(&thread_key, true)
+                .await
+                .map_err(failed)?;
         }
         let user_key = UserKey::new(parent.user_key.as_str()).map_err(failed)?;
         let inbound = Inbound {

@@ -86,7 +86,12 @@ fn toml(fake: &FakeOpenAi, extra: &str) -> String {
     )
 }
 
-async fn runtime(dir: &std::path::Path, store: &Arc<dyn Store>, toml: &str, calls: &Calls) -> Runtime {
+async fn runtime(
+    dir: &std::path::Path,
+    store: &Arc<dyn Store>,
+    toml: &str,
+    calls: &Calls,
+) -> Runtime {
     let rt = common::build(
         common::builder(dir, toml, store)
             .tools(tools(calls))
@@ -195,7 +200,11 @@ async fn a_parent_delegating_three_tasks_in_parallel_gets_three_answers() {
     for child in &env.children {
         assert_eq!(child.model.as_deref(), Some("fake/small"));
         assert_eq!(child.status, RunStatus::Succeeded);
-        assert!(child.thread_key.starts_with("t:fan/sub/"), "{}", child.thread_key);
+        assert!(
+            child.thread_key.starts_with("t:fan/sub/"),
+            "{}",
+            child.thread_key
+        );
         let c = rt.get_run(&child.run_id).await.unwrap();
         assert_eq!(c.parent_run_id.as_deref(), Some(parent.run_id.as_str()));
     }
@@ -222,7 +231,10 @@ async fn a_parent_delegating_three_tasks_in_parallel_gets_three_answers() {
     for d in &delegated {
         assert_eq!(d["model"], "fake/small");
         assert_eq!(d["status"], "succeeded");
-        assert!(d["child_run_id"].is_string() && d["steps"].as_u64() >= Some(1), "{d}");
+        assert!(
+            d["child_run_id"].is_string() && d["steps"].as_u64() >= Some(1),
+            "{d}"
+        );
     }
 }
 
@@ -232,7 +244,12 @@ async fn fan_out_past_max_children_is_refused_with_a_tool_error() {
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
     let calls = (1..=3)
-        .map(|i| delegate(&format!("c{i}"), json!({"task": format!("task {i}"), "model": "fake/small"})))
+        .map(|i| {
+            delegate(
+                &format!("c{i}"),
+                json!({"task": format!("task {i}"), "model": "fake/small"}),
+            )
+        })
         .collect();
     script(&fake, calls, answers_its_task);
     let extra = "[agent.subagents]\nmax_children = 2\n";
@@ -250,7 +267,10 @@ async fn a_child_at_max_depth_may_not_delegate() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
-    let calls = vec![delegate("c1", json!({"task": "dig deeper", "model": "fake/small"}))];
+    let calls = vec![delegate(
+        "c1",
+        json!({"task": "dig deeper", "model": "fake/small"}),
+    )];
     script(&fake, calls, |body| {
         let results = tool_results(body);
         if results.is_empty() {
@@ -301,7 +321,10 @@ async fn a_child_cannot_call_a_tool_its_parent_lacks_nor_write() {
     assert_eq!(counts.delete.load(Ordering::SeqCst), 0, "{text}");
     assert_eq!(counts.lookup.load(Ordering::SeqCst), 1, "{text}");
     assert!(text.contains("missing capability jobs.manage"), "{text}");
-    assert!(text.contains("sub-agents may not make write-class calls"), "{text}");
+    assert!(
+        text.contains("sub-agents may not make write-class calls"),
+        "{text}"
+    );
     // The child was offered only what it may call.
     let child_req = fake
         .requests()
@@ -327,7 +350,11 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         if results.is_empty() {
             Reply::tool_calls(vec![ToolCallSpec::new("t1", "lookup", "{}")])
         } else {
-            Reply::text(format!("answer to [{}]: {}", task(body), results.join(" | ")))
+            Reply::text(format!(
+                "answer to [{}]: {}",
+                task(body),
+                results.join(" | ")
+            ))
         }
     });
     // A dead process left a parent whose model asked for `delegate` (c1,
@@ -343,7 +370,14 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         panic!("the parent exists already");
     };
     store
-        .claim_run_with_model(&parent_id, "dead-process", now + 3_600_000, now, "fake/m", Some("ask"))
+        .claim_run_with_model(
+            &parent_id,
+            "dead-process",
+            now + 3_600_000,
+            now,
+            "fake/m",
+            Some("ask"),
+        )
         .await
         .unwrap();
     let asked = Message {
@@ -371,7 +405,10 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         .unwrap();
     let child_thread = format!("t:crash/sub/{}.1", parent.seq);
     let child_id = hearth_core::new_run_id();
-    store.set_thread_model(&child_thread, Some("fake/small")).await.unwrap();
+    store
+        .set_thread_model(&child_thread, Some("fake/small"))
+        .await
+        .unwrap();
     store
         .create_run(new_run(
             &child_id,
@@ -394,15 +431,25 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
     let text = parent.output.unwrap().text;
     assert!(text.contains("answer to [the task]"), "{text}");
     // The recovered child still has only the tools its parent chose.
-    assert!(text.contains("not among the tools this sub-agent was given"), "{text}");
+    assert!(
+        text.contains("not among the tools this sub-agent was given"),
+        "{text}"
+    );
     assert_eq!(counts.lookup.load(Ordering::SeqCst), 0);
     let env = rt.get_run(&parent_id).await.unwrap();
     assert_eq!(env.children.len(), 1, "one child: {:?}", env.children);
     assert_eq!(env.children[0].run_id, child_id);
-    let small_calls = fake.requests().iter().filter(|r| r["model"] == "small").count();
+    let small_calls = fake
+        .requests()
+        .iter()
+        .filter(|r| r["model"] == "small")
+        .count();
     assert_eq!(small_calls, 2, "the child ran once: a call and its answer");
     let next = RunFilter {
-        thread_key: Some(format!("t:crash/sub/{}.2", env_seq(&store, &parent_id).await)),
+        thread_key: Some(format!(
+            "t:crash/sub/{}.2",
+            env_seq(&store, &parent_id).await
+        )),
         status: None,
         limit: 10,
     };
@@ -432,7 +479,10 @@ async fn a_budget_pool_of_the_parents_thread_stops_parent_and_child() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
-    let calls = vec![delegate("c1", json!({"task": "look it up", "model": "fake/small"}))];
+    let calls = vec![delegate(
+        "c1",
+        json!({"task": "look it up", "model": "fake/small"}),
+    )];
     script(&fake, calls, |body| {
         if tool_results(body).is_empty() {
             Reply::tool_calls(vec![ToolCallSpec::new("t1", "lookup", "{}")])
@@ -441,7 +491,8 @@ async fn a_budget_pool_of_the_parents_thread_stops_parent_and_child() {
         }
     });
     // Two calls for the conversation: the parent's first and the child's first.
-    let pool = "[[budget.pools]]\nname = \"two\"\nkind = \"requests\"\nlimit = 2\nscope = \"thread\"\n";
+    let pool =
+        "[[budget.pools]]\nname = \"two\"\nkind = \"requests\"\nlimit = 2\nscope = \"thread\"\n";
     let rt = runtime(dir.path(), &store, &toml(&fake, pool), &Calls::default()).await;
 
     let parent = ask(&rt, "t:budget").await;
@@ -460,7 +511,10 @@ async fn cancelling_a_parent_cancels_its_children() {
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
     let calls = vec![
-        delegate("c1", json!({"task": "slow one", "model": "fake/small", "wait": false})),
+        delegate(
+            "c1",
+            json!({"task": "slow one", "model": "fake/small", "wait": false}),
+        ),
         delegate("c2", json!({"task": "slow two", "model": "fake/small"})),
     ];
     // The children never answer.
