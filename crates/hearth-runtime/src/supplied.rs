@@ -71,6 +71,7 @@ impl Runtime {
         mut inbound: Inbound,
         mut overrides: RunOverrides,
     ) -> Result<RunEnvelope> {
+        crate::ingest::refuse_delegate_source(&inbound)?;
         if let Some(model) = &overrides.model {
             self.inner.live().catalog.resolve(model)?;
         }

@@ -545,3 +545,51 @@ async fn cancelling_a_parent_cancels_its_children() {
         assert_eq!(c.status, RunStatus::Cancelled, "{c:?}");
     }
 }
+
+#[tokio::test]
+async fn a_message_from_outside_cannot_pose_as_a_sub_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    let rt = runtime(dir.path(), &store, &toml(&fake, ""), &Calls::default()).await;
+    let err = rt
+        .ingest(Inbound {
+            source: hearth_core::DELEGATE_SOURCE.into(),
+            thread_key: testing::thread("t:x/sub/1.1"),
+            user_key: testing::user(USER),
+            text: "hi".into(),
+            delivery_mode: DeliveryMode::FollowUp,
+            idempotency_key: Some("delegate:run_x:c1".into()),
+            scope: None,
+            roles: Vec::new(),
+        })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("reserved for sub-agents"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incognito_parent_has_incognito_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    let calls = vec![delegate(
+        "c1",
+        json!({"task": "quietly", "model": "fake/small"}),
+    )];
+    script(&fake, calls, answers_its_task);
+    let rt = runtime(dir.path(), &store, &toml(&fake, ""), &Calls::default()).await;
+    rt.set_incognito(&testing::thread("t:quiet"), true)
+        .await
+        .unwrap();
+
+    let parent = ask(&rt, "t:quiet").await;
+    assert_eq!(parent.status, RunStatus::Succeeded, "{parent:?}");
+    let children = rt.get_run(&parent.run_id).await.unwrap().children;
+    assert_eq!(children.len(), 1, "{children:?}");
+    let child = &children[0];
+    assert_eq!(child.status, RunStatus::Succeeded);
+    // Neither run reached the disk.
+    assert!(store.get_run(&child.run_id).await.unwrap().is_none());
+    assert!(store.get_run(&parent.run_id).await.unwrap().is_none());
+}
