@@ -152,6 +152,7 @@ impl Runtime {
             first_step: 0,
             mode: hearth_core::PermissionMode::Ask,
             tools: None,
+            max_steps: None,
         };
         let result = inner
             .live()

@@ -231,7 +231,12 @@ impl Runtime {
         steer: tokio::sync::mpsc::Receiver<(i64, String)>,
         overrides: crate::supplied::RunOverrides,
     ) {
-        let crate::supplied::RunOverrides { history, tools, .. } = overrides;
+        let crate::supplied::RunOverrides {
+            history,
+            tools,
+            max_steps,
+            ..
+        } = overrides;
         let inner = &self.inner;
         let log = inner.bus.reopen(&run.run_id, run.status);
         let Prepared {
@@ -333,6 +338,7 @@ impl Runtime {
                 .and_then(hearth_core::PermissionMode::parse)
                 .unwrap_or(mode),
             tools,
+            max_steps,
         };
         let result = live
             .engine

@@ -33,11 +33,17 @@ pub struct RunOverrides {
     /// use, read-class only). Read again from the parent's journal when the
     /// child is recovered after a restart.
     pub tools: Option<Vec<String>>,
+    /// For a sub-agent: the steps its parent allowed it (at most `[agent]
+    /// max_steps`); read again from the parent's journal like `tools`.
+    pub max_steps: Option<u32>,
 }
 
 impl RunOverrides {
     fn is_empty(&self) -> bool {
-        self.history.is_none() && self.model.is_none() && self.tools.is_none()
+        self.history.is_none()
+            && self.model.is_none()
+            && self.tools.is_none()
+            && self.max_steps.is_none()
     }
 }
 
@@ -115,6 +121,7 @@ mod tests {
             model: Some("echo/echo".into()),
             background: false,
             tools: None,
+            max_steps: None,
         };
         s.put("r2", o.clone());
         assert_eq!(s.take("r2"), o);

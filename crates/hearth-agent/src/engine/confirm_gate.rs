@@ -343,6 +343,7 @@ mod tests {
             first_step: 0,
             mode: PermissionMode::Ask,
             tools: None,
+            max_steps: None,
         };
         let question = || {
             Ok((

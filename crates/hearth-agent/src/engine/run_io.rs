@@ -54,6 +54,9 @@ pub struct RunInput {
     /// For a sub-agent: the tools its parent chose for it (`None`: every
     /// tool it may use). Never adds a tool the user could not call.
     pub tools: Option<Vec<String>>,
+    /// For a sub-agent: the steps its parent allowed it, when fewer than
+    /// `[agent] max_steps` (`None`: the configured limit).
+    pub max_steps: Option<u32>,
 }
 
 impl RunInput {

@@ -46,7 +46,7 @@ impl Engine {
         while let Some(first) = rest.next() {
             let asked = self.needs_confirmation(p, input.mode, &first.name, &first.arguments);
             if asked {
-                check_call_limits(&self.limits, p)?;
+                check_call_limits(&self.limits, self.max_steps(input), p)?;
                 if let Some(refusal) = self.confirm(input, sink, &first, clock).await? {
                     let mut call = self.begin_call(input, sink, p, first, false, true).await?;
                     call.unconfirmed = true;
@@ -334,7 +334,7 @@ impl Engine {
         will_run: bool,
         asked: bool,
     ) -> Result<PendingCall, Stop> {
-        check_call_limits(&self.limits, p)?;
+        check_call_limits(&self.limits, self.max_steps(input), p)?;
         let arguments = self.redact_tool_json(arguments, "arguments");
         p.tool_calls += 1;
         let index = p.next_index;
@@ -454,17 +454,16 @@ impl Engine {
 }
 
 /// Fails the run when one more tool call would pass a limit.
-fn check_call_limits(limits: &Limits, p: &Progress) -> Result<(), Stop> {
+fn check_call_limits(limits: &Limits, max_steps: u32, p: &Progress) -> Result<(), Stop> {
     if p.tool_calls >= limits.max_tool_calls {
         return Err(limit(format!(
             "the model asked for more than max_tool_calls = {} tool calls",
             limits.max_tool_calls
         )));
     }
-    if p.next_index >= limits.max_steps {
+    if p.next_index >= max_steps {
         return Err(limit(format!(
-            "the run reached max_steps = {} without finishing",
-            limits.max_steps
+            "the run reached max_steps = {max_steps} without finishing"
         )));
     }
     Ok(())

@@ -125,6 +125,7 @@ async fn call_in(
                 first_step: 0,
                 mode: hearth_core::PermissionMode::Ask,
                 tools: None,
+                max_steps: None,
             },
             &NoEvents,
         )

@@ -190,6 +190,7 @@ impl Thread {
             first_step: 0,
             mode: hearth_core::PermissionMode::Ask,
             tools: None,
+            max_steps: None,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
         let (status, output, error) = match &result.outcome {

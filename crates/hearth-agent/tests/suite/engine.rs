@@ -156,6 +156,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         first_step: 0,
         mode: hearth_core::PermissionMode::Ask,
         tools: None,
+        max_steps: None,
     };
     engine.run(input, &Sink).await.outcome
 }

@@ -177,6 +177,7 @@ async fn run(
                 first_step: 0,
                 mode,
                 tools: None,
+                max_steps: None,
             },
             &sink,
         )

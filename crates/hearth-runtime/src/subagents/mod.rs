@@ -90,15 +90,18 @@ impl Runtime {
         Ok(self.inner.store.clone())
     }
 
-    /// A sub-agent recovered after a restart has lost the tools its parent
-    /// chose for it with the rest of what was kept in memory: they are read
+    /// A sub-agent recovered after a restart has lost the tools and steps
+    /// its parent chose for it with the rest of what was kept in memory: they are read
     /// again from the parent's journaled `delegate` call.
     pub(crate) async fn with_delegated_tools(
         &self,
         run: &RunRecord,
         mut overrides: crate::supplied::RunOverrides,
     ) -> crate::supplied::RunOverrides {
-        if run.source != hearth_core::DELEGATE_SOURCE || overrides.tools.is_some() {
+        if run.source != hearth_core::DELEGATE_SOURCE
+            || overrides.tools.is_some()
+            || overrides.max_steps.is_some()
+        {
             return overrides;
         }
         let Some((parent, call_id)) = run
@@ -116,7 +119,7 @@ impl Runtime {
                 return overrides;
             }
         };
-        overrides.tools = steps
+        let args = steps
             .iter()
             .filter(|s| s.kind == StepKind::Llm)
             .filter_map(|s| {
@@ -128,8 +131,11 @@ impl Runtime {
                     serde_json::from_str::<serde_json::Value>(&arguments).ok()
                 }
                 _ => None,
-            })
-            .and_then(|args| serde_json::from_value(args.get("tools")?.clone()).ok());
+            });
+        if let Some(args) = args {
+            overrides.tools = tools::tools_arg(&args).ok().flatten();
+            overrides.max_steps = tools::max_steps_arg(&args).ok().flatten();
+        }
         overrides
     }
 

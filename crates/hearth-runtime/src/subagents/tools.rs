@@ -104,7 +104,7 @@ impl Kind {
                                   "description": "Only these of your read-class tools; default: all of them"},
                         "wait": {"type": "boolean", "description": "Wait for the answer (default true)"},
                         "max_steps": {"type": "integer", "minimum": 1,
-                                      "description": "Not supported yet: leave it out"}
+                                      "description": "At most this many steps (model and tool calls) for the sub-agent; default and ceiling: the configured limit"}
                     },
                     "required": ["task"],
                     "additionalProperties": false
@@ -179,6 +179,39 @@ impl Tool for SubagentTool {
     }
 }
 
+/// What a parent may narrow for its child.
+struct ChildLimits {
+    tools: Option<Vec<String>>,
+    max_steps: Option<u32>,
+}
+
+/// The `tools` argument of a `delegate` call.
+pub(super) fn tools_arg(args: &Value) -> Result<Option<Vec<String>>, ToolError> {
+    let refused = || ToolError("`tools` must be a list of tool names".into());
+    match args.get("tools") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|t| t.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .map(Some)
+            .ok_or_else(refused),
+        Some(_) => Err(refused()),
+    }
+}
+
+/// The `max_steps` argument of a `delegate` call.
+pub(super) fn max_steps_arg(args: &Value) -> Result<Option<u32>, ToolError> {
+    match args.get("max_steps") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .map(|n| Some(u32::try_from(n).unwrap_or(u32::MAX)))
+            .ok_or_else(|| ToolError("`max_steps` must be a whole number of at least 1".into())),
+    }
+}
+
 fn failed(e: impl std::fmt::Display) -> ToolError {
     ToolError(e.to_string())
 }
@@ -207,24 +240,9 @@ impl Runtime {
             .and_then(Value::as_str)
             .filter(|t| !t.trim().is_empty())
             .ok_or_else(|| ToolError("`task` is required and must be a non-empty string".into()))?;
-        if args.get("max_steps").is_some() {
-            return Err(ToolError(
-                "`max_steps` is not supported yet: leave it out (a sub-agent has the [agent] \
-                 limits of any run)"
-                    .into(),
-            ));
-        }
+        let max_steps = max_steps_arg(args)?;
         let wait = args.get("wait").and_then(Value::as_bool).unwrap_or(true);
-        let tools: Option<Vec<String>> = match args.get("tools") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(a)) => Some(
-                a.iter()
-                    .map(|t| t.as_str().map(str::to_owned))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| ToolError("`tools` must be a list of tool names".into()))?,
-            ),
-            Some(_) => return Err(ToolError("`tools` must be a list of tool names".into())),
-        };
+        let tools = tools_arg(args)?;
         let live = self.inner.live();
         let limits = &live.config.agent.subagents;
         let level = depth(&ctx.thread_key);
@@ -283,7 +301,8 @@ impl Runtime {
                         Some(m.to_string())
                     }
                 };
-                self.start_child(ctx, &parent, (&slot.key, &slot.thread), task, model, tools)
+                let limits = ChildLimits { tools, max_steps };
+                self.start_child(ctx, &parent, (&slot.key, &slot.thread), task, model, limits)
                     .await?
             }
         };
@@ -306,7 +325,7 @@ impl Runtime {
         (key, thread): (&str, &str),
         task: &str,
         model: Option<String>,
-        tools: Option<Vec<String>>,
+        ChildLimits { tools, max_steps }: ChildLimits,
     ) -> Result<String, ToolError> {
         let thread_key = ThreadKey::new(thread).map_err(|_| {
             ToolError(format!(
@@ -344,6 +363,7 @@ impl Runtime {
             // Not its user's turn: it answers no confirmation.
             background: true,
             tools,
+            max_steps,
             ..RunOverrides::default()
         };
         let env = self

@@ -593,3 +593,25 @@ async fn an_incognito_parent_has_incognito_children() {
     assert!(store.get_run(&child.run_id).await.unwrap().is_none());
     assert!(store.get_run(&parent.run_id).await.unwrap().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_stops_at_the_steps_its_parent_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    let calls = vec![delegate(
+        "c1",
+        json!({"task": "look twice", "model": "fake/small", "max_steps": 1}),
+    )];
+    script(&fake, calls, |_| {
+        Reply::tool_calls(vec![ToolCallSpec::new("t1", "lookup", "{}")])
+    });
+    let counts = Calls::default();
+    let rt = runtime(dir.path(), &store, &toml(&fake, ""), &counts).await;
+
+    let parent = ask(&rt, "t:short").await;
+    let text = parent.output.unwrap().text;
+    assert!(text.contains("\"status\":\"failed\""), "{text}");
+    assert!(text.contains("max_steps = 1"), "{text}");
+    assert_eq!(counts.lookup.load(Ordering::SeqCst), 0);
+}

@@ -258,6 +258,7 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
                 model,
                 background,
                 tools: None,
+                max_steps: None,
             },
         )
         .await
