@@ -615,3 +615,44 @@ async fn a_child_stops_at_the_steps_its_parent_allowed() {
     assert!(text.contains("max_steps = 1"), "{text}");
     assert_eq!(counts.lookup.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auto_child_is_routed_by_its_own_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    // Whichever arm the router picks, the parent delegates and the child answers.
+    fake.respond_with(|body| {
+        let results = tool_results(body);
+        Some(match task(body).as_str() {
+            "route me" if results.is_empty() => Reply::tool_calls(vec![delegate(
+                "c1",
+                json!({"task": "child task", "model": "auto"}),
+            )]),
+            "route me" => Reply::text(format!("all done: {}", results.join(" | "))),
+            _ => Reply::text("child answer"),
+        })
+    });
+    let router = "[router]\nstrategy = \"cheapest\"\n[[router.arms]]\nmodel = \"fake/m\"\n\
+                  [[router.arms]]\nmodel = \"fake/small\"\n";
+    let rt = runtime(dir.path(), &store, &toml(&fake, router), &Calls::default()).await;
+    let env = rt
+        .ingest(Inbound {
+            source: "test".into(),
+            thread_key: testing::thread("t:auto"),
+            user_key: testing::user(USER),
+            text: "route me".into(),
+            delivery_mode: DeliveryMode::FollowUp,
+            idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let parent = finished(&rt, &env.run_id).await;
+    assert!(parent.output.unwrap().text.contains("child answer"));
+    let child = &rt.get_run(&env.run_id).await.unwrap().children[0];
+    // The router chose the child's model: its journal starts with a route step.
+    let trace = rt.trace(&child.run_id).await.unwrap();
+    assert_eq!(trace[0].kind, StepKind::Route, "{trace:?}");
+}
