@@ -20,6 +20,7 @@ pub mod json_len;
 pub mod limits;
 pub mod policy;
 pub mod router;
+pub mod subagents;
 mod wall;
 
 pub use compaction::CompactionConfig;

@@ -35,6 +35,7 @@ pub const CAPABILITIES: &[&str] = &[
     "skills.read",
     "skills.use",
     "permissions.bypass",
+    "agents.delegate",
 ];
 
 /// The scope of grants that count everywhere.
@@ -52,6 +53,7 @@ const MEMBER: &[&str] = &[
     "web.fetch",
     "web.search",
     "skills.read",
+    "agents.delegate",
 ];
 const TRUSTED: &[&str] = &[
     "memory.read",
@@ -59,6 +61,7 @@ const TRUSTED: &[&str] = &[
     "web.fetch",
     "web.search",
     "skills.read",
+    "agents.delegate",
     "jobs.manage",
     "skills.use",
 ];
@@ -70,8 +73,8 @@ const TRUSTED: &[&str] = &[
 pub enum Preset {
     /// No capability.
     None,
-    /// `memory.read`, `memory.write`, `web.fetch`, `web.search`, `skills.read`
-    /// (the default).
+    /// `memory.read`, `memory.write`, `web.fetch`, `web.search`, `skills.read`,
+    /// `agents.delegate` (the default).
     #[default]
     Member,
     /// `member` plus `jobs.manage` and `skills.use`.

@@ -30,6 +30,32 @@ pub struct AgentConfig {
     /// Most tokens one model answer may have: sent to the provider as its
     /// max tokens, and reserved from budget pools before each call.
     pub max_output_tokens: u32,
+    /// `[agent.subagents]`: what the `delegate` tools may start.
+    pub subagents: SubagentsConfig,
+}
+
+/// `[agent.subagents]`: limits of the sub-agents a run starts with the
+/// `delegate` tool (a child run in the thread `<parent thread>/sub/<n>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubagentsConfig {
+    /// How deep sub-agents may nest: 1 lets a run delegate but not its
+    /// children; 0 turns delegation off (default 2).
+    pub max_depth: u32,
+    /// Children one run may start in all (default 8).
+    pub max_children: u32,
+    /// Children of one run that may be unfinished at once (default 4).
+    pub max_parallel: u32,
+}
+
+impl Default for SubagentsConfig {
+    fn default() -> Self {
+        Self {
+            max_depth: 2,
+            max_children: 8,
+            max_parallel: 4,
+        }
+    }
 }
 
 impl Default for AgentConfig {
@@ -45,6 +71,7 @@ impl Default for AgentConfig {
             context_fraction: 0.75,
             default_context_tokens: 32_000,
             max_output_tokens: 4096,
+            subagents: SubagentsConfig::default(),
         }
     }
 }

@@ -198,6 +198,16 @@ fn agent_limits(agent: &crate::AgentConfig) -> Result<(), Problem> {
             agent.tool_timeout_secs,
             "seconds one tool call may take; default 30",
         ),
+        (
+            "agent.subagents.max_children",
+            u64::from(agent.subagents.max_children),
+            "children one run may start; default 8 (max_depth = 0 turns delegation off)",
+        ),
+        (
+            "agent.subagents.max_parallel",
+            u64::from(agent.subagents.max_parallel),
+            "children of one run unfinished at once; default 4",
+        ),
     ];
     for (key, value, what) in limits {
         if value == 0 {

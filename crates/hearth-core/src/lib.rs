@@ -29,6 +29,9 @@ pub use job_key::{JOB_SOURCE, job_firing_key, parse_job_firing_key};
 pub use keys::{KeyError, MAX_KEY_LEN, ThreadKey, UserKey, check_key};
 pub use message::{ChatRequest, Content, Message, Role, ThinkingLevel, ToolSpec};
 pub use mode::PermissionMode;
-pub use run::{Confirmation, RunEnvelope, RunError, RunEvent, RunEventKind, RunOutput, RunStatus};
+pub use run::{
+    ChildRun, Confirmation, DELEGATE_SOURCE, RunEnvelope, RunError, RunEvent, RunEventKind,
+    RunOutput, RunStatus, delegate_key, parent_of_delegate_key,
+};
 pub use stream::{FinishReason, StreamEvent, Usage};
 pub use time::{Timestamp, now_ms, rfc3339};

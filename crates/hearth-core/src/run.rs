@@ -125,6 +125,43 @@ pub struct RunEnvelope {
     pub created_at: String,
     /// RFC 3339.
     pub updated_at: String,
+    /// The run whose `delegate` call started this one (sub-agents only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// The sub-agents this run started, in the order it started them
+    /// (present on `GET /v1/runs/{id}` of a run that delegated).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ChildRun>,
+}
+
+/// A sub-agent run, as its parent's envelope lists it.
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildRun {
+    /// The child run.
+    pub run_id: String,
+    /// Its thread, `<parent thread>/sub/<n>`.
+    pub thread_key: String,
+    /// Its model once claimed, `<provider>/<model>`.
+    pub model: Option<String>,
+    /// Its status.
+    pub status: RunStatus,
+}
+
+/// The source of a sub-agent's run.
+pub const DELEGATE_SOURCE: &str = "delegate";
+
+/// The idempotency key of the child a `delegate` call starts: the parent run
+/// and the model's id of the call, so a parent resumed after a crash finds
+/// the child it started instead of starting another.
+pub fn delegate_key(parent_run_id: &str, call_id: &str) -> String {
+    format!("delegate:{parent_run_id}:{call_id}")
+}
+
+/// The parent run named by a sub-agent's idempotency key.
+pub fn parent_of_delegate_key(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix("delegate:")?;
+    rest.split_once(':').map(|(parent, _)| parent)
 }
 
 /// The kinds of run event, named as on the SSE wire.

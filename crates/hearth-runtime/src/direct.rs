@@ -151,6 +151,8 @@ impl Runtime {
             pinned: false,
             first_step: 0,
             mode: hearth_core::PermissionMode::Ask,
+            tools: None,
+            max_steps: None,
         };
         let result = inner
             .live()

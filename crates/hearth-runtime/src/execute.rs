@@ -147,8 +147,8 @@ impl Runtime {
         if let Some((live, run, prepared)) = inner.preclaimed.take(&run_id) {
             // Claimed when it was stored (and in `executing` since), with
             // the configuration it was prepared with.
-            let history = inner.supplied.take(&run_id).history;
-            self.run_claimed(&live, &run, Ok(prepared), cancel, steer, history)
+            let overrides = inner.supplied.take(&run_id);
+            self.run_claimed(&live, &run, Ok(prepared), cancel, steer, overrides)
                 .await;
             inner.executing_remove(&run_id);
             return;
@@ -194,9 +194,10 @@ impl Runtime {
             }
         };
         inner.executing_insert(&run_id);
+        let overrides = self.with_delegated_tools(&run, overrides).await;
         match prepared {
             Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
-                self.run_claimed(&live, &run, prepared, cancel, steer, overrides.history)
+                self.run_claimed(&live, &run, prepared, cancel, steer, overrides)
                     .await;
             }
             _ => self.run_direct(&run, cancel).await,
@@ -228,8 +229,14 @@ impl Runtime {
         prepared: Result<Prepared, PrepareError>,
         cancel: tokio_util::sync::CancellationToken,
         steer: tokio::sync::mpsc::Receiver<(i64, String)>,
-        history: Option<Vec<hearth_core::Message>>,
+        overrides: crate::supplied::RunOverrides,
     ) {
+        let crate::supplied::RunOverrides {
+            history,
+            tools,
+            max_steps,
+            ..
+        } = overrides;
         let inner = &self.inner;
         let log = inner.bus.reopen(&run.run_id, run.status);
         let Prepared {
@@ -316,7 +323,11 @@ impl Runtime {
             steer: Some(steer),
             incognito: journal.is_some(),
             journal,
-            replies: inner.replies.clone(),
+            // A sub-agent's thread is no chat: its answer goes to its parent.
+            replies: inner
+                .replies
+                .clone()
+                .filter(|_| !hearth_agent::subagents::is_subagent(&run.thread_key)),
             pinned,
             first_step: u32::from(route.is_some()),
             // The mode its first claim recorded: a run recovered after a
@@ -326,6 +337,8 @@ impl Runtime {
                 .as_deref()
                 .and_then(hearth_core::PermissionMode::parse)
                 .unwrap_or(mode),
+            tools,
+            max_steps,
         };
         let result = live
             .engine
@@ -465,13 +478,15 @@ impl Runtime {
             self.inner.executing_remove(&run.run_id);
         }
         self.forget_route_input(&run.run_id);
+        self.inner.families.forget(&run.run_id);
         let (status, output, error) = match outcome {
             Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
             Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),
             Outcome::Cancelled => (RunStatus::Cancelled, None, None),
         };
         let follow_up_ids: Vec<String> = follow_ups.iter().map(|f| f.run_id.clone()).collect();
-        let replies = self.inner.replies.as_ref().map(|router| {
+        let chat = !hearth_agent::subagents::is_subagent(&run.thread_key);
+        let replies = self.inner.replies.as_ref().filter(|_| chat).map(|router| {
             let error = error
                 .as_ref()
                 .map(|e| (e.code.as_str(), e.message.as_str()));

@@ -44,10 +44,25 @@ fn check_context(inbound: &Inbound) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a message from outside that claims to be a sub-agent's task:
+/// only a `delegate` call starts those (a false one would be listed among a
+/// run's children).
+pub(crate) fn refuse_delegate_source(inbound: &Inbound) -> Result<()> {
+    if inbound.source == hearth_core::DELEGATE_SOURCE {
+        return Err(RuntimeError::InvalidInput(format!(
+            "source {:?} is reserved for sub-agents started by the delegate tool; name another \
+             source",
+            inbound.source
+        )));
+    }
+    Ok(())
+}
+
 impl Runtime {
     /// Accepts a message: stored before this returns; a duplicate idempotency
     /// key returns the run it made before.
     pub async fn ingest(&self, inbound: Inbound) -> Result<RunEnvelope> {
+        refuse_delegate_source(&inbound)?;
         self.ingest_inner(inbound, RunOverrides::default()).await
     }
 

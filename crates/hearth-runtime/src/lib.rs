@@ -37,6 +37,7 @@ pub mod routing;
 pub mod runtime;
 mod scheduler;
 mod stats;
+mod subagents;
 mod supplied;
 pub mod surfaces;
 #[cfg(feature = "testing")]

@@ -123,6 +123,8 @@ pub(crate) struct Inner {
     pub(crate) memory: Arc<crate::memory::SemanticMemory>,
     /// Pulls of work and runs followed on other replicas (shared store).
     pub(crate) wakeups: crate::wakeups::Wakeups,
+    /// Numbers each parent's sub-agents one at a time.
+    pub(crate) families: crate::subagents::Families,
 }
 
 impl Inner {
@@ -176,6 +178,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) tools: ToolRegistry,
     /// Whether the job tools join `tools`.
     pub(crate) job_tools: bool,
+    /// Whether the sub-agent tools join `tools`.
+    pub(crate) subagent_tools: bool,
     /// Makes the engine from the tools.
     pub(crate) make_engine: Box<dyn FnOnce(ToolRegistry) -> Engine + 'a>,
     pub(crate) options: RuntimeOptions,
@@ -204,6 +208,7 @@ impl Runtime {
             catalog,
             mut tools,
             job_tools,
+            subagent_tools,
             make_engine,
             options,
             notices,
@@ -220,6 +225,11 @@ impl Runtime {
         let inner = Arc::new_cyclic(|weak| {
             if job_tools {
                 for tool in crate::jobs::JobTools::new(weak.clone()).tools() {
+                    tools.register(tool);
+                }
+            }
+            if subagent_tools {
+                for tool in crate::subagents::SubagentTools::new(weak.clone()).tools() {
                     tools.register(tool);
                 }
             }
@@ -257,6 +267,7 @@ impl Runtime {
                 routing: crate::routing::Routing::default(),
                 memory,
                 wakeups: crate::wakeups::Wakeups::default(),
+                families: crate::subagents::Families::default(),
             }
         });
         inner.memory.attach(Arc::downgrade(&inner));
@@ -284,7 +295,9 @@ impl Runtime {
     /// One run's envelope.
     pub async fn get_run(&self, run_id: &str) -> Result<RunEnvelope> {
         let run = self.run_record(run_id).await?;
-        self.envelope_of(&run).await
+        let mut env = self.envelope_of(&run).await?;
+        env.children = self.child_runs(&run).await?;
+        Ok(env)
     }
 
     pub(crate) async fn run_record(&self, run_id: &str) -> Result<RunRecord> {
@@ -325,10 +338,11 @@ impl Runtime {
     /// surface reads every answer's usage here); only an empty journal asks
     /// whether the run exists.
     pub async fn trace(&self, run_id: &str) -> Result<Vec<StepRecord>> {
-        let steps = self.store_of_run(run_id).steps(run_id).await?;
+        let mut steps = self.store_of_run(run_id).steps(run_id).await?;
         if steps.is_empty() {
             self.run_record(run_id).await?;
         }
+        self.with_child_details(&mut steps).await;
         Ok(steps)
     }
 
@@ -371,6 +385,8 @@ impl Runtime {
         if run.status.is_terminal() {
             return Ok(envelope(&run));
         }
+        // Its children work for it alone: nobody would read their answers.
+        self.cancel_children(&run).await;
         match self.inner.scheduler.cancel(&run.thread_key, run_id) {
             CancelFound::Active => self.await_end(run_id).await,
             CancelFound::Queued => {

@@ -29,11 +29,21 @@ pub struct RunOverrides {
     /// answers nor denies the confirmations the thread waits for. Read at
     /// ingest, not kept for the run.
     pub background: bool,
+    /// For a sub-agent: the only tools it is offered (of those its user may
+    /// use, read-class only). Read again from the parent's journal when the
+    /// child is recovered after a restart.
+    pub tools: Option<Vec<String>>,
+    /// For a sub-agent: the steps its parent allowed it (at most `[agent]
+    /// max_steps`); read again from the parent's journal like `tools`.
+    pub max_steps: Option<u32>,
 }
 
 impl RunOverrides {
     fn is_empty(&self) -> bool {
-        self.history.is_none() && self.model.is_none()
+        self.history.is_none()
+            && self.model.is_none()
+            && self.tools.is_none()
+            && self.max_steps.is_none()
     }
 }
 
@@ -67,6 +77,7 @@ impl Runtime {
         mut inbound: Inbound,
         mut overrides: RunOverrides,
     ) -> Result<RunEnvelope> {
+        crate::ingest::refuse_delegate_source(&inbound)?;
         if let Some(model) = &overrides.model {
             self.inner.live().catalog.resolve(model)?;
         }
@@ -109,6 +120,8 @@ mod tests {
             history: Some(vec![Message::text(Role::User, "hi")]),
             model: Some("echo/echo".into()),
             background: false,
+            tools: None,
+            max_steps: None,
         };
         s.put("r2", o.clone());
         assert_eq!(s.take("r2"), o);

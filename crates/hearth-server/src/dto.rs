@@ -119,7 +119,8 @@ pub struct RunQuery {
 pub struct TraceStep {
     /// Position in the run.
     pub index: u32,
-    /// `llm`, `tool`, `route` or `compaction`.
+    /// `llm`, `tool`, `route`, `compaction`, or `delegate` (a `delegate`
+    /// call that started a sub-agent).
     pub kind: String,
     /// Model or tool name.
     pub name: String,
@@ -139,7 +140,9 @@ pub struct TraceStep {
     /// (`{"kind","message"}`, the provider's error with secrets redacted);
     /// for a tool call the run's permission mode and what it decided
     /// (`{"mode","decision"}`, decision `ran`, `asked`, `refused` or
-    /// `not_offered`); `null` for answered model calls.
+    /// `not_offered`); for a `delegate` step the sub-agent
+    /// (`{"child_run_id","model","status","steps","cost_usd"}`); `null` for
+    /// answered model calls.
     #[schema(value_type = Option<Object>)]
     pub detail: Option<serde_json::Value>,
 }

@@ -524,6 +524,7 @@ mod tests {
             thread_key: thread.into(),
             user_key: user.into(),
             incognito: false,
+            call_id: String::new(),
         }
     }
 

@@ -63,6 +63,10 @@ pub struct ToolContext {
     pub user_key: String,
     /// True when nothing of the thread may be written to disk.
     pub incognito: bool,
+    /// The model's id of this call (empty outside a call): stable across a
+    /// restart, since the model turn that asked is journaled before its
+    /// calls run, so a tool can key what it starts by it.
+    pub call_id: String,
 }
 
 /// Something the model can call.

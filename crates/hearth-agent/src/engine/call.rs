@@ -210,7 +210,8 @@ impl Engine {
         };
         let payer = Payer {
             user_key: &input.user_key,
-            thread_key: &input.thread_key,
+            // A sub-agent spends from its root conversation's pools.
+            thread_key: crate::subagents::root_thread(&input.thread_key),
         };
         budget
             .reserve(

@@ -342,6 +342,8 @@ mod tests {
             pinned: false,
             first_step: 0,
             mode: PermissionMode::Ask,
+            tools: None,
+            max_steps: None,
         };
         let question = || {
             Ok((

@@ -382,6 +382,14 @@ impl Engine {
         }
     }
 
+    /// The steps `input` may take: `[agent] max_steps`, or fewer when its
+    /// parent asked for fewer (a sub-agent).
+    fn max_steps(&self, input: &RunInput) -> u32 {
+        input
+            .max_steps
+            .map_or(self.limits.max_steps, |m| m.min(self.limits.max_steps))
+    }
+
     /// The limits each run is held to.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -486,10 +494,10 @@ impl Engine {
                     self.limits.max_llm_calls
                 )));
             }
-            if p.next_index >= self.limits.max_steps {
+            let max_steps = self.max_steps(input);
+            if p.next_index >= max_steps {
                 return Err(limit(format!(
-                    "the run reached max_steps = {} without finishing",
-                    self.limits.max_steps
+                    "the run reached max_steps = {max_steps} without finishing"
                 )));
             }
             let mut incoming = std::mem::take(&mut p.pending_steer);

@@ -51,6 +51,12 @@ pub struct RunInput {
     /// The permission mode the run started with: which tools are offered
     /// and which allowed calls ask first.
     pub mode: hearth_core::PermissionMode,
+    /// For a sub-agent: the tools its parent chose for it (`None`: every
+    /// tool it may use). Never adds a tool the user could not call.
+    pub tools: Option<Vec<String>>,
+    /// For a sub-agent: the steps its parent allowed it, when fewer than
+    /// `[agent] max_steps` (`None`: the configured limit).
+    pub max_steps: Option<u32>,
 }
 
 impl RunInput {
@@ -66,6 +72,7 @@ impl RunInput {
             thread_key: self.thread_key.clone(),
             user_key: self.user_key.clone(),
             incognito: self.incognito,
+            call_id: String::new(),
         }
     }
 }

@@ -46,7 +46,7 @@ impl Engine {
         while let Some(first) = rest.next() {
             let asked = self.needs_confirmation(p, input.mode, &first.name, &first.arguments);
             if asked {
-                check_call_limits(&self.limits, p)?;
+                check_call_limits(&self.limits, self.max_steps(input), p)?;
                 if let Some(refusal) = self.confirm(input, sink, &first, clock).await? {
                     let mut call = self.begin_call(input, sink, p, first, false, true).await?;
                     call.unconfirmed = true;
@@ -76,8 +76,12 @@ impl Engine {
                             .await
                     }
                     None => {
+                        let ctx = hearth_tools::ToolContext {
+                            call_id: c.call_id.clone(),
+                            ..ctx.clone()
+                        };
                         self.tools
-                            .execute(ctx, &c.name, &c.arguments, timeout)
+                            .execute(&ctx, &c.name, &c.arguments, timeout)
                             .await
                     }
                 }
@@ -141,7 +145,10 @@ impl Engine {
         input: &RunInput,
         operator: bool,
     ) -> Result<Offer, Stop> {
-        let allowed = self.allowed_tools(input, operator).await?;
+        let mut allowed = self.allowed_tools(input, operator).await?;
+        if crate::subagents::is_subagent(&input.thread_key) {
+            allowed.retain(|t| subagent_may_call(input, t.spec().name.as_str(), t.class()));
+        }
         // `deny` offers nothing, `plan` only what reads; a mode takes away,
         // it never adds what the capabilities refused.
         let offered: Vec<Arc<dyn hearth_tools::Tool>> = match input.mode {
@@ -245,9 +252,24 @@ impl Engine {
                     input.mode
                 ),
             ),
+            Refusal::Subagent(ToolClass::Write) => (
+                None,
+                format!(
+                    "not done: sub-agents may not make write-class calls such as {tool}; do not \
+                     retry. Finish with what you found and say what should be done: the agent \
+                     that delegated to you can make the call"
+                ),
+            ),
+            Refusal::Subagent(_) => (
+                None,
+                format!(
+                    "not done: tool {tool} is not among the tools this sub-agent was given; do \
+                     not retry. Use the tools offered, or answer without it"
+                ),
+            ),
         };
         let outcome = match refusal {
-            Refusal::Mode => "not_offered",
+            Refusal::Mode | Refusal::Subagent(_) => "not_offered",
             Refusal::Capability(_) | Refusal::Channel => "denied",
         };
         let event = AuditEvent {
@@ -312,7 +334,7 @@ impl Engine {
         will_run: bool,
         asked: bool,
     ) -> Result<PendingCall, Stop> {
-        check_call_limits(&self.limits, p)?;
+        check_call_limits(&self.limits, self.max_steps(input), p)?;
         let arguments = self.redact_tool_json(arguments, "arguments");
         p.tool_calls += 1;
         let index = p.next_index;
@@ -327,6 +349,12 @@ impl Engine {
                     .available_on(channel_of(&input.thread_key), &name) =>
             {
                 Some(Refusal::Channel)
+            }
+            Some(t)
+                if crate::subagents::is_subagent(&input.thread_key)
+                    && !subagent_may_call(input, &name, t.class()) =>
+            {
+                Some(Refusal::Subagent(t.class()))
             }
             // Allowed, but the run's mode does not offer it.
             Some(_)
@@ -344,7 +372,7 @@ impl Engine {
             None => None,
         };
         let decision = match refused {
-            Some(Refusal::Mode) => "not_offered",
+            Some(Refusal::Mode | Refusal::Subagent(_)) => "not_offered",
             Some(_) => "refused",
             None if asked => "asked",
             None => "ran",
@@ -426,17 +454,16 @@ impl Engine {
 }
 
 /// Fails the run when one more tool call would pass a limit.
-fn check_call_limits(limits: &Limits, p: &Progress) -> Result<(), Stop> {
+fn check_call_limits(limits: &Limits, max_steps: u32, p: &Progress) -> Result<(), Stop> {
     if p.tool_calls >= limits.max_tool_calls {
         return Err(limit(format!(
             "the model asked for more than max_tool_calls = {} tool calls",
             limits.max_tool_calls
         )));
     }
-    if p.next_index >= limits.max_steps {
+    if p.next_index >= max_steps {
         return Err(limit(format!(
-            "the run reached max_steps = {} without finishing",
-            limits.max_steps
+            "the run reached max_steps = {max_steps} without finishing"
         )));
     }
     Ok(())
@@ -497,6 +524,20 @@ enum Refusal {
     Channel,
     /// The run's permission mode does not offer it (`deny`, `plan`).
     Mode,
+    /// The run is a sub-agent, which makes no write-class call and uses
+    /// only the tools its parent gave it.
+    Subagent(ToolClass),
+}
+
+/// Whether a sub-agent's run may call `name`: read-class tools only (its
+/// writes would ask a user who is not watching its thread), and of those
+/// only the ones its parent chose when it chose some.
+fn subagent_may_call(input: &RunInput, name: &str, class: ToolClass) -> bool {
+    class == ToolClass::Read
+        && input
+            .tools
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|n| n == name))
 }
 
 /// The tools a run's user may use, and of those the ones its mode offers.

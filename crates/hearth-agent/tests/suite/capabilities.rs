@@ -124,6 +124,8 @@ async fn call_in(
                 pinned: false,
                 first_step: 0,
                 mode: hearth_core::PermissionMode::Ask,
+                tools: None,
+                max_steps: None,
             },
             &NoEvents,
         )

@@ -189,6 +189,8 @@ impl Thread {
             pinned: false,
             first_step: 0,
             mode: hearth_core::PermissionMode::Ask,
+            tools: None,
+            max_steps: None,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
         let (status, output, error) = match &result.outcome {

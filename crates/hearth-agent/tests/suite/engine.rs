@@ -155,6 +155,8 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         pinned: false,
         first_step: 0,
         mode: hearth_core::PermissionMode::Ask,
+        tools: None,
+        max_steps: None,
     };
     engine.run(input, &Sink).await.outcome
 }

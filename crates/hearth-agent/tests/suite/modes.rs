@@ -176,6 +176,8 @@ async fn run(
                 pinned: false,
                 first_step: 0,
                 mode,
+                tools: None,
+                max_steps: None,
             },
             &sink,
         )

@@ -81,6 +81,7 @@ fn the_documented_capabilities_are_grantable_and_nothing_else_is() {
         "skills.read",
         "skills.use",
         "permissions.bypass",
+        "agents.delegate",
     ];
     let none = cfg(Preset::None);
     let admin = cfg(Preset::Admin);
@@ -124,6 +125,7 @@ fn presets_hold_what_api_md_says() {
         "web.fetch",
         "web.search",
         "skills.read",
+        "agents.delegate",
     ];
     let trusted_extra = ["jobs.manage", "skills.use"];
     assert!(Preset::None.capabilities().is_empty());

@@ -62,6 +62,7 @@ mod skills;
 mod slack;
 mod sms;
 mod store_copy;
+mod subagents;
 mod telegram;
 mod tools;
 mod tui;

@@ -96,6 +96,7 @@ pub struct RuntimeBuilder {
     engine: Option<EngineHook>,
     router: Option<RouterHook>,
     source: Option<crate::reload::ConfigSource>,
+    subagents: bool,
 }
 
 impl Runtime {
@@ -118,6 +119,7 @@ impl Runtime {
             system_prompt: None,
             limits: None,
             engine: None,
+            subagents: false,
             router: None,
             source: None,
         }
@@ -163,6 +165,13 @@ impl RuntimeBuilder {
     /// still join them.
     pub fn tools(mut self, registry: ToolRegistry) -> Self {
         self.registry = Some(registry);
+        self
+    }
+
+    /// Adds the sub-agent tools (`delegate`, ...) also to the tools given
+    /// with [`Self::tools`]; the configured tools always have them.
+    pub fn subagent_tools(mut self) -> Self {
+        self.subagents = true;
         self
     }
 
@@ -248,6 +257,7 @@ impl RuntimeBuilder {
             system_prompt: prompt,
             limits,
             engine: engine_hook,
+            subagents,
             router: router_hook,
             source,
         } = self;
@@ -340,6 +350,7 @@ impl RuntimeBuilder {
             catalog,
             tools,
             job_tools: !custom_tools,
+            subagent_tools: !custom_tools || subagents,
             make_engine: Box::new(|tools| {
                 let engine = engine_settings(
                     &config,

@@ -26,3 +26,4 @@ mod recovery;
 mod router;
 mod runtime;
 mod scope;
+mod subagents;

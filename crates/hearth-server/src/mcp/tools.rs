@@ -477,6 +477,8 @@ mod tests {
             scheduled_at: None,
             created_at: "2026-01-01T00:00:00Z".into(),
             updated_at: "2026-01-01T00:00:00Z".into(),
+            parent_run_id: None,
+            children: Vec::new(),
         }
     }
 

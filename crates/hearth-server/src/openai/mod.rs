@@ -258,6 +258,8 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
                 history,
                 model,
                 background,
+                tools: None,
+                max_steps: None,
             },
         )
         .await

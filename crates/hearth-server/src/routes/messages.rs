@@ -189,7 +189,7 @@ pub async fn run_trace(
             .map(|s| TraceStep {
                 detail: step_detail(&s),
                 index: s.index,
-                kind: s.kind.as_str().to_owned(),
+                kind: step_kind(&s).to_owned(),
                 name: s.name,
                 status: s.status.as_str().to_owned(),
                 started_at: rfc3339(s.started_at),
@@ -198,6 +198,17 @@ pub async fn run_trace(
             })
             .collect(),
     }))
+}
+
+/// A step's kind on the wire: a `delegate` call that started a sub-agent
+/// is a `delegate` step (its detail names the child), not a plain tool call.
+fn step_kind(s: &hearth_core::records::StepRecord) -> &'static str {
+    let child = s.payload.pointer("/detail/child_run_id").is_some();
+    if s.kind == hearth_core::records::StepKind::Tool && s.name == "delegate" && child {
+        "delegate"
+    } else {
+        s.kind.as_str()
+    }
 }
 
 /// What a trace shows of a step beyond its name and status. Only what holds

@@ -89,3 +89,77 @@ async fn a_failed_over_run_names_both_models_and_its_trace_says_why() {
     assert_eq!(plain["model"], "primary/m", "{plain}");
     assert!(plain.get("requested_model").is_none(), "{plain}");
 }
+
+/// A run that delegated: `GET /v1/runs/{id}` lists its child, the child's
+/// envelope names its parent, and the parent's trace shows the call as a
+/// `delegate` step naming the child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegating_run_lists_its_child_and_traces_a_delegate_step() {
+    use hearth_testkit::ToolCallSpec;
+    let fake = FakeOpenAi::start().await;
+    fake.respond_with(|body| {
+        let answered = body["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        match (body["model"].as_str(), answered) {
+            (Some("m"), false) => Some(Reply::tool_calls(vec![ToolCallSpec::new(
+                "c1",
+                "delegate",
+                json!({"task": "sum 2 and 2", "model": "fake/small"}).to_string(),
+            )])),
+            (Some("m"), true) => Some(Reply::text("the child says 4")),
+            (Some("small"), _) => Some(Reply::text("4")),
+            _ => None,
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let store = hearth_runtime::testing::store(dir.path());
+    let toml = format!(
+        "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\n\
+         headers = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\n\
+         models = [\"m\", \"small\"]\n",
+        fake.base_url()
+    );
+    let rt = runtime(dir.path(), &toml, &store, |b| b.subagent_tools()).await;
+    let app = hearth_server::router(state(rt), 1 << 20);
+    let s = Server::serve(app, ServeLimits::default(), store, dir).await;
+
+    let run = ask(&s, "what is 2 and 2?").await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let id = run["run_id"].as_str().unwrap();
+    let (_, _, got) = s.send(s.http.get(s.url(&format!("/v1/runs/{id}")))).await;
+    let children = got["children"].as_array().cloned().unwrap_or_default();
+    assert_eq!(children.len(), 1, "{got}");
+    let child = &children[0];
+    assert_eq!(child["model"], "fake/small", "{got}");
+    assert_eq!(child["status"], "succeeded", "{got}");
+    assert!(
+        child["thread_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("api:t/sub/"),
+        "{got}"
+    );
+    let child_id = child["run_id"].as_str().unwrap();
+    let (_, _, c) = s
+        .send(s.http.get(s.url(&format!("/v1/runs/{child_id}"))))
+        .await;
+    assert_eq!(c["parent_run_id"], id, "{c}");
+    assert_eq!(c["source"], "delegate", "{c}");
+
+    let (status, _, trace) = s
+        .send(s.http.get(s.url(&format!("/v1/runs/{id}/trace"))))
+        .await;
+    assert_eq!(status, 200, "{trace}");
+    let step = trace["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "delegate")
+        .unwrap_or_else(|| panic!("no delegate step: {trace}"));
+    assert_eq!(step["detail"]["child_run_id"], child_id, "{trace}");
+    assert_eq!(step["detail"]["model"], "fake/small", "{trace}");
+    assert_eq!(step["detail"]["status"], "succeeded", "{trace}");
+    assert!(step["detail"]["steps"].as_u64() >= Some(1), "{trace}");
+    assert!(step["detail"].get("cost_usd").is_some(), "{trace}");
+}
