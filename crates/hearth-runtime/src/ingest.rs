@@ -3,6 +3,7 @@
 
 use hearth_agent::firewall::SecretScanner;
 use hearth_agent::policy::{parse_subject, validate_scope};
+use hearth_agent::subagents::MARKER;
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus, now_ms};
 use hearth_store::{CreateRunOutcome, NewRun};
 use serde_json::json;
@@ -46,13 +47,22 @@ fn check_context(inbound: &Inbound) -> Result<()> {
 
 /// Refuses a message from outside that claims to be a sub-agent's task:
 /// only a `delegate` call starts those (a false one would be listed among a
-/// run's children).
+/// run's children), and only it writes to a sub-agent's thread
+/// (`<thread>/sub/<n>`), whose runs spend from the root thread's budget
+/// pools: a message sent there from outside could charge another thread.
 pub(crate) fn refuse_delegate_source(inbound: &Inbound) -> Result<()> {
     if inbound.source == hearth_core::DELEGATE_SOURCE {
         return Err(RuntimeError::InvalidInput(format!(
             "source {:?} is reserved for sub-agents started by the delegate tool; name another \
              source",
             inbound.source
+        )));
+    }
+    if inbound.thread_key.as_str().contains(MARKER) {
+        return Err(RuntimeError::InvalidInput(format!(
+            "thread key {:?} names a sub-agent's thread (it contains {MARKER:?}); only the \
+             delegate tool sends there: pick a key without it",
+            inbound.thread_key.as_str()
         )));
     }
     Ok(())

@@ -385,9 +385,12 @@ impl Runtime {
         if run.status.is_terminal() {
             return Ok(envelope(&run));
         }
+        // The parent is told first: a child that ends as it is cancelled
+        // then cannot let its parent go on to another step.
+        let found = self.inner.scheduler.cancel(&run.thread_key, run_id);
         // Its children work for it alone: nobody would read their answers.
         self.cancel_children(&run).await;
-        match self.inner.scheduler.cancel(&run.thread_key, run_id) {
+        match found {
             CancelFound::Active => self.await_end(run_id).await,
             CancelFound::Queued => {
                 let log = self.inner.bus.open(run_id, run.status);

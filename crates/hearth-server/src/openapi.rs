@@ -28,9 +28,10 @@ use crate::dto;
         dto::ErrorBody,
         dto::ErrorDetail,
         dto::UsageGroupBy,
-        // Referenced from query parameters, which do not collect schemas.
+        // Referenced from query and path parameters, which do not collect schemas.
         crate::schemas::Capability,
         crate::schemas::UsageTime,
+        crate::schemas::CommunityScope,
         crate::routes::channels::OutboxStatusName,
     ))
 )]

@@ -135,6 +135,33 @@ impl ToSchema for Scope {
     }
 }
 
+/// A community's scope, the only scopes that hold community keys
+/// (`hearth_runtime::community::check_scope`): a Discord guild, a Slack
+/// workspace or a Telegram group (whose ids are negative).
+pub const COMMUNITY_SCOPE_PATTERN: &str =
+    r"^(discord:guild:[0-9]+|slack:team:[A-Za-z0-9]+|telegram:chat:-[0-9]+)$";
+
+/// A community's scope, in the community keys' paths.
+pub struct CommunityScope;
+
+impl PartialSchema for CommunityScope {
+    fn schema() -> RefOr<Schema> {
+        string()
+            .pattern(Some(COMMUNITY_SCOPE_PATTERN))
+            .description(Some(
+                "`discord:guild:<id>` (digits), `slack:team:<id>` (letters and digits) or \
+                 `telegram:chat:-<id>` (a group's negative id).",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for CommunityScope {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("CommunityScope")
+    }
+}
+
 /// A grant's subject.
 pub struct Subject;
 
@@ -322,6 +349,20 @@ mod tests {
         fn the_subject_schema_is_parse_subject(s in edgy()) {
             let schema = re(SUBJECT_PATTERN).is_match(&s) && within(&s);
             let server = hearth_agent::policy::parse_subject(&s).is_ok();
+            prop_assert_eq!(schema, server, "{:?}", s);
+        }
+
+        /// `CommunityScope`: the pattern is `community::check_scope`'s rule.
+        #[test]
+        fn the_community_scope_schema_is_check_scope(
+            prefix in prop::sample::select(vec![
+                "discord:guild:", "slack:team:", "telegram:chat:", "telegram:chat:-", "", "x:y:",
+            ]),
+            id in prop_oneof!["[0-9]{0,4}", "[A-Za-z0-9]{0,4}", edgy()],
+        ) {
+            let s = format!("{prefix}{id}");
+            let schema = re(COMMUNITY_SCOPE_PATTERN).is_match(&s);
+            let server = hearth_runtime::community::check_scope(&s).is_ok();
             prop_assert_eq!(schema, server, "{:?}", s);
         }
 

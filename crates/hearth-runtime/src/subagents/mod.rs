@@ -56,6 +56,7 @@ async fn children_of(store: &Arc<dyn Store>, parent: &RunRecord) -> Result<Vec<R
             thread_key: Some(child_thread(parent, k)),
             status: None,
             limit: 10,
+            ..RunFilter::default()
         };
         let child = store
             .list_runs(&filter)

@@ -452,6 +452,7 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         )),
         status: None,
         limit: 10,
+        ..RunFilter::default()
     };
     assert!(store.list_runs(&next).await.unwrap().is_empty());
 }
@@ -539,7 +540,7 @@ async fn cancelling_a_parent_cancels_its_children() {
     assert_eq!(children.len(), 2, "{children:?}");
 
     let parent = rt.cancel(&env.run_id).await.unwrap();
-    assert_eq!(parent.status, RunStatus::Cancelled);
+    assert_eq!(parent.status, RunStatus::Cancelled, "{parent:?}");
     for child in children {
         let c = finished(&rt, &child.run_id).await;
         assert_eq!(c.status, RunStatus::Cancelled, "{c:?}");
@@ -566,6 +567,22 @@ async fn a_message_from_outside_cannot_pose_as_a_sub_agent() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("reserved for sub-agents"), "{err}");
+    // Nor may another source write into a sub-agent's thread: its runs
+    // spend from the root thread's pools.
+    let err = rt
+        .ingest(Inbound {
+            source: "api".into(),
+            thread_key: testing::thread("t:x/sub/1.1"),
+            user_key: testing::user(USER),
+            text: "hi".into(),
+            delivery_mode: DeliveryMode::FollowUp,
+            idempotency_key: None,
+            scope: None,
+            roles: Vec::new(),
+        })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sub-agent's thread"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,7 +53,7 @@ pub struct Credentials {
 /// Sets a community's own key for a provider: runs asked in that scope
 /// call the provider with it, no other run does.
 #[utoipa::path(put, path = "/v1/scopes/{scope}/credentials/{provider}", tag = "permissions",
-    params(("scope" = String, Path, description = "discord:guild:<id>, slack:team:<id> or telegram:chat:<group id>"),
+    params(("scope" = crate::schemas::CommunityScope, Path, description = "discord:guild:<id>, slack:team:<id> or telegram:chat:<group id>"),
         ("provider" = String, Path, description = "A configured provider")),
     request_body = KeyRequest,
     responses((status = 204, description = "Set (sealed; never shown again)"),
@@ -72,7 +72,7 @@ pub async fn set_credential(
 /// Removes a community's key: its runs on that provider then fail, unless
 /// `[llm] community_fallback = true` lets them use the operator's key.
 #[utoipa::path(delete, path = "/v1/scopes/{scope}/credentials/{provider}", tag = "permissions",
-    params(("scope" = String, Path, description = "discord:guild:<id>, slack:team:<id> or telegram:chat:<group id>"),
+    params(("scope" = crate::schemas::CommunityScope, Path, description = "discord:guild:<id>, slack:team:<id> or telegram:chat:<group id>"),
         ("provider" = String, Path, description = "The provider")),
     responses((status = 204, description = "Removed"),
         (status = 400, description = "Not a community scope", body = crate::dto::ErrorBody),
@@ -96,7 +96,7 @@ pub async fn remove_credential(
 /// The providers a community has its own key for, with when each was set
 /// (never the keys).
 #[utoipa::path(get, path = "/v1/scopes/{scope}/credentials", tag = "permissions",
-    params(("scope" = String, Path, description = "discord:guild:<id>, slack:team:<id> or telegram:chat:<group id>")),
+    params(("scope" = crate::schemas::CommunityScope, Path, description = "discord:guild:<id>, slack:team:<id> or telegram:chat:<group id>")),
     responses((status = 200, description = "Providers and when their keys were set", body = Credentials),
         (status = 400, description = "Not a community scope", body = crate::dto::ErrorBody)))]
 pub async fn list_credentials(
