@@ -141,3 +141,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// already terminal.
     async fn finish_run(&self, finish: RunFinish) -> Result<bool>;
 }
+
+/// How many of the newest runs per thread asked for `list_threads` reads
+/// first: the newest `limit` threads are found among the newest `limit *
+/// RECENT_RUNS_PER_THREAD` runs whenever that many threads have a run
+/// there (a thread with no run in that window has an older last run than
+/// each that has), so a page of threads does not group a million runs.
+pub(crate) const RECENT_RUNS_PER_THREAD: u32 = 20;

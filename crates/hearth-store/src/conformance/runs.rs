@@ -467,7 +467,35 @@ pub async fn list_threads_counts_runs_most_recently_active_first<S: RunStore + T
     assert_eq!(seen, [("a", 3), ("c", 1), ("b", 1)]);
     let newest_a = store.get_run("run_4").await.unwrap().unwrap().created_at;
     assert_eq!(threads[0].last_run_at, newest_a);
-    assert_eq!(store.list_threads(2).await.unwrap().len(), 2);
+    let two: Vec<String> = store
+        .list_threads(2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.thread_key)
+        .collect();
+    assert_eq!(two, ["a", "c"]);
+    // More runs of one thread than the newest runs read first for one
+    // thread: it is still the newest, with all its runs counted, and an
+    // older thread comes after it.
+    for i in 0..45 {
+        created(&store, &format!("run_busy_{i}"), "busy").await;
+    }
+    let one = store.list_threads(1).await.unwrap();
+    assert_eq!(
+        one.iter()
+            .map(|t| (t.thread_key.as_str(), t.runs))
+            .collect::<Vec<_>>(),
+        [("busy", 45)]
+    );
+    let three = store.list_threads(3).await.unwrap();
+    assert_eq!(
+        three
+            .iter()
+            .map(|t| (t.thread_key.as_str(), t.runs))
+            .collect::<Vec<_>>(),
+        [("busy", 45), ("a", 3), ("c", 1)]
+    );
 }
 
 pub async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<

@@ -479,27 +479,52 @@ impl RunStore for PostgresStore {
     }
 
     async fn list_threads(&self, limit: u32) -> Result<Vec<ThreadActivity>> {
-        let limit = wide(limit.clamp(1, MAX_LIMIT));
+        let limit = limit.clamp(1, MAX_LIMIT);
+        let window = i64::from(limit) * i64::from(crate::runs::RECENT_RUNS_PER_THREAD);
         let client = self.client().await?;
-        // The grouping reads only the (thread_key, seq) index; the join picks
-        // each thread's newest run by its seq.
-        let stmt = client
+        // First among the newest runs only (see `RECENT_RUNS_PER_THREAD`),
+        // then, for the threads found, their whole count.
+        let recent = client
             .prepare_cached(
-                "SELECT r.thread_key, g.n, r.created_at \
-                 FROM (SELECT thread_key, count(*) AS n, max(seq) AS last \
-                 FROM runs GROUP BY thread_key) g \
+                "SELECT r.thread_key, r.created_at \
+                 FROM (SELECT thread_key, max(seq) AS last FROM runs \
+                 WHERE seq > (SELECT coalesce(max(seq), 0) FROM runs) - $2 \
+                 GROUP BY thread_key) g \
                  JOIN runs r ON r.seq = g.last ORDER BY g.last DESC LIMIT $1",
             )
             .await?;
-        client
-            .query(&stmt, &[&limit])
-            .await?
-            .iter()
+        let mut rows = client.query(&recent, &[&wide(limit), &window]).await?;
+        if rows.len() != limit as usize {
+            // Fewer threads than asked for in the window: group them all.
+            let all = client
+                .prepare_cached(
+                    "SELECT r.thread_key, r.created_at \
+                     FROM (SELECT thread_key, max(seq) AS last FROM runs GROUP BY thread_key) g \
+                     JOIN runs r ON r.seq = g.last ORDER BY g.last DESC LIMIT $1",
+                )
+                .await?;
+            rows = client.query(&all, &[&wide(limit)]).await?;
+        }
+        let keys: Vec<String> = rows.iter().map(|row| col(row, 0)).collect::<Result<_>>()?;
+        // Reads only the (thread_key, seq) index.
+        let counts = client
+            .prepare_cached(
+                "SELECT thread_key, count(*) FROM runs WHERE thread_key = ANY($1) \
+                 GROUP BY thread_key",
+            )
+            .await?;
+        let mut count_of = std::collections::HashMap::new();
+        for row in client.query(&counts, &[&keys]).await? {
+            let key: String = col(&row, 0)?;
+            count_of.insert(key, unsigned(&row, 1)?);
+        }
+        rows.iter()
             .map(|row| {
+                let thread_key: String = col(row, 0)?;
                 Ok(ThreadActivity {
-                    thread_key: col(row, 0)?,
-                    runs: unsigned(row, 1)?,
-                    last_run_at: col(row, 2)?,
+                    runs: count_of.get(&thread_key).copied().unwrap_or(0),
+                    thread_key,
+                    last_run_at: col(row, 1)?,
                 })
             })
             .collect()

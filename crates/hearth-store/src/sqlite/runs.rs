@@ -416,22 +416,54 @@ fn run_stats(db: &mut Db<'_>, scope: &str, since: Timestamp, top: u32) -> Result
 
 fn list_threads(db: &mut Db<'_>, limit: u32) -> Result<Vec<ThreadActivity>> {
     let limit = limit.clamp(1, MAX_LIMIT);
-    // The grouping reads only the (thread_key, seq) index; the join picks
-    // each thread's newest run by its seq.
-    let stmt = db.stmt(
-        "SELECT r.thread_key, g.n, r.created_at \
-         FROM (SELECT thread_key, COUNT(*) AS n, MAX(seq) AS last FROM runs GROUP BY thread_key) g \
+    // First among the newest runs only (see `RECENT_RUNS_PER_THREAD`),
+    // then, for the threads found, their whole count.
+    let window = i64::from(limit) * i64::from(crate::runs::RECENT_RUNS_PER_THREAD);
+    let recent = newest_threads(
+        db,
+        "SELECT r.thread_key, r.created_at \
+         FROM (SELECT thread_key, MAX(seq) AS last FROM runs \
+               WHERE seq > (SELECT COALESCE(MAX(seq), 0) FROM runs) - ?2 GROUP BY thread_key) g \
          JOIN runs r ON r.seq = g.last ORDER BY g.last DESC LIMIT ?1",
+        params![limit, window],
     )?;
-    let mut out = Vec::new();
-    let mut found = stmt.query(params![limit])?;
-    while let Some(row) = found.next()? {
-        let runs: i64 = row.get(1)?;
+    let found = if recent.len() == limit as usize {
+        recent
+    } else {
+        // Fewer threads than asked for in the window: group them all.
+        newest_threads(
+            db,
+            "SELECT r.thread_key, r.created_at \
+             FROM (SELECT thread_key, MAX(seq) AS last FROM runs GROUP BY thread_key) g \
+             JOIN runs r ON r.seq = g.last ORDER BY g.last DESC LIMIT ?1",
+            params![limit],
+        )?
+    };
+    let mut out = Vec::with_capacity(found.len());
+    for (thread_key, last_run_at) in found {
+        // Reads only the (thread_key, seq) index.
+        let stmt = db.stmt("SELECT COUNT(*) FROM runs WHERE thread_key = ?1")?;
+        let runs: i64 = stmt.query_row(params![thread_key], |row| row.get(0))?;
         out.push(ThreadActivity {
-            thread_key: row.get(0)?,
+            thread_key,
             runs: u64::try_from(runs).unwrap_or(0),
-            last_run_at: row.get(2)?,
+            last_run_at,
         });
+    }
+    Ok(out)
+}
+
+/// `(thread_key, created_at of its newest run)` rows of `sql`.
+fn newest_threads(
+    db: &mut Db<'_>,
+    sql: &'static str,
+    params: impl Params,
+) -> Result<Vec<(String, Timestamp)>> {
+    let stmt = db.stmt(sql)?;
+    let mut out = Vec::new();
+    let mut found = stmt.query(params)?;
+    while let Some(row) = found.next()? {
+        out.push((row.get(0)?, row.get(1)?));
     }
     Ok(out)
 }
