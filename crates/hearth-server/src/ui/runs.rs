@@ -259,6 +259,9 @@ pub async fn detail(
             dt { "Source" } dd { (run.source) }
             dt { "Model" } dd { (run.model.as_deref().unwrap_or("–"))
                 @if let Some(r) = &run.requested_model { " (asked for " (r) ")" } }
+            @if let Some(parent) = &run.parent_run_id {
+                dt { "Sub-agent of" } dd { a.mono href={ "/ui/runs/" (encode(parent)) } { (parent) } }
+            }
             dt { "Created" } dd { (time_str(&run.created_at)) }
             dt { "Updated" } dd { (time_str(&run.updated_at)) }
         }
@@ -290,6 +293,18 @@ pub async fn detail(
                         @if let Some(d) = &s.detail {
                             pre.detail { (serde_json::to_string_pretty(d).unwrap_or_default()) }
                         }
+                    }
+                }
+            }
+        }
+        @if !run.children.is_empty() {
+            h2 { "Sub-agents" }
+            ul #children {
+                @for c in &run.children {
+                    li {
+                        a.mono href={ "/ui/runs/" (encode(&c.run_id)) } { (c.run_id) }
+                        " " (badge(c.status.as_str()))
+                        " " (c.model.as_deref().unwrap_or("–")) " · " (c.thread_key)
                     }
                 }
             }

@@ -162,4 +162,24 @@ async fn a_delegating_run_lists_its_child_and_traces_a_delegate_step() {
     assert_eq!(step["detail"]["status"], "succeeded", "{trace}");
     assert!(step["detail"]["steps"].as_u64() >= Some(1), "{trace}");
     assert!(step["detail"].get("cost_usd").is_some(), "{trace}");
+
+    // The dashboard nests them: the parent's page links its sub-agent, the
+    // child's page its parent.
+    let page = |run: String| {
+        let http = s.http.clone();
+        let url = s.url(&format!("/ui/runs/{run}"));
+        async move { http.get(url).send().await.unwrap().text().await.unwrap() }
+    };
+    let parent_page = page(id.to_owned()).await;
+    assert!(
+        parent_page.contains("<h2>Sub-agents</h2>")
+            && parent_page.contains(&format!("href=\"/ui/runs/{child_id}\"")),
+        "{parent_page}"
+    );
+    let child_page = page(child_id.to_owned()).await;
+    assert!(
+        child_page.contains("Sub-agent of")
+            && child_page.contains(&format!("href=\"/ui/runs/{id}\"")),
+        "{child_page}"
+    );
 }
