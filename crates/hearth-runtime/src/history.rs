@@ -39,4 +39,19 @@ impl Runtime {
             .history_page(thread_key, limit, before)
             .await?)
     }
+
+    /// The thread's newest non-empty answer among its last
+    /// [`DEFAULT_HISTORY_LIMIT`] messages: the plan a `plan`-mode run gave,
+    /// which approving it (`/runplan`, the dashboard's `Run the plan`) sends
+    /// back. `None` when the model has not answered yet.
+    pub async fn last_answer(&self, thread_key: &ThreadKey) -> Result<Option<String>> {
+        let page = self.history(thread_key, None, None).await?;
+        Ok(page
+            .messages
+            .into_iter()
+            .find(|m| {
+                m.role == "assistant" && m.text.as_deref().is_some_and(|t| !t.trim().is_empty())
+            })
+            .and_then(|m| m.text))
+    }
 }

@@ -396,13 +396,7 @@ async fn run_plan(
 ) -> Result<Reply, ChannelError> {
     let runtime = ctx.runtime;
     let thread = ThreadKey::new(place.thread)?;
-    let page = runtime.history(&thread, Some(50), None).await?;
-    let plan = page
-        .messages
-        .into_iter()
-        .find(|m| m.role == "assistant" && m.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
-        .and_then(|m| m.text);
-    let Some(plan) = plan else {
+    let Some(plan) = runtime.last_answer(&thread).await? else {
         return Ok(Reply::Private(
             "There is no plan to carry out yet: choose plan mode (/mode plan) and ask for one."
                 .to_owned(),

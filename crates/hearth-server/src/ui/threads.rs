@@ -302,16 +302,11 @@ pub async fn run_plan(
 ) -> PageResult {
     let tk = ThreadKey::new(key.clone()).map_err(fail)?;
     let mode = form_field(&body, "mode").unwrap_or_else(|| "ask".to_owned());
-    let page = st
+    let plan = st
         .runtime
-        .history(&tk, Some(50), None)
+        .last_answer(&tk)
         .await
-        .map_err(fail)?;
-    let plan = page
-        .messages
-        .into_iter()
-        .find(|m| m.role == "assistant" && m.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
-        .and_then(|m| m.text)
+        .map_err(fail)?
         .ok_or_else(|| {
             layout::status_page(
                 StatusCode::CONFLICT,
