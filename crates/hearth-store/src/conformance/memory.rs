@@ -360,6 +360,76 @@ pub async fn embeddings_are_stored_per_model_and_read_in_scope<
     );
 }
 
+/// Search by meaning over many memories returns exactly the best (as a
+/// plain cosine over every vector ranks them), and nothing deleted or
+/// purged is found afterwards.
+pub async fn search_by_meaning_finds_the_exact_best_of_many_and_nothing_deleted<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % 2001) as f32 / 1000.0 - 1.0
+    };
+    let dim = 24;
+    let mut stored = Vec::new();
+    for i in 0..600_i64 {
+        let id = store
+            .save_memory(new("u", None, &format!("fact {i}"), 1_000 + i))
+            .await
+            .unwrap()
+            .memory
+            .id;
+        let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+        assert!(store.set_memory_embedding(id, "m", &v).await.unwrap());
+        stored.push((id, v));
+    }
+    let query: Vec<f32> = (0..dim).map(|_| next()).collect();
+    let cosine = |v: &[f32]| {
+        let dot: f64 = v.iter().zip(&query).map(|(a, b)| f64::from(a * b)).sum();
+        let n = |w: &[f32]| w.iter().map(|a| f64::from(a * a)).sum::<f64>().sqrt();
+        dot / (n(v) * n(&query))
+    };
+    let mut expected: Vec<(i64, f64)> = stored
+        .iter()
+        .map(|(id, v)| (*id, cosine(v)))
+        .filter(|(_, c)| *c > 0.0)
+        .collect();
+    expected.sort_by(|a, b| b.1.total_cmp(&a.1));
+    expected.truncate(20);
+    let seen = store
+        .nearest_memories(&scope("u", None), "m", &query, 20)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = seen.iter().map(|n| n.memory.id).collect();
+    let want: Vec<i64> = expected.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, want);
+    for (n, (_, c)) in seen.iter().zip(&expected) {
+        assert!((n.similarity - c).abs() < 1e-5, "{} vs {c}", n.similarity);
+    }
+
+    // The best one forgotten: the next best leads.
+    assert!(store.forget_memory("u", want[0]).await.unwrap());
+    let seen = store
+        .nearest_memories(&scope("u", None), "m", &query, 1)
+        .await
+        .unwrap();
+    assert_eq!(seen[0].memory.id, want[1]);
+    // Everything purged: nothing is found by meaning either.
+    assert_eq!(store.purge_memories(10_000).await.unwrap(), 599);
+    assert!(
+        store
+            .nearest_memories(&scope("u", None), "m", &query, 20)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 /// Replicas saving the same fact at once (a tool call redone on two of
 /// them) make one memory, which every save returns.
 pub async fn concurrent_saves_of_one_fact_make_one_memory<

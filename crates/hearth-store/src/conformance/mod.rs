@@ -117,6 +117,7 @@ macro_rules! store_conformance_tests {
                 purge_deletes_memories_unused_since_the_cutoff,
                 deleting_a_users_memories_stores_its_audit_event_in_the_same_write,
                 embeddings_are_stored_per_model_and_read_in_scope,
+                search_by_meaning_finds_the_exact_best_of_many_and_nothing_deleted,
                 concurrent_saves_of_one_fact_make_one_memory,
             ],
             confirmations: [

@@ -3,6 +3,8 @@
 //! `migrations/postgres/0001_schema.sql`), so the index can never lag the
 //! text: deleting the row deletes its terms.
 
+use std::collections::HashMap;
+
 use hearth_core::Timestamp;
 use tokio_postgres::Row;
 
@@ -12,9 +14,9 @@ use super::{PostgresStore, narrow, wide};
 use crate::error::{Result, StoreError};
 use crate::memory::{
     MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
-    SavedMemory, list_limit, query_words, search_limit, vector_to_bytes,
+    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
 };
-use crate::nearest::Nearest;
+use crate::nearest::{Nearest, compact_vector};
 use crate::records::AuditEvent;
 
 /// The `memories` columns in the order [`memory_row`] reads them.
@@ -227,10 +229,21 @@ impl MemoryStore for PostgresStore {
 
     async fn set_memory_embedding(&self, id: i64, model: &str, vector: &[f32]) -> Result<bool> {
         let client = self.client().await?;
+        // One statement: the f32 copy and the compact one change together.
         let n = client
             .execute(
-                "UPDATE memories SET embedding = $2, embedding_model = $3 WHERE id = $1",
-                &[&id, &vector_to_bytes(vector), &model],
+                "WITH m AS (UPDATE memories SET embedding = $2, embedding_model = $3 \
+                 WHERE id = $1 RETURNING id, user_key, thread_key) \
+                 INSERT INTO memory_vectors (user_key, memory_id, thread_key, model, compact) \
+                 SELECT user_key, id, thread_key, $3, $4 FROM m \
+                 ON CONFLICT (user_key, memory_id) \
+                 DO UPDATE SET model = excluded.model, compact = excluded.compact",
+                &[
+                    &id,
+                    &vector_to_bytes(vector),
+                    &model,
+                    &compact_vector(vector),
+                ],
             )
             .await?;
         Ok(n == 1)
@@ -278,48 +291,93 @@ impl MemoryStore for PostgresStore {
         let tx = client.build_transaction().read_only(true).start().await?;
         let stmt = tx
             .prepare_cached(
-                "SELECT id, embedding FROM memories WHERE user_key = $1 \
-                 AND (thread_key IS NULL OR thread_key = $2) \
-                 AND embedding IS NOT NULL AND embedding_model = $3",
+                "SELECT memory_id, compact FROM memory_vectors WHERE user_key = $1 \
+                 AND (thread_key IS NULL OR thread_key = $2) AND model = $3",
             )
             .await?;
         let portal = tx
             .bind(&stmt, &[&scope.user_key, &scope.thread_key, &model])
             .await?;
-        let mut best = Nearest::new(query, keep);
+        let mut scan = Nearest::compact(query, keep);
         loop {
             let rows = tx.query_portal(&portal, SCAN_BATCH).await?;
             for row in &rows {
                 let id: i64 = col(row, 0)?;
                 let bytes: &[u8] = col(row, 1)?;
-                best.offer(id, bytes);
+                scan.offer(id, bytes);
             }
             if rows.len() < SCAN_BATCH as usize {
                 break;
             }
         }
-        let ranked = best.ranked();
-        let ids: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+        let ids: Vec<i64> = scan.ranked().iter().map(|(id, _)| *id).collect();
+        // The candidates' f32 vectors, scored exactly, with their facts.
         let stmt = tx
             .prepare_cached(concat!(
                 "SELECT ",
                 memory_columns!(),
-                " FROM memories WHERE id = ANY($1)"
+                ", embedding FROM memories WHERE id = ANY($1) AND embedding_model = $2"
             ))
             .await?;
-        let rows = tx.query(&stmt, &[&ids]).await?;
+        let rows = tx.query(&stmt, &[&ids, &model]).await?;
         tx.commit().await?;
-        let mut found = memory_rows(&rows)?;
-        let mut out = Vec::with_capacity(ranked.len());
-        for (id, similarity) in ranked {
-            if let Some(i) = found.iter().position(|m| m.id == id) {
-                out.push(NearMemory {
-                    memory: found.swap_remove(i),
-                    similarity,
-                });
-            }
+        let mut best = Nearest::new(query, keep);
+        let mut found = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let record = memory_row(row)?;
+            let bytes: &[u8] = col(row, 7)?;
+            best.offer(record.id, bytes);
+            found.insert(record.id, record);
         }
-        Ok(out)
+        Ok(best
+            .ranked()
+            .into_iter()
+            .filter_map(|(id, similarity)| {
+                found
+                    .remove(&id)
+                    .map(|memory| NearMemory { memory, similarity })
+            })
+            .collect())
+    }
+}
+
+/// Writes the compact copy of every embedding stored before migration 9,
+/// inside that migration's transaction, a batch at a time.
+pub(super) async fn backfill_compact_vectors(
+    tx: &deadpool_postgres::Transaction<'_>,
+) -> std::result::Result<(), tokio_postgres::Error> {
+    let stmt = tx
+        .prepare(
+            "SELECT id, user_key, thread_key, embedding_model, embedding FROM memories \
+             WHERE embedding IS NOT NULL AND embedding_model IS NOT NULL ORDER BY id",
+        )
+        .await?;
+    let portal = tx.bind(&stmt, &[]).await?;
+    loop {
+        let rows = tx.query_portal(&portal, SCAN_BATCH).await?;
+        let (mut ids, mut users, mut threads, mut models, mut compacts) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        for row in &rows {
+            ids.push(row.try_get::<_, i64>(0)?);
+            users.push(row.try_get::<_, String>(1)?);
+            threads.push(row.try_get::<_, Option<String>>(2)?);
+            models.push(row.try_get::<_, String>(3)?);
+            let bytes: &[u8] = row.try_get(4)?;
+            compacts.push(
+                vector_from_bytes(bytes)
+                    .map(|v| compact_vector(&v))
+                    .unwrap_or_default(),
+            );
+        }
+        tx.execute(
+            "INSERT INTO memory_vectors (user_key, memory_id, thread_key, model, compact) \
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bytea[])",
+            &[&users, &ids, &threads, &models, &compacts],
+        )
+        .await?;
+        if rows.len() < SCAN_BATCH as usize {
+            return Ok(());
+        }
     }
 }
 

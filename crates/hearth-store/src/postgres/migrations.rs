@@ -34,10 +34,18 @@ const MIGRATIONS: &[(u32, &str)] = &[
         8,
         include_str!("../../migrations/postgres/0008_scope_credentials.sql"),
     ),
+    (
+        9,
+        include_str!("../../migrations/postgres/0009_memory_vectors.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 8;
+pub(crate) const LATEST: u32 = 9;
+
+/// The migration after which hearth writes the compact copy of every
+/// embedding stored before, in the same transaction.
+const COMPACT_VECTORS: u32 = 9;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;
@@ -47,7 +55,7 @@ pub(crate) async fn migrate(client: &mut Object) -> Result<()> {
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await?;
-    let applied = apply_missing(client).await;
+    let applied = apply_missing(client, LATEST).await;
     // Released also when applying failed; a lost connection releases it too.
     let unlocked = client
         .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
@@ -57,7 +65,8 @@ pub(crate) async fn migrate(client: &mut Object) -> Result<()> {
     Ok(())
 }
 
-async fn apply_missing(client: &mut Object) -> Result<()> {
+/// Applies every migration up to `through` that the database lacks.
+async fn apply_missing(client: &mut Object, through: u32) -> Result<()> {
     client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS hearth_schema_migrations (
@@ -75,10 +84,18 @@ async fn apply_missing(client: &mut Object) -> Result<()> {
             supported: LATEST,
         });
     }
-    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| !applied.contains(v)) {
+    let missing = MIGRATIONS
+        .iter()
+        .filter(|(v, _)| !applied.contains(v) && *v <= through);
+    for &(version, sql) in missing {
         let failed = |source| StoreError::PostgresMigration { version, source };
         let tx = client.transaction().await?;
         tx.batch_execute(sql).await.map_err(failed)?;
+        if version == COMPACT_VECTORS {
+            super::memory::backfill_compact_vectors(&tx)
+                .await
+                .map_err(failed)?;
+        }
         tx.execute(
             "INSERT INTO hearth_schema_migrations (version, applied_at) VALUES ($1, $2)",
             &[
@@ -154,5 +171,56 @@ mod tests {
             assert!(pair[0].0 < pair[1].0, "{} then {}", pair[0].0, pair[1].0);
         }
         assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(LATEST));
+    }
+
+    #[tokio::test]
+    async fn embeddings_stored_before_get_their_compact_copy() {
+        let Some(url) = super::super::testing::fresh_database_url().await else {
+            return;
+        };
+        let store = super::super::PostgresStore::connect_unmigrated(&url, "TEST", 1)
+            .await
+            .unwrap();
+        let mut client = store.client().await.unwrap();
+        apply_missing(&mut client, COMPACT_VECTORS - 1)
+            .await
+            .unwrap();
+        let v = [0.5_f32, -1.0, 0.25];
+        for (user, thread, embedding) in [
+            ("u", None, Some(crate::memory::vector_to_bytes(&v))),
+            ("w", Some("t"), Some(crate::memory::vector_to_bytes(&v))),
+            ("x", None, None),
+        ] {
+            client
+                .execute(
+                    "INSERT INTO memories (user_key, thread_key, text, created_at, last_used_at, \
+                     embedding, embedding_model) VALUES ($1, $2, $1 || coalesce($2, ''), 0, 0, $3, 'm')",
+                    &[&user, &thread, &embedding],
+                )
+                .await
+                .unwrap();
+        }
+        migrate(&mut client).await.unwrap();
+        let rows = client
+            .query(
+                "SELECT user_key, memory_id, thread_key, model, compact FROM memory_vectors \
+                 ORDER BY memory_id",
+                &[],
+            )
+            .await
+            .unwrap();
+        type Row = (String, i64, Option<String>, String, Vec<u8>);
+        let got: Vec<Row> = rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+            .collect();
+        let compact = crate::nearest::compact_vector(&v);
+        assert_eq!(
+            got,
+            vec![
+                ("u".into(), 1, None, "m".into(), compact.clone()),
+                ("w".into(), 2, Some("t".into()), "m".into(), compact),
+            ]
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! `MemoryStore` and `RetentionStore` on SQLite: memories in a plain table,
 //! found through an FTS5 index that triggers keep in step with it.
 
+use std::collections::HashMap;
+
 use hearth_core::Timestamp;
 use rusqlite::{OptionalExtension, params};
 
@@ -11,9 +13,9 @@ use super::rows::col;
 use crate::error::Result;
 use crate::memory::{
     MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
-    SavedMemory, list_limit, query_words, search_limit, vector_to_bytes,
+    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
 };
-use crate::nearest::Nearest;
+use crate::nearest::{Nearest, compact_vector};
 use crate::records::AuditEvent;
 use crate::retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 
@@ -63,6 +65,52 @@ pub(super) const MIGRATION_V17: &str = "
 ALTER TABLE memories ADD COLUMN embedding BLOB;
 ALTER TABLE memories ADD COLUMN embedding_model TEXT;
 ";
+
+/// The compact copy of each embedding ([`compact_vector`]), apart from the
+/// memories so a search by meaning reads nothing else: clustered by user
+/// (`WITHOUT ROWID`), so one user's vectors lie together and the scan is a
+/// range of the primary key. The trigger drops a memory's copy with it;
+/// [`backfill_compact_vectors`] fills the table for memories embedded before.
+pub(super) const MIGRATION_V21: &str = "
+CREATE TABLE memory_vectors (
+    user_key TEXT NOT NULL,
+    memory_id INTEGER NOT NULL,
+    thread_key TEXT,
+    model TEXT NOT NULL,
+    compact BLOB NOT NULL,
+    PRIMARY KEY (user_key, memory_id)
+) WITHOUT ROWID;
+CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM memory_vectors WHERE user_key = old.user_key AND memory_id = old.id;
+END;
+";
+
+/// Writes the compact copy of every embedding stored before
+/// [`MIGRATION_V21`], inside that migration's transaction.
+pub(super) fn backfill_compact_vectors(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let mut read = tx.prepare(
+        "SELECT id, user_key, thread_key, embedding_model, embedding FROM memories \
+         WHERE embedding IS NOT NULL AND embedding_model IS NOT NULL",
+    )?;
+    let mut write = tx.prepare(UPSERT_COMPACT)?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        let user_key: String = row.get(1)?;
+        let thread_key: Option<String> = row.get(2)?;
+        let model: String = row.get(3)?;
+        let compact = vector_from_bytes(row.get_ref(4)?.as_blob()?)
+            .map(|v| compact_vector(&v))
+            .unwrap_or_default();
+        write.execute(params![user_key, id, thread_key, model, compact])?;
+    }
+    Ok(())
+}
+
+/// Writes a memory's compact vector, replacing the one of an earlier model.
+const UPSERT_COMPACT: &str = "INSERT INTO memory_vectors \
+    (user_key, memory_id, thread_key, model, compact) VALUES (?1, ?2, ?3, ?4, ?5) \
+    ON CONFLICT (user_key, memory_id) DO UPDATE SET model = excluded.model, compact = excluded.compact";
 
 /// The `memories` columns in the order [`memory_row`] reads them.
 macro_rules! memory_columns {
@@ -207,39 +255,47 @@ fn nearest(
     query: &[f32],
     keep: usize,
 ) -> Result<Vec<NearMemory>> {
-    let mut best = Nearest::new(query, keep);
+    let mut scan = Nearest::compact(query, keep);
     {
-        // Only the id and the vector: the blob is scored where SQLite holds
-        // it, and no fact's text is read unless it is kept.
+        // The compact copies only, a range of the primary key: no fact's
+        // text and no f32 vector is read unless it is a candidate.
         let stmt = db.stmt(
-            "SELECT id, embedding FROM memories WHERE user_key = ?1 \
-             AND (thread_key IS NULL OR thread_key = ?2) \
-             AND embedding IS NOT NULL AND embedding_model = ?3",
+            "SELECT memory_id, compact FROM memory_vectors WHERE user_key = ?1 \
+             AND (thread_key IS NULL OR thread_key = ?2) AND model = ?3",
         )?;
         let mut rows = stmt.query(params![scope.user_key, scope.thread_key, model])?;
         while let Some(row) = rows.next()? {
             let id: i64 = col(row, 0)?;
             if let Ok(bytes) = row.get_ref(1)?.as_blob() {
-                best.offer(id, bytes);
+                scan.offer(id, bytes);
             }
         }
     }
+    let mut best = Nearest::new(query, keep);
+    let mut records = HashMap::new();
     let stmt = db.stmt(concat!(
         "SELECT ",
         memory_columns!("m"),
-        " FROM memories m WHERE m.id = ?1"
+        ", m.embedding FROM memories m WHERE m.id = ?1 AND m.embedding_model = ?2"
     ))?;
-    let mut out = Vec::new();
-    for (id, similarity) in best.ranked() {
-        let mut rows = stmt.query(params![id])?;
+    for (id, _) in scan.ranked() {
+        let mut rows = stmt.query(params![id, model])?;
         if let Some(row) = rows.next()? {
-            out.push(NearMemory {
-                memory: memory_row(row)?,
-                similarity,
-            });
+            if let Ok(bytes) = row.get_ref(7)?.as_blob() {
+                best.offer(id, bytes);
+            }
+            records.insert(id, memory_row(row)?);
         }
     }
-    Ok(out)
+    Ok(best
+        .ranked()
+        .into_iter()
+        .filter_map(|(id, similarity)| {
+            records
+                .remove(&id)
+                .map(|memory| NearMemory { memory, similarity })
+        })
+        .collect())
 }
 
 fn touch(db: &mut Db<'_>, user_key: &str, ids: &[i64], at: Timestamp) -> Result<u64> {
@@ -384,11 +440,21 @@ impl MemoryStore for SqliteStore {
 
     async fn set_memory_embedding(&self, id: i64, model: &str, vector: &[f32]) -> Result<bool> {
         let (model, bytes) = (model.to_owned(), vector_to_bytes(vector));
+        let compact = compact_vector(vector);
         self.write(move |db| {
-            let n = db
-                .stmt("UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1")?
-                .execute(params![id, bytes, model])?;
-            Ok(n == 1)
+            let owner: Option<(String, Option<String>)> = db
+                .stmt(
+                    "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1 \
+                     RETURNING user_key, thread_key",
+                )?
+                .query_row(params![id, bytes, model], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((user_key, thread_key)) = owner else {
+                return Ok(false);
+            };
+            db.stmt(UPSERT_COMPACT)?
+                .execute(params![user_key, id, thread_key, model, compact])?;
+            Ok(true)
         })
         .await
     }

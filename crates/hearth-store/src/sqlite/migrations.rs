@@ -27,10 +27,17 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (18, super::secrets::MIGRATION_V18),
     (19, V19),
     (20, super::tokens::MIGRATION_V20),
+    (21, super::memory::MIGRATION_V21),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 20;
+pub(crate) const LATEST: u32 = 21;
+
+/// Work a migration's SQL cannot do, run after it in its transaction.
+type Backfill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
+
+/// The migrations followed by a [`Backfill`].
+const BACKFILLS: &[(u32, Backfill)] = &[(21, super::memory::backfill_compact_vectors)];
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a
@@ -269,7 +276,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
         if current >= version {
             continue;
         }
+        let backfill = BACKFILLS.iter().find(|(v, _)| *v == version);
         tx.execute_batch(sql)
+            .and_then(|()| backfill.map_or(Ok(()), |(_, fill)| fill(&tx)))
             .and_then(|()| tx.pragma_update(None, "user_version", version))
             .and_then(|()| tx.commit())
             .map_err(|source| StoreError::Migration { version, source })?;
@@ -347,6 +356,53 @@ mod tests {
                 ),
                 ("https://hooks.example#0123456789abcdef".to_owned(), None),
                 ("12345".to_owned(), Some("HTTP 502".to_owned())),
+            ]
+        );
+    }
+
+    #[test]
+    fn embeddings_stored_before_get_their_compact_copy() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for &(version, sql) in &MIGRATIONS[..20] {
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", version).unwrap();
+        }
+        tx.commit().unwrap();
+        let v = [0.5_f32, -1.0, 0.25];
+        for (user, thread, embedding) in [
+            ("u", None, Some(crate::memory::vector_to_bytes(&v))),
+            ("w", Some("t"), Some(crate::memory::vector_to_bytes(&v))),
+            ("x", None, None),
+        ] {
+            conn.execute(
+                "INSERT INTO memories (user_key, thread_key, text, created_at, last_used_at, \
+                 embedding, embedding_model) VALUES (?1, ?2, ?1 || ifnull(?2, ''), 0, 0, ?3, 'm')",
+                rusqlite::params![user, thread, embedding],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT user_key, memory_id, thread_key, model, compact FROM memory_vectors \
+                 ORDER BY memory_id",
+            )
+            .unwrap();
+        type Row = (String, i64, Option<String>, String, Vec<u8>);
+        let got: Vec<Row> = stmt
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let compact = crate::nearest::compact_vector(&v);
+        assert_eq!(
+            got,
+            vec![
+                ("u".into(), 1, None, "m".into(), compact.clone()),
+                ("w".into(), 2, Some("t".into()), "m".into(), compact),
             ]
         );
     }
