@@ -17,6 +17,9 @@
 //!
 //! Usage: hearth-memory-bench [--bin-dir target/release] [--facts 100000]
 //!        [--dim 384] [--queries 200] [--backend sqlite|postgres] [--url-env VAR]
+//!        [--store-only]
+//!
+//! `--store-only` times the store alone (no server is started).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -37,6 +40,8 @@ struct Args {
     queries: usize,
     /// `Some(variable)` for PostgreSQL.
     postgres: Option<String>,
+    /// Time the store alone, without starting a server.
+    store_only: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -46,6 +51,7 @@ fn parse_args() -> Result<Args> {
         dim: 384,
         queries: 200,
         postgres: None,
+        store_only: false,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -59,6 +65,7 @@ fn parse_args() -> Result<Args> {
             "--queries" => a.queries = val()?.parse()?,
             "--backend" => backend = val()?,
             "--url-env" => url_env = val()?,
+            "--store-only" => a.store_only = true,
             other => {
                 bail!("unknown argument {other}; see the doc at the top of hearth-memory-bench")
             }
@@ -292,17 +299,6 @@ async fn main() -> Result<()> {
     let (store, _) = reopen(&args, &home, database_url.as_deref()).await?;
     let scan = in_process(&store, args.dim, args.queries).await?;
     drop(store);
-
-    let (_server, url) = start_hearth(
-        &args.bin_dir,
-        &home,
-        &fake.base_url(),
-        database_url.as_deref(),
-    )
-    .await?;
-    // One search first: the server's first touch of the data is not a
-    // steady-state search.
-    searches(&url, "vector", 1).await?;
     let backend = if database_url.is_some() {
         "postgres"
     } else {
@@ -319,6 +315,21 @@ async fn main() -> Result<()> {
         pct(&scan, 0.95) as f64 / 1000.0,
         pct(&scan, 0.99) as f64 / 1000.0,
     );
+    if args.store_only {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Ok(());
+    }
+
+    let (_server, url) = start_hearth(
+        &args.bin_dir,
+        &home,
+        &fake.base_url(),
+        database_url.as_deref(),
+    )
+    .await?;
+    // One search first: the server's first touch of the data is not a
+    // steady-state search.
+    searches(&url, "vector", 1).await?;
     for mode in ["vector", "hybrid"] {
         let lat = searches(&url, mode, args.queries).await?;
         println!(

@@ -103,6 +103,8 @@ enum Scoring {
 pub(crate) struct Nearest {
     query: Vec<f32>,
     query_norm: f32,
+    /// The query's own compact copy, for [`Scoring::Compact`].
+    compact_query: Vec<u8>,
     keep: usize,
     scoring: Scoring,
     /// The best so far, worst on top.
@@ -116,6 +118,7 @@ impl Nearest {
         Self {
             query: query.to_vec(),
             query_norm,
+            compact_query: Vec::new(),
             keep,
             scoring: Scoring::Exact,
             best: BinaryHeap::with_capacity(keep + 1),
@@ -127,6 +130,7 @@ impl Nearest {
     pub(crate) fn compact(query: &[f32], keep: usize) -> Self {
         let mut scan = Self::new(query, candidates(keep));
         scan.scoring = Scoring::Compact;
+        scan.compact_query = compact_vector(query);
         scan
     }
 
@@ -139,7 +143,7 @@ impl Nearest {
         }
         let similarity = match self.scoring {
             Scoring::Exact => cosine_bytes(&self.query, self.query_norm, bytes),
-            Scoring::Compact => cosine_compact(&self.query, self.query_norm, bytes),
+            Scoring::Compact => cosine_compact(&self.compact_query, bytes),
         };
         if self.scoring == Scoring::Exact && similarity <= 0.0 {
             return;
@@ -196,33 +200,124 @@ pub(crate) fn cosine_bytes(query: &[f32], query_norm: f32, bytes: &[u8]) -> f64 
     f64::from(dot) / (f64::from(query_norm) * f64::from(norm).sqrt())
 }
 
-/// The approximate cosine similarity of `query` and the compact vector
-/// `bytes` ([`compact_vector`]); 0 for one of another length or a zero one.
-fn cosine_compact(query: &[f32], query_norm: f32, bytes: &[u8]) -> f64 {
-    let Some((header, components)) = bytes.split_at_checked(COMPACT_HEADER) else {
+/// The approximate cosine similarity of two compact vectors
+/// ([`compact_vector`]); 0 when their lengths differ or one is zero.
+fn cosine_compact(query: &[u8], bytes: &[u8]) -> f64 {
+    let (Some((qh, qc)), Some((vh, vc))) = (
+        query.split_at_checked(COMPACT_HEADER),
+        bytes.split_at_checked(COMPACT_HEADER),
+    ) else {
         return 0.0;
     };
-    if components.len() != query.len() || query.is_empty() || query_norm == 0.0 {
+    if qc.len() != vc.len() || qc.is_empty() {
         return 0.0;
     }
-    let scale = f32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-    let norm = f32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-    if !(scale > 0.0 && norm > 0.0) {
+    let scale = |h: &[u8]| f64::from(f32::from_le_bytes([h[0], h[1], h[2], h[3]]));
+    let norm = |h: &[u8]| f64::from(f32::from_le_bytes([h[4], h[5], h[6], h[7]]));
+    let (sq, sv, nq, nv) = (scale(qh), scale(vh), norm(qh), norm(vh));
+    if !(sq > 0.0 && sv > 0.0 && nq > 0.0 && nv > 0.0) {
         return 0.0;
     }
-    let mut dot = [0.0_f32; LANES];
-    let mut q = query.chunks_exact(LANES);
-    let mut v = components.chunks_exact(LANES);
-    for (qs, vs) in q.by_ref().zip(v.by_ref()) {
-        for i in 0..LANES {
-            dot[i] += qs[i] * f32::from(i8::from_le_bytes([vs[i]]));
+    let dot = dot_i8(qc, vc);
+    dot as f64 * sq * sv / (nq * nv)
+}
+
+/// The sum of products of two equal-length runs of signed bytes.
+fn dot_i8(a: &[u8], b: &[u8]) -> i64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[expect(
+            unsafe_code,
+            reason = "calling a #[target_feature] function; release builds optimise for size, \
+                      which turns the compiler's own vectorising off"
+        )]
+        // SAFETY: `sse2::dot` needs only SSE2, which every x86_64 CPU has
+        // (it is part of the target's baseline).
+        unsafe {
+            sse2::dot(a, b)
         }
     }
-    let mut dot = dot.iter().sum::<f32>();
-    for (qx, c) in q.remainder().iter().zip(v.remainder()) {
-        dot += qx * f32::from(i8::from_le_bytes([*c]));
+    #[cfg(not(target_arch = "x86_64"))]
+    dot_i8_scalar(a, b)
+}
+
+/// [`dot_i8`] one byte at a time: the reference, and the code where there
+/// is no SSE2.
+#[cfg_attr(target_arch = "x86_64", cfg(test))]
+fn dot_i8_scalar(a: &[u8], b: &[u8]) -> i64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| i64::from(i8::from_le_bytes([*x])) * i64::from(i8::from_le_bytes([*y])))
+        .sum()
+}
+
+/// [`dot_i8`] sixteen bytes at a time with SSE2's packed multiply-add, which
+/// scores a 384-byte vector in a few dozen instructions: the scan of 10^5
+/// compact vectors is then bound by reading them, not by arithmetic.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::{
+        __m128i, _mm_add_epi32, _mm_cvtsi128_si32, _mm_madd_epi16, _mm_set_epi64x,
+        _mm_setzero_si128, _mm_shuffle_epi32, _mm_srai_epi16, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+    };
+
+    /// Blocks summed in 32-bit lanes before they are added up in 64 bits:
+    /// each block adds at most 4 * 128^2 = 2^16 to a lane, so 2^14 blocks
+    /// stay at 2^30, below `i32::MAX`.
+    const BLOCKS_PER_FLUSH: usize = 1 << 14;
+
+    /// Sixteen bytes as a vector, read without a raw pointer.
+    #[target_feature(enable = "sse2")]
+    fn load(bytes: &[u8]) -> __m128i {
+        let half = |i: usize| {
+            let mut b = [0_u8; 8];
+            b.copy_from_slice(&bytes[i..i + 8]);
+            i64::from_le_bytes(b)
+        };
+        _mm_set_epi64x(half(8), half(0))
     }
-    f64::from(dot) * f64::from(scale) / (f64::from(query_norm) * f64::from(norm))
+
+    /// The four 32-bit lanes of `v` added up (in 64 bits: together they may
+    /// pass `i32::MAX`).
+    #[target_feature(enable = "sse2")]
+    fn lanes(v: __m128i) -> i64 {
+        i64::from(_mm_cvtsi128_si32(v))
+            + i64::from(_mm_cvtsi128_si32(_mm_shuffle_epi32::<1>(v)))
+            + i64::from(_mm_cvtsi128_si32(_mm_shuffle_epi32::<2>(v)))
+            + i64::from(_mm_cvtsi128_si32(_mm_shuffle_epi32::<3>(v)))
+    }
+
+    /// See [`super::dot_i8`].
+    #[target_feature(enable = "sse2")]
+    pub(super) fn dot(a: &[u8], b: &[u8]) -> i64 {
+        let (mut ca, mut cb) = (a.chunks_exact(16), b.chunks_exact(16));
+        let (mut total, mut acc, mut blocks) = (0_i64, _mm_setzero_si128(), 0);
+        for (x, y) in ca.by_ref().zip(cb.by_ref()) {
+            let (x, y) = (load(x), load(y));
+            // Each byte next to itself, shifted right arithmetically: the
+            // bytes widened to 16 bits with their sign.
+            let (xl, yl) = (
+                _mm_srai_epi16::<8>(_mm_unpacklo_epi8(x, x)),
+                _mm_srai_epi16::<8>(_mm_unpacklo_epi8(y, y)),
+            );
+            let (xh, yh) = (
+                _mm_srai_epi16::<8>(_mm_unpackhi_epi8(x, x)),
+                _mm_srai_epi16::<8>(_mm_unpackhi_epi8(y, y)),
+            );
+            acc = _mm_add_epi32(acc, _mm_madd_epi16(xl, yl));
+            acc = _mm_add_epi32(acc, _mm_madd_epi16(xh, yh));
+            blocks += 1;
+            if blocks == BLOCKS_PER_FLUSH {
+                total += lanes(acc);
+                (acc, blocks) = (_mm_setzero_si128(), 0);
+            }
+        }
+        total += lanes(acc);
+        for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+            total += i64::from(i8::from_le_bytes([*x])) * i64::from(i8::from_le_bytes([*y]));
+        }
+        total
+    }
 }
 
 #[cfg(test)]
@@ -309,22 +404,18 @@ mod tests {
         let all = vectors(200, 37, 7);
         let query = &all[0];
         let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let cq = compact_vector(query);
         for v in &all[1..] {
             let exact = cosine_bytes(query, norm, &vector_to_bytes(v));
-            let approx = cosine_compact(query, norm, &compact_vector(v));
+            let approx = cosine_compact(&cq, &compact_vector(v));
             assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
         }
-        assert_eq!(
-            cosine_compact(query, norm, &compact_vector(&[0.0; 37])),
-            0.0
-        );
-        assert_eq!(
-            cosine_compact(query, norm, &compact_vector(&[1.0; 36])),
-            0.0
-        );
-        assert_eq!(cosine_compact(query, norm, &[1, 2, 3]), 0.0);
+        assert_eq!(cosine_compact(&cq, &compact_vector(&[0.0; 37])), 0.0);
+        assert_eq!(cosine_compact(&cq, &compact_vector(&[1.0; 36])), 0.0);
+        assert_eq!(cosine_compact(&cq, &[1, 2, 3]), 0.0);
         let nan = compact_vector(&[f32::NAN; 37]);
-        assert_eq!(cosine_compact(query, norm, &nan), 0.0);
+        assert_eq!(cosine_compact(&cq, &nan), 0.0);
+        assert_eq!(cosine_compact(&nan, &cq), 0.0);
     }
 
     #[test]
@@ -353,5 +444,24 @@ mod tests {
         assert_eq!(scan.ranked().len(), 2);
         assert_eq!(candidates(0), 0);
         assert_eq!(candidates(100), 400);
+    }
+
+    #[test]
+    fn the_packed_dot_product_equals_the_plain_one() {
+        let mut x: u32 = 12345;
+        let mut byte = move || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (x >> 16) as u8
+        };
+        for len in [0, 1, 15, 16, 17, 384, 1000] {
+            let a: Vec<u8> = (0..len).map(|_| byte()).collect();
+            let b: Vec<u8> = (0..len).map(|_| byte()).collect();
+            assert_eq!(dot_i8(&a, &b), dot_i8_scalar(&a, &b), "length {len}");
+        }
+        // The extremes, long enough to need more than one flush.
+        let min = vec![0x80_u8; 16 * (1 << 15) + 40];
+        assert_eq!(dot_i8(&min, &min), dot_i8_scalar(&min, &min));
+        let max = vec![0x7f_u8; 16 * (1 << 15) + 40];
+        assert_eq!(dot_i8(&min, &max), dot_i8_scalar(&min, &max));
     }
 }

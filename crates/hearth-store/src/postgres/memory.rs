@@ -8,6 +8,9 @@ use std::collections::HashMap;
 use hearth_core::Timestamp;
 use tokio_postgres::Row;
 
+use futures_util::StreamExt;
+
+use super::copy_pairs::Pairs;
 use super::rows::col;
 use super::shared::append_audit;
 use super::{PostgresStore, narrow, wide};
@@ -286,30 +289,33 @@ impl MemoryStore for PostgresStore {
         keep: usize,
     ) -> Result<Vec<NearMemory>> {
         let mut client = self.client().await?;
-        // A portal inside a read-only transaction hands the rows over in
-        // batches: 10^5 vectors are scored without being held at once.
         let tx = client.build_transaction().read_only(true).start().await?;
-        let stmt = tx
-            .prepare_cached(
-                "SELECT memory_id, compact FROM memory_vectors WHERE user_key = $1 \
-                 AND (thread_key IS NULL OR thread_key = $2) AND model = $3",
-            )
-            .await?;
-        let portal = tx
-            .bind(&stmt, &[&scope.user_key, &scope.thread_key, &model])
-            .await?;
+        // COPY takes no parameters: the search's terms go in as settings
+        // local to this transaction, never into the SQL text.
+        tx.execute(
+            "SELECT set_config('hearth.near_user', $1, true), \
+             set_config('hearth.near_model', $2, true), \
+             set_config('hearth.near_thread', $3, true)",
+            &[
+                &scope.user_key,
+                &model,
+                &scope.thread_key.as_deref().unwrap_or_default(),
+            ],
+        )
+        .await?;
+        let copy = if scope.thread_key.is_some() {
+            NEAREST_COPY_IN_THREAD
+        } else {
+            NEAREST_COPY
+        };
+        let stream = tx.copy_out(copy).await?;
+        let mut stream = std::pin::pin!(stream);
         let mut scan = Nearest::compact(query, keep);
-        loop {
-            let rows = tx.query_portal(&portal, SCAN_BATCH).await?;
-            for row in &rows {
-                let id: i64 = col(row, 0)?;
-                let bytes: &[u8] = col(row, 1)?;
-                scan.offer(id, bytes);
-            }
-            if rows.len() < SCAN_BATCH as usize {
-                break;
-            }
+        let mut pairs = Pairs::new();
+        while let Some(chunk) = stream.next().await {
+            pairs.feed(&chunk?, |id, bytes| scan.offer(id, bytes))?;
         }
+        pairs.finish()?;
         let ids: Vec<i64> = scan.ranked().iter().map(|(id, _)| *id).collect();
         // The candidates' f32 vectors, scored exactly, with their facts.
         let stmt = tx
@@ -380,6 +386,20 @@ pub(super) async fn backfill_compact_vectors(
         }
     }
 }
+
+/// A user's user-wide compact vectors of one model, as a binary `COPY`
+/// ([`Pairs`]); the terms are the transaction's `hearth.near_*` settings.
+const NEAREST_COPY: &str = "COPY (SELECT memory_id, compact FROM memory_vectors \
+    WHERE user_key = current_setting('hearth.near_user') \
+    AND model = current_setting('hearth.near_model') AND thread_key IS NULL) \
+    TO STDOUT (FORMAT binary)";
+
+/// [`NEAREST_COPY`] with the memories of one thread too.
+const NEAREST_COPY_IN_THREAD: &str = "COPY (SELECT memory_id, compact FROM memory_vectors \
+    WHERE user_key = current_setting('hearth.near_user') \
+    AND model = current_setting('hearth.near_model') \
+    AND (thread_key IS NULL OR thread_key = current_setting('hearth.near_thread'))) \
+    TO STDOUT (FORMAT binary)";
 
 /// Rows of a search by meaning fetched at a time.
 const SCAN_BATCH: i32 = 2048;

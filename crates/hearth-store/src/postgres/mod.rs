@@ -18,6 +18,7 @@ mod claims;
 mod cluster;
 mod confirmations;
 pub mod copy;
+mod copy_pairs;
 mod grants;
 mod history;
 mod jobs;
