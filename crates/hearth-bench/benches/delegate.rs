@@ -21,7 +21,6 @@
 
 #![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "a benchmark unwraps what it set up; a failure there is a broken benchmark"
 )]
 

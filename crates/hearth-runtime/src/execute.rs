@@ -339,11 +339,7 @@ impl Runtime {
             tools,
             max_steps,
             asker: crate::subagents::asker(run, &requested),
-            family: Some(
-                inner
-                    .families
-                    .join(run, live.engine.limits().max_wall),
-            ),
+            family: Some(inner.families.join(run, live.engine.limits().max_wall)),
         };
         let result = live
             .engine

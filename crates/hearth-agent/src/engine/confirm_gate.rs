@@ -95,7 +95,10 @@ impl Engine {
             // A sub-agent asks in the conversation that started it: its own
             // thread is no chat, and the prompt says which sub-agent asks.
             let summary = match &input.asker {
-                Some(who) => format!("{who} asks to run {name}: {}", self.summary(name, arguments)),
+                Some(who) => format!(
+                    "{who} asks to run {name}: {}",
+                    self.summary(name, arguments)
+                ),
                 None => self.summary(name, arguments),
             };
             let rec = ConfirmationRecord {
@@ -137,7 +140,8 @@ impl Engine {
         let outbox = input
             .incognito
             .then(|| self.store.as_ref() as &dyn ChannelStore);
-        let answered = await_answer(store, outbox, &self.hub, input, call_id, question, asked).await;
+        let answered =
+            await_answer(store, outbox, &self.hub, input, call_id, question, asked).await;
         if paused.load(std::sync::atomic::Ordering::Relaxed) {
             clock.resume();
         }

@@ -416,9 +416,17 @@ impl Engine {
         };
         let l = &self.limits;
         let (spent, cap, what) = if tool {
-            (own.tool_calls + others.tool_calls, l.max_tool_calls, "max_tool_calls")
+            (
+                own.tool_calls + others.tool_calls,
+                l.max_tool_calls,
+                "max_tool_calls",
+            )
         } else {
-            (own.llm_calls + others.llm_calls, l.max_llm_calls, "max_llm_calls")
+            (
+                own.llm_calls + others.llm_calls,
+                l.max_llm_calls,
+                "max_llm_calls",
+            )
         };
         if spent >= cap {
             return Err(limit(format!(

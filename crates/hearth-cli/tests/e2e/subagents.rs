@@ -113,7 +113,10 @@ fn last_user_text(body: &Value) -> String {
 /// The tool results since the last user message (this run's).
 fn this_turns_results(body: &Value) -> Vec<String> {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let from = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+    let from = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .unwrap_or(0);
     messages[from..]
         .iter()
         .filter(|m| m["role"] == "tool")
@@ -168,22 +171,18 @@ async fn a_childs_write_asks_the_parents_user_and_stays_answerable_across_a_rest
         .await;
     assert_eq!(s, 202, "{parent}");
     let parent_id = parent["run_id"].as_str().unwrap().to_owned();
-    let child = poll(
-        "the child's question",
-        Duration::from_secs(30),
-        || async {
-            let (_, env) = h.get(&format!("/v1/runs/{parent_id}")).await;
-            let Some(id) = env["children"][0]["run_id"].as_str() else {
-                return Err(env);
-            };
-            let (_, child) = h.get(&format!("/v1/runs/{id}")).await;
-            if child["status"] == "awaiting_confirmation" {
-                Ok(child)
-            } else {
-                Err(child)
-            }
-        },
-    )
+    let child = poll("the child's question", Duration::from_secs(30), || async {
+        let (_, env) = h.get(&format!("/v1/runs/{parent_id}")).await;
+        let Some(id) = env["children"][0]["run_id"].as_str() else {
+            return Err(env);
+        };
+        let (_, child) = h.get(&format!("/v1/runs/{id}")).await;
+        if child["status"] == "awaiting_confirmation" {
+            Ok(child)
+        } else {
+            Err(child)
+        }
+    })
     .await;
     let child_id = child["run_id"].as_str().unwrap().to_owned();
     assert_eq!(child["parent_run_id"], parent_id.as_str(), "{child}");
@@ -199,7 +198,9 @@ async fn a_childs_write_asks_the_parents_user_and_stays_answerable_across_a_rest
     let token = c["token"].as_str().unwrap().to_owned();
     // Listed with the questions waiting for the parent's user.
     let (_, waiting) = h
-        .get(&format!("/v1/runs?status=awaiting_confirmation&user_key={ALICE}"))
+        .get(&format!(
+            "/v1/runs?status=awaiting_confirmation&user_key={ALICE}"
+        ))
         .await;
     assert!(
         waiting["runs"]
@@ -240,5 +241,9 @@ async fn a_childs_write_asks_the_parents_user_and_stays_answerable_across_a_rest
         .await
         .unwrap();
     let memories: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(memories["memories"], json!([]), "the child's write ran once approved");
+    assert_eq!(
+        memories["memories"],
+        json!([]),
+        "the child's write ran once approved"
+    );
 }

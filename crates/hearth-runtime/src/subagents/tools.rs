@@ -437,7 +437,9 @@ impl Runtime {
         let live = self.inner.live();
         let limits = live.engine.limits();
         let spent = family.total();
-        let left = limits.max_steps.saturating_sub(spent.steps.saturating_add(1));
+        let left = limits
+            .max_steps
+            .saturating_sub(spent.steps.saturating_add(1));
         let calls_left = limits.max_llm_calls.saturating_sub(spent.llm_calls);
         if left == 0 || calls_left == 0 || family.wall_left().is_zero() {
             return Err(ToolError(format!(

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::common;
 use crate::subagents::{
-    Calls, USER, delegate, finished, new_run, runtime, script, tool_results, toml,
+    Calls, USER, delegate, finished, new_run, runtime, script, toml, tool_results,
 };
 
 /// Another user of the same place, who holds no `confirmations.resolve_any`.
@@ -72,11 +72,21 @@ async fn child_awaiting(rt: &Runtime, parent_id: &str) -> RunEnvelope {
 async fn parent_with_a_writing_child(
     thread: &str,
     mode: Option<&str>,
-) -> (tempfile::TempDir, FakeOpenAi, Calls, Runtime, RunEnvelope, Arc<dyn Store>) {
+) -> (
+    tempfile::TempDir,
+    FakeOpenAi,
+    Calls,
+    Runtime,
+    RunEnvelope,
+    Arc<dyn Store>,
+) {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     if let Some(mode) = mode {
-        store.set_thread_mode(thread, Some(mode), None).await.unwrap();
+        store
+            .set_thread_mode(thread, Some(mode), None)
+            .await
+            .unwrap();
     }
     let fake = FakeOpenAi::start().await;
     let calls = vec![delegate(
@@ -92,8 +102,7 @@ async fn parent_with_a_writing_child(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_write_asks_the_parents_user_in_the_parents_conversation() {
-    let (_dir, _fake, counts, rt, parent, store) =
-        parent_with_a_writing_child("t:ask", None).await;
+    let (_dir, _fake, counts, rt, parent, store) = parent_with_a_writing_child("t:ask", None).await;
     let child = child_awaiting(&rt, &parent.run_id).await;
     let c = child.confirmation.clone().unwrap();
     assert_eq!(c.tool, "delete_file");
@@ -164,7 +173,11 @@ async fn a_child_of_a_plan_parent_gets_no_write_and_of_an_auto_parent_writes() {
         parent_with_a_writing_child("t:auto", Some("auto")).await;
     let parent = finished(&rt, &parent.run_id).await;
     assert_eq!(parent.status, RunStatus::Succeeded, "{parent:?}");
-    assert_eq!(counts.delete.load(Ordering::SeqCst), 1, "auto runs it unasked");
+    assert_eq!(
+        counts.delete.load(Ordering::SeqCst),
+        1,
+        "auto runs it unasked"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,7 +229,10 @@ async fn a_parent_with_nothing_left_may_not_delegate() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
-    let calls = vec![delegate("c1", json!({"task": "anything", "model": "fake/small"}))];
+    let calls = vec![delegate(
+        "c1",
+        json!({"task": "anything", "model": "fake/small"}),
+    )];
     script(&fake, calls, crate::subagents::answers_its_task);
     let counts = Calls::default();
     let config = toml(&fake, "[agent]\nmax_steps = 2\n");
@@ -233,7 +249,13 @@ async fn a_parent_with_nothing_left_may_not_delegate() {
         output.contains("delegate refused: this run and its sub-agents have taken"),
         "{output}"
     );
-    assert!(rt.get_run(&parent.run_id).await.unwrap().children.is_empty());
+    assert!(
+        rt.get_run(&parent.run_id)
+            .await
+            .unwrap()
+            .children
+            .is_empty()
+    );
     assert!(
         !fake.requests().iter().any(|r| r["model"] == "small"),
         "no child ran"

@@ -464,7 +464,13 @@ async fn env_seq(store: &Arc<dyn Store>, run_id: &str) -> i64 {
     store.get_run(run_id).await.unwrap().unwrap().seq
 }
 
-pub(crate) fn new_run(id: &str, thread: &str, source: &str, input: &str, key: Option<String>) -> NewRun {
+pub(crate) fn new_run(
+    id: &str,
+    thread: &str,
+    source: &str,
+    input: &str,
+    key: Option<String>,
+) -> NewRun {
     NewRun {
         run_id: id.into(),
         thread_key: thread.into(),

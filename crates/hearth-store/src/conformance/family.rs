@@ -21,7 +21,12 @@ fn child(id: &str, thread: &str, parent: &str, key: Option<&str>) -> NewRun {
 pub async fn children_are_listed_by_their_parent_run_id<S: RunStore>(store: S) {
     super::fixtures::created(&store, "run_p", "t:1").await;
     super::fixtures::created(&store, "run_q", "t:2").await;
-    let first = child("run_c1", "t:1/sub/1.1", "run_p", Some("delegate:run_p:call_1"));
+    let first = child(
+        "run_c1",
+        "t:1/sub/1.1",
+        "run_p",
+        Some("delegate:run_p:call_1"),
+    );
     assert!(matches!(
         store.create_run(first).await.unwrap(),
         CreateRunOutcome::Created(r) if r.parent_run_id.as_deref() == Some("run_p")

@@ -372,7 +372,12 @@ mod tests {
         tx.commit().unwrap();
         let runs = [
             ("run_p", "t:1", "api", None),
-            ("run_c", "t:1/sub/1.1", "delegate", Some("delegate:run_p:call_7")),
+            (
+                "run_c",
+                "t:1/sub/1.1",
+                "delegate",
+                Some("delegate:run_p:call_7"),
+            ),
             // Not a sub-agent: a key of the same shape from another source.
             ("run_x", "t:2", "api", Some("delegate:run_p:call_8")),
             ("run_y", "t:3/sub/1.1", "delegate", Some("delegate:")),

@@ -83,7 +83,10 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
     // A sub-agent keeps its parent.
     let children = pg.child_runs("r1").await.unwrap();
     assert_eq!(
-        children.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(),
+        children
+            .iter()
+            .map(|r| r.run_id.as_str())
+            .collect::<Vec<_>>(),
         ["r2"]
     );
     // The deleted memory's id is not handed out again.

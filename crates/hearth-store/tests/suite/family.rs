@@ -7,11 +7,20 @@ use hearth_store::prelude::*;
 /// The migrations before the column, as a database made then has them.
 const BEFORE: &[(i32, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_schema.sql")),
-    (2, include_str!("../../migrations/postgres/0002_wakeups.sql")),
+    (
+        2,
+        include_str!("../../migrations/postgres/0002_wakeups.sql"),
+    ),
     (3, include_str!("../../migrations/postgres/0003_budget.sql")),
-    (4, include_str!("../../migrations/postgres/0004_channels.sql")),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_channels.sql"),
+    ),
     (5, include_str!("../../migrations/postgres/0005_jobs.sql")),
-    (6, include_str!("../../migrations/postgres/0006_ui_sessions.sql")),
+    (
+        6,
+        include_str!("../../migrations/postgres/0006_ui_sessions.sql"),
+    ),
     (7, include_str!("../../migrations/postgres/0007_modes.sql")),
     (
         8,
@@ -61,7 +70,10 @@ async fn children_stored_before_the_column_are_listed_after_migrating() {
         .unwrap();
     let children = store.child_runs("run_p").await.unwrap();
     assert_eq!(
-        children.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(),
+        children
+            .iter()
+            .map(|r| r.run_id.as_str())
+            .collect::<Vec<_>>(),
         ["run_c"]
     );
     let other = store.get_run("run_x").await.unwrap().unwrap();
