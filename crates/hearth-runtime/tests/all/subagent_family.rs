@@ -315,3 +315,108 @@ async fn children_and_the_parent_come_from_the_recorded_parent_run_id() {
     let child = rt.get_run(&child_id).await.unwrap();
     assert_eq!(child.parent_run_id.as_deref(), Some(parent_id.as_str()));
 }
+
+/// A chat channel's reply router that records what it is asked to send.
+#[derive(Default)]
+struct ChatLike {
+    prompts: std::sync::Mutex<Vec<(String, String)>>,
+    ends: std::sync::Mutex<Vec<String>>,
+}
+
+impl hearth_store::ReplyRouter for ChatLike {
+    fn on_finish(&self, end: hearth_store::RunEnd<'_>) -> Vec<hearth_store::NewOutboxItem> {
+        self.ends.lock().unwrap().push(end.run.thread_key.clone());
+        Vec::new()
+    }
+
+    fn on_confirmation(
+        &self,
+        rec: &hearth_store::ConfirmationRecord,
+        _token: &str,
+    ) -> Vec<hearth_store::NewOutboxItem> {
+        self.prompts
+            .lock()
+            .unwrap()
+            .push((rec.thread_key.clone(), rec.summary.clone()));
+        Vec::new()
+    }
+
+    fn committed(&self, _channel: &str) {}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_question_is_prompted_in_the_parents_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    let calls = vec![delegate(
+        "c1",
+        json!({"task": "clean up", "model": "fake/small"}),
+    )];
+    script(&fake, calls, deletes);
+    let router = Arc::new(ChatLike::default());
+    let surface = testing::reply_router_surface_on(router.clone(), &["telegram"]);
+    let rt = common::build(
+        common::builder(dir.path(), &toml(&fake, ""), &store)
+            .tools(crate::subagents::tools(&Calls::default()))
+            .subagent_tools()
+            .surface(surface),
+    )
+    .await;
+    rt.start().await.unwrap();
+    let parent = send(&rt, "telegram:chat:7", USER, "clean up for me").await;
+    let child = child_awaiting(&rt, &parent.run_id).await;
+    let prompts = router.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(
+        prompts[0].0, "telegram:chat:7",
+        "asked in the parent's chat"
+    );
+    assert!(
+        prompts[0].1.starts_with("sub-agent 1 of run "),
+        "{prompts:?}"
+    );
+    let token = child.confirmation.unwrap().token.unwrap();
+    rt.resolve_confirmation(&token, USER, true).await.unwrap();
+    let parent = finished(&rt, &parent.run_id).await;
+    assert_eq!(parent.status, RunStatus::Succeeded, "{parent:?}");
+    // Only the parent answers in the chat.
+    let ends = router.ends.lock().unwrap().clone();
+    assert_eq!(ends, ["telegram:chat:7"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_spends_the_wall_time_its_parent_has_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    // The parent's first call takes 1.5 s of its 2; the child's takes 1 s,
+    // which a run of its own could spend, but the family has 0.5 s left.
+    fake.respond_with(|body| {
+        let results = tool_results(body);
+        Some(match body["model"].as_str() {
+            Some("m") if results.is_empty() => Reply::tool_calls(vec![delegate(
+                "c1",
+                json!({"task": "slow", "model": "fake/small"}),
+            )])
+            .with_delay(Duration::from_millis(1500)),
+            Some("m") => Reply::text(format!("all done: {}", results.join(" | "))),
+            _ => Reply::text("slow answer").with_delay(Duration::from_millis(1000)),
+        })
+    });
+    let config = toml(&fake, "[agent]\nmax_wall_secs = 2\n");
+    let rt = runtime(dir.path(), &store, &config, &Calls::default()).await;
+    let parent = send(&rt, "t:wall", USER, "go").await;
+    let parent = finished(&rt, &parent.run_id).await;
+    assert_eq!(parent.status, RunStatus::Failed, "{parent:?}");
+    let child_id = parent.children[0].run_id.clone();
+    let child = finished(&rt, &child_id).await;
+    assert_eq!(child.status, RunStatus::Failed, "{child:?}");
+    let err = child.error.unwrap();
+    assert!(
+        err.message
+            .contains("the run and the agent that started it took longer than max_wall_secs = 2 s"),
+        "{}",
+        err.message
+    );
+}
