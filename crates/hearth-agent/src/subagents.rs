@@ -84,7 +84,13 @@ impl Family {
     /// Records what `run_id` has spent so far (its own totals, so a run
     /// resumed from its journal reports what it had).
     pub fn report(&self, run_id: &str, spent: Spent) {
-        self.spent().insert(run_id.to_owned(), spent);
+        let mut map = self.spent();
+        match map.get_mut(run_id) {
+            Some(s) => *s = spent,
+            None => {
+                map.insert(run_id.to_owned(), spent);
+            }
+        }
     }
 
     /// What the others of the family have spent.
