@@ -59,6 +59,7 @@ async fn fill(store: &Arc<dyn Store>, thread: &str, runs: usize) -> Result<()> {
                         created_at: 1_700_000_000_000,
                         scope: None,
                         roles: Vec::new(),
+                        parent_run_id: None,
                     })
                     .await?;
                 let messages = (0..PER_RUN)

@@ -66,6 +66,7 @@ async fn seed_one(
             created_at: at,
             scope: None,
             roles: Vec::new(),
+            parent_run_id: None,
         })
         .await?;
     let failed = i.is_multiple_of(50);

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `[agent]`: limits of one run.
+/// `[agent]`: limits of one run. A run and the sub-agents it starts (and
+/// theirs) share them: their steps, tool calls, model calls and wall time
+/// count together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {

@@ -153,6 +153,8 @@ impl Runtime {
             mode: hearth_core::PermissionMode::Ask,
             tools: None,
             max_steps: None,
+            asker: None,
+            family: None,
         };
         let result = inner
             .live()

@@ -33,12 +33,7 @@ pub fn envelope(r: &RunRecord) -> RunEnvelope {
         scheduled_at: fired.map(|(_, at)| at.to_owned()),
         created_at: rfc3339(r.created_at),
         updated_at: rfc3339(r.updated_at),
-        parent_run_id: match (r.source.as_str(), &r.idempotency_key) {
-            (hearth_core::DELEGATE_SOURCE, Some(key)) => {
-                hearth_core::parent_of_delegate_key(key).map(str::to_owned)
-            }
-            _ => None,
-        },
+        parent_run_id: r.parent_run_id.clone(),
         children: Vec::new(),
     }
 }

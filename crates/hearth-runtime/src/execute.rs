@@ -323,11 +323,10 @@ impl Runtime {
             steer: Some(steer),
             incognito: journal.is_some(),
             journal,
-            // A sub-agent's thread is no chat: its answer goes to its parent.
-            replies: inner
-                .replies
-                .clone()
-                .filter(|_| !hearth_agent::subagents::is_subagent(&run.thread_key)),
+            // The engine asks its questions through it; a sub-agent's are
+            // asked in its first ancestor's conversation (its answer goes to
+            // its parent, never to a chat: see `finish`).
+            replies: inner.replies.clone(),
             pinned,
             first_step: u32::from(route.is_some()),
             // The mode its first claim recorded: a run recovered after a
@@ -339,6 +338,8 @@ impl Runtime {
                 .unwrap_or(mode),
             tools,
             max_steps,
+            asker: crate::subagents::asker(run, &requested),
+            family: Some(inner.families.join(run, live.engine.limits().max_wall)),
         };
         let result = live
             .engine
@@ -366,6 +367,7 @@ impl Runtime {
                 // A steer the run did not see is the same sender in the same place.
                 scope: run.scope.clone(),
                 roles: run.roles.clone(),
+                parent_run_id: None,
             })
             .collect();
         let mut steps = result.steps;

@@ -194,6 +194,7 @@ impl Runtime {
             created_at: now_ms(),
             scope: inbound.scope,
             roles: inbound.roles,
+            parent_run_id: overrides.parent_run_id.clone(),
         };
         // A thread with nothing else to run here runs this message next: it
         // is stored claimed, with its model, in one commit instead of a

@@ -36,6 +36,9 @@ pub struct RunOverrides {
     /// For a sub-agent: the steps its parent allowed it (at most `[agent]
     /// max_steps`); read again from the parent's journal like `tools`.
     pub max_steps: Option<u32>,
+    /// For a sub-agent: the run whose `delegate` call starts it, stored
+    /// with the run. Read at ingest, not kept for the run.
+    pub parent_run_id: Option<String>,
 }
 
 impl RunOverrides {
@@ -78,6 +81,8 @@ impl Runtime {
         mut overrides: RunOverrides,
     ) -> Result<RunEnvelope> {
         crate::ingest::refuse_delegate_source(&inbound)?;
+        // Only the `delegate` tool starts a sub-agent.
+        overrides.parent_run_id = None;
         if let Some(model) = &overrides.model {
             self.inner.live().catalog.resolve(model)?;
         }
@@ -122,6 +127,7 @@ mod tests {
             background: false,
             tools: None,
             max_steps: None,
+            parent_run_id: None,
         };
         s.put("r2", o.clone());
         assert_eq!(s.take("r2"), o);

@@ -37,6 +37,10 @@ pub trait RunStore: Send + Sync + 'static {
     /// oldest first: what recovery must pick up again.
     async fn unfinished_runs(&self) -> Result<Vec<RunRecord>>;
 
+    /// The runs `parent_run_id`'s `delegate` calls started (its sub-agents),
+    /// oldest first; an index lookup, so a run with none costs one probe.
+    async fn child_runs(&self, parent_run_id: &str) -> Result<Vec<RunRecord>>;
+
     /// Claims a run for execution by `owner` until `lease_until`: wins only when the run is
     /// `queued`, or is `running`/`awaiting_confirmation` with no lease, an expired lease
     /// (`lease_until < now`) or a lease already held by `owner`. On a win the run is `running`

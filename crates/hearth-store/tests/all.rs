@@ -15,6 +15,7 @@ mod suite {
     mod cluster;
     mod conformance;
     mod copy;
+    mod family;
     mod memory;
     mod outbox_claims;
     mod permissions;

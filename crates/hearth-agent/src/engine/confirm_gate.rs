@@ -92,14 +92,23 @@ impl Engine {
             })?;
             let now = now_ms();
             let ttl = i64::try_from(self.confirm.ttl.as_millis()).unwrap_or(i64::MAX);
+            // A sub-agent asks in the conversation that started it: its own
+            // thread is no chat, and the prompt says which sub-agent asks.
+            let summary = match &input.asker {
+                Some(who) => format!(
+                    "{who} asks to run {name}: {}",
+                    self.summary(name, arguments)
+                ),
+                None => self.summary(name, arguments),
+            };
             let rec = ConfirmationRecord {
                 token_hash: hash_token(&token),
                 run_id: input.run_id.clone(),
                 call_id: call_id.clone(),
-                thread_key: input.thread_key.clone(),
+                thread_key: asked_on(input).to_owned(),
                 user_key: input.user_key.clone(),
                 tool: name.clone(),
-                summary: self.summary(name, arguments),
+                summary,
                 created_at: now,
                 expires_at: now.saturating_add(ttl),
                 state: ConfirmationState::Pending,
@@ -108,6 +117,9 @@ impl Engine {
             };
             Ok((rec, token))
         };
+        // Resumed only if this call paused it: the clock may be shared with
+        // other runs of the family that wait for their own answers.
+        let paused = std::sync::atomic::AtomicBool::new(false);
         let asked = |rec: &ConfirmationRecord, token: Option<String>| {
             sink.emit(
                 RunEventKind::ConfirmationRequired,
@@ -120,6 +132,7 @@ impl Engine {
                 }),
             );
             clock.pause();
+            paused.store(true, std::sync::atomic::Ordering::Relaxed);
         };
         // An incognito run's question lives in memory; its chat prompt is
         // queued on disk after it (as its answer is), or the chat never sees
@@ -127,8 +140,12 @@ impl Engine {
         let outbox = input
             .incognito
             .then(|| self.store.as_ref() as &dyn ChannelStore);
-        let rec = await_answer(store, outbox, &self.hub, input, call_id, question, asked).await?;
-        clock.resume();
+        let answered =
+            await_answer(store, outbox, &self.hub, input, call_id, question, asked).await;
+        if paused.load(std::sync::atomic::Ordering::Relaxed) {
+            clock.resume();
+        }
+        let rec = answered?;
         let why = match (rec.state, rec.resolved_by.as_deref()) {
             (ConfirmationState::Approved, _) => return Ok(None),
             (ConfirmationState::Denied, Some("hearth:new_message")) => {
@@ -164,6 +181,12 @@ impl Engine {
     }
 }
 
+/// The thread a run's questions are asked on: a sub-agent's go to the
+/// conversation its first ancestor runs in, where its user is.
+fn asked_on(input: &RunInput) -> &str {
+    crate::subagents::root_thread(&input.thread_key)
+}
+
 /// Stores the question of call `call_id` (or finds the one asked before a
 /// restart), tells `asked` while it is pending, and waits for its answer or
 /// its expiry. Returns the answered (or expired) record. The chat prompt
@@ -181,7 +204,7 @@ async fn await_answer(
     // Registered before the question is stored or read: an answer that
     // lands in between then finds a waiter to wake (its permit is kept),
     // instead of waking nobody and leaving the run to wait out the TTL.
-    let guard = hub.register(&input.run_id, &input.thread_key, None);
+    let guard = hub.register(&input.run_id, asked_on(input), None);
     let (mut rec, token) = match store.confirmation_for_call(&input.run_id, call_id).await? {
         Some(rec) => (rec, None),
         None => {
@@ -344,6 +367,8 @@ mod tests {
             mode: PermissionMode::Ask,
             tools: None,
             max_steps: None,
+            asker: None,
+            family: None,
         };
         let question = || {
             Ok((

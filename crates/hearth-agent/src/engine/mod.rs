@@ -390,6 +390,58 @@ impl Engine {
             .map_or(self.limits.max_steps, |m| m.min(self.limits.max_steps))
     }
 
+    /// Fails the run when it and the rest of its family (the run that
+    /// started it, the sub-agents it started) have spent together what one
+    /// run may: they share the `[agent]` limits. `tool` checks before a tool
+    /// call, else before a model call.
+    fn check_family(&self, input: &RunInput, p: &Progress, tool: bool) -> Result<(), Stop> {
+        let Some(family) = &input.family else {
+            return Ok(());
+        };
+        let own = crate::subagents::Spent {
+            steps: p.next_index,
+            tool_calls: p.tool_calls,
+            llm_calls: p.llm_calls,
+        };
+        family.report(&input.run_id, own);
+        let others = family.others(&input.run_id);
+        if others == crate::subagents::Spent::default() {
+            // Alone so far: its own limits are checked already.
+            return Ok(());
+        }
+        let who = if crate::subagents::is_subagent(&input.thread_key) {
+            "this sub-agent, the agent that started it and its other sub-agents"
+        } else {
+            "this run and its sub-agents"
+        };
+        let l = &self.limits;
+        let (spent, cap, what) = if tool {
+            (
+                own.tool_calls + others.tool_calls,
+                l.max_tool_calls,
+                "max_tool_calls",
+            )
+        } else {
+            (
+                own.llm_calls + others.llm_calls,
+                l.max_llm_calls,
+                "max_llm_calls",
+            )
+        };
+        if spent >= cap {
+            return Err(limit(format!(
+                "{who} together reached {what} = {cap} (they share the run's [agent] limits)"
+            )));
+        }
+        if own.steps + others.steps >= l.max_steps {
+            return Err(limit(format!(
+                "{who} together reached max_steps = {} (they share the run's [agent] limits)",
+                l.max_steps
+            )));
+        }
+        Ok(())
+    }
+
     /// The limits each run is held to.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -413,10 +465,20 @@ impl Engine {
     ) -> RunResult {
         let cancel = input.cancel.clone();
         let max_wall = self.limits.max_wall;
-        let clock = WallClock::new(max_wall);
+        // A sub-agent spends its family's wall time, not a budget of its own.
+        let family = input.family.clone();
+        let own;
+        let clock = match family.as_deref() {
+            Some(f) => f.clock(),
+            None => {
+                own = WallClock::new(max_wall);
+                &own
+            }
+        };
+        let shared = family.is_some() && crate::subagents::is_subagent(&input.thread_key);
         let calls = ModelCalls::default();
         let result = {
-            let body = self.drive(&mut input, history, sink, &clock, &calls);
+            let body = self.drive(&mut input, history, sink, clock, &calls);
             tokio::pin!(body);
             loop {
                 tokio::select! {
@@ -425,8 +487,9 @@ impl Engine {
                     r = &mut body => break r,
                     _ = tokio::time::sleep_until(clock.next_check()) => {
                         if clock.expired() {
+                            let who = if shared { "the run and the agent that started it" } else { "the run" };
                             break Err(limit(format!(
-                                "the run took longer than max_wall_secs = {} s and was stopped",
+                                "{who} took longer than max_wall_secs = {} s and was stopped",
                                 max_wall.as_secs()
                             )));
                         }
@@ -500,6 +563,7 @@ impl Engine {
                     "the run reached max_steps = {max_steps} without finishing"
                 )));
             }
+            self.check_family(input, &p, false)?;
             let mut incoming = std::mem::take(&mut p.pending_steer);
             if let Some(rx) = input.steer.as_mut() {
                 while let Ok(s) = rx.try_recv() {

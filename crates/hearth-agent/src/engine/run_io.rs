@@ -57,6 +57,12 @@ pub struct RunInput {
     /// For a sub-agent: the steps its parent allowed it, when fewer than
     /// `[agent] max_steps` (`None`: the configured limit).
     pub max_steps: Option<u32>,
+    /// For a sub-agent: who asks its confirmations, in its parent's
+    /// conversation (`sub-agent 2 of run <id> (model <m>)`).
+    pub asker: Option<String>,
+    /// The limits this run shares with its parent and its sub-agents
+    /// (`None`: it is held to its own alone).
+    pub family: Option<Arc<crate::subagents::Family>>,
 }
 
 impl RunInput {

@@ -47,6 +47,7 @@ impl Engine {
             let asked = self.needs_confirmation(p, input.mode, &first.name, &first.arguments);
             if asked {
                 check_call_limits(&self.limits, self.max_steps(input), p)?;
+                self.check_family(input, p, true)?;
                 if let Some(refusal) = self.confirm(input, sink, &first, clock).await? {
                     let mut call = self.begin_call(input, sink, p, first, false, true).await?;
                     call.unconfirmed = true;
@@ -147,7 +148,7 @@ impl Engine {
     ) -> Result<Offer, Stop> {
         let mut allowed = self.allowed_tools(input, operator).await?;
         if crate::subagents::is_subagent(&input.thread_key) {
-            allowed.retain(|t| subagent_may_call(input, t.spec().name.as_str(), t.class()));
+            allowed.retain(|t| subagent_may_call(input, t.spec().name.as_str()));
         }
         // `deny` offers nothing, `plan` only what reads; a mode takes away,
         // it never adds what the capabilities refused.
@@ -252,15 +253,7 @@ impl Engine {
                     input.mode
                 ),
             ),
-            Refusal::Subagent(ToolClass::Write) => (
-                None,
-                format!(
-                    "not done: sub-agents may not make write-class calls such as {tool}; do not \
-                     retry. Finish with what you found and say what should be done: the agent \
-                     that delegated to you can make the call"
-                ),
-            ),
-            Refusal::Subagent(_) => (
+            Refusal::Subagent => (
                 None,
                 format!(
                     "not done: tool {tool} is not among the tools this sub-agent was given; do \
@@ -269,7 +262,7 @@ impl Engine {
             ),
         };
         let outcome = match refusal {
-            Refusal::Mode | Refusal::Subagent(_) => "not_offered",
+            Refusal::Mode | Refusal::Subagent => "not_offered",
             Refusal::Capability(_) | Refusal::Channel => "denied",
         };
         let event = AuditEvent {
@@ -335,6 +328,7 @@ impl Engine {
         asked: bool,
     ) -> Result<PendingCall, Stop> {
         check_call_limits(&self.limits, self.max_steps(input), p)?;
+        self.check_family(input, p, true)?;
         let arguments = self.redact_tool_json(arguments, "arguments");
         p.tool_calls += 1;
         let index = p.next_index;
@@ -350,11 +344,11 @@ impl Engine {
             {
                 Some(Refusal::Channel)
             }
-            Some(t)
+            Some(_)
                 if crate::subagents::is_subagent(&input.thread_key)
-                    && !subagent_may_call(input, &name, t.class()) =>
+                    && !subagent_may_call(input, &name) =>
             {
-                Some(Refusal::Subagent(t.class()))
+                Some(Refusal::Subagent)
             }
             // Allowed, but the run's mode does not offer it.
             Some(_)
@@ -372,7 +366,7 @@ impl Engine {
             None => None,
         };
         let decision = match refused {
-            Some(Refusal::Mode | Refusal::Subagent(_)) => "not_offered",
+            Some(Refusal::Mode | Refusal::Subagent) => "not_offered",
             Some(_) => "refused",
             None if asked => "asked",
             None => "ran",
@@ -524,20 +518,18 @@ enum Refusal {
     Channel,
     /// The run's permission mode does not offer it (`deny`, `plan`).
     Mode,
-    /// The run is a sub-agent, which makes no write-class call and uses
-    /// only the tools its parent gave it.
-    Subagent(ToolClass),
+    /// The run is a sub-agent, which uses only the tools its parent gave it.
+    Subagent,
 }
 
-/// Whether a sub-agent's run may call `name`: read-class tools only (its
-/// writes would ask a user who is not watching its thread), and of those
-/// only the ones its parent chose when it chose some.
-fn subagent_may_call(input: &RunInput, name: &str, class: ToolClass) -> bool {
-    class == ToolClass::Read
-        && input
-            .tools
-            .as_ref()
-            .is_none_or(|only| only.iter().any(|n| n == name))
+/// Whether a sub-agent's run may call `name`: when its parent chose tools,
+/// only those. Its write-class calls ask the parent's user, in the parent's
+/// conversation, as the parent's would (the mode carried over decides).
+fn subagent_may_call(input: &RunInput, name: &str) -> bool {
+    input
+        .tools
+        .as_ref()
+        .is_none_or(|only| only.iter().any(|n| n == name))
 }
 
 /// The tools a run's user may use, and of those the ones its mode offers.

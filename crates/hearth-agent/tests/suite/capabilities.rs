@@ -86,6 +86,7 @@ async fn call_in(
             created_at: hearth_core::now_ms(),
             scope: Some(scope.into()),
             roles: roles.iter().map(|r| r.to_string()).collect(),
+            parent_run_id: None,
         })
         .await
         .unwrap();
@@ -126,6 +127,8 @@ async fn call_in(
                 mode: hearth_core::PermissionMode::Ask,
                 tools: None,
                 max_steps: None,
+                asker: None,
+                family: None,
             },
             &NoEvents,
         )

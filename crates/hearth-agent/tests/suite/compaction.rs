@@ -153,6 +153,7 @@ impl Thread {
                 created_at: hearth_core::now_ms(),
                 scope: None,
                 roles: Vec::new(),
+                parent_run_id: None,
             })
             .await
             .unwrap();
@@ -191,6 +192,8 @@ impl Thread {
             mode: hearth_core::PermissionMode::Ask,
             tools: None,
             max_steps: None,
+            asker: None,
+            family: None,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
         let (status, output, error) = match &result.outcome {

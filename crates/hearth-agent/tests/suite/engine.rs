@@ -119,6 +119,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
             created_at: hearth_core::now_ms(),
             scope: None,
             roles: Vec::new(),
+            parent_run_id: None,
         })
         .await
         .unwrap();
@@ -157,6 +158,8 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         mode: hearth_core::PermissionMode::Ask,
         tools: None,
         max_steps: None,
+        asker: None,
+        family: None,
     };
     engine.run(input, &Sink).await.outcome
 }

@@ -138,6 +138,7 @@ async fn run(
             created_at: hearth_core::now_ms(),
             scope: None,
             roles: Vec::new(),
+            parent_run_id: None,
         })
         .await
         .unwrap();
@@ -178,6 +179,8 @@ async fn run(
                 mode,
                 tools: None,
                 max_steps: None,
+                asker: None,
+                family: None,
             },
             &sink,
         )

@@ -35,6 +35,8 @@ pub struct NewRun {
     pub scope: Option<String>,
     /// The sender's platform role ids (grants to `role:<id>` apply).
     pub roles: Vec<String>,
+    /// The run whose `delegate` call started this one (a sub-agent).
+    pub parent_run_id: Option<String>,
 }
 
 /// What `create_run` did.
@@ -94,6 +96,8 @@ pub struct RunRecord {
     /// by its first claim and kept through recovery; `None` before it
     /// started (and for runs stored before modes were).
     pub mode: Option<String>,
+    /// The run whose `delegate` call started this one (a sub-agent).
+    pub parent_run_id: Option<String>,
 }
 
 /// Filter for `list_runs`.

@@ -3,20 +3,21 @@
 //! child it started), with the task as its only history, its own model, the
 //! parent's user, roles, scope and permission mode, and read-class tools only.
 //!
-//! Nothing but the runs themselves records the family: a child's
-//! idempotency key names its parent and the parent's call
-//! ([`hearth_core::delegate_key`]), and its thread is found from the parent's
-//! by counting. So a parent resumed after a crash finds the child its call
-//! started instead of starting a second one, with no table of its own.
+//! The runs themselves record the family: a child's `parent_run_id` names
+//! its parent (indexed, so a parent lists its children with one probe), and
+//! its idempotency key the parent's call ([`hearth_core::delegate_key`]). So
+//! a parent resumed after a crash finds the child its call started instead
+//! of starting a second one, with no table of its own.
 
 mod tools;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use hearth_agent::subagents::MARKER;
-use hearth_core::{ChildRun, delegate_key, parent_of_delegate_key};
-use hearth_store::{RunFilter, RunRecord, StepKind, StepRecord, Store};
+use hearth_agent::subagents::{Family, MARKER};
+use hearth_core::{ChildRun, delegate_key};
+use hearth_store::{RunRecord, StepKind, StepRecord, Store};
 use serde_json::json;
 
 pub(crate) use tools::SubagentTools;
@@ -24,22 +25,63 @@ pub(crate) use tools::SubagentTools;
 use crate::error::Result;
 use crate::runtime::Runtime;
 
-/// Per parent run, the lock that numbers its children one at a time (the
-/// model may ask for several in one turn, and they run concurrently).
+/// Per running run: the lock that numbers its children one at a time (the
+/// model may ask for several in one turn, and they run concurrently), and
+/// the limits it shares with its family.
 #[derive(Default)]
-pub(crate) struct Families(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+pub(crate) struct Families(Mutex<HashMap<String, Member>>);
+
+/// One running run of a family.
+#[derive(Default, Clone)]
+struct Member {
+    numbering: Arc<tokio::sync::Mutex<()>>,
+    family: Option<Arc<Family>>,
+}
 
 impl Families {
     fn lock_of(&self, parent_run_id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.entry(parent_run_id.to_owned()).or_default().clone()
+        map.entry(parent_run_id.to_owned())
+            .or_default()
+            .numbering
+            .clone()
     }
 
-    /// Forgets a parent that ended: its children are numbered already.
-    pub(crate) fn forget(&self, parent_run_id: &str) {
+    /// The limits `run` shares: its parent's family when the parent runs
+    /// here, else a family it starts (an ordinary run, or a sub-agent
+    /// recovered where its parent no longer runs).
+    pub(crate) fn join(&self, run: &RunRecord, max_wall: Duration) -> Arc<Family> {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.remove(parent_run_id);
+        let inherited = run
+            .parent_run_id
+            .as_deref()
+            .and_then(|p| map.get(p))
+            .and_then(|m| m.family.clone());
+        let family = inherited.unwrap_or_else(|| Arc::new(Family::new(max_wall)));
+        map.entry(run.run_id.clone()).or_default().family = Some(family.clone());
+        family
     }
+
+    /// The limits `run_id` shares, while it runs here.
+    fn family_of(&self, run_id: &str) -> Option<Arc<Family>> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(run_id).and_then(|m| m.family.clone())
+    }
+
+    /// Forgets a run that ended: its children are numbered already.
+    pub(crate) fn forget(&self, run_id: &str) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.remove(run_id);
+    }
+}
+
+/// Who asks `run`'s confirmations when it is a sub-agent: `sub-agent 2 of
+/// run <parent> (model <m>)`, shown in its parent's conversation.
+pub(crate) fn asker(run: &RunRecord, model: &str) -> Option<String> {
+    let parent = run.parent_run_id.as_deref()?;
+    let nth = hearth_agent::subagents::ordinal(&run.thread_key)
+        .map_or_else(|| "a sub-agent".to_owned(), |k| format!("sub-agent {k}"));
+    Some(format!("{nth} of run {parent} (model {model})"))
 }
 
 /// The thread of the `k`-th child of `parent`.
@@ -47,38 +89,15 @@ fn child_thread(parent: &RunRecord, k: u32) -> String {
     format!("{}{MARKER}{}.{k}", parent.thread_key, parent.seq)
 }
 
-/// The children a parent run started, found by their threads: the `k`-th in
-/// `child_thread(parent, k)`, until the first thread with none.
+/// The children a parent run started, oldest first.
 async fn children_of(store: &Arc<dyn Store>, parent: &RunRecord) -> Result<Vec<RunRecord>> {
-    let mut found = Vec::new();
-    for k in 1.. {
-        let filter = RunFilter {
-            thread_key: Some(child_thread(parent, k)),
-            status: None,
-            limit: 10,
-            ..RunFilter::default()
-        };
-        let child = store
-            .list_runs(&filter)
-            .await?
-            .into_iter()
-            .find(|r| is_child_of(r, &parent.run_id));
-        match child {
-            Some(c) => found.push(c),
-            None => break,
-        }
-    }
-    Ok(found)
+    Ok(store.child_runs(&parent.run_id).await?)
 }
 
 /// Whether `run` is a child `parent_run_id` started.
 fn is_child_of(run: &RunRecord, parent_run_id: &str) -> bool {
     run.source == hearth_core::DELEGATE_SOURCE
-        && run
-            .idempotency_key
-            .as_deref()
-            .and_then(parent_of_delegate_key)
-            == Some(parent_run_id)
+        && run.parent_run_id.as_deref() == Some(parent_run_id)
 }
 
 impl Runtime {
@@ -105,11 +124,14 @@ impl Runtime {
         {
             return overrides;
         }
-        let Some((parent, call_id)) = run
+        let Some(parent) = run.parent_run_id.as_deref() else {
+            return overrides;
+        };
+        // The call is named by the key the child was stored with.
+        let Some(call_id) = run
             .idempotency_key
             .as_deref()
-            .and_then(|k| k.strip_prefix("delegate:"))
-            .and_then(|k| k.split_once(':'))
+            .and_then(|k| k.strip_prefix(&format!("delegate:{parent}:")))
         else {
             return overrides;
         };

@@ -1,7 +1,8 @@
 //! The model's sub-agent tools: `delegate`, `delegate_status`,
 //! `delegate_wait` and `delegate_cancel`, behind `agents.delegate`. All are
 //! read-class for the parent: a child's own calls are judged on their own
-//! (and a child makes no write-class call).
+//! (its write-class calls ask the parent's user, in the parent's
+//! conversation, under the parent's permission mode).
 //!
 //! Made with the runtime and holding it weakly, as the job tools do.
 
@@ -91,8 +92,9 @@ impl Kind {
                  `task` (include everything it needs), may use a cheaper model, looks things \
                  up with read-only tools and answers. `wait: true` (default) returns its \
                  answer; `wait: false` returns a handle at once so several sub-agents work in \
-                 parallel (then `delegate_wait` each handle). Sub-agents change nothing: \
-                 they make no write-class calls.",
+                 parallel (then `delegate_wait` each handle). A sub-agent's actions that \
+                 change something ask the user first, as yours do, and its steps count \
+                 against your limits.",
                 json!({
                     "type": "object",
                     "properties": {
@@ -101,7 +103,7 @@ impl Kind {
                         "model": {"type": "string", "minLength": 1,
                                   "description": "`<provider>/<model>` for the sub-agent, or \"auto\" to let the router choose; default: your own model"},
                         "tools": {"type": "array", "items": {"type": "string"}, "maxItems": 64,
-                                  "description": "Only these of your read-class tools; default: all of them"},
+                                  "description": "Only these of your tools; default: all of them"},
                         "wait": {"type": "boolean", "description": "Wait for the answer (default true)"},
                         "max_steps": {"type": "integer", "minimum": 1,
                                       "description": "At most this many steps (model and tool calls) for the sub-agent; default and ceiling: the configured limit"}
@@ -226,6 +228,12 @@ fn shown(child: &RunRecord) -> Value {
             v["error"] = json!(child.error_message.clone().unwrap_or_default());
         }
         RunStatus::Cancelled => {}
+        RunStatus::AwaitingConfirmation => {
+            v["note"] = json!(
+                "waiting for the user to confirm one of its actions: call delegate_wait with \
+                 the handle"
+            );
+        }
         _ => v["note"] = json!("still running: call delegate_wait with the handle"),
     }
     v
@@ -288,6 +296,7 @@ impl Runtime {
                         limits.max_parallel
                     )));
                 }
+                self.check_family_left(&parent.run_id)?;
                 let model = match args.get("model").and_then(Value::as_str) {
                     None => parent.model.clone(),
                     // The router picks by the child's task when it routes;
@@ -364,6 +373,7 @@ impl Runtime {
             background: true,
             tools,
             max_steps,
+            parent_run_id: Some(parent.run_id.clone()),
             ..RunOverrides::default()
         };
         let env = self
@@ -386,21 +396,60 @@ impl Runtime {
             .max(Duration::from_millis(100));
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            // A child recovered after a restart has no event log until its
-            // worker takes it, and `wait` then answers at once: it is asked
-            // again, a little later, until the deadline.
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let pending = match self.wait(child_id, left).await.map_err(failed)? {
-                WaitOutcome::Finished(_) => false,
-                WaitOutcome::Pending(e) => e.status != RunStatus::AwaitingConfirmation,
-            };
-            if !pending || tokio::time::Instant::now() >= deadline {
-                break;
+            match self.inner.bus.get(child_id) {
+                // Also through a question it asks the user: the answer
+                // resumes it, and this call gets what it then finds.
+                Some(log) => {
+                    let mut rx = log.subscribe();
+                    let _ =
+                        tokio::time::timeout(left, rx.wait_for(|(_, st)| st.is_terminal())).await;
+                }
+                // A child recovered after a restart has no event log until
+                // its worker takes it, and `wait` then answers at once: it
+                // is asked again, a little later, until the deadline.
+                None => {
+                    if let WaitOutcome::Finished(_) =
+                        self.wait(child_id, left).await.map_err(failed)?
+                    {
+                        break;
+                    }
+                }
+            }
+            let child = self.run_record(child_id).await.map_err(failed)?;
+            if child.status.is_terminal() || tokio::time::Instant::now() >= deadline {
+                return Ok(shown(&child));
             }
             tokio::time::sleep(RECHECK.min(left)).await;
         }
         let child = self.run_record(child_id).await.map_err(failed)?;
         Ok(shown(&child))
+    }
+
+    /// Refuses a new child of `parent_run_id` when its family has nothing
+    /// left of the `[agent]` limits they share (counting this call): the
+    /// child would stop before its first answer. What is left bounds the
+    /// child as it runs (the engine stops the family when it is spent).
+    fn check_family_left(&self, parent_run_id: &str) -> Result<(), ToolError> {
+        let Some(family) = self.inner.families.family_of(parent_run_id) else {
+            return Ok(());
+        };
+        let live = self.inner.live();
+        let limits = live.engine.limits();
+        let spent = family.total();
+        let left = limits
+            .max_steps
+            .saturating_sub(spent.steps.saturating_add(1));
+        let calls_left = limits.max_llm_calls.saturating_sub(spent.llm_calls);
+        if left == 0 || calls_left == 0 || family.wall_left().is_zero() {
+            return Err(ToolError(format!(
+                "delegate refused: this run and its sub-agents have taken {} of [agent] \
+                 max_steps = {} ({} of max_llm_calls = {}), which they share; too little is \
+                 left for a sub-agent: finish the task yourself",
+                spent.steps, limits.max_steps, spent.llm_calls, limits.max_llm_calls
+            )));
+        }
+        Ok(())
     }
 
     /// The child a `delegate_*` call names, refused unless this run started it.

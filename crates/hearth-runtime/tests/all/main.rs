@@ -26,4 +26,5 @@ mod recovery;
 mod router;
 mod runtime;
 mod scope;
+mod subagent_family;
 mod subagents;

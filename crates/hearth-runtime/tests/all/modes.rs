@@ -281,6 +281,7 @@ async fn a_recovered_run_keeps_the_mode_it_started_with() {
             created_at: now,
             scope: None,
             roles: Vec::new(),
+            parent_run_id: None,
         })
         .await
         .unwrap();

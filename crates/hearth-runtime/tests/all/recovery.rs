@@ -159,6 +159,7 @@ async fn recovered_with(
             created_at: now,
             scope: None,
             roles: Vec::new(),
+            parent_run_id: None,
         })
         .await
         .unwrap();

@@ -272,6 +272,7 @@ async fn runs_left_queued_by_a_dead_process_are_recovered_at_start() {
                             created_at: now_ms(),
                             scope: None,
                             roles: Vec::new(),
+                            parent_run_id: None,
                         })
                         .await
                         .unwrap();
@@ -338,6 +339,7 @@ async fn a_steer_stored_before_a_crash_reaches_the_recovered_run() {
                             created_at: now_ms(),
                             scope: None,
                             roles: Vec::new(),
+                            parent_run_id: None,
                         })
                         .await
                         .unwrap();

@@ -123,6 +123,7 @@ async fn a_run_stored_in_a_guild_is_checked_there_with_its_roles_when_recovered(
                 created_at: now_ms(),
                 scope: Some(GUILD.into()),
                 roles: vec![role.into()],
+                parent_run_id: None,
             })
             .await
             .unwrap();

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::common;
 
-const USER: &str = "test:user:1";
+pub(crate) const USER: &str = "test:user:1";
 
 /// A tool that counts its calls; `capability` as given.
 struct Counted {
@@ -45,13 +45,13 @@ impl Tool for Counted {
 
 /// Calls of each test tool.
 #[derive(Default, Clone)]
-struct Calls {
-    lookup: Arc<AtomicUsize>,
-    delete: Arc<AtomicUsize>,
-    secret: Arc<AtomicUsize>,
+pub(crate) struct Calls {
+    pub(crate) lookup: Arc<AtomicUsize>,
+    pub(crate) delete: Arc<AtomicUsize>,
+    pub(crate) secret: Arc<AtomicUsize>,
 }
 
-fn tools(calls: &Calls) -> ToolRegistry {
+pub(crate) fn tools(calls: &Calls) -> ToolRegistry {
     let mut tools = ToolRegistry::new();
     let tool = |name: &str, class, capability, calls: &Arc<AtomicUsize>| {
         Arc::new(Counted {
@@ -77,7 +77,7 @@ fn tools(calls: &Calls) -> ToolRegistry {
     tools
 }
 
-fn toml(fake: &FakeOpenAi, extra: &str) -> String {
+pub(crate) fn toml(fake: &FakeOpenAi, extra: &str) -> String {
     format!(
         "[llm]\ndefault_model = \"fake/m\"\n[llm.providers.fake]\ntype = \"openai_compat\"\n\
          headers = {{ Authorization = \"Bearer test-key\" }}\nbase_url = \"{}\"\n\
@@ -86,7 +86,7 @@ fn toml(fake: &FakeOpenAi, extra: &str) -> String {
     )
 }
 
-async fn runtime(
+pub(crate) async fn runtime(
     dir: &std::path::Path,
     store: &Arc<dyn Store>,
     toml: &str,
@@ -103,7 +103,7 @@ async fn runtime(
 }
 
 /// The tool results in a request, in order.
-fn tool_results(body: &Value) -> Vec<String> {
+pub(crate) fn tool_results(body: &Value) -> Vec<String> {
     body["messages"]
         .as_array()
         .into_iter()
@@ -114,7 +114,7 @@ fn tool_results(body: &Value) -> Vec<String> {
 }
 
 /// The first user message of a request (a child's task).
-fn task(body: &Value) -> String {
+pub(crate) fn task(body: &Value) -> String {
     body["messages"]
         .as_array()
         .into_iter()
@@ -125,11 +125,11 @@ fn task(body: &Value) -> String {
         .to_owned()
 }
 
-fn delegate(id: &str, args: Value) -> ToolCallSpec {
+pub(crate) fn delegate(id: &str, args: Value) -> ToolCallSpec {
     ToolCallSpec::new(id, "delegate", args.to_string())
 }
 
-async fn ask(rt: &Runtime, thread: &str) -> RunEnvelope {
+pub(crate) async fn ask(rt: &Runtime, thread: &str) -> RunEnvelope {
     let env = rt
         .ingest(Inbound {
             source: "test".into(),
@@ -146,7 +146,7 @@ async fn ask(rt: &Runtime, thread: &str) -> RunEnvelope {
     finished(rt, &env.run_id).await
 }
 
-async fn finished(rt: &Runtime, run_id: &str) -> RunEnvelope {
+pub(crate) async fn finished(rt: &Runtime, run_id: &str) -> RunEnvelope {
     match rt.wait(run_id, Duration::from_secs(30)).await.unwrap() {
         WaitOutcome::Finished(e) => e,
         WaitOutcome::Pending(e) => panic!("run not finished: {e:?}"),
@@ -156,7 +156,7 @@ async fn finished(rt: &Runtime, run_id: &str) -> RunEnvelope {
 /// The parent (model `m`) asks for `calls` in its first turn and then
 /// answers with every tool result it got; a child (model `small`) runs
 /// `child`.
-fn script(fake: &FakeOpenAi, calls: Vec<ToolCallSpec>, child: fn(&Value) -> Reply) {
+pub(crate) fn script(fake: &FakeOpenAi, calls: Vec<ToolCallSpec>, child: fn(&Value) -> Reply) {
     fake.respond_with(move |body| {
         let results = tool_results(body);
         match body["model"].as_str() {
@@ -168,7 +168,7 @@ fn script(fake: &FakeOpenAi, calls: Vec<ToolCallSpec>, child: fn(&Value) -> Repl
     });
 }
 
-fn answers_its_task(body: &Value) -> Reply {
+pub(crate) fn answers_its_task(body: &Value) -> Reply {
     Reply::text(format!("answer to [{}]", task(body)))
 }
 
@@ -293,7 +293,7 @@ async fn a_child_at_max_depth_may_not_delegate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_child_cannot_call_a_tool_its_parent_lacks_nor_write() {
+async fn a_child_cannot_call_a_tool_its_parent_lacks_nor_one_it_was_not_given() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
     let fake = FakeOpenAi::start().await;
@@ -322,7 +322,7 @@ async fn a_child_cannot_call_a_tool_its_parent_lacks_nor_write() {
     assert_eq!(counts.lookup.load(Ordering::SeqCst), 1, "{text}");
     assert!(text.contains("missing capability jobs.manage"), "{text}");
     assert!(
-        text.contains("sub-agents may not make write-class calls"),
+        text.contains("delete_file is not among the tools this sub-agent was given"),
         "{text}"
     );
     // The child was offered only what it may call.
@@ -410,13 +410,16 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         .await
         .unwrap();
     store
-        .create_run(new_run(
-            &child_id,
-            &child_thread,
-            hearth_core::DELEGATE_SOURCE,
-            "the task",
-            Some(hearth_core::delegate_key(&parent_id, "c1")),
-        ))
+        .create_run(NewRun {
+            parent_run_id: Some(parent_id.clone()),
+            ..new_run(
+                &child_id,
+                &child_thread,
+                hearth_core::DELEGATE_SOURCE,
+                "the task",
+                Some(hearth_core::delegate_key(&parent_id, "c1")),
+            )
+        })
         .await
         .unwrap();
     store
@@ -461,7 +464,13 @@ async fn env_seq(store: &Arc<dyn Store>, run_id: &str) -> i64 {
     store.get_run(run_id).await.unwrap().unwrap().seq
 }
 
-fn new_run(id: &str, thread: &str, source: &str, input: &str, key: Option<String>) -> NewRun {
+pub(crate) fn new_run(
+    id: &str,
+    thread: &str,
+    source: &str,
+    input: &str,
+    key: Option<String>,
+) -> NewRun {
     NewRun {
         run_id: id.into(),
         thread_key: thread.into(),
@@ -472,6 +481,7 @@ fn new_run(id: &str, thread: &str, source: &str, input: &str, key: Option<String
         created_at: hearth_core::now_ms(),
         scope: None,
         roles: Vec::new(),
+        parent_run_id: None,
     }
 }
 

@@ -260,6 +260,7 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
                 background,
                 tools: None,
                 max_steps: None,
+                parent_run_id: None,
             },
         )
         .await

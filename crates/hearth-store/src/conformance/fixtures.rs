@@ -23,6 +23,7 @@ pub fn new_run(id: &str, thread: &str, key: Option<&str>) -> NewRun {
         created_at: 1_700_000_000_000,
         scope: None,
         roles: Vec::new(),
+        parent_run_id: None,
     }
 }
 

@@ -25,6 +25,7 @@
 
 pub mod channels;
 pub mod confirmations;
+pub mod family;
 pub mod fixtures;
 pub mod grants;
 pub mod history;
@@ -158,6 +159,9 @@ macro_rules! store_conformance_tests {
                 firings_move_the_job_forward_only,
                 delete_returns_the_job_once,
                 concurrent_firings_leave_the_latest_run,
+            ],
+            family: [
+                children_are_listed_by_their_parent_run_id,
             ],
             router: [
                 observations_commit_with_the_run_end_and_only_once,

@@ -38,10 +38,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         9,
         include_str!("../../migrations/postgres/0009_memory_vectors.sql"),
     ),
+    (
+        10,
+        include_str!("../../migrations/postgres/0010_parent_run_id.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 9;
+pub(crate) const LATEST: u32 = 10;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

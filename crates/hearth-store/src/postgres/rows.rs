@@ -14,7 +14,7 @@ macro_rules! run_columns {
     () => {
         "run_id, seq, thread_key, user_key, source, input, idempotency_key, status, output, \
          error_code, error_message, model, lease_owner, lease_until, created_at, updated_at, \
-         last_event_seq, scope, roles, requested_model, mode"
+         last_event_seq, scope, roles, requested_model, mode, parent_run_id"
     };
 }
 pub(crate) use run_columns;
@@ -63,6 +63,7 @@ pub(crate) fn run(row: &Row) -> Result<RunRecord> {
         roles: json(&roles, "run roles")?,
         requested_model: col(row, 19)?,
         mode: col(row, 20)?,
+        parent_run_id: col(row, 21)?,
     })
 }
 

@@ -85,11 +85,12 @@ async fn insert_run(
             // replica that believes the thread idle may not know that another
             // replica runs an earlier message of it, and order comes first.
             "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
-             status, created_at, updated_at, scope, roles, lease_owner, lease_until, model, mode) \
+             status, created_at, updated_at, scope, roles, lease_owner, lease_until, model, mode, \
+             parent_run_id) \
              SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
              $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
              CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END, \
-             CASE WHEN busy THEN NULL ELSE $14 END \
+             CASE WHEN busy THEN NULL ELSE $14 END, $15 \
              FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
              AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
              ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \
@@ -115,6 +116,7 @@ async fn insert_run(
                 &claim.map(|c| c.lease_until),
                 &claim.map(|c| c.model),
                 &claim.and_then(|c| c.mode),
+                &run.parent_run_id,
             ],
         )
         .await?;
@@ -545,6 +547,20 @@ impl RunStore for PostgresStore {
                  ORDER BY seq"
             ),
             &[],
+        )
+        .await
+    }
+
+    async fn child_runs(&self, parent_run_id: &str) -> Result<Vec<RunRecord>> {
+        let client = self.client().await?;
+        collect_runs(
+            &client,
+            concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE parent_run_id = $1 ORDER BY seq"
+            ),
+            &[&parent_run_id],
         )
         .await
     }

@@ -28,16 +28,26 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (19, V19),
     (20, super::tokens::MIGRATION_V20),
     (21, super::memory::MIGRATION_V21),
+    (22, V22),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 21;
+pub(crate) const LATEST: u32 = 22;
 
 /// Work a migration's SQL cannot do, run after it in its transaction.
 type Backfill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
 
 /// The migrations followed by a [`Backfill`].
 const BACKFILLS: &[(u32, Backfill)] = &[(21, super::memory::backfill_compact_vectors)];
+
+/// Sub-agents: the run whose `delegate` call started a run, indexed so a
+/// parent finds its children with one probe. Children stored before it was
+/// are found by their idempotency key, `delegate:<parent>:<call>`.
+const V22: &str = "ALTER TABLE runs ADD COLUMN parent_run_id TEXT;
+UPDATE runs SET parent_run_id = substr(idempotency_key, 10, instr(substr(idempotency_key, 10), ':') - 1)
+ WHERE source = 'delegate' AND idempotency_key LIKE 'delegate:%:%'
+   AND instr(substr(idempotency_key, 10), ':') > 1;
+CREATE INDEX runs_parent ON runs (parent_run_id, seq) WHERE parent_run_id IS NOT NULL;";
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a
@@ -405,6 +415,58 @@ mod tests {
                 ("w".into(), 2, Some("t".into()), "m".into(), compact),
             ]
         );
+    }
+
+    #[test]
+    fn children_stored_before_the_column_get_their_parent_from_their_key() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for &(version, sql) in &MIGRATIONS[..21] {
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", version).unwrap();
+        }
+        tx.commit().unwrap();
+        let runs = [
+            ("run_p", "t:1", "api", None),
+            (
+                "run_c",
+                "t:1/sub/1.1",
+                "delegate",
+                Some("delegate:run_p:call_7"),
+            ),
+            // Not a sub-agent: a key of the same shape from another source.
+            ("run_x", "t:2", "api", Some("delegate:run_p:call_8")),
+            ("run_y", "t:3/sub/1.1", "delegate", Some("delegate:")),
+        ];
+        for (id, thread, source, key) in runs {
+            conn.execute(
+                "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, status, created_at, updated_at) VALUES (?1, ?2, 'u', ?3, 'x', ?4, 'succeeded', 0, 0)",
+                rusqlite::params![id, thread, source, key],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT run_id, parent_run_id FROM runs ORDER BY seq")
+            .unwrap();
+        let got: Vec<(String, Option<String>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let parent = |id: &str| got.iter().find(|(r, _)| r == id).unwrap().1.clone();
+        assert_eq!(parent("run_c").as_deref(), Some("run_p"));
+        assert_eq!(parent("run_p"), None);
+        assert_eq!(parent("run_x"), None);
+        assert_eq!(parent("run_y"), None);
+        let plan: String = conn
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE parent_run_id = 'run_p' ORDER BY seq",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("runs_parent"), "{plan}");
     }
 
     #[test]

@@ -26,8 +26,8 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
     let inserted = db
         .stmt(
             "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
-             status, created_at, updated_at, scope, roles) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7, ?8, ?9) \
+             status, created_at, updated_at, scope, roles, parent_run_id) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7, ?8, ?9, ?10) \
              ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
         )?
         .execute(params![
@@ -39,7 +39,8 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
             run.idempotency_key,
             run.created_at,
             run.scope,
-            roles
+            roles,
+            run.parent_run_id
         ])?;
     if inserted == 1 {
         let seq = db.conn().last_insert_rowid();
@@ -65,6 +66,7 @@ fn create_run(db: &mut Db<'_>, run: NewRun) -> Result<CreateRunOutcome> {
             last_event_seq: None,
             scope: run.scope,
             roles: run.roles,
+            parent_run_id: run.parent_run_id,
         }));
     }
     let existing = db
@@ -353,6 +355,17 @@ fn unfinished_runs(db: &mut Db<'_>) -> Result<Vec<RunRecord>> {
     )
 }
 
+fn child_runs(db: &mut Db<'_>, parent_run_id: &str) -> Result<Vec<RunRecord>> {
+    collect_runs(
+        db.stmt(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM runs WHERE parent_run_id = ?1 ORDER BY seq"
+        ))?,
+        params![parent_run_id],
+    )
+}
+
 /// The finished runs' accept-to-end times, as an ordered column to pick
 /// percentiles from.
 const FINISHED_LATENCY: &str = "SELECT updated_at - created_at AS ms FROM runs \
@@ -512,6 +525,11 @@ impl RunStore for SqliteStore {
 
     async fn unfinished_runs(&self) -> Result<Vec<RunRecord>> {
         self.read(unfinished_runs).await
+    }
+
+    async fn child_runs(&self, parent_run_id: &str) -> Result<Vec<RunRecord>> {
+        let parent_run_id = parent_run_id.to_owned();
+        self.read(move |db| child_runs(db, &parent_run_id)).await
     }
 
     async fn run_stats(&self, scope: &str, since: Timestamp, top: u32) -> Result<RunStats> {

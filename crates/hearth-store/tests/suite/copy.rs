@@ -18,6 +18,8 @@ fn seeded_home(dir: &std::path::Path) -> std::path::PathBuf {
              VALUES ('t:1', NULL, 'off', 1, 5), ('t:2', 'a/b', 'high', 0, 6);
          INSERT INTO runs (run_id, thread_key, user_key, source, input, status, created_at, updated_at)
              VALUES ('r1', 't:1', 'u', 'api', '{\"text\":\"hi é\"}', 'succeeded', 1, 2);
+         INSERT INTO runs (run_id, thread_key, user_key, source, input, status, created_at, updated_at, parent_run_id)
+             VALUES ('r2', 't:1/sub/1.1', 'u', 'delegate', 'a task', 'succeeded', 1, 2, 'r1');
          INSERT INTO run_steps (run_id, idx, kind, name, status, started_at, payload)
              VALUES ('r1', 0, 'llm', 'a/b', 'done', 1, '{}');
          INSERT INTO messages (thread_key, run_id, role, content, created_at)
@@ -78,6 +80,15 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
         vec!["t:1".to_owned()]
     );
     assert_eq!(pg.list_tokens().await.unwrap().len(), 2);
+    // A sub-agent keeps its parent.
+    let children = pg.child_runs("r1").await.unwrap();
+    assert_eq!(
+        children
+            .iter()
+            .map(|r| r.run_id.as_str())
+            .collect::<Vec<_>>(),
+        ["r2"]
+    );
     // The deleted memory's id is not handed out again.
     let saved = pg
         .save_memory(NewMemory {
