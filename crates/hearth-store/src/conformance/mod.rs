@@ -23,6 +23,7 @@
     reason = "test helpers outside #[test] fns unwrap what the test set up"
 )]
 
+pub mod apps;
 pub mod channels;
 pub mod confirmations;
 pub mod fixtures;
@@ -157,6 +158,9 @@ macro_rules! store_conformance_tests {
                 firings_move_the_job_forward_only,
                 delete_returns_the_job_once,
                 concurrent_firings_leave_the_latest_run,
+            ],
+            apps: [
+                app_versions_are_imported_approved_and_enabled_per_guild,
             ],
             router: [
                 observations_commit_with_the_run_end_and_only_once,

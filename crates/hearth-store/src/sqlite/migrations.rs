@@ -27,10 +27,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (18, super::secrets::MIGRATION_V18),
     (19, V19),
     (20, super::tokens::MIGRATION_V20),
+    (21, super::apps::MIGRATION_V21),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 20;
+pub(crate) const LATEST: u32 = 21;
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a

@@ -48,7 +48,8 @@ async fn a_version_4_database_gains_grants_and_audit() {
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 4;",
+         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; \
+         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);
