@@ -9,6 +9,7 @@
 mod harness;
 
 mod alerts;
+mod apps;
 mod api;
 mod bad_input;
 mod budget;

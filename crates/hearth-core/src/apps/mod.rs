@@ -8,7 +8,7 @@
 //! fields are refused and every size is capped, so a hostile manifest
 //! costs little; every refusal names the field by its JSON path.
 
-mod command;
+pub mod command;
 #[cfg(test)]
 mod schema_tests;
 

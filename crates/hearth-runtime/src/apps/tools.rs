@@ -1,0 +1,235 @@
+//! Enabled apps' actions as tools: `app__<app>__<action>`, offered to runs
+//! asked in a guild that enabled a version of the app, with the action's
+//! description and arguments. A call is write-class, so the thread's
+//! permission mode judges it like any other write (asked first, refused in
+//! `plan`, ...); calling it sends the command or dry-runs it (see
+//! [`super::dispatch`]), after checking again that the run's guild has the
+//! app enabled and its bot present.
+//!
+//! The list offered is a snapshot refreshed whenever an app is approved,
+//! enabled or disabled in this process, and at start; the call itself
+//! always reads the store.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+
+use hearth_core::ToolSpec;
+use hearth_core::apps::{AppManifest, parse_tool_name, render_command, tool_name};
+use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolSource};
+use serde_json::{Value, json};
+
+use super::dispatch::{AppCommand, Dispatched};
+use crate::runtime::{Inner, Runtime};
+
+/// Tools offered only on Discord.
+const DISCORD: [&str; 1] = ["discord"];
+
+/// The source of apps' tools.
+#[derive(Default)]
+pub(crate) struct AppTools {
+    tools: RwLock<Arc<BTreeMap<String, Arc<dyn Tool>>>>,
+}
+
+impl AppTools {
+    fn replace(&self, tools: BTreeMap<String, Arc<dyn Tool>>) {
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+    }
+
+    fn current(&self) -> Arc<BTreeMap<String, Arc<dyn Tool>>> {
+        self.tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl ToolSource for AppTools {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.current().values().cloned().collect()
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.current().get(name).cloned()
+    }
+}
+
+/// One action as a tool, offered in the guilds that enabled its app.
+struct AppTool {
+    spec: ToolSpec,
+    guilds: BTreeSet<String>,
+    runtime: Weak<Inner>,
+}
+
+/// The JSON Schema of an action's arguments: each is text.
+fn parameters(manifest: &AppManifest, action: &str) -> Value {
+    let Some(action) = manifest.action(action) else {
+        return json!({"type": "object"});
+    };
+    let properties: serde_json::Map<String, Value> = action
+        .args
+        .iter()
+        .map(|a| {
+            let mut p = json!({"type": "string", "maxLength": hearth_core::apps::command::MAX_ARG_VALUE});
+            if let Some(d) = &a.description {
+                p["description"] = json!(d);
+            }
+            (a.name.clone(), p)
+        })
+        .collect();
+    let required: Vec<&str> = action
+        .args
+        .iter()
+        .filter(|a| a.required)
+        .map(|a| a.name.as_str())
+        .collect();
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+#[async_trait::async_trait]
+impl Tool for AppTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Write
+    }
+
+    fn channels(&self) -> Option<&[&'static str]> {
+        Some(&DISCORD)
+    }
+
+    fn offered_in(&self, scope: &str) -> bool {
+        scope
+            .strip_prefix("discord:guild:")
+            .is_some_and(|g| self.guilds.contains(g))
+    }
+
+    fn summary(&self, args: &Value) -> String {
+        format!("send the app command {} {}", self.spec.name, args)
+    }
+
+    async fn call(&self, ctx: &ToolContext, args: Value) -> Result<Value, ToolError> {
+        let runtime = self
+            .runtime
+            .upgrade()
+            .map(|inner| Runtime { inner })
+            .ok_or_else(|| ToolError("apps are not available in this process".into()))?;
+        let (app_name, action_name) = parse_tool_name(&self.spec.name)
+            .ok_or_else(|| ToolError(format!("{} is not an app's tool", self.spec.name)))?;
+        let guild = ctx.scope.strip_prefix("discord:guild:").ok_or_else(|| {
+            ToolError("app commands can be sent only from a Discord server's channel".into())
+        })?;
+        let apps = runtime
+            .guild_apps(guild)
+            .await
+            .map_err(|e| ToolError(e.to_string()))?;
+        let app = apps
+            .iter()
+            .find(|a| a.record.app == app_name)
+            .ok_or_else(|| {
+                ToolError(format!(
+                    "the app {app_name} is not enabled in this server (or its bot is not here)"
+                ))
+            })?;
+        let action = app.manifest.action(action_name).ok_or_else(|| {
+            ToolError(format!(
+                "the enabled version of {app_name} has no action {action_name}"
+            ))
+        })?;
+        let empty = serde_json::Map::new();
+        let command =
+            render_command(action, args.as_object().unwrap_or(&empty)).map_err(ToolError)?;
+        let done = runtime
+            .dispatch_app(
+                app,
+                action,
+                AppCommand {
+                    guild_id: guild.to_owned(),
+                    thread_key: ctx.thread_key.clone(),
+                    run_id: Some(ctx.run_id.clone()),
+                    user_key: ctx.user_key.clone(),
+                    command,
+                },
+            )
+            .await
+            .map_err(|e| ToolError(e.to_string()))?;
+        Ok(match done {
+            Dispatched::Sent { command, .. } => json!({
+                "sent": true,
+                "command": command,
+                "note": "sent into this channel as hearth; the app's bot answers there",
+            }),
+            Dispatched::DryRun {
+                command, reason, ..
+            } => json!({
+                "sent": false,
+                "dry_run": true,
+                "planned_command": command,
+                "reason": reason,
+                "note": "tell the user the planned command; hearth did not send it",
+            }),
+            Dispatched::Repeated => json!({"sent": false}),
+        })
+    }
+}
+
+impl Runtime {
+    /// Rebuilds the offered app tools from the store (after a change).
+    pub(crate) async fn refresh_app_tools(&self) {
+        let source = &self.inner.app_tools;
+        match self.app_tool_list().await {
+            Ok(tools) => source.replace(tools),
+            Err(e) => tracing::warn!(error = %e, "could not list the enabled apps' tools"),
+        }
+    }
+
+    async fn app_tool_list(&self) -> crate::Result<BTreeMap<String, Arc<dyn Tool>>> {
+        let mut specs: BTreeMap<String, (ToolSpec, BTreeSet<String>)> = BTreeMap::new();
+        for enabled in self.inner.store.list_app_enablements(None).await? {
+            let Some(record) = self
+                .inner
+                .store
+                .app_version(&enabled.app, &enabled.version)
+                .await?
+            else {
+                continue;
+            };
+            let Ok(manifest) = AppManifest::parse(record.manifest.as_bytes()) else {
+                continue;
+            };
+            for action in &manifest.actions {
+                let name = tool_name(&manifest.app.name, &action.name);
+                let entry = specs.entry(name.clone()).or_insert_with(|| {
+                    let spec = ToolSpec {
+                        name,
+                        description: format!(
+                            "{} (a command of the app {} in this Discord server; restricted \
+                             ones are only planned, never sent)",
+                            action.description, manifest.app.name
+                        ),
+                        parameters: parameters(&manifest, &action.name),
+                    };
+                    (spec, BTreeSet::new())
+                });
+                entry.1.insert(enabled.guild_id.clone());
+            }
+        }
+        Ok(specs
+            .into_iter()
+            .map(|(name, (spec, guilds))| {
+                let tool: Arc<dyn Tool> = Arc::new(AppTool {
+                    spec,
+                    guilds,
+                    runtime: Arc::downgrade(&self.inner),
+                });
+                (name, tool)
+            })
+            .collect())
+    }
+}
