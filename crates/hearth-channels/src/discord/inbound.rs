@@ -43,6 +43,12 @@ pub(super) async fn message(dc: &Dc, m: Message) -> Result<(), ChannelError> {
     if text.is_empty() {
         return Ok(());
     }
+    // Another bot's command, by its declared prefix: no model call.
+    if let Some(guild) = &m.guild_id
+        && super::apps::trigger(dc, guild, &m.channel_id, &m.author.id, &m.id, &text).await
+    {
+        return Ok(());
+    }
     if m.guild_id.is_none()
         && !dc
             .kit

@@ -34,6 +34,7 @@ mod adapters {
 }
 mod checks;
 mod harness;
+mod apps;
 mod modes;
 mod refused;
 

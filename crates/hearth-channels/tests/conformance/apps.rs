@@ -1,0 +1,211 @@
+//! Other bots' app manifests through Discord's fake: a mention starting
+//! with an enabled action's prefix is sent once as hearth's bot without a
+//! model call; a restricted action is only planned; a disabled app or a
+//! manifest whose bot is not in the server sends nothing; the model's
+//! `app__<app>__<action>` tool sends (or plans) the same way.
+
+#![cfg(feature = "discord")]
+
+use std::time::Duration;
+
+use hearth_channels::ChannelsFactory;
+use hearth_runtime::apps::ManifestSource;
+use hearth_runtime::testing::{TestRuntime, fake_toml};
+use hearth_testkit::fake_discord::{BOT_ID, FakeDiscord};
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "apps-discord-token";
+const GUILD: &str = "700000000000000001";
+const GENERAL: &str = "710000000000000001";
+const ALICE: &str = "100000000000000001";
+/// The other bot: a member of the guild.
+const DJ_BOT: &str = "920000000000000001";
+const OP: &str = "api:operator:test";
+
+struct Apps {
+    discord: FakeDiscord,
+    model: FakeOpenAi,
+    t: TestRuntime,
+}
+
+fn manifest(bot: &str) -> Value {
+    json!({
+        "schema": 1,
+        "app": {"name": "dj", "discord_bot_user_id": bot},
+        "version": "1.0.0",
+        "actions": [
+            {"name": "play", "description": "Plays a song in the voice channel",
+             "trigger": {"prefix": "!play"},
+             "args": [{"name": "song", "required": true}], "dispatch": "send_message"},
+            {"name": "ban", "description": "Bans a member", "trigger": {"prefix": "!ban"},
+             "args": [{"name": "user", "required": true}], "dispatch": "send_message",
+             "permissions": ["BAN_MEMBERS"]}
+        ]
+    })
+}
+
+impl Apps {
+    /// hearth on Discord with the dj app (for `bot`) approved and enabled
+    /// in the guild, whose member `DJ_BOT` is.
+    async fn start(bot: &str) -> Self {
+        let model = FakeOpenAi::start().await;
+        let discord = FakeDiscord::start(TOKEN).await;
+        discord.add_member(GUILD, DJ_BOT);
+        let toml = format!(
+            "{}\n[permissions]\ndefault_mode = \"auto\"\n[channels.discord]\nenabled = true\n\
+             token_env = \"DC_TOKEN\"\napi_base = \"{}\"\ngateway_url = \"{}\"\n",
+            fake_toml(&model.base_url(), "", ""),
+            discord.api_base(),
+            discord.gateway_url()
+        );
+        let env = [("DC_TOKEN".to_owned(), TOKEN.to_owned())].into();
+        let t =
+            TestRuntime::start_with(&toml, |b| b.env(env).surface(Box::new(ChannelsFactory))).await;
+        discord.wait_ready(1).await;
+        let rt = &t.runtime;
+        rt.import_app_manifest(ManifestSource::Document(manifest(bot)), OP)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.approve_app_version("dj", "1.0.0", OP)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.enable_app(GUILD, "dj", "1.0.0", OP)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        Self { discord, model, t }
+    }
+
+    fn say(&self, text: &str) -> String {
+        let content = format!("<@{BOT_ID}> {text}");
+        self.discord
+            .message(GENERAL, Some(GUILD), ALICE, false, &content)
+    }
+
+    /// Messages hearth posted whose text is exactly `text`.
+    fn posted(&self, text: &str) -> usize {
+        self.discord
+            .messages()
+            .iter()
+            .filter(|m| m.channel_id == GENERAL && m.content == text)
+            .count()
+    }
+
+    async fn audit(&self, action: &str) -> Vec<hearth_core::records::AuditEvent> {
+        self.t
+            .store
+            .list_audit(100)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .filter(|e| e.action == action)
+            .collect()
+    }
+
+    async fn finish(self) {
+        let v = self.discord.violations();
+        assert!(v.is_empty(), "Discord refused requests: {v:#?}");
+        self.t.runtime.shutdown(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_prefix_mention_is_sent_once_without_a_model_call() {
+    let a = Apps::start(DJ_BOT).await;
+    let id = a.say("!play never gonna");
+    a.discord.wait_message("!play never gonna").await;
+    // Redelivered: handled once. A later message shows the replay was seen.
+    a.discord.redeliver_message(&id);
+    a.say("hello");
+    a.discord.wait_message("echo: hello").await;
+    assert_eq!(a.posted("!play never gonna"), 1);
+    assert_eq!(a.model.requests().len(), 1, "only `hello` reached the model");
+    let sent = a.audit("app.dispatch").await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].actor, format!("discord:user:{ALICE}"));
+    assert_eq!(sent[0].scope.as_deref(), Some(&*format!("discord:guild:{GUILD}")));
+    assert!(sent[0].target.contains("app:dj") && sent[0].target.contains("action:play"));
+    assert!(sent[0].target.contains(GENERAL));
+    assert!(!sent[0].target.contains("never gonna"), "never the text");
+    a.finish().await;
+}
+
+#[tokio::test]
+async fn a_restricted_action_is_only_planned() {
+    let a = Apps::start(DJ_BOT).await;
+    a.say("!ban 555");
+    let notice = a
+        .discord
+        .wait_message_where("the dry run's notice", |m| m.content.starts_with("Dry run"))
+        .await;
+    assert!(notice.content.contains("`!ban 555`"), "{}", notice.content);
+    assert!(notice.content.contains("BAN_MEMBERS"), "{}", notice.content);
+    assert_eq!(a.posted("!ban 555"), 0, "the command is never sent");
+    assert!(a.model.requests().is_empty());
+    assert_eq!(a.audit("app.dry_run").await.len(), 1);
+    assert!(a.audit("app.dispatch").await.is_empty());
+    a.finish().await;
+}
+
+#[tokio::test]
+async fn a_disabled_app_sends_nothing() {
+    let a = Apps::start(DJ_BOT).await;
+    assert!(a.t.runtime.disable_app(GUILD, "dj", OP).await.unwrap_or_else(|e| panic!("{e}")));
+    a.say("!play again");
+    a.discord.wait_message("echo: !play again").await;
+    assert_eq!(a.posted("!play again"), 0);
+    assert!(a.audit("app.dispatch").await.is_empty());
+    a.finish().await;
+}
+
+#[tokio::test]
+async fn a_manifest_for_a_bot_not_in_the_server_is_ignored() {
+    let a = Apps::start("930000000000000009").await;
+    a.say("!play elsewhere");
+    a.discord.wait_message("echo: !play elsewhere").await;
+    assert_eq!(a.posted("!play elsewhere"), 0);
+    assert!(a.discord.member_lookups() >= 1, "Discord was asked");
+    assert!(a.audit("app.dispatch").await.is_empty());
+    a.finish().await;
+}
+
+#[tokio::test]
+async fn the_models_app_tools_send_public_commands_and_plan_restricted_ones() {
+    let a = Apps::start(DJ_BOT).await;
+    a.model.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_play",
+        "app__dj__play",
+        r#"{"song":"take on me"}"#,
+    )]));
+    a.model.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_ban",
+        "app__dj__ban",
+        r#"{"user":"555"}"#,
+    )]));
+    a.model
+        .push(Reply::text("Playing it; banning needs a moderator: `!ban 555`."));
+    a.say("play take on me and ban 555");
+    a.discord
+        .wait_message_where("the answer", |m| m.content.starts_with("Playing it"))
+        .await;
+    assert_eq!(a.posted("!play take on me"), 1);
+    assert_eq!(a.posted("!ban 555"), 0);
+    let requests = a.model.requests();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"app__dj__play") && offered.contains(&"app__dj__ban"), "{offered:?}");
+    let last = requests.last().map(ToString::to_string).unwrap_or_default();
+    assert!(last.contains("planned_command") && last.contains("!ban 555"), "{last}");
+    // The command went out before the answer, in the run's order.
+    let order: Vec<String> = a.discord.messages().into_iter().map(|m| m.content).collect();
+    let play = order.iter().position(|c| c == "!play take on me");
+    let answer = order.iter().position(|c| c.starts_with("Playing it"));
+    assert!(play < answer, "{order:?}");
+    assert_eq!(a.audit("app.dispatch").await.len(), 1);
+    assert_eq!(a.audit("app.dry_run").await.len(), 1);
+    a.finish().await;
+}
