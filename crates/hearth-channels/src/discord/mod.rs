@@ -16,6 +16,7 @@ mod inbound;
 mod interactions;
 mod llm;
 mod permissions;
+mod plugins;
 mod presses;
 mod stats;
 pub mod types;

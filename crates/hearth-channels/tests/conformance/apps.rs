@@ -53,7 +53,8 @@ impl Apps {
         let discord = FakeDiscord::start(TOKEN).await;
         discord.add_member(GUILD, DJ_BOT);
         let toml = format!(
-            "{}\n[permissions]\ndefault_mode = \"auto\"\n[channels.discord]\nenabled = true\n\
+            "{}\n[apps]\nallow_loopback_urls = true\n[permissions]\ndefault_mode = \"auto\"\n\
+             [channels.discord]\nenabled = true\n\
              token_env = \"DC_TOKEN\"\napi_base = \"{}\"\ngateway_url = \"{}\"\n",
             fake_toml(&model.base_url(), "", ""),
             discord.api_base(),
@@ -207,5 +208,108 @@ async fn the_models_app_tools_send_public_commands_and_plan_restricted_ones() {
     assert!(play < answer, "{order:?}");
     assert_eq!(a.audit("app.dispatch").await.len(), 1);
     assert_eq!(a.audit("app.dry_run").await.len(), 1);
+    a.finish().await;
+}
+
+/// Serves `body` once per request as JSON on loopback; its URL.
+async fn serve(body: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 4096];
+            let mut read = Vec::new();
+            while !read.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read.extend_from_slice(&buf[..n]),
+                }
+            }
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = conn.write_all(answer.as_bytes()).await;
+        }
+    });
+    format!("http://{addr}/dj.json")
+}
+
+fn plugins(sub: &str, options: Value) -> Value {
+    json!({ "name": "plugins", "options": [{ "name": sub, "type": 1, "options": options }] })
+}
+
+fn opt(name: &str, value: &str) -> Value {
+    json!({ "name": name, "type": 3, "value": value })
+}
+
+#[tokio::test]
+async fn server_admins_import_enable_list_and_disable_apps_with_plugins() {
+    let a = Apps::start(DJ_BOT).await;
+    assert!(a.t.runtime.disable_app(GUILD, "dj", OP).await.unwrap_or_else(|e| panic!("{e}")));
+    let mut v2 = manifest(DJ_BOT);
+    v2["version"] = json!("2.0.0");
+    let url = serve(v2.to_string()).await;
+    let d = &a.discord;
+    let mut answered = 0;
+    let mut answer = |kind: &str| {
+        answered += 1;
+        let n = answered;
+        let kind = kind.to_owned();
+        async move {
+            let callbacks = d.wait_callbacks(n).await;
+            let (_, body) = callbacks[n - 1].clone();
+            assert_eq!(body["type"].to_string(), kind, "{body}");
+            body["data"]["content"].as_str().unwrap_or_default().to_owned()
+        }
+    };
+
+    // A member without Administrator is refused.
+    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("list", json!([])), None);
+    assert!(answer("4").await.contains("Administrator"));
+
+    d.set_member_permissions("8");
+    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("import", json!([opt("url", &url)])), None);
+    answer("5").await;
+    let edits = async {
+        loop {
+            if let Some((_, body)) = d.original_edits().last() {
+                return body["content"].as_str().unwrap_or_default().to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let imported = tokio::time::timeout(Duration::from_secs(20), edits)
+        .await
+        .unwrap_or_else(|_| panic!("the import was never answered"));
+    assert!(imported.contains("Imported dj version 2.0.0 (pending)"), "{imported}");
+
+    let enable = plugins("enable", json!([opt("app", "dj"), opt("version", "2.0.0")]));
+    d.interaction(2, GENERAL, Some(GUILD), ALICE, enable.clone(), None);
+    assert!(answer("4").await.contains("approve it first"));
+    a.t.runtime
+        .approve_app_version("dj", "2.0.0", OP)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    d.interaction(2, GENERAL, Some(GUILD), ALICE, enable, None);
+    assert!(answer("4").await.contains("dj version 2.0.0 is enabled in this server"));
+    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("list", json!([])), None);
+    let list = answer("4").await;
+    assert!(list.contains("dj 2.0.0 — approved, enabled here"), "{list}");
+    assert!(list.contains("dj 1.0.0 — approved") && !list.contains("1.0.0 — approved, enabled"));
+
+    a.say("!play v2");
+    d.wait_message("!play v2").await;
+
+    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("disable", json!([opt("app", "dj")])), None);
+    assert!(answer("4").await.contains("dj is disabled in this server"));
+    let enabled = a.t.runtime.list_apps().await.unwrap_or_else(|e| panic!("{e}")).enablements;
+    assert!(enabled.is_empty(), "{enabled:?}");
+    let who = a.audit("app.enable").await;
+    assert!(who.iter().any(|e| e.actor == format!("discord:user:{ALICE}")), "{who:?}");
     a.finish().await;
 }
