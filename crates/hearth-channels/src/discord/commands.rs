@@ -129,7 +129,7 @@ mod tests {
         let models: Vec<String> = (0..30).map(|i| format!("p/m{i}")).collect();
         for defs in [definitions(&models), definitions(&models[..3])] {
             let list = defs.as_array().unwrap();
-            assert_eq!(list.len(), 12);
+            assert_eq!(list.len(), 13);
             for c in list {
                 let name = c["name"].as_str().unwrap();
                 assert!(

@@ -16,9 +16,9 @@ use super::types::{CommandOption, Interaction, User, option};
 use super::{Dc, is_snowflake, user_key};
 use crate::error::ChannelError;
 
-const ADMINS_ONLY: &str = "Only the server owner or an Administrator can manage this server's apps.";
-const USAGE: &str =
-    "Use /plugins import <url>, /plugins enable <app> <version>, /plugins disable <app> or /plugins list.";
+const ADMINS_ONLY: &str =
+    "Only the server owner or an Administrator can manage this server's apps.";
+const USAGE: &str = "Use /plugins import <url>, /plugins enable <app> <version>, /plugins disable <app> or /plugins list.";
 
 /// The runtime's refusal as a sentence for the admin; transient failures
 /// are the caller's to retry.

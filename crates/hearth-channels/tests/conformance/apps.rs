@@ -120,11 +120,18 @@ async fn a_prefix_mention_is_sent_once_without_a_model_call() {
     a.say("hello");
     a.discord.wait_message("echo: hello").await;
     assert_eq!(a.posted("!play never gonna"), 1);
-    assert_eq!(a.model.requests().len(), 1, "only `hello` reached the model");
+    assert_eq!(
+        a.model.requests().len(),
+        1,
+        "only `hello` reached the model"
+    );
     let sent = a.audit("app.dispatch").await;
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0].actor, format!("discord:user:{ALICE}"));
-    assert_eq!(sent[0].scope.as_deref(), Some(&*format!("discord:guild:{GUILD}")));
+    assert_eq!(
+        sent[0].scope.as_deref(),
+        Some(&*format!("discord:guild:{GUILD}"))
+    );
     assert!(sent[0].target.contains("app:dj") && sent[0].target.contains("action:play"));
     assert!(sent[0].target.contains(GENERAL));
     assert!(!sent[0].target.contains("never gonna"), "never the text");
@@ -151,7 +158,12 @@ async fn a_restricted_action_is_only_planned() {
 #[tokio::test]
 async fn a_disabled_app_sends_nothing() {
     let a = Apps::start(DJ_BOT).await;
-    assert!(a.t.runtime.disable_app(GUILD, "dj", OP).await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(
+        a.t.runtime
+            .disable_app(GUILD, "dj", OP)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
     a.say("!play again");
     a.discord.wait_message("echo: !play again").await;
     assert_eq!(a.posted("!play again"), 0);
@@ -183,8 +195,9 @@ async fn the_models_app_tools_send_public_commands_and_plan_restricted_ones() {
         "app__dj__ban",
         r#"{"user":"555"}"#,
     )]));
-    a.model
-        .push(Reply::text("Playing it; banning needs a moderator: `!ban 555`."));
+    a.model.push(Reply::text(
+        "Playing it; banning needs a moderator: `!ban 555`.",
+    ));
     a.say("play take on me and ban 555");
     a.discord
         .wait_message_where("the answer", |m| m.content.starts_with("Playing it"))
@@ -198,11 +211,22 @@ async fn the_models_app_tools_send_public_commands_and_plan_restricted_ones() {
         .flatten()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert!(offered.contains(&"app__dj__play") && offered.contains(&"app__dj__ban"), "{offered:?}");
+    assert!(
+        offered.contains(&"app__dj__play") && offered.contains(&"app__dj__ban"),
+        "{offered:?}"
+    );
     let last = requests.last().map(ToString::to_string).unwrap_or_default();
-    assert!(last.contains("planned_command") && last.contains("!ban 555"), "{last}");
+    assert!(
+        last.contains("planned_command") && last.contains("!ban 555"),
+        "{last}"
+    );
     // The command went out before the answer, in the run's order.
-    let order: Vec<String> = a.discord.messages().into_iter().map(|m| m.content).collect();
+    let order: Vec<String> = a
+        .discord
+        .messages()
+        .into_iter()
+        .map(|m| m.content)
+        .collect();
     let play = order.iter().position(|c| c == "!play take on me");
     let answer = order.iter().position(|c| c.starts_with("Playing it"));
     assert!(play < answer, "{order:?}");
@@ -250,7 +274,12 @@ fn opt(name: &str, value: &str) -> Value {
 #[tokio::test]
 async fn server_admins_import_enable_list_and_disable_apps_with_plugins() {
     let a = Apps::start(DJ_BOT).await;
-    assert!(a.t.runtime.disable_app(GUILD, "dj", OP).await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(
+        a.t.runtime
+            .disable_app(GUILD, "dj", OP)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
     let mut v2 = manifest(DJ_BOT);
     v2["version"] = json!("2.0.0");
     let url = serve(v2.to_string()).await;
@@ -264,16 +293,33 @@ async fn server_admins_import_enable_list_and_disable_apps_with_plugins() {
             let callbacks = d.wait_callbacks(n).await;
             let (_, body) = callbacks[n - 1].clone();
             assert_eq!(body["type"].to_string(), kind, "{body}");
-            body["data"]["content"].as_str().unwrap_or_default().to_owned()
+            body["data"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
         }
     };
 
     // A member without Administrator is refused.
-    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("list", json!([])), None);
+    d.interaction(
+        2,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        plugins("list", json!([])),
+        None,
+    );
     assert!(answer("4").await.contains("Administrator"));
 
     d.set_member_permissions("8");
-    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("import", json!([opt("url", &url)])), None);
+    d.interaction(
+        2,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        plugins("import", json!([opt("url", &url)])),
+        None,
+    );
     answer("5").await;
     let edits = async {
         loop {
@@ -286,7 +332,10 @@ async fn server_admins_import_enable_list_and_disable_apps_with_plugins() {
     let imported = tokio::time::timeout(Duration::from_secs(20), edits)
         .await
         .unwrap_or_else(|_| panic!("the import was never answered"));
-    assert!(imported.contains("Imported dj version 2.0.0 (pending)"), "{imported}");
+    assert!(
+        imported.contains("Imported dj version 2.0.0 (pending)"),
+        "{imported}"
+    );
 
     let enable = plugins("enable", json!([opt("app", "dj"), opt("version", "2.0.0")]));
     d.interaction(2, GENERAL, Some(GUILD), ALICE, enable.clone(), None);
@@ -296,8 +345,19 @@ async fn server_admins_import_enable_list_and_disable_apps_with_plugins() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     d.interaction(2, GENERAL, Some(GUILD), ALICE, enable, None);
-    assert!(answer("4").await.contains("dj version 2.0.0 is enabled in this server"));
-    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("list", json!([])), None);
+    assert!(
+        answer("4")
+            .await
+            .contains("dj version 2.0.0 is enabled in this server")
+    );
+    d.interaction(
+        2,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        plugins("list", json!([])),
+        None,
+    );
     let list = answer("4").await;
     assert!(list.contains("dj 2.0.0 — approved, enabled here"), "{list}");
     assert!(list.contains("dj 1.0.0 — approved") && !list.contains("1.0.0 — approved, enabled"));
@@ -305,11 +365,27 @@ async fn server_admins_import_enable_list_and_disable_apps_with_plugins() {
     a.say("!play v2");
     d.wait_message("!play v2").await;
 
-    d.interaction(2, GENERAL, Some(GUILD), ALICE, plugins("disable", json!([opt("app", "dj")])), None);
+    d.interaction(
+        2,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        plugins("disable", json!([opt("app", "dj")])),
+        None,
+    );
     assert!(answer("4").await.contains("dj is disabled in this server"));
-    let enabled = a.t.runtime.list_apps().await.unwrap_or_else(|e| panic!("{e}")).enablements;
+    let enabled =
+        a.t.runtime
+            .list_apps()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .enablements;
     assert!(enabled.is_empty(), "{enabled:?}");
     let who = a.audit("app.enable").await;
-    assert!(who.iter().any(|e| e.actor == format!("discord:user:{ALICE}")), "{who:?}");
+    assert!(
+        who.iter()
+            .any(|e| e.actor == format!("discord:user:{ALICE}")),
+        "{who:?}"
+    );
     a.finish().await;
 }

@@ -32,9 +32,9 @@ mod adapters {
     #[cfg(feature = "telegram")]
     pub(crate) mod telegram;
 }
+mod apps;
 mod checks;
 mod harness;
-mod apps;
 mod modes;
 mod refused;
 

@@ -77,7 +77,10 @@ pub(super) async fn apps(api: &Api, command: AppsCommand, json_out: bool) -> Res
             if json_out {
                 print_json(&e);
             } else {
-                println!("{} version {} is enabled in server {}", e.app, e.version, e.guild_id);
+                println!(
+                    "{} version {} is enabled in server {}",
+                    e.app, e.version, e.guild_id
+                );
             }
         }
         AppsCommand::Disable { app, guild } => {

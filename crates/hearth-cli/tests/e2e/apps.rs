@@ -41,7 +41,10 @@ async fn apps_are_imported_approved_enabled_listed_and_disabled_from_the_cli() {
 
     let (code, out, err) = hearth(&h, &["apps", "list"]).await;
     assert_eq!(code, 0, "{err}");
-    let line = out.lines().find(|l| l.starts_with("dj")).unwrap_or_default();
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("dj"))
+        .unwrap_or_default();
     for word in ["2.1", "approved", "55"] {
         assert!(line.contains(word), "{word} not in {out}");
     }
@@ -49,7 +52,10 @@ async fn apps_are_imported_approved_enabled_listed_and_disabled_from_the_cli() {
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["enablements"][0]["guild_id"], "55");
-    assert_eq!(v["apps"][0]["versions"][0]["public_dispatch_consent"], json!(true));
+    assert_eq!(
+        v["apps"][0]["versions"][0]["public_dispatch_consent"],
+        json!(true)
+    );
 
     let (code, out, err) = hearth(&h, &["apps", "disable", "dj", "--guild", "55"]).await;
     assert_eq!(code, 0, "{err}");

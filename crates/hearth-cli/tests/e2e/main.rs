@@ -9,8 +9,8 @@
 mod harness;
 
 mod alerts;
-mod apps;
 mod api;
+mod apps;
 mod bad_input;
 mod budget;
 mod chat;

@@ -16,7 +16,10 @@ pub const MAX_COMMAND: usize = 1900;
 /// action does not declare, a required one missing, a value that is not
 /// text on one line, or one that would mention everyone or someone.
 pub fn render_command(action: &AppAction, args: &Map<String, Value>) -> Result<String, String> {
-    if let Some(unknown) = args.keys().find(|k| !action.args.iter().any(|a| &a.name == *k)) {
+    if let Some(unknown) = args
+        .keys()
+        .find(|k| !action.args.iter().any(|a| &a.name == *k))
+    {
         let known: Vec<&str> = action.args.iter().map(|a| a.name.as_str()).collect();
         return Err(format!(
             "{unknown:?} is not an argument of {}; it takes {known:?}",
@@ -50,7 +53,9 @@ pub fn render_command(action: &AppAction, args: &Map<String, Value>) -> Result<S
         command.push_str(&value);
     }
     if command.chars().count() > MAX_COMMAND {
-        return Err(format!("the command would be longer than {MAX_COMMAND} characters"));
+        return Err(format!(
+            "the command would be longer than {MAX_COMMAND} characters"
+        ));
     }
     Ok(command)
 }
@@ -137,8 +142,14 @@ mod tests {
     fn triggers_match_a_whole_prefix_and_the_longest_wins() {
         let m = manifest();
         let hit = match_trigger(&m, "  !play some song ").unwrap();
-        assert_eq!((hit.action.name.as_str(), hit.command.as_str()), ("play", "!play some song"));
-        assert_eq!(match_trigger(&m, "!playlist").unwrap().action.name, "playlist");
+        assert_eq!(
+            (hit.action.name.as_str(), hit.command.as_str()),
+            ("play", "!play some song")
+        );
+        assert_eq!(
+            match_trigger(&m, "!playlist").unwrap().action.name,
+            "playlist"
+        );
         assert!(match_trigger(&m, "!playing now").is_none());
         assert!(match_trigger(&m, "please !play x").is_none());
         assert!(match_trigger(&m, "!play a\nb").is_none());

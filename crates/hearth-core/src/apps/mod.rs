@@ -231,14 +231,20 @@ impl AppManifest {
         }
         check_name("app.name", &self.app.name, 24, false)?;
         let ids = [
-            ("app.discord_application_id", &self.app.discord_application_id),
+            (
+                "app.discord_application_id",
+                &self.app.discord_application_id,
+            ),
             ("app.discord_bot_user_id", &self.app.discord_bot_user_id),
         ];
         for (path, id) in ids {
             if let Some(id) = id
                 && (id.is_empty() || id.len() > 20 || !id.bytes().all(|b| b.is_ascii_digit()))
             {
-                return Err(ManifestError::new(path, "must be a Discord id: 1 to 20 digits"));
+                return Err(ManifestError::new(
+                    path,
+                    "must be a Discord id: 1 to 20 digits",
+                ));
             }
         }
         if ids.iter().all(|(_, id)| id.is_none()) {
@@ -263,7 +269,8 @@ impl AppManifest {
         let v = &self.version;
         let version_ok = v.len() <= 32
             && v.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
-            && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b));
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b));
         if !version_ok {
             return Err(ManifestError::new(
                 "version",
@@ -295,7 +302,8 @@ impl AppManifest {
             let n = p.chars().count();
             if n == 0
                 || n > MAX_PREFIX
-                || p.chars().any(|c| c.is_whitespace() || c.is_control() || c == '@')
+                || p.chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || c == '@')
             {
                 return Err(ManifestError::new(
                     at("trigger.prefix"),

@@ -54,16 +54,25 @@ fn valid(schema: &Value, v: &Value) -> bool {
         Value::Array(items) => {
             let len = items.len() as u64;
             let min = s.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-            let max = s.get("maxItems").and_then(Value::as_u64).unwrap_or(u64::MAX);
+            let max = s
+                .get("maxItems")
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
             (min..=max).contains(&len)
-                && s.get("items").is_none_or(|sub| items.iter().all(|i| valid(sub, i)))
+                && s.get("items")
+                    .is_none_or(|sub| items.iter().all(|i| valid(sub, i)))
         }
         Value::String(text) => {
             let n = text.chars().count() as u64;
             let min = s.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-            let max = s.get("maxLength").and_then(Value::as_u64).unwrap_or(u64::MAX);
+            let max = s
+                .get("maxLength")
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
             let pattern_ok = s.get("pattern").and_then(Value::as_str).is_none_or(|p| {
-                regex::Regex::new(p).expect("the schema's patterns compile").is_match(text)
+                regex::Regex::new(p)
+                    .expect("the schema's patterns compile")
+                    .is_match(text)
             });
             (min..=max).contains(&n) && pattern_ok
         }
@@ -124,23 +133,62 @@ fn refused() -> Vec<(Value, &'static str)> {
         (with("/app/name", Some(json!("dj_bot"))), "app.name"),
         (with("/app/name", Some(json!("a".repeat(25)))), "app.name"),
         (with("/app/nick", Some(json!("x"))), "nick"),
-        (with("/app/discord_bot_user_id", Some(json!("12a"))), "app.discord_bot_user_id"),
-        (with("/app/homepage", Some(json!("http://dj.example"))), "app.homepage"),
+        (
+            with("/app/discord_bot_user_id", Some(json!("12a"))),
+            "app.discord_bot_user_id",
+        ),
+        (
+            with("/app/homepage", Some(json!("http://dj.example"))),
+            "app.homepage",
+        ),
         (with("/version", Some(json!(" 1"))), "version"),
         (with("/version", None), "version"),
         (with("/actions", Some(json!([]))), "actions"),
-        (with("/actions/0/name", Some(json!("play_now"))), "actions[0].name"),
-        (with("/actions/0/trigger/prefix", Some(json!(""))), "actions[0].trigger.prefix"),
-        (with("/actions/0/trigger/prefix", Some(json!("!p lay"))), "actions[0].trigger.prefix"),
-        (with("/actions/0/trigger/prefix", Some(json!("@dj"))), "actions[0].trigger.prefix"),
-        (with("/actions/1/dispatch", Some(json!("kick"))), "actions[1].dispatch"),
-        (with("/actions/1/reply", Some(json!("write"))), "actions[1].reply"),
-        (with("/actions/1/permissions/0", Some(json!("ban"))), "actions[1].permissions[0]"),
-        (with("/actions/0/description", Some(json!(""))), "actions[0].description"),
-        (with("/actions/0/description", Some(json!("x".repeat(501)))), "actions[0].description"),
-        (with("/actions/0/args/0/name", Some(json!("Song"))), "actions[0].args[0].name"),
+        (
+            with("/actions/0/name", Some(json!("play_now"))),
+            "actions[0].name",
+        ),
+        (
+            with("/actions/0/trigger/prefix", Some(json!(""))),
+            "actions[0].trigger.prefix",
+        ),
+        (
+            with("/actions/0/trigger/prefix", Some(json!("!p lay"))),
+            "actions[0].trigger.prefix",
+        ),
+        (
+            with("/actions/0/trigger/prefix", Some(json!("@dj"))),
+            "actions[0].trigger.prefix",
+        ),
+        (
+            with("/actions/1/dispatch", Some(json!("kick"))),
+            "actions[1].dispatch",
+        ),
+        (
+            with("/actions/1/reply", Some(json!("write"))),
+            "actions[1].reply",
+        ),
+        (
+            with("/actions/1/permissions/0", Some(json!("ban"))),
+            "actions[1].permissions[0]",
+        ),
+        (
+            with("/actions/0/description", Some(json!(""))),
+            "actions[0].description",
+        ),
+        (
+            with("/actions/0/description", Some(json!("x".repeat(501)))),
+            "actions[0].description",
+        ),
+        (
+            with("/actions/0/args/0/name", Some(json!("Song"))),
+            "actions[0].args[0].name",
+        ),
         (with("/actions/0/args/0/color", Some(json!(1))), "color"),
-        (with("/actions/0/trigger/suffix", Some(json!("x"))), "suffix"),
+        (
+            with("/actions/0/trigger/suffix", Some(json!("x"))),
+            "suffix",
+        ),
     ]
 }
 

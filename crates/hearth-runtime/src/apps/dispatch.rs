@@ -220,7 +220,12 @@ impl Runtime {
     }
 
     /// Queues `text` as a plain message of its own in the conversation.
-    async fn post_to_channel(&self, thread_key: &str, run_id: Option<&str>, text: &str) -> Result<()> {
+    async fn post_to_channel(
+        &self,
+        thread_key: &str,
+        run_id: Option<&str>,
+        text: &str,
+    ) -> Result<()> {
         let item = self
             .inner
             .replies
@@ -233,7 +238,10 @@ impl Runtime {
                 ))
             })?;
         let channel = item.channel.clone();
-        self.inner.store.enqueue_outbox(vec![item], now_ms()).await?;
+        self.inner
+            .store
+            .enqueue_outbox(vec![item], now_ms())
+            .await?;
         if let Some(r) = &self.inner.replies {
             r.committed(&channel);
         }

@@ -101,11 +101,12 @@ impl Runtime {
             ManifestSource::Document(doc) => AppManifest::from_value(&doc),
             ManifestSource::Url(url) => {
                 let allow_loopback = self.inner.live().config.apps.allow_loopback_urls;
-                let body = hearth_tools::web::fetch_document(&url, MAX_MANIFEST_BYTES, allow_loopback)
-                    .await
-                    .map_err(|e| {
-                        RuntimeError::InvalidInput(format!("could not fetch the manifest: {e}"))
-                    })?;
+                let body =
+                    hearth_tools::web::fetch_document(&url, MAX_MANIFEST_BYTES, allow_loopback)
+                        .await
+                        .map_err(|e| {
+                            RuntimeError::InvalidInput(format!("could not fetch the manifest: {e}"))
+                        })?;
                 AppManifest::parse(body.as_bytes())
             }
         }
@@ -124,8 +125,13 @@ impl Runtime {
             )));
         }
         tracing::info!(app, version, "an app manifest was imported");
-        self.audit_app(actor, "app.import", format!("app:{app} version:{version}"), None)
-            .await;
+        self.audit_app(
+            actor,
+            "app.import",
+            format!("app:{app} version:{version}"),
+            None,
+        )
+        .await;
         Ok(stored)
     }
 
@@ -146,8 +152,13 @@ impl Runtime {
             .approve_app_version(app, version, actor, now_ms())
             .await?
             .ok_or_else(|| not_found(app, version))?;
-        self.audit_app(actor, "app.approve", format!("app:{app} version:{version}"), None)
-            .await;
+        self.audit_app(
+            actor,
+            "app.approve",
+            format!("app:{app} version:{version}"),
+            None,
+        )
+        .await;
         self.refresh_app_tools().await;
         Ok(approved)
     }

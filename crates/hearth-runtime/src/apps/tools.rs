@@ -69,7 +69,8 @@ fn parameters(manifest: &AppManifest, action: &str) -> Value {
         .args
         .iter()
         .map(|a| {
-            let mut p = json!({"type": "string", "maxLength": hearth_core::apps::command::MAX_ARG_VALUE});
+            let mut p =
+                json!({"type": "string", "maxLength": hearth_core::apps::command::MAX_ARG_VALUE});
             if let Some(d) = &a.description {
                 p["description"] = json!(d);
             }

@@ -50,7 +50,12 @@ async fn serve_manifest(body: Value) -> String {
     format!("http://{addr}/manifest.json")
 }
 
-async fn call(s: &Server, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+async fn call(
+    s: &Server,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut rb = s.http.request(method, s.url(path));
     if let Some(b) = body {
         rb = rb.json(&b);
@@ -66,9 +71,18 @@ async fn a_manifest_from_a_local_address_is_imported_approved_enabled_and_disabl
     let s = server("[apps]\nallow_loopback_urls = true\n").await;
     let url = serve_manifest(manifest()).await;
     let post = reqwest::Method::POST;
-    let (status, v) = call(&s, post.clone(), "/v1/apps/manifests", Some(json!({"url": url}))).await;
+    let (status, v) = call(
+        &s,
+        post.clone(),
+        "/v1/apps/manifests",
+        Some(json!({"url": url})),
+    )
+    .await;
     assert_eq!(status, 201, "{v}");
-    assert_eq!(v, json!({"app": "dj", "version": "1.0.0", "status": "pending"}));
+    assert_eq!(
+        v,
+        json!({"app": "dj", "version": "1.0.0", "status": "pending"})
+    );
 
     // A pending version cannot be enabled.
     let put = reqwest::Method::PUT;
@@ -78,21 +92,30 @@ async fn a_manifest_from_a_local_address_is_imported_approved_enabled_and_disabl
 
     let (status, v) = call(&s, post.clone(), "/v1/apps/dj/versions/1.0.0/approve", None).await;
     assert_eq!(status, 200, "{v}");
-    assert_eq!((&v["status"], &v["public_dispatch_consent"]), (&json!("approved"), &json!(true)));
+    assert_eq!(
+        (&v["status"], &v["public_dispatch_consent"]),
+        (&json!("approved"), &json!(true))
+    );
     assert_eq!(v["approved_by"], "api:operator:local");
     let (status, v) = call(&s, post.clone(), "/v1/apps/dj/versions/9/approve", None).await;
     assert_eq!((status, code(&v)), (404, "not_found"), "{v}");
 
     let (status, v) = call(&s, put.clone(), "/v1/apps/dj/guilds/100", enable.clone()).await;
     assert_eq!(status, 200, "{v}");
-    assert_eq!((&v["guild_id"], &v["version"]), (&json!("100"), &json!("1.0.0")));
+    assert_eq!(
+        (&v["guild_id"], &v["version"]),
+        (&json!("100"), &json!("1.0.0"))
+    );
     let (status, v) = call(&s, put, "/v1/apps/dj/guilds/not-a-guild", enable).await;
     assert_eq!((status, code(&v)), (400, "invalid_request"), "{v}");
 
     let (status, v) = call(&s, reqwest::Method::GET, "/v1/apps", None).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["apps"][0]["name"], "dj");
-    assert_eq!(v["apps"][0]["versions"][0]["manifest"]["actions"][1]["name"], "ban");
+    assert_eq!(
+        v["apps"][0]["versions"][0]["manifest"]["actions"][1]["name"],
+        "ban"
+    );
     assert_eq!(v["enablements"][0]["guild_id"], "100");
 
     // The same version again with other content is a conflict.
@@ -132,9 +155,18 @@ async fn a_malformed_manifest_is_a_400_naming_the_field() {
 
     let mut unknown = manifest();
     unknown["app"]["colour"] = json!("red");
-    let (status, v) = call(&s, reqwest::Method::POST, "/v1/apps/manifests", Some(unknown)).await;
+    let (status, v) = call(
+        &s,
+        reqwest::Method::POST,
+        "/v1/apps/manifests",
+        Some(unknown),
+    )
+    .await;
     assert_eq!((status, code(&v)), (400, "invalid_manifest"), "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("colour"), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("colour"),
+        "{v}"
+    );
 
     for junk in [json!([1]), json!("x"), json!({"url": 5})] {
         let (status, v) = call(&s, reqwest::Method::POST, "/v1/apps/manifests", Some(junk)).await;
@@ -148,8 +180,13 @@ async fn loopback_addresses_are_refused_without_the_test_flag() {
     let url = serve_manifest(manifest()).await;
     let https = url.replace("http://", "https://");
     for u in [url, https, "https://localhost/m.json".to_owned()] {
-        let (status, v) =
-            call(&s, reqwest::Method::POST, "/v1/apps/manifests", Some(json!({"url": u}))).await;
+        let (status, v) = call(
+            &s,
+            reqwest::Method::POST,
+            "/v1/apps/manifests",
+            Some(json!({"url": u})),
+        )
+        .await;
         assert_eq!((status, code(&v)), (400, "invalid_request"), "{u}: {v}");
     }
     let (_, v) = call(&s, reqwest::Method::GET, "/v1/apps", None).await;

@@ -7,14 +7,23 @@ use crate::apps::{AppStore, AppVersionStatus};
 /// app, replace it, and disable it once.
 pub async fn app_versions_are_imported_approved_and_enabled_per_guild<S: AppStore>(store: S) {
     assert!(store.app_version("dj", "1").await.unwrap().is_none());
-    assert!(store.approve_app_version("dj", "1", "op", 5).await.unwrap().is_none());
+    assert!(
+        store
+            .approve_app_version("dj", "1", "op", 5)
+            .await
+            .unwrap()
+            .is_none()
+    );
     let first = store
         .import_app_version("dj", "1", "{\"a\":1}", "op", 10)
         .await
         .unwrap();
     assert_eq!(first.status, AppVersionStatus::Pending);
     assert!(!first.public_dispatch_consent);
-    assert_eq!((first.approved_at, first.approved_by.as_deref()), (None, None));
+    assert_eq!(
+        (first.approved_at, first.approved_by.as_deref()),
+        (None, None)
+    );
     let again = store
         .import_app_version("dj", "1", "{\"a\":2}", "other", 11)
         .await
@@ -57,18 +66,37 @@ pub async fn app_versions_are_imported_approved_and_enabled_per_guild<S: AppStor
         [("bank", "0.1"), ("dj", "1"), ("dj", "2")].map(|(a, v)| (a.to_owned(), v.to_owned()))
     );
 
-    store.enable_app("100", "dj", "1", "admin", 40).await.unwrap();
-    store.enable_app("200", "dj", "1", "admin", 41).await.unwrap();
+    store
+        .enable_app("100", "dj", "1", "admin", 40)
+        .await
+        .unwrap();
+    store
+        .enable_app("200", "dj", "1", "admin", 41)
+        .await
+        .unwrap();
     store.enable_app("100", "dj", "2", "mod", 42).await.unwrap();
     let g100 = store.list_app_enablements(Some("100")).await.unwrap();
     assert_eq!(g100.len(), 1);
     assert_eq!(
-        (g100[0].version.as_str(), g100[0].enabled_by.as_str(), g100[0].enabled_at),
+        (
+            g100[0].version.as_str(),
+            g100[0].enabled_by.as_str(),
+            g100[0].enabled_at
+        ),
         ("2", "mod", 42)
     );
     assert_eq!(store.list_app_enablements(None).await.unwrap().len(), 2);
     assert!(store.disable_app("100", "dj").await.unwrap());
     assert!(!store.disable_app("100", "dj").await.unwrap());
-    assert!(store.list_app_enablements(Some("100")).await.unwrap().is_empty());
-    assert_eq!(store.list_app_enablements(Some("200")).await.unwrap().len(), 1);
+    assert!(
+        store
+            .list_app_enablements(Some("100"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.list_app_enablements(Some("200")).await.unwrap().len(),
+        1
+    );
 }
