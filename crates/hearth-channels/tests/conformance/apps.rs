@@ -40,7 +40,9 @@ fn manifest(bot: &str) -> Value {
              "args": [{"name": "song", "required": true}], "dispatch": "send_message"},
             {"name": "ban", "description": "Bans a member", "trigger": {"prefix": "!ban"},
              "args": [{"name": "user", "required": true}], "dispatch": "send_message",
-             "permissions": ["BAN_MEMBERS"]}
+             "permissions": ["BAN_MEMBERS"]},
+            {"name": "np", "description": "Says what plays now", "trigger": {"prefix": "!np"},
+             "dispatch": "send_message", "reply": "read"}
         ]
     })
 }
@@ -387,5 +389,40 @@ async fn server_admins_import_enable_list_and_disable_apps_with_plugins() {
             .any(|e| e.actor == format!("discord:user:{ALICE}")),
         "{who:?}"
     );
+    a.finish().await;
+}
+
+#[tokio::test]
+async fn the_bots_reply_is_read_back_when_the_manifest_says_so() {
+    let a = Apps::start(DJ_BOT).await;
+    a.model.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_np",
+        "app__dj__np",
+        "{}",
+    )]));
+    a.model.push(Reply::text("It is take on me."));
+    a.say("what is playing?");
+    a.discord.wait_message("!np").await;
+    // Another bot's message that is not the dj's is not its reply.
+    a.discord.message(
+        GENERAL,
+        Some(GUILD),
+        "940000000000000004",
+        true,
+        "I am another bot",
+    );
+    a.discord.message(
+        GENERAL,
+        Some(GUILD),
+        DJ_BOT,
+        true,
+        "Now playing: take on me",
+    );
+    a.discord.wait_message("It is take on me.").await;
+    let requests = a.model.requests();
+    assert_eq!(requests.len(), 2);
+    let fed = requests[1].to_string();
+    assert!(fed.contains("Now playing: take on me"), "{fed}");
+    assert!(!fed.contains("I am another bot"), "{fed}");
     a.finish().await;
 }

@@ -11,12 +11,14 @@
 //! always reads the store.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::Duration;
 
 use hearth_core::ToolSpec;
-use hearth_core::apps::{AppManifest, parse_tool_name, render_command, tool_name};
+use hearth_core::apps::{AppManifest, Reply, parse_tool_name, render_command, tool_name};
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError, ToolSource};
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 use super::dispatch::{AppCommand, Dispatched};
 use crate::runtime::{Inner, Runtime};
@@ -28,7 +30,23 @@ const DISCORD: [&str; 1] = ["discord"];
 #[derive(Default)]
 pub(crate) struct AppTools {
     tools: RwLock<Arc<BTreeMap<String, Arc<dyn Tool>>>>,
+    /// Calls of `reply: "read"` actions waiting for their bot's answer.
+    waiters: Mutex<Vec<Waiter>>,
+    next_waiter: std::sync::atomic::AtomicU64,
 }
+
+/// A call waiting for the reply of an app's bot in a channel.
+struct Waiter {
+    id: u64,
+    channel_id: String,
+    bot_ids: Vec<String>,
+    tx: oneshot::Sender<String>,
+}
+
+/// How long a `reply: "read"` call waits for the bot's answer.
+const REPLY_WAIT: Duration = Duration::from_secs(10);
+/// Longest reply read back, in characters (Discord's message limit).
+const MAX_REPLY: usize = 2000;
 
 impl AppTools {
     fn replace(&self, tools: BTreeMap<String, Arc<dyn Tool>>) {
@@ -40,6 +58,52 @@ impl AppTools {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+}
+
+impl AppTools {
+    /// Waits for the next message of one of `bot_ids` in `channel_id`;
+    /// registered before the command is sent, so the answer cannot slip by.
+    fn wait_reply(
+        &self,
+        channel_id: &str,
+        bot_ids: Vec<String>,
+    ) -> (u64, oneshot::Receiver<String>) {
+        let (tx, rx) = oneshot::channel();
+        let id = self
+            .next_waiter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Waiter {
+                id,
+                channel_id: channel_id.to_owned(),
+                bot_ids,
+                tx,
+            });
+        (id, rx)
+    }
+
+    fn forget(&self, id: u64) {
+        self.waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|w| w.id != id);
+    }
+
+    /// Hands a bot's message to the first call waiting for it; false when
+    /// none waits.
+    fn bot_message(&self, channel_id: &str, author_id: &str, text: &str) -> bool {
+        let mut waiters = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(at) = waiters
+            .iter()
+            .position(|w| w.channel_id == channel_id && w.bot_ids.iter().any(|b| b == author_id))
+        else {
+            return false;
+        };
+        let w = waiters.remove(at);
+        w.tx.send(text.chars().take(MAX_REPLY).collect()).is_ok()
     }
 }
 
@@ -111,6 +175,15 @@ impl Tool for AppTool {
             .is_some_and(|g| self.guilds.contains(g))
     }
 
+    /// What another bot says comes back in the result.
+    fn untrusted(&self) -> bool {
+        true
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(REPLY_WAIT + Duration::from_secs(20))
+    }
+
     fn summary(&self, args: &Value) -> String {
         format!("send the app command {} {}", self.spec.name, args)
     }
@@ -146,6 +219,20 @@ impl Tool for AppTool {
         let empty = serde_json::Map::new();
         let command =
             render_command(action, args.as_object().unwrap_or(&empty)).map_err(ToolError)?;
+        // A reply that may be read is awaited from the bot the manifest names.
+        let reads = action.reply == Some(Reply::Read) && action.is_public();
+        let channel_id = ctx.thread_key.rsplit(':').next().unwrap_or_default();
+        let waiting = reads.then(|| {
+            let bots = [
+                &app.manifest.app.discord_bot_user_id,
+                &app.manifest.app.discord_application_id,
+            ]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+            runtime.inner.app_tools.wait_reply(channel_id, bots)
+        });
         let done = runtime
             .dispatch_app(
                 app,
@@ -159,13 +246,34 @@ impl Tool for AppTool {
                 },
             )
             .await
-            .map_err(|e| ToolError(e.to_string()))?;
-        Ok(match done {
-            Dispatched::Sent { command, .. } => json!({
-                "sent": true,
-                "command": command,
-                "note": "sent into this channel as hearth; the app's bot answers there",
-            }),
+            .map_err(|e| ToolError(e.to_string()));
+        let reply = match (&done, waiting) {
+            (Ok(Dispatched::Sent { .. }), Some((id, rx))) => {
+                let got = tokio::time::timeout(REPLY_WAIT, rx).await;
+                runtime.inner.app_tools.forget(id);
+                Some(got.ok().and_then(Result::ok))
+            }
+            (_, Some((id, _))) => {
+                runtime.inner.app_tools.forget(id);
+                None
+            }
+            _ => None,
+        };
+        Ok(match done? {
+            Dispatched::Sent { command, .. } => match reply {
+                Some(reply) => json!({
+                    "sent": true,
+                    "command": command,
+                    "reply": reply,
+                    "note": if reply.is_some() { "the app's bot answered this in the channel" }
+                            else { "the app's bot did not answer within 10 s" },
+                }),
+                None => json!({
+                    "sent": true,
+                    "command": command,
+                    "note": "sent into this channel as hearth; the app's bot answers there",
+                }),
+            },
             Dispatched::DryRun {
                 command, reason, ..
             } => json!({
@@ -181,6 +289,15 @@ impl Tool for AppTool {
 }
 
 impl Runtime {
+    /// A message another bot posted in a guild channel: when a call of a
+    /// `reply: "read"` action waits for this bot there, it is that call's
+    /// answer (true). Other bots' messages are otherwise ignored.
+    pub fn app_bot_message(&self, channel_id: &str, author_id: &str, text: &str) -> bool {
+        self.inner
+            .app_tools
+            .bot_message(channel_id, author_id, text)
+    }
+
     /// Rebuilds the offered app tools from the store (after a change).
     pub(crate) async fn refresh_app_tools(&self) {
         let source = &self.inner.app_tools;
