@@ -426,3 +426,31 @@ async fn the_bots_reply_is_read_back_when_the_manifest_says_so() {
     assert!(!fed.contains("I am another bot"), "{fed}");
     a.finish().await;
 }
+
+#[tokio::test]
+async fn an_app_enabled_by_another_replica_is_offered_to_the_next_mention() {
+    let a = Apps::start(DJ_BOT).await;
+    assert!(
+        a.t.runtime
+            .disable_app(GUILD, "dj", OP)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    // Another process sharing the store turns it on again.
+    a.t.store
+        .enable_app(GUILD, "dj", "1.0.0", "api:operator:other", 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    a.model.push(Reply::text("noted"));
+    a.say("anything to play?");
+    a.discord.wait_message("noted").await;
+    let requests = a.model.requests();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"app__dj__play"), "{offered:?}");
+    a.finish().await;
+}

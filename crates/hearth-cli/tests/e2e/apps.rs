@@ -70,3 +70,35 @@ async fn apps_are_imported_approved_enabled_listed_and_disabled_from_the_cli() {
     assert_ne!(code, 0);
     assert!(err.contains("actions[0].trigger.prefix"), "{err}");
 }
+
+/// Serves `body` as JSON at `/dj.json` on loopback; its URL.
+async fn serve(body: &'static str) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/dj.json",
+        axum::routing::get(move || async move { ([("content-type", "application/json")], body) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/dj.json")
+}
+
+#[tokio::test]
+async fn a_manifest_is_imported_from_an_address_only_where_the_test_flag_allows_loopback() {
+    let fake = hearth_testkit::FakeOpenAi::start().await;
+    let url = serve(MANIFEST).await;
+    let dir = tempfile::tempdir().unwrap();
+    let refused = Hearth::start(&dir.path().join("a"), Some(&fake_config(&fake.base_url()))).await;
+    let (code, _, err) = hearth(&refused, &["apps", "import", &url]).await;
+    assert_ne!(code, 0, "loopback is refused by default");
+    assert!(err.contains("https"), "{err}");
+
+    let config = format!(
+        "{}\n[apps]\nallow_loopback_urls = true\n",
+        fake_config(&fake.base_url())
+    );
+    let h = Hearth::start(&dir.path().join("b"), Some(&config)).await;
+    let (code, out, err) = hearth(&h, &["apps", "import", &url]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("imported dj version 2.1 (pending)"), "{out}");
+}

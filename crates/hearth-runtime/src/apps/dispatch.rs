@@ -254,6 +254,8 @@ impl Runtime {
     /// no enabled app's prefix matches (the text goes to the model).
     pub async fn app_trigger(&self, req: TriggerRequest) -> Result<Option<Dispatched>> {
         crate::apps::check_guild_id(&req.guild_id)?;
+        // The run this mention may start is offered the apps in force.
+        self.refresh_app_tools_if_changed().await;
         let apps = self.guild_apps(&req.guild_id).await?;
         let found = apps.iter().find_map(|app| {
             match_trigger(&app.manifest, &req.text).map(|hit| (app, hit.action, hit.command))

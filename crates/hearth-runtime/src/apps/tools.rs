@@ -33,6 +33,9 @@ pub(crate) struct AppTools {
     /// Calls of `reply: "read"` actions waiting for their bot's answer.
     waiters: Mutex<Vec<Waiter>>,
     next_waiter: std::sync::atomic::AtomicU64,
+    /// The enablements (guild, app, version) the offered list was built
+    /// from; `None` before the first build.
+    built_from: Mutex<Option<Vec<(String, String, String)>>>,
 }
 
 /// A call waiting for the reply of an app's bot in a channel.
@@ -49,8 +52,24 @@ const REPLY_WAIT: Duration = Duration::from_secs(10);
 const MAX_REPLY: usize = 2000;
 
 impl AppTools {
-    fn replace(&self, tools: BTreeMap<String, Arc<dyn Tool>>) {
+    fn replace(
+        &self,
+        tools: BTreeMap<String, Arc<dyn Tool>>,
+        built_from: Vec<(String, String, String)>,
+    ) {
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+        *self
+            .built_from
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(built_from);
+    }
+
+    fn built_from(&self, enablements: &[(String, String, String)]) -> bool {
+        self.built_from
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_deref()
+            == Some(enablements)
     }
 
     fn current(&self) -> Arc<BTreeMap<String, Arc<dyn Tool>>> {
@@ -298,18 +317,50 @@ impl Runtime {
             .bot_message(channel_id, author_id, text)
     }
 
+    /// Rebuilds the offered app tools when the store's enablements differ
+    /// from those they were built from (another replica sharing the store
+    /// enabled or disabled an app). One small read per guild mention.
+    pub(crate) async fn refresh_app_tools_if_changed(&self) {
+        match self.enablement_keys().await {
+            Ok(keys) if self.inner.app_tools.built_from(&keys) => {}
+            Ok(_) => self.refresh_app_tools().await,
+            Err(e) => tracing::warn!(error = %e, "could not read the enabled apps"),
+        }
+    }
+
+    async fn enablement_keys(&self) -> crate::Result<Vec<(String, String, String)>> {
+        Ok(self
+            .inner
+            .store
+            .list_app_enablements(None)
+            .await?
+            .into_iter()
+            .map(|e| (e.guild_id, e.app, e.version))
+            .collect())
+    }
+
     /// Rebuilds the offered app tools from the store (after a change).
     pub(crate) async fn refresh_app_tools(&self) {
         let source = &self.inner.app_tools;
         match self.app_tool_list().await {
-            Ok(tools) => source.replace(tools),
+            Ok((tools, built_from)) => source.replace(tools, built_from),
             Err(e) => tracing::warn!(error = %e, "could not list the enabled apps' tools"),
         }
     }
 
-    async fn app_tool_list(&self) -> crate::Result<BTreeMap<String, Arc<dyn Tool>>> {
+    async fn app_tool_list(
+        &self,
+    ) -> crate::Result<(
+        BTreeMap<String, Arc<dyn Tool>>,
+        Vec<(String, String, String)>,
+    )> {
         let mut specs: BTreeMap<String, (ToolSpec, BTreeSet<String>)> = BTreeMap::new();
-        for enabled in self.inner.store.list_app_enablements(None).await? {
+        let enablements = self.inner.store.list_app_enablements(None).await?;
+        let built_from = enablements
+            .iter()
+            .map(|e| (e.guild_id.clone(), e.app.clone(), e.version.clone()))
+            .collect();
+        for enabled in enablements {
             let Some(record) = self
                 .inner
                 .store
@@ -338,7 +389,7 @@ impl Runtime {
                 entry.1.insert(enabled.guild_id.clone());
             }
         }
-        Ok(specs
+        let tools = specs
             .into_iter()
             .map(|(name, (spec, guilds))| {
                 let tool: Arc<dyn Tool> = Arc::new(AppTool {
@@ -348,6 +399,7 @@ impl Runtime {
                 });
                 (name, tool)
             })
-            .collect())
+            .collect();
+        Ok((tools, built_from))
     }
 }
