@@ -77,6 +77,17 @@ pub trait Delivery: Send + Sync + 'static {
     /// Checks the token with the platform (`hearth doctor`): a line naming
     /// the bot on success.
     async fn check(&self) -> Result<String, ChannelError>;
+
+    /// Whether `user_id` is a member of the server `guild_id` (Discord
+    /// only: an app's bot must be there for its manifest to apply); `None`
+    /// on the other platforms.
+    async fn has_member(
+        &self,
+        _guild_id: &str,
+        _user_id: &str,
+    ) -> Option<Result<bool, ChannelError>> {
+        None
+    }
 }
 
 /// A platform's inbound side: its loop (polling, a gateway, a socket) and

@@ -584,6 +584,25 @@ impl ChannelAdmin for Channels {
         }
         self.outbox_item(id).await.map_err(api_error)
     }
+
+    async fn discord_member(
+        &self,
+        guild_id: &str,
+        ids: &[String],
+    ) -> hearth_runtime::Result<Option<bool>> {
+        let Some(e) = self.find("discord") else {
+            return Ok(None);
+        };
+        for id in ids {
+            match e.delivery.has_member(guild_id, id).await {
+                Some(Ok(true)) => return Ok(Some(true)),
+                Some(Ok(false)) => {}
+                Some(Err(err)) => return Err(api_error(err)),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(false))
+    }
 }
 
 impl ReplyRouter for Channels {
@@ -666,5 +685,25 @@ impl ReplyRouter for Channels {
     fn scope_of(&self, thread_key: &str) -> Option<String> {
         let (e, _) = self.owner(thread_key)?;
         e.delivery.scope_of(thread_key)
+    }
+
+    fn on_app_message(
+        &self,
+        thread_key: &str,
+        run_id: Option<&str>,
+        text: &str,
+    ) -> Option<NewOutboxItem> {
+        let (e, target) = self.owner(thread_key)?;
+        // Other bots' commands exist on Discord only.
+        if e.delivery.name() != "discord" {
+            return None;
+        }
+        Some(NewOutboxItem {
+            channel: "discord".to_owned(),
+            target,
+            kind: OutboxKind::Message,
+            run_id: run_id.map(str::to_owned),
+            payload: Payload::notice(text).to_json(),
+        })
     }
 }

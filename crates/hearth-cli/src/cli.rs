@@ -248,6 +248,12 @@ pub enum Command {
         #[command(subcommand)]
         command: PermissionsCommand,
     },
+    /// Other bots of a Discord server, by their app manifests: import,
+    /// approve, enable in a server, disable, list (admin).
+    Apps {
+        #[command(subcommand)]
+        command: AppsCommand,
+    },
     /// Keys that belong to a community (a Discord guild, a Slack workspace,
     /// a Telegram group): its runs call the provider with its own key.
     Credentials {
@@ -683,6 +689,47 @@ pub enum TokenCommand {
         /// Token id (tok_...).
         id: String,
     },
+}
+
+/// `hearth apps ...`
+#[derive(Debug, Subcommand)]
+pub enum AppsCommand {
+    /// Import a manifest (a JSON file, or fetched by the server from an
+    /// https address) as a pending version of its app.
+    Import {
+        /// The manifest file, or an https:// address to fetch it from
+        /// (`--url` is the server's own address, so an address is given
+        /// here).
+        source: String,
+    },
+    /// Approve a version: it may then be enabled, and hearth may send its
+    /// public commands (the consent is recorded).
+    Approve {
+        /// The app's name.
+        app: String,
+        /// The version.
+        version: String,
+    },
+    /// Enable an approved version in a Discord server.
+    Enable {
+        /// The app's name.
+        app: String,
+        /// The version.
+        version: String,
+        /// The Discord server (guild) id.
+        #[arg(long)]
+        guild: String,
+    },
+    /// Disable an app in a Discord server.
+    Disable {
+        /// The app's name.
+        app: String,
+        /// The Discord server (guild) id.
+        #[arg(long)]
+        guild: String,
+    },
+    /// Apps, their versions, and the servers they are enabled in.
+    List,
 }
 
 /// `hearth credentials ...`

@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod alerts;
+pub mod apps;
 pub mod budget;
 pub mod channels;
 pub mod check;

@@ -38,6 +38,8 @@ pub struct Config {
     pub alerts: crate::alerts::AlertsConfig,
     /// `[memory]`
     pub memory: crate::memory::MemoryConfig,
+    /// `[apps]`
+    pub apps: crate::apps::AppsConfig,
 }
 
 #[cfg(test)]

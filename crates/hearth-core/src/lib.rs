@@ -8,6 +8,7 @@
 //! runtime and the channels share, `ReplyRouter`. No I/O lives here; if two
 //! crates need a type, it belongs here.
 
+pub mod apps;
 pub mod channels;
 pub mod error_text;
 pub mod ids;

@@ -64,6 +64,17 @@ pub enum RuntimeError {
         /// The replica that holds it (`hearth cluster` lists its address).
         holder: String,
     },
+    /// An app manifest was refused; the message names the field (a JSON
+    /// path) and what is accepted.
+    #[error("{0}")]
+    InvalidManifest(String),
+    /// No such app, app version or enablement.
+    #[error("{0}")]
+    NotFound(String),
+    /// The change conflicts with what is stored (a version imported again
+    /// with other content, or enabling a version not approved).
+    #[error("{0}")]
+    Conflict(String),
     /// A configuration read again cannot be served (reload); the message
     /// names the file or variable, the key and the fix. Nothing changed.
     #[error("{0}")]

@@ -7,6 +7,7 @@
 //! run the engine or touch the store's run tables themselves.
 
 mod admin;
+pub mod apps;
 mod authorize;
 pub mod budget;
 pub mod builder;

@@ -154,4 +154,13 @@ impl ReplyRouter for CurrentReplies {
     fn scope_of(&self, thread_key: &str) -> Option<String> {
         self.get()?.scope_of(thread_key)
     }
+
+    fn on_app_message(
+        &self,
+        thread_key: &str,
+        run_id: Option<&str>,
+        text: &str,
+    ) -> Option<NewOutboxItem> {
+        self.get()?.on_app_message(thread_key, run_id, text)
+    }
 }

@@ -28,6 +28,8 @@ impl Runtime {
         self.inner
             .incognito
             .load(self.inner.store.incognito_threads().await?);
+        // Recovered runs in a guild are offered its enabled apps' tools.
+        self.refresh_app_tools().await;
         if self.inner.options.sole_owner {
             // The home is locked by this process: whoever held these leases is dead.
             let released = self

@@ -91,7 +91,7 @@ pub struct ConfigView {
 }
 
 /// Sections that a reload applies.
-const LIVE: [&str; 10] = [
+const LIVE: [&str; 11] = [
     "llm",
     "permissions",
     "tools",
@@ -102,6 +102,7 @@ const LIVE: [&str; 10] = [
     "skills",
     "channels",
     "alerts",
+    "apps",
 ];
 /// Keys of live sections that are fixed at start.
 const FIXED_KEYS: [(&str, &str); 1] = [("tools", "web_search")];

@@ -81,6 +81,8 @@ pub enum WaitOutcome {
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
+    /// The enabled apps' tools (refreshed when apps change).
+    pub(crate) app_tools: Arc<crate::apps::tools::AppTools>,
     /// Everything a configuration reload replaces (see `live.rs`).
     pub(crate) live: LiveCell,
     /// How to read and apply the configuration again.
@@ -223,6 +225,8 @@ impl Runtime {
         } = parts;
         let surface_cell = SurfaceCell::new(surface.clone());
         let inner = Arc::new_cyclic(|weak| {
+            let app_tools = Arc::new(crate::apps::tools::AppTools::default());
+            tools.add_source(app_tools.clone());
             if job_tools {
                 for tool in crate::jobs::JobTools::new(weak.clone()).tools() {
                     tools.register(tool);
@@ -234,6 +238,7 @@ impl Runtime {
                 }
             }
             Inner {
+                app_tools,
                 store,
                 live: LiveCell::new(Live {
                     config,

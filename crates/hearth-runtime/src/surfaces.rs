@@ -62,6 +62,14 @@ pub trait ChannelAdmin: Send + Sync + 'static {
     /// Puts a failed item back in its queue and gives it as it stands
     /// then; `None` when no failed item has this id.
     async fn retry_outbox(&self, id: i64) -> Result<Option<OutboxItem>>;
+
+    /// Whether the Discord server `guild_id` has a member whose user id is
+    /// one of `ids` (an app's bot user or application id): an app manifest
+    /// applies only to a bot that is there. `None` when it cannot be told
+    /// (Discord is not enabled).
+    async fn discord_member(&self, _guild_id: &str, _ids: &[String]) -> Result<Option<bool>> {
+        Ok(None)
+    }
 }
 
 /// A platform's push endpoint (Telegram's webhook, Slack's Events API). The

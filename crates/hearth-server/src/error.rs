@@ -10,6 +10,7 @@
 //! | `ChannelDisabled` | 400 | `channel_disabled` |
 //! | `InvalidConfig` | 400 | `invalid_config` (a reload refused; nothing changed) |
 //! | `InvalidMode` | 400 | `invalid_mode` (a search mode that is unknown or needs embeddings) |
+//! | `InvalidManifest` | 400 | `invalid_manifest` (an app manifest refused; the message names the field) |
 //! | `Unauthorized` | 401 | `unauthorized` |
 //! | `Forbidden` | 403 | `forbidden` |
 //! | `BypassInGroup` | 403 | `bypass_in_group` (permission mode `bypass` in a group chat) |
@@ -17,6 +18,7 @@
 //! | `ForbiddenOrigin` | 403 | `forbidden_origin` (a browser page of another origin) |
 //! | `NotFound` | 404 | `not_found` |
 //! | `MethodNotAllowed` | 405 | `method_not_allowed` (with `Allow`) |
+//! | `Conflict` | 409 | `conflict` (an app version imported again with other content, or enabled before it is approved) |
 //! | `IncognitoElsewhere` | 409 | `incognito_elsewhere` (another replica holds the incognito thread) |
 //! | `PayloadTooLarge` | 413 | `payload_too_large` |
 //! | `UnsupportedMediaType` | 415 | `unsupported_media_type` |
@@ -64,6 +66,12 @@ pub enum ApiError {
     /// they are off.
     #[error("{0}")]
     InvalidMode(String),
+    /// An app manifest that is refused (the message names the field).
+    #[error("{0}")]
+    InvalidManifest(String),
+    /// The change conflicts with what is stored.
+    #[error("{0}")]
+    Conflict(String),
     /// Missing or bad token.
     #[error(
         "a valid bearer token is required: send Authorization: Bearer <token> (create one with `hearth token create`)"
@@ -133,6 +141,8 @@ impl ApiError {
             Self::ChannelDisabled(_) => (StatusCode::BAD_REQUEST, "channel_disabled"),
             Self::InvalidConfig(_) => (StatusCode::BAD_REQUEST, "invalid_config"),
             Self::InvalidMode(_) => (StatusCode::BAD_REQUEST, "invalid_mode"),
+            Self::InvalidManifest(_) => (StatusCode::BAD_REQUEST, "invalid_manifest"),
+            Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::BypassInGroup(_) => (StatusCode::FORBIDDEN, "bypass_in_group"),
@@ -176,6 +186,9 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Store(s) => Self::Internal(s.to_string()),
             RuntimeError::Internal(m) => Self::Internal(m),
             RuntimeError::InvalidConfig(m) => Self::InvalidConfig(m),
+            RuntimeError::InvalidManifest(m) => Self::InvalidManifest(m),
+            RuntimeError::NotFound(m) => Self::NotFound(m),
+            RuntimeError::Conflict(m) => Self::Conflict(m),
             RuntimeError::IncognitoElsewhere { .. } => Self::IncognitoElsewhere(e.to_string()),
         }
     }

@@ -9,10 +9,11 @@
 //! `Store` is the sum of one trait per aggregate ([`RunStore`],
 //! [`ThreadStore`], [`UsageStore`], [`GrantStore`], [`TokenStore`],
 //! [`SecretStore`], [`MemoryStore`], [`ConfirmationStore`],
-//! [`RetentionStore`], [`OutboxStore`], [`AccessStore`], [`HistoryStore`], [`JobStore`]); `use hearth_store::prelude::*` brings them all into
+//! [`RetentionStore`], [`OutboxStore`], [`AccessStore`], [`HistoryStore`], [`JobStore`], [`AppStore`]); `use hearth_store::prelude::*` brings them all into
 //! scope. With the `conformance` feature, [`conformance`] holds one test
 //! suite per aggregate that every backend must pass.
 
+pub mod apps;
 pub mod budget;
 pub mod channels;
 pub mod cluster;
@@ -39,6 +40,7 @@ pub mod threads;
 pub mod tokens;
 pub mod usage;
 
+pub use apps::{AppEnablement, AppStore, AppVersionRecord, AppVersionStatus};
 pub use budget::BudgetLedger;
 pub use channels::{
     AccessStore, AllowedUser, ChannelStore, NewOutboxItem, OutboxCounts, OutboxItem, OutboxKind,
@@ -72,7 +74,7 @@ pub use usage::{CallUsage, ModelCall, UsageStore};
 /// `dyn Store` reaches every aggregate's methods without them).
 pub mod prelude {
     pub use crate::{
-        AccessStore, ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore,
+        AccessStore, AppStore, ChannelStore, ConfirmationStore, GrantStore, HistoryStore, JobStore,
         MemoryStore, OutboxStore, RetentionStore, RouterStore, RunStore, SecretStore, Store,
         ThreadStore, TokenStore, UsageStore,
     };
@@ -96,6 +98,7 @@ pub trait Store:
     + HistoryStore
     + JobStore
     + RouterStore
+    + AppStore
     + Send
     + Sync
     + 'static

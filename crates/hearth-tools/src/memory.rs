@@ -523,6 +523,7 @@ mod tests {
             run_id: "run_1".into(),
             thread_key: thread.into(),
             user_key: user.into(),
+            scope: String::new(),
             incognito: false,
             call_id: String::new(),
         }

@@ -61,6 +61,9 @@ pub struct ToolContext {
     pub thread_key: String,
     /// The user the run acts for.
     pub user_key: String,
+    /// The space the run was asked in (`discord:guild:<id>`, ...; `global`
+    /// or empty when none): tools that belong to a space check it.
+    pub scope: String,
     /// True when nothing of the thread may be written to disk.
     pub incognito: bool,
     /// The model's id of this call (empty outside a call): stable across a
@@ -93,6 +96,12 @@ pub trait Tool: Send + Sync + 'static {
             line.push_str("...");
         }
         line
+    }
+
+    /// Whether runs asked in `scope` are offered this tool (an app's
+    /// tools only in the guilds that enabled it). True by default.
+    fn offered_in(&self, _scope: &str) -> bool {
+        true
     }
 
     /// The capability a user needs to call this tool (`web.fetch`, ...);

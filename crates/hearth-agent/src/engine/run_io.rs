@@ -77,6 +77,7 @@ impl RunInput {
             run_id: self.run_id.clone(),
             thread_key: self.thread_key.clone(),
             user_key: self.user_key.clone(),
+            scope: self.scope.clone(),
             incognito: self.incognito,
             call_id: String::new(),
         }

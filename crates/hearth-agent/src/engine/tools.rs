@@ -178,8 +178,11 @@ impl Engine {
         operator: bool,
     ) -> Result<Vec<Arc<dyn hearth_tools::Tool>>, Stop> {
         let channel = channel_of(&input.thread_key);
-        let on_channel: Vec<Arc<dyn hearth_tools::Tool>> =
-            self.tools.for_channel(channel).collect();
+        let on_channel: Vec<Arc<dyn hearth_tools::Tool>> = self
+            .tools
+            .for_channel(channel)
+            .filter(|t| t.offered_in(&input.scope))
+            .collect();
         if operator {
             return Ok(on_channel);
         }

@@ -82,6 +82,17 @@ pub(super) fn definitions(models: &[String]) -> Value {
               ] },
             { "type": SUB_COMMAND, "name": "usage", "description": "This server's model usage and cost today" },
           ] },
+        { "name": "plugins", "description": "Other bots' apps in this server (admins)",
+          "default_member_permissions": ADMINISTRATOR.to_string(), "contexts": [0],
+          "options": [
+            { "type": SUB_COMMAND, "name": "import", "description": "Import an app's manifest from an https address",
+              "options": [option(STRING, "url", "The manifest's https:// address", true)] },
+            { "type": SUB_COMMAND, "name": "enable", "description": "Turn an approved version of an app on here",
+              "options": [option(STRING, "app", "The app's name", true), option(STRING, "version", "The approved version", true)] },
+            { "type": SUB_COMMAND, "name": "disable", "description": "Turn an app off here",
+              "options": [option(STRING, "app", "The app's name", true)] },
+            { "type": SUB_COMMAND, "name": "list", "description": "Apps, their versions and what is on here" },
+          ] },
         { "name": "help", "description": "What this bot does" },
     ])
 }
@@ -118,7 +129,7 @@ mod tests {
         let models: Vec<String> = (0..30).map(|i| format!("p/m{i}")).collect();
         for defs in [definitions(&models), definitions(&models[..3])] {
             let list = defs.as_array().unwrap();
-            assert_eq!(list.len(), 12);
+            assert_eq!(list.len(), 13);
             for c in list {
                 let name = c["name"].as_str().unwrap();
                 assert!(

@@ -20,6 +20,13 @@ pub(super) async fn message(dc: &Dc, m: Message) -> Result<(), ChannelError> {
         // Before READY there is no bot id to tell mentions by.
         return Ok(());
     };
+    if m.author.bot && m.guild_id.is_some() && m.author.id != me.user_id {
+        // Another bot's answer to an app command a run waits for (its
+        // manifest says `reply: "read"`); never a conversation of its own.
+        dc.runtime
+            .app_bot_message(&m.channel_id, &m.author.id, &m.content);
+        return Ok(());
+    }
     if m.author.bot || m.webhook_id.is_some() || m.author.id == me.user_id {
         return Ok(());
     }
@@ -41,6 +48,12 @@ pub(super) async fn message(dc: &Dc, m: Message) -> Result<(), ChannelError> {
         }
     };
     if text.is_empty() {
+        return Ok(());
+    }
+    // Another bot's command, by its declared prefix: no model call.
+    if let Some(guild) = &m.guild_id
+        && super::apps::trigger(dc, guild, &m.channel_id, &m.author.id, &m.id, &text).await
+    {
         return Ok(());
     }
     if m.guild_id.is_none()

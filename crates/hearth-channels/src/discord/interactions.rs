@@ -14,7 +14,8 @@ use tracing::warn;
 use super::commands::ADMINISTRATOR;
 use super::types::{Interaction, User, option};
 use super::{
-    Dc, Discord, inbound, is_snowflake, llm, permissions, presses, stats, thread_key, user_key,
+    Dc, Discord, inbound, is_snowflake, llm, permissions, plugins, presses, stats, thread_key,
+    user_key,
 };
 use crate::commands::{self, Button, Command, Ctx, Picker, Reply};
 use crate::control::Place;
@@ -22,10 +23,10 @@ use crate::error::ChannelError;
 
 /// Interaction callback types.
 const MESSAGE: u8 = 4;
-const DEFERRED: u8 = 5;
+pub(super) const DEFERRED: u8 = 5;
 pub(super) const UPDATE_MESSAGE: u8 = 7;
 /// Only the user who acted sees the message.
-const EPHEMERAL: u64 = 1 << 6;
+pub(super) const EPHEMERAL: u64 = 1 << 6;
 /// Buttons in an action row, and in a message (five rows).
 const PER_ROW: usize = 5;
 const MAX_BUTTONS: usize = 25;
@@ -196,8 +197,8 @@ fn help() -> String {
     format!(
         "I am your hearth assistant. Write to me, or mention me in a channel, and I answer.\n\n{lines}\n\n\
          /ask asks a question, /agent stats shows this server's run health, /permissions lets \
-         server admins grant capabilities, and /llm key set lets them give this server its own \
-         provider key."
+         server admins grant capabilities, /llm key set lets them give this server its own \
+         provider key, and /plugins lets them turn on other bots' apps here."
     )
 }
 
@@ -245,6 +246,7 @@ async fn command(
         "ask" => ask(dc, i, &acting.user, channel).await,
         "permissions" => permissions::command(dc, i, actor, sub).await,
         "llm" => llm::command(dc, i, actor, sub).await,
+        "plugins" => plugins::command(dc, i, actor, sub).await,
         other => {
             let text = match other {
                 "agent" => "Use /agent cancel or /agent stats.",
@@ -321,7 +323,7 @@ pub(super) fn picker_message(picker: &Picker, ephemeral: bool) -> Value {
     data
 }
 
-async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {
+pub(super) async fn edit_original(dc: &Discord, i: &Interaction, content: &str) {
     let (Ok(api), Some(me)) = (&dc.kit.api, dc.kit.me.get()) else {
         return;
     };

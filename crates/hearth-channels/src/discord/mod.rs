@@ -8,6 +8,7 @@
 //! reqwest ([`api`]).
 
 pub mod api;
+mod apps;
 mod commands;
 mod deliver;
 mod gateway;
@@ -15,6 +16,7 @@ mod inbound;
 mod interactions;
 mod llm;
 mod permissions;
+mod plugins;
 mod presses;
 mod stats;
 pub mod types;
@@ -87,6 +89,8 @@ pub struct Discord {
     /// When the message behind a run was received, for runs answered in a
     /// `latency_footer_guilds` guild (in memory: no footer after a restart).
     footers: Mutex<HashMap<String, Timestamp>>,
+    /// Member lookups of apps' bots: (guild, user) -> (member, when asked).
+    members: Mutex<HashMap<(String, String), (bool, std::time::Instant)>>,
 }
 
 impl Discord {
@@ -118,6 +122,7 @@ impl Discord {
             token,
             owners: Mutex::default(),
             footers: Mutex::default(),
+            members: Mutex::default(),
         })
     }
 
@@ -187,6 +192,14 @@ impl Delivery for Discord {
 
     async fn restore(&self, runtime: &Runtime) {
         self.kit.progress.restore(runtime).await;
+    }
+
+    async fn has_member(
+        &self,
+        guild_id: &str,
+        user_id: &str,
+    ) -> Option<Result<bool, ChannelError>> {
+        Some(self.member(guild_id, user_id).await)
     }
 
     async fn check(&self) -> Result<String, ChannelError> {

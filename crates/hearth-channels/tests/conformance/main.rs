@@ -32,6 +32,7 @@ mod adapters {
     #[cfg(feature = "telegram")]
     pub(crate) mod telegram;
 }
+mod apps;
 mod checks;
 mod harness;
 mod modes;

@@ -1,6 +1,7 @@
 //! Client commands: talk to a running server over its HTTP API, reading its
 //! answers as the server's own response types. One module per command group.
 
+mod apps;
 mod budget;
 mod channels;
 mod cluster;
@@ -318,6 +319,7 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
         }
         Command::Budget => budget::budget(&api, g.json).await,
         Command::Permissions { command } => permissions::permissions(&api, command, g.json).await,
+        Command::Apps { command } => apps::apps(&api, command, g.json).await,
         Command::Credentials { command } => credentials::credentials(&api, command, g.json).await,
         Command::Audit { limit } => permissions::audit(&api, limit, g.json).await,
         Command::Channels => channels::channels(&api, g.json).await,

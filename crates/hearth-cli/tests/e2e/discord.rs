@@ -100,6 +100,7 @@ async fn a_dm_is_answered_once_and_a_stranger_is_offered_pairing() {
             "permissions",
             "agent",
             "llm",
+            "plugins",
             "help"
         ]
     );

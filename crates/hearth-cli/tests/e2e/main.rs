@@ -10,6 +10,7 @@ mod harness;
 
 mod alerts;
 mod api;
+mod apps;
 mod bad_input;
 mod budget;
 mod chat;

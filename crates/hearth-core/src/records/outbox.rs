@@ -234,4 +234,18 @@ pub trait ReplyRouter: Send + Sync + 'static {
     fn scope_of(&self, _thread_key: &str) -> Option<String> {
         None
     }
+
+    /// The item that posts `text` into `thread_key`'s conversation as a
+    /// message of its own, plain (no formatting, no reply, no mentions): an
+    /// app's command sent for a run (`run_id`) or a trigger, or hearth's
+    /// notice about one. `None` when no channel that can do it owns the
+    /// thread (only Discord does).
+    fn on_app_message(
+        &self,
+        _thread_key: &str,
+        _run_id: Option<&str>,
+        _text: &str,
+    ) -> Option<NewOutboxItem> {
+        None
+    }
 }

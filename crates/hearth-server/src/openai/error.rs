@@ -203,8 +203,11 @@ impl From<RuntimeError> for OpenAiError {
             | RuntimeError::JobNotFound(_)
             | RuntimeError::Store(_)
             | RuntimeError::Internal(_)
-            | RuntimeError::InvalidConfig(_) => Self::Internal(e.to_string()),
+            | RuntimeError::InvalidConfig(_)
+            | RuntimeError::NotFound(_) => Self::Internal(e.to_string()),
             RuntimeError::InvalidSchedule(_)
+            | RuntimeError::InvalidManifest(_)
+            | RuntimeError::Conflict(_)
             | RuntimeError::ChannelDisabled(_)
             | RuntimeError::InvalidMode(_) => Self::InvalidRequest {
                 message: e.to_string(),

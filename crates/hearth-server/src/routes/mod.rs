@@ -5,6 +5,7 @@
 //! one (through `utoipa_axum::routes!`): a route cannot be served without
 //! being documented.
 
+pub mod apps;
 pub mod budget;
 pub mod channels;
 pub mod cluster;
@@ -96,6 +97,11 @@ api! {
     credentials::set_credential,
     credentials::remove_credential,
     credentials::list_credentials,
+    apps::import_manifest,
+    apps::approve_version,
+    apps::list_apps,
+    apps::enable_app,
+    apps::disable_app,
     threads::list_threads,
     threads::runtime,
     threads::thread,

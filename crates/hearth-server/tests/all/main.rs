@@ -8,6 +8,7 @@
 
 mod harness;
 
+mod apps;
 mod contract;
 mod door;
 mod errors;

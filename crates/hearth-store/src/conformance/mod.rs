@@ -23,6 +23,7 @@
     reason = "test helpers outside #[test] fns unwrap what the test set up"
 )]
 
+pub mod apps;
 pub mod channels;
 pub mod confirmations;
 pub mod family;
@@ -162,6 +163,9 @@ macro_rules! store_conformance_tests {
             ],
             family: [
                 children_are_listed_by_their_parent_run_id,
+            ],
+            apps: [
+                app_versions_are_imported_approved_and_enabled_per_guild,
             ],
             router: [
                 observations_commit_with_the_run_end_and_only_once,

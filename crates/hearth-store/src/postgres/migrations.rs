@@ -42,10 +42,11 @@ const MIGRATIONS: &[(u32, &str)] = &[
         10,
         include_str!("../../migrations/postgres/0010_parent_run_id.sql"),
     ),
+    (11, include_str!("../../migrations/postgres/0011_apps.sql")),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 10;
+pub(crate) const LATEST: u32 = 11;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -13,6 +13,7 @@
 //! JSON TEXT, sealed secrets and embeddings BYTEA, counters BIGINT (`i64` on
 //! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
 
+mod apps;
 mod budget;
 mod claims;
 mod cluster;

@@ -29,10 +29,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (20, super::tokens::MIGRATION_V20),
     (21, super::memory::MIGRATION_V21),
     (22, V22),
+    (23, super::apps::MIGRATION_V23),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 22;
+pub(crate) const LATEST: u32 = 23;
 
 /// Work a migration's SQL cannot do, run after it in its transaction.
 type Backfill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;

@@ -1,6 +1,7 @@
 //! The SQLite backend: one writer thread that commits queued writes in shared
 //! transactions, and a couple of reader threads, all on one WAL database file.
 
+mod apps;
 mod checkpoint;
 mod confirmations;
 mod context_cache;

@@ -31,7 +31,10 @@ fn seeded_home(dir: &std::path::Path) -> std::path::PathBuf {
              VALUES ('j1', 'daily', '0 9 * * *', 'UTC', 't:1', 'u', 'go', 'skip', 1, 3);
          INSERT INTO memories (user_key, text, created_at, last_used_at, embedding, embedding_model)
              VALUES ('u', 'parked in spot B7', 1, 1, x'0000803f', 'f/e'), ('u', 'gone', 1, 1, NULL, NULL);
-         DELETE FROM memories WHERE text = 'gone';",
+         DELETE FROM memories WHERE text = 'gone';
+         INSERT INTO app_versions (app, version, manifest, status, public_dispatch_consent, imported_at, imported_by, approved_at, approved_by)
+             VALUES ('dj', '1', '{}', 'approved', 1, 1, 'op', 2, 'op'), ('dj', '2', '{}', 'pending', 0, 3, 'op', NULL, NULL);
+         INSERT INTO app_guilds (guild_id, app, version, enabled_at, enabled_by) VALUES ('100', 'dj', '1', 4, 'op');",
     )
     .unwrap();
     path
@@ -58,6 +61,8 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
     assert_eq!(rows("memories"), Some(1));
     assert_eq!(rows("api_tokens"), Some(2));
     assert_eq!(rows("outbox"), Some(0));
+    assert_eq!(rows("app_versions"), Some(2));
+    assert_eq!(rows("app_guilds"), Some(1));
     assert!(report.postgres_only.contains(&"replicas".to_owned()));
     // Parents first: a run's steps are written after the run.
     let pos = |t: &str| report.tables.iter().position(|(n, _)| n == t).unwrap();
@@ -89,6 +94,9 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
             .collect::<Vec<_>>(),
         ["r2"]
     );
+    let apps = pg.list_app_versions().await.unwrap();
+    assert!(apps[0].public_dispatch_consent && !apps[1].public_dispatch_consent);
+    assert_eq!(pg.list_app_enablements(Some("100")).await.unwrap().len(), 1);
     // The deleted memory's id is not handed out again.
     let saved = pg
         .save_memory(NewMemory {

@@ -49,7 +49,8 @@ async fn a_version_4_database_gains_grants_and_audit() {
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; PRAGMA user_version = 4;",
+         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
+         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);

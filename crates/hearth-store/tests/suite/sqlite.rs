@@ -246,7 +246,8 @@ async fn a_version_3_database_gains_the_secrets_table() {
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; PRAGMA user_version = 3;",
+         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
+         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -276,7 +277,8 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; PRAGMA user_version = 9;",
+         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
+         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -321,7 +323,8 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; PRAGMA user_version = 15;",
+         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
+         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 15;",
     )
     .unwrap();
     drop(conn);
@@ -356,7 +359,8 @@ async fn memories_of_a_version_16_database_are_due_for_embedding() {
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; PRAGMA user_version = 16;",
+         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
+         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 16;",
     )
     .unwrap();
     drop(conn);

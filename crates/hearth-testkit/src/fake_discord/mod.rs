@@ -126,6 +126,11 @@ pub(crate) struct Inner {
     pub(crate) member_permissions: Option<String>,
     /// Role ids of members by user id, in guild messages and interactions.
     pub(crate) member_roles: HashMap<String, Vec<String>>,
+    /// Members of guilds, as `(guild id, user id)` (other bots, for the
+    /// member lookups of app manifests).
+    pub(crate) members: std::collections::HashSet<(String, String)>,
+    /// `GET /guilds/{id}/members/{id}` calls.
+    pub(crate) member_lookups: u32,
     pub(crate) next_id: u64,
     /// Interaction id -> (token, answered).
     pub(crate) interactions: HashMap<String, (String, bool)>,
@@ -447,6 +452,17 @@ impl FakeDiscord {
             .get(user)
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// Makes `user` (another bot) a member of `guild`.
+    pub fn add_member(&self, guild: &str, user: &str) {
+        self.shared
+            .with(|s| s.members.insert((guild.to_owned(), user.to_owned())));
+    }
+
+    /// How many member lookups hearth made.
+    pub fn member_lookups(&self) -> u32 {
+        self.shared.lock().member_lookups
     }
 
     /// Answers posts to `channel` with 403 Missing Access.

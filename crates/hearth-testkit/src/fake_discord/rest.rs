@@ -25,6 +25,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
             patch(edit_message).delete(delete_message),
         )
         .route("/api/v10/channels/{channel}/typing", post(typing))
+        .route("/api/v10/guilds/{guild}/members/{user}", get(member))
         .route("/api/v10/applications/{app}/commands", put(commands))
         .route(
             "/api/v10/interactions/{id}/{token}/callback",
@@ -344,6 +345,37 @@ async fn typing(State(shared): S, Path(channel): Path<String>, headers: HeaderMa
     }
     shared.with(|s| s.typing += 1);
     StatusCode::NO_CONTENT.into_response()
+}
+
+/// `GET /guilds/{guild.id}/members/{user.id}`: the member, or 404 Unknown
+/// Member (code 10007).
+async fn member(
+    State(shared): S,
+    Path((guild, user)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(r) = auth(&shared, &headers, "GET /guilds/{id}/members/{id}") {
+        return r;
+    }
+    if !snowflake(&guild) || !snowflake(&user) {
+        shared.violation(format!(
+            "GET /guilds/{{id}}/members/{{id}}: ids that are not snowflakes: {guild:?} {user:?}"
+        ));
+        return error(StatusCode::NOT_FOUND, 10004, "Unknown Guild");
+    }
+    let found = shared.with(|s| {
+        s.member_lookups += 1;
+        s.members.contains(&(guild.clone(), user.clone()))
+    });
+    if !found {
+        return error(StatusCode::NOT_FOUND, 10007, "Unknown Member");
+    }
+    axum::Json(json!({
+        "user": { "id": user, "username": format!("user{user}"), "bot": true },
+        "roles": [], "joined_at": "2026-11-01T00:00:00.000000+00:00", "deaf": false, "mute": false,
+        "flags": 0,
+    }))
+    .into_response()
 }
 
 async fn commands(

@@ -183,3 +183,47 @@ impl Tool for WebFetch {
         Ok(page.to_json(max_chars))
     }
 }
+
+/// Fetches a small document (an app manifest) from `raw` through the same
+/// guard as `web_fetch`: HTTPS only, public addresses only, no redirects
+/// (give the final address), the body capped at `max_bytes` while it
+/// streams. `allow_loopback` (tests only, `[apps] allow_loopback_urls`)
+/// lets exactly the URL's own loopback address and port through, over
+/// plain HTTP too, so a test can serve the document locally.
+pub async fn fetch_document(
+    raw: &str,
+    max_bytes: usize,
+    allow_loopback: bool,
+) -> Result<String, ToolError> {
+    let url = reqwest::Url::parse(raw.trim())
+        .map_err(|e| ToolError(format!("{raw:?} is not a URL: {e}")))?;
+    let loopback = url
+        .host_str()
+        .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+        .and_then(|h| h.parse::<std::net::IpAddr>().ok())
+        .filter(std::net::IpAddr::is_loopback);
+    let test_addr = loopback
+        .filter(|_| allow_loopback)
+        .and_then(|ip| Some(SocketAddr::new(ip, url.port_or_known_default()?)));
+    if url.scheme() != "https" && test_addr.is_none() {
+        return Err(ToolError(format!(
+            "refused: only https:// addresses are fetched, not {}://",
+            url.scheme()
+        )));
+    }
+    let config = WebFetchConfig {
+        max_body_bytes: max_bytes,
+        max_redirects: 0,
+        timeout: Duration::from_secs(20),
+        allow_for_tests: test_addr,
+        ..WebFetchConfig::default()
+    };
+    let page = fetch::Fetcher::new(&config).fetch(url.as_str()).await?;
+    if !(200..300).contains(&page.status) {
+        return Err(ToolError(format!(
+            "{} answered HTTP {} (redirects are not followed: give the final address)",
+            page.url, page.status
+        )));
+    }
+    Ok(page.text)
+}
