@@ -131,6 +131,21 @@ impl Runtime {
             .collect())
     }
 
+    /// Model calls grouped, each group with its estimated cost and split
+    /// by model (`<provider>/<model>`, each with its own cost): what the
+    /// dashboard's chart stacks per day.
+    pub async fn usage_by_model(
+        &self,
+        query: &UsageQuery,
+    ) -> Result<Vec<(UsageReport, Vec<UsageReport>)>> {
+        let rows = self.inner.store.usage(query).await?;
+        let prices = &self.inner.live().catalog.prices;
+        Ok(rows
+            .iter()
+            .map(|r| (usage::report(r, prices), usage::by_model(r, prices)))
+            .collect())
+    }
+
     /// Warns once per UTC day when today's estimated spend crosses the
     /// configured threshold (checked at most every 30 s).
     pub(crate) async fn check_spend(&self) {

@@ -86,6 +86,7 @@ macro_rules! store_conformance_tests {
                 calls_since_lists_each_call_with_its_thread_and_user,
                 a_call_outside_a_run_counts_in_usage_and_budgets,
                 usage_days_are_the_utc_days_of_each_call,
+                the_daily_rollup_equals_the_sums_of_the_calls,
             ],
             grants: [
                 add_grant_is_idempotent_and_keeps_the_first,

@@ -34,10 +34,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         8,
         include_str!("../../migrations/postgres/0008_scope_credentials.sql"),
     ),
+    (
+        9,
+        include_str!("../../migrations/postgres/0009_usage_daily.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 8;
+pub(crate) const LATEST: u32 = 9;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;

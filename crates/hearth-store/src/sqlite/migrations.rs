@@ -27,10 +27,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (18, super::secrets::MIGRATION_V18),
     (19, V19),
     (20, super::tokens::MIGRATION_V20),
+    (21, super::usage::MIGRATION_V21),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 20;
+pub(crate) const LATEST: u32 = 21;
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a
@@ -347,6 +348,66 @@ mod tests {
                 ),
                 ("https://hooks.example#0123456789abcdef".to_owned(), None),
                 ("12345".to_owned(), Some("HTTP 502".to_owned())),
+            ]
+        );
+    }
+
+    /// Calls stored before the rollup are summed into it by the migration,
+    /// and later ones are added as they are inserted.
+    #[test]
+    fn the_usage_rollup_is_backfilled_then_kept() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for &(version, sql) in &MIGRATIONS[..20] {
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", version).unwrap();
+        }
+        tx.commit().unwrap();
+        let insert = "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, \
+             input_tokens, output_tokens, latency_ms, status) \
+             VALUES (?1, 0, ?2, 'p', ?3, 'answer', ?4, ?5, 1, 'ok') ON CONFLICT DO NOTHING";
+        let day = 86_400_000_i64;
+        for (id, at, model, i, o) in [
+            ("r1", day + 1, "m", Some(10), Some(1)),
+            ("r2", day + 2, "m", None, None),
+            ("r3", 2 * day, "n", Some(5), Some(5)),
+        ] {
+            conn.execute(insert, rusqlite::params![id, at, model, i, o])
+                .unwrap();
+        }
+        migrate(&mut conn).unwrap();
+        for (id, at, model, i, o) in [
+            ("r4", day + 3, "m", Some(1), Some(1)),
+            ("r4", day + 3, "m", Some(1), Some(1)),
+        ] {
+            conn.execute(insert, rusqlite::params![id, at, model, i, o])
+                .unwrap();
+        }
+        let mut stmt = conn
+            .prepare(
+                "SELECT day, model, calls, untracked_calls, input_tokens, output_tokens \
+                 FROM usage_daily ORDER BY day, model",
+            )
+            .unwrap();
+        let got: Vec<(i64, String, i64, i64, i64, i64)> = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (1, "m".to_owned(), 3, 1, 11, 2),
+                (2, "n".to_owned(), 1, 0, 5, 5)
             ]
         );
     }
