@@ -116,6 +116,7 @@ api! {
     jobs::create_job,
     jobs::list_jobs,
     jobs::get_job,
+    jobs::patch_job,
     jobs::delete_job,
     jobs::run_job,
     router::get_router,

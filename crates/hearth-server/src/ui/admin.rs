@@ -105,17 +105,18 @@ pub async fn router(
     Ok(page(&viewer, "/ui/router", "Router", None, body).into_response())
 }
 
-/// `/ui/jobs`: schedules, next and last firing, Run now.
+/// `/ui/jobs`: schedules, next and last firing, Run now, Enable/Disable.
 pub async fn jobs(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
     let jobs = v1_jobs::list_jobs(State(st)).await.map_err(fail)?.0.jobs;
     let actions = |j: &Value| {
-        let id = j.get("id").and_then(Value::as_str).unwrap_or("");
-        button_form(
-            &viewer,
-            &format!("/ui/jobs/{}/run", encode(id)),
-            "Run now",
-            "",
-        )
+        let id = encode(j.get("id").and_then(Value::as_str).unwrap_or(""));
+        let enabled = j.get("enabled").and_then(Value::as_bool).unwrap_or(false);
+        html! {
+            (button_form(&viewer, &format!("/ui/jobs/{id}/run"), "Run now", ""))
+            " "
+            @if enabled { (button_form(&viewer, &format!("/ui/jobs/{id}/disable"), "Disable", "danger")) }
+            @else { (button_form(&viewer, &format!("/ui/jobs/{id}/enable"), "Enable", "")) }
+        }
     };
     let body = json_table(
         "jobs",
@@ -141,6 +142,32 @@ pub async fn run_job(State(st): State<AppState>, ApiPath(id): ApiPath<String>) -
         .await
         .map_err(fail)?;
     Ok(Redirect::to(&format!("/ui/runs/{}", encode(&env.run_id))).into_response())
+}
+
+/// Enables (`enable`) or disables (`disable`) a job, then shows the jobs.
+pub async fn toggle_job(
+    State(st): State<AppState>,
+    ApiPath((id, action)): ApiPath<(String, String)>,
+) -> PageResult {
+    let enabled = match action.as_str() {
+        "enable" => true,
+        "disable" => false,
+        _ => {
+            return Err(layout::status_page(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "Enable or disable a job.",
+            ));
+        }
+    };
+    let _ = v1_jobs::patch_job(
+        State(st),
+        ApiPath(id),
+        crate::extract::ApiJson(v1_jobs::JobPatch { enabled }),
+    )
+    .await
+    .map_err(fail)?;
+    Ok(Redirect::to("/ui/jobs").into_response())
 }
 
 /// `/ui/channels`: status, pending pairings, and the outbox's failures.

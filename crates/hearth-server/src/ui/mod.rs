@@ -106,6 +106,7 @@ impl Ui {
             .route("/ui/router", get(admin::router))
             .route("/ui/jobs", get(admin::jobs))
             .route("/ui/jobs/{id}/run", post(admin::run_job))
+            .route("/ui/jobs/{id}/{action}", post(admin::toggle_job))
             .route("/ui/channels", get(admin::channels))
             .route("/ui/outbox/{id}/retry", post(admin::retry_outbox))
             .route("/ui/pairings/{code}/{verdict}", post(admin::answer_pairing))

@@ -3,6 +3,7 @@
 //! (failed requests, CSP violations) and, with axe-core, for serious
 //! accessibility violations. Screenshots go to `<target>/dashboard-screenshots`.
 
+mod actions;
 mod browser;
 
 use std::time::Duration;

@@ -1,0 +1,101 @@
+//! The dashboard's actions beyond reading: a job enabled and disabled, a
+//! memory deleted and exported, an outbox delivery retried, a thread found
+//! by its history, a tool's arguments in a trace.
+
+use std::time::Duration;
+
+use fantoccini::Locator;
+use hearth_testkit::FakeOpenAi;
+use serde_json::{Value, json};
+
+use super::browser;
+use crate::harness::{Hearth, fake_config};
+
+/// The runs of `thread`, newest first.
+async fn runs_of(h: &Hearth, thread: &str) -> Vec<Value> {
+    let (s, v) = h
+        .get(&format!(
+            "/v1/runs?thread_key={}&limit=100",
+            super::enc(thread)
+        ))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    v["runs"].as_array().unwrap().clone()
+}
+
+fn button(label: &str) -> String {
+    format!("//button[normalize-space()='{label}']")
+}
+
+/// Clicks the button whose text is `label`.
+async fn press(b: &browser::Browser, label: &str) {
+    until_button(b, label).await.click().await.unwrap();
+}
+
+/// The button whose text is `label`, waited for up to 20 s (the page
+/// after a form's redirect).
+async fn until_button(b: &browser::Browser, label: &str) -> fantoccini::elements::Element {
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        b.c.wait()
+            .forever()
+            .for_element(Locator::XPath(&button(label))),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("no button {label} within 20 s"))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_job_disabled_from_its_page_does_not_fire_until_enabled_again() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let (s, job) = h
+        .send(
+            reqwest::Method::POST,
+            "/v1/jobs",
+            json!({ "name": "ticker", "schedule": "every 1s", "thread_key": "api:dash-tick", "text": "tick" }),
+        )
+        .await;
+    assert_eq!(s, 201, "{job}");
+    let id = job["id"].as_str().unwrap().to_owned();
+
+    b.visit(&h.at("/ui/jobs")).await;
+    b.until_text("#jobs", "ticker").await;
+    press(&b, "Disable").await;
+    until_button(&b, "Enable").await;
+    b.check_page("the jobs page after Disable").await;
+    let (_, v) = h.get(&format!("/v1/jobs/{id}")).await;
+    assert_eq!(
+        (v["enabled"].as_bool(), &v["next_run_at"]),
+        (Some(false), &Value::Null),
+        "{v}"
+    );
+
+    // Three of its instants pass: no firing is the point, so time must pass.
+    let before = runs_of(&h, "api:dash-tick").await.len();
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert_eq!(
+        runs_of(&h, "api:dash-tick").await.len(),
+        before,
+        "a disabled job fired"
+    );
+
+    press(&b, "Enable").await;
+    until_button(&b, "Disable").await;
+    let (_, v) = h.get(&format!("/v1/jobs/{id}")).await;
+    assert_eq!(v["enabled"], true, "{v}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while runs_of(&h, "api:dash-tick").await.len() == before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the enabled job never fired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = b.c.clone().close().await;
+}
