@@ -122,6 +122,8 @@ api! {
     router::get_router,
     router::post_feedback,
     memory::search,
+    memory::forget,
+    memory::export,
     tokens::create_token,
 }
 

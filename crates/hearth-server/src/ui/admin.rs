@@ -1,13 +1,12 @@
 //! The operator's pages: budget, router, jobs, channels (pairings, outbox),
-//! MCP servers, skills, memory search and the effective settings. Each
+//! MCP servers, skills and the effective settings. Each
 //! reads the `/v1` handler of the same name and shows its answer.
 
 use axum::Extension;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect};
 use maud::{Markup, html};
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::layout::{self, PageResult, button_form, empty, fail, page, usd};
@@ -15,10 +14,9 @@ use super::session::{Viewer, encode};
 use crate::AppState;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::routes::channels::{ChannelsHandle, OutboxParams};
-use crate::routes::memory::MemorySearchQuery;
 use crate::routes::{
     budget as v1_budget, channels as v1_channels, config, jobs as v1_jobs, mcp as v1_mcp,
-    memory as v1_memory, router as v1_router, skills as v1_skills,
+    router as v1_router, skills as v1_skills,
 };
 
 /// One cell of a JSON value.
@@ -55,7 +53,7 @@ pub fn json_table(
     }
 }
 
-fn values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+pub fn values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
     items
         .iter()
         .filter_map(|i| serde_json::to_value(i).ok())
@@ -303,55 +301,6 @@ pub async fn skills(
 pub async fn reload_skills(State(st): State<AppState>) -> PageResult {
     let _ = v1_skills::reload(State(st)).await.map_err(fail)?;
     Ok(Redirect::to("/ui/skills").into_response())
-}
-
-/// `?q=&user_key=&mode=` of the memory search.
-#[derive(Debug, Default, Deserialize)]
-pub struct MemoryForm {
-    q: Option<String>,
-    user_key: Option<String>,
-    mode: Option<String>,
-}
-
-/// `/ui/memory`: search a user's memories.
-pub async fn memory(
-    State(st): State<AppState>,
-    Extension(viewer): Extension<Viewer>,
-    Query(f): Query<MemoryForm>,
-) -> PageResult {
-    let found = match (
-        f.q.as_deref().filter(|q| !q.is_empty()),
-        f.user_key.as_deref().filter(|u| !u.is_empty()),
-    ) {
-        (Some(q), Some(u)) => {
-            let query = MemorySearchQuery {
-                q: q.to_owned(),
-                user_key: u.to_owned(),
-                mode: f.mode.clone().filter(|m| !m.is_empty()),
-                limit: Some(50),
-            };
-            Some(
-                v1_memory::search(State(st), ApiQuery(query))
-                    .await
-                    .map_err(fail)?
-                    .0
-                    .items,
-            )
-        }
-        _ => None,
-    };
-    let body = html! {
-        form.filters method="get" action="/ui/memory" role="search" {
-            label { "User " input type="text" name="user_key" required value=[f.user_key.as_deref()] placeholder="telegram:user:42"; }
-            label { "Words " input type="search" name="q" required value=[f.q.as_deref()]; }
-            label { "Mode " select name="mode" { option value="" { "default" } option value="text" { "text" } option value="vector" { "vector" } option value="hybrid" { "hybrid" } } }
-            button type="submit" { "Search" }
-        }
-        @if let Some(items) = found {
-            (json_table("memories", &values(&items), &[("id", "Id"), ("text", "Memory"), ("score", "Score"), ("matched", "Matched by")], None))
-        }
-    };
-    Ok(page(&viewer, "/ui/memory", "Memory", None, body).into_response())
 }
 
 /// `/ui/settings`: the effective configuration, secrets as `<set>`/`<unset>`.

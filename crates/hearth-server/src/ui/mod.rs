@@ -23,6 +23,7 @@ mod confirm;
 pub mod layout;
 mod live;
 mod login;
+mod memory;
 mod overview;
 mod runs;
 pub mod session;
@@ -113,7 +114,9 @@ impl Ui {
             .route("/ui/mcp", get(admin::mcp))
             .route("/ui/skills", get(admin::skills))
             .route("/ui/skills/reload", post(admin::reload_skills))
-            .route("/ui/memory", get(admin::memory))
+            .route("/ui/memory", get(memory::show))
+            .route("/ui/memory/export", get(memory::export))
+            .route("/ui/memory/{id}/delete", post(memory::delete))
             .route("/ui/settings", get(admin::settings))
             .route(
                 "/ui/assets/app.js",

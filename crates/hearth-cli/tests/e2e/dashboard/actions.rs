@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fantoccini::Locator;
-use hearth_testkit::FakeOpenAi;
+use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use serde_json::{Value, json};
 
 use super::browser;
@@ -21,6 +21,24 @@ async fn runs_of(h: &Hearth, thread: &str) -> Vec<Value> {
         .await;
     assert_eq!(s, 200, "{v}");
     v["runs"].as_array().unwrap().clone()
+}
+
+/// Waits until the page (after a form's redirect) has `css` without `gone`.
+async fn until_without(b: &browser::Browser, css: &str, gone: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(e) = b.c.find(Locator::Css(css)).await
+            && let Ok(t) = e.text().await
+            && !t.contains(gone)
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{css} still shows {gone:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn button(label: &str) -> String {
@@ -97,5 +115,92 @@ async fn a_job_disabled_from_its_page_does_not_fire_until_enabled_again() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let _ = b.c.clone().close().await;
+}
+
+const MEM_USER: &str = "api:user:dash-mem";
+
+/// The model saves `fact` for [`MEM_USER`] with its memory tool.
+async fn save_fact(h: &Hearth, fake: &FakeOpenAi, thread: &str, fact: &str) {
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_save",
+        "memory_save",
+        json!({ "text": fact }).to_string(),
+    )]));
+    fake.push(Reply::text("Noted."));
+    let (s, v) = h
+        .post(json!({ "text": "remember this", "thread_key": thread, "user_key": MEM_USER, "wait": true }))
+        .await;
+    assert_eq!((s, v["status"].as_str()), (200, Some("succeeded")), "{v}");
+}
+
+#[tokio::test]
+async fn a_memory_is_deleted_from_the_memory_page_and_the_rest_exported() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    save_fact(&h, &fake, "api:dash-mem-1", "The favourite colour is teal").await;
+    save_fact(
+        &h,
+        &fake,
+        "api:dash-mem-2",
+        "The favourite food is colourful salad",
+    )
+    .await;
+
+    let user = super::enc(MEM_USER);
+    b.visit(&h.at(&format!("/ui/memory?user_key={user}&q=favourite")))
+        .await;
+    b.until_text("#memories", "teal").await;
+    let row =
+        b.c.find(Locator::XPath(
+            "//table[@id='memories']//tr[contains(., 'teal')]",
+        ))
+        .await
+        .unwrap();
+    row.find(Locator::XPath(".//button[normalize-space()='Delete']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // Back on the same search, without the deleted fact.
+    until_without(&b, "#memories", "teal").await;
+    b.until_text("#memories", "salad").await;
+    b.check_page("the memory page after Delete").await;
+
+    let (s, v) = h.get(&format!("/v1/memory/export?user_key={user}")).await;
+    assert_eq!(s, 200, "{v}");
+    let texts: Vec<&str> = v["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["The favourite food is colourful salad"], "{v}");
+
+    // The page's export link is a JSON download of the same document.
+    let href = b
+        .find("#memory-export")
+        .await
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let r = h.http.get(h.at(&href)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment"),
+        "{:?}",
+        r.headers()
+    );
+    let file: Value = r.json().await.unwrap();
+    assert_eq!(file, v);
     let _ = b.c.clone().close().await;
 }
