@@ -81,6 +81,7 @@ api! {
     budget::budget,
     tools::tools,
     mcp::servers,
+    mcp::restart,
     mcp::call,
     skills::skills,
     skills::reload,

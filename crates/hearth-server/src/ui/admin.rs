@@ -266,9 +266,14 @@ pub async fn answer_pairing(
     Ok(Redirect::to("/ui/channels").into_response())
 }
 
-/// `/ui/mcp`: the MCP servers.
+/// `/ui/mcp`: the MCP servers, each with Reload (a new connection and
+/// tool list at once).
 pub async fn mcp(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
     let servers = v1_mcp::servers(State(st)).await.0.servers;
+    let reload = |s: &Value| {
+        let name = encode(s.get("name").and_then(Value::as_str).unwrap_or(""));
+        button_form(&viewer, &format!("/ui/mcp/{name}/reload"), "Reload", "")
+    };
     let body = json_table(
         "mcp",
         &values(&servers),
@@ -279,9 +284,17 @@ pub async fn mcp(State(st): State<AppState>, Extension(viewer): Extension<Viewer
             ("tools", "Tools"),
             ("last_error", "Last error"),
         ],
-        None,
+        Some(&reload),
     );
     Ok(page(&viewer, "/ui/mcp", "MCP servers", None, body).into_response())
+}
+
+/// Restarts one MCP server, then shows the servers.
+pub async fn reload_mcp(State(st): State<AppState>, ApiPath(name): ApiPath<String>) -> PageResult {
+    let _ = v1_mcp::restart(State(st), ApiPath(name))
+        .await
+        .map_err(fail)?;
+    Ok(Redirect::to("/ui/mcp").into_response())
 }
 
 /// `/ui/skills`: the skills and why any is not eligible; Reload.

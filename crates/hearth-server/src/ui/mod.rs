@@ -112,6 +112,7 @@ impl Ui {
             .route("/ui/outbox/{id}/retry", post(admin::retry_outbox))
             .route("/ui/pairings/{code}/{verdict}", post(admin::answer_pairing))
             .route("/ui/mcp", get(admin::mcp))
+            .route("/ui/mcp/{name}/reload", post(admin::reload_mcp))
             .route("/ui/skills", get(admin::skills))
             .route("/ui/skills/reload", post(admin::reload_skills))
             .route("/ui/memory", get(memory::show))

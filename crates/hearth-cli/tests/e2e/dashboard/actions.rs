@@ -204,3 +204,71 @@ async fn a_memory_is_deleted_from_the_memory_page_and_the_rest_exported() {
     assert_eq!(file, v);
     let _ = b.c.clone().close().await;
 }
+
+/// The pid fake-mcp wrote to `path`, once it is there.
+async fn pid_in(path: &std::path::Path) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(path)
+            && !pid.trim().is_empty()
+        {
+            return pid.trim().to_owned();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} was never written",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn reload_on_the_mcp_page_starts_the_server_again() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("fk.pid");
+    let config = format!(
+        "[mcp.servers.fk]\ncommand = \"{}\"\nargs = [\"--pid-file\", \"{}\"]\n",
+        hearth_testkit::fake_mcp::fake_mcp_bin().display(),
+        pid_file.display(),
+    );
+    let h = Hearth::start(&dir.path().join("home"), Some(&config)).await;
+    let first = pid_in(&pid_file).await;
+    std::fs::remove_file(&pid_file).unwrap();
+
+    b.visit(&h.at("/ui/mcp")).await;
+    b.until_text("#mcp", "fk").await;
+    press(&b, "Reload").await;
+    let second = pid_in(&pid_file).await;
+    assert_ne!(first, second, "a new server process");
+    b.until_text("#mcp", "fk").await;
+    b.check_page("the MCP page after Reload").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, v) = h.get("/v1/mcp/servers").await;
+        if v["servers"][0]["state"] == "ready" {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not ready again: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (s, v) = h
+        .send(
+            reqwest::Method::POST,
+            "/v1/mcp/servers/nope/restart",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{v}"
+    );
+    let _ = b.c.clone().close().await;
+}
