@@ -184,18 +184,22 @@ pub async fn channels(
         .map_err(fail)?
         .0
         .pairings;
-    let outbox = match v1_channels::list_outbox(
-        Extension(ch.clone()),
-        ApiQuery(OutboxParams {
-            status: Some("failed".into()),
-            limit: Some(100),
-        }),
-    )
-    .await
-    {
-        Ok(o) => o.0.items,
-        Err(_) => Vec::new(),
-    };
+    // The deliveries not done yet, one page of each state, by conversation.
+    let mut outbox = Vec::new();
+    for status in ["failed", "pending"] {
+        if let Ok(o) = v1_channels::list_outbox(
+            Extension(ch.clone()),
+            ApiQuery(OutboxParams {
+                status: Some(status.into()),
+                limit: Some(OUTBOX_PAGE),
+            }),
+        )
+        .await
+        {
+            outbox.extend(o.0.items);
+        }
+    }
+    let conversations = by_conversation(values(&outbox));
     let mut allowed = Vec::new();
     for c in list.iter().filter(|c| c.enabled) {
         if let Ok(a) =
@@ -214,7 +218,11 @@ pub async fn channels(
     };
     let retry = |o: &Value| {
         let id = o.get("id").and_then(Value::as_i64).unwrap_or(0);
-        button_form(&viewer, &format!("/ui/outbox/{id}/retry"), "Retry", "")
+        html! {
+            @if o.get("status").and_then(Value::as_str) == Some("failed") {
+                (button_form(&viewer, &format!("/ui/outbox/{id}/retry"), "Retry", ""))
+            }
+        }
     };
     let body = html! {
         (json_table("channels", &values(&list), &[("name", "Channel"), ("enabled", "Enabled"), ("state", "State"), ("last_event_at", "Last event"), ("last_error", "Last error"), ("outbox_pending", "Outbox pending")], None))
@@ -222,10 +230,38 @@ pub async fn channels(
         (json_table("pairings", &values(&pairings), &[("code", "Code"), ("channel", "Channel"), ("user_key", "User"), ("display_name", "Name"), ("expires_at", "Expires")], Some(&pair_actions)))
         h2 { "Allowed users" }
         (json_table("allowed", &allowed, &[("channel", "Channel"), ("user_key", "User"), ("via", "Via"), ("added_at", "Added")], None))
-        h2 { "Failed deliveries" }
-        (json_table("outbox", &values(&outbox), &[("id", "Id"), ("channel", "Channel"), ("target", "Conversation"), ("kind", "Kind"), ("run_id", "Run"), ("attempts", "Attempts"), ("last_error", "Last error")], Some(&retry)))
+        h2 { "Outbox by conversation" }
+        p.hint { "Deliveries not done yet: failed ones (Retry queues one again) and pending ones." }
+        @if conversations.is_empty() { (empty("Every reply has been delivered.")) }
+        @for (i, ((channel, target), items)) in conversations.iter().enumerate() {
+            section.conversation data-target=(target) {
+                h3 { (channel) " · " (target) }
+                (json_table(&format!("outbox-{i}"), items, &[("id", "Id"), ("status", "Status"), ("kind", "Kind"), ("run_id", "Run"), ("attempts", "Attempts"), ("next_attempt_at", "Next attempt"), ("last_error", "Last error")], Some(&retry)))
+            }
+        }
     };
     Ok(page(&viewer, "/ui/channels", "Channels", None, body).into_response())
+}
+
+/// Outbox items read per state for the channels page.
+const OUTBOX_PAGE: u32 = 100;
+
+/// Outbox items grouped by conversation (channel and target), the
+/// conversations in order of their first item, each's items oldest first.
+fn by_conversation(items: Vec<Value>) -> Vec<((String, String), Vec<Value>)> {
+    let mut out: Vec<((String, String), Vec<Value>)> = Vec::new();
+    for it in items {
+        let field = |k: &str| it.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let key = (field("channel"), field("target"));
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(it),
+            None => out.push((key, vec![it])),
+        }
+    }
+    for (_, list) in &mut out {
+        list.sort_by_key(|i| i.get("id").and_then(Value::as_i64).unwrap_or(0));
+    }
+    out
 }
 
 /// Retries a failed delivery.

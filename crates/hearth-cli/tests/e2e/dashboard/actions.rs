@@ -272,3 +272,76 @@ async fn reload_on_the_mcp_page_starts_the_server_again() {
     );
     let _ = b.c.clone().close().await;
 }
+
+#[tokio::test]
+async fn a_failed_delivery_is_retried_from_its_conversation_on_the_channels_page() {
+    use hearth_testkit::fake_telegram::{Failure, FakeTelegram, Matching, User};
+
+    const TOKEN: &str = "7000000001:AAtestTOKENtestTOKENtestTOKENtest";
+    const ALICE: i64 = 1001;
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let tg = FakeTelegram::start(TOKEN).await;
+    let config = format!(
+        "{}\n[channels.telegram]\nenabled = true\ntoken_env = \"TG_TOKEN\"\napi_base = \"{}\"\n\
+         allowed_users = [{ALICE}]\npoll_timeout_secs = 5\n",
+        fake_config(&fake.base_url()),
+        tg.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start_with(dir.path(), Some(&config), &[("TG_TOKEN", TOKEN)]).await;
+    // Refused for good once: the reply ends failed in the outbox.
+    tg.fail_matching(
+        Matching::method("sendMessage").in_chat(ALICE),
+        1,
+        Failure::Error {
+            code: 403,
+            description: "Forbidden: bot was blocked by the user".into(),
+        },
+    );
+    tg.push_update(tg.private_text(&User::new(ALICE), "are you there"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let failed = loop {
+        let (_, v) = h.get("/v1/outbox?status=failed").await;
+        if let Some(item) = v["items"].as_array().and_then(|a| a.first()) {
+            break item.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no failed delivery: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let target = failed["target"].as_str().unwrap().to_owned();
+
+    b.visit(&h.at("/ui/channels")).await;
+    let section = format!("section.conversation[data-target='{target}']");
+    let text = b.until_text(&section, "Forbidden: bot was blocked").await;
+    assert!(text.contains("telegram"), "{text}");
+    b.find(&section)
+        .await
+        .find(Locator::XPath(".//button[normalize-space()='Retry']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let delivered = tg
+        .wait_for(
+            |st| {
+                st.visible_in(ALICE)
+                    .iter()
+                    .any(|m| m.text == "echo: are you there")
+            },
+            Duration::from_secs(30),
+        )
+        .await;
+    assert!(delivered, "the retried reply never arrived");
+    b.find("h1").await;
+    b.check_page("the channels page after Retry").await;
+    let (_, v) = h.get("/v1/outbox?status=failed").await;
+    assert_eq!(v["items"], json!([]), "{v}");
+    let _ = b.c.clone().close().await;
+}
