@@ -122,6 +122,33 @@ impl Runtime {
         self.thread_runtime(thread_key).await
     }
 
+    /// Keys of stored threads that start with `prefix`, in byte order,
+    /// after `after`, at most `limit` (incognito threads are not searched:
+    /// nothing of theirs is stored).
+    pub async fn find_thread_keys(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        Ok(self.inner.store.thread_keys(prefix, after, limit).await?)
+    }
+
+    /// Stored messages of any thread holding every word of `text`, newest
+    /// first, older than message `before`, at most `limit`.
+    pub async fn search_messages(
+        &self,
+        text: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<hearth_core::records::MessageHit>> {
+        Ok(self
+            .inner
+            .store
+            .search_messages(text, before, limit)
+            .await?)
+    }
+
     /// Model calls grouped, with estimated cost.
     pub async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageReport>> {
         let rows = self.inner.store.usage(query).await?;

@@ -26,6 +26,7 @@ mod login;
 mod memory;
 mod overview;
 mod runs;
+mod search;
 pub mod session;
 mod threads;
 mod usage;

@@ -28,3 +28,23 @@ SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0)::INT, provider, model, co
     coalesce(sum(cached_tokens), 0)::BIGINT, coalesce(sum(reasoning_tokens), 0)::BIGINT,
     coalesce(sum(cache_write_tokens), 0)::BIGINT
 FROM llm_calls GROUP BY 1, 2, 3;
+
+-- Thread search on the dashboard: thread keys by prefix in byte order (the
+-- `C` collation, as SQLite compares them), and messages by the words people
+-- and the model wrote: the text parts of each message's content (its JSON's
+-- `text` fields; a content that is not a JSON array as it is), not the JSON
+-- around them, as SQLite's `messages_fts` indexes them.
+CREATE INDEX runs_thread_key_c ON runs (thread_key COLLATE "C");
+
+CREATE FUNCTION hearth_message_words(content TEXT) RETURNS TSVECTOR
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    RETURN to_tsvector('simple', coalesce(
+        (SELECT string_agg(part->>'text', ' ') FROM jsonb_array_elements(content::jsonb) AS part),
+        ''));
+EXCEPTION WHEN others THEN
+    RETURN to_tsvector('simple', content);
+END
+$$;
+
+CREATE INDEX messages_words ON messages USING GIN (hearth_message_words(content));

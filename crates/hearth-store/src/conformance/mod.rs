@@ -79,6 +79,7 @@ macro_rules! store_conformance_tests {
                 concurrent_settings_of_a_new_thread_are_all_kept,
                 a_finish_racing_a_new_session_lands_before_it_or_not_at_all,
                 thread_modes_are_kept_and_a_run_keeps_its_first_mode,
+                threads_are_found_by_key_prefix_and_by_words_of_their_history,
             ],
             usage: [
                 model_calls_are_grouped_for_usage,

@@ -27,11 +27,16 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (18, super::secrets::MIGRATION_V18),
     (19, V19),
     (20, super::tokens::MIGRATION_V20),
-    (21, super::usage::MIGRATION_V21),
+    (21, V21),
 ];
 
 /// The schema version this build writes.
 pub(crate) const LATEST: u32 = 21;
+
+/// The dashboard on a big home: the daily usage rollup
+/// (`usage_daily!` in `usage.rs`) and the full-text index of messages for
+/// thread search (`messages_fts!` in `search.rs`).
+const V21: &str = concat!(super::usage::usage_daily!(), super::search::messages_fts!(),);
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a
@@ -409,6 +414,47 @@ mod tests {
                 (1, "m".to_owned(), 3, 1, 11, 2),
                 (2, "n".to_owned(), 1, 0, 5, 5)
             ]
+        );
+    }
+
+    /// Messages stored before the search index are indexed by the
+    /// migration (their text parts; a content that is not JSON whole), and
+    /// later ones as they are written or deleted.
+    #[test]
+    fn messages_are_indexed_for_search_by_the_migration_then_kept() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for &(version, sql) in &MIGRATIONS[..20] {
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", version).unwrap();
+        }
+        tx.commit().unwrap();
+        let insert = "INSERT INTO messages (thread_key, role, content, created_at) \
+                      VALUES (?1, 'user', ?2, 1)";
+        conn.execute(insert, ["t1", r#"[{"type":"text","text":"old heron"}]"#])
+            .unwrap();
+        conn.execute(insert, ["t2", "not json heron"]).unwrap();
+        migrate(&mut conn).unwrap();
+        conn.execute(insert, ["t3", r#"[{"type":"text","text":"new heron"}]"#])
+            .unwrap();
+        conn.execute("DELETE FROM messages WHERE thread_key = 't2'", [])
+            .unwrap();
+        let found = |word: &str| -> Vec<i64> {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid",
+                )
+                .unwrap();
+            stmt.query_map([word], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(found("heron"), [1, 3]);
+        assert_eq!(found("old"), [1]);
+        assert!(
+            found("type").is_empty(),
+            "the JSON around the text is not indexed"
         );
     }
 

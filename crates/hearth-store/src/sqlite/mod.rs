@@ -18,6 +18,7 @@ mod reply_messages;
 mod router;
 mod rows;
 mod runs;
+mod search;
 mod secrets;
 mod threads;
 mod tokens;

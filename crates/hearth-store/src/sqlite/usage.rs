@@ -57,14 +57,17 @@ fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Resul
     Ok(())
 }
 
-/// The daily usage rollup: one row per UTC day (as [`crate::usage::day_of`]
+/// The daily usage rollup (a macro, so the migration can `concat!` it):
+/// one row per UTC day (as [`crate::usage::day_of`]
 /// counts it), provider and model, with the sums of its calls, so the
 /// usage pages read a few rows per day instead of every call. A trigger
 /// keeps it: it adds each `llm_calls` row in the same transaction that
 /// inserts it (a duplicate, ignored on conflict, adds nothing), whoever
 /// inserts it. `llm_calls` rows are never updated or deleted. Existing
 /// calls are summed in.
-pub(crate) const MIGRATION_V21: &str = "
+macro_rules! usage_daily {
+    () => {
+        "
 CREATE TABLE usage_daily (
     day INTEGER NOT NULL,
     provider TEXT NOT NULL,
@@ -101,7 +104,10 @@ CREATE TRIGGER llm_calls_usage_daily AFTER INSERT ON llm_calls BEGIN
         reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
         cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens;
 END;
-";
+"
+    };
+}
+pub(super) use usage_daily;
 
 fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
     let sql = match q.group_by {

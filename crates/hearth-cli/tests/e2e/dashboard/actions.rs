@@ -345,3 +345,47 @@ async fn a_failed_delivery_is_retried_from_its_conversation_on_the_channels_page
     assert_eq!(v["items"], json!([]), "{v}");
     let _ = b.c.clone().close().await;
 }
+
+#[tokio::test]
+async fn thread_search_finds_a_thread_by_a_word_of_its_history_and_by_its_key() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    h.ask("api:dash-heron", "a grey heron stood in the marsh")
+        .await;
+    h.ask("api:dash-other", "nothing to see").await;
+
+    b.visit(&h.at("/ui/threads")).await;
+    b.find("input[name='q']")
+        .await
+        .send_keys("Heron")
+        .await
+        .unwrap();
+    b.c.find(Locator::XPath(
+        "//form[@role='search']//button[normalize-space()='Search']",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    let hits = b.until_text("#message-hits", "api:dash-heron").await;
+    assert!(hits.contains("grey heron"), "{hits}");
+    assert!(!hits.contains("api:dash-other"), "{hits}");
+    b.check_page("a thread search by words").await;
+    b.c.find(Locator::LinkText("api:dash-heron"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.until_text("#history-box", "grey heron").await;
+
+    b.visit(&h.at("/ui/threads?q=api%3Adash-o")).await;
+    let keys = b.until_text("#thread-keys", "api:dash-other").await;
+    assert!(!keys.contains("api:dash-heron"), "{keys}");
+    let _ = b.c.clone().close().await;
+}
