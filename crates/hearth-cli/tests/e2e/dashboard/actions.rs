@@ -389,3 +389,36 @@ async fn thread_search_finds_a_thread_by_a_word_of_its_history_and_by_its_key() 
     assert!(!keys.contains("api:dash-heron"), "{keys}");
     let _ = b.c.clone().close().await;
 }
+
+#[tokio::test]
+async fn a_trace_shows_a_tools_arguments_with_a_secret_redacted() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    const SECRET: &str = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A";
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "call_args",
+        "memory_save",
+        json!({ "text": format!("the deploy key is {SECRET} for the garden repo") }).to_string(),
+    )]));
+    fake.push(Reply::text("Saved."));
+    let v = h.ask("api:dash-args", "keep my key").await;
+    let run_id = v["run_id"].as_str().unwrap().to_owned();
+
+    b.visit(&h.at(&format!("/ui/runs/{run_id}"))).await;
+    b.find("#trace details.args summary")
+        .await
+        .click()
+        .await
+        .unwrap();
+    let args = b.until_text("#trace pre.arguments", "garden repo").await;
+    assert!(args.contains("[REDACTED:github_token:"), "{args}");
+    assert!(!args.contains(SECRET), "{args}");
+    let html = b.c.source().await.unwrap();
+    assert!(!html.contains(SECRET), "the secret is on the page");
+    b.check_page("a run's trace with arguments").await;
+    let _ = b.c.clone().close().await;
+}
