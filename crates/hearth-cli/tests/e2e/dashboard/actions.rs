@@ -422,3 +422,34 @@ async fn a_trace_shows_a_tools_arguments_with_a_secret_redacted() {
     b.check_page("a run's trace with arguments").await;
     let _ = b.c.clone().close().await;
 }
+
+#[tokio::test]
+async fn a_question_asked_before_a_restart_is_approved_from_the_queue() {
+    let Some(b) = browser::open().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = fake_config(&fake.base_url());
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    let id = super::saved_memory(&h, &fake, "The owl is called Hoot").await;
+    let run = super::waiting_forget(&h, &fake, id, "forgotten after the restart").await;
+    let status = h.terminate().await;
+    assert!(status.success(), "{status:?}");
+
+    // The token was handed out by the process that is gone; the store
+    // keeps only its hash.
+    let h = Hearth::start(dir.path(), Some(&config)).await;
+    b.visit(&h.at("/ui/confirmations")).await;
+    let card = b.find(&format!("#confirm-{run}")).await;
+    assert!(card.text().await.unwrap().contains("memory_forget"));
+    b.click(&format!("#confirm-{run} button[value=\"true\"]"))
+        .await;
+    b.find("h1").await;
+    b.check_page("the queue after approving a question from before the restart")
+        .await;
+    let v = h.wait_run(&run).await;
+    assert_eq!(v["status"], "succeeded", "{v}");
+    assert_eq!(v["output"]["text"], "forgotten after the restart", "{v}");
+    let _ = b.c.clone().close().await;
+}
