@@ -195,16 +195,11 @@ async fn member_may(
     method: &axum::http::Method,
     path: &str,
 ) -> Result<(), ApiError> {
-    use axum::http::Method;
     let parts: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    match (method, parts.as_slice()) {
-        (&Method::GET, ["v1", "models"])
-        | (&Method::POST, ["v1", "messages"])
-        | (&Method::GET, ["v1", "runs"])
-        | (&Method::POST, ["v1", "confirmations", _]) => Ok(()),
-        (&Method::GET, ["v1", "runs", run_id])
-        | (&Method::GET, ["v1", "runs", run_id, "events" | "trace"])
-        | (&Method::POST, ["v1", "runs", run_id, "cancel"]) => {
+    match member_rule(method, &parts) {
+        MemberRule::Open => Ok(()),
+        MemberRule::OwnRun => {
+            let run_id = parts.get(2).copied().unwrap_or_default();
             let run = state.runtime.get_run(run_id).await?;
             if run.user_key == user {
                 Ok(())
@@ -212,15 +207,48 @@ async fn member_may(
                 Err(ApiError::NotFound(format!("no run {run_id}")))
             }
         }
-        (&Method::GET, ["v1", "threads", thread, "history" | "runtime"]) => {
-            let thread = crate::ui::session::percent_decode(thread);
+        MemberRule::OwnThread => {
+            let thread =
+                crate::ui::session::percent_decode(parts.get(2).copied().unwrap_or_default());
             if member_owns_thread(&state.runtime, user, &thread).await? {
                 Ok(())
             } else {
                 Err(ApiError::NotFound(format!("no thread {thread}")))
             }
         }
-        _ => Err(ApiError::Forbidden(MEMBER_REFUSED.into())),
+        MemberRule::Refused => Err(ApiError::Forbidden(MEMBER_REFUSED.into())),
+    }
+}
+
+/// What a token bound to a user meets on one `/v1` route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MemberRule {
+    /// Served (the handler narrows or checks what is theirs).
+    Open,
+    /// Served for their own run; another user's is 404, as an unknown one.
+    OwnRun,
+    /// Served for their own thread; another user's is 404.
+    OwnThread,
+    /// 403 `forbidden`: an operator's route.
+    Refused,
+}
+
+/// The rule of [`member_may`] for `method` on a path split into its
+/// segments (`["v1", "runs", "<id>"]`); a path template's `{run_id}`
+/// segments match as any id, so the OpenAPI document is made from the
+/// same rule the server applies.
+pub(crate) fn member_rule(method: &axum::http::Method, parts: &[&str]) -> MemberRule {
+    use axum::http::Method;
+    match (method, parts) {
+        (&Method::GET, ["v1", "models"])
+        | (&Method::POST, ["v1", "messages"])
+        | (&Method::GET, ["v1", "runs"])
+        | (&Method::POST, ["v1", "confirmations", _]) => MemberRule::Open,
+        (&Method::GET, ["v1", "runs", _])
+        | (&Method::GET, ["v1", "runs", _, "events" | "trace"])
+        | (&Method::POST, ["v1", "runs", _, "cancel"]) => MemberRule::OwnRun,
+        (&Method::GET, ["v1", "threads", _, "history" | "runtime"]) => MemberRule::OwnThread,
+        _ => MemberRule::Refused,
     }
 }
 
