@@ -122,6 +122,24 @@ impl Runtime {
         self.thread_runtime(thread_key).await
     }
 
+    /// Whether no run of a user other than `user_key` is on `thread_key`
+    /// (a thread without runs is anyone's to start): an index seek in the
+    /// store, and in this process's incognito threads.
+    pub async fn thread_is_users(&self, thread_key: &str, user_key: &str) -> Result<bool> {
+        if self
+            .inner
+            .store
+            .thread_has_other_users(thread_key, user_key)
+            .await?
+        {
+            return Ok(false);
+        }
+        match self.inner.incognito.opened() {
+            Some(memory) => Ok(!memory.thread_has_other_users(thread_key, user_key).await?),
+            None => Ok(true),
+        }
+    }
+
     /// Keys of stored threads that start with `prefix`, in byte order,
     /// after `after`, at most `limit` (incognito threads are not searched:
     /// nothing of theirs is stored).

@@ -159,28 +159,17 @@ pub async fn require_token(
     Ok(next.run(req).await)
 }
 
-/// Runs of a thread read to tell whether it is a member's own: the newest
-/// this many (one page of the store's largest).
-const THREAD_SCAN: u32 = 1000;
-
-/// Whether `thread` is `user`'s own: no other user's run is among its
-/// newest runs (a thread without runs is anyone's to start). A member may
-/// read and write their own threads only; another user's conversation is
-/// not theirs to read or join.
+/// Whether `thread` is `user`'s own: no other user's run is on it (a
+/// thread without runs is anyone's to start), asked of an index. A member
+/// may read and write their own threads only; another user's conversation
+/// is not theirs to read or join.
 pub async fn member_owns_thread(
     runtime: &hearth_runtime::Runtime,
     user: &str,
     thread: &str,
 ) -> Result<bool, ApiError> {
     hearth_runtime::check_key("thread_key", thread)?;
-    let runs = runtime
-        .list_runs(&hearth_core::records::RunFilter {
-            thread_key: Some(thread.to_owned()),
-            limit: THREAD_SCAN,
-            ..Default::default()
-        })
-        .await?;
-    Ok(runs.iter().all(|r| r.user_key == user))
+    Ok(runtime.thread_is_users(thread, user).await?)
 }
 
 /// What a token bound to `user` may do on `/v1`: list models, send

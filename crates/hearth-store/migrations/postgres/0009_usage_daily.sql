@@ -1,3 +1,7 @@
+-- The dashboard on a big home, in one migration: the daily usage rollup,
+-- thread search, and the indexes of the runs filter by user and of a
+-- member's thread ownership.
+--
 -- The daily usage rollup: one row per UTC day (the call time truncated to
 -- whole seconds, then floored to days, as SQLite counts it), provider and
 -- model, with the sums of its calls, so the usage pages read a few rows per
@@ -48,3 +52,8 @@ END
 $$;
 
 CREATE INDEX messages_words ON messages USING GIN (hearth_message_words(content));
+
+-- One user's runs newest first (the runs filter by user), and the users of
+-- a thread (whether a thread is a member's own: two index seeks).
+CREATE INDEX runs_user_seq ON runs (user_key, seq);
+CREATE INDEX runs_thread_user ON runs (thread_key, user_key);

@@ -70,6 +70,7 @@ macro_rules! store_conformance_tests {
                 release_foreign_leases_frees_only_other_owners_unfinished_runs,
                 the_end_records_the_model_that_answered_and_the_one_asked_for,
                 of_concurrent_finishes_exactly_one_ends_the_run,
+                a_thread_is_one_users_until_another_users_run_is_on_it,
             ],
             threads: [
                 history_is_oldest_first_and_limited,

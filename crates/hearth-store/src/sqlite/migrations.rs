@@ -34,9 +34,18 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
 pub(crate) const LATEST: u32 = 21;
 
 /// The dashboard on a big home: the daily usage rollup
-/// (`usage_daily!` in `usage.rs`) and the full-text index of messages for
-/// thread search (`messages_fts!` in `search.rs`).
-const V21: &str = concat!(super::usage::usage_daily!(), super::search::messages_fts!(),);
+/// (`usage_daily!` in `usage.rs`), the full-text index of messages for
+/// thread search (`messages_fts!` in `search.rs`), one user's runs newest
+/// first (the runs filter by user), and the users of a thread (whether a
+/// thread is a member's own: `thread_has_other_users`).
+const V21: &str = concat!(
+    super::usage::usage_daily!(),
+    super::search::messages_fts!(),
+    "
+CREATE INDEX runs_user_seq ON runs (user_key, seq);
+CREATE INDEX runs_thread_user ON runs (thread_key, user_key);
+"
+);
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a
