@@ -389,7 +389,7 @@ pub async fn threads_are_found_by_key_prefix_and_by_words_of_their_history<
         ["telegram:chat:7", "api:beta", "api:alpha"],
         "newest first, case folded"
     );
-    assert_eq!(heron[0].content.contains("Heron and MARSH"), true);
+    assert!(heron[0].content.contains("Heron and MARSH"));
     assert_eq!(heron[0].role, "user");
     let page = store.search_messages("heron", None, 2).await.unwrap();
     let next = store

@@ -303,8 +303,9 @@ pub async fn usage_days_are_the_utc_days_of_each_call<S: UsageStore>(store: S) {
 pub async fn the_daily_rollup_equals_the_sums_of_the_calls<S: UsageStore + RunStore>(store: S) {
     const DAY: i64 = 86_400_000;
     let base = 19_675 * DAY; // 2023-11-14T00:00Z
-    // (at, provider/model, input, output, cached): None tokens are untracked.
-    let calls: Vec<(i64, &str, Option<(u64, u64, u64)>)> = vec![
+    // (at, provider/model, (input, output, cached)): None tokens are untracked.
+    type Call<'a> = (i64, &'a str, Option<(u64, u64, u64)>);
+    let calls: Vec<Call<'_>> = vec![
         (base + 1, "a/m1", Some((100, 10, 40))),
         (base + DAY / 2, "a/m1", Some((7, 3, 0))),
         (base + DAY / 2 + 1, "b/m2", None),
