@@ -48,7 +48,10 @@ async fn a_version_4_database_gains_grants_and_audit() {
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 4;",
+         DROP TABLE ui_sessions; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);

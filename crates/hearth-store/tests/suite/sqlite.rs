@@ -245,7 +245,10 @@ async fn a_version_3_database_gains_the_secrets_table() {
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 3;",
+         DROP TABLE ui_sessions; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -274,7 +277,10 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 9;",
+         DROP TABLE ui_sessions; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -318,7 +324,10 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 15;",
+         DROP TABLE ui_sessions; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 15;",
     )
     .unwrap();
     drop(conn);
@@ -352,7 +361,10 @@ async fn memories_of_a_version_16_database_are_due_for_embedding() {
          ALTER TABLE memories DROP COLUMN embedding_model; \
          ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 16;",
+         DROP TABLE ui_sessions; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; ALTER TABLE api_tokens DROP COLUMN user_key; PRAGMA user_version = 16;",
     )
     .unwrap();
     drop(conn);
