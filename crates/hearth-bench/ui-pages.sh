@@ -12,8 +12,9 @@ n=${2:-40}
 run=$(curl -sf "$base/v1/runs?limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["run_id"])')
 thread=$(curl -sf "$base/v1/runs/$run" | python3 -c 'import json,sys,urllib.parse; print(urllib.parse.quote(json.load(sys.stdin)["thread_key"], safe=""))')
 pages=(/ui /ui/runs "/ui/runs?status=failed" "/ui/runs/$run" /ui/threads "/ui/threads/$thread"
-  /ui/confirmations /ui/usage /ui/usage.csv /ui/budget /ui/router /ui/jobs /ui/channels
-  /ui/mcp /ui/skills /ui/memory /ui/settings)
+  "/ui/threads?q=ordinary+length" "/ui/threads?q=api%3Aseed-0999"
+  /ui/confirmations /ui/usage /ui/usage.csv "/ui/usage.csv?since=30d&group_by=day"
+  /ui/budget /ui/router /ui/jobs /ui/channels /ui/mcp /ui/skills /ui/memory /ui/settings)
 printf '%-40s %8s %8s\n' page p50_ms p95_ms
 for p in "${pages[@]}"; do
   curl -s -o /dev/null "$base$p"

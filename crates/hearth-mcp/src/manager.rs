@@ -10,6 +10,7 @@
 //! `last_error`.
 
 mod reconfigure;
+mod restart;
 pub use reconfigure::ServersSynced;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -105,6 +105,15 @@ impl Runtime {
             .collect()
     }
 
+    /// Restarts MCP server `name` (or an executable skill's): a new
+    /// connection at once, its tools listed again.
+    pub fn restart_mcp_server(&self, name: &str) -> std::result::Result<(), McpLookupError> {
+        self.inner.mcp.restart(name).map_err(|e| match e {
+            hearth_mcp::McpError::UnknownServer(_) => McpLookupError::UnknownServer(e.to_string()),
+            other => McpLookupError::Unavailable(other.to_string()),
+        })
+    }
+
     /// The tool registry's name of `server`'s tool `tool` (the server's own
     /// name for it), as last listed; `Ok(None)` when the server is up and
     /// lists no such tool.

@@ -94,11 +94,43 @@ impl Runtime {
         who: Answerer<'_>,
         approve: bool,
     ) -> Result<RunEnvelope> {
+        self.resolve_hash(&hash_token(token), who, approve).await
+    }
+
+    /// Answers, for `user_key`, the question run `run_id` waits on, without
+    /// its token: the dashboard's Approve / Deny, which an operator or the
+    /// run's own user (a member) presses, also for a question asked before
+    /// a restart (the store keeps only the token's hash, so the token is
+    /// gone). The oldest pending question of the run is answered; the same
+    /// rules as [`Runtime::resolve_confirmation`] apply.
+    pub async fn resolve_confirmation_of_run(
+        &self,
+        run_id: &str,
+        user_key: &str,
+        approve: bool,
+    ) -> Result<RunEnvelope> {
+        let pending = self
+            .store_of_run(run_id)
+            .pending_confirmations(Some(run_id), None)
+            .await?;
+        let rec = pending
+            .into_iter()
+            .min_by_key(|r| r.created_at)
+            .ok_or(RuntimeError::ConfirmationNotFound)?;
+        self.resolve_hash(&rec.token_hash, Answerer::user(user_key), approve)
+            .await
+    }
+
+    async fn resolve_hash(
+        &self,
+        hash: &str,
+        who: Answerer<'_>,
+        approve: bool,
+    ) -> Result<RunEnvelope> {
         let user_key = who.user_key;
         crate::runtime::check_key("user_key", user_key)?;
-        let hash = hash_token(token);
         let (rec, store) = self
-            .find_confirmation(&hash)
+            .find_confirmation(hash)
             .await?
             .filter(|(r, _)| r.state == ConfirmationState::Pending)
             .ok_or(RuntimeError::ConfirmationNotFound)?;
@@ -146,7 +178,7 @@ impl Runtime {
         let event = audit_event(user_key, &rec, state.as_str(), None, scope);
         let same_db = Arc::ptr_eq(&store, &self.inner.store);
         let Some(rec) = store
-            .resolve_confirmation(&hash, state, user_key, now, same_db.then(|| event.clone()))
+            .resolve_confirmation(hash, state, user_key, now, same_db.then(|| event.clone()))
             .await?
         else {
             return Err(RuntimeError::ConfirmationNotFound);

@@ -207,6 +207,20 @@ impl Runtime {
             })
     }
 
+    /// Forgets one of `user_key`'s memories; false when they have no
+    /// memory `id` (another user's is not theirs to forget).
+    pub async fn forget_memory(&self, user_key: &str, id: i64) -> Result<bool> {
+        crate::runtime::check_key("user_key", user_key)?;
+        Ok(self.inner.store.forget_memory(user_key, id).await?)
+    }
+
+    /// Every memory of `user_key` (user-wide and per thread), oldest first:
+    /// what an export hands over.
+    pub async fn export_memories(&self, user_key: &str) -> Result<Vec<hearth_store::MemoryRecord>> {
+        crate::runtime::check_key("user_key", user_key)?;
+        Ok(self.inner.store.export_user_memories(user_key).await?)
+    }
+
     /// The grants in `scope` (every scope when `None`).
     pub async fn list_grants(&self, scope: Option<&str>) -> Result<Vec<Grant>> {
         Ok(self.inner.store.list_grants(scope).await?)

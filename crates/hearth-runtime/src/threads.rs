@@ -122,12 +122,72 @@ impl Runtime {
         self.thread_runtime(thread_key).await
     }
 
+    /// Whether no run of a user other than `user_key` is on `thread_key`
+    /// (a thread without runs is anyone's to start): an index seek in the
+    /// store, and in this process's incognito threads.
+    pub async fn thread_is_users(&self, thread_key: &str, user_key: &str) -> Result<bool> {
+        if self
+            .inner
+            .store
+            .thread_has_other_users(thread_key, user_key)
+            .await?
+        {
+            return Ok(false);
+        }
+        match self.inner.incognito.opened() {
+            Some(memory) => Ok(!memory.thread_has_other_users(thread_key, user_key).await?),
+            None => Ok(true),
+        }
+    }
+
+    /// Keys of stored threads that start with `prefix`, in byte order,
+    /// after `after`, at most `limit` (incognito threads are not searched:
+    /// nothing of theirs is stored).
+    pub async fn find_thread_keys(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        Ok(self.inner.store.thread_keys(prefix, after, limit).await?)
+    }
+
+    /// Stored messages of any thread holding every word of `text`, newest
+    /// first, older than message `before`, at most `limit`.
+    pub async fn search_messages(
+        &self,
+        text: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<hearth_core::records::MessageHit>> {
+        Ok(self
+            .inner
+            .store
+            .search_messages(text, before, limit)
+            .await?)
+    }
+
     /// Model calls grouped, with estimated cost.
     pub async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageReport>> {
         let rows = self.inner.store.usage(query).await?;
         Ok(rows
             .iter()
             .map(|r| usage::report(r, &self.inner.live().catalog.prices))
+            .collect())
+    }
+
+    /// Model calls grouped, each group with its estimated cost and split
+    /// by model (`<provider>/<model>`, each with its own cost): what the
+    /// dashboard's chart stacks per day.
+    pub async fn usage_by_model(
+        &self,
+        query: &UsageQuery,
+    ) -> Result<Vec<(UsageReport, Vec<UsageReport>)>> {
+        let rows = self.inner.store.usage(query).await?;
+        let prices = &self.inner.live().catalog.prices;
+        Ok(rows
+            .iter()
+            .map(|r| (usage::report(r, prices), usage::by_model(r, prices)))
             .collect())
     }
 

@@ -56,6 +56,25 @@ pub fn report(row: &UsageRow, prices: &PriceTable) -> UsageReport {
     }
 }
 
+/// Prices each model of one usage row on its own, keyed by the model.
+pub fn by_model(row: &UsageRow, prices: &PriceTable) -> Vec<UsageReport> {
+    row.by_model
+        .iter()
+        .map(|m| {
+            let one = UsageRow {
+                key: m.model.clone(),
+                calls: m.calls,
+                input_tokens: m.input_tokens,
+                output_tokens: m.output_tokens,
+                cached_tokens: m.cached_tokens,
+                untracked_calls: m.untracked_calls,
+                by_model: vec![m.clone()],
+            };
+            report(&one, prices)
+        })
+        .collect()
+}
+
 /// The query for "today so far" (UTC).
 pub fn today(now_ms: i64) -> UsageQuery {
     let day_ms = 86_400_000;

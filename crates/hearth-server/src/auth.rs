@@ -159,28 +159,17 @@ pub async fn require_token(
     Ok(next.run(req).await)
 }
 
-/// Runs of a thread read to tell whether it is a member's own: the newest
-/// this many (one page of the store's largest).
-const THREAD_SCAN: u32 = 1000;
-
-/// Whether `thread` is `user`'s own: no other user's run is among its
-/// newest runs (a thread without runs is anyone's to start). A member may
-/// read and write their own threads only; another user's conversation is
-/// not theirs to read or join.
+/// Whether `thread` is `user`'s own: no other user's run is on it (a
+/// thread without runs is anyone's to start), asked of an index. A member
+/// may read and write their own threads only; another user's conversation
+/// is not theirs to read or join.
 pub async fn member_owns_thread(
     runtime: &hearth_runtime::Runtime,
     user: &str,
     thread: &str,
 ) -> Result<bool, ApiError> {
     hearth_runtime::check_key("thread_key", thread)?;
-    let runs = runtime
-        .list_runs(&hearth_core::records::RunFilter {
-            thread_key: Some(thread.to_owned()),
-            limit: THREAD_SCAN,
-            ..Default::default()
-        })
-        .await?;
-    Ok(runs.iter().all(|r| r.user_key == user))
+    Ok(runtime.thread_is_users(thread, user).await?)
 }
 
 /// What a token bound to `user` may do on `/v1`: list models, send
@@ -195,16 +184,11 @@ async fn member_may(
     method: &axum::http::Method,
     path: &str,
 ) -> Result<(), ApiError> {
-    use axum::http::Method;
     let parts: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    match (method, parts.as_slice()) {
-        (&Method::GET, ["v1", "models"])
-        | (&Method::POST, ["v1", "messages"])
-        | (&Method::GET, ["v1", "runs"])
-        | (&Method::POST, ["v1", "confirmations", _]) => Ok(()),
-        (&Method::GET, ["v1", "runs", run_id])
-        | (&Method::GET, ["v1", "runs", run_id, "events" | "trace"])
-        | (&Method::POST, ["v1", "runs", run_id, "cancel"]) => {
+    match member_rule(method, &parts) {
+        MemberRule::Open => Ok(()),
+        MemberRule::OwnRun => {
+            let run_id = parts.get(2).copied().unwrap_or_default();
             let run = state.runtime.get_run(run_id).await?;
             if run.user_key == user {
                 Ok(())
@@ -212,15 +196,48 @@ async fn member_may(
                 Err(ApiError::NotFound(format!("no run {run_id}")))
             }
         }
-        (&Method::GET, ["v1", "threads", thread, "history" | "runtime"]) => {
-            let thread = crate::ui::session::percent_decode(thread);
+        MemberRule::OwnThread => {
+            let thread =
+                crate::ui::session::percent_decode(parts.get(2).copied().unwrap_or_default());
             if member_owns_thread(&state.runtime, user, &thread).await? {
                 Ok(())
             } else {
                 Err(ApiError::NotFound(format!("no thread {thread}")))
             }
         }
-        _ => Err(ApiError::Forbidden(MEMBER_REFUSED.into())),
+        MemberRule::Refused => Err(ApiError::Forbidden(MEMBER_REFUSED.into())),
+    }
+}
+
+/// What a token bound to a user meets on one `/v1` route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MemberRule {
+    /// Served (the handler narrows or checks what is theirs).
+    Open,
+    /// Served for their own run; another user's is 404, as an unknown one.
+    OwnRun,
+    /// Served for their own thread; another user's is 404.
+    OwnThread,
+    /// 403 `forbidden`: an operator's route.
+    Refused,
+}
+
+/// The rule of [`member_may`] for `method` on a path split into its
+/// segments (`["v1", "runs", "<id>"]`); a path template's `{run_id}`
+/// segments match as any id, so the OpenAPI document is made from the
+/// same rule the server applies.
+pub(crate) fn member_rule(method: &axum::http::Method, parts: &[&str]) -> MemberRule {
+    use axum::http::Method;
+    match (method, parts) {
+        (&Method::GET, ["v1", "models"])
+        | (&Method::POST, ["v1", "messages"])
+        | (&Method::GET, ["v1", "runs"])
+        | (&Method::POST, ["v1", "confirmations", _]) => MemberRule::Open,
+        (&Method::GET, ["v1", "runs", _])
+        | (&Method::GET, ["v1", "runs", _, "events" | "trace"])
+        | (&Method::POST, ["v1", "runs", _, "cancel"]) => MemberRule::OwnRun,
+        (&Method::GET, ["v1", "threads", _, "history" | "runtime"]) => MemberRule::OwnThread,
+        _ => MemberRule::Refused,
     }
 }
 

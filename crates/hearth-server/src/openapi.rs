@@ -70,20 +70,23 @@ pub fn document() -> utoipa::openapi::OpenApi {
     for (path, item) in doc.paths.paths.iter_mut() {
         let v1 = path.starts_with("/v1/");
         let openai = path.starts_with("/openai/v1/");
-        for (op, changes) in [
-            (&mut item.get, false),
-            (&mut item.put, true),
-            (&mut item.post, true),
-            (&mut item.delete, true),
-            (&mut item.patch, true),
+        let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+        for (op, changes, method) in [
+            (&mut item.get, false, axum::http::Method::GET),
+            (&mut item.put, true, axum::http::Method::PUT),
+            (&mut item.post, true, axum::http::Method::POST),
+            (&mut item.delete, true, axum::http::Method::DELETE),
+            (&mut item.patch, true, axum::http::Method::PATCH),
         ]
         .into_iter()
-        .filter_map(|(op, changes)| op.as_mut().map(|op| (op, changes)))
+        .filter_map(|(op, changes, m)| op.as_mut().map(|op| (op, changes, m)))
         {
             if v1 {
                 require_bearer(op);
+                describe_member(op, crate::auth::member_rule(&method, &segments), false);
             } else if openai {
                 require_openai_bearer(op);
+                describe_member(op, crate::auth::MemberRule::Refused, true);
             }
             describe_door(op, openai, changes);
             describe_bad_input(op, openai);
@@ -129,6 +132,51 @@ fn require_openai_bearer(op: &mut Operation) {
                 .build(),
         ),
     );
+}
+
+/// What a token bound to a user (a member) gets: 403 `forbidden` on an
+/// operator's route, 404 for another user's run or thread (as an unknown
+/// one), from the rule the server applies ([`crate::auth::member_rule`]);
+/// on `/openai` every route is refused (in OpenAI's envelope).
+fn describe_member(op: &mut Operation, rule: crate::auth::MemberRule, openai: bool) {
+    use crate::auth::MemberRule;
+    let (status, text) = match rule {
+        MemberRule::Open => return,
+        MemberRule::Refused => (
+            "403",
+            "a token bound to a user (`hearth token create --user`) may not use this route \
+             (`forbidden`): it needs an operator token",
+        ),
+        MemberRule::OwnRun => (
+            "404",
+            "for a token bound to a user, another user's run (`not_found`, as an unknown one)",
+        ),
+        MemberRule::OwnThread => (
+            "404",
+            "for a token bound to a user, another user's thread (`not_found`, as an unknown one)",
+        ),
+    };
+    let responses = &mut op.responses.responses;
+    match responses.get_mut(status) {
+        Some(RefOr::T(existing)) => {
+            let base = if existing.description.is_empty() {
+                "No such thing (`not_found`)"
+            } else {
+                existing.description.as_str()
+            };
+            existing.description = format!("{base}; or {text}");
+        }
+        _ => {
+            let text = format!("{}{}", text[..1].to_uppercase(), &text[1..]);
+            let response = if openai {
+                // In OpenAI's envelope there.
+                ResponseBuilder::new().description(text).build()
+            } else {
+                error_response(&text)
+            };
+            responses.insert(status.to_owned(), RefOr::T(response));
+        }
+    }
 }
 
 /// The door's answers (`crate::door`): 403 for a Host this server does not
@@ -291,6 +339,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// What a token bound to a user gets is documented on every route, from
+    /// the rule the server applies: 403 where it is refused, 404 for
+    /// another user's run or thread.
+    #[test]
+    fn a_member_tokens_refusals_are_documented() {
+        use crate::auth::{MemberRule, member_rule};
+        let doc: serde_json::Value = serde_json::from_str(&super::generate()).unwrap();
+        let mut refused = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            if !path.starts_with("/v1/") {
+                continue;
+            }
+            let parts: Vec<&str> = path.split('/').skip(1).collect();
+            for (method, op) in item.as_object().unwrap() {
+                let m = axum::http::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+                let text = |status: &str| {
+                    op["responses"][status]["description"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                match member_rule(&m, &parts) {
+                    MemberRule::Refused => {
+                        refused += 1;
+                        assert!(
+                            text("403").contains("bound to a user"),
+                            "{method} {path}: {}",
+                            text("403")
+                        );
+                    }
+                    MemberRule::OwnRun | MemberRule::OwnThread => {
+                        assert!(
+                            text("404").contains("another user's"),
+                            "{method} {path}: {}",
+                            text("404")
+                        );
+                    }
+                    MemberRule::Open => {}
+                }
+            }
+        }
+        assert!(refused > 20, "{refused}");
     }
 
     /// Every operation that takes a parameter or a body documents 400, and

@@ -27,6 +27,11 @@ pub trait RunStore: Send + Sync + 'static {
     /// most `limit` (1-1000).
     async fn list_threads(&self, limit: u32) -> Result<Vec<ThreadActivity>>;
 
+    /// Whether any run on `thread_key` belongs to a user other than
+    /// `user_key` (whether the thread is not that user's alone): an index
+    /// seek, however many runs the thread has.
+    async fn thread_has_other_users(&self, thread_key: &str, user_key: &str) -> Result<bool>;
+
     /// Aggregate health of the runs stored with `scope` (see
     /// `NewRun::scope`) created at or after `since`: counts by status, the
     /// p50/p95 of accept-to-end time of the finished ones, and the `top`

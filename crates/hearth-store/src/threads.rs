@@ -3,13 +3,35 @@
 use hearth_core::{Message, Timestamp};
 
 use crate::error::Result;
-use crate::records::{NewSession, ThreadState};
+use crate::records::{MessageHit, NewSession, ThreadState};
 
 /// Threads: history and settings.
 #[async_trait::async_trait]
 pub trait ThreadStore: Send + Sync + 'static {
     /// The last `limit` messages of a thread, oldest first.
     async fn thread_history(&self, thread_key: &str, limit: u32) -> Result<Vec<Message>>;
+
+    /// Keys of the threads with runs that start with `prefix`, in byte
+    /// order, after `after` (the last key of the previous page), at most
+    /// `limit`: an index range, however many threads there are.
+    async fn thread_keys(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>>;
+
+    /// Messages of any thread holding every word of `text` (letters and
+    /// digits; case and accents as the full-text index folds them), newest
+    /// first, older than message `before`, at most `limit`: read from a
+    /// full-text index, not by scanning the history. Empty when `text` has
+    /// no words.
+    async fn search_messages(
+        &self,
+        text: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<MessageHit>>;
 
     /// A thread's runtime settings and message count (defaults when unknown).
     async fn thread_state(&self, thread_key: &str) -> Result<ThreadState>;
@@ -62,4 +84,11 @@ pub trait ThreadStore: Send + Sync + 'static {
         cancelled_run: Option<&str>,
         at: Timestamp,
     ) -> Result<NewSession>;
+}
+
+/// The exclusive upper bound of the keys that start with `prefix` (in
+/// byte order, as both backends compare them): `prefix` followed by the
+/// largest character. Keys are then checked to start with `prefix`.
+pub(crate) fn prefix_end(prefix: &str) -> String {
+    format!("{prefix}\u{10FFFF}")
 }

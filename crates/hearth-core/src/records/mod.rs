@@ -135,6 +135,23 @@ pub struct ThreadActivity {
     pub last_run_at: Timestamp,
 }
 
+/// A message found by searching every thread's history for words
+/// (`search_messages`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageHit {
+    /// The message's id (newer messages have larger ids; the cursor of the
+    /// next page).
+    pub id: i64,
+    /// Its thread.
+    pub thread_key: String,
+    /// `user`, `assistant`, ...
+    pub role: String,
+    /// Its stored content.
+    pub content: String,
+    /// When it was stored.
+    pub created_at: Timestamp,
+}
+
 /// Aggregate health of the runs asked in one scope over a window (see
 /// `RunStore::run_stats`): counts and timings only, nothing per user.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

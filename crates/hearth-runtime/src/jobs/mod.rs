@@ -154,6 +154,45 @@ impl Runtime {
         Ok(job)
     }
 
+    /// Turns a job on or off. A disabled job keeps its schedule but does
+    /// not fire (nor catch up once enabled again): enabling plans its next
+    /// instant after now. A one-shot job that fired (or whose instant has
+    /// passed) has nothing left to fire, so enabling it is refused
+    /// (`InvalidSchedule`).
+    pub async fn set_job_enabled(&self, id: &str, enabled: bool) -> Result<JobRecord> {
+        let job = self.get_job(id).await?;
+        let next_run_at = if enabled {
+            let schedule = Schedule::parse(&job.schedule, &job.timezone, job.created_at)?;
+            Some(
+                schedule
+                    // Not before an instant already fired: a one-shot job
+                    // that fired has nothing left.
+                    .next_after(now_ms().max(job.last_run_at.unwrap_or(i64::MIN)))
+                    .ok_or_else(|| ScheduleError::NeverFires(job.schedule.clone()))?,
+            )
+        } else {
+            None
+        };
+        let kept = self
+            .inner
+            .store
+            .record_job_firing(JobFiring {
+                job_id: job.id.clone(),
+                fired: None,
+                next: Some(NextFiring {
+                    next_run_at,
+                    enabled,
+                }),
+            })
+            .await?;
+        if !kept {
+            return Err(RuntimeError::JobNotFound(id.to_owned()));
+        }
+        info!(job_id = %id, enabled, "job enabled or disabled");
+        self.inner.jobs_wake.notify_one();
+        self.get_job(id).await
+    }
+
     /// Fires a job now, outside its schedule (the instant is now); its
     /// schedule is unchanged: only the ticker moves it, so a firing by hand
     /// records its run and nothing it read before firing.

@@ -183,6 +183,58 @@ async fn a_one_shot_job_fires_then_is_disabled() {
     );
 }
 
+/// A disabled job does not fire at its instants; enabled again it fires
+/// from its next instant after now, without catching up; a one-shot job
+/// whose instant passed cannot be enabled.
+#[tokio::test]
+async fn a_disabled_job_does_not_fire_until_enabled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store = common::store(dir.path());
+    let rt = runtime(&store, &fake).await;
+    let created = rt
+        .create_job(job("every 1s", "api:off", CatchUp::All))
+        .await
+        .unwrap();
+    let first = created.next_run_at.unwrap();
+    let off = rt.set_job_enabled(&created.id, false).await.unwrap();
+    assert!(!off.enabled);
+    assert_eq!(off.next_run_at, None, "nothing planned while disabled");
+    assert_eq!(rt.tick_jobs(first + 10_000).await, None);
+    assert!(
+        runs_of(&rt, "api:off").await.is_empty(),
+        "a disabled job fired"
+    );
+
+    let on = rt.set_job_enabled(&created.id, true).await.unwrap();
+    assert!(on.enabled);
+    let next = on.next_run_at.unwrap();
+    assert!(
+        next > hearth_core::now_ms() - 1_000,
+        "planned from now: {next}"
+    );
+    rt.tick_jobs(next + 5).await;
+    assert_eq!(
+        runs_of(&rt, "api:off").await.len(),
+        1,
+        "fired once, no catch-up"
+    );
+
+    let gone = rt.set_job_enabled("job_missing", true).await.unwrap_err();
+    assert!(
+        matches!(gone, hearth_runtime::RuntimeError::JobNotFound(_)),
+        "{gone:?}"
+    );
+    let at = hearth_core::now_ms() + 60_000;
+    let once = rt
+        .create_job(job(&rfc3339(at), "api:off", CatchUp::Latest))
+        .await
+        .unwrap();
+    rt.tick_jobs(at + 10).await;
+    let refused = rt.set_job_enabled(&once.id, true).await.unwrap_err();
+    assert!(refused.to_string().contains("never fires"), "{refused}");
+}
+
 #[tokio::test]
 async fn a_failed_job_run_publishes_job_failed() {
     let dir = tempfile::tempdir().unwrap();

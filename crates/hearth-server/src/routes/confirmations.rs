@@ -17,7 +17,7 @@ use crate::extract::{ApiJson, ApiPath};
     responses(
         (status = 200, description = "Answered; the waiting run's envelope", body = RunEnvelope),
         (status = 400, description = "Bad input", body = crate::dto::ErrorBody),
-        (status = 403, description = "Another user's confirmation", body = crate::dto::ErrorBody),
+        (status = 403, description = "Another user's confirmation, or a token bound to a user answering as another user (`forbidden`)", body = crate::dto::ErrorBody),
         (status = 404, description = "Unknown, used or expired token", body = crate::dto::ErrorBody)))]
 pub async fn resolve(
     State(st): State<AppState>,

@@ -1,5 +1,5 @@
-//! Scheduled jobs: `POST/GET /v1/jobs`, `GET/DELETE /v1/jobs/{id}` and
-//! `POST /v1/jobs/{id}/run`. The schedule logic and the ticker are the
+//! Scheduled jobs: `POST/GET /v1/jobs`, `GET/PATCH/DELETE /v1/jobs/{id}`
+//! and `POST /v1/jobs/{id}/run`. The schedule logic and the ticker are the
 //! runtime's; these only translate.
 
 use axum::Json;
@@ -209,4 +209,29 @@ pub async fn run_job(
 ) -> Result<(StatusCode, Json<RunEnvelope>), ApiError> {
     let env = st.runtime.run_job_now(&id).await?;
     Ok((StatusCode::ACCEPTED, Json(env)))
+}
+
+/// `PATCH /v1/jobs/{id}`
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobPatch {
+    /// False: the job stops firing (its schedule is kept). True: it fires
+    /// again from its next instant after now (missed ones are not caught up).
+    pub enabled: bool,
+}
+
+/// Enables or disables a job.
+#[utoipa::path(patch, path = "/v1/jobs/{id}", tag = "jobs", request_body = JobPatch,
+    params(("id" = String, Path, description = "Job id", min_length = 1)),
+    responses((status = 200, description = "The job as it is now", body = Job),
+        (status = 400, description = "Bad input (`invalid_request`), or enabling a one-shot job whose instant has passed (`invalid_schedule`)", body = crate::dto::ErrorBody),
+        (status = 404, body = crate::dto::ErrorBody)))]
+pub async fn patch_job(
+    State(st): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<JobPatch>,
+) -> Result<Json<Job>, ApiError> {
+    Ok(Json(
+        st.runtime.set_job_enabled(&id, body.enabled).await?.into(),
+    ))
 }

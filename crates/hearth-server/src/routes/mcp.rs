@@ -81,19 +81,42 @@ const MAX_WAIT_SECS: u64 = 600;
 #[utoipa::path(get, path = "/v1/mcp/servers", tag = "mcp",
     responses((status = 200, description = "The servers, by name", body = McpServerList)))]
 pub async fn servers(State(st): State<AppState>) -> Json<McpServerList> {
-    let servers = st
-        .runtime
+    let servers = st.runtime.mcp_servers().into_iter().map(info).collect();
+    Json(McpServerList { servers })
+}
+
+fn info(s: hearth_runtime::McpServerStatus) -> McpServerInfo {
+    McpServerInfo {
+        name: s.name,
+        transport: s.transport.to_owned(),
+        state: s.state.to_owned(),
+        last_error: s.last_error,
+        tools: s.tools,
+    }
+}
+
+/// Restarts one MCP server (or executable skill): its connection is
+/// closed and a new one opened at once, its tools listed again, with no
+/// back-off left from earlier failures. The configuration in force is kept
+/// (`POST /v1/config/reload` reads a changed one).
+#[utoipa::path(post, path = "/v1/mcp/servers/{name}/restart", tag = "mcp",
+    params(ServerName),
+    responses((status = 200, description = "The server, starting again", body = McpServerInfo),
+        (status = 404, description = "No server has this name", body = crate::dto::ErrorBody)))]
+pub async fn restart(
+    State(st): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<McpServerInfo>, ApiError> {
+    st.runtime.restart_mcp_server(&name).map_err(|e| match e {
+        McpLookupError::UnknownServer(m) => ApiError::NotFound(m),
+        McpLookupError::Unavailable(m) => ApiError::Unavailable(m),
+    })?;
+    st.runtime
         .mcp_servers()
         .into_iter()
-        .map(|s| McpServerInfo {
-            name: s.name,
-            transport: s.transport.to_owned(),
-            state: s.state.to_owned(),
-            last_error: s.last_error,
-            tools: s.tools,
-        })
-        .collect();
-    Json(McpServerList { servers })
+        .find(|s| s.name == name)
+        .map(|s| Json(info(s)))
+        .ok_or_else(|| ApiError::NotFound(format!("no MCP server is named {name:?}")))
 }
 
 /// Calls one tool of a server directly (`hearth mcp call`), as a run of its

@@ -1,4 +1,6 @@
-//! `GET /v1/memory/search`: a user's memories found by words, meaning, or both.
+//! `GET /v1/memory/search`: a user's memories found by words, meaning, or
+//! both; `DELETE /v1/memory/{id}` forgets one; `GET /v1/memory/export` hands
+//! them all over.
 
 use axum::Json;
 use axum::extract::State;
@@ -8,7 +10,7 @@ use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::ApiQuery;
+use crate::extract::{ApiPath, ApiQuery};
 
 /// Query of `GET /v1/memory/search`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -100,5 +102,98 @@ pub async fn search(
                 matched: f.matched.as_str().to_owned(),
             })
             .collect(),
+    }))
+}
+
+/// Query of `DELETE /v1/memory/{id}` and `GET /v1/memory/export`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MemoryUserQuery {
+    /// Whose memories.
+    pub user_key: String,
+}
+
+/// `DELETE /v1/memory/{id}`
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ForgottenMemory {
+    /// The memory forgotten.
+    pub id: i64,
+    /// Whose it was.
+    pub user_key: String,
+}
+
+/// One memory in an export.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ExportedMemory {
+    /// The memory's id.
+    pub id: i64,
+    /// What was remembered.
+    pub text: String,
+    /// The only thread that sees it; `null` for a user-wide memory.
+    pub thread_key: Option<String>,
+    /// The run that saved it, if known.
+    pub run_id: Option<String>,
+    /// RFC 3339, when first saved.
+    pub created_at: String,
+    /// RFC 3339, when last saved again or found.
+    pub last_used_at: String,
+}
+
+/// `GET /v1/memory/export`: the same document as `hearth memory export`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MemoryExport {
+    /// Whose memories.
+    pub user_key: String,
+    /// Every one of them, user-wide and per thread.
+    pub memories: Vec<ExportedMemory>,
+}
+
+/// Forgets one of a user's memories.
+#[utoipa::path(delete, path = "/v1/memory/{id}", tag = "memory", operation_id = "forget_memory",
+    params(("id" = i64, Path, description = "Memory id"), MemoryUserQuery),
+    responses((status = 200, description = "The memory is forgotten", body = ForgottenMemory),
+        (status = 400, description = "`invalid_request`: a bad id or key", body = crate::dto::ErrorBody),
+        (status = 404, description = "The user has no such memory", body = crate::dto::ErrorBody)))]
+pub async fn forget(
+    State(st): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<MemoryUserQuery>,
+) -> Result<Json<ForgottenMemory>, ApiError> {
+    if st.runtime.forget_memory(&q.user_key, id).await? {
+        Ok(Json(ForgottenMemory {
+            id,
+            user_key: q.user_key,
+        }))
+    } else {
+        Err(ApiError::NotFound(format!(
+            "{} has no memory {id}",
+            q.user_key
+        )))
+    }
+}
+
+/// Every memory of a user, for handing over (as `hearth memory export`).
+#[utoipa::path(get, path = "/v1/memory/export", tag = "memory", operation_id = "export_memory",
+    params(MemoryUserQuery),
+    responses((status = 200, description = "The user's memories", body = MemoryExport),
+        (status = 400, description = "`invalid_request`: a bad key", body = crate::dto::ErrorBody)))]
+pub async fn export(
+    State(st): State<AppState>,
+    ApiQuery(q): ApiQuery<MemoryUserQuery>,
+) -> Result<Json<MemoryExport>, ApiError> {
+    let memories = st.runtime.export_memories(&q.user_key).await?;
+    Ok(Json(MemoryExport {
+        memories: memories
+            .into_iter()
+            .map(|m| ExportedMemory {
+                id: m.id,
+                text: m.text,
+                thread_key: m.thread_key,
+                run_id: m.run_id,
+                created_at: hearth_core::rfc3339(m.created_at),
+                last_used_at: hearth_core::rfc3339(m.last_used_at),
+            })
+            .collect(),
+        user_key: q.user_key,
     }))
 }

@@ -33,6 +33,8 @@ const MAX_WAIT_SECS: u64 = 600;
         (status = 200, description = "Finished within the wait", body = RunEnvelope),
         (status = 202, description = "Accepted, not finished", body = RunEnvelope),
         (status = 400, description = "Bad input", body = crate::dto::ErrorBody),
+        (status = 403, description = "A token bound to a user sending as another user (`forbidden`)", body = crate::dto::ErrorBody),
+        (status = 404, description = "For a token bound to a user, a thread another user's runs are on (`not_found`, as an unknown one)", body = crate::dto::ErrorBody),
         (status = 409, description = "The thread is incognito and another replica holds it (`incognito_elsewhere`, naming it)", body = crate::dto::ErrorBody),
         (status = 413, description = "Body too large", body = crate::dto::ErrorBody),
         (status = 503, description = "Shutting down (`unavailable`), or saturated (`overloaded`, with a Retry-After header)", body = crate::dto::ErrorBody,

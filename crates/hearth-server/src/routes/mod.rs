@@ -82,6 +82,7 @@ api! {
     budget::budget,
     tools::tools,
     mcp::servers,
+    mcp::restart,
     mcp::call,
     skills::skills,
     skills::reload,
@@ -122,11 +123,14 @@ api! {
     jobs::create_job,
     jobs::list_jobs,
     jobs::get_job,
+    jobs::patch_job,
     jobs::delete_job,
     jobs::run_job,
     router::get_router,
     router::post_feedback,
     memory::search,
+    memory::forget,
+    memory::export,
     tokens::create_token,
 }
 

@@ -1,13 +1,12 @@
 //! The operator's pages: budget, router, jobs, channels (pairings, outbox),
-//! MCP servers, skills, memory search and the effective settings. Each
+//! MCP servers, skills and the effective settings. Each
 //! reads the `/v1` handler of the same name and shows its answer.
 
 use axum::Extension;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect};
 use maud::{Markup, html};
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::layout::{self, PageResult, button_form, empty, fail, page, usd};
@@ -15,10 +14,9 @@ use super::session::{Viewer, encode};
 use crate::AppState;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::routes::channels::{ChannelsHandle, OutboxParams};
-use crate::routes::memory::MemorySearchQuery;
 use crate::routes::{
     budget as v1_budget, channels as v1_channels, config, jobs as v1_jobs, mcp as v1_mcp,
-    memory as v1_memory, router as v1_router, skills as v1_skills,
+    router as v1_router, skills as v1_skills,
 };
 
 /// One cell of a JSON value.
@@ -55,7 +53,7 @@ pub fn json_table(
     }
 }
 
-fn values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+pub fn values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
     items
         .iter()
         .filter_map(|i| serde_json::to_value(i).ok())
@@ -105,17 +103,18 @@ pub async fn router(
     Ok(page(&viewer, "/ui/router", "Router", None, body).into_response())
 }
 
-/// `/ui/jobs`: schedules, next and last firing, Run now.
+/// `/ui/jobs`: schedules, next and last firing, Run now, Enable/Disable.
 pub async fn jobs(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
     let jobs = v1_jobs::list_jobs(State(st)).await.map_err(fail)?.0.jobs;
     let actions = |j: &Value| {
-        let id = j.get("id").and_then(Value::as_str).unwrap_or("");
-        button_form(
-            &viewer,
-            &format!("/ui/jobs/{}/run", encode(id)),
-            "Run now",
-            "",
-        )
+        let id = encode(j.get("id").and_then(Value::as_str).unwrap_or(""));
+        let enabled = j.get("enabled").and_then(Value::as_bool).unwrap_or(false);
+        html! {
+            (button_form(&viewer, &format!("/ui/jobs/{id}/run"), "Run now", ""))
+            " "
+            @if enabled { (button_form(&viewer, &format!("/ui/jobs/{id}/disable"), "Disable", "danger")) }
+            @else { (button_form(&viewer, &format!("/ui/jobs/{id}/enable"), "Enable", "")) }
+        }
     };
     let body = json_table(
         "jobs",
@@ -143,6 +142,32 @@ pub async fn run_job(State(st): State<AppState>, ApiPath(id): ApiPath<String>) -
     Ok(Redirect::to(&format!("/ui/runs/{}", encode(&env.run_id))).into_response())
 }
 
+/// Enables (`enable`) or disables (`disable`) a job, then shows the jobs.
+pub async fn toggle_job(
+    State(st): State<AppState>,
+    ApiPath((id, action)): ApiPath<(String, String)>,
+) -> PageResult {
+    let enabled = match action.as_str() {
+        "enable" => true,
+        "disable" => false,
+        _ => {
+            return Err(layout::status_page(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "Enable or disable a job.",
+            ));
+        }
+    };
+    let _ = v1_jobs::patch_job(
+        State(st),
+        ApiPath(id),
+        crate::extract::ApiJson(v1_jobs::JobPatch { enabled }),
+    )
+    .await
+    .map_err(fail)?;
+    Ok(Redirect::to("/ui/jobs").into_response())
+}
+
 /// `/ui/channels`: status, pending pairings, and the outbox's failures.
 pub async fn channels(
     State(_st): State<AppState>,
@@ -159,18 +184,22 @@ pub async fn channels(
         .map_err(fail)?
         .0
         .pairings;
-    let outbox = match v1_channels::list_outbox(
-        Extension(ch.clone()),
-        ApiQuery(OutboxParams {
-            status: Some("failed".into()),
-            limit: Some(100),
-        }),
-    )
-    .await
-    {
-        Ok(o) => o.0.items,
-        Err(_) => Vec::new(),
-    };
+    // The deliveries not done yet, one page of each state, by conversation.
+    let mut outbox = Vec::new();
+    for status in ["failed", "pending"] {
+        if let Ok(o) = v1_channels::list_outbox(
+            Extension(ch.clone()),
+            ApiQuery(OutboxParams {
+                status: Some(status.into()),
+                limit: Some(OUTBOX_PAGE),
+            }),
+        )
+        .await
+        {
+            outbox.extend(o.0.items);
+        }
+    }
+    let conversations = by_conversation(values(&outbox));
     let mut allowed = Vec::new();
     for c in list.iter().filter(|c| c.enabled) {
         if let Ok(a) =
@@ -189,7 +218,11 @@ pub async fn channels(
     };
     let retry = |o: &Value| {
         let id = o.get("id").and_then(Value::as_i64).unwrap_or(0);
-        button_form(&viewer, &format!("/ui/outbox/{id}/retry"), "Retry", "")
+        html! {
+            @if o.get("status").and_then(Value::as_str) == Some("failed") {
+                (button_form(&viewer, &format!("/ui/outbox/{id}/retry"), "Retry", ""))
+            }
+        }
     };
     let body = html! {
         (json_table("channels", &values(&list), &[("name", "Channel"), ("enabled", "Enabled"), ("state", "State"), ("last_event_at", "Last event"), ("last_error", "Last error"), ("outbox_pending", "Outbox pending")], None))
@@ -197,10 +230,38 @@ pub async fn channels(
         (json_table("pairings", &values(&pairings), &[("code", "Code"), ("channel", "Channel"), ("user_key", "User"), ("display_name", "Name"), ("expires_at", "Expires")], Some(&pair_actions)))
         h2 { "Allowed users" }
         (json_table("allowed", &allowed, &[("channel", "Channel"), ("user_key", "User"), ("via", "Via"), ("added_at", "Added")], None))
-        h2 { "Failed deliveries" }
-        (json_table("outbox", &values(&outbox), &[("id", "Id"), ("channel", "Channel"), ("target", "Conversation"), ("kind", "Kind"), ("run_id", "Run"), ("attempts", "Attempts"), ("last_error", "Last error")], Some(&retry)))
+        h2 { "Outbox by conversation" }
+        p.hint { "Deliveries not done yet: failed ones (Retry queues one again) and pending ones." }
+        @if conversations.is_empty() { (empty("Every reply has been delivered.")) }
+        @for (i, ((channel, target), items)) in conversations.iter().enumerate() {
+            section.conversation data-target=(target) {
+                h3 { (channel) " · " (target) }
+                (json_table(&format!("outbox-{i}"), items, &[("id", "Id"), ("status", "Status"), ("kind", "Kind"), ("run_id", "Run"), ("attempts", "Attempts"), ("next_attempt_at", "Next attempt"), ("last_error", "Last error")], Some(&retry)))
+            }
+        }
     };
     Ok(page(&viewer, "/ui/channels", "Channels", None, body).into_response())
+}
+
+/// Outbox items read per state for the channels page.
+const OUTBOX_PAGE: u32 = 100;
+
+/// Outbox items grouped by conversation (channel and target), the
+/// conversations in order of their first item, each's items oldest first.
+fn by_conversation(items: Vec<Value>) -> Vec<((String, String), Vec<Value>)> {
+    let mut out: Vec<((String, String), Vec<Value>)> = Vec::new();
+    for it in items {
+        let field = |k: &str| it.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let key = (field("channel"), field("target"));
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(it),
+            None => out.push((key, vec![it])),
+        }
+    }
+    for (_, list) in &mut out {
+        list.sort_by_key(|i| i.get("id").and_then(Value::as_i64).unwrap_or(0));
+    }
+    out
 }
 
 /// Retries a failed delivery.
@@ -241,9 +302,14 @@ pub async fn answer_pairing(
     Ok(Redirect::to("/ui/channels").into_response())
 }
 
-/// `/ui/mcp`: the MCP servers.
+/// `/ui/mcp`: the MCP servers, each with Reload (a new connection and
+/// tool list at once).
 pub async fn mcp(State(st): State<AppState>, Extension(viewer): Extension<Viewer>) -> PageResult {
     let servers = v1_mcp::servers(State(st)).await.0.servers;
+    let reload = |s: &Value| {
+        let name = encode(s.get("name").and_then(Value::as_str).unwrap_or(""));
+        button_form(&viewer, &format!("/ui/mcp/{name}/reload"), "Reload", "")
+    };
     let body = json_table(
         "mcp",
         &values(&servers),
@@ -254,9 +320,17 @@ pub async fn mcp(State(st): State<AppState>, Extension(viewer): Extension<Viewer
             ("tools", "Tools"),
             ("last_error", "Last error"),
         ],
-        None,
+        Some(&reload),
     );
     Ok(page(&viewer, "/ui/mcp", "MCP servers", None, body).into_response())
+}
+
+/// Restarts one MCP server, then shows the servers.
+pub async fn reload_mcp(State(st): State<AppState>, ApiPath(name): ApiPath<String>) -> PageResult {
+    let _ = v1_mcp::restart(State(st), ApiPath(name))
+        .await
+        .map_err(fail)?;
+    Ok(Redirect::to("/ui/mcp").into_response())
 }
 
 /// `/ui/skills`: the skills and why any is not eligible; Reload.
@@ -276,55 +350,6 @@ pub async fn skills(
 pub async fn reload_skills(State(st): State<AppState>) -> PageResult {
     let _ = v1_skills::reload(State(st)).await.map_err(fail)?;
     Ok(Redirect::to("/ui/skills").into_response())
-}
-
-/// `?q=&user_key=&mode=` of the memory search.
-#[derive(Debug, Default, Deserialize)]
-pub struct MemoryForm {
-    q: Option<String>,
-    user_key: Option<String>,
-    mode: Option<String>,
-}
-
-/// `/ui/memory`: search a user's memories.
-pub async fn memory(
-    State(st): State<AppState>,
-    Extension(viewer): Extension<Viewer>,
-    Query(f): Query<MemoryForm>,
-) -> PageResult {
-    let found = match (
-        f.q.as_deref().filter(|q| !q.is_empty()),
-        f.user_key.as_deref().filter(|u| !u.is_empty()),
-    ) {
-        (Some(q), Some(u)) => {
-            let query = MemorySearchQuery {
-                q: q.to_owned(),
-                user_key: u.to_owned(),
-                mode: f.mode.clone().filter(|m| !m.is_empty()),
-                limit: Some(50),
-            };
-            Some(
-                v1_memory::search(State(st), ApiQuery(query))
-                    .await
-                    .map_err(fail)?
-                    .0
-                    .items,
-            )
-        }
-        _ => None,
-    };
-    let body = html! {
-        form.filters method="get" action="/ui/memory" role="search" {
-            label { "User " input type="text" name="user_key" required value=[f.user_key.as_deref()] placeholder="telegram:user:42"; }
-            label { "Words " input type="search" name="q" required value=[f.q.as_deref()]; }
-            label { "Mode " select name="mode" { option value="" { "default" } option value="text" { "text" } option value="vector" { "vector" } option value="hybrid" { "hybrid" } } }
-            button type="submit" { "Search" }
-        }
-        @if let Some(items) = found {
-            (json_table("memories", &values(&items), &[("id", "Id"), ("text", "Memory"), ("score", "Score"), ("matched", "Matched by")], None))
-        }
-    };
-    Ok(page(&viewer, "/ui/memory", "Memory", None, body).into_response())
 }
 
 /// `/ui/settings`: the effective configuration, secrets as `<set>`/`<unset>`.

@@ -1,9 +1,11 @@
 //! `/ui/confirmations`: every pending question, and Approve / Deny.
 //!
-//! An answer goes through the same runtime call as `POST
+//! An answer goes through the same rules as `POST
 //! /v1/confirmations/{token}`: single use, expiring, and refused for
 //! whoever may not answer. An operator token answers for the user who
-//! asked, as the API lets its holder name that user.
+//! asked, as the API lets its holder name that user. The question is found
+//! by its run, not its token (the store keeps only the token's hash), so
+//! one asked before a restart is answered here as well.
 
 use axum::Extension;
 use axum::body::Bytes;
@@ -54,15 +56,11 @@ pub async fn list(
                             p { strong { (c.tool) } " asked by " (r.user_key) " on " a href={ "/ui/threads/" (encode(&r.thread_key)) } { (r.thread_key) } }
                             p.summary { (c.summary) }
                             p.meta { "Run " a.mono href={ "/ui/runs/" (encode(&r.run_id)) } { (r.run_id) } " · expires " (time_str(&c.expires_at)) }
-                            @if c.token.is_some() {
-                                form.inline method="post" action={ "/ui/confirmations/" (encode(&r.run_id)) } {
-                                    (csrf_field(&viewer))
-                                    button type="submit" name="approve" value="true" { "Approve" }
-                                    " "
-                                    button.danger type="submit" name="approve" value="false" { "Deny" }
-                                }
-                            } @else {
-                                p.hint { "hearth restarted since this was asked, so only the person who asked can answer it, with the token they were given." }
+                            form.inline method="post" action={ "/ui/confirmations/" (encode(&r.run_id)) } {
+                                (csrf_field(&viewer))
+                                button type="submit" name="approve" value="true" { "Approve" }
+                                " "
+                                button.danger type="submit" name="approve" value="false" { "Deny" }
                             }
                         }
                     }
@@ -106,17 +104,23 @@ pub async fn answer(
     if !viewer.may_see(&run.user_key) {
         return Err(super::session::forbidden_run());
     }
-    let Some(token) = run.confirmation.as_ref().and_then(|c| c.token.clone()) else {
-        return Err(layout::status_page(
-            StatusCode::NOT_FOUND,
-            "Not found",
-            "This run is not waiting for a confirmation any more (answered, expired, or asked before a restart).",
-        ));
-    };
-    st.runtime
-        .resolve_confirmation(&token, &run.user_key, approve)
+    // By the run, not the token: the store keeps only the token's hash, so
+    // a question asked before a restart is answered here too.
+    match st
+        .runtime
+        .resolve_confirmation_of_run(&run_id, &run.user_key, approve)
         .await
-        .map_err(fail)?;
+    {
+        Ok(_) => {}
+        Err(hearth_runtime::RuntimeError::ConfirmationNotFound) => {
+            return Err(layout::status_page(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "This run is not waiting for a confirmation any more (answered, expired, or its run ended).",
+            ));
+        }
+        Err(e) => return Err(fail(e)),
+    }
     tracing::info!(run_id = %run_id, approve, "a confirmation was answered on the dashboard");
     Ok(Redirect::to("/ui/confirmations").into_response())
 }

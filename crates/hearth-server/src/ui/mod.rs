@@ -23,8 +23,10 @@ mod confirm;
 pub mod layout;
 mod live;
 mod login;
+mod memory;
 mod overview;
 mod runs;
+mod search;
 pub mod session;
 mod threads;
 mod usage;
@@ -106,13 +108,17 @@ impl Ui {
             .route("/ui/router", get(admin::router))
             .route("/ui/jobs", get(admin::jobs))
             .route("/ui/jobs/{id}/run", post(admin::run_job))
+            .route("/ui/jobs/{id}/{action}", post(admin::toggle_job))
             .route("/ui/channels", get(admin::channels))
             .route("/ui/outbox/{id}/retry", post(admin::retry_outbox))
             .route("/ui/pairings/{code}/{verdict}", post(admin::answer_pairing))
             .route("/ui/mcp", get(admin::mcp))
+            .route("/ui/mcp/{name}/reload", post(admin::reload_mcp))
             .route("/ui/skills", get(admin::skills))
             .route("/ui/skills/reload", post(admin::reload_skills))
-            .route("/ui/memory", get(admin::memory))
+            .route("/ui/memory", get(memory::show))
+            .route("/ui/memory/export", get(memory::export))
+            .route("/ui/memory/{id}/delete", post(memory::delete))
             .route("/ui/settings", get(admin::settings))
             .route(
                 "/ui/assets/app.js",

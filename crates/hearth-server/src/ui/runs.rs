@@ -215,6 +215,31 @@ fn latency(started: &str, finished: Option<&str>) -> String {
     }
 }
 
+/// Each tool call's arguments by step index, as the engine journaled them:
+/// with every secret the scanner finds already replaced by its
+/// `[REDACTED:<kind>:<tag>]` placeholder before the call ran (the tool got
+/// the same). The API's trace leaves them out; the run's own page, which
+/// only its owner or an operator opens, shows them.
+async fn tool_arguments(
+    st: &AppState,
+    run_id: &str,
+) -> Result<std::collections::BTreeMap<u32, String>, crate::ApiError> {
+    let steps = st.runtime.trace(run_id).await?;
+    Ok(steps
+        .into_iter()
+        .filter(|s| s.kind == hearth_core::records::StepKind::Tool)
+        .filter_map(|s| {
+            let raw = s.payload.get("arguments")?.as_str()?.to_owned();
+            // Pretty when it is JSON; as journaled otherwise.
+            let shown = serde_json::from_str::<serde_json::Value>(&raw)
+                .ok()
+                .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                .unwrap_or(raw);
+            Some((s.index, shown))
+        })
+        .collect())
+}
+
 /// One run: its envelope, trace timeline, messages and Cancel.
 pub async fn detail(
     State(st): State<AppState>,
@@ -233,6 +258,7 @@ pub async fn detail(
         .await
         .map_err(fail)?
         .0;
+    let arguments = tool_arguments(&st, &id).await.map_err(fail)?;
     let hist = history::history(
         State(st),
         ApiPath(run.thread_key.clone()),
@@ -289,6 +315,12 @@ pub async fn detail(
                             span title="latency" { (latency(&s.started_at, s.finished_at.as_deref())) }
                             span title="tokens" { (tokens_cell(s.tokens.as_ref())) }
                             span title="cost" { (cost_cell(s.tokens.as_ref())) }
+                        }
+                        @if let Some(a) = arguments.get(&s.index) {
+                            details.args {
+                                summary { "Arguments" }
+                                pre.arguments { (a) }
+                            }
                         }
                         @if let Some(d) = &s.detail {
                             pre.detail { (serde_json::to_string_pretty(d).unwrap_or_default()) }

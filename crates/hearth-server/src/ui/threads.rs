@@ -24,32 +24,47 @@ const THREADS: u32 = 100;
 /// Messages on one page of a thread's history.
 const MESSAGES: u32 = 50;
 
-/// `?q=`: a part of the thread key to look for.
+/// `?q=&after=&before=`: a search of every thread (see [`super::search`]).
 #[derive(Debug, Default, Deserialize)]
 pub struct Search {
     q: Option<String>,
+    after: Option<String>,
+    before: Option<i64>,
 }
 
-/// The most recently active threads.
+/// The most recently active threads, or a search of every thread.
 pub async fn list(
     State(st): State<AppState>,
     Extension(viewer): Extension<Viewer>,
     Query(s): Query<Search>,
 ) -> PageResult {
+    let q = s.q.unwrap_or_default();
+    let q = q.trim();
+    let form = html! {
+        form.filters method="get" action="/ui/threads" role="search" {
+            label { "Search threads by key or words " input type="search" name="q" value=(q); }
+            button type="submit" { "Search" }
+        }
+    };
+    if !q.is_empty() {
+        let query = super::search::Query {
+            q,
+            after: s.after.as_deref(),
+            before: s.before,
+        };
+        let found = super::search::results(&st, &viewer, &query)
+            .await
+            .map_err(fail)?;
+        let body = html! { (form) (found) };
+        return Ok(page(&viewer, "/ui/threads", "Threads", None, body).into_response());
+    }
     let threads = match viewer.member() {
         None => st.runtime.list_threads(THREADS).await.map_err(fail)?,
         Some(user) => member_threads(&st, user).await.map_err(fail)?,
     };
-    let q = s.q.unwrap_or_default();
-    let shown: Vec<_> = threads
-        .iter()
-        .filter(|t| q.is_empty() || t.thread_key.contains(q.as_str()))
-        .collect();
+    let shown: Vec<_> = threads.iter().collect();
     let body = html! {
-        form.filters method="get" action="/ui/threads" role="search" {
-            label { "Thread key contains " input type="search" name="q" value=(q); }
-            button type="submit" { "Search" }
-        }
+        (form)
         form.filters method="get" action="/ui/threads/open" {
             label { "Open or start thread " input type="text" name="key" placeholder="api:my-thread" required; }
             button type="submit" { "Open" }

@@ -1,6 +1,8 @@
-//! `/ui/usage` (a bar chart per day over the last 30 days, and tables by
-//! model and provider) and `/ui/usage.csv` (exactly the rows of
-//! `/v1/usage` for the same query).
+//! `/ui/usage` (a bar chart per day over the last 30 days, each bar split
+//! by model, and tables by model and provider) and `/ui/usage.csv`
+//! (exactly the rows of `/v1/usage` for the same query). The page's window
+//! starts at a UTC midnight, so the store answers it from its daily
+//! rollup alone, without reading a single call.
 
 use axum::Extension;
 use axum::extract::{Query, State};
@@ -16,8 +18,28 @@ use crate::dto::{UsageParams, UsageRow};
 use crate::extract::ApiQuery;
 use crate::routes::usage::usage;
 
-/// The chart's window.
-const DAYS: &str = "30d";
+/// Days the chart shows, today included.
+const DAYS: i64 = 30;
+
+/// The first millisecond of the chart's window: UTC midnight `DAYS - 1`
+/// days before today's.
+fn window_start(now_ms: i64) -> i64 {
+    let day = 86_400_000;
+    now_ms - now_ms.rem_euclid(day) - (DAYS - 1) * day
+}
+
+/// A runtime usage report as `/v1/usage` gives it (cost rounded alike).
+fn api_row(r: hearth_runtime::UsageReport) -> UsageRow {
+    UsageRow {
+        key: r.key,
+        calls: r.calls,
+        input_tokens: r.input_tokens,
+        output_tokens: r.output_tokens,
+        cached_tokens: r.cached_tokens,
+        cost_usd: r.cost_usd.map(|c| (c * 1e9).round() / 1e9),
+        untracked_calls: r.untracked_calls,
+    }
+}
 
 async fn rows(
     st: &AppState,
@@ -47,8 +69,10 @@ fn value(r: &UsageRow, metric: &str) -> f64 {
     }
 }
 
-/// An SVG bar chart, one bar per row (a day), scaled to the largest.
-fn chart(days: &[UsageRow], metric: &str) -> Markup {
+/// An SVG bar chart, one bar per day scaled to the largest, each bar a
+/// stack of its models' segments (`rect.bar`, coloured by the model's
+/// place in the legend).
+fn chart(days: &[UsageRow], splits: &[Vec<UsageRow>], models: &[String], metric: &str) -> Markup {
     let (w, h, pad) = (600.0_f64, 200.0_f64, 20.0_f64);
     let max = days
         .iter()
@@ -61,22 +85,45 @@ fn chart(days: &[UsageRow], metric: &str) -> Markup {
         "cost" => "cost (USD)",
         _ => "model calls",
     };
+    let colour = |model: &str| models.iter().position(|m| m == model).unwrap_or(0) % SERIES;
+    let shown = |v: f64| {
+        if metric == "cost" {
+            usd(v)
+        } else {
+            v.to_string()
+        }
+    };
     html! {
         svg.chart #usage-chart viewBox={ "0 0 " (w) " " (h + pad) } role="img" aria-labelledby="chart-title" {
-            title #chart-title { (label) " per day, last 30 days" }
+            title #chart-title { (label) " per day by model, last 30 days" }
             line.axis x1=(pad) y1=(h) x2=(w) y2=(h) {}
-            @for (i, r) in days.iter().enumerate() {
-                @let v = value(r, metric);
-                @let bh = (v / max * (h - pad)).max(1.0);
-                rect.bar x=(pad + i as f64 * slot + 1.0) y=(h - bh) width=((slot - 2.0).max(1.0)) height=(bh) {
-                    title { (r.key) ": " @if metric == "cost" { (usd(v)) } @else { (v) } }
+            @for (i, (day, split)) in days.iter().zip(splits).enumerate() {
+                g.day data-day=(day.key) {
+                    @let mut top = h;
+                    @for m in split {
+                        @let v = value(m, metric);
+                        @let bh = (v / max * (h - pad)).max(1.0);
+                        @let y = { top -= bh; top };
+                        rect class={ "bar s" (colour(&m.key)) } data-model=(m.key)
+                            x=(pad + i as f64 * slot + 1.0) y=(y) width=((slot - 2.0).max(1.0)) height=(bh) {
+                            title { (day.key) " " (m.key) ": " (shown(v)) }
+                        }
+                    }
                 }
             }
             text.label x=(pad) y=(h + pad - 4.0) { (days.first().map_or("", |r| r.key.as_str())) }
             text.label x=(w) y=(h + pad - 4.0) text-anchor="end" { (days.last().map_or("", |r| r.key.as_str())) }
         }
+        ul.legend #usage-legend {
+            @for (i, m) in models.iter().enumerate() {
+                li { svg.swatch viewBox="0 0 10 10" aria-hidden="true" { rect class={ "bar s" (i % SERIES) } width="10" height="10" {} } " " (m) }
+            }
+        }
     }
 }
+
+/// Colours the chart's series cycle through (`.s0` to `.s5` in the CSS).
+const SERIES: usize = 6;
 
 fn table(id: &str, title: &str, rows: &[UsageRow]) -> Markup {
     html! {
@@ -137,12 +184,30 @@ pub async fn show(
         Some("cost") => "cost",
         _ => "calls",
     };
-    let days = rows(&st, Some(DAYS), None, Some("day"))
+    let since = window_start(hearth_core::now_ms());
+    let query = |group_by| hearth_core::records::UsageQuery {
+        since: Some(since),
+        until: None,
+        group_by,
+    };
+    let (days, splits): (Vec<UsageRow>, Vec<Vec<UsageRow>>) = st
+        .runtime
+        .usage_by_model(&query(hearth_core::records::UsageGroup::Day))
         .await
-        .map_err(fail)?;
-    let models = rows(&st, Some(DAYS), None, Some("model"))
+        .map_err(fail)?
+        .into_iter()
+        .map(|(day, split)| (api_row(day), split.into_iter().map(api_row).collect()))
+        .collect();
+    let models: Vec<UsageRow> = st
+        .runtime
+        .usage(&query(hearth_core::records::UsageGroup::Model))
         .await
-        .map_err(fail)?;
+        .map_err(fail)?
+        .into_iter()
+        .map(api_row)
+        .collect();
+    let names: Vec<String> = models.iter().map(|m| m.key.clone()).collect();
+    let since_text = hearth_core::rfc3339(since);
     // Each provider's row is the sum of its models' (one query less).
     let providers = by_provider(&models);
     let body = html! {
@@ -152,11 +217,11 @@ pub async fn show(
                 @else { a href={ "/ui/usage?metric=" (k) } { (l) } }
             }
         }
-        @if days.is_empty() { (empty("No model calls in the last 30 days.")) } @else { (chart(&days, metric)) }
+        @if days.is_empty() { (empty("No model calls in the last 30 days.")) } @else { (chart(&days, &splits, &names, metric)) }
         p { "Export as CSV: "
-            a href="/ui/usage.csv?since=30d&group_by=day" { "by day" } ", "
-            a href="/ui/usage.csv?since=30d&group_by=model" { "by model" } ", "
-            a href="/ui/usage.csv?since=30d&group_by=provider" { "by provider" } "." }
+            a href={ "/ui/usage.csv?since=" (since_text) "&group_by=day" } { "by day" } ", "
+            a href={ "/ui/usage.csv?since=" (since_text) "&group_by=model" } { "by model" } ", "
+            a href={ "/ui/usage.csv?since=" (since_text) "&group_by=provider" } { "by provider" } "." }
         (table("by-model", "By model", &models))
         (table("by-provider", "By provider", &providers))
         (table("by-day", "By day", &days))

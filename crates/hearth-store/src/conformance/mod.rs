@@ -72,6 +72,7 @@ macro_rules! store_conformance_tests {
                 release_foreign_leases_frees_only_other_owners_unfinished_runs,
                 the_end_records_the_model_that_answered_and_the_one_asked_for,
                 of_concurrent_finishes_exactly_one_ends_the_run,
+                a_thread_is_one_users_until_another_users_run_is_on_it,
             ],
             threads: [
                 history_is_oldest_first_and_limited,
@@ -81,6 +82,7 @@ macro_rules! store_conformance_tests {
                 concurrent_settings_of_a_new_thread_are_all_kept,
                 a_finish_racing_a_new_session_lands_before_it_or_not_at_all,
                 thread_modes_are_kept_and_a_run_keeps_its_first_mode,
+                threads_are_found_by_key_prefix_and_by_words_of_their_history,
             ],
             usage: [
                 model_calls_are_grouped_for_usage,
@@ -88,6 +90,7 @@ macro_rules! store_conformance_tests {
                 calls_since_lists_each_call_with_its_thread_and_user,
                 a_call_outside_a_run_counts_in_usage_and_budgets,
                 usage_days_are_the_utc_days_of_each_call,
+                the_daily_rollup_equals_the_sums_of_the_calls,
             ],
             grants: [
                 add_grant_is_idempotent_and_keeps_the_first,

@@ -884,3 +884,51 @@ pub async fn of_concurrent_finishes_exactly_one_ends_the_run<S: RunStore + Threa
     assert_eq!(follow_ups, [format!("run_follow_{winner}")]);
     assert_eq!(store.steps("run_1").await.unwrap().len(), 1);
 }
+
+/// A thread is one user's alone until another user's run is on it,
+/// however old that run is among the thread's runs.
+pub async fn a_thread_is_one_users_until_another_users_run_is_on_it<S: RunStore>(store: S) {
+    let run = |id: &str, thread: &str, user: &str| {
+        let mut r = new_run(id, thread, None);
+        r.user_key = user.to_owned();
+        r
+    };
+    assert!(
+        !store
+            .thread_has_other_users("t:new", "alice")
+            .await
+            .unwrap()
+    );
+    store.create_run(run("r_b0", "t:o", "bob")).await.unwrap();
+    for i in 0..5 {
+        store
+            .create_run(run(&format!("r_a{i}"), "t:o", "alice"))
+            .await
+            .unwrap();
+    }
+    store
+        .create_run(run("r_c0", "t:mine", "alice"))
+        .await
+        .unwrap();
+    assert!(store.thread_has_other_users("t:o", "alice").await.unwrap());
+    assert!(store.thread_has_other_users("t:o", "bob").await.unwrap());
+    assert!(store.thread_has_other_users("t:o", "carol").await.unwrap());
+    assert!(
+        !store
+            .thread_has_other_users("t:mine", "alice")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .thread_has_other_users("t:mine", "alicf")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .thread_has_other_users("t:mine", "alicd")
+            .await
+            .unwrap()
+    );
+}

@@ -327,3 +327,122 @@ pub async fn thread_modes_are_kept_and_a_run_keeps_its_first_mode<S: ThreadStore
         other => panic!("expected Created, got {other:?}"),
     }
 }
+
+/// Thread keys are found by prefix in byte order, a page at a time; the
+/// messages of every thread are found by all of their words, newest first,
+/// a page at a time, and a thread's new session takes its messages out of
+/// the search.
+pub async fn threads_are_found_by_key_prefix_and_by_words_of_their_history<
+    S: ThreadStore + RunStore,
+>(
+    store: S,
+) {
+    let threads = [
+        ("api:alpha", "the heron flew over the marsh"),
+        ("api:alphabet", "letters of the alphabet"),
+        ("api:beta", "a heron stood still"),
+        ("telegram:chat:7", "Heron and MARSH again"),
+    ];
+    for (i, (thread, text)) in threads.iter().enumerate() {
+        let id = format!("run_s{i}");
+        created(&store, &id, thread).await;
+        assert!(
+            store
+                .finish_run(finish(&id, vec![said(text)]))
+                .await
+                .unwrap()
+        );
+    }
+    // A second run on a thread lists the thread once.
+    created(&store, "run_s9", "api:alpha").await;
+
+    assert_eq!(
+        store.thread_keys("api:alp", None, 10).await.unwrap(),
+        ["api:alpha", "api:alphabet"]
+    );
+    assert_eq!(
+        store.thread_keys("api:", None, 2).await.unwrap(),
+        ["api:alpha", "api:alphabet"]
+    );
+    assert_eq!(
+        store
+            .thread_keys("api:", Some("api:alphabet"), 2)
+            .await
+            .unwrap(),
+        ["api:beta"]
+    );
+    assert!(
+        store
+            .thread_keys("nope", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.thread_keys("", None, 10).await.unwrap().len(), 4);
+
+    let keys = |hits: Vec<crate::records::MessageHit>| {
+        hits.into_iter().map(|h| h.thread_key).collect::<Vec<_>>()
+    };
+    let heron = store.search_messages("heron", None, 10).await.unwrap();
+    assert_eq!(
+        keys(heron.clone()),
+        ["telegram:chat:7", "api:beta", "api:alpha"],
+        "newest first, case folded"
+    );
+    assert!(heron[0].content.contains("Heron and MARSH"));
+    assert_eq!(heron[0].role, "user");
+    let page = store.search_messages("heron", None, 2).await.unwrap();
+    let next = store
+        .search_messages("heron", Some(page[1].id), 2)
+        .await
+        .unwrap();
+    assert_eq!(keys(next), ["api:alpha"]);
+    assert_eq!(
+        keys(
+            store
+                .search_messages("marsh heron", None, 10)
+                .await
+                .unwrap()
+        ),
+        ["telegram:chat:7", "api:alpha"],
+        "every word"
+    );
+    assert!(
+        store
+            .search_messages("  \"*-( ", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_messages("ostrich", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The words written, not the stored form around them.
+    assert!(
+        store
+            .search_messages("type", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_messages("text", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    store
+        .new_session("api:beta", None, 1_700_000_000_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        keys(store.search_messages("heron", None, 10).await.unwrap()),
+        ["telegram:chat:7", "api:alpha"]
+    );
+}

@@ -293,3 +293,118 @@ pub async fn usage_days_are_the_utc_days_of_each_call<S: UsageStore>(store: S) {
         want(&[("1969-12-31", 2), ("1970-01-01", 2)])
     );
 }
+
+/// The daily rollup the usage queries read for whole days holds exactly
+/// the sums of the stored calls, however they were recorded (a run's
+/// steps, re-journaled ones, calls of runs kept elsewhere, calls outside
+/// a run): every grouping over all time (whole days: the rollup alone)
+/// and over a window with ragged edges (partly raw calls) equals the sums
+/// of the calls themselves.
+pub async fn the_daily_rollup_equals_the_sums_of_the_calls<S: UsageStore + RunStore>(store: S) {
+    const DAY: i64 = 86_400_000;
+    let base = 19_675 * DAY; // 2023-11-14T00:00Z
+    // (at, provider/model, (input, output, cached)): None tokens are untracked.
+    type Call<'a> = (i64, &'a str, Option<(u64, u64, u64)>);
+    let calls: Vec<Call<'_>> = vec![
+        (base + 1, "a/m1", Some((100, 10, 40))),
+        (base + DAY / 2, "a/m1", Some((7, 3, 0))),
+        (base + DAY / 2 + 1, "b/m2", None),
+        (base + DAY + 5, "a/m1", Some((1, 1, 1))),
+        (base + 2 * DAY - 1, "b/m2", Some((50, 5, 0))),
+        (base + 2 * DAY, "a/m2", Some((9, 9, 9))),
+        (base + 3 * DAY + 7, "a/m1", Some((2, 2, 0))),
+    ];
+    created(&store, "run_r", "t:r").await;
+    for (i, (at, name, t)) in calls.iter().enumerate() {
+        let idx = u32::try_from(i).unwrap();
+        let mut s = llm(
+            "run_r",
+            idx,
+            name,
+            if t.is_some() {
+                StepStatus::Succeeded
+            } else {
+                StepStatus::Failed
+            },
+            t.map(|(i, o, c)| tokens(i, o, c).unwrap()),
+        );
+        s.started_at = *at;
+        // Odd calls belong to a run kept elsewhere; one is journaled twice.
+        if i % 2 == 1 {
+            s.run_id = "run_elsewhere".into();
+            store.record_anonymous_usage(vec![s.clone()]).await.unwrap();
+            store.record_anonymous_usage(vec![s]).await.unwrap();
+        } else {
+            store.put_step(s.clone()).await.unwrap();
+            store.put_step(s).await.unwrap();
+        }
+    }
+    let outside = crate::usage::ModelCall {
+        call_id: "emb_r".to_owned(),
+        at: base + DAY + 9,
+        provider: "a".to_owned(),
+        model: "m1".to_owned(),
+        purpose: "embedding".to_owned(),
+        user_key: None,
+        thread_key: None,
+        input_tokens: Some(11),
+        latency_ms: 1,
+        error_kind: None,
+    };
+    store.record_model_call(outside.clone()).await.unwrap();
+    store.record_model_call(outside).await.unwrap();
+    let mut every = calls.clone();
+    every.push((base + DAY + 9, "a/m1", Some((11, 0, 0))));
+
+    let day_key = |at: i64| crate::usage::utc_day(crate::usage::day_of(at));
+    for (since, until) in [
+        (None, None),
+        (Some(base + DAY / 2), Some(base + 3 * DAY)),
+        (Some(base + DAY), Some(base + 2 * DAY + 1)),
+        (Some(base + 1), Some(base + DAY / 2 + 1)),
+    ] {
+        for group_by in [UsageGroup::Provider, UsageGroup::Model, UsageGroup::Day] {
+            // (key, model) -> (calls, input, output, cached, untracked)
+            let mut want = std::collections::BTreeMap::<(String, String), [u64; 5]>::new();
+            for (at, name, t) in &every {
+                if since.is_some_and(|s| *at < s) || until.is_some_and(|u| *at >= u) {
+                    continue;
+                }
+                let key = match group_by {
+                    UsageGroup::Provider => name.split('/').next().unwrap().to_owned(),
+                    UsageGroup::Model => (*name).to_owned(),
+                    UsageGroup::Day => day_key(*at),
+                };
+                let e = want.entry((key, (*name).to_owned())).or_default();
+                let (i, o, c) = t.unwrap_or((0, 0, 0));
+                e[0] += 1;
+                e[1] += i;
+                e[2] += o;
+                e[3] += c;
+                e[4] += u64::from(t.is_none());
+            }
+            let query = UsageQuery {
+                since,
+                until,
+                group_by,
+            };
+            let rows = store.usage(&query).await.unwrap();
+            let mut got = std::collections::BTreeMap::new();
+            for r in &rows {
+                for m in &r.by_model {
+                    got.insert(
+                        (r.key.clone(), m.model.clone()),
+                        [
+                            m.calls,
+                            m.input_tokens,
+                            m.output_tokens,
+                            m.cached_tokens,
+                            m.untracked_calls,
+                        ],
+                    );
+                }
+            }
+            assert_eq!(got, want, "{since:?}..{until:?} by {group_by:?}");
+        }
+    }
+}

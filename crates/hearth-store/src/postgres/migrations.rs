@@ -43,10 +43,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("../../migrations/postgres/0010_parent_run_id.sql"),
     ),
     (11, include_str!("../../migrations/postgres/0011_apps.sql")),
+    (
+        12,
+        include_str!("../../migrations/postgres/0012_dashboard.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 11;
+pub(crate) const LATEST: u32 = 12;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

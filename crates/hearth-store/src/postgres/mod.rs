@@ -32,6 +32,7 @@ mod retention;
 mod router;
 mod rows;
 mod runs;
+mod search;
 mod secrets;
 pub(crate) mod shared;
 mod threads;

@@ -415,6 +415,21 @@ impl RunStore for PostgresStore {
             filter.thread_key.as_deref(),
             filter.status.map(RunStatus::as_str),
         ) {
+            // One user's runs: the `runs_user_seq` index, newest first.
+            (None, None) if user.is_some() => {
+                collect_runs(
+                    &client,
+                    concat!(
+                        "SELECT ",
+                        run_columns!(),
+                        " FROM runs WHERE user_key = $2 AND ",
+                        narrowing!(),
+                        " ORDER BY seq DESC LIMIT $7"
+                    ),
+                    &[&before, &user, &source, &model, &since, &until, &limit],
+                )
+                .await
+            }
             (None, None) => {
                 collect_runs(
                     &client,
@@ -478,6 +493,19 @@ impl RunStore for PostgresStore {
                 .await
             }
         }
+    }
+
+    async fn thread_has_other_users(&self, thread_key: &str, user_key: &str) -> Result<bool> {
+        let client = self.client().await?;
+        // Two seeks of `runs_thread_user`: a key below and one above.
+        let stmt = client
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $1 AND user_key < $2) \
+                 OR EXISTS (SELECT 1 FROM runs WHERE thread_key = $1 AND user_key > $2)",
+            )
+            .await?;
+        let row = client.query_one(&stmt, &[&thread_key, &user_key]).await?;
+        col(&row, 0)
     }
 
     async fn list_threads(&self, limit: u32) -> Result<Vec<ThreadActivity>> {

@@ -97,6 +97,32 @@ pub(crate) async fn append_message(
     Ok(())
 }
 
+/// The end of a statement `WITH call AS (INSERT INTO llm_calls ... ON
+/// CONFLICT DO NOTHING `: returns the inserted row and adds it to the
+/// `usage_daily` rollup in the same statement, so a call is summed exactly
+/// when it is stored (a duplicate, not inserted, adds nothing).
+macro_rules! add_to_usage_daily {
+    () => {
+        "RETURNING at, provider, model, input_tokens, output_tokens, cached_tokens, \
+         reasoning_tokens, cache_write_tokens) \
+         INSERT INTO usage_daily (day, provider, model, calls, untracked_calls, input_tokens, \
+         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens) \
+         SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0)::INT, provider, model, 1, \
+         (input_tokens IS NULL AND output_tokens IS NULL)::INT, coalesce(input_tokens, 0), \
+         coalesce(output_tokens, 0), coalesce(cached_tokens, 0), coalesce(reasoning_tokens, 0), \
+         coalesce(cache_write_tokens, 0) FROM call \
+         ON CONFLICT (day, provider, model) DO UPDATE SET \
+         calls = usage_daily.calls + excluded.calls, \
+         untracked_calls = usage_daily.untracked_calls + excluded.untracked_calls, \
+         input_tokens = usage_daily.input_tokens + excluded.input_tokens, \
+         output_tokens = usage_daily.output_tokens + excluded.output_tokens, \
+         cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens, \
+         reasoning_tokens = usage_daily.reasoning_tokens + excluded.reasoning_tokens, \
+         cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens"
+    };
+}
+pub(crate) use add_to_usage_daily;
+
 /// Records the usage of a finished model-call step of a stored run (its
 /// thread and user read from the run); `anonymous` records one of a run that
 /// is not in this database (incognito), with no thread or user. A step
@@ -108,17 +134,23 @@ pub(crate) async fn record_llm_call(
 ) -> Result<()> {
     let row = LlmCall::of(step);
     let sql = if anonymous {
-        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
-         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
-         error_kind, thread_key, user_key) \
-         VALUES ($1, $2, $3, $4, $5, $14, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL) \
-         ON CONFLICT (run_id, idx) DO NOTHING"
+        concat!(
+            "WITH call AS (INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, \
+             input_tokens, output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, \
+             latency_ms, status, error_kind, thread_key, user_key) \
+             VALUES ($1, $2, $3, $4, $5, $14, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL) \
+             ON CONFLICT (run_id, idx) DO NOTHING ",
+            add_to_usage_daily!()
+        )
     } else {
-        "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, input_tokens, \
-         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, \
-         error_kind, thread_key, user_key) \
-         SELECT $1, $2, $3, $4, $5, $14, $6, $7, $8, $9, $10, $11, $12, $13, thread_key, user_key \
-         FROM runs WHERE run_id = $1 ON CONFLICT (run_id, idx) DO NOTHING"
+        concat!(
+            "WITH call AS (INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, \
+             input_tokens, output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, \
+             latency_ms, status, error_kind, thread_key, user_key) \
+             SELECT $1, $2, $3, $4, $5, $14, $6, $7, $8, $9, $10, $11, $12, $13, thread_key, \
+             user_key FROM runs WHERE run_id = $1 ON CONFLICT (run_id, idx) DO NOTHING ",
+            add_to_usage_daily!()
+        )
     };
     let stmt = c.prepare_cached(sql).await?;
     c.execute(

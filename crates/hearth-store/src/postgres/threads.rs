@@ -83,6 +83,24 @@ impl ThreadStore for PostgresStore {
         self.read_thread_state(thread_key, STATE_COUNTED).await
     }
 
+    async fn thread_keys(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        self.find_thread_keys(prefix, after, limit).await
+    }
+
+    async fn search_messages(
+        &self,
+        text: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<crate::records::MessageHit>> {
+        self.find_messages(text, before, limit).await
+    }
+
     async fn thread_settings(&self, thread_key: &str) -> Result<ThreadState> {
         self.read_thread_state(thread_key, STATE_UNCOUNTED).await
     }

@@ -30,10 +30,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (21, super::memory::MIGRATION_V21),
     (22, V22),
     (23, super::apps::MIGRATION_V23),
+    (24, V24),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 23;
+pub(crate) const LATEST: u32 = 24;
 
 /// Work a migration's SQL cannot do, run after it in its transaction.
 type Backfill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;
@@ -49,6 +50,20 @@ UPDATE runs SET parent_run_id = substr(idempotency_key, 10, instr(substr(idempot
  WHERE source = 'delegate' AND idempotency_key LIKE 'delegate:%:%'
    AND instr(substr(idempotency_key, 10), ':') > 1;
 CREATE INDEX runs_parent ON runs (parent_run_id, seq) WHERE parent_run_id IS NOT NULL;";
+
+/// The dashboard on a big home: the daily usage rollup
+/// (`usage_daily!` in `usage.rs`), the full-text index of messages for
+/// thread search (`messages_fts!` in `search.rs`), one user's runs newest
+/// first (the runs filter by user), and the users of a thread (whether a
+/// thread is a member's own: `thread_has_other_users`).
+const V24: &str = concat!(
+    super::usage::usage_daily!(),
+    super::search::messages_fts!(),
+    "
+CREATE INDEX runs_user_seq ON runs (user_key, seq);
+CREATE INDEX runs_thread_user ON runs (thread_key, user_key);
+"
+);
 
 /// Permission modes: a thread's mode and when it lapses (`NULL`: the
 /// configured default, never), and the mode a run started with, which a
@@ -368,6 +383,107 @@ mod tests {
                 ("https://hooks.example#0123456789abcdef".to_owned(), None),
                 ("12345".to_owned(), Some("HTTP 502".to_owned())),
             ]
+        );
+    }
+
+    /// Calls stored before the rollup are summed into it by the migration,
+    /// and later ones are added as they are inserted.
+    #[test]
+    fn the_usage_rollup_is_backfilled_then_kept() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for &(version, sql) in &MIGRATIONS[..20] {
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", version).unwrap();
+        }
+        tx.commit().unwrap();
+        let insert = "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, \
+             input_tokens, output_tokens, latency_ms, status) \
+             VALUES (?1, 0, ?2, 'p', ?3, 'answer', ?4, ?5, 1, 'ok') ON CONFLICT DO NOTHING";
+        let day = 86_400_000_i64;
+        for (id, at, model, i, o) in [
+            ("r1", day + 1, "m", Some(10), Some(1)),
+            ("r2", day + 2, "m", None, None),
+            ("r3", 2 * day, "n", Some(5), Some(5)),
+        ] {
+            conn.execute(insert, rusqlite::params![id, at, model, i, o])
+                .unwrap();
+        }
+        migrate(&mut conn).unwrap();
+        for (id, at, model, i, o) in [
+            ("r4", day + 3, "m", Some(1), Some(1)),
+            ("r4", day + 3, "m", Some(1), Some(1)),
+        ] {
+            conn.execute(insert, rusqlite::params![id, at, model, i, o])
+                .unwrap();
+        }
+        let mut stmt = conn
+            .prepare(
+                "SELECT day, model, calls, untracked_calls, input_tokens, output_tokens \
+                 FROM usage_daily ORDER BY day, model",
+            )
+            .unwrap();
+        let got: Vec<(i64, String, i64, i64, i64, i64)> = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (1, "m".to_owned(), 3, 1, 11, 2),
+                (2, "n".to_owned(), 1, 0, 5, 5)
+            ]
+        );
+    }
+
+    /// Messages stored before the search index are indexed by the
+    /// migration (their text parts; a content that is not JSON whole), and
+    /// later ones as they are written or deleted.
+    #[test]
+    fn messages_are_indexed_for_search_by_the_migration_then_kept() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for &(version, sql) in &MIGRATIONS[..20] {
+            tx.execute_batch(sql).unwrap();
+            tx.pragma_update(None, "user_version", version).unwrap();
+        }
+        tx.commit().unwrap();
+        let insert = "INSERT INTO messages (thread_key, role, content, created_at) \
+                      VALUES (?1, 'user', ?2, 1)";
+        conn.execute(insert, ["t1", r#"[{"type":"text","text":"old heron"}]"#])
+            .unwrap();
+        conn.execute(insert, ["t2", "not json heron"]).unwrap();
+        migrate(&mut conn).unwrap();
+        conn.execute(insert, ["t3", r#"[{"type":"text","text":"new heron"}]"#])
+            .unwrap();
+        conn.execute("DELETE FROM messages WHERE thread_key = 't2'", [])
+            .unwrap();
+        let found = |word: &str| -> Vec<i64> {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid",
+                )
+                .unwrap();
+            stmt.query_map([word], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(found("heron"), [1, 3]);
+        assert_eq!(found("old"), [1]);
+        assert!(
+            found("type").is_empty(),
+            "the JSON around the text is not indexed"
         );
     }
 

@@ -19,6 +19,7 @@ mod reply_messages;
 mod router;
 mod rows;
 mod runs;
+mod search;
 mod secrets;
 mod threads;
 mod tokens;

@@ -299,6 +299,17 @@ fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
         filter.thread_key.as_deref(),
         filter.status.map(RunStatus::as_str),
     ) {
+        // One user's runs: the `runs_user_seq` index, newest first.
+        (None, None) if user.is_some() => collect_runs(
+            db.stmt(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE user_key = ?2 AND ",
+                narrowing!(),
+                " ORDER BY seq DESC LIMIT ?7"
+            ))?,
+            params![before, user, source, model, since, until, limit],
+        ),
         (None, None) => collect_runs(
             db.stmt(concat!(
                 "SELECT ",
@@ -342,6 +353,18 @@ fn list_runs(db: &mut Db<'_>, filter: &RunFilter) -> Result<Vec<RunRecord>> {
             ],
         ),
     }
+}
+
+/// Whether a run of a user other than `user_key` is on `thread_key`: two
+/// seeks of the `runs_thread_user` index (a key below and one above).
+fn thread_has_other_users(db: &mut Db<'_>, thread_key: &str, user_key: &str) -> Result<bool> {
+    let found = db
+        .stmt(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = ?1 AND user_key < ?2) \
+             OR EXISTS (SELECT 1 FROM runs WHERE thread_key = ?1 AND user_key > ?2)",
+        )?
+        .query_row(params![thread_key, user_key], |row| row.get::<_, bool>(0))?;
+    Ok(found)
 }
 
 fn unfinished_runs(db: &mut Db<'_>) -> Result<Vec<RunRecord>> {
@@ -532,6 +555,12 @@ impl RunStore for SqliteStore {
         self.read(move |db| child_runs(db, &parent_run_id)).await
     }
 
+    async fn thread_has_other_users(&self, thread_key: &str, user_key: &str) -> Result<bool> {
+        let (thread_key, user_key) = (thread_key.to_owned(), user_key.to_owned());
+        self.read(move |db| thread_has_other_users(db, &thread_key, &user_key))
+            .await
+    }
+
     async fn run_stats(&self, scope: &str, since: Timestamp, top: u32) -> Result<RunStats> {
         let scope = scope.to_owned();
         self.read(move |db| run_stats(db, &scope, since, top)).await
@@ -657,5 +686,54 @@ impl RunStore for SqliteStore {
 
     async fn finish_run(&self, finish: RunFinish) -> Result<bool> {
         self.write(move |db| finish_run(db, &finish)).await
+    }
+}
+
+#[cfg(test)]
+mod plans {
+    use rusqlite::Connection;
+
+    use crate::sqlite::rows::run_columns;
+
+    /// How SQLite plans `sql` on a migrated database, one line per step.
+    fn plan(sql: &str) -> String {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::sqlite::migrations::migrate(&mut conn).unwrap();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let n = stmt.parameter_count();
+        let params: Vec<Option<String>> = (0..n).map(|_| Some("x".to_owned())).collect();
+        stmt.query_map(rusqlite::params_from_iter(params), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .unwrap()
+        .join("\n")
+    }
+
+    /// One user's runs and a thread's other users are read from indexes,
+    /// not by scanning the runs.
+    #[test]
+    fn the_user_filter_and_thread_ownership_read_indexes() {
+        let by_user = plan(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM runs WHERE user_key = ?2 AND ",
+            narrowing!(),
+            " ORDER BY seq DESC LIMIT ?7"
+        ));
+        assert!(by_user.contains("USING INDEX runs_user_seq"), "{by_user}");
+        assert!(!by_user.contains("TEMP B-TREE"), "{by_user}");
+        let others = plan(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = ?1 AND user_key < ?2) \
+             OR EXISTS (SELECT 1 FROM runs WHERE thread_key = ?1 AND user_key > ?2)",
+        );
+        assert_eq!(
+            others
+                .matches("USING COVERING INDEX runs_thread_user")
+                .count(),
+            2,
+            "{others}"
+        );
     }
 }

@@ -193,6 +193,28 @@ impl ThreadStore for SqliteStore {
             .await
     }
 
+    async fn thread_keys(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        let (prefix, after) = (prefix.to_owned(), after.map(str::to_owned));
+        self.read(move |db| super::search::thread_keys(db, &prefix, after.as_deref(), limit))
+            .await
+    }
+
+    async fn search_messages(
+        &self,
+        text: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<crate::records::MessageHit>> {
+        let text = text.to_owned();
+        self.read(move |db| super::search::search_messages(db, &text, before, limit))
+            .await
+    }
+
     async fn thread_state(&self, thread_key: &str) -> Result<ThreadState> {
         let thread_key = thread_key.to_owned();
         self.read(move |db| thread_state(db, &thread_key, true))

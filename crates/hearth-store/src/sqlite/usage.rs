@@ -7,7 +7,7 @@ use super::db::Db;
 use crate::codec::LlmCall;
 use crate::error::Result;
 use crate::records::{ModelUsage, StepRecord, StepStatus, UsageGroup, UsageQuery, UsageRow};
-use crate::usage::{CallUsage, ModelCall, UsageStore, add_model_usage};
+use crate::usage::{CallUsage, ModelCall, UsageStore, UsageWindow, add_model_usage, utc_day};
 
 /// The usage row of a finished model-call step (ids and counts only).
 pub(super) fn record_llm_call(db: &mut Db<'_>, step: &StepRecord) -> Result<()> {
@@ -57,20 +57,75 @@ fn insert_llm_call(db: &mut Db<'_>, step: &StepRecord, anonymous: bool) -> Resul
     Ok(())
 }
 
+/// The daily usage rollup (a macro, so the migration can `concat!` it):
+/// one row per UTC day (as [`crate::usage::day_of`]
+/// counts it), provider and model, with the sums of its calls, so the
+/// usage pages read a few rows per day instead of every call. A trigger
+/// keeps it: it adds each `llm_calls` row in the same transaction that
+/// inserts it (a duplicate, ignored on conflict, adds nothing), whoever
+/// inserts it. `llm_calls` rows are never updated or deleted. Existing
+/// calls are summed in.
+macro_rules! usage_daily {
+    () => {
+        "
+CREATE TABLE usage_daily (
+    day INTEGER NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    untracked_calls INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    PRIMARY KEY (day, provider, model)
+);
+INSERT INTO usage_daily (day, provider, model, calls, untracked_calls, input_tokens, \
+    output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens)
+SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0), provider, model, COUNT(*), \
+    SUM(input_tokens IS NULL AND output_tokens IS NULL), COALESCE(SUM(input_tokens), 0), \
+    COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cached_tokens), 0), \
+    COALESCE(SUM(reasoning_tokens), 0), COALESCE(SUM(cache_write_tokens), 0)
+FROM llm_calls GROUP BY 1, 2, 3;
+CREATE TRIGGER llm_calls_usage_daily AFTER INSERT ON llm_calls BEGIN
+    INSERT INTO usage_daily (day, provider, model, calls, untracked_calls, input_tokens, \
+        output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens)
+    VALUES ((NEW.at / 1000) / 86400 - ((NEW.at / 1000) % 86400 < 0), NEW.provider, NEW.model, 1, \
+        NEW.input_tokens IS NULL AND NEW.output_tokens IS NULL, COALESCE(NEW.input_tokens, 0), \
+        COALESCE(NEW.output_tokens, 0), COALESCE(NEW.cached_tokens, 0), \
+        COALESCE(NEW.reasoning_tokens, 0), COALESCE(NEW.cache_write_tokens, 0))
+    ON CONFLICT (day, provider, model) DO UPDATE SET
+        calls = calls + excluded.calls,
+        untracked_calls = untracked_calls + excluded.untracked_calls,
+        input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens,
+        cached_tokens = cached_tokens + excluded.cached_tokens,
+        reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens;
+END;
+"
+    };
+}
+pub(super) use usage_daily;
+
 fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
     let sql = match q.group_by {
         UsageGroup::Provider => USAGE_BY_PROVIDER,
         UsageGroup::Model => USAGE_BY_MODEL,
         UsageGroup::Day => USAGE_BY_DAY,
     };
+    let w = UsageWindow::of(q.since, q.until);
     let stmt = db.stmt(sql)?;
     let mut found = stmt.query(params![
-        q.since.unwrap_or(i64::MIN),
-        q.until.unwrap_or(i64::MAX)
+        w.since, w.until, w.lo_ms, w.hi_ms, w.lo_day, w.hi_day
     ])?;
     let mut out: Vec<UsageRow> = Vec::new();
     while let Some(row) = found.next()? {
-        let key: String = row.get(0)?;
+        let key: String = match q.group_by {
+            UsageGroup::Provider | UsageGroup::Model => row.get(0)?,
+            UsageGroup::Day => utc_day(row.get(0)?),
+        };
         let n = |i: usize| -> rusqlite::Result<u64> {
             Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
         };
@@ -89,17 +144,37 @@ fn usage(db: &mut Db<'_>, q: &UsageQuery) -> Result<Vec<UsageRow>> {
     Ok(out)
 }
 
+/// The columns of one raw call as a rollup row, for the window's edges.
+macro_rules! raw_calls {
+    ($range:literal) => {
+        concat!(
+            "SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0), provider, model, 1, \
+             input_tokens IS NULL AND output_tokens IS NULL, COALESCE(input_tokens, 0), \
+             COALESCE(output_tokens, 0), COALESCE(cached_tokens, 0), \
+             COALESCE(reasoning_tokens, 0), COALESCE(cache_write_tokens, 0) \
+             FROM llm_calls WHERE ",
+            $range
+        )
+    };
+}
+
+/// Usage grouped by `$key`, then by model: the window's whole days from
+/// the rollup, its edges from the raw calls (see [`UsageWindow`]).
 macro_rules! usage_sql {
     ($key:literal) => {
         concat!(
             "SELECT ",
             $key,
-            ", provider || '/' || model, COUNT(*), \
-             COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
-             COALESCE(SUM(cached_tokens), 0), \
-             SUM(CASE WHEN input_tokens IS NULL AND output_tokens IS NULL THEN 1 ELSE 0 END), \
-             COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0) \
-             FROM llm_calls WHERE at >= ?1 AND at < ?2 GROUP BY 1, 2 ORDER BY 1, 2"
+            ", provider || '/' || model, SUM(calls), SUM(input_tokens), SUM(output_tokens), \
+             SUM(cached_tokens), SUM(untracked_calls), SUM(cache_write_tokens), \
+             SUM(reasoning_tokens) FROM (\
+             SELECT day, provider, model, calls, untracked_calls, input_tokens, output_tokens, \
+             cached_tokens, reasoning_tokens, cache_write_tokens \
+             FROM usage_daily WHERE day >= ?5 AND day < ?6 UNION ALL ",
+            raw_calls!("at >= ?1 AND at < ?3"),
+            " UNION ALL ",
+            raw_calls!("at >= ?4 AND at < ?2"),
+            ") GROUP BY 1, 2 ORDER BY 1, 2"
         )
     };
 }
@@ -108,7 +183,7 @@ const USAGE_BY_PROVIDER: &str = usage_sql!("provider");
 
 const USAGE_BY_MODEL: &str = usage_sql!("provider || '/' || model");
 
-const USAGE_BY_DAY: &str = usage_sql!("strftime('%Y-%m-%d', at / 1000, 'unixepoch')");
+const USAGE_BY_DAY: &str = usage_sql!("day");
 
 fn calls_since(db: &mut Db<'_>, since: i64) -> Result<Vec<CallUsage>> {
     let stmt = db.stmt(

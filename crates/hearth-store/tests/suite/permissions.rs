@@ -50,7 +50,10 @@ async fn a_version_4_database_gains_grants_and_audit() {
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
          DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 4;",
+         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(conn);

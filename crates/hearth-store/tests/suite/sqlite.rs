@@ -247,7 +247,10 @@ async fn a_version_3_database_gains_the_secrets_table() {
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
          DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 3;",
+         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -278,7 +281,10 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
          DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 9;",
+         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 9;",
     )
     .unwrap();
     drop(conn);
@@ -324,7 +330,10 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
          DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 15;",
+         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 15;",
     )
     .unwrap();
     drop(conn);
@@ -360,7 +369,10 @@ async fn memories_of_a_version_16_database_are_due_for_embedding() {
          ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
          DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
          DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; PRAGMA user_version = 16;",
+         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
+         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
+         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
+         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 16;",
     )
     .unwrap();
     drop(conn);

@@ -3,6 +3,7 @@
 //! (failed requests, CSP violations) and, with axe-core, for serious
 //! accessibility violations. Screenshots go to `<target>/dashboard-screenshots`.
 
+mod actions;
 mod browser;
 
 use std::time::Duration;
@@ -320,7 +321,7 @@ fn days_ago(n: i64) -> i64 {
 }
 
 #[tokio::test]
-async fn the_usage_chart_has_a_bar_per_day_and_the_csv_matches_the_api() {
+async fn the_usage_chart_has_a_bar_per_day_split_by_model_and_the_csv_matches_the_api() {
     let Some(b) = browser::open().await else {
         return;
     };
@@ -349,15 +350,35 @@ async fn the_usage_chart_has_a_bar_per_day_and_the_csv_matches_the_api() {
         .unwrap();
     }
     b.visit(&h.at("/ui/usage")).await;
-    let bars =
-        b.c.find_all(Locator::Css("#usage-chart rect.bar"))
+    let days =
+        b.c.find_all(Locator::Css("#usage-chart g.day"))
             .await
             .unwrap();
     assert_eq!(
-        bars.len(),
+        days.len(),
         3,
         "one bar per day with calls in the last 30 days"
     );
+    // Each day's bar is split by model: yesterday's holds both.
+    let mut split = Vec::new();
+    for d in &days {
+        let mut models = Vec::new();
+        for seg in d.find_all(Locator::Css("rect.bar")).await.unwrap() {
+            models.push(seg.attr("data-model").await.unwrap().unwrap());
+        }
+        split.push(models.join("+"));
+    }
+    assert_eq!(
+        split,
+        [
+            "fake/other-model",
+            "fake/fake-model",
+            "fake/fake-model+fake/other-model"
+        ],
+        "20, 3 and 1 days ago"
+    );
+    let legend = b.find("#usage-legend").await.text().await.unwrap();
+    assert!(legend.contains("fake/other-model"), "{legend}");
 
     for group in ["day", "model", "provider"] {
         let q = format!("since=30d&group_by={group}");

@@ -11,7 +11,7 @@
 //! `sqlite_sequence`, which remembers ids of deleted rows), so no id is
 //! handed out twice.
 //!
-//! How the schemas map (SQLite at version 20, `migrations/postgres/0001` to `0008`):
+//! How the schemas map (SQLite at version 24, `migrations/postgres/0001` to `0012`):
 //!
 //! | SQLite                                   | PostgreSQL                             |
 //! |------------------------------------------|----------------------------------------|
