@@ -32,6 +32,8 @@ use crate::dto;
         crate::schemas::Capability,
         crate::schemas::UsageTime,
         crate::schemas::CommunityScope,
+        crate::schemas::AppLabel,
+        crate::schemas::GuildId,
         crate::routes::channels::OutboxStatusName,
     ))
 )]

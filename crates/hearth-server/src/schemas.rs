@@ -162,6 +162,50 @@ impl ToSchema for CommunityScope {
     }
 }
 
+/// An app's name or version in a path (`hearth_runtime::apps::check_label`).
+pub const APP_LABEL_PATTERN: &str = r"^[A-Za-z0-9._+-]{1,64}$";
+
+/// An app's name or version, in the apps' paths.
+pub struct AppLabel;
+
+impl PartialSchema for AppLabel {
+    fn schema() -> RefOr<Schema> {
+        string()
+            .pattern(Some(APP_LABEL_PATTERN))
+            .description(Some(
+                "1 to 64 ASCII letters, digits, `-`, `_`, `.` or `+` (an app's name or version).",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for AppLabel {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("AppLabel")
+    }
+}
+
+/// A Discord server (guild) id (`hearth_runtime::apps::check_guild_id`).
+pub const GUILD_ID_PATTERN: &str = r"^[0-9]{1,20}$";
+
+/// A Discord server (guild) id, in the apps' paths.
+pub struct GuildId;
+
+impl PartialSchema for GuildId {
+    fn schema() -> RefOr<Schema> {
+        string()
+            .pattern(Some(GUILD_ID_PATTERN))
+            .description(Some("A Discord server (guild) id: 1 to 20 digits."))
+            .into()
+    }
+}
+
+impl ToSchema for GuildId {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("GuildId")
+    }
+}
+
 /// A grant's subject.
 pub struct Subject;
 
@@ -364,6 +408,17 @@ mod tests {
             let schema = re(COMMUNITY_SCOPE_PATTERN).is_match(&s);
             let server = hearth_runtime::community::check_scope(&s).is_ok();
             prop_assert_eq!(schema, server, "{:?}", s);
+        }
+
+        /// `AppLabel` and `GuildId`: the patterns are the apps' path checks.
+        #[test]
+        fn the_app_path_schemas_are_the_apps_checks(
+            s in prop_oneof!["[A-Za-z0-9._+-]{0,70}", "[0-9]{0,22}", edgy()],
+        ) {
+            let label = hearth_runtime::apps::check_label("app", &s).is_ok();
+            prop_assert_eq!(re(APP_LABEL_PATTERN).is_match(&s), label, "{:?}", s);
+            let guild = hearth_runtime::apps::check_guild_id(&s).is_ok();
+            prop_assert_eq!(re(GUILD_ID_PATTERN).is_match(&s), guild, "{:?}", s);
         }
 
         /// Not blank: the pattern finds a character `str::trim` keeps.

@@ -53,7 +53,7 @@ pub fn check_guild_id(guild_id: &str) -> Result<()> {
 /// Checks an app name or version as given in a path: short printable
 /// text (the store only holds validated names, so anything else is
 /// simply unknown; this keeps messages and logs tidy).
-fn check_label(field: &str, value: &str) -> Result<()> {
+pub fn check_label(field: &str, value: &str) -> Result<()> {
     if !value.is_empty()
         && value.len() <= 64
         && value

@@ -180,8 +180,8 @@ pub async fn import_manifest(
 /// Approves a version: it may then be enabled, and hearth may send its
 /// public `send_message` actions (the consent is recorded).
 #[utoipa::path(post, path = "/v1/apps/{app}/versions/{version}/approve", tag = "apps",
-    params(("app" = String, Path, description = "The app's name"),
-        ("version" = String, Path, description = "The version")),
+    params(("app" = crate::schemas::AppLabel, Path, description = "The app's name"),
+        ("version" = crate::schemas::AppLabel, Path, description = "The version")),
     responses((status = 200, description = "The version, approved", body = AppVersionView),
         (status = 400, description = "Bad input", body = crate::dto::ErrorBody),
         (status = 403, description = "Not an operator token", body = crate::dto::ErrorBody),
@@ -223,8 +223,8 @@ pub async fn list_apps(State(st): State<AppState>) -> Result<Json<AppsList>, Api
 /// Enables an approved version of an app in a Discord server (replacing
 /// the version it had there). A pending version is 409 `conflict`.
 #[utoipa::path(put, path = "/v1/apps/{app}/guilds/{guild_id}", tag = "apps",
-    params(("app" = String, Path, description = "The app's name"),
-        ("guild_id" = String, Path, description = "The Discord server (guild) id")),
+    params(("app" = crate::schemas::AppLabel, Path, description = "The app's name"),
+        ("guild_id" = crate::schemas::GuildId, Path, description = "The Discord server (guild) id")),
     request_body = EnableRequest,
     responses((status = 200, description = "Enabled", body = EnablementView),
         (status = 400, description = "Bad input (a guild id is digits)", body = crate::dto::ErrorBody),
@@ -247,8 +247,8 @@ pub async fn enable_app(
 /// Disables an app in a Discord server: nothing of it is sent or offered
 /// there any more.
 #[utoipa::path(delete, path = "/v1/apps/{app}/guilds/{guild_id}", tag = "apps",
-    params(("app" = String, Path, description = "The app's name"),
-        ("guild_id" = String, Path, description = "The Discord server (guild) id")),
+    params(("app" = crate::schemas::AppLabel, Path, description = "The app's name"),
+        ("guild_id" = crate::schemas::GuildId, Path, description = "The Discord server (guild) id")),
     responses((status = 204, description = "Disabled"),
         (status = 400, description = "Bad input", body = crate::dto::ErrorBody),
         (status = 403, description = "Not an operator token", body = crate::dto::ErrorBody),

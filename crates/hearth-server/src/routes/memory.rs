@@ -19,6 +19,7 @@ pub struct MemorySearchQuery {
     /// What to look for, in plain words.
     pub q: String,
     /// Whose memories (their user-wide ones).
+    #[param(value_type = crate::schemas::Key)]
     pub user_key: String,
     /// `hybrid` (words and meaning, fused), `text` or `vector`; default
     /// `hybrid` when `[memory] embeddings` is set, else `text`.
@@ -110,6 +111,7 @@ pub async fn search(
 #[into_params(parameter_in = Query)]
 pub struct MemoryUserQuery {
     /// Whose memories.
+    #[param(value_type = crate::schemas::Key)]
     pub user_key: String,
 }
 

@@ -409,12 +409,30 @@ async fn a_trace_shows_a_tools_arguments_with_a_secret_redacted() {
     let run_id = v["run_id"].as_str().unwrap().to_owned();
 
     b.visit(&h.at(&format!("/ui/runs/{run_id}"))).await;
-    b.find("#trace details.args summary")
-        .await
-        .click()
-        .await
-        .unwrap();
-    let args = b.until_text("#trace pre.arguments", "garden repo").await;
+    // A live redraw may replace the trace as the run's last change lands:
+    // `click` finds the summary again, and the arguments are read from the
+    // page itself, open or (redrawn) closed.
+    b.click("#trace details.args summary").await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let args = loop {
+        let text =
+            b.c.execute(
+                "const e = document.querySelector('#trace pre.arguments'); \
+                 return e ? e.textContent : '';",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let text = text.as_str().unwrap_or_default().to_owned();
+        if text.contains("garden repo") {
+            break text;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no arguments in the trace within 20 s: {text:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     assert!(args.contains("[REDACTED:github_token:"), "{args}");
     assert!(!args.contains(SECRET), "{args}");
     let html = b.c.source().await.unwrap();
