@@ -37,26 +37,7 @@ async fn a_version_4_database_gains_grants_and_audit() {
     let path = dir.path().join("hearth.db");
     drop(open(dir.path()));
     // Roll the file back to schema 4, as an older hearth left it.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "DROP TABLE grants; DROP TABLE audit; ALTER TABLE runs DROP COLUMN last_event_seq; \
-         DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
-         ALTER TABLE runs DROP COLUMN roles; \
-         DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
-         ALTER TABLE runs DROP COLUMN requested_model; \
-         ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; \
-         ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
-         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
-         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
-         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 4;",
-    )
-    .unwrap();
-    drop(conn);
+    crate::roll_back(&path, 4);
     let store = open(dir.path());
     store.ping().await.unwrap();
     assert!(

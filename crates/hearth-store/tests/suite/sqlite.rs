@@ -234,26 +234,7 @@ async fn a_version_3_database_gains_the_secrets_table() {
     let path = dir.path().join("hearth.db");
     drop(open(dir.path()));
     // Roll the file back to schema 3, as an older hearth left it.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "DROP TABLE secrets; ALTER TABLE runs DROP COLUMN last_event_seq; \
-         DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
-         ALTER TABLE runs DROP COLUMN roles; \
-         DROP INDEX messages_summaries; ALTER TABLE messages DROP COLUMN covers_to; \
-         ALTER TABLE runs DROP COLUMN requested_model; \
-         ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; \
-         ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
-         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
-         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
-         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 3;",
-    )
-    .unwrap();
-    drop(conn);
+    crate::roll_back(&path, 3);
     let store = open(dir.path());
     store.ping().await.unwrap();
     store.put_secret("s", vec![1], 1).await.unwrap();
@@ -269,25 +250,7 @@ async fn runs_of_a_version_9_database_gain_an_empty_permission_context() {
         created(&store, "run_old", "discord:channel:5").await;
     }
     // Roll the file back to schema 9, as the hearth before run scopes left it.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "DROP INDEX runs_scope_created; ALTER TABLE runs DROP COLUMN scope; \
-         ALTER TABLE runs DROP COLUMN roles; DROP INDEX messages_summaries; \
-         ALTER TABLE messages DROP COLUMN covers_to; \
-         ALTER TABLE runs DROP COLUMN requested_model; \
-         ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; \
-         ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
-         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
-         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
-         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 9;",
-    )
-    .unwrap();
-    drop(conn);
+    crate::roll_back(&path, 9);
     let store = open(dir.path());
     let old = store.get_run("run_old").await.unwrap().unwrap();
     assert_eq!((old.scope, old.roles), (None, Vec::<String>::new()));
@@ -321,22 +284,7 @@ async fn runs_of_a_version_15_database_gain_no_requested_model() {
             .unwrap()
             .unwrap();
     }
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "ALTER TABLE runs DROP COLUMN requested_model; \
-         ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; \
-         ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
-         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
-         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
-         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 15;",
-    )
-    .unwrap();
-    drop(conn);
+    crate::roll_back(&path, 15);
     let store = open(dir.path());
     let old = store.get_run("run_old").await.unwrap().unwrap();
     assert_eq!(
@@ -361,21 +309,7 @@ async fn memories_of_a_version_16_database_are_due_for_embedding() {
         let store = open(dir.path());
         hearth_store::conformance::fixtures::save(&store, "u", None, "old fact").await
     };
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "ALTER TABLE memories DROP COLUMN embedding; \
-         ALTER TABLE memories DROP COLUMN embedding_model; \
-         ALTER TABLE threads DROP COLUMN mode; ALTER TABLE threads DROP COLUMN mode_expires_at; \
-         ALTER TABLE runs DROP COLUMN mode; DROP TABLE scope_credentials; \
-         DROP TABLE ui_sessions; DROP TRIGGER memory_vectors_delete; DROP TABLE memory_vectors; ALTER TABLE api_tokens DROP COLUMN user_key; \
-         DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_run_id; \
-         DROP TABLE app_versions; DROP TABLE app_guilds; DROP TRIGGER llm_calls_usage_daily; DROP TABLE usage_daily; \
-         DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; \
-         DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
-         DROP INDEX runs_user_seq; DROP INDEX runs_thread_user; PRAGMA user_version = 16;",
-    )
-    .unwrap();
-    drop(conn);
+    crate::roll_back(&path, 16);
     let store = open(dir.path());
     let due = store.memories_to_embed("m", 10).await.unwrap();
     assert_eq!(due.len(), 1);
