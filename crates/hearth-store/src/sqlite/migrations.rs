@@ -332,15 +332,22 @@ fn check_not_too_new(found: u32) -> Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn webhook_targets_stored_whole_keep_only_scheme_and_host() {
+    /// A database as a hearth of schema `version` left it (its SQL only,
+    /// as the migrations of that time wrote it).
+    fn at_version(version: u32) -> Connection {
         let mut conn = Connection::open_in_memory().unwrap();
         let tx = conn.transaction().unwrap();
-        for &(version, sql) in &MIGRATIONS[..14] {
+        for &(v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v <= version) {
             tx.execute_batch(sql).unwrap();
-            tx.pragma_update(None, "user_version", version).unwrap();
+            tx.pragma_update(None, "user_version", v).unwrap();
         }
         tx.commit().unwrap();
+        conn
+    }
+
+    #[test]
+    fn webhook_targets_stored_whole_keep_only_scheme_and_host() {
+        let mut conn = at_version(14);
         let rows = [
             (
                 "webhook",
@@ -390,13 +397,7 @@ mod tests {
     /// and later ones are added as they are inserted.
     #[test]
     fn the_usage_rollup_is_backfilled_then_kept() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        let tx = conn.transaction().unwrap();
-        for &(version, sql) in &MIGRATIONS[..20] {
-            tx.execute_batch(sql).unwrap();
-            tx.pragma_update(None, "user_version", version).unwrap();
-        }
-        tx.commit().unwrap();
+        let mut conn = at_version(20);
         let insert = "INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, \
              input_tokens, output_tokens, latency_ms, status) \
              VALUES (?1, 0, ?2, 'p', ?3, 'answer', ?4, ?5, 1, 'ok') ON CONFLICT DO NOTHING";
@@ -451,13 +452,7 @@ mod tests {
     /// later ones as they are written or deleted.
     #[test]
     fn messages_are_indexed_for_search_by_the_migration_then_kept() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        let tx = conn.transaction().unwrap();
-        for &(version, sql) in &MIGRATIONS[..20] {
-            tx.execute_batch(sql).unwrap();
-            tx.pragma_update(None, "user_version", version).unwrap();
-        }
-        tx.commit().unwrap();
+        let mut conn = at_version(20);
         let insert = "INSERT INTO messages (thread_key, role, content, created_at) \
                       VALUES (?1, 'user', ?2, 1)";
         conn.execute(insert, ["t1", r#"[{"type":"text","text":"old heron"}]"#])
@@ -489,13 +484,7 @@ mod tests {
 
     #[test]
     fn embeddings_stored_before_get_their_compact_copy() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        let tx = conn.transaction().unwrap();
-        for &(version, sql) in &MIGRATIONS[..20] {
-            tx.execute_batch(sql).unwrap();
-            tx.pragma_update(None, "user_version", version).unwrap();
-        }
-        tx.commit().unwrap();
+        let mut conn = at_version(20);
         let v = [0.5_f32, -1.0, 0.25];
         for (user, thread, embedding) in [
             ("u", None, Some(crate::memory::vector_to_bytes(&v))),
@@ -536,13 +525,7 @@ mod tests {
 
     #[test]
     fn children_stored_before_the_column_get_their_parent_from_their_key() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        let tx = conn.transaction().unwrap();
-        for &(version, sql) in &MIGRATIONS[..21] {
-            tx.execute_batch(sql).unwrap();
-            tx.pragma_update(None, "user_version", version).unwrap();
-        }
-        tx.commit().unwrap();
+        let mut conn = at_version(21);
         let runs = [
             ("run_p", "t:1", "api", None),
             (
