@@ -32,7 +32,7 @@ pub use message::{ChatRequest, Content, Message, Role, ThinkingLevel, ToolSpec};
 pub use mode::PermissionMode;
 pub use run::{
     ChildRun, Confirmation, DELEGATE_SOURCE, RunEnvelope, RunError, RunEvent, RunEventKind,
-    RunOutput, RunStatus, delegate_key, parent_of_delegate_key,
+    RunOutput, RunStatus, delegate_key,
 };
 pub use stream::{FinishReason, StreamEvent, Usage};
 pub use time::{Timestamp, now_ms, rfc3339};

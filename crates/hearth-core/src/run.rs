@@ -158,12 +158,6 @@ pub fn delegate_key(parent_run_id: &str, call_id: &str) -> String {
     format!("delegate:{parent_run_id}:{call_id}")
 }
 
-/// The parent run named by a sub-agent's idempotency key.
-pub fn parent_of_delegate_key(key: &str) -> Option<&str> {
-    let rest = key.strip_prefix("delegate:")?;
-    rest.split_once(':').map(|(parent, _)| parent)
-}
-
 /// The kinds of run event, named as on the SSE wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RunEventKind {
