@@ -18,3 +18,19 @@ pub fn store(dir: &Path) -> Arc<dyn Store> {
 pub fn builder(dir: &Path, toml: &str, store: &Arc<dyn Store>) -> RuntimeBuilder {
     hearth_runtime::testing::builder(dir, toml, store.clone())
 }
+
+/// The names of the tools offered in the first request the fake provider
+/// got for `model` (a sub-agent's model, in the sub-agent tests).
+pub fn offered_to(fake: &hearth_testkit::FakeOpenAi, model: &str) -> Vec<String> {
+    let request = fake
+        .requests()
+        .into_iter()
+        .find(|r| r["model"] == model)
+        .unwrap();
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}

@@ -156,18 +156,8 @@ async fn a_child_of_a_plan_parent_gets_no_write_and_of_an_auto_parent_writes() {
     assert_eq!(counts.delete.load(Ordering::SeqCst), 0);
     let text = parent.output.unwrap().text;
     assert!(text.contains("permission mode plan"), "{text}");
-    let child_req = fake
-        .requests()
-        .into_iter()
-        .find(|r| r["model"] == "small")
-        .unwrap();
-    let offered: Vec<&str> = child_req["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
-    assert!(!offered.contains(&"delete_file"), "{offered:?}");
+    let offered = crate::common::offered_to(&fake, "small");
+    assert!(!offered.iter().any(|t| t == "delete_file"), "{offered:?}");
 
     let (_dir, _fake, counts, rt, parent, _) =
         parent_with_a_writing_child("t:auto", Some("auto")).await;

@@ -326,17 +326,7 @@ async fn a_child_cannot_call_a_tool_its_parent_lacks_nor_one_it_was_not_given() 
         "{text}"
     );
     // The child was offered only what it may call.
-    let child_req = fake
-        .requests()
-        .into_iter()
-        .find(|r| r["model"] == "small")
-        .unwrap();
-    let offered: Vec<&str> = child_req["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
+    let offered = crate::common::offered_to(&fake, "small");
     assert_eq!(offered, ["lookup"]);
 }
 
