@@ -459,8 +459,8 @@ async fn a_question_asked_before_a_restart_is_approved_from_the_queue() {
     // keeps only its hash.
     let h = Hearth::start(dir.path(), Some(&config)).await;
     b.visit(&h.at("/ui/confirmations")).await;
-    let card = b.find(&format!("#confirm-{run}")).await;
-    assert!(card.text().await.unwrap().contains("memory_forget"));
+    b.until_text(&format!("#confirm-{run}"), "memory_forget")
+        .await;
     b.click(&format!("#confirm-{run} button[value=\"true\"]"))
         .await;
     b.find("h1").await;

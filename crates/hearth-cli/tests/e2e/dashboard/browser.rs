@@ -188,26 +188,39 @@ impl Browser {
     }
 
     async fn axe(&self, what: &str, scheme: &str) {
-        {
+        // A live redraw that swaps nodes while axe walks them makes axe
+        // itself throw (a node it held is gone): that run says nothing
+        // about the page, so it is made again. Violations are never retried.
+        let mut failures = Vec::new();
+        for _ in 0..3 {
             let found = self
                 .c
                 .execute_async(
                     "const done = arguments[arguments.length - 1];
                      axe.run(document, { resultTypes: ['violations'] })
-                       .then(r => done(r.violations
+                       .then(r => done({ violations: r.violations
                          .filter(v => v.impact === 'serious' || v.impact === 'critical')
-                         .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.map(n => n.target.join(' ')).join(', '))))
-                       .catch(e => done(['axe failed: ' + e]));",
+                         .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.map(n => n.target.join(' ')).join(', ')) }))
+                       .catch(e => done({ failed: String(e) }));",
                     vec![],
                 )
-                .await
-                .unwrap();
-            let found: Vec<String> = serde_json::from_value(found).unwrap();
-            assert!(
-                found.is_empty(),
-                "{what} ({scheme} theme): accessibility violations: {found:#?}"
-            );
+                .await;
+            match found {
+                Ok(v) if v["failed"].is_string() => failures.push(v["failed"].to_string()),
+                Ok(v) => {
+                    let found: Vec<String> = serde_json::from_value(v["violations"].clone())
+                        .unwrap_or_else(|e| panic!("{what}: axe answered {v}: {e}"));
+                    assert!(
+                        found.is_empty(),
+                        "{what} ({scheme} theme): accessibility violations: {found:#?}"
+                    );
+                    return;
+                }
+                Err(e) => failures.push(e.to_string()),
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
         }
+        panic!("{what} ({scheme} theme): axe could not run: {failures:#?}");
     }
 
     /// The element `css`, waited for up to 20 s.
@@ -219,6 +232,25 @@ impl Browser {
         .await
         .unwrap_or_else(|_| panic!("no {css} within 20 s"))
         .unwrap()
+    }
+
+    /// The text of `css`, read again if a live redraw replaced the element
+    /// between finding and reading it.
+    pub async fn text(&self, css: &str) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let read = match self.c.find(Locator::Css(css)).await {
+                Ok(e) => e.text().await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match read {
+                Ok(t) => return t,
+                Err(e) if tokio::time::Instant::now() >= deadline => {
+                    panic!("cannot read {css}: {e}")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
     }
 
     /// Clicks the element `css`, found again if a live redraw replaced it

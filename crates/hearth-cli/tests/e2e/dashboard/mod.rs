@@ -210,15 +210,15 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     b.click(&format!("#run-{run_id} a")).await;
     b.find("#trace").await;
     b.until_text("#run-status", "succeeded").await;
-    assert_eq!(b.find("#run-id").await.text().await.unwrap(), run_id);
+    assert_eq!(b.text("#run-id").await, run_id);
     b.check_page("a run's trace").await;
     b.screenshots("run-trace").await;
 
     let id = saved_memory(&h, &fake, "The cat is called Miso").await;
     let approved = waiting_forget(&h, &fake, id, "forgotten").await;
     b.visit(&h.at("/ui/confirmations")).await;
-    let card = b.find(&format!("#confirm-{approved}")).await;
-    assert!(card.text().await.unwrap().contains("memory_forget"));
+    b.until_text(&format!("#confirm-{approved}"), "memory_forget")
+        .await;
     b.screenshots("confirmations").await;
     b.click(&format!("#confirm-{approved} button[value=\"true\"]"))
         .await;
@@ -430,8 +430,7 @@ async fn a_running_run_is_cancelled_and_a_job_is_run_now_from_their_pages() {
     let run_id = v["run_id"].as_str().unwrap().to_owned();
     b.visit(&h.at(&format!("/ui/runs/{run_id}"))).await;
     b.until_text("#run-status", "running").await;
-    let button = b.find("#live form button.danger").await;
-    assert_eq!(button.text().await.unwrap(), "Cancel run");
+    assert_eq!(b.text("#live form button.danger").await, "Cancel run");
     b.click("#live form button.danger").await;
     b.until_text("#run-status", "cancelled").await;
     let (_, run) = h.get(&format!("/v1/runs/{run_id}")).await;
@@ -531,7 +530,8 @@ async fn a_members_session_cannot_open_another_users_run() {
     b.find("#runs").await;
     assert_eq!(b.c.current_url().await.unwrap().path(), "/ui/runs");
     b.check_page("a member's runs").await;
-    let rows = b.find("#runs").await.text().await.unwrap();
+    b.find("#runs").await;
+    let rows = b.text("#runs").await;
     assert!(rows.contains(anns) && !rows.contains(bobs), "{rows}");
     b.c.goto(&h.at(&format!("/ui/runs/{bobs}"))).await.unwrap();
     let h1 = b.find("h1").await.text().await.unwrap();
