@@ -339,7 +339,11 @@ impl Runtime {
             tools,
             max_steps,
             asker: crate::subagents::asker(run, &requested),
-            family: Some(inner.families.join(run, live.engine.limits().max_wall)),
+            family: Some(inner.families.join(
+                run,
+                live.engine.limits().max_wall,
+                self.spending_before(run).await,
+            )),
         };
         let result = live
             .engine

@@ -129,6 +129,7 @@ impl Runtime {
             if run.source == crate::direct::DIRECT_SOURCE {
                 self.inner.direct.put(&run.run_id);
             }
+            self.inner.families.resumed(&run);
             self.inner.bus.open(&run.run_id, run.status);
             self.schedule(&run.thread_key, &run.run_id);
             n += 1;

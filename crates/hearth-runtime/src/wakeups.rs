@@ -162,6 +162,11 @@ impl Runtime {
             self.inner.direct.put(&run.run_id);
         }
         self.inner.wakeups.followed().remove(&run.run_id);
+        // Every run it claims is `running` now: only the mode its first
+        // claim recorded tells one that had started elsewhere.
+        if run.mode.is_some() {
+            self.inner.families.resumed(run);
+        }
         self.inner.bus.open(&run.run_id, run.status);
         self.schedule(&run.thread_key, &run.run_id);
     }

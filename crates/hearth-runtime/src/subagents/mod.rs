@@ -11,11 +11,11 @@
 
 mod tools;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use hearth_agent::subagents::{Family, MARKER};
+use hearth_agent::subagents::{Family, MARKER, Spent};
 use hearth_core::{ChildRun, delegate_key};
 use hearth_store::{RunRecord, StepKind, StepRecord, Store};
 use serde_json::json;
@@ -29,49 +29,135 @@ use crate::runtime::Runtime;
 /// model may ask for several in one turn, and they run concurrently), and
 /// the limits it shares with its family.
 #[derive(Default)]
-pub(crate) struct Families(Mutex<HashMap<String, Member>>);
+pub(crate) struct Families {
+    members: Mutex<HashMap<String, Member>>,
+    /// Runs queued again after a restart (or taken over from another
+    /// replica) that had started before: their family's spending so far is
+    /// in the store, not in this process.
+    resumed: Mutex<HashSet<String>>,
+}
 
 /// One running run of a family.
 #[derive(Default, Clone)]
 struct Member {
     numbering: Arc<tokio::sync::Mutex<()>>,
     family: Option<Arc<Family>>,
+    /// The run the family started with (its first ancestor).
+    root: Option<String>,
+}
+
+/// What a family had spent before this process ran any of it: its root and
+/// what each of its other runs took, read from their journals.
+pub(crate) struct Spending {
+    root: String,
+    runs: Vec<(String, Spent)>,
 }
 
 impl Families {
+    fn members(&self) -> std::sync::MutexGuard<'_, HashMap<String, Member>> {
+        self.members.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn lock_of(&self, parent_run_id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.entry(parent_run_id.to_owned())
+        self.members()
+            .entry(parent_run_id.to_owned())
             .or_default()
             .numbering
             .clone()
     }
 
+    /// Notes that `run` had started before it was queued here (a restart,
+    /// or a lease taken over), so its family's spending is read again.
+    pub(crate) fn resumed(&self, run: &RunRecord) {
+        // The first claim records the mode; a queued run has neither.
+        if run.status == hearth_core::RunStatus::Running || run.mode.is_some() {
+            self.resumed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(run.run_id.clone());
+        }
+    }
+
+    /// Whether `run`'s family spent anything this process has not seen:
+    /// it was resumed, or its parent does not run here.
+    fn must_read(&self, run: &RunRecord) -> bool {
+        let resumed = self
+            .resumed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&run.run_id);
+        let parent_away = run
+            .parent_run_id
+            .as_deref()
+            .is_some_and(|p| self.members().get(p).is_none_or(|m| m.family.is_none()));
+        resumed || parent_away
+    }
+
     /// The limits `run` shares: its parent's family when the parent runs
-    /// here, else a family it starts (an ordinary run, or a sub-agent
-    /// recovered where its parent no longer runs).
-    pub(crate) fn join(&self, run: &RunRecord, max_wall: Duration) -> Arc<Family> {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+    /// here, else the family another of its runs recovered here joined
+    /// first, else a family it starts with what `before` says was spent.
+    pub(crate) fn join(
+        &self,
+        run: &RunRecord,
+        max_wall: Duration,
+        before: Option<Spending>,
+    ) -> Arc<Family> {
+        let mut map = self.members();
         let inherited = run
             .parent_run_id
             .as_deref()
             .and_then(|p| map.get(p))
-            .and_then(|m| m.family.clone());
-        let family = inherited.unwrap_or_else(|| Arc::new(Family::new(max_wall)));
-        map.entry(run.run_id.clone()).or_default().family = Some(family.clone());
+            .and_then(|m| Some((m.family.clone()?, m.root.clone()?)));
+        let (family, root) = match (inherited, before) {
+            (Some(found), _) => found,
+            (None, None) => (Arc::new(Family::new(max_wall)), run.run_id.clone()),
+            (None, Some(before)) => {
+                // A child recovered before its parent started again (or the
+                // other way round) already holds the family.
+                let running = map
+                    .values()
+                    .find(|m| m.root.as_deref() == Some(before.root.as_str()))
+                    .and_then(|m| m.family.clone());
+                let family = running.unwrap_or_else(|| {
+                    let family = Family::new(max_wall);
+                    for (id, spent) in before.runs {
+                        family.report(&id, spent);
+                    }
+                    Arc::new(family)
+                });
+                (family, before.root)
+            }
+        };
+        let member = map.entry(run.run_id.clone()).or_default();
+        member.family = Some(family.clone());
+        member.root = Some(root);
         family
     }
 
     /// The limits `run_id` shares, while it runs here.
     fn family_of(&self, run_id: &str) -> Option<Arc<Family>> {
-        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.get(run_id).and_then(|m| m.family.clone())
+        self.members().get(run_id).and_then(|m| m.family.clone())
     }
 
     /// Forgets a run that ended: its children are numbered already.
     pub(crate) fn forget(&self, run_id: &str) {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.remove(run_id);
+        self.members().remove(run_id);
+        self.resumed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+    }
+}
+
+/// What a run took of the `[agent]` limits, from its journal.
+fn spent_of(steps: &[StepRecord]) -> Spent {
+    let count = |f: &dyn Fn(&StepRecord) -> bool| {
+        u32::try_from(steps.iter().filter(|s| f(s)).count()).unwrap_or(u32::MAX)
+    };
+    Spent {
+        steps: count(&|_| true),
+        tool_calls: count(&|s| s.kind == StepKind::Tool),
+        llm_calls: count(&|s| s.kind.is_model_call()),
     }
 }
 
@@ -108,6 +194,49 @@ impl Runtime {
             return self.inner.incognito.store().await;
         }
         Ok(self.inner.store.clone())
+    }
+
+    /// What `run`'s family spent before this process ran it, when that is
+    /// not all in this process: after a restart, the children that ended
+    /// before it still count against the limits the family shares. `None`
+    /// when nothing is to be read (a new run, or a child of a run here).
+    pub(crate) async fn spending_before(&self, run: &RunRecord) -> Option<Spending> {
+        if !self.inner.families.must_read(run) {
+            return None;
+        }
+        let store = self.family_store(run).await.ok()?;
+        let read = async {
+            let mut root = run.clone();
+            // Bounded: a family is never deeper than a thread key says.
+            for _ in 0..=hearth_agent::subagents::depth(&run.thread_key) {
+                let Some(parent) = root.parent_run_id.as_deref() else {
+                    break;
+                };
+                match store.get_run(parent).await? {
+                    Some(p) => root = p,
+                    None => break,
+                }
+            }
+            let mut runs = Vec::new();
+            let mut next = vec![root.clone()];
+            while let Some(r) = next.pop() {
+                if r.run_id != run.run_id {
+                    runs.push((r.run_id.clone(), spent_of(&store.steps(&r.run_id).await?)));
+                }
+                next.extend(children_of(&store, &r).await?);
+            }
+            Ok::<_, crate::error::RuntimeError>(Spending {
+                root: root.run_id,
+                runs,
+            })
+        };
+        match read.await {
+            Ok(spending) => Some(spending),
+            Err(e) => {
+                tracing::warn!(run_id = %run.run_id, error = %e, "could not read what the family of a resumed run spent; it counts only what runs here");
+                None
+            }
+        }
     }
 
     /// A sub-agent recovered after a restart has lost the tools and steps

@@ -410,3 +410,145 @@ async fn a_child_spends_the_wall_time_its_parent_has_left() {
         err.message
     );
 }
+
+/// A step of a journal, for a run a dead process left.
+fn step(run_id: &str, index: u32, kind: StepKind, payload: Value) -> hearth_store::StepRecord {
+    let now = hearth_core::now_ms();
+    hearth_store::StepRecord {
+        run_id: run_id.into(),
+        index,
+        kind,
+        name: if kind == StepKind::Tool {
+            "lookup"
+        } else {
+            "fake/small"
+        }
+        .into(),
+        status: hearth_store::StepStatus::Succeeded,
+        started_at: now,
+        finished_at: Some(now),
+        tokens: None,
+        payload,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_ended_before_a_crash_still_counts_against_the_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    // Whatever is resumed, the child looks things up for as long as it may.
+    script(&fake, Vec::new(), |_| {
+        Reply::tool_calls(vec![ToolCallSpec::new("l", "lookup", "{}")])
+    });
+    // A dead process left a parent (one model call, which asked for its
+    // second child), a first child that ended after four steps, and the
+    // second child, running.
+    let now = hearth_core::now_ms();
+    let parent_id = hearth_core::new_run_id();
+    let hearth_store::CreateRunOutcome::Created(parent) = store
+        .create_run(new_run(&parent_id, "t:fam", "test", "go", None))
+        .await
+        .unwrap()
+    else {
+        panic!("the parent exists already");
+    };
+    store
+        .claim_run_with_model(
+            &parent_id,
+            "dead",
+            now + 3_600_000,
+            now,
+            "fake/m",
+            Some("ask"),
+        )
+        .await
+        .unwrap();
+    let asked = hearth_core::Message {
+        role: hearth_core::Role::Assistant,
+        content: vec![hearth_core::Content::ToolCall {
+            id: "c2".into(),
+            name: "delegate".into(),
+            arguments: json!({"task": "look more", "model": "fake/small"}).to_string(),
+        }],
+    };
+    store
+        .put_step(step(
+            &parent_id,
+            0,
+            StepKind::Llm,
+            json!({ "message": asked, "steered": [] }),
+        ))
+        .await
+        .unwrap();
+    let child = |k: u32, id: &str, call: &str| NewRun {
+        parent_run_id: Some(parent_id.clone()),
+        ..new_run(
+            id,
+            &format!("t:fam/sub/{}.{k}", parent.seq),
+            hearth_core::DELEGATE_SOURCE,
+            "look",
+            Some(hearth_core::delegate_key(&parent_id, call)),
+        )
+    };
+    let first = hearth_core::new_run_id();
+    store.create_run(child(1, &first, "c1")).await.unwrap();
+    store
+        .claim_run(&first, "dead", now + 3_600_000, now)
+        .await
+        .unwrap();
+    for i in 0..4 {
+        let kind = if i % 2 == 0 {
+            StepKind::Llm
+        } else {
+            StepKind::Tool
+        };
+        store
+            .put_step(step(&first, i, kind, json!({})))
+            .await
+            .unwrap();
+    }
+    let done = RunFinish {
+        run_id: first.clone(),
+        status: RunStatus::Succeeded,
+        output: Some("found it".into()),
+        error_code: None,
+        error_message: None,
+        messages: Vec::new(),
+        steps: Vec::new(),
+        follow_ups: Vec::new(),
+        finished_at: now,
+        last_event_seq: None,
+        outbox: Vec::new(),
+        arm_observations: Vec::new(),
+        model: Some("fake/small".into()),
+        requested_model: None,
+    };
+    assert!(store.finish_run(done).await.unwrap());
+    let second = hearth_core::new_run_id();
+    store.create_run(child(2, &second, "c2")).await.unwrap();
+    store
+        .set_thread_model(&format!("t:fam/sub/{}.2", parent.seq), Some("fake/small"))
+        .await
+        .unwrap();
+    store
+        .claim_run(&second, "dead", now + 3_600_000, now)
+        .await
+        .unwrap();
+
+    let config = toml(&fake, "[agent]\nmax_steps = 7\n");
+    let rt = runtime(dir.path(), &store, &config, &Calls::default()).await;
+    let second = finished(&rt, &second).await;
+    assert_eq!(second.status, RunStatus::Failed, "{second:?}");
+    let err = second.error.unwrap();
+    assert!(
+        err.message.contains("together reached max_steps = 7"),
+        "{}",
+        err.message
+    );
+    // The parent's call and the first child's four steps were spent before
+    // the crash: two were left (a run on its own would have taken seven).
+    let steps = store.steps(&second.run_id).await.unwrap();
+    assert!(steps.len() <= 3, "{} steps: {steps:?}", steps.len());
+    finished(&rt, &parent_id).await;
+}
