@@ -484,7 +484,7 @@ impl Runtime {
             self.inner.executing_remove(&run.run_id);
         }
         self.forget_route_input(&run.run_id);
-        self.inner.families.forget(&run.run_id);
+        let may_have_children = self.inner.families.forget(&run.run_id);
         let (status, output, error) = match outcome {
             Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
             Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),
@@ -558,6 +558,13 @@ impl Runtime {
                     for channel in &channels {
                         router.committed(channel);
                     }
+                }
+                if may_have_children {
+                    // A child's answer goes to its parent alone: one still
+                    // running (started without waiting, or past a wait's
+                    // timeout, perhaps asking a question) has nobody to
+                    // answer now, and would spend and ask for nothing.
+                    Box::pin(self.cancel_children(run)).await;
                 }
                 self.schedule_follow_ups(&run.thread_key, &follow_up_ids)
                     .await;

@@ -44,6 +44,9 @@ struct Member {
     family: Option<Arc<Family>>,
     /// The run the family started with (its first ancestor).
     root: Option<String>,
+    /// It called `delegate`, or was resumed (and may have before): it may
+    /// leave children running when it ends.
+    may_have_children: bool,
 }
 
 /// What a family had spent before this process ran any of it: its root and
@@ -59,11 +62,10 @@ impl Families {
     }
 
     fn lock_of(&self, parent_run_id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.members()
-            .entry(parent_run_id.to_owned())
-            .or_default()
-            .numbering
-            .clone()
+        let mut map = self.members();
+        let member = map.entry(parent_run_id.to_owned()).or_default();
+        member.may_have_children = true;
+        member.numbering.clone()
     }
 
     /// Notes that `run` had started before it was queued here (a restart,
@@ -108,6 +110,7 @@ impl Families {
             .as_deref()
             .and_then(|p| map.get(p))
             .and_then(|m| Some((m.family.clone()?, m.root.clone()?)));
+        let resumed = before.is_some();
         let (family, root) = match (inherited, before) {
             (Some(found), _) => found,
             (None, None) => (Arc::new(Family::new(max_wall)), run.run_id.clone()),
@@ -131,6 +134,7 @@ impl Families {
         let member = map.entry(run.run_id.clone()).or_default();
         member.family = Some(family.clone());
         member.root = Some(root);
+        member.may_have_children |= resumed;
         family
     }
 
@@ -139,13 +143,15 @@ impl Families {
         self.members().get(run_id).and_then(|m| m.family.clone())
     }
 
-    /// Forgets a run that ended: its children are numbered already.
-    pub(crate) fn forget(&self, run_id: &str) {
-        self.members().remove(run_id);
+    /// Forgets a run that ended: its children are numbered already. True
+    /// when it may have left children running.
+    pub(crate) fn forget(&self, run_id: &str) -> bool {
+        let member = self.members().remove(run_id);
         self.resumed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(run_id);
+        member.is_some_and(|m| m.may_have_children)
     }
 }
 

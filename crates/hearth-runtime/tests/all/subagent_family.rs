@@ -552,3 +552,32 @@ async fn a_child_that_ended_before_a_crash_still_counts_against_the_family() {
     assert!(steps.len() <= 3, "{} steps: {steps:?}", steps.len());
     finished(&rt, &parent_id).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_left_asking_when_its_parent_ends_is_cancelled_and_its_question_withdrawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    // The parent starts a child without waiting and answers at once.
+    let calls = vec![delegate(
+        "c1",
+        json!({"task": "clean up", "model": "fake/small", "wait": false}),
+    )];
+    script(&fake, calls, deletes);
+    let counts = Calls::default();
+    let rt = runtime(dir.path(), &store, &toml(&fake, ""), &counts).await;
+    let parent = send(&rt, "t:left", USER, "clean up for me").await;
+    let parent = finished(&rt, &parent.run_id).await;
+    assert_eq!(parent.status, RunStatus::Succeeded, "{parent:?}");
+    let child_id = rt.get_run(&parent.run_id).await.unwrap().children[0]
+        .run_id
+        .clone();
+    let child = finished(&rt, &child_id).await;
+    assert_eq!(child.status, RunStatus::Cancelled, "{child:?}");
+    let pending = store
+        .pending_confirmations(None, Some("t:left"))
+        .await
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    assert_eq!(counts.delete.load(Ordering::SeqCst), 0);
+}
