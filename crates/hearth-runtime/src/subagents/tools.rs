@@ -239,6 +239,32 @@ fn shown(child: &RunRecord) -> Value {
     v
 }
 
+/// What [`shown`] says of a child whose event log ended with its terminal
+/// event; `None` when it has no such event (its end was learnt without one).
+fn shown_from_end(child_id: &str, log: &crate::bus::RunLog) -> Option<Value> {
+    let status = log.status();
+    if !status.is_terminal() {
+        return None;
+    }
+    let end = log.since(log.last_seq().saturating_sub(1)).pop()?;
+    if !end.kind.is_terminal() {
+        return None;
+    }
+    let mut v = json!({ "handle": child_id, "status": status.as_str() });
+    match status {
+        RunStatus::Succeeded => v["answer"] = end.data["output"]["text"].clone(),
+        RunStatus::Failed => v["error"] = end.data["error"]["message"].clone(),
+        _ => {}
+    }
+    // As the store would show it: an absent text is an empty one.
+    for field in ["answer", "error"] {
+        if v.get(field).is_some_and(Value::is_null) {
+            v[field] = json!("");
+        }
+    }
+    Some(v)
+}
+
 impl Runtime {
     /// `delegate`: starts (or, for a resumed parent, finds) the child of
     /// this call, then waits for it when asked to.
@@ -344,14 +370,12 @@ impl Runtime {
             ))
         })?;
         let store = &self.inner.store;
-        store
-            .set_thread_model(thread, model.as_deref())
-            .await
-            .map_err(failed)?;
-        store
-            .set_thread_mode(thread, parent.mode.as_deref(), None)
-            .await
-            .map_err(failed)?;
+        // Together: the store's writer commits them in one batch.
+        tokio::try_join!(
+            store.set_thread_model(thread, model.as_deref()),
+            store.set_thread_mode(thread, parent.mode.as_deref(), None),
+        )
+        .map_err(failed)?;
         if ctx.incognito {
             self.set_incognito(&thread_key, true)
                 .await
@@ -404,6 +428,10 @@ impl Runtime {
                     let mut rx = log.subscribe();
                     let _ =
                         tokio::time::timeout(left, rx.wait_for(|(_, st)| st.is_terminal())).await;
+                    // The end event says what the store would: no read.
+                    if let Some(shown) = shown_from_end(child_id, &log) {
+                        return Ok(shown);
+                    }
                 }
                 // A child recovered after a restart has no event log until
                 // its worker takes it, and `wait` then answers at once: it
