@@ -148,8 +148,15 @@ impl Runtime {
             // Claimed when it was stored (and in `executing` since), with
             // the configuration it was prepared with.
             let overrides = inner.supplied.take(&run_id);
-            self.run_claimed(&live, &run, Ok(prepared), cancel, steer, overrides)
-                .await;
+            self.run_claimed(
+                &live,
+                &Arc::new(run),
+                Ok(prepared),
+                cancel,
+                steer,
+                overrides,
+            )
+            .await;
             inner.executing_remove(&run_id);
             return;
         }
@@ -197,7 +204,7 @@ impl Runtime {
         let overrides = self.with_delegated_tools(&run, overrides).await;
         match prepared {
             Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
-                self.run_claimed(&live, &run, prepared, cancel, steer, overrides)
+                self.run_claimed(&live, &Arc::new(run), prepared, cancel, steer, overrides)
                     .await;
             }
             _ => self.run_direct(&run, cancel).await,
@@ -225,7 +232,7 @@ impl Runtime {
     async fn run_claimed(
         &self,
         live: &Live,
-        run: &RunRecord,
+        run: &Arc<RunRecord>,
         prepared: Result<Prepared, PrepareError>,
         cancel: tokio_util::sync::CancellationToken,
         steer: tokio::sync::mpsc::Receiver<(i64, String)>,

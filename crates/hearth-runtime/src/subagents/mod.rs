@@ -44,6 +44,9 @@ struct Member {
     family: Option<Arc<Family>>,
     /// The run the family started with (its first ancestor).
     root: Option<String>,
+    /// The run as it was claimed here: a `delegate` call reads its parent
+    /// from it, not from the store.
+    record: Option<Arc<RunRecord>>,
     /// It called `delegate`, or was resumed (and may have before): it may
     /// leave children running when it ends.
     may_have_children: bool,
@@ -100,7 +103,7 @@ impl Families {
     /// first, else a family it starts with what `before` says was spent.
     pub(crate) fn join(
         &self,
-        run: &RunRecord,
+        run: &Arc<RunRecord>,
         max_wall: Duration,
         before: Option<Spending>,
     ) -> Arc<Family> {
@@ -134,8 +137,14 @@ impl Families {
         let member = map.entry(run.run_id.clone()).or_default();
         member.family = Some(family.clone());
         member.root = Some(root);
+        member.record = Some(run.clone());
         member.may_have_children |= resumed;
         family
+    }
+
+    /// `run_id` as it was claimed, while it runs here.
+    pub(crate) fn record_of(&self, run_id: &str) -> Option<Arc<RunRecord>> {
+        self.members().get(run_id).and_then(|m| m.record.clone())
     }
 
     /// The limits `run_id` shares, while it runs here.

@@ -292,7 +292,13 @@ impl Runtime {
                 "delegate can only be called by a run's model".into(),
             ));
         }
-        let parent = self.run_record(&ctx.run_id).await.map_err(failed)?;
+        // The parent is the run calling: as it was claimed here (its
+        // thread, number, user, scope, roles, mode and model do not change
+        // while it runs), else from the store.
+        let parent = match self.inner.families.record_of(&ctx.run_id) {
+            Some(parent) => parent,
+            None => Arc::new(self.run_record(&ctx.run_id).await.map_err(failed)?),
+        };
         let store = self.family_store(&parent).await.map_err(failed)?;
         // One child at a time per parent: the next one's number depends on
         // the ones before.
