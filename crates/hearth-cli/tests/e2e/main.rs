@@ -47,6 +47,7 @@ mod outcome_unknown;
 mod permissions;
 mod postgres;
 mod postgres_channels;
+mod postgres_discord;
 mod postgres_tls;
 mod presses;
 mod providers;
