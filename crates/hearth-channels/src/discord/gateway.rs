@@ -21,7 +21,7 @@ use twilight_gateway::{ConfigBuilder, Intents, Message, Shard, ShardId, ShardSta
 
 use super::session::{self, Cursor, Keeper};
 use super::types::{Application, Frame, Guild, Interaction, Ready};
-use super::{Dc, Identity, commands, inbound, interactions};
+use super::{Dc, Identity, commands, inbound, interactions, is_snowflake};
 use crate::backoff::Backoff;
 use crate::kit::settle;
 
@@ -61,10 +61,24 @@ pub(super) async fn run(dc: Dc, stop: CancellationToken) {
     let mut resume = session::load(dc.kit.store.as_ref()).await;
     if resume.is_some() && dc.kit.me.get().is_none() {
         // A resumed session has no READY, which says who the bot is.
-        if let Err(e) = whoami(&dc, &api).await {
+        let asked = tokio::select! {
+            () = stop.cancelled() => return,
+            r = whoami(&dc, &api) => r,
+        };
+        if let Err(e) = asked {
             info!(channel = "discord", error = %e, "cannot learn who the bot is over REST; identifying afresh instead of resuming");
             resume = None;
         }
+    }
+    if let (Some(c), Some(me)) = (&resume, dc.kit.me.get())
+        && !c.bot_id.is_empty()
+        && c.bot_id != me.user_id
+    {
+        info!(
+            channel = "discord",
+            "the stored gateway session is another bot's (the token changed); identifying afresh"
+        );
+        resume = None;
     }
     if let Some(c) = &resume {
         info!(
@@ -82,16 +96,14 @@ pub(super) async fn run(dc: Dc, stop: CancellationToken) {
 /// Asks Discord who the bot is (`GET /applications/@me`), as READY would.
 async fn whoami(dc: &Dc, api: &super::api::Api) -> Result<(), super::api::ApiError> {
     let app: Application = api
-        .call(
-            Method::GET,
-            "/applications/@me",
-            "applications/@me",
-            None,
-        )
+        .call(Method::GET, "/applications/@me", "applications/@me", None)
         .await?;
-    let Some(bot) = app.bot else {
+    let Some(bot) = app
+        .bot
+        .filter(|b| is_snowflake(&b.id) && is_snowflake(&app.id))
+    else {
         return Err(super::api::ApiError::Malformed(
-            "GET /applications/@me names no bot user".into(),
+            "GET /applications/@me names no bot user, or malformed ids".into(),
         ));
     };
     identified(
@@ -182,11 +194,7 @@ async fn connect(
             return;
         };
         let delay = if why == fatal_reason(Some(4004)) {
-            refused(
-                dc,
-                "gateway close 4004 Authentication failed",
-                &mut backoff,
-            )
+            refused(dc, "gateway close 4004 Authentication failed", &mut backoff)
         } else {
             error!(channel = "discord", reason = %why, "Discord closed the gateway for good; retrying with backoff");
             dc.kit.health.failed(why);
@@ -280,7 +288,7 @@ async fn serve(
                     Seen::Other => {}
                 }
                 // Handled (a message stored, an interaction under way).
-                keeper.note(shard);
+                keeper.note(shard, dc.kit.me.get().map(|m| m.user_id.as_str()));
             }
         }
     }

@@ -50,6 +50,10 @@ pub(super) struct Cursor {
     pub(super) seq: u64,
     /// READY's `resume_gateway_url`, where a RESUME goes.
     pub(super) resume_url: String,
+    /// The bot's user id (empty when not known yet): a session of another
+    /// bot (the token changed) is not resumed.
+    #[serde(default)]
+    pub(super) bot_id: String,
     /// When it was stored (ms since the epoch).
     #[serde(default)]
     pub(super) saved_at: i64,
@@ -143,9 +147,10 @@ impl Keeper {
     }
 
     /// Notes the shard's session after the events it has received so far
-    /// were handled. A session twilight dropped (op 9) is not noted: the
-    /// stored one stays until a new session is made, and is not refreshed.
-    pub(super) fn note(&self, shard: &Shard) {
+    /// were handled, as a session of bot `bot`. A session twilight dropped
+    /// (op 9) is not noted: the stored one stays until a new session is
+    /// made, and is not refreshed.
+    pub(super) fn note(&self, shard: &Shard, bot: Option<&str>) {
         let Some(session) = shard.session() else {
             return;
         };
@@ -167,6 +172,7 @@ impl Keeper {
                 session_id: session.id().to_owned(),
                 seq: session.sequence(),
                 resume_url,
+                bot_id: bot.unwrap_or_default().to_owned(),
                 saved_at: 0,
             });
             true
@@ -236,6 +242,7 @@ mod tests {
             session_id: "abc123".into(),
             seq: 7,
             resume_url: "wss://gateway-us-east1-b.discord.gg".into(),
+            bot_id: "42".into(),
             saved_at,
         }
     }
@@ -281,7 +288,7 @@ mod tests {
         let json = serde_json::to_string(&cursor(5)).unwrap_or_default();
         assert_eq!(
             json,
-            r#"{"session_id":"abc123","seq":7,"resume_url":"wss://gateway-us-east1-b.discord.gg","saved_at":5}"#
+            r#"{"session_id":"abc123","seq":7,"resume_url":"wss://gateway-us-east1-b.discord.gg","bot_id":"42","saved_at":5}"#
         );
         let back: Result<Cursor, _> = serde_json::from_str(&json);
         assert_eq!(back.ok(), Some(cursor(5)));

@@ -140,7 +140,10 @@ async fn a_restarted_gateway_resumes_its_stored_session_and_gets_what_was_sent_m
     s.say("while away");
     let second = s.start().await;
     let (id, seq) = s.discord.wait_resumed(1).await;
-    assert_eq!((id.as_str(), Some(seq)), ("session-1", session["seq"].as_u64()));
+    assert_eq!(
+        (id.as_str(), Some(seq)),
+        ("session-1", session["seq"].as_u64())
+    );
     s.discord.wait_message("echo: while away").await;
     assert_eq!(s.discord.identifies(), 1, "resumed, not identified again");
     assert_eq!(s.posted("echo: before"), 1);
@@ -221,6 +224,37 @@ async fn events_replayed_by_a_resume_that_were_handled_do_not_act_twice() {
     assert_eq!(second.runs().await, 2, "one run per message");
     assert_eq!(s.model.requests().len(), 2);
     assert_eq!(s.discord.wait_callbacks(1).await.len(), 1);
+    drop(second.stop(&s.discord).await);
+    s.finish();
+}
+
+#[tokio::test]
+async fn another_bots_stored_session_is_not_resumed() {
+    let s = Setup::new().await;
+    let first = s.start().await;
+    s.discord.wait_ready(1).await;
+    // Answered: READY was handled, so the session is known.
+    s.say("hello");
+    s.discord.wait_message("echo: hello").await;
+    let store = first.stop(&s.discord).await;
+    let mut session = stored(store.as_ref()).await;
+    assert_eq!(session["bot_id"], BOT_ID, "{session}");
+    // Stored before the token was changed to another bot's.
+    session["bot_id"] = json!("900000000000000099");
+    store
+        .set_cursor("discord", "session", &session.to_string())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(store);
+
+    let second = s.start().await;
+    s.discord.wait_ready(2).await;
+    assert_eq!(
+        s.discord.resumes(),
+        [],
+        "no RESUME of another bot's session"
+    );
+    assert_eq!(s.discord.refused_resumes(), []);
     drop(second.stop(&s.discord).await);
     s.finish();
 }

@@ -83,9 +83,6 @@ async fn the_replica_taking_the_gateway_over_resumes_it_and_answers_what_came_me
     assert_eq!(dc.identifies(), 1, "resumed, never identified again");
     assert_eq!(fake.requests().len(), 3, "one model call per message");
     let log = std::fs::read_to_string(standby.home.join("serve.log")).unwrap();
-    assert!(
-        log.contains("resuming the stored gateway session"),
-        "{log}"
-    );
+    assert!(log.contains("resuming the stored gateway session"), "{log}");
     no_violations(&dc);
 }

@@ -40,7 +40,10 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     // Its receiver is gone: a session with no connection (the bot died or
     // was stopped) keeps what is sent to it for a RESUME.
     shared.with(|s| {
-        if s.live.as_ref().is_some_and(mpsc::UnboundedSender::is_closed) {
+        if s.live
+            .as_ref()
+            .is_some_and(mpsc::UnboundedSender::is_closed)
+        {
             s.live = None;
         }
     });
@@ -224,8 +227,9 @@ fn resumed(
     shared.with(|s| {
         if s.session_id.as_deref() != Some(session.as_str()) {
             if !s.expired.contains(&session) {
-                s.violations
-                    .push(format!("gateway: RESUME of a session never issued: {session:?}"));
+                s.violations.push(format!(
+                    "gateway: RESUME of a session never issued: {session:?}"
+                ));
             }
             s.refused.push((session, seq));
             return Err(tx);
