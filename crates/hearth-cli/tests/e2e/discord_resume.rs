@@ -1,14 +1,17 @@
-//! The Discord gateway across replicas on one PostgreSQL database: one
-//! replica holds it; when that replica is SIGKILLed, the one taking the
-//! gateway over RESUMEs the stored session, so a message sent while no one
-//! was connected is replayed by Discord (the fake) and answered, once.
+//! The Discord gateway session across processes. One process restarted
+//! RESUMEs the session it stored at its stop, so a message sent while it
+//! was down is replayed by Discord (the fake) and answered; a resume
+//! Discord refuses falls back to IDENTIFY and the log says so. Across
+//! replicas on one PostgreSQL database: when the replica holding the
+//! gateway is SIGKILLed, the one taking it over resumes the dead holder's
+//! session and answers what came meanwhile, once.
 
 use std::time::{Duration, Instant};
 
 use hearth_testkit::FakeOpenAi;
 use hearth_testkit::fake_discord::{FakeDiscord, SentMessage};
 
-use crate::discord::{ALICE, DM, TOKEN, config, no_violations};
+use crate::discord::{ALICE, DM, TOKEN, config, no_violations, setup};
 use crate::harness::{Hearth, poll};
 use crate::postgres_channels::{database, holders, replica_id};
 
@@ -85,4 +88,49 @@ async fn the_replica_taking_the_gateway_over_resumes_it_and_answers_what_came_me
     let log = std::fs::read_to_string(standby.home.join("serve.log")).unwrap();
     assert!(log.contains("resuming the stored gateway session"), "{log}");
     no_violations(&dc);
+}
+
+#[tokio::test]
+async fn a_restarted_process_resumes_its_session_and_a_refused_resume_identifies_afresh() {
+    let s = setup().await;
+    let (fake, dc) = (&s.fake, &s.dc);
+    dc.message(DM, None, ALICE, false, "before");
+    dc.wait_message("echo: before").await;
+    let home = s.hearth.home.clone();
+    assert!(s.hearth.terminate().await.success());
+    dc.wait_disconnected().await;
+    dc.message(DM, None, ALICE, false, "while restarting");
+    let env = [("DC_TOKEN", TOKEN)];
+    let hearth = Hearth::start_with(&home, None, &env).await;
+    let (session, _) = dc.wait_resumed(1).await;
+    assert_eq!(session, "session-1");
+    dc.wait_message("echo: while restarting").await;
+    assert_eq!(dc.identifies(), 1, "resumed, not identified again");
+
+    // Down past what Discord keeps: the RESUME is refused, and a new
+    // session is made.
+    assert!(hearth.terminate().await.success());
+    dc.invalidate_session();
+    let hearth = Hearth::start_with(&home, None, &env).await;
+    dc.wait_ready(2).await;
+    assert_eq!(
+        dc.refused_resumes().len(),
+        1,
+        "the stored session was tried"
+    );
+    dc.message(DM, None, ALICE, false, "after");
+    dc.wait_message("echo: after").await;
+    let msgs = dc.messages();
+    for text in ["echo: before", "echo: while restarting", "echo: after"] {
+        assert_eq!(answers(&msgs, text).len(), 1, "{text}: {msgs:?}");
+    }
+    assert_eq!(fake.requests().len(), 3);
+    let log = std::fs::read_to_string(home.join("serve.log")).unwrap();
+    let refused = log
+        .lines()
+        .find(|l| l.contains("Discord refused to resume the gateway session"))
+        .unwrap_or_else(|| panic!("the refused resume is not in the log:\n{log}"));
+    assert!(refused.contains(" INFO "), "{refused}");
+    drop(hearth);
+    no_violations(dc);
 }
