@@ -1,5 +1,6 @@
 //! Discord: the gateway (twilight-gateway: IDENTIFY, heartbeats, RESUME,
-//! re-IDENTIFY, backoff), DMs and guild mentions, pairing for strangers in
+//! re-IDENTIFY, backoff; the session kept in the store, so the next
+//! process to connect resumes it), DMs and guild mentions, pairing for strangers in
 //! DMs, slash commands, Approve/Deny buttons, typing and a throttled
 //! progress message, and delivery of the outbox over REST with `nonce` +
 //! `enforce_nonce`, so a retried part is never posted twice.
@@ -18,6 +19,7 @@ mod llm;
 mod permissions;
 mod plugins;
 mod presses;
+mod session;
 mod stats;
 pub mod types;
 

@@ -58,6 +58,9 @@ pub struct Ready {
 pub struct Application {
     /// Snowflake.
     pub id: String,
+    /// Its bot user (in `GET /applications/@me`, not in READY).
+    #[serde(default)]
+    pub bot: Option<User>,
 }
 
 /// `GUILD_CREATE`'s data: who owns the guild (an admin there).

@@ -34,6 +34,7 @@ mod adapters {
 }
 mod apps;
 mod checks;
+mod discord_resume;
 mod harness;
 mod modes;
 mod refused;

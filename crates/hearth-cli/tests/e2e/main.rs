@@ -22,6 +22,7 @@ mod credentials;
 mod dashboard;
 mod discord;
 mod discord_keys;
+mod discord_resume;
 mod doctor;
 mod doctor_database;
 mod door;

@@ -18,7 +18,7 @@ const LEASE_SECS: u64 = 2;
 
 /// A fresh database for a binary built with PostgreSQL; `None` (said on
 /// stderr) when the binary or the test server lacks it.
-async fn database() -> Option<String> {
+pub(crate) async fn database() -> Option<String> {
     if !cfg!(feature = "postgres") {
         eprintln!("skipped: hearth was built without the postgres feature");
         return None;
@@ -37,7 +37,7 @@ fn config(fake: &FakeOpenAi, tg: &FakeTelegram) -> String {
 }
 
 /// The replica ids holding `duty`, by `GET /v1/cluster` on `h`.
-async fn holders(h: &Hearth, duty: &str) -> Vec<String> {
+pub(crate) async fn holders(h: &Hearth, duty: &str) -> Vec<String> {
     let (_, cluster) = h.get("/v1/cluster").await;
     cluster["replicas"]
         .as_array()
@@ -53,7 +53,7 @@ async fn holders(h: &Hearth, duty: &str) -> Vec<String> {
         .collect()
 }
 
-async fn replica_id(h: &Hearth) -> String {
+pub(crate) async fn replica_id(h: &Hearth) -> String {
     let (_, ready) = h.get("/readyz").await;
     ready["replica"].as_str().unwrap().to_owned()
 }

@@ -36,6 +36,21 @@ fn token_ok(shared: &Shared, token: Option<&str>) -> bool {
 }
 
 async fn serve(stream: TcpStream, shared: Arc<Shared>) {
+    serve_connection(stream, &shared).await;
+    // Its receiver is gone: a session with no connection (the bot died or
+    // was stopped) keeps what is sent to it for a RESUME.
+    shared.with(|s| {
+        if s.live
+            .as_ref()
+            .is_some_and(mpsc::UnboundedSender::is_closed)
+        {
+            s.live = None;
+        }
+    });
+}
+
+async fn serve_connection(stream: TcpStream, shared: &Arc<Shared>) {
+    let shared = shared.clone();
     let Ok((req, mut ws)) = ServerBuilder::new().accept(stream).await else {
         shared.violation("gateway: a connection that is not a WebSocket upgrade".into());
         return;
@@ -82,6 +97,15 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                 };
                 match frame["op"].as_u64() {
                     Some(1) => {
+                        // `d`: the last sequence number received, or null.
+                        let last = shared.lock().seq;
+                        match &frame["d"] {
+                            Value::Null => {}
+                            d if d.as_u64().is_some_and(|n| n <= last) => {}
+                            d => shared.violation(format!(
+                                "gateway: a heartbeat with d = {d}, not null or a sequence up to {last}"
+                            )),
+                        }
                         if !send(&mut ws, &json!({ "op": 11 })).await {
                             return;
                         }
@@ -120,7 +144,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                     }
                     Some(6) => {
                         let d = &frame["d"];
-                        let Some(tx) = tx.take() else {
+                        let Some(conn) = tx.take() else {
                             shared.violation("gateway: RESUME after IDENTIFY".into());
                             close(&mut ws, 4005, "Already authenticated.").await;
                             return;
@@ -133,10 +157,20 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                         if !path.starts_with("/resume") {
                             shared.violation(format!("gateway: RESUME not sent to resume_gateway_url (path {path:?})"));
                         }
-                        let session = d["session_id"].as_str().unwrap_or("").to_owned();
-                        let seq = d["seq"].as_u64().unwrap_or(0);
-                        if !resumed(&shared, tx, session, seq) {
-                            let _ = send(&mut ws, &json!({ "op": 9, "d": false })).await;
+                        let (Some(session), Some(seq)) = (d["session_id"].as_str(), d["seq"].as_u64()) else {
+                            shared.violation(format!(
+                                "gateway: RESUME without a string session_id and an integer seq: {d}"
+                            ));
+                            close(&mut ws, 4002, "Error while decoding payload.").await;
+                            return;
+                        };
+                        if let Err(back) = resumed(&shared, conn, session.to_owned(), seq) {
+                            // Not resumable: the client may IDENTIFY (here
+                            // or on a new connection).
+                            tx = Some(back);
+                            if !send(&mut ws, &json!({ "op": 9, "d": false })).await {
+                                return;
+                            }
                         }
                     }
                     other => {
@@ -151,9 +185,13 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
 }
 
 /// A new session with `intents`: READY, then what was pushed before it.
+/// The previous session can no longer be resumed.
 fn identified(shared: &Shared, tx: mpsc::UnboundedSender<Ctl>, intents: u64) {
     let resume_url = format!("ws://{}/resume", shared.gateway_addr);
     shared.with(|s| {
+        if let Some(old) = s.session_id.take() {
+            s.expired.push(old);
+        }
         s.identifies += 1;
         s.intents = intents;
         let session = format!("session-{}", s.identifies);
@@ -176,14 +214,25 @@ fn identified(shared: &Shared, tx: mpsc::UnboundedSender<Ctl>, intents: u64) {
     });
 }
 
-/// A RESUME: replays what the client missed, then RESUMED; false when the
-/// session is not resumable.
-fn resumed(shared: &Shared, tx: mpsc::UnboundedSender<Ctl>, session: String, seq: u64) -> bool {
+/// A RESUME: replays what the client missed, then RESUMED; the sender
+/// back when the session cannot be resumed (Discord answers op 9 `d:
+/// false`): one that ended, or one never issued (a violation: the client
+/// made it up).
+fn resumed(
+    shared: &Shared,
+    tx: mpsc::UnboundedSender<Ctl>,
+    session: String,
+    seq: u64,
+) -> Result<(), mpsc::UnboundedSender<Ctl>> {
     shared.with(|s| {
         if s.session_id.as_deref() != Some(session.as_str()) {
-            s.violations
-                .push(format!("gateway: RESUME of unknown session {session:?}"));
-            return false;
+            if !s.expired.contains(&session) {
+                s.violations.push(format!(
+                    "gateway: RESUME of a session never issued: {session:?}"
+                ));
+            }
+            s.refused.push((session, seq));
+            return Err(tx);
         }
         if seq > s.seq {
             s.violations.push(format!(
@@ -197,6 +246,6 @@ fn resumed(shared: &Shared, tx: mpsc::UnboundedSender<Ctl>, session: String, seq
         }
         s.live = Some(tx);
         s.dispatch("RESUMED", json!({}));
-        true
+        Ok(())
     })
 }

@@ -15,7 +15,12 @@
 //! server), heartbeat ACKs, dispatches pushed by the test (messages and
 //! reactions only when the session's intents cover them), a connection
 //! dropped on demand, then RESUME checked (URL, session id, sequence) and
-//! the missed dispatches replayed before RESUMED.
+//! the missed dispatches replayed before RESUMED. A session outlives its
+//! connection (the bot killed or stopped): what is pushed meanwhile waits
+//! for a RESUME. A RESUME of a session that ended (a newer IDENTIFY, or
+//! [`FakeDiscord::invalidate_session`]) is answered op 9 `d: false`, as
+//! Discord answers one it no longer keeps; of a session never issued, the
+//! same and a violation. Heartbeats carry null or a sequence already sent.
 //!
 //! Broken expectations are collected in [`FakeDiscord::violations`].
 
@@ -145,6 +150,10 @@ pub(crate) struct Inner {
     /// The intents the current session identified with.
     pub(crate) intents: u64,
     pub(crate) resumes: Vec<(String, u64)>,
+    /// Sessions that can no longer be resumed.
+    pub(crate) expired: Vec<String>,
+    /// RESUMEs answered op 9 `d: false`: (session id, sequence).
+    pub(crate) refused: Vec<(String, u64)>,
 }
 
 impl Inner {
@@ -408,6 +417,54 @@ impl FakeDiscord {
                 let _ = tx.send(Ctl::Send(text.to_owned()));
             }
         });
+    }
+
+    /// Ends the current session as Discord does one past its resume window:
+    /// a RESUME of it is answered op 9 `d: false`, and what is pushed next
+    /// waits for a new session's READY. The live connection, if any, is
+    /// dropped.
+    pub fn invalidate_session(&self) {
+        self.shared.with(|s| {
+            if let Some(old) = s.session_id.take() {
+                s.expired.push(old);
+            }
+            s.seq = 0;
+            s.log.clear();
+            if let Some(tx) = s.live.take() {
+                let _ = tx.send(Ctl::Drop);
+            }
+        });
+    }
+
+    /// The current session's id (READY's `session_id`), if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.shared.lock().session_id.clone()
+    }
+
+    /// The last sequence number sent in the current session.
+    pub fn last_seq(&self) -> u64 {
+        self.shared.lock().seq
+    }
+
+    /// True while a connection is identified or resumed.
+    pub fn connected(&self) -> bool {
+        self.shared.lock().live.is_some()
+    }
+
+    /// Waits until no connection is live (the bot died or was stopped).
+    pub async fn wait_disconnected(&self) {
+        self.wait_for("the connection to end", |s| s.live.is_none().then_some(()))
+            .await;
+    }
+
+    /// RESUMEs answered op 9 `d: false`: (session id, sequence).
+    pub fn refused_resumes(&self) -> Vec<(String, u64)> {
+        self.shared.lock().refused.clone()
+    }
+
+    /// RESUMEs accepted: (session id, sequence).
+    pub fn resumes(&self) -> Vec<(String, u64)> {
+        self.shared.lock().resumes.clone()
     }
 
     /// Drops the live connection without a close frame.

@@ -18,6 +18,7 @@ type S = State<Arc<Shared>>;
 pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/api/v10/users/@me", get(me))
+        .route("/api/v10/applications/@me", get(application))
         .route("/api/v10/gateway/bot", get(gateway_bot))
         .route("/api/v10/channels/{channel}/messages", post(create_message))
         .route(
@@ -149,6 +150,20 @@ async fn me(State(shared): S, headers: HeaderMap) -> Response {
     }
     axum::Json(json!({ "id": BOT_ID, "username": "hearth", "bot": true, "discriminator": "0" }))
         .into_response()
+}
+
+/// Get Current Application: the bot's application, with its bot user.
+async fn application(State(shared): S, headers: HeaderMap) -> Response {
+    if let Some(r) = auth(&shared, &headers, "GET /applications/@me") {
+        return r;
+    }
+    axum::Json(json!({
+        "id": APP_ID, "name": "hearth", "icon": null, "description": "",
+        "bot_public": false, "bot_require_code_grant": false, "verify_key": "0".repeat(64),
+        "flags": 0,
+        "bot": { "id": BOT_ID, "username": "hearth", "bot": true, "discriminator": "0" },
+    }))
+    .into_response()
 }
 
 async fn gateway_bot(State(shared): S, headers: HeaderMap) -> Response {
