@@ -149,6 +149,16 @@ pub trait RunStore: Send + Sync + 'static {
     /// one transaction. Returns false (and changes nothing) when the run was
     /// already terminal.
     async fn finish_run(&self, finish: RunFinish) -> Result<bool>;
+
+    /// [`finish_run`](Self::finish_run), also telling whether a later run of
+    /// the thread was queued when the run ended: `Some(false)` when none
+    /// was, `None` when not known. The replica that ends a run claims its
+    /// thread's next run at once only when one may be queued; a run queued
+    /// after the end was seen wakes the replicas itself (its insert
+    /// notifies them).
+    async fn finish_run_seeing_next(&self, finish: RunFinish) -> Result<(bool, Option<bool>)> {
+        Ok((self.finish_run(finish).await?, None))
+    }
 }
 
 /// How many of the newest runs per thread asked for `list_threads` reads

@@ -20,6 +20,7 @@ mod cluster;
 mod confirmations;
 pub mod copy;
 mod copy_pairs;
+mod finish;
 mod grants;
 mod history;
 mod jobs;
