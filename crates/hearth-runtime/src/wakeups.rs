@@ -169,8 +169,11 @@ impl Runtime {
     /// After a run of `thread_key` ended here: claims the thread's next
     /// queued run now. When this process has it queued, that one: its end
     /// told the other replicas too, and one of them could take it without
-    /// what this process holds for it (its overrides).
-    pub(crate) async fn take_next_of_thread(&self, thread_key: &str) {
+    /// what this process holds for it (its overrides). Otherwise the store
+    /// is asked only when `may_be_queued` (the end did not see the thread
+    /// without a queued run): a run queued after that wakes every replica
+    /// by its own insert.
+    pub(crate) async fn take_next_of_thread(&self, thread_key: &str, may_be_queued: bool) {
         let Some(cluster) = self.inner.store.cluster() else {
             return;
         };
@@ -185,6 +188,9 @@ impl Runtime {
             if let Err(e) = self.inner.store.claim_run(next, owner, until, now).await {
                 warn!(error = %e, "could not claim a thread's next run; its worker tries again");
             }
+            return;
+        }
+        if !may_be_queued {
             return;
         }
         match cluster
