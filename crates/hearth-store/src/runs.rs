@@ -46,6 +46,16 @@ pub trait RunStore: Send + Sync + 'static {
     /// oldest first; an index lookup, so a run with none costs one probe.
     async fn child_runs(&self, parent_run_id: &str) -> Result<Vec<RunRecord>>;
 
+    /// A run and the runs it started (as [`child_runs`](Self::child_runs)),
+    /// as its envelope shows them; `None` when there is no such run. A store
+    /// may answer both in one read.
+    async fn run_with_children(&self, run_id: &str) -> Result<Option<(RunRecord, Vec<RunRecord>)>> {
+        let Some(run) = self.get_run(run_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some((run, self.child_runs(run_id).await?)))
+    }
+
     /// Claims a run for execution by `owner` until `lease_until`: wins only when the run is
     /// `queued`, or is `running`/`awaiting_confirmation` with no lease, an expired lease
     /// (`lease_until < now`) or a lease already held by `owner`. On a win the run is `running`

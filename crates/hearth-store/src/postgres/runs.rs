@@ -674,6 +674,24 @@ impl RunStore for PostgresStore {
         .await
     }
 
+    /// One statement: the run and its children by their two indexes.
+    async fn run_with_children(&self, run_id: &str) -> Result<Option<(RunRecord, Vec<RunRecord>)>> {
+        let client = self.client().await?;
+        let family = collect_runs(
+            &client,
+            concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE run_id = $1 OR parent_run_id = $1 ORDER BY seq"
+            ),
+            &[&run_id],
+        )
+        .await?;
+        let (run, children): (Vec<_>, Vec<_>) =
+            family.into_iter().partition(|r| r.run_id == run_id);
+        Ok(run.into_iter().next().map(|run| (run, children)))
+    }
+
     async fn claim_run(
         &self,
         run_id: &str,
