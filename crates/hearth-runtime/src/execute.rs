@@ -539,6 +539,9 @@ impl Runtime {
             }
         }
         let (mut status, mut output, mut error) = (status, output, error);
+        // Until its log is told, the run's end announced by the database is
+        // this one (see `ended_elsewhere`).
+        let _ending = self.inner.wakeups.ending_here(&run.run_id);
         match store.finish_run_seeing_next(finish).await {
             Ok((true, next_queued)) => {
                 self.observed(&observed);

@@ -43,11 +43,40 @@ pub(crate) struct Wakeups {
     followed: Mutex<HashSet<String>>,
     /// Whether the listening connection is established (for `/readyz`).
     listening: std::sync::atomic::AtomicBool,
+    /// Runs whose end this process is storing and telling: the end the
+    /// database then announces is their own, and nothing here need read it.
+    ending: Mutex<HashSet<String>>,
 }
 
 impl Wakeups {
     fn followed(&self) -> MutexGuard<'_, HashSet<String>> {
         self.followed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn ending(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.ending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks `run_id` as ended by this process until the guard is dropped
+    /// (once its followers here were told).
+    pub(crate) fn ending_here<'a>(&'a self, run_id: &str) -> EndingHere<'a> {
+        self.ending().insert(run_id.to_owned());
+        EndingHere {
+            wakeups: self,
+            run_id: run_id.to_owned(),
+        }
+    }
+}
+
+/// A run this process is ending; see [`Wakeups::ending_here`].
+pub(crate) struct EndingHere<'a> {
+    wakeups: &'a Wakeups,
+    run_id: String,
+}
+
+impl Drop for EndingHere<'_> {
+    fn drop(&mut self) {
+        self.wakeups.ending().remove(&self.run_id);
     }
 }
 
@@ -227,6 +256,12 @@ impl Runtime {
     /// on another replica), it stops; a log here that waits for its end
     /// gets the stored end.
     async fn ended_elsewhere(&self, run_id: &str) {
+        if self.inner.wakeups.ending().contains(run_id) {
+            // Its end is this process's own (or, when another replica ended
+            // it first, found by the end this process tried to store): the
+            // finish tells its followers.
+            return;
+        }
         let Some(log) = self.inner.bus.get(run_id) else {
             return;
         };
