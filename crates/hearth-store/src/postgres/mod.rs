@@ -32,6 +32,7 @@ mod pairings;
 mod retention;
 mod router;
 mod rows;
+mod run_insert;
 mod runs;
 mod search;
 mod secrets;
