@@ -171,6 +171,18 @@ pub trait RunStore: Send + Sync + 'static {
     }
 }
 
+/// What a run reads as it starts or resumes: its journal and its thread's
+/// context ([`Store::run_start`](crate::Store::run_start)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunStart {
+    /// Its journaled steps, by index.
+    pub steps: Vec<StepRecord>,
+    /// Messages steered into it, oldest first.
+    pub steers: Vec<SteerRecord>,
+    /// Its thread's context (as `HistoryStore::thread_context`).
+    pub context: crate::history::ThreadContext,
+}
+
 /// How many of the newest runs per thread asked for `list_threads` reads
 /// first: the newest `limit` threads are found among the newest `limit *
 /// RECENT_RUNS_PER_THREAD` runs whenever that many threads have a run

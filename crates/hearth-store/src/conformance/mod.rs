@@ -159,6 +159,7 @@ macro_rules! store_conformance_tests {
             history: [
                 summaries_replace_what_they_cover_and_delete_nothing,
                 pages_are_newest_first_and_mark_compaction,
+                a_runs_start_is_its_journal_and_its_threads_context,
             ],
             jobs: [
                 jobs_round_trip_and_list_in_creation_order,

@@ -240,4 +240,8 @@ impl Store for PostgresStore {
     fn budget_ledger(&self) -> Option<Arc<dyn crate::BudgetLedger>> {
         Some(Arc::new(self.clone()))
     }
+
+    async fn run_start(&self, run_id: &str, thread_key: &str) -> Result<crate::RunStart> {
+        history::run_start(self, run_id, thread_key).await
+    }
 }

@@ -186,7 +186,7 @@ async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<(bool, 
 }
 
 /// A steer from an `(id, run_id, text, created_at)` row.
-fn steer(row: &tokio_postgres::Row) -> Result<SteerRecord> {
+pub(super) fn steer(row: &tokio_postgres::Row) -> Result<SteerRecord> {
     Ok(SteerRecord {
         id: col(row, 0)?,
         run_id: col(row, 1)?,
@@ -195,11 +195,11 @@ fn steer(row: &tokio_postgres::Row) -> Result<SteerRecord> {
     })
 }
 
-const STEERS: &str =
+pub(super) const STEERS: &str =
     "SELECT id, run_id, text, created_at FROM run_steers WHERE run_id = $1 ORDER BY id";
 
 /// The statement reading a run's steps.
-fn steps_sql() -> String {
+pub(super) fn steps_sql() -> String {
     format!("SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = $1 ORDER BY idx")
 }
 
