@@ -550,8 +550,11 @@ impl Runtime {
             }
         }
         let (mut status, mut output, mut error) = (status, output, error);
-        match store.finish_run(finish).await {
-            Ok(true) => {
+        // Until its log is told, the run's end announced by the database is
+        // this one (see `ended_elsewhere`).
+        let _ending = self.inner.wakeups.ending_here(&run.run_id);
+        match store.finish_run_seeing_next(finish).await {
+            Ok((true, next_queued)) => {
                 self.observed(&observed);
                 if incognito {
                     self.count_incognito_usage(&store, &run.run_id).await;
@@ -578,10 +581,11 @@ impl Runtime {
                 if follow_up_ids.is_empty() && !incognito {
                     // Another replica may have queued the thread's next
                     // message: it starts here now, not at a wake-up.
-                    self.take_next_of_thread(&run.thread_key).await;
+                    self.take_next_of_thread(&run.thread_key, next_queued != Some(false))
+                        .await;
                 }
             }
-            Ok(false) => {
+            Ok((false, _)) => {
                 // Ended by someone else first (a new session cancels in the
                 // same transaction that clears the history): followers are
                 // told what the store holds, not what this run would have said.

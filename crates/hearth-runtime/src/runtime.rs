@@ -299,6 +299,11 @@ impl Runtime {
 
     /// One run's envelope.
     pub async fn get_run(&self, run_id: &str) -> Result<RunEnvelope> {
+        if let Some((run, children)) = self.stored_run_with_children(run_id).await? {
+            let mut env = self.envelope_of(&run).await?;
+            env.children = children;
+            return Ok(env);
+        }
         let run = self.run_record(run_id).await?;
         let mut env = self.envelope_of(&run).await?;
         env.children = self.child_runs(&run).await?;

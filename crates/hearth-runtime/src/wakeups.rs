@@ -43,11 +43,40 @@ pub(crate) struct Wakeups {
     followed: Mutex<HashSet<String>>,
     /// Whether the listening connection is established (for `/readyz`).
     listening: std::sync::atomic::AtomicBool,
+    /// Runs whose end this process is storing and telling: the end the
+    /// database then announces is their own, and nothing here need read it.
+    ending: Mutex<HashSet<String>>,
 }
 
 impl Wakeups {
     fn followed(&self) -> MutexGuard<'_, HashSet<String>> {
         self.followed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn ending(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.ending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks `run_id` as ended by this process until the guard is dropped
+    /// (once its followers here were told).
+    pub(crate) fn ending_here<'a>(&'a self, run_id: &str) -> EndingHere<'a> {
+        self.ending().insert(run_id.to_owned());
+        EndingHere {
+            wakeups: self,
+            run_id: run_id.to_owned(),
+        }
+    }
+}
+
+/// A run this process is ending; see [`Wakeups::ending_here`].
+pub(crate) struct EndingHere<'a> {
+    wakeups: &'a Wakeups,
+    run_id: String,
+}
+
+impl Drop for EndingHere<'_> {
+    fn drop(&mut self) {
+        self.wakeups.ending().remove(&self.run_id);
     }
 }
 
@@ -174,8 +203,11 @@ impl Runtime {
     /// After a run of `thread_key` ended here: claims the thread's next
     /// queued run now. When this process has it queued, that one: its end
     /// told the other replicas too, and one of them could take it without
-    /// what this process holds for it (its overrides).
-    pub(crate) async fn take_next_of_thread(&self, thread_key: &str) {
+    /// what this process holds for it (its overrides). Otherwise the store
+    /// is asked only when `may_be_queued` (the end did not see the thread
+    /// without a queued run): a run queued after that wakes every replica
+    /// by its own insert.
+    pub(crate) async fn take_next_of_thread(&self, thread_key: &str, may_be_queued: bool) {
         let Some(cluster) = self.inner.store.cluster() else {
             return;
         };
@@ -190,6 +222,9 @@ impl Runtime {
             if let Err(e) = self.inner.store.claim_run(next, owner, until, now).await {
                 warn!(error = %e, "could not claim a thread's next run; its worker tries again");
             }
+            return;
+        }
+        if !may_be_queued {
             return;
         }
         match cluster
@@ -226,6 +261,12 @@ impl Runtime {
     /// on another replica), it stops; a log here that waits for its end
     /// gets the stored end.
     async fn ended_elsewhere(&self, run_id: &str) {
+        if self.inner.wakeups.ending().contains(run_id) {
+            // Its end is this process's own (or, when another replica ended
+            // it first, found by the end this process tried to store): the
+            // finish tells its followers.
+            return;
+        }
         let Some(log) = self.inner.bus.get(run_id) else {
             return;
         };

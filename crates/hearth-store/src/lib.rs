@@ -63,7 +63,7 @@ pub use postgres::PostgresStore;
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
-pub use runs::RunStore;
+pub use runs::{RunStart, RunStore};
 pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;
@@ -120,5 +120,19 @@ pub trait Store:
     /// live in its memory.
     fn budget_ledger(&self) -> Option<std::sync::Arc<dyn BudgetLedger>> {
         None
+    }
+
+    /// What a run reads as it starts or resumes: its journal (as
+    /// [`RunStore::journal_of_run`]) and its thread's context (as
+    /// [`HistoryStore::thread_context`]), read together; a store may answer
+    /// them in one round trip.
+    async fn run_start(&self, run_id: &str, thread_key: &str) -> Result<RunStart> {
+        let ((steps, steers), context) =
+            tokio::try_join!(self.journal_of_run(run_id), self.thread_context(thread_key))?;
+        Ok(RunStart {
+            steps,
+            steers,
+            context,
+        })
     }
 }

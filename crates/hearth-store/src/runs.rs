@@ -46,6 +46,16 @@ pub trait RunStore: Send + Sync + 'static {
     /// oldest first; an index lookup, so a run with none costs one probe.
     async fn child_runs(&self, parent_run_id: &str) -> Result<Vec<RunRecord>>;
 
+    /// A run and the runs it started (as [`child_runs`](Self::child_runs)),
+    /// as its envelope shows them; `None` when there is no such run. A store
+    /// may answer both in one read.
+    async fn run_with_children(&self, run_id: &str) -> Result<Option<(RunRecord, Vec<RunRecord>)>> {
+        let Some(run) = self.get_run(run_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some((run, self.child_runs(run_id).await?)))
+    }
+
     /// Claims a run for execution by `owner` until `lease_until`: wins only when the run is
     /// `queued`, or is `running`/`awaiting_confirmation` with no lease, an expired lease
     /// (`lease_until < now`) or a lease already held by `owner`. On a win the run is `running`
@@ -149,6 +159,28 @@ pub trait RunStore: Send + Sync + 'static {
     /// one transaction. Returns false (and changes nothing) when the run was
     /// already terminal.
     async fn finish_run(&self, finish: RunFinish) -> Result<bool>;
+
+    /// [`finish_run`](Self::finish_run), also telling whether a later run of
+    /// the thread was queued when the run ended: `Some(false)` when none
+    /// was, `None` when not known. The replica that ends a run claims its
+    /// thread's next run at once only when one may be queued; a run queued
+    /// after the end was seen wakes the replicas itself (its insert
+    /// notifies them).
+    async fn finish_run_seeing_next(&self, finish: RunFinish) -> Result<(bool, Option<bool>)> {
+        Ok((self.finish_run(finish).await?, None))
+    }
+}
+
+/// What a run reads as it starts or resumes: its journal and its thread's
+/// context ([`Store::run_start`](crate::Store::run_start)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunStart {
+    /// Its journaled steps, by index.
+    pub steps: Vec<StepRecord>,
+    /// Messages steered into it, oldest first.
+    pub steers: Vec<SteerRecord>,
+    /// Its thread's context (as `HistoryStore::thread_context`).
+    pub context: crate::history::ThreadContext,
 }
 
 /// How many of the newest runs per thread asked for `list_threads` reads

@@ -19,6 +19,7 @@ mod suite {
     mod memory;
     mod outbox_claims;
     mod permissions;
+    mod round_trips;
     mod secrets;
     mod sqlite;
 }

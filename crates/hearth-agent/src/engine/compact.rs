@@ -43,12 +43,14 @@ pub(super) struct Loaded {
 
 impl Engine {
     /// The thread's history (or the one the run brings). With compaction on,
-    /// the newest summary and everything after it, in one read; with it off,
-    /// the last `history_messages` messages.
+    /// the newest summary and everything after it, in one read (or `read`,
+    /// the thread's context read already); with it off, the last
+    /// `history_messages` messages.
     pub(super) async fn load_history(
         &self,
         input: &RunInput,
         supplied: Option<Vec<Message>>,
+        read: Option<hearth_store::ThreadContext>,
     ) -> Result<Loaded, Stop> {
         let from_thread = supplied.is_none();
         if !self.compaction.enabled {
@@ -87,7 +89,10 @@ impl Engine {
         let (mut history, mut ids, summary) = match supplied {
             Some(h) => (h, Vec::new(), None),
             None => {
-                let ctx = self.store.thread_context(&input.thread_key).await?;
+                let ctx = match read {
+                    Some(ctx) => ctx,
+                    None => self.store.thread_context(&input.thread_key).await?,
+                };
                 (ctx.messages, ctx.ids, ctx.summary.map(|s| s.text))
             }
         };

@@ -633,12 +633,30 @@ impl Engine {
     ) -> Result<Progress, Stop> {
         let journal = input.journal(&self.store);
         // Independent reads, so one waits for the slowest rather than the sum.
-        let (loaded, (steps, stored_steers), (allowed, offered)) = futures_util::future::try_join3(
-            self.load_history(input, supplied),
-            async { Ok::<_, Stop>(journal.journal_of_run(&input.run_id).await?) },
-            self.offered_tools(input),
-        )
-        .await?;
+        // A run whose journal and thread context are in the engine's store,
+        // and that starts from that context, reads both in one call (one
+        // round trip on PostgreSQL).
+        let together = self.compaction.enabled && supplied.is_none() && input.journal.is_none();
+        let (loaded, (steps, stored_steers), (allowed, offered)) = if together {
+            let start = async {
+                let start = self
+                    .store
+                    .run_start(&input.run_id, &input.thread_key)
+                    .await?;
+                let loaded = self.load_history(input, None, Some(start.context)).await?;
+                Ok::<_, Stop>((loaded, (start.steps, start.steers)))
+            };
+            let ((loaded, journal), offer) =
+                futures_util::future::try_join(start, self.offered_tools(input)).await?;
+            (loaded, journal, offer)
+        } else {
+            futures_util::future::try_join3(
+                self.load_history(input, supplied, None),
+                async { Ok::<_, Stop>(journal.journal_of_run(&input.run_id).await?) },
+                self.offered_tools(input),
+            )
+            .await?
+        };
         let mut p = Progress {
             allowed,
             offered,

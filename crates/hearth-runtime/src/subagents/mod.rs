@@ -195,6 +195,16 @@ async fn children_of(store: &Arc<dyn Store>, parent: &RunRecord) -> Result<Vec<R
     Ok(store.child_runs(&parent.run_id).await?)
 }
 
+/// A child run as its parent's envelope lists it.
+fn child_run(c: RunRecord) -> ChildRun {
+    ChildRun {
+        run_id: c.run_id,
+        thread_key: c.thread_key,
+        model: c.model,
+        status: c.status,
+    }
+}
+
 /// Whether `run` is a child `parent_run_id` started.
 fn is_child_of(run: &RunRecord, parent_run_id: &str) -> bool {
     run.source == hearth_core::DELEGATE_SOURCE
@@ -311,15 +321,27 @@ impl Runtime {
         // Only a run that called `delegate` has any: most runs never did.
         let store = self.family_store(run).await?;
         let children = children_of(&store, run).await?;
-        Ok(children
-            .into_iter()
-            .map(|c| ChildRun {
-                run_id: c.run_id,
-                thread_key: c.thread_key,
-                model: c.model,
-                status: c.status,
-            })
-            .collect())
+        Ok(children.into_iter().map(child_run).collect())
+    }
+
+    /// A stored run and the sub-agents it started, in one read of the
+    /// store (where it can): `None` when its family is not all on disk (an
+    /// incognito run, or one of a thread that is incognito now, whose
+    /// children are in memory), and the caller reads them apart.
+    pub(crate) async fn stored_run_with_children(
+        &self,
+        run_id: &str,
+    ) -> Result<Option<(RunRecord, Vec<ChildRun>)>> {
+        if self.inner.incognito.store_of_run(run_id).is_some() {
+            return Ok(None);
+        }
+        let Some((run, children)) = self.inner.store.run_with_children(run_id).await? else {
+            return Err(crate::error::RuntimeError::RunNotFound(run_id.to_owned()));
+        };
+        if self.inner.incognito.is_thread(&run.thread_key) {
+            return Ok(None);
+        }
+        Ok(Some((run, children.into_iter().map(child_run).collect())))
     }
 
     /// Cancels the unfinished children of a cancelled run (and theirs).

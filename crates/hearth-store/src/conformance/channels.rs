@@ -343,6 +343,39 @@ pub async fn a_run_end_queues_its_replies_only_when_it_ends_the_run<S: ChannelSt
     assert_eq!(store.list_outbox(None, 10).await.unwrap().len(), 1);
 }
 
+/// Several replies of one end are queued in the order given (the order a
+/// conversation shows them), after the replies queued before.
+pub async fn a_run_end_queues_several_replies_in_their_order<S: ChannelStore + RunStore>(store: S) {
+    store
+        .enqueue_outbox(vec![item("1", "before")], 5)
+        .await
+        .unwrap();
+    created(&store, "run_1", "telegram:chat:1").await;
+    let mut end = finish("run_1", Vec::new());
+    end.outbox = ["first", "second", "third"]
+        .into_iter()
+        .map(|text| NewOutboxItem {
+            run_id: Some("run_1".into()),
+            ..item("1", text)
+        })
+        .collect();
+    end.outbox.push(item("2", "elsewhere"));
+    assert!(store.finish_run(end).await.unwrap());
+    let queued = store.list_outbox(None, 10).await.unwrap();
+    let mut ordered: Vec<_> = queued.iter().map(|q| (q.id, q.payload.as_str())).collect();
+    ordered.sort_unstable();
+    assert_eq!(
+        ordered.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+        [
+            "{\"text\":\"before\"}",
+            "{\"text\":\"first\"}",
+            "{\"text\":\"second\"}",
+            "{\"text\":\"third\"}",
+            "{\"text\":\"elsewhere\"}",
+        ]
+    );
+}
+
 /// A confirmation's prompt is queued with it, and not again when the same
 /// call asks again after a restart.
 pub async fn a_confirmation_queues_its_prompt_once<

@@ -4,7 +4,7 @@
 use crate::records::{CreateRunOutcome, NewRun};
 use crate::runs::RunStore;
 
-use super::fixtures::new_run;
+use super::fixtures::{new_run, strings};
 
 /// A child of `parent` on `thread`, with the given idempotency key.
 fn child(id: &str, thread: &str, parent: &str, key: Option<&str>) -> NewRun {
@@ -55,4 +55,19 @@ pub async fn children_are_listed_by_their_parent_run_id<S: RunStore>(store: S) {
     assert_eq!(got.parent_run_id.as_deref(), Some("run_p"));
     let parent = store.get_run("run_p").await.unwrap().unwrap();
     assert_eq!(parent.parent_run_id, None);
+    // The run with its children, as its envelope reads them.
+    let (run, children) = store.run_with_children("run_p").await.unwrap().unwrap();
+    assert_eq!(
+        (run.run_id.as_str(), ids(children)),
+        ("run_p", strings(&["run_c1", "run_c2"]))
+    );
+    let (run, children) = store.run_with_children("run_c1").await.unwrap().unwrap();
+    assert_eq!((run.run_id.as_str(), children.len()), ("run_c1", 0));
+    assert!(
+        store
+            .run_with_children("run_unknown")
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

@@ -66,6 +66,40 @@ pub async fn summaries_replace_what_they_cover_and_delete_nothing<
     );
 }
 
+/// A run that starts reads its journal and its thread's context together:
+/// the same as reading them apart.
+pub async fn a_runs_start_is_its_journal_and_its_threads_context<S: crate::Store>(store: S) {
+    let fresh = store.run_start("run_none", "t:none").await.unwrap();
+    assert!(fresh.steps.is_empty() && fresh.steers.is_empty());
+    assert!(fresh.context.summary.is_none() && fresh.context.messages.is_empty());
+    said(&store, "t1", 0, 2).await;
+    let ctx = store.thread_context("t1").await.unwrap();
+    store
+        .append_summary("t1", "run_t1_1", "s1", ctx.ids[1], 5)
+        .await
+        .unwrap();
+    created(&store, "run_next", "t1").await;
+    for index in [1, 0] {
+        store
+            .put_step(super::fixtures::step(
+                "run_next",
+                index,
+                crate::records::StepStatus::Succeeded,
+            ))
+            .await
+            .unwrap();
+    }
+    store.add_steer("run_next", "and then", 7).await.unwrap();
+    let start = store.run_start("run_next", "t1").await.unwrap();
+    assert_eq!(start.steps, store.steps("run_next").await.unwrap());
+    assert_eq!(start.steps.len(), 2);
+    assert_eq!(start.steers, store.steers("run_next").await.unwrap());
+    assert_eq!(start.steers.len(), 1);
+    assert_eq!(start.context, store.thread_context("t1").await.unwrap());
+    assert_eq!(start.context.summary.map(|s| s.text).as_deref(), Some("s1"));
+    assert_eq!(start.context.messages.len(), 2);
+}
+
 /// Pages walk back with `next_before`; covered messages and superseded
 /// summaries are `compacted`.
 pub async fn pages_are_newest_first_and_mark_compaction<

@@ -91,6 +91,7 @@ macro_rules! store_conformance_tests {
                 a_call_outside_a_run_counts_in_usage_and_budgets,
                 usage_days_are_the_utc_days_of_each_call,
                 the_daily_rollup_equals_the_sums_of_the_calls,
+                a_runs_end_counts_each_of_its_model_calls_once,
             ],
             grants: [
                 add_grant_is_idempotent_and_keeps_the_first,
@@ -144,6 +145,7 @@ macro_rules! store_conformance_tests {
                 one_claimer_is_handed_the_due_heads,
                 outbox_retries_fails_and_is_retried,
                 a_run_end_queues_its_replies_only_when_it_ends_the_run,
+                a_run_end_queues_several_replies_in_their_order,
                 a_confirmation_queues_its_prompt_once,
                 pairing_requests_are_bounded_and_decided_once,
                 a_denied_user_waits_out_the_cool_down,
@@ -157,6 +159,7 @@ macro_rules! store_conformance_tests {
             history: [
                 summaries_replace_what_they_cover_and_delete_nothing,
                 pages_are_newest_first_and_mark_compaction,
+                a_runs_start_is_its_journal_and_its_threads_context,
             ],
             jobs: [
                 jobs_round_trip_and_list_in_creation_order,

@@ -187,6 +187,55 @@ pub async fn calls_since_lists_each_call_with_its_thread_and_user<S: UsageStore 
     assert_eq!(store.calls_since(1_700_000_000_001).await.unwrap().len(), 1);
 }
 
+/// The model calls journaled by a run's end count once each, with the
+/// run's thread: two of one model on one day, one of them journaled during
+/// the run already (not counted again), a call still started (not counted),
+/// a tool step (no model call); an end that is refused counts nothing.
+pub async fn a_runs_end_counts_each_of_its_model_calls_once<S: UsageStore + RunStore>(store: S) {
+    created(&store, "run_e", "t:e").await;
+    let failed = llm("run_e", 0, "a/m1", StepStatus::Failed, None);
+    store.put_step(failed.clone()).await.unwrap();
+    let mut end = super::fixtures::finish("run_e", Vec::new());
+    let mut tool = step("run_e", 3, StepStatus::Succeeded);
+    tool.kind = StepKind::Tool;
+    end.steps = vec![
+        failed,
+        llm(
+            "run_e",
+            1,
+            "a/m1",
+            StepStatus::Succeeded,
+            tokens(100, 10, 40),
+        ),
+        llm("run_e", 2, "b/m2", StepStatus::Started, None),
+        tool,
+    ];
+    assert!(store.finish_run(end.clone()).await.unwrap());
+    assert!(!store.finish_run(end).await.unwrap(), "ended already");
+    let rows = store.usage(&all(UsageGroup::Model)).await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (
+            rows[0].key.as_str(),
+            rows[0].calls,
+            rows[0].untracked_calls,
+            rows[0].input_tokens,
+            rows[0].output_tokens,
+            rows[0].cached_tokens
+        ),
+        ("a/m1", 2, 1, 100, 10, 40)
+    );
+    let calls = store.calls_since(0).await.unwrap();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.thread_key.as_deref() == Some("t:e") && c.user_key.is_some()),
+        "{calls:?}"
+    );
+    assert_eq!(store.steps("run_e").await.unwrap().len(), 4);
+}
+
 pub async fn a_call_outside_a_run_counts_in_usage_and_budgets<S: UsageStore + RunStore>(store: S) {
     let call = |id: &str, error: Option<&str>| crate::usage::ModelCall {
         call_id: id.to_owned(),

@@ -6,6 +6,7 @@
 //! snapshot) that decodes what it returns.
 
 use hearth_core::{Content, Timestamp};
+use tokio_postgres::types::ToSql;
 
 use super::PostgresStore;
 use super::rows::{self, col};
@@ -15,6 +16,7 @@ use crate::history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext, compacted,
     joined_text,
 };
+use crate::runs::RunStart;
 
 /// The newest summary of a thread, then the messages after its boundary,
 /// oldest first: the summary is the one row with a `covers_to`, sorted
@@ -35,37 +37,74 @@ const PAGE: &str = "WITH newest AS (SELECT id, covers_to FROM messages \
      FROM messages m LEFT JOIN newest n ON TRUE \
      WHERE m.thread_key = $1 AND m.id < $2 ORDER BY m.id DESC LIMIT $3";
 
+/// A thread's context from the rows of [`CONTEXT`].
+fn context_of(found: &[tokio_postgres::Row]) -> Result<ThreadContext> {
+    let mut rest = found;
+    let mut summary = None;
+    if let Some((first, after)) = rest.split_first()
+        && let Some(covers_to) = col::<Option<i64>>(first, 3)?
+    {
+        let content: String = col(first, 1)?;
+        let parts: Vec<Content> = json(&content, "summary content")?;
+        summary = Some(StoredSummary {
+            id: col(first, 2)?,
+            text: joined_text(&parts),
+            covers_to,
+        });
+        rest = after;
+    }
+    let mut messages = Vec::with_capacity(rest.len());
+    let mut ids = Vec::with_capacity(rest.len());
+    for row in rest {
+        messages.push(rows::message(row)?);
+        ids.push(col(row, 2)?);
+    }
+    Ok(ThreadContext {
+        summary,
+        messages,
+        ids,
+    })
+}
+
+/// A run's steps and steers and its thread's context: three reads sent
+/// together on one connection (one round trip instead of two, on two
+/// connections). Each is its own statement with its own snapshot, as when
+/// they are read apart.
+pub(super) async fn run_start(
+    store: &PostgresStore,
+    run_id: &str,
+    thread_key: &str,
+) -> Result<RunStart> {
+    let client = store.client().await?;
+    let steps_sql = super::runs::steps_sql();
+    let (steps, steers, context) = tokio::try_join!(
+        client.prepare_cached(&steps_sql),
+        client.prepare_cached(super::runs::STEERS),
+        client.prepare_cached(CONTEXT),
+    )?;
+    let of_run: [&(dyn ToSql + Sync); 1] = [&run_id];
+    let of_thread: [&(dyn ToSql + Sync); 1] = [&thread_key];
+    let (steps, steers, context) = tokio::try_join!(
+        client.query(&steps, &of_run),
+        client.query(&steers, &of_run),
+        client.query(&context, &of_thread),
+    )?;
+    Ok(RunStart {
+        steps: steps.iter().map(rows::step).collect::<Result<_>>()?,
+        steers: steers
+            .iter()
+            .map(super::runs::steer)
+            .collect::<Result<_>>()?,
+        context: context_of(&context)?,
+    })
+}
+
 #[async_trait::async_trait]
 impl HistoryStore for PostgresStore {
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext> {
         let client = self.client().await?;
         let stmt = client.prepare_cached(CONTEXT).await?;
-        let found = client.query(&stmt, &[&thread_key]).await?;
-        let mut rest = found.as_slice();
-        let mut summary = None;
-        if let Some((first, after)) = rest.split_first()
-            && let Some(covers_to) = col::<Option<i64>>(first, 3)?
-        {
-            let content: String = col(first, 1)?;
-            let parts: Vec<Content> = json(&content, "summary content")?;
-            summary = Some(StoredSummary {
-                id: col(first, 2)?,
-                text: joined_text(&parts),
-                covers_to,
-            });
-            rest = after;
-        }
-        let mut messages = Vec::with_capacity(rest.len());
-        let mut ids = Vec::with_capacity(rest.len());
-        for row in rest {
-            messages.push(rows::message(row)?);
-            ids.push(col(row, 2)?);
-        }
-        Ok(ThreadContext {
-            summary,
-            messages,
-            ids,
-        })
+        context_of(&client.query(&stmt, &[&thread_key]).await?)
     }
 
     async fn append_summary(

@@ -20,6 +20,7 @@ mod cluster;
 mod confirmations;
 pub mod copy;
 mod copy_pairs;
+mod finish;
 mod grants;
 mod history;
 mod jobs;
@@ -31,6 +32,7 @@ mod pairings;
 mod retention;
 mod router;
 mod rows;
+mod run_insert;
 mod runs;
 mod search;
 mod secrets;
@@ -237,5 +239,9 @@ impl Store for PostgresStore {
 
     fn budget_ledger(&self) -> Option<Arc<dyn crate::BudgetLedger>> {
         Some(Arc::new(self.clone()))
+    }
+
+    async fn run_start(&self, run_id: &str, thread_key: &str) -> Result<crate::RunStart> {
+        history::run_start(self, run_id, thread_key).await
     }
 }

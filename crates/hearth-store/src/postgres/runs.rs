@@ -10,7 +10,8 @@ use hearth_core::{RunStatus, Timestamp};
 use tokio_postgres::types::ToSql;
 
 use super::rows::{self, STEP_COLUMNS, col, run_columns, unsigned};
-use super::{PostgresStore, narrow, shared, wide};
+use super::run_insert::{Claim, insert_run, store_run};
+use super::{PostgresStore, finish, narrow, shared, wide};
 use crate::codec::to_json;
 use crate::error::{Result, StoreError};
 use crate::records::{
@@ -37,109 +38,6 @@ const DEFAULT_LIMIT: u32 = 50;
 
 /// The largest `list_runs` page.
 const MAX_LIMIT: u32 = 1000;
-
-/// Who claims a run as it is created, until when, with which model (none
-/// when empty: a run stored claimed before it is prepared).
-struct Claim<'a> {
-    owner: &'a str,
-    lease_until: Timestamp,
-    model: &'a str,
-    mode: Option<&'a str>,
-}
-
-/// The class of the per-thread advisory locks ("hear" in ASCII), apart from
-/// any other advisory lock.
-const THREAD_LOCK_CLASS: i32 = 0x6865_6172;
-
-/// Inserts `run` (queued, or already claimed by `claim`), or returns the run
-/// that holds its idempotency key on its thread. Of concurrent inserts with
-/// the same key, the index lets one in; the others wait for it to commit and
-/// then read it.
-///
-/// `c` must be a transaction: the insert first takes its thread's advisory
-/// lock, held to the commit, so the inserts of one thread commit one at a
-/// time and in the order of their `seq`. Without it two replicas storing a
-/// message on an idle thread at the same instant both see it idle (each
-/// statement's snapshot misses the other's uncommitted run) and both store
-/// their run claimed: two runs of one thread at once. The insert's snapshot
-/// is taken after the lock is granted (READ COMMITTED: one per statement),
-/// so it sees every earlier run of the thread.
-async fn insert_run(
-    c: &impl GenericClient,
-    run: &NewRun,
-    claim: Option<&Claim<'_>>,
-) -> Result<CreateRunOutcome> {
-    let lock = c
-        .prepare_cached("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-        .await?;
-    c.query_one(&lock, &[&THREAD_LOCK_CLASS, &run.thread_key])
-        .await?;
-    let roles = to_json(&run.roles, "run roles")?;
-    let status = match claim {
-        Some(_) => RunStatus::Running,
-        None => RunStatus::Queued,
-    };
-    let insert = c
-        .prepare_cached(concat!(
-            // Stored claimed only when its thread has nothing unfinished: a
-            // replica that believes the thread idle may not know that another
-            // replica runs an earlier message of it, and order comes first.
-            "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
-             status, created_at, updated_at, scope, roles, lease_owner, lease_until, model, mode, \
-             parent_run_id) \
-             SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
-             $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
-             CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END, \
-             CASE WHEN busy THEN NULL ELSE $14 END, $15 \
-             FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
-             AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
-             ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \
-             DO NOTHING RETURNING ",
-            run_columns!()
-        ))
-        .await?;
-    let inserted = c
-        .query_opt(
-            &insert,
-            &[
-                &run.run_id,
-                &run.thread_key,
-                &run.user_key,
-                &run.source,
-                &run.input,
-                &run.idempotency_key,
-                &status.as_str(),
-                &run.created_at,
-                &run.scope,
-                &roles,
-                &claim.map(|c| c.owner),
-                &claim.map(|c| c.lease_until),
-                &claim.map(|c| c.model),
-                &claim.and_then(|c| c.mode),
-                &run.parent_run_id,
-            ],
-        )
-        .await?;
-    if let Some(row) = inserted {
-        return Ok(CreateRunOutcome::Created(rows::run(&row)?));
-    }
-    let existing = c
-        .prepare_cached(concat!(
-            "SELECT ",
-            run_columns!(),
-            " FROM runs WHERE thread_key = $1 AND idempotency_key = $2"
-        ))
-        .await?;
-    match c
-        .query_opt(&existing, &[&run.thread_key, &run.idempotency_key])
-        .await?
-    {
-        Some(row) => Ok(CreateRunOutcome::Existing(rows::run(&row)?)),
-        None => Err(StoreError::Corrupt(
-            "run insert ignored without a conflicting run".into(),
-        )),
-    }
-}
 
 /// The conditional claim: PostgreSQL re-checks the `WHERE` of a row another
 /// claimer changed meanwhile, so of concurrent claims exactly one sees the
@@ -177,7 +75,7 @@ async fn claim_run(
 }
 
 /// A finished model call: its step also writes a usage row.
-fn counts_in_usage(step: &StepRecord) -> bool {
+pub(super) fn counts_in_usage(step: &StepRecord) -> bool {
     step.kind.is_model_call() && step.status != StepStatus::Started
 }
 
@@ -221,12 +119,16 @@ async fn put_step(c: &impl GenericClient, step: &StepRecord) -> Result<()> {
     Ok(())
 }
 
-/// Ends a run in one transaction. The guarded update comes first: it locks
-/// the run's row, so a concurrent finish waits for this one and then finds
-/// the run terminal (and writes nothing); an answer to one of its
-/// confirmations takes the run's row first too, so the two cannot deadlock.
-async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<bool> {
+/// Ends a run: in one statement when it can be (`finish.rs`), else in one
+/// transaction. The guarded update comes first: it locks the run's row, so a
+/// concurrent finish waits for this one and then finds the run terminal (and
+/// writes nothing); an answer to one of its confirmations takes the run's
+/// row first too, so the two cannot deadlock.
+async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<(bool, Option<bool>)> {
     let mut client = store.client().await?;
+    if finish::fits_one_statement(finish) {
+        return finish::end_in_one_statement(&client, finish).await;
+    }
     let tx = client.transaction().await?;
     let end = tx
         .prepare_cached(
@@ -255,7 +157,7 @@ async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<bool> {
         .await?;
     let Some(ended) = ended else {
         // Dropping the transaction rolls it back; nothing was written.
-        return Ok(false);
+        return Ok((false, None));
     };
     let thread_key: String = col(&ended, 0)?;
     shared::end_of_run(&tx, &finish.run_id, finish.finished_at).await?;
@@ -280,11 +182,11 @@ async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<bool> {
         shared::apply_arm_delta(&tx, observed).await?;
     }
     tx.commit().await?;
-    Ok(true)
+    Ok((true, None))
 }
 
 /// A steer from an `(id, run_id, text, created_at)` row.
-fn steer(row: &tokio_postgres::Row) -> Result<SteerRecord> {
+pub(super) fn steer(row: &tokio_postgres::Row) -> Result<SteerRecord> {
     Ok(SteerRecord {
         id: col(row, 0)?,
         run_id: col(row, 1)?,
@@ -293,11 +195,11 @@ fn steer(row: &tokio_postgres::Row) -> Result<SteerRecord> {
     })
 }
 
-const STEERS: &str =
+pub(super) const STEERS: &str =
     "SELECT id, run_id, text, created_at FROM run_steers WHERE run_id = $1 ORDER BY id";
 
 /// The statement reading a run's steps.
-fn steps_sql() -> String {
+pub(super) fn steps_sql() -> String {
     format!("SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = $1 ORDER BY idx")
 }
 
@@ -373,11 +275,7 @@ async fn run_stats(
 #[async_trait::async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let outcome = insert_run(&tx, &run, None).await?;
-        tx.commit().await?;
-        Ok(outcome)
+        store_run(self, &run, None).await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
@@ -593,6 +491,24 @@ impl RunStore for PostgresStore {
         .await
     }
 
+    /// One statement: the run and its children by their two indexes.
+    async fn run_with_children(&self, run_id: &str) -> Result<Option<(RunRecord, Vec<RunRecord>)>> {
+        let client = self.client().await?;
+        let family = collect_runs(
+            &client,
+            concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM runs WHERE run_id = $1 OR parent_run_id = $1 ORDER BY seq"
+            ),
+            &[&run_id],
+        )
+        .await?;
+        let (run, children): (Vec<_>, Vec<_>) =
+            family.into_iter().partition(|r| r.run_id == run_id);
+        Ok(run.into_iter().next().map(|run| (run, children)))
+    }
+
     async fn claim_run(
         &self,
         run_id: &str,
@@ -627,17 +543,13 @@ impl RunStore for PostgresStore {
         model: &str,
         mode: Option<&str>,
     ) -> Result<CreateRunOutcome> {
-        let mut client = self.client().await?;
         let claim = Claim {
             owner,
             lease_until,
             model,
             mode,
         };
-        let tx = client.transaction().await?;
-        let outcome = insert_run(&tx, &run, Some(&claim)).await?;
-        tx.commit().await?;
-        Ok(outcome)
+        store_run(self, &run, Some(&claim)).await
     }
 
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {
@@ -756,6 +668,10 @@ impl RunStore for PostgresStore {
     }
 
     async fn finish_run(&self, finish: RunFinish) -> Result<bool> {
+        Ok(finish_run(self, &finish).await?.0)
+    }
+
+    async fn finish_run_seeing_next(&self, finish: RunFinish) -> Result<(bool, Option<bool>)> {
         finish_run(self, &finish).await
     }
 }

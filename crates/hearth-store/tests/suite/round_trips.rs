@@ -1,0 +1,280 @@
+//! The PostgreSQL writes that save round trips keep their guarantees: a
+//! run's end in one statement is still all or nothing, and a message stored
+//! in one round trip (begin, the thread's lock, the insert and the commit
+//! sent together) is accepted only once committed, and a failure leaves the
+//! pooled connection clean and the thread free.
+
+use std::time::Duration;
+
+use hearth_core::{Message, Role, RunStatus};
+use hearth_store::conformance::fixtures::{confirmation, created, finish, new_run, step};
+use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
+use hearth_store::prelude::*;
+use hearth_store::{
+    ArmStats, ConfirmationState, CreateRunOutcome, NewOutboxItem, OutboxKind, PostgresStore,
+    StepKind, StepStatus,
+};
+
+/// A fresh store with `pool` connections, and a connection of its own to
+/// the same database for changing it behind the store's back.
+async fn fresh(pool: usize) -> Option<(PostgresStore, tokio_postgres::Client)> {
+    let url = fresh_database_url().await?;
+    let store = PostgresStore::connect(&url, TEST_URL_VAR, pool)
+        .await
+        .unwrap();
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    Some((store, client))
+}
+
+/// An end with a part for every table it writes: the run, a confirmation to
+/// expire, a model call (usage), a tool step, two messages, a reply, a
+/// router observation.
+fn full_end(run_id: &str, answer: &str) -> hearth_store::RunFinish {
+    let mut end = finish(
+        run_id,
+        vec![
+            Message::text(Role::User, "hi"),
+            Message::text(Role::Assistant, answer),
+        ],
+    );
+    let mut call = step(run_id, 0, StepStatus::Succeeded);
+    call.kind = StepKind::Llm;
+    call.name = "p/m".into();
+    call.tokens = Some(serde_json::json!({ "input_tokens": 3, "output_tokens": 4 }));
+    let mut tool = step(run_id, 1, StepStatus::Succeeded);
+    tool.kind = StepKind::Tool;
+    end.steps = vec![call, tool];
+    end.outbox = vec![NewOutboxItem {
+        channel: "telegram".into(),
+        target: "1".into(),
+        kind: OutboxKind::Message,
+        run_id: Some(run_id.into()),
+        payload: "{\"text\":\"answer\"}".into(),
+    }];
+    end.arm_observations = vec![ArmStats {
+        model: "p/m".into(),
+        task: "chat".into(),
+        successes: 1,
+        failures: 0,
+        runs: 1,
+    }];
+    end
+}
+
+/// What the end of `run_id` wrote, table by table.
+async fn written(
+    store: &PostgresStore,
+    run_id: &str,
+    thread: &str,
+) -> (
+    RunStatus,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    ConfirmationState,
+) {
+    let run = store.get_run(run_id).await.unwrap().unwrap();
+    let steps = store.steps(run_id).await.unwrap().len();
+    let calls = store.calls_since(0).await.unwrap().len();
+    let history = store.thread_history(thread, 10).await.unwrap().len();
+    let outbox = store.list_outbox(None, 10).await.unwrap().len();
+    let arms = store.arm_stats().await.unwrap().len();
+    let asked = store
+        .confirmation_for_call(run_id, "call_1")
+        .await
+        .unwrap()
+        .unwrap();
+    (run.status, steps, calls, history, outbox, arms, asked.state)
+}
+
+/// An end whose last write fails (a message the database refuses) leaves
+/// every table as it was: the run unfinished, no step, no usage, no
+/// message, no reply, no router count, the confirmation still pending. The
+/// same end, once it can be written, writes each part once.
+#[tokio::test]
+async fn a_run_end_that_fails_midway_writes_nothing() {
+    let Some((store, sql)) = fresh(2).await else {
+        return;
+    };
+    created(&store, "run_1", "t1").await;
+    store
+        .request_confirmation(confirmation("run_1", "call_1", "hash_1"), Vec::new())
+        .await
+        .unwrap();
+    sql.batch_execute(
+        "ALTER TABLE messages ADD CONSTRAINT no_boom CHECK (content NOT LIKE '%boom%')",
+    )
+    .await
+    .unwrap();
+
+    let refused = store.finish_run(full_end("run_1", "boom")).await;
+    assert!(
+        refused.is_err(),
+        "the database refused a message: {refused:?}"
+    );
+    assert_eq!(
+        written(&store, "run_1", "t1").await,
+        (
+            RunStatus::AwaitingConfirmation,
+            0,
+            0,
+            0,
+            0,
+            0,
+            ConfirmationState::Pending
+        ),
+        "nothing of a failed end is written"
+    );
+
+    sql.batch_execute("ALTER TABLE messages DROP CONSTRAINT no_boom")
+        .await
+        .unwrap();
+    assert!(store.finish_run(full_end("run_1", "fine")).await.unwrap());
+    assert_eq!(
+        written(&store, "run_1", "t1").await,
+        (
+            RunStatus::Succeeded,
+            2,
+            1,
+            2,
+            1,
+            1,
+            ConfirmationState::Expired
+        )
+    );
+    let usage = store
+        .usage(&hearth_store::UsageQuery {
+            since: None,
+            until: None,
+            group_by: hearth_store::UsageGroup::Model,
+        })
+        .await
+        .unwrap();
+    assert_eq!((usage[0].calls, usage[0].input_tokens), (1, 3));
+}
+
+/// A message whose insert fails, and one whose commit fails, are not
+/// accepted and leave no run; on a pool of one connection, the thread's
+/// next message is then stored (the connection is not left inside a failed
+/// transaction), and claimed (the failed runs hold nothing), and another
+/// store's message to the thread is not kept waiting on its lock.
+#[tokio::test]
+async fn a_message_stored_in_one_round_trip_is_accepted_only_once_committed() {
+    let Some((store, sql)) = fresh(1).await else {
+        return;
+    };
+    sql.batch_execute(
+        "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN RAISE EXCEPTION 'boom'; END $$; \
+         CREATE TRIGGER boom_now BEFORE INSERT ON runs FOR EACH ROW \
+         WHEN (NEW.input = 'boom now') EXECUTE FUNCTION boom(); \
+         CREATE CONSTRAINT TRIGGER boom_at_commit AFTER INSERT ON runs \
+         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW \
+         WHEN (NEW.input = 'boom at commit') EXECUTE FUNCTION boom();",
+    )
+    .await
+    .unwrap();
+    for (id, input) in [("run_now", "boom now"), ("run_commit", "boom at commit")] {
+        let mut run = new_run(id, "t1", None);
+        run.input = input.into();
+        let stored = store.create_run(run).await;
+        assert!(stored.is_err(), "{input}: {stored:?}");
+        assert!(store.get_run(id).await.unwrap().is_none(), "{input}");
+    }
+    let mut run = new_run("run_commit_claimed", "t1", None);
+    run.input = "boom at commit".into();
+    let stored = store
+        .create_claimed_run(run, "node-a", 99, "p/m", None)
+        .await;
+    assert!(stored.is_err(), "{stored:?}");
+
+    let next = store
+        .create_claimed_run(new_run("run_ok", "t1", None), "node-a", 99, "p/m", None)
+        .await
+        .unwrap();
+    let CreateRunOutcome::Created(next) = next else {
+        panic!("a new run: {next:?}");
+    };
+    assert_eq!(
+        (next.status, next.lease_owner.as_deref()),
+        (RunStatus::Running, Some("node-a"))
+    );
+    let other = PostgresStore::connect(
+        &hearth_store::postgres::testing::with_dbname(
+            &hearth_store::postgres::testing::server_url().unwrap(),
+            &sql.query_one("SELECT current_database()", &[])
+                .await
+                .unwrap()
+                .get::<_, String>(0),
+        ),
+        TEST_URL_VAR,
+        1,
+    )
+    .await
+    .unwrap();
+    let queued = tokio::time::timeout(
+        Duration::from_secs(5),
+        other.create_run(new_run("run_later", "t1", None)),
+    )
+    .await
+    .expect("the thread's lock is free")
+    .unwrap();
+    assert!(
+        matches!(queued, CreateRunOutcome::Created(ref r) if r.status == RunStatus::Queued),
+        "behind the running one: {queued:?}"
+    );
+    let in_tx: String = sql
+        .query_one(
+            "SELECT coalesce(string_agg(state, ','), '') FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND state LIKE '%transaction%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(in_tx, "", "no pooled connection is left in a transaction");
+}
+
+/// The end tells whether a later run of the thread was queued, so the
+/// replica that ended it asks for the thread's next run only then.
+#[tokio::test]
+async fn a_run_end_tells_whether_its_thread_has_a_run_queued() {
+    let Some((store, _sql)) = fresh(2).await else {
+        return;
+    };
+    for (id, thread) in [("run_alone", "t1"), ("run_first", "t2")] {
+        store
+            .create_claimed_run(new_run(id, thread, None), "node-a", 99, "p/m", None)
+            .await
+            .unwrap();
+    }
+    created(&store, "run_behind", "t2").await;
+    assert_eq!(
+        store
+            .finish_run_seeing_next(finish("run_alone", Vec::new()))
+            .await
+            .unwrap(),
+        (true, Some(false))
+    );
+    assert_eq!(
+        store
+            .finish_run_seeing_next(finish("run_first", Vec::new()))
+            .await
+            .unwrap(),
+        (true, Some(true))
+    );
+    assert_eq!(
+        store
+            .finish_run_seeing_next(finish("run_first", Vec::new()))
+            .await
+            .unwrap(),
+        (false, None),
+        "ended already"
+    );
+}
