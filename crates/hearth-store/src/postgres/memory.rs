@@ -11,13 +11,14 @@ use tokio_postgres::Row;
 use futures_util::StreamExt;
 
 use super::copy_pairs::Pairs;
+use super::memory_blocks::{self, each_entry};
 use super::rows::col;
 use super::shared::append_audit;
 use super::{PostgresStore, narrow, wide};
 use crate::error::{Result, StoreError};
 use crate::memory::{
     MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
-    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
+    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes,
 };
 use crate::nearest::{Nearest, compact_vector};
 use crate::records::AuditEvent;
@@ -231,25 +232,7 @@ impl MemoryStore for PostgresStore {
     }
 
     async fn set_memory_embedding(&self, id: i64, model: &str, vector: &[f32]) -> Result<bool> {
-        let client = self.client().await?;
-        // One statement: the f32 copy and the compact one change together.
-        let n = client
-            .execute(
-                "WITH m AS (UPDATE memories SET embedding = $2, embedding_model = $3 \
-                 WHERE id = $1 RETURNING id, user_key, thread_key) \
-                 INSERT INTO memory_vectors (user_key, memory_id, thread_key, model, compact) \
-                 SELECT user_key, id, thread_key, $3, $4 FROM m \
-                 ON CONFLICT (user_key, memory_id) \
-                 DO UPDATE SET model = excluded.model, compact = excluded.compact",
-                &[
-                    &id,
-                    &vector_to_bytes(vector),
-                    &model,
-                    &compact_vector(vector),
-                ],
-            )
-            .await?;
-        Ok(n == 1)
+        memory_blocks::set_embedding(self, id, model, vector).await
     }
 
     async fn memories_to_embed(&self, model: &str, limit: u32) -> Result<Vec<MemoryRecord>> {
@@ -312,10 +295,17 @@ impl MemoryStore for PostgresStore {
         let mut stream = std::pin::pin!(stream);
         let mut scan = Nearest::compact(query, keep);
         let mut pairs = Pairs::new();
+        // Rows are blocks: (block id, its vectors).
+        let mut damaged = Ok(());
         while let Some(chunk) = stream.next().await {
-            pairs.feed(&chunk?, |id, bytes| scan.offer(id, bytes))?;
+            pairs.feed(&chunk?, |_, entries| {
+                if damaged.is_ok() {
+                    damaged = each_entry(entries, |id, bytes| scan.offer(id, bytes));
+                }
+            })?;
         }
         pairs.finish()?;
+        damaged?;
         let ids: Vec<i64> = scan.ranked().iter().map(|(id, _)| *id).collect();
         // The candidates' f32 vectors, scored exactly, with their facts.
         let stmt = tx
@@ -387,15 +377,16 @@ pub(super) async fn backfill_compact_vectors(
     }
 }
 
-/// A user's user-wide compact vectors of one model, as a binary `COPY`
-/// ([`Pairs`]); the terms are the transaction's `hearth.near_*` settings.
-const NEAREST_COPY: &str = "COPY (SELECT memory_id, compact FROM memory_vectors \
+/// The blocks of a user's user-wide compact vectors of one model, as a
+/// binary `COPY` ([`Pairs`]: block id, [`each_entry`]'s bytes); the terms
+/// are the transaction's `hearth.near_*` settings.
+const NEAREST_COPY: &str = "COPY (SELECT id, entries FROM memory_blocks \
     WHERE user_key = current_setting('hearth.near_user') \
     AND model = current_setting('hearth.near_model') AND thread_key IS NULL) \
     TO STDOUT (FORMAT binary)";
 
-/// [`NEAREST_COPY`] with the memories of one thread too.
-const NEAREST_COPY_IN_THREAD: &str = "COPY (SELECT memory_id, compact FROM memory_vectors \
+/// [`NEAREST_COPY`] with the blocks of one thread too.
+const NEAREST_COPY_IN_THREAD: &str = "COPY (SELECT id, entries FROM memory_blocks \
     WHERE user_key = current_setting('hearth.near_user') \
     AND model = current_setting('hearth.near_model') \
     AND (thread_key IS NULL OR thread_key = current_setting('hearth.near_thread'))) \

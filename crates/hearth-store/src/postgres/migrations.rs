@@ -47,10 +47,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         12,
         include_str!("../../migrations/postgres/0012_dashboard.sql"),
     ),
+    (
+        13,
+        include_str!("../../migrations/postgres/0013_memory_blocks.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 12;
+pub(crate) const LATEST: u32 = 13;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

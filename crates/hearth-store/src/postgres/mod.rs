@@ -25,6 +25,7 @@ mod history;
 mod jobs;
 mod listen;
 mod memory;
+mod memory_blocks;
 mod migrations;
 mod outbox;
 mod pairings;
