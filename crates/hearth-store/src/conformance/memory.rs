@@ -493,6 +493,16 @@ fn near(off: f32, i: usize) -> Vec<f32> {
     vec![1.0, off + 0.02 * (i as f32 + 1.0), 0.0, 0.0]
 }
 
+/// 100 more memories, pointing away from the query (never found): with
+/// those before them, more than a block's worth on a backend that packs
+/// vectors into blocks (PostgreSQL packs 128).
+async fn pointing_away<S: MemoryStore>(store: &S) {
+    embedded(store, "away", ("m", 5_000), 100, |i| {
+        vec![-1.0, 0.0, 0.01 * i as f32, 0.0]
+    })
+    .await;
+}
+
 /// The ids `nearest_memories` returns, best first.
 async fn nearest_ids<S: MemoryStore>(store: &S, model: &str, keep: usize) -> Vec<i64> {
     store
@@ -516,6 +526,7 @@ pub async fn vectors_of_forgotten_and_purged_memories_leave_the_search<
     let rest = embedded(&store, "rest", ("m", 5_000), 10, |i| near(1.0, i)).await;
     let forgotten = embedded(&store, "forgotten", ("m", 5_000), 20, |i| near(0.0, i)).await;
     let purged = embedded(&store, "purged", ("m", 1_000), 20, |i| near(0.0, i)).await;
+    pointing_away(&store).await;
     assert_eq!(nearest_ids(&store, "m", 1).await, vec![purged[0]]);
     for id in &forgotten {
         assert!(store.forget_memory("u", *id).await.unwrap());
@@ -544,6 +555,7 @@ pub async fn a_memory_embedded_again_is_searched_by_its_new_vector_only<
     let rest = embedded(&store, "rest", ("m", 5_000), 10, |i| near(1.0, i)).await;
     let turned = embedded(&store, "turned", ("m", 5_000), 40, |i| near(0.0, i)).await;
     let moved = embedded(&store, "moved", ("m", 5_000), 40, |i| near(0.0, i)).await;
+    pointing_away(&store).await;
     assert_eq!(nearest_ids(&store, "m", 1).await, vec![moved[0]]);
     // Now pointing away from the query, by the same model.
     for id in &turned {

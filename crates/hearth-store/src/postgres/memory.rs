@@ -295,7 +295,7 @@ impl MemoryStore for PostgresStore {
         let mut stream = std::pin::pin!(stream);
         let mut scan = Nearest::compact(query, keep);
         let mut pairs = Pairs::new();
-        // Rows are blocks: (block id, its vectors).
+        // Rows are blocks, or the tail's vectors one at a time.
         let mut damaged = Ok(());
         while let Some(chunk) = stream.next().await {
             pairs.feed(&chunk?, |_, entries| {
@@ -377,18 +377,32 @@ pub(super) async fn backfill_compact_vectors(
     }
 }
 
-/// The blocks of a user's user-wide compact vectors of one model, as a
-/// binary `COPY` ([`Pairs`]: block id, [`each_entry`]'s bytes); the terms
-/// are the transaction's `hearth.near_*` settings.
-const NEAREST_COPY: &str = "COPY (SELECT id, entries FROM memory_blocks \
+/// A user's user-wide compact vectors of one model, as a binary `COPY`
+/// ([`Pairs`]: an id, then [`each_entry`]'s bytes): the packed blocks, then
+/// the tail's vectors one row each in the same form. The terms are the
+/// transaction's `hearth.near_*` settings.
+const NEAREST_COPY: &str = "COPY (\
+    SELECT id, entries FROM memory_blocks \
     WHERE user_key = current_setting('hearth.near_user') \
-    AND model = current_setting('hearth.near_model') AND thread_key IS NULL) \
-    TO STDOUT (FORMAT binary)";
+    AND model = current_setting('hearth.near_model') AND thread_key IS NULL \
+    UNION ALL \
+    SELECT memory_id, int8send(memory_id) || int4send(length(compact)) || compact \
+    FROM memory_vectors \
+    WHERE user_key = current_setting('hearth.near_user') \
+    AND model = current_setting('hearth.near_model') AND block_id IS NULL \
+    AND thread_key IS NULL) TO STDOUT (FORMAT binary)";
 
-/// [`NEAREST_COPY`] with the blocks of one thread too.
-const NEAREST_COPY_IN_THREAD: &str = "COPY (SELECT id, entries FROM memory_blocks \
+/// [`NEAREST_COPY`] with the vectors of one thread too.
+const NEAREST_COPY_IN_THREAD: &str = "COPY (\
+    SELECT id, entries FROM memory_blocks \
     WHERE user_key = current_setting('hearth.near_user') \
     AND model = current_setting('hearth.near_model') \
+    AND (thread_key IS NULL OR thread_key = current_setting('hearth.near_thread')) \
+    UNION ALL \
+    SELECT memory_id, int8send(memory_id) || int4send(length(compact)) || compact \
+    FROM memory_vectors \
+    WHERE user_key = current_setting('hearth.near_user') \
+    AND model = current_setting('hearth.near_model') AND block_id IS NULL \
     AND (thread_key IS NULL OR thread_key = current_setting('hearth.near_thread'))) \
     TO STDOUT (FORMAT binary)";
 

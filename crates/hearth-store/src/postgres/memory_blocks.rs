@@ -3,23 +3,26 @@
 //! hundred block rows instead of one row per fact, since PostgreSQL's
 //! executor costs about half a microsecond per row whatever the row holds.
 //!
-//! `memory_vectors` keeps one row per vector, each naming its block; a
-//! block is those rows concatenated, rewritten whole when one of them is
-//! written ([`set_embedding`]) or deleted (a trigger, once per statement,
-//! whatever deleted the memories). Every writer of a user's blocks holds the
-//! user's advisory lock until it commits, so two writers never rebuild one
-//! block from two different views of its vectors.
+//! `memory_vectors` keeps one row per vector, each naming its block or none
+//! (the tail). A new vector joins the tail of its user, thread and model;
+//! once the tail holds [`BLOCK_VECTORS`], they are packed into a new block
+//! in the same transaction, so each vector is written twice, not once per
+//! later neighbour. A block is rewritten whole when one of its vectors is
+//! embedded again ([`set_embedding`]) or deleted (a trigger, once per
+//! statement, whatever deleted the memories). Every writer of a user's
+//! blocks holds the user's advisory lock until it commits, so two writers
+//! never rebuild one block, or pack one tail, from two views of its rows.
 
 use super::PostgresStore;
 use crate::error::{Result, StoreError};
 use crate::memory::vector_to_bytes;
 use crate::nearest::compact_vector;
 
-/// The most vectors a block holds. The migration's fill
+/// The vectors of a packed block. The migration's fill
 /// (`hearth_fill_memory_blocks`) packs by the same number: 128 vectors of
-/// 384 dimensions are 50 KB, so 10^5 facts are under 800 rows, and writing
-/// one vector rewrites at most 50 KB.
-pub(super) const BLOCK_VECTORS: i32 = 128;
+/// 384 dimensions are 50 KB, so 10^5 facts are under 800 rows plus a tail of
+/// fewer than 128, and embedding one again rewrites at most 50 KB.
+pub(super) const BLOCK_VECTORS: i64 = 128;
 
 /// Bytes before each vector in a block: its memory id (i64) and its length
 /// (i32), both big-endian.
@@ -79,7 +82,7 @@ pub(super) async fn set_embedding(
     };
     let user: String = row.try_get(0)?;
     let thread: Option<String> = row.try_get(1)?;
-    tx.execute("SELECT hearth_lock_memory_blocks(ARRAY[$1])", &[&user])
+    tx.execute("SELECT hearth_lock_memory_blocks(ARRAY[$1::text])", &[&user])
         .await?;
     // Read after the lock: what the last writer of these blocks committed.
     let stmt = tx
@@ -91,25 +94,12 @@ pub(super) async fn set_embedding(
         Some(row) => Some((row.try_get(0)?, row.try_get(1)?)),
         None => None,
     };
-    let block = match &was {
-        // Embedded again by the same model: rewritten where it is.
-        Some((Some(block), was_model)) if was_model == model => *block,
-        _ => {
-            let stmt = tx
-                .prepare_cached(
-                    "WITH last AS (SELECT id FROM memory_blocks \
-                     WHERE user_key = $1 AND model = $2 AND thread_key IS NOT DISTINCT FROM $3 \
-                     AND count < $4 ORDER BY id DESC LIMIT 1), \
-                     made AS (INSERT INTO memory_blocks (user_key, thread_key, model, count, entries) \
-                     SELECT $1, $3, $2, 0, ''::bytea WHERE NOT EXISTS (SELECT 1 FROM last) \
-                     RETURNING id) \
-                     SELECT id FROM last UNION ALL SELECT id FROM made",
-                )
-                .await?;
-            tx.query_one(&stmt, &[&user, &model, &thread, &BLOCK_VECTORS])
-                .await?
-                .try_get(0)?
-        }
+    // Embedded again by the same model: rewritten in its block. Otherwise
+    // it joins the tail, and leaves the block it was in.
+    let (kept, left) = match &was {
+        Some((block, was_model)) if was_model == model => (*block, None),
+        Some((block, _)) => (None, *block),
+        None => (None, None),
     };
     let stmt = tx
         .prepare_cached(
@@ -127,20 +117,61 @@ pub(super) async fn set_embedding(
             &thread,
             &model,
             &compact_vector(vector),
-            &block,
+            &kept,
         ],
     )
     .await?;
-    let mut blocks = vec![block];
-    if let Some((Some(old), _)) = was
-        && old != block
-    {
-        blocks.push(old);
+    let rebuild: Vec<i64> = kept.into_iter().chain(left).collect();
+    if !rebuild.is_empty() {
+        tx.execute("SELECT hearth_rebuild_memory_blocks($1)", &[&rebuild])
+            .await?;
     }
-    tx.execute("SELECT hearth_rebuild_memory_blocks($1)", &[&blocks])
-        .await?;
+    if kept.is_none() {
+        pack_full_tail(&tx, &user, thread.as_deref(), model).await?;
+    }
     tx.commit().await?;
     Ok(true)
+}
+
+/// Packs the tail of `user`'s vectors of `thread` (or user-wide) and
+/// `model` into a new block once it holds [`BLOCK_VECTORS`]; the caller
+/// holds the user's lock.
+async fn pack_full_tail(
+    tx: &deadpool_postgres::Transaction<'_>,
+    user: &str,
+    thread: Option<&str>,
+    model: &str,
+) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(
+            "SELECT count(*) FROM memory_vectors WHERE user_key = $1 AND model = $2 \
+             AND block_id IS NULL AND thread_key IS NOT DISTINCT FROM $3",
+        )
+        .await?;
+    let tail: i64 = tx
+        .query_one(&stmt, &[&user, &model, &thread])
+        .await?
+        .try_get(0)?;
+    if tail < BLOCK_VECTORS {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "WITH made AS (INSERT INTO memory_blocks (user_key, thread_key, model, count, entries) \
+             VALUES ($1, $3, $2, 0, ''::bytea) RETURNING id), \
+             packed AS (UPDATE memory_vectors SET block_id = (SELECT id FROM made) \
+             WHERE user_key = $1 AND model = $2 AND block_id IS NULL \
+             AND thread_key IS NOT DISTINCT FROM $3) \
+             SELECT id FROM made",
+        )
+        .await?;
+    let block: i64 = tx
+        .query_one(&stmt, &[&user, &model, &thread])
+        .await?
+        .try_get(0)?;
+    tx.execute("SELECT hearth_rebuild_memory_blocks(ARRAY[$1::bigint])", &[&block])
+        .await?;
+    Ok(())
 }
 
 /// Packs every vector in no block yet (those `hearth store
@@ -156,6 +187,7 @@ pub(super) async fn fill_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::{MemoryStore, NewMemory};
 
     fn entry(id: i64, v: &[u8]) -> Vec<u8> {
         let mut out = id.to_be_bytes().to_vec();
@@ -185,4 +217,99 @@ mod tests {
             assert!(each_entry(&block[..cut], |_, _| {}).is_err(), "cut at {cut}");
         }
     }
+
+    /// Blocks whose entries differ from the rows naming them, rows naming
+    /// a block that is gone, and blocks whose count is wrong: all must be
+    /// none.
+    const INCONSISTENT: &str = "SELECT \
+        (SELECT count(*) FROM memory_blocks b WHERE b.entries IS DISTINCT FROM \
+            (SELECT string_agg(int8send(memory_id) || int4send(length(compact)) || compact, \
+             ''::bytea ORDER BY memory_id) FROM memory_vectors WHERE block_id = b.id) \
+            OR b.count <> (SELECT count(*) FROM memory_vectors WHERE block_id = b.id)) \
+        + (SELECT count(*) FROM memory_vectors v WHERE v.block_id IS NOT NULL \
+            AND NOT EXISTS (SELECT 1 FROM memory_blocks b WHERE b.id = v.block_id \
+            AND b.model = v.model AND b.user_key = v.user_key))";
+
+    /// Saves, re-embeddings (by the same model and another) and forgets of
+    /// one user's memories, eight at once, leave every block exactly the
+    /// vectors that name it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_writers_of_one_users_blocks_leave_them_exact() {
+        let Some(url) = super::super::testing::fresh_database_url().await else {
+            return;
+        };
+        let store = std::sync::Arc::new(PostgresStore::connect(&url, "TEST", 8).await.unwrap());
+        fn vector(n: usize) -> Vec<f32> {
+            vec![1.0_f32, (n % 97) as f32 * 0.01, (n % 13) as f32 * 0.1]
+        }
+        async fn save(store: std::sync::Arc<PostgresStore>, n: usize) -> i64 {
+            let id = store
+                .save_memory(NewMemory {
+                    user_key: "u".into(),
+                    thread_key: None,
+                    text: format!("fact {n}"),
+                    run_id: None,
+                    at: 0,
+                })
+                .await
+                .unwrap()
+                .memory
+                .id;
+            assert!(store.set_memory_embedding(id, "m", &vector(n)).await.unwrap());
+            id
+        }
+        let mut first = Vec::new();
+        for n in 0..400 {
+            first.push(save(store.clone(), n).await);
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for task in 0..8_usize {
+            let store = store.clone();
+            let mine: Vec<i64> = first.iter().skip(task).step_by(8).copied().collect();
+            tasks.spawn(async move {
+                let mut kept = Vec::new();
+                for (i, id) in mine.into_iter().enumerate() {
+                    match i % 4 {
+                        0 => assert!(store.forget_memory("u", id).await.unwrap()),
+                        1 => {
+                            assert!(store.set_memory_embedding(id, "m", &vector(i + 7)).await.unwrap());
+                            kept.push(id);
+                        }
+                        2 => assert!(store.set_memory_embedding(id, "m2", &vector(i)).await.unwrap()),
+                        _ => kept.push(id),
+                    }
+                    kept.push(save(store.clone(), 1_000 + task * 100 + i).await);
+                }
+                kept
+            });
+        }
+        let mut kept = Vec::new();
+        while let Some(ids) = tasks.join_next().await {
+            kept.extend(ids.unwrap());
+        }
+        let client = store.client().await.unwrap();
+        let bad: i64 = client.query_one(INCONSISTENT, &[]).await.unwrap().get(0);
+        assert_eq!(bad, 0, "blocks that differ from their vectors");
+        let scope = crate::memory::MemoryScope {
+            user_key: "u".into(),
+            thread_key: None,
+        };
+        let mut found: Vec<i64> = store
+            .nearest_memories(&scope, "m", &[1.0, 0.0, 0.0], 2_000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|n| n.memory.id)
+            .collect();
+        found.sort_unstable();
+        kept.sort_unstable();
+        assert_eq!(found, kept);
+        let packed: i64 = client
+            .query_one("SELECT count(*) FROM memory_blocks", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(packed >= 3, "{packed} blocks");
+    }
 }
+
