@@ -66,11 +66,12 @@ $$;
 
 -- Every delete of vectors (a memory forgotten, purged, a user's memories
 -- erased: all cascade from `memories`) rebuilds the blocks that held them,
--- once per statement.
+-- once per statement; vectors of the tail leave nothing behind.
 CREATE FUNCTION hearth_memory_vectors_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM hearth_lock_memory_blocks(ARRAY(SELECT DISTINCT user_key FROM gone));
+    PERFORM hearth_lock_memory_blocks(
+        ARRAY(SELECT DISTINCT user_key FROM gone WHERE block_id IS NOT NULL));
     PERFORM hearth_rebuild_memory_blocks(
         ARRAY(SELECT DISTINCT block_id FROM gone WHERE block_id IS NOT NULL));
     RETURN NULL;

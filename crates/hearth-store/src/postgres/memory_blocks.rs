@@ -64,9 +64,9 @@ pub(super) async fn set_embedding(
 ) -> Result<bool> {
     let mut client = store.client().await?;
     let tx = client.transaction().await?;
-    // The memory's row lock first, the user's block lock after, as a
-    // delete takes them (its trigger locks at the end of the statement):
-    // one order, so the two cannot wait for each other.
+    // The memory's row lock first, the user's block lock after (when it
+    // is needed), as a delete takes them (its trigger locks at the end of
+    // the statement): one order, so the two cannot wait for each other.
     let stmt = tx
         .prepare_cached(
             "UPDATE memories SET embedding = $2, embedding_model = $3 \
@@ -82,18 +82,18 @@ pub(super) async fn set_embedding(
     };
     let user: String = row.try_get(0)?;
     let thread: Option<String> = row.try_get(1)?;
-    tx.execute("SELECT hearth_lock_memory_blocks(ARRAY[$1::text])", &[&user])
-        .await?;
-    // Read after the lock: what the last writer of these blocks committed.
-    let stmt = tx
-        .prepare_cached(
-            "SELECT block_id, model FROM memory_vectors WHERE user_key = $1 AND memory_id = $2",
-        )
-        .await?;
-    let was: Option<(Option<i64>, String)> = match tx.query_opt(&stmt, &[&user, &id]).await? {
-        Some(row) => Some((row.try_get(0)?, row.try_get(1)?)),
-        None => None,
-    };
+    // A memory embedded for the first time has no vector a block or a
+    // pack could hold (another embedding of it waits for the row lock
+    // above): it joins the tail without the user's lock, so the saves of
+    // one user run side by side. One embedded before is read again under
+    // the lock, as the last writer of its block left it.
+    let mut was = stored(&tx, &user, id).await?;
+    let mut locked = false;
+    if was.is_some() {
+        lock(&tx, &user).await?;
+        locked = true;
+        was = stored(&tx, &user, id).await?;
+    }
     // Embedded again by the same model: rewritten in its block. Otherwise
     // it joins the tail, and leaves the block it was in.
     let (kept, left) = match &was {
@@ -127,20 +127,21 @@ pub(super) async fn set_embedding(
             .await?;
     }
     if kept.is_none() {
-        pack_full_tail(&tx, &user, thread.as_deref(), model).await?;
+        pack_full_tail(&tx, &user, thread.as_deref(), model, locked).await?;
     }
     tx.commit().await?;
     Ok(true)
 }
 
 /// Packs the tail of `user`'s vectors of `thread` (or user-wide) and
-/// `model` into a new block once it holds [`BLOCK_VECTORS`]; the caller
-/// holds the user's lock.
+/// `model` into a new block once it holds [`BLOCK_VECTORS`], taking the
+/// user's lock for it unless `locked` says the caller holds it.
 async fn pack_full_tail(
     tx: &deadpool_postgres::Transaction<'_>,
     user: &str,
     thread: Option<&str>,
     model: &str,
+    locked: bool,
 ) -> Result<()> {
     let stmt = tx
         .prepare_cached(
@@ -148,12 +149,22 @@ async fn pack_full_tail(
              AND block_id IS NULL AND thread_key IS NOT DISTINCT FROM $3",
         )
         .await?;
-    let tail: i64 = tx
-        .query_one(&stmt, &[&user, &model, &thread])
-        .await?
-        .try_get(0)?;
-    if tail < BLOCK_VECTORS {
+    let count = || async {
+        Ok::<i64, StoreError>(
+            tx.query_one(&stmt, &[&user, &model, &thread])
+                .await?
+                .try_get(0)?,
+        )
+    };
+    if count().await? < BLOCK_VECTORS {
         return Ok(());
+    }
+    if !locked {
+        lock(tx, user).await?;
+        // Counted again: another writer may have packed it meanwhile.
+        if count().await? < BLOCK_VECTORS {
+            return Ok(());
+        }
     }
     let stmt = tx
         .prepare_cached(
@@ -170,6 +181,31 @@ async fn pack_full_tail(
         .await?
         .try_get(0)?;
     tx.execute("SELECT hearth_rebuild_memory_blocks(ARRAY[$1::bigint])", &[&block])
+        .await?;
+    Ok(())
+}
+
+/// The block (if any) and the model of memory `id`'s stored vector, if it
+/// has one.
+async fn stored(
+    tx: &deadpool_postgres::Transaction<'_>,
+    user: &str,
+    id: i64,
+) -> Result<Option<(Option<i64>, String)>> {
+    let stmt = tx
+        .prepare_cached(
+            "SELECT block_id, model FROM memory_vectors WHERE user_key = $1 AND memory_id = $2",
+        )
+        .await?;
+    Ok(match tx.query_opt(&stmt, &[&user, &id]).await? {
+        Some(row) => Some((row.try_get(0)?, row.try_get(1)?)),
+        None => None,
+    })
+}
+
+/// Takes `user`'s block lock until the transaction ends.
+async fn lock(tx: &deadpool_postgres::Transaction<'_>, user: &str) -> Result<()> {
+    tx.execute("SELECT hearth_lock_memory_blocks(ARRAY[$1::text])", &[&user])
         .await?;
     Ok(())
 }
