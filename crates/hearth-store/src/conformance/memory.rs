@@ -481,7 +481,12 @@ async fn embedded<S: MemoryStore>(
             .unwrap()
             .memory
             .id;
-        assert!(store.set_memory_embedding(id, model, &vector(i)).await.unwrap());
+        assert!(
+            store
+                .set_memory_embedding(id, model, &vector(i))
+                .await
+                .unwrap()
+        );
         ids.push(id);
     }
     ids
@@ -564,7 +569,12 @@ pub async fn a_memory_embedded_again_is_searched_by_its_new_vector_only<
     }
     // Now embedded by another model, the same way as before.
     for (i, id) in moved.iter().enumerate() {
-        assert!(store.set_memory_embedding(*id, "m2", &near(0.0, i)).await.unwrap());
+        assert!(
+            store
+                .set_memory_embedding(*id, "m2", &near(0.0, i))
+                .await
+                .unwrap()
+        );
     }
     assert_eq!(nearest_ids(&store, "m", 1).await, vec![rest[0]]);
     assert_eq!(nearest_ids(&store, "m", 100).await, rest);
@@ -593,7 +603,12 @@ pub async fn concurrent_embeddings_of_one_user_keep_every_vector<
                     .unwrap()
                     .memory
                     .id;
-                assert!(store.set_memory_embedding(id, "m", &near(0.0, n)).await.unwrap());
+                assert!(
+                    store
+                        .set_memory_embedding(id, "m", &near(0.0, n))
+                        .await
+                        .unwrap()
+                );
                 ids.push(id);
             }
             ids

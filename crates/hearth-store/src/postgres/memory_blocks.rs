@@ -111,14 +111,7 @@ pub(super) async fn set_embedding(
         .await?;
     tx.execute(
         &stmt,
-        &[
-            &user,
-            &id,
-            &thread,
-            &model,
-            &compact_vector(vector),
-            &kept,
-        ],
+        &[&user, &id, &thread, &model, &compact_vector(vector), &kept],
     )
     .await?;
     let rebuild: Vec<i64> = kept.into_iter().chain(left).collect();
@@ -180,8 +173,11 @@ async fn pack_full_tail(
         .query_one(&stmt, &[&user, &model, &thread])
         .await?
         .try_get(0)?;
-    tx.execute("SELECT hearth_rebuild_memory_blocks(ARRAY[$1::bigint])", &[&block])
-        .await?;
+    tx.execute(
+        "SELECT hearth_rebuild_memory_blocks(ARRAY[$1::bigint])",
+        &[&block],
+    )
+    .await?;
     Ok(())
 }
 
@@ -205,8 +201,11 @@ async fn stored(
 
 /// Takes `user`'s block lock until the transaction ends.
 async fn lock(tx: &deadpool_postgres::Transaction<'_>, user: &str) -> Result<()> {
-    tx.execute("SELECT hearth_lock_memory_blocks(ARRAY[$1::text])", &[&user])
-        .await?;
+    tx.execute(
+        "SELECT hearth_lock_memory_blocks(ARRAY[$1::text])",
+        &[&user],
+    )
+    .await?;
     Ok(())
 }
 
@@ -241,7 +240,11 @@ mod tests {
         each_entry(&block, |id, v| got.push((id, v.to_vec()))).unwrap();
         assert_eq!(
             got,
-            vec![(7, b"abc".to_vec()), (-1, vec![]), (1 << 40, vec![0xff; 300])]
+            vec![
+                (7, b"abc".to_vec()),
+                (-1, vec![]),
+                (1 << 40, vec![0xff; 300])
+            ]
         );
         each_entry(&[], |_, _| panic!("an empty block has no vector")).unwrap();
     }
@@ -250,7 +253,10 @@ mod tests {
     fn a_cut_block_is_an_error() {
         let block = entry(7, b"abc");
         for cut in [1, ENTRY_HEADER - 1, ENTRY_HEADER + 2] {
-            assert!(each_entry(&block[..cut], |_, _| {}).is_err(), "cut at {cut}");
+            assert!(
+                each_entry(&block[..cut], |_, _| {}).is_err(),
+                "cut at {cut}"
+            );
         }
     }
 
@@ -291,7 +297,12 @@ mod tests {
                 .unwrap()
                 .memory
                 .id;
-            assert!(store.set_memory_embedding(id, "m", &vector(n)).await.unwrap());
+            assert!(
+                store
+                    .set_memory_embedding(id, "m", &vector(n))
+                    .await
+                    .unwrap()
+            );
             id
         }
         let mut first = Vec::new();
@@ -308,10 +319,20 @@ mod tests {
                     match i % 4 {
                         0 => assert!(store.forget_memory("u", id).await.unwrap()),
                         1 => {
-                            assert!(store.set_memory_embedding(id, "m", &vector(i + 7)).await.unwrap());
+                            assert!(
+                                store
+                                    .set_memory_embedding(id, "m", &vector(i + 7))
+                                    .await
+                                    .unwrap()
+                            );
                             kept.push(id);
                         }
-                        2 => assert!(store.set_memory_embedding(id, "m2", &vector(i)).await.unwrap()),
+                        2 => assert!(
+                            store
+                                .set_memory_embedding(id, "m2", &vector(i))
+                                .await
+                                .unwrap()
+                        ),
                         _ => kept.push(id),
                     }
                     kept.push(save(store.clone(), 1_000 + task * 100 + i).await);
@@ -348,4 +369,3 @@ mod tests {
         assert!(packed >= 3, "{packed} blocks");
     }
 }
-

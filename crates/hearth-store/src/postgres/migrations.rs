@@ -337,7 +337,12 @@ mod tests {
             .unwrap()
             .memory
             .id;
-        assert!(store.set_memory_embedding(id, "m", &vector(0)).await.unwrap());
+        assert!(
+            store
+                .set_memory_embedding(id, "m", &vector(0))
+                .await
+                .unwrap()
+        );
         let block: Option<i64> = client
             .query_one(
                 "SELECT block_id FROM memory_vectors WHERE memory_id = $1",
