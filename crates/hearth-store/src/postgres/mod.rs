@@ -159,6 +159,15 @@ impl PostgresStore {
         )
     }
 
+    /// A second connection for work that can use one (a search by meaning
+    /// reads half its blocks on each): one free now, or opened now when the
+    /// pool has room; `None` rather than waiting for another to be returned.
+    pub(crate) async fn spare_client(&self) -> Option<Object> {
+        let mut now = deadpool_postgres::Timeouts::new();
+        now.wait = Some(std::time::Duration::ZERO);
+        self.inner.pool.timeout_get(&now).await.ok()
+    }
+
     /// A pooled connection.
     pub(crate) async fn client(&self) -> Result<Object> {
         self.inner
