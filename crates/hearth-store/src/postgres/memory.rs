@@ -272,16 +272,31 @@ impl MemoryStore for PostgresStore {
         keep: usize,
     ) -> Result<Vec<NearMemory>> {
         let mut client = self.client().await?;
-        let mut spare = self.spare_client().await;
-        // One snapshot for the whole search, shared with the spare
-        // connection when there is one (each reads half the blocks: the
-        // server's side of a search is mostly copying them out).
+        // One snapshot for the whole search, shared with a spare connection
+        // when the user has blocks to share and the pool has one free now
+        // (each reads half the blocks: the server's side of a search is
+        // mostly copying them out).
         let tx = client
             .build_transaction()
             .isolation_level(IsolationLevel::RepeatableRead)
             .read_only(true)
             .start()
             .await?;
+        let stmt = tx
+            .prepare_cached(
+                "SELECT count(*) FROM memory_blocks WHERE user_key = $1 AND model = $2 \
+                 AND (thread_key IS NULL OR thread_key = $3)",
+            )
+            .await?;
+        let blocks: i64 = tx
+            .query_one(&stmt, &[&scope.user_key, &model, &scope.thread_key])
+            .await?
+            .try_get(0)?;
+        let mut spare = if blocks >= 2 {
+            self.spare_client().await
+        } else {
+            None
+        };
         let parts = if spare.is_some() { 2 } else { 1 };
         set_terms(&tx, scope, model, (0, parts)).await?;
         let copy = if scope.thread_key.is_some() {
@@ -407,7 +422,7 @@ async fn scan_compact(
         })?;
     }
     pairs.finish()?;
-    Ok(damaged?)
+    damaged
 }
 
 /// Writes the compact copy of every embedding stored before migration 9,
