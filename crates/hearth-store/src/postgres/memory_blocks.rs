@@ -54,8 +54,8 @@ pub(super) fn each_entry(
 }
 
 /// Stores memory `id`'s embedding by `model` (its f32 copy and its compact
-/// copy) and rewrites the blocks it leaves and joins, in one transaction.
-/// `false` when the memory is gone.
+/// copy), rewrites the block it is in or leaves, and packs its tail once
+/// full, in one transaction. `false` when the memory is gone.
 pub(super) async fn set_embedding(
     store: &PostgresStore,
     id: i64,
