@@ -148,7 +148,19 @@ impl Nearest {
         if self.scoring == Scoring::Exact && similarity <= 0.0 {
             return;
         }
-        let scored = Scored { similarity, id };
+        self.keep_scored(Scored { similarity, id });
+    }
+
+    /// Adds what `other`, a search for the same query over other vectors,
+    /// kept: the result is what one search over both would have kept.
+    pub(crate) fn absorb(&mut self, other: Nearest) {
+        for Reverse(scored) in other.best {
+            self.keep_scored(scored);
+        }
+    }
+
+    /// Keeps `scored` if it is among the best `keep` so far.
+    fn keep_scored(&mut self, scored: Scored) {
         if self.best.len() < self.keep {
             self.best.push(Reverse(scored));
         } else if self
@@ -434,6 +446,21 @@ mod tests {
             rescored.offer(id, &vector_to_bytes(&all[usize::try_from(id).unwrap()]));
         }
         assert_eq!(rescored.ranked(), exact.ranked());
+    }
+
+    #[test]
+    fn two_scans_of_halves_absorbed_keep_what_one_scan_keeps() {
+        let all = vectors(1000, 16, 5);
+        let query = vectors(1, 16, 77).remove(0);
+        let mut one = Nearest::compact(&query, 10);
+        let (mut even, mut odd) = (Nearest::compact(&query, 10), Nearest::compact(&query, 10));
+        for (id, v) in (0..).zip(&all) {
+            let c = compact_vector(v);
+            one.offer(id, &c);
+            if id % 2 == 0 { &mut even } else { &mut odd }.offer(id, &c);
+        }
+        even.absorb(odd);
+        assert_eq!(even.ranked(), one.ranked());
     }
 
     #[test]

@@ -462,3 +462,165 @@ pub async fn concurrent_saves_of_one_fact_make_one_memory<
     // Every save moved the time forward; none moved it back.
     assert_eq!(all[0].last_used_at, 1_015);
 }
+
+/// `n` memories of user `u` named `label`, saved last used at `at`, each
+/// embedded by `model` with `vector(i)`; their ids.
+async fn embedded<S: MemoryStore>(
+    store: &S,
+    label: &str,
+    (model, at): (&str, i64),
+    n: usize,
+    vector: impl Fn(usize) -> Vec<f32>,
+) -> Vec<i64> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let text = format!("{label} fact {i}");
+        let id = store
+            .save_memory(new("u", None, &text, at))
+            .await
+            .unwrap()
+            .memory
+            .id;
+        assert!(
+            store
+                .set_memory_embedding(id, model, &vector(i))
+                .await
+                .unwrap()
+        );
+        ids.push(id);
+    }
+    ids
+}
+
+/// A vector `off` away from the query `[1, 0, 0, 0]`, and a little more
+/// the greater `i`: the smaller both, the nearer.
+fn near(off: f32, i: usize) -> Vec<f32> {
+    vec![1.0, off + 0.02 * (i as f32 + 1.0), 0.0, 0.0]
+}
+
+/// 100 more memories, pointing away from the query (never found): with
+/// those before them, more than a block's worth on a backend that packs
+/// vectors into blocks (PostgreSQL packs 128).
+async fn pointing_away<S: MemoryStore>(store: &S) {
+    embedded(store, "away", ("m", 5_000), 100, |i| {
+        vec![-1.0, 0.0, 0.01 * i as f32, 0.0]
+    })
+    .await;
+}
+
+/// The ids `nearest_memories` returns, best first.
+async fn nearest_ids<S: MemoryStore>(store: &S, model: &str, keep: usize) -> Vec<i64> {
+    store
+        .nearest_memories(&scope("u", None), model, &[1.0, 0.0, 0.0, 0.0], keep)
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.memory.id)
+        .collect()
+}
+
+/// Vectors of forgotten and purged memories are gone from what a search by
+/// meaning scans, not only from what it returns: more of them than a
+/// search's candidates (32 for one result) were the best, and the best of
+/// the rest is still found.
+pub async fn vectors_of_forgotten_and_purged_memories_leave_the_search<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let rest = embedded(&store, "rest", ("m", 5_000), 10, |i| near(1.0, i)).await;
+    let forgotten = embedded(&store, "forgotten", ("m", 5_000), 20, |i| near(0.0, i)).await;
+    let purged = embedded(&store, "purged", ("m", 1_000), 20, |i| near(0.0, i)).await;
+    pointing_away(&store).await;
+    assert_eq!(nearest_ids(&store, "m", 1).await, vec![purged[0]]);
+    for id in &forgotten {
+        assert!(store.forget_memory("u", *id).await.unwrap());
+    }
+    assert_eq!(store.purge_memories(2_000).await.unwrap(), 20);
+    assert_eq!(nearest_ids(&store, "m", 1).await, vec![rest[0]]);
+    assert_eq!(nearest_ids(&store, "m", 100).await, rest);
+    // A user's memories erased: nothing of theirs is found, and the rest
+    // are kept.
+    store
+        .delete_user_memories("u", erasure("u", 9))
+        .await
+        .unwrap();
+    assert!(nearest_ids(&store, "m", 100).await.is_empty());
+    let after = embedded(&store, "after", ("m", 5_000), 3, |i| near(0.0, i)).await;
+    assert_eq!(nearest_ids(&store, "m", 100).await, after);
+}
+
+/// A memory embedded again is scanned by its new vector only, whether the
+/// same model or another made it.
+pub async fn a_memory_embedded_again_is_searched_by_its_new_vector_only<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let rest = embedded(&store, "rest", ("m", 5_000), 10, |i| near(1.0, i)).await;
+    let turned = embedded(&store, "turned", ("m", 5_000), 40, |i| near(0.0, i)).await;
+    let moved = embedded(&store, "moved", ("m", 5_000), 40, |i| near(0.0, i)).await;
+    pointing_away(&store).await;
+    assert_eq!(nearest_ids(&store, "m", 1).await, vec![moved[0]]);
+    // Now pointing away from the query, by the same model.
+    for id in &turned {
+        let away = [-1.0, 0.0, 0.0, 0.5];
+        assert!(store.set_memory_embedding(*id, "m", &away).await.unwrap());
+    }
+    // Now embedded by another model, the same way as before.
+    for (i, id) in moved.iter().enumerate() {
+        assert!(
+            store
+                .set_memory_embedding(*id, "m2", &near(0.0, i))
+                .await
+                .unwrap()
+        );
+    }
+    assert_eq!(nearest_ids(&store, "m", 1).await, vec![rest[0]]);
+    assert_eq!(nearest_ids(&store, "m", 100).await, rest);
+    assert_eq!(nearest_ids(&store, "m2", 100).await, moved);
+}
+
+/// Memories of one user embedded at once (several replicas, or the
+/// background pass beside a tool call) are all found afterwards.
+pub async fn concurrent_embeddings_of_one_user_keep_every_vector<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let store = std::sync::Arc::new(store);
+    let mut tasks = tokio::task::JoinSet::new();
+    for task in 0..8_usize {
+        let store = std::sync::Arc::clone(&store);
+        tasks.spawn(async move {
+            let mut ids = Vec::new();
+            for i in 0..25 {
+                let n = task * 25 + i;
+                let text = format!("fact {n}");
+                let id = store
+                    .save_memory(new("u", None, &text, 1_000))
+                    .await
+                    .unwrap()
+                    .memory
+                    .id;
+                assert!(
+                    store
+                        .set_memory_embedding(id, "m", &near(0.0, n))
+                        .await
+                        .unwrap()
+                );
+                ids.push(id);
+            }
+            ids
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(ids) = tasks.join_next().await {
+        all.extend(ids.unwrap());
+    }
+    all.sort_unstable();
+    let mut found = nearest_ids(&*store, "m", 1_000).await;
+    found.sort_unstable();
+    assert_eq!(found.len(), 200);
+    assert_eq!(found, all);
+}

@@ -125,6 +125,9 @@ macro_rules! store_conformance_tests {
                 embeddings_are_stored_per_model_and_read_in_scope,
                 search_by_meaning_finds_the_exact_best_of_many_and_nothing_deleted,
                 concurrent_saves_of_one_fact_make_one_memory,
+                vectors_of_forgotten_and_purged_memories_leave_the_search,
+                a_memory_embedded_again_is_searched_by_its_new_vector_only,
+                concurrent_embeddings_of_one_user_keep_every_vector,
             ],
             confirmations: [
                 a_run_awaiting_confirmation_keeps_its_status_when_claimed,

@@ -1,8 +1,8 @@
 //! Reads the rows of `COPY (SELECT <bigint>, <bytea> ...) TO STDOUT (FORMAT
 //! binary)` as they stream in, without a `Row` per row: a search by meaning
-//! scans 10^5 compact vectors, and PostgreSQL's row messages cost the client
-//! more than the scoring (binary format: PostgreSQL's `COPY` reference,
-//! "Binary Format").
+//! scans the blocks of 10^5 compact vectors (40 MB at 384 dimensions) and
+//! scores each block as its bytes arrive (binary format: PostgreSQL's `COPY`
+//! reference, "Binary Format").
 
 use crate::error::StoreError;
 

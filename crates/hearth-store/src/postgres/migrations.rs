@@ -47,14 +47,23 @@ const MIGRATIONS: &[(u32, &str)] = &[
         12,
         include_str!("../../migrations/postgres/0012_dashboard.sql"),
     ),
+    (
+        13,
+        include_str!("../../migrations/postgres/0013_memory_blocks.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 12;
+pub(crate) const LATEST: u32 = 13;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.
 const COMPACT_VECTORS: u32 = 9;
+
+/// The migration that packs the compact vectors into blocks (its SQL fills
+/// them from the vectors stored before).
+#[cfg(test)]
+const MEMORY_BLOCKS: u32 = 13;
 
 /// The advisory lock key of migrations ("hearth-m" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6865_6172_7468_2d6d;
@@ -231,5 +240,122 @@ mod tests {
                 ("w".into(), 2, Some("t".into()), "m".into(), compact),
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn vectors_stored_before_are_packed_into_blocks_and_found() {
+        use crate::memory::{MemoryScope, MemoryStore, vector_to_bytes};
+        let Some(url) = super::super::testing::fresh_database_url().await else {
+            return;
+        };
+        let store = super::super::PostgresStore::connect_unmigrated(&url, "TEST", 2)
+            .await
+            .unwrap();
+        let mut client = store.client().await.unwrap();
+        apply_missing(&mut client, MEMORY_BLOCKS - 1).await.unwrap();
+        // As version 12 stored them: 300 user-wide vectors of "u" (more
+        // than two blocks), one of its thread "t", one of user "w".
+        let vector = |i: i32| vec![1.0_f32, 0.01 * i as f32, 0.0];
+        let mut expected = Vec::new();
+        for i in 0..302 {
+            let (user, thread) = match i {
+                300 => ("u", Some("t")),
+                301 => ("w", None),
+                _ => ("u", None),
+            };
+            let v = vector(i);
+            let id: i64 = client
+                .query_one(
+                    "INSERT INTO memories (user_key, thread_key, text, created_at, last_used_at, \
+                     embedding, embedding_model) VALUES ($1, $2, 'fact ' || $3::int, 0, 0, $4, 'm') \
+                     RETURNING id",
+                    &[&user, &thread, &i, &vector_to_bytes(&v)],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            client
+                .execute(
+                    "INSERT INTO memory_vectors (user_key, memory_id, thread_key, model, compact) \
+                     VALUES ($1, $2, $3, 'm', $4)",
+                    &[&user, &id, &thread, &crate::nearest::compact_vector(&v)],
+                )
+                .await
+                .unwrap();
+            if user == "u" {
+                expected.push(id);
+            }
+        }
+        migrate(&mut client).await.unwrap();
+        let rows = client
+            .query(
+                "SELECT user_key, thread_key, count FROM memory_blocks ORDER BY id",
+                &[],
+            )
+            .await
+            .unwrap();
+        let blocks: Vec<(String, Option<String>, i32)> = rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let mut sorted = blocks.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            vec![
+                ("u".into(), None, 44),
+                ("u".into(), None, 128),
+                ("u".into(), None, 128),
+                ("u".into(), Some("t".into()), 1),
+                ("w".into(), None, 1),
+            ],
+            "{blocks:?}"
+        );
+        // Found by meaning, the thread's too, best (the smallest i) first.
+        let scope = MemoryScope {
+            user_key: "u".into(),
+            thread_key: Some("t".into()),
+        };
+        let found: Vec<i64> = store
+            .nearest_memories(&scope, "m", &[1.0, 0.0, 0.0], 400)
+            .await
+            .unwrap()
+            .iter()
+            .map(|n| n.memory.id)
+            .collect();
+        assert_eq!(found, expected);
+        // A new vector of "u" waits in the tail, and is found.
+        let id = store
+            .save_memory(crate::memory::NewMemory {
+                user_key: "u".into(),
+                thread_key: None,
+                text: "new".into(),
+                run_id: None,
+                at: 0,
+            })
+            .await
+            .unwrap()
+            .memory
+            .id;
+        assert!(
+            store
+                .set_memory_embedding(id, "m", &vector(0))
+                .await
+                .unwrap()
+        );
+        let block: Option<i64> = client
+            .query_one(
+                "SELECT block_id FROM memory_vectors WHERE memory_id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(block, None);
+        let found = store
+            .nearest_memories(&scope, "m", &[1.0, 0.0, 0.0], 1)
+            .await
+            .unwrap();
+        assert_eq!(found[0].memory.id, id, "the newer of two equals first");
     }
 }

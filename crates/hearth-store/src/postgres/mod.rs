@@ -26,6 +26,7 @@ mod history;
 mod jobs;
 mod listen;
 mod memory;
+mod memory_blocks;
 mod migrations;
 mod outbox;
 mod pairings;
@@ -158,6 +159,15 @@ impl PostgresStore {
             self.inner.tls.clone(),
             self.inner.target.clone(),
         )
+    }
+
+    /// A second connection for work that can use one (a search by meaning
+    /// reads half its blocks on each): one free now, or opened now when the
+    /// pool has room; `None` rather than waiting for another to be returned.
+    pub(crate) async fn spare_client(&self) -> Option<Object> {
+        let mut now = deadpool_postgres::Timeouts::new();
+        now.wait = Some(std::time::Duration::ZERO);
+        self.inner.pool.timeout_get(&now).await.ok()
     }
 
     /// A pooled connection.

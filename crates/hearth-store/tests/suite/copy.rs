@@ -51,6 +51,17 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
     let Some(pg) = fresh().await else { return };
     let dir = tempfile::tempdir().unwrap();
     let path = seeded_home(dir.path());
+    // Embedded through the store, as hearth does: SQLite keeps its compact
+    // copy in `memory_vectors`, which PostgreSQL packs into blocks.
+    let sqlite = crate::open(dir.path());
+    let fact = sqlite.export_user_memories("u").await.unwrap()[0].id;
+    assert!(
+        sqlite
+            .set_memory_embedding(fact, "f/e", &[1.0, 0.5])
+            .await
+            .unwrap()
+    );
+    drop(sqlite);
 
     let mut events = Vec::new();
     let report = copy_from_sqlite(&path, &pg, &mut |e| events.push(format!("{e:?}")))
@@ -121,6 +132,39 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
         .await
         .unwrap();
     assert_eq!(found.len(), 1, "the copied fact is found by its words");
+    // And by its meaning, from the block the copy packed it into.
+    let scope = hearth_store::MemoryScope {
+        user_key: "u".into(),
+        thread_key: None,
+    };
+    let near = pg
+        .nearest_memories(&scope, "f/e", &[1.0, 0.4], 10)
+        .await
+        .unwrap();
+    assert_eq!(near.len(), 1, "{near:?}");
+    assert_eq!(near[0].memory.id, fact);
+    let client = connect(&pg).await;
+    let packed: i64 = client
+        .query_one(
+            "SELECT count(*) FROM memory_vectors v JOIN memory_blocks b ON b.id = v.block_id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(packed, 1, "the copied vector is in a block");
+}
+
+/// A client of the database `pg` writes to.
+async fn connect(pg: &PostgresStore) -> tokio_postgres::Client {
+    let url = std::env::var("HEARTH_TEST_POSTGRES_URL").unwrap();
+    let db = pg.target().rsplit('/').next().unwrap().to_owned();
+    let url = hearth_store::postgres::testing::with_dbname(&url, &db);
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,13 +174,7 @@ async fn the_checksum_sees_a_changed_row_and_a_second_copy_is_refused() {
     let path = seeded_home(dir.path());
     copy_from_sqlite(&path, &pg, &mut |_| {}).await.unwrap();
 
-    let url = std::env::var("HEARTH_TEST_POSTGRES_URL").unwrap();
-    let db = pg.target().rsplit('/').next().unwrap().to_owned();
-    let url = hearth_store::postgres::testing::with_dbname(&url, &db);
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let client = connect(&pg).await;
     client
         .execute(
             "UPDATE secrets SET sealed = '\\x00ff11'::bytea WHERE name = 'k'",

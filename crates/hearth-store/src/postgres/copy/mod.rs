@@ -11,7 +11,7 @@
 //! `sqlite_sequence`, which remembers ids of deleted rows), so no id is
 //! handed out twice.
 //!
-//! How the schemas map (SQLite at version 24, `migrations/postgres/0001` to `0012`):
+//! How the schemas map (SQLite at version 24, `migrations/postgres/0001` to `0013`):
 //!
 //! | SQLite                                   | PostgreSQL                             |
 //! |------------------------------------------|----------------------------------------|
@@ -24,6 +24,7 @@
 //! | `memories_fts` (FTS5) and its shadow tables | not copied: `memories.tsv` is generated from the text |
 //! | `sqlite_sequence`, `PRAGMA user_version` | not copied: `hearth_schema_migrations` is PostgreSQL's own |
 //! | (none)                                   | `replicas`, `leases`: left empty, replicas fill them |
+//! | `memory_vectors`                         | `memory_vectors`, and `memory_blocks` packed from it after the copy |
 //!
 //! A SQLite table or column PostgreSQL lacks stops the copy before it
 //! starts (its data would be lost); a PostgreSQL column SQLite lacks keeps
@@ -200,6 +201,9 @@ pub async fn copy_from_sqlite(
     for table in &plan.tables {
         set_sequences(&tx, table, source.sequences.get(&table.name).copied()).await?;
     }
+    // The blocks a search by meaning reads are derived from the copied
+    // compact vectors (SQLite has no blocks).
+    super::memory_blocks::fill_blocks(&tx).await?;
     tx.commit().await?;
     Ok(report)
 }
