@@ -13,7 +13,7 @@ use hearth_testkit::fake_discord::{FakeDiscord, SentMessage};
 
 use crate::discord::{ALICE, DM, TOKEN, config, no_violations, setup};
 use crate::harness::{Hearth, poll};
-use crate::postgres_channels::{database, holders, replica_id};
+use crate::postgres_channels::{database, holder_and_standby, holders};
 
 /// `[store] lease_secs`: a dead holder's gateway is taken over within it and 5 s.
 const LEASE_SECS: u64 = 2;
@@ -39,20 +39,7 @@ async fn the_replica_taking_the_gateway_over_resumes_it_and_answers_what_came_me
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = Hearth::start_with(dir_a.path(), Some(&config), &env).await;
     let b = Hearth::start_with(dir_b.path(), Some(&config), &env).await;
-    let (id_a, id_b) = (replica_id(&a).await, replica_id(&b).await);
-    let holder = poll("one discord holder", WAIT, || async {
-        match holders(&a, "discord").await.as_slice() {
-            [one] => Ok(one.clone()),
-            other => Err(other.to_vec()),
-        }
-    })
-    .await;
-    let (held, standby, standby_id) = if holder == id_a {
-        (a, b, id_b)
-    } else {
-        assert_eq!(holder, id_b);
-        (b, a, id_a)
-    };
+    let (held, standby, _, standby_id) = holder_and_standby(a, b, "discord").await;
     dc.wait_ready(1).await;
     dc.message(DM, None, ALICE, false, "before");
     dc.wait_message("echo: before").await;

@@ -53,9 +53,32 @@ pub(crate) async fn holders(h: &Hearth, duty: &str) -> Vec<String> {
         .collect()
 }
 
-pub(crate) async fn replica_id(h: &Hearth) -> String {
+async fn replica_id(h: &Hearth) -> String {
     let (_, ready) = h.get("/readyz").await;
     ready["replica"].as_str().unwrap().to_owned()
+}
+
+/// Once exactly one of `a` and `b` holds `duty`: the holder, the other
+/// replica, the holder's id and the other's.
+pub(crate) async fn holder_and_standby(
+    a: Hearth,
+    b: Hearth,
+    duty: &str,
+) -> (Hearth, Hearth, String, String) {
+    let (id_a, id_b) = (replica_id(&a).await, replica_id(&b).await);
+    let holder = poll(&format!("one {duty} holder"), WAIT, || async {
+        match holders(&a, duty).await.as_slice() {
+            [one] => Ok(one.clone()),
+            other => Err(other.to_vec()),
+        }
+    })
+    .await;
+    if holder == id_a {
+        (a, b, id_a, id_b)
+    } else {
+        assert_eq!(holder, id_b);
+        (b, a, id_b, id_a)
+    }
 }
 
 /// getUpdates calls the fake ended because another one came in: two pollers.
@@ -93,22 +116,8 @@ async fn one_replica_polls_telegram_and_another_takes_over_when_it_dies() {
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = Hearth::start_with(dir_a.path(), Some(&config), &env).await;
     let b = Hearth::start_with(dir_b.path(), Some(&config), &env).await;
-    let (id_a, id_b) = (replica_id(&a).await, replica_id(&b).await);
-
     // Exactly one replica holds the poller; the other stands by, ready.
-    let holder = poll("one telegram holder", WAIT, || async {
-        match holders(&a, "telegram").await.as_slice() {
-            [one] => Ok(one.clone()),
-            other => Err(other.to_vec()),
-        }
-    })
-    .await;
-    let (held, standby, standby_id) = if holder == id_a {
-        (a, b, id_b)
-    } else {
-        assert_eq!(holder, id_b);
-        (b, a, id_a)
-    };
+    let (held, standby, holder, standby_id) = holder_and_standby(a, b, "telegram").await;
     // The standby learns it stands by at its own first try for the lease,
     // which may come a little after the holder's.
     let want = format!("standby: held by {holder}");

@@ -84,7 +84,7 @@ pub(crate) async fn migrate(client: &mut Object) -> Result<()> {
 }
 
 /// Applies every migration up to `through` that the database lacks.
-async fn apply_missing(client: &mut Object, through: u32) -> Result<()> {
+pub(crate) async fn apply_missing(client: &mut Object, through: u32) -> Result<()> {
     client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS hearth_schema_migrations (

@@ -87,6 +87,21 @@ pub async fn set_accepting(url: &str, accepting: bool) {
     let _ = driver.await;
 }
 
+/// Applies the migrations up to `version` to the database at `url`, as a
+/// hearth of that schema left it (for tests of a later migration).
+pub async fn migrate_through(url: &str, version: u32) {
+    let store = PostgresStore::connect_unmigrated(url, TEST_URL_VAR, 1)
+        .await
+        .expect("the test database opens");
+    let mut client = store
+        .client()
+        .await
+        .expect("a connection to the test database");
+    super::migrations::apply_missing(&mut client, version)
+        .await
+        .expect("the migrations up to the version apply");
+}
+
 /// A fresh, migrated store on a new database of the test server.
 pub async fn fresh_store() -> Option<(PostgresStore, ())> {
     let url = fresh_database_url().await?;

@@ -4,55 +4,20 @@
 use hearth_store::PostgresStore;
 use hearth_store::prelude::*;
 
-/// The migrations before the column, as a database made then has them.
-const BEFORE: &[(i32, &str)] = &[
-    (1, include_str!("../../migrations/postgres/0001_schema.sql")),
-    (
-        2,
-        include_str!("../../migrations/postgres/0002_wakeups.sql"),
-    ),
-    (3, include_str!("../../migrations/postgres/0003_budget.sql")),
-    (
-        4,
-        include_str!("../../migrations/postgres/0004_channels.sql"),
-    ),
-    (5, include_str!("../../migrations/postgres/0005_jobs.sql")),
-    (
-        6,
-        include_str!("../../migrations/postgres/0006_ui_sessions.sql"),
-    ),
-    (7, include_str!("../../migrations/postgres/0007_modes.sql")),
-    (
-        8,
-        include_str!("../../migrations/postgres/0008_scope_credentials.sql"),
-    ),
-];
+/// The migrations a database made before the column (`0010_parent_run_id`)
+/// and the compact vectors (`0009`) has.
+const BEFORE: u32 = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_stored_before_the_column_are_listed_after_migrating() {
     let Some(url) = hearth_store::postgres::testing::fresh_database_url().await else {
         return;
     };
+    hearth_store::postgres::testing::migrate_through(&url, BEFORE).await;
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
     let driver = tokio::spawn(connection);
-    client
-        .batch_execute(
-            "CREATE TABLE hearth_schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)",
-        )
-        .await
-        .unwrap();
-    for (version, sql) in BEFORE {
-        client.batch_execute(sql).await.unwrap();
-        client
-            .execute(
-                "INSERT INTO hearth_schema_migrations VALUES ($1, 0)",
-                &[version],
-            )
-            .await
-            .unwrap();
-    }
     client
         .batch_execute(
             "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, status, created_at, updated_at) VALUES
