@@ -170,10 +170,7 @@ impl Runtime {
         let prepared = if inner.direct.take(&run_id) {
             None
         } else {
-            Some(
-                self.prepare(&live, &run_id, thread_key, overrides.model.as_deref())
-                    .await,
-            )
+            Some(self.prepare(&live, &run_id, thread_key, &overrides).await)
         };
         let now = now_ms();
         let until = now + lease_ms(&inner.options);
@@ -201,7 +198,31 @@ impl Runtime {
             }
         };
         inner.executing_insert(&run_id);
-        let overrides = self.with_delegated_tools(&run, overrides).await;
+        // A sub-agent's supplied overrides name its parent; recovered, it has none.
+        let recovered =
+            run.source == hearth_core::DELEGATE_SOURCE && overrides.parent_run_id.is_none();
+        let overrides = self.with_delegated_tools(&live, &run, overrides).await;
+        let prepared = match prepared {
+            // A recovered sub-agent's model, read again from its parent's
+            // call: prepared and recorded again when it is not the one its
+            // (settings-less) thread gave it.
+            Some(Ok(p))
+                if recovered
+                    && overrides
+                        .model
+                        .as_deref()
+                        .is_some_and(|m| m != p.model.to_string()) =>
+            {
+                let again = self.prepare(&live, &run_id, thread_key, &overrides).await;
+                if let Ok(p) = &again
+                    && let Err(e) = store.set_run_model(&run_id, &p.model.to_string()).await
+                {
+                    warn!(run_id, error = %e, "could not record a recovered sub-agent's model");
+                }
+                Some(again)
+            }
+            other => other,
+        };
         match prepared {
             Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
                 self.run_claimed(&live, &Arc::new(run), prepared, cancel, steer, overrides)
@@ -407,12 +428,26 @@ impl Runtime {
         live: &Live,
         run_id: &str,
         thread_key: &str,
-        model: Option<&str>,
+        overrides: &crate::supplied::RunOverrides,
     ) -> Result<Prepared, PrepareError> {
-        // Settings only: counting a long thread's messages is not needed here.
-        let state = self.inner.store.thread_settings(thread_key).await?;
+        // A sub-agent's thread is new and has no settings of its own: it
+        // runs with the model and the mode its parent's call gave it.
+        let state = if overrides.parent_run_id.is_some() {
+            hearth_store::ThreadState::default()
+        } else {
+            // Settings only: counting a long thread's messages is not needed here.
+            self.inner.store.thread_settings(thread_key).await?
+        };
         let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
-        let mode = crate::modes::in_force(live, &state, now_ms()).mode;
+        let mode = match overrides
+            .mode
+            .as_deref()
+            .and_then(hearth_core::PermissionMode::parse)
+        {
+            Some(mode) => mode,
+            None => crate::modes::in_force(live, &state, now_ms()).mode,
+        };
+        let model = overrides.model.as_deref();
         let pinned = model.is_some() || state.model.is_some();
         // A model named by the run or its thread always wins over the router.
         if !pinned

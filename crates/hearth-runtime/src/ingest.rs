@@ -210,14 +210,9 @@ impl Runtime {
         {
             // A failure here is left to the worker, which prepares again and
             // fails the run with the reason.
-            self.prepare(
-                &live,
-                &new_run.run_id,
-                &new_run.thread_key,
-                overrides.model.as_deref(),
-            )
-            .await
-            .ok()
+            self.prepare(&live, &new_run.run_id, &new_run.thread_key, &overrides)
+                .await
+                .ok()
         } else {
             None
         };
@@ -229,10 +224,13 @@ impl Runtime {
         // to every replica, and another could take it without what this one
         // holds for it (its overrides). Its worker claims it again and
         // records its model.
+        // A sub-agent is held so too, on any store: its mode is recorded
+        // with it (a child recovered after a restart has nothing else to
+        // keep it by).
         let hold = prepared.is_none()
             && !incognito
             && !self.is_shutting_down()
-            && self.inner.store.cluster().is_some()
+            && (self.inner.store.cluster().is_some() || overrides.parent_run_id.is_some())
             && self.inner.scheduler.is_idle(&new_run.thread_key);
         let outcome = match &prepared {
             Some(p) => {
@@ -249,7 +247,7 @@ impl Runtime {
             // No model yet: the store keeps none.
             None if hold => {
                 store
-                    .create_claimed_run(new_run, owner, until, "", None)
+                    .create_claimed_run(new_run, owner, until, "", overrides.mode.as_deref())
                     .await
             }
             None => store.create_run(new_run).await,

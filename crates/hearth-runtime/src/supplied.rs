@@ -39,6 +39,10 @@ pub struct RunOverrides {
     /// For a sub-agent: the run whose `delegate` call starts it, stored
     /// with the run. Read at ingest, not kept for the run.
     pub parent_run_id: Option<String>,
+    /// For a sub-agent: the permission mode it runs in (its parent's), in
+    /// place of its thread's. Recorded on its run when it is stored, so a
+    /// child recovered after a restart keeps it. Only `delegate` sets it.
+    pub mode: Option<String>,
 }
 
 impl RunOverrides {
@@ -47,6 +51,7 @@ impl RunOverrides {
             && self.model.is_none()
             && self.tools.is_none()
             && self.max_steps.is_none()
+            && self.mode.is_none()
     }
 }
 
@@ -81,8 +86,10 @@ impl Runtime {
         mut overrides: RunOverrides,
     ) -> Result<RunEnvelope> {
         crate::ingest::refuse_delegate_source(&inbound)?;
-        // Only the `delegate` tool starts a sub-agent.
+        // Only the `delegate` tool starts a sub-agent, and only it gives a
+        // run a permission mode other than its thread's.
         overrides.parent_run_id = None;
+        overrides.mode = None;
         if let Some(model) = &overrides.model {
             self.inner.live().catalog.resolve(model)?;
         }
@@ -128,6 +135,7 @@ mod tests {
             tools: None,
             max_steps: None,
             parent_run_id: None,
+            mode: None,
         };
         s.put("r2", o.clone());
         assert_eq!(s.take("r2"), o);

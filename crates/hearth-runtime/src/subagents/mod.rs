@@ -23,6 +23,7 @@ use serde_json::json;
 pub(crate) use tools::SubagentTools;
 
 use crate::error::Result;
+use crate::live::Live;
 use crate::runtime::Runtime;
 
 /// Per running run: the lock that numbers its children one at a time (the
@@ -264,18 +265,18 @@ impl Runtime {
         }
     }
 
-    /// A sub-agent recovered after a restart has lost the tools and steps
-    /// its parent chose for it with the rest of what was kept in memory: they are read
-    /// again from the parent's journaled `delegate` call.
+    /// A sub-agent recovered after a restart has lost what its parent chose
+    /// for it with the rest of what was kept in memory: its model, tools and
+    /// steps are read again from the parent's journaled `delegate` call (a
+    /// model the call did not name is the parent's, as when it started).
     pub(crate) async fn with_delegated_tools(
         &self,
+        live: &Live,
         run: &RunRecord,
         mut overrides: crate::supplied::RunOverrides,
     ) -> crate::supplied::RunOverrides {
-        if run.source != hearth_core::DELEGATE_SOURCE
-            || overrides.tools.is_some()
-            || overrides.max_steps.is_some()
-        {
+        // What was supplied at ingest is still here: not recovered.
+        if run.source != hearth_core::DELEGATE_SOURCE || overrides.parent_run_id.is_some() {
             return overrides;
         }
         let Some(parent) = run.parent_run_id.as_deref() else {
@@ -292,7 +293,7 @@ impl Runtime {
         let steps = match self.store_of_run(parent).steps(parent).await {
             Ok(steps) => steps,
             Err(e) => {
-                tracing::warn!(run_id = %run.run_id, error = %e, "could not read the parent of a recovered sub-agent; it keeps every read-class tool its user may use");
+                tracing::warn!(run_id = %run.run_id, error = %e, "could not read the parent of a recovered sub-agent; it keeps every read-class tool its user may use and runs on the default model");
                 return overrides;
             }
         };
@@ -309,10 +310,23 @@ impl Runtime {
                 }
                 _ => None,
             });
-        if let Some(args) = args {
-            overrides.tools = tools::tools_arg(&args).ok().flatten();
-            overrides.max_steps = tools::max_steps_arg(&args).ok().flatten();
-        }
+        let Some(args) = args else {
+            return overrides;
+        };
+        overrides.tools = tools::tools_arg(&args).ok().flatten();
+        overrides.max_steps = tools::max_steps_arg(&args).ok().flatten();
+        overrides.model = match args.get("model").and_then(serde_json::Value::as_str) {
+            // The router picks again, as it did.
+            Some("auto") if Self::routes_runs(live) => None,
+            Some(m) if m != "auto" => Some(m.to_owned()),
+            _ => match self.run_record(parent).await {
+                Ok(parent) => parent.model,
+                Err(e) => {
+                    tracing::warn!(run_id = %run.run_id, error = %e, "could not read the parent of a recovered sub-agent; it runs on the default model");
+                    None
+                }
+            },
+        };
         overrides
     }
 

@@ -356,9 +356,10 @@ impl Runtime {
         }
     }
 
-    /// Stores the child run: its thread gets the model and the parent's
-    /// permission mode (and incognito) first, so a child recovered after a
-    /// restart runs as it would have.
+    /// Stores the child run with its model and its parent's permission
+    /// mode (its thread is made incognito first when the parent's is). A
+    /// child recovered after a restart gets its model again from the
+    /// parent's journal (`with_delegated_tools`) and keeps the recorded mode.
     async fn start_child(
         &self,
         ctx: &ToolContext,
@@ -375,13 +376,6 @@ impl Runtime {
                 thread.chars().count()
             ))
         })?;
-        let store = &self.inner.store;
-        // Together: the store's writer commits them in one batch.
-        tokio::try_join!(
-            store.set_thread_model(thread, model.as_deref()),
-            store.set_thread_mode(thread, parent.mode.as_deref(), None),
-        )
-        .map_err(failed)?;
         if ctx.incognito {
             self.set_incognito(&thread_key, true)
                 .await
@@ -404,6 +398,9 @@ impl Runtime {
             tools,
             max_steps,
             parent_run_id: Some(parent.run_id.clone()),
+            // Recorded with the child: its thread keeps no settings.
+            model,
+            mode: parent.mode.clone(),
             ..RunOverrides::default()
         };
         let env = self

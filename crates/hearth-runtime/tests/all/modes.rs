@@ -358,3 +358,38 @@ async fn a_recovered_run_keeps_the_mode_it_started_with() {
         Some("plan")
     );
 }
+
+#[tokio::test]
+async fn a_surface_cannot_give_its_run_a_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let store = common::store(dir.path());
+    let rt = runtime(dir.path(), &store, &fake, "").await;
+    // Only `delegate` gives a run a mode of its own (its parent's); a
+    // surface's overrides asking for `bypass` get the thread's.
+    let env = rt
+        .ingest_with(
+            hearth_core::Inbound {
+                source: "test".into(),
+                thread_key: testing::thread("api:no-bypass"),
+                user_key: testing::user(MEMBER),
+                text: "hello".into(),
+                delivery_mode: hearth_core::DeliveryMode::FollowUp,
+                idempotency_key: None,
+                scope: None,
+                roles: Vec::new(),
+            },
+            hearth_runtime::RunOverrides {
+                mode: Some("bypass".into()),
+                ..hearth_runtime::RunOverrides::default()
+            },
+        )
+        .await
+        .unwrap();
+    match rt.wait(&env.run_id, Duration::from_secs(30)).await.unwrap() {
+        WaitOutcome::Finished(e) => assert_eq!(e.status, RunStatus::Succeeded, "{e:?}"),
+        WaitOutcome::Pending(e) => panic!("not finished: {e:?}"),
+    }
+    let run = store.get_run(&env.run_id).await.unwrap().unwrap();
+    assert_eq!(run.mode.as_deref(), Some("ask"));
+}

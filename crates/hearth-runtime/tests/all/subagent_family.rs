@@ -159,7 +159,7 @@ async fn a_child_of_a_plan_parent_gets_no_write_and_of_an_auto_parent_writes() {
     let offered = crate::common::offered_to(&fake, "small");
     assert!(!offered.iter().any(|t| t == "delete_file"), "{offered:?}");
 
-    let (_dir, _fake, counts, rt, parent, _) =
+    let (_dir, _fake, counts, rt, parent, store) =
         parent_with_a_writing_child("t:auto", Some("auto")).await;
     let parent = finished(&rt, &parent.run_id).await;
     assert_eq!(parent.status, RunStatus::Succeeded, "{parent:?}");
@@ -168,6 +168,17 @@ async fn a_child_of_a_plan_parent_gets_no_write_and_of_an_auto_parent_writes() {
         1,
         "auto runs it unasked"
     );
+    // The mode is recorded with the child (a restart keeps it); its thread
+    // has no settings of its own.
+    let env = rt.get_run(&parent.run_id).await.unwrap();
+    let child = store
+        .get_run(&env.children[0].run_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(child.mode.as_deref(), Some("auto"));
+    let settings = store.thread_settings(&child.thread_key).await.unwrap();
+    assert_eq!((settings.model, settings.mode), (None, None));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -395,25 +395,25 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
         .unwrap();
     let child_thread = format!("t:crash/sub/{}.1", parent.seq);
     let child_id = hearth_core::new_run_id();
+    // Stored as `delegate` stores it: claimed, with its model and its
+    // parent's mode, its thread without settings of its own.
     store
-        .set_thread_model(&child_thread, Some("fake/small"))
-        .await
-        .unwrap();
-    store
-        .create_run(NewRun {
-            parent_run_id: Some(parent_id.clone()),
-            ..new_run(
-                &child_id,
-                &child_thread,
-                hearth_core::DELEGATE_SOURCE,
-                "the task",
-                Some(hearth_core::delegate_key(&parent_id, "c1")),
-            )
-        })
-        .await
-        .unwrap();
-    store
-        .claim_run(&child_id, "dead-process", now + 3_600_000, now)
+        .create_claimed_run(
+            NewRun {
+                parent_run_id: Some(parent_id.clone()),
+                ..new_run(
+                    &child_id,
+                    &child_thread,
+                    hearth_core::DELEGATE_SOURCE,
+                    "the task",
+                    Some(hearth_core::delegate_key(&parent_id, "c1")),
+                )
+            },
+            "dead-process",
+            now + 3_600_000,
+            "fake/small",
+            Some("ask"),
+        )
         .await
         .unwrap();
 
@@ -432,6 +432,8 @@ async fn a_parent_resumed_after_a_crash_starts_no_second_child() {
     let env = rt.get_run(&parent_id).await.unwrap();
     assert_eq!(env.children.len(), 1, "one child: {:?}", env.children);
     assert_eq!(env.children[0].run_id, child_id);
+    // Its model read again from the parent's call, not its thread's default.
+    assert_eq!(env.children[0].model.as_deref(), Some("fake/small"));
     let small_calls = fake
         .requests()
         .iter()

@@ -261,6 +261,7 @@ async fn chat(st: AppState, headers: &HeaderMap, body: &[u8]) -> Result<Response
                 tools: None,
                 max_steps: None,
                 parent_run_id: None,
+                mode: None,
             },
         )
         .await
