@@ -16,6 +16,7 @@ use crate::live::Live;
 use crate::routing::{RouteFailure, Routed};
 use crate::runtime::{Runtime, lease_ms};
 use crate::scheduler::{Enqueued, NextRun};
+use crate::subagents::Leftover;
 
 /// Why a run could not start; it fails with the code and this message.
 #[derive(Debug, thiserror::Error)]
@@ -526,7 +527,7 @@ impl Runtime {
             self.inner.executing_remove(&run.run_id);
         }
         self.forget_route_input(&run.run_id);
-        let may_have_children = self.inner.families.forget(&run.run_id);
+        let leftover = self.inner.families.forget(&run.run_id);
         let (status, output, error) = match outcome {
             Outcome::Succeeded(text) => (RunStatus::Succeeded, Some(text), None),
             Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),
@@ -604,12 +605,14 @@ impl Runtime {
                         router.committed(channel);
                     }
                 }
-                if may_have_children {
-                    // A child's answer goes to its parent alone: one still
-                    // running (started without waiting, or past a wait's
-                    // timeout, perhaps asking a question) has nobody to
-                    // answer now, and would spend and ask for nothing.
-                    Box::pin(self.cancel_children(run)).await;
+                // A child's answer goes to its parent alone: one still
+                // running (started without waiting, or past a wait's
+                // timeout, perhaps asking a question) has nobody to answer
+                // now, and would spend and ask for nothing.
+                match leftover {
+                    Leftover::Nothing => {}
+                    Leftover::Known(children) => self.cancel_running(&children).await,
+                    Leftover::Unknown => Box::pin(self.cancel_children(run)).await,
                 }
                 self.schedule_follow_ups(&run.thread_key, &follow_up_ids)
                     .await;

@@ -51,6 +51,37 @@ struct Member {
     /// It called `delegate`, or was resumed (and may have before): it may
     /// leave children running when it ends.
     may_have_children: bool,
+    /// The children it started, when all were started here (it was not
+    /// resumed): its `delegate` calls and its end read them here, not from
+    /// the store.
+    children: Option<Vec<KnownChild>>,
+}
+
+/// A child a run started in this process.
+#[derive(Clone)]
+pub(crate) struct KnownChild {
+    /// The key it was stored with (`delegate_key` of the call).
+    pub(crate) key: String,
+    /// Its run.
+    pub(crate) run_id: String,
+}
+
+/// What a run that ended may have left running.
+pub(crate) enum Leftover {
+    /// It started no child.
+    Nothing,
+    /// The children it started, all here.
+    Known(Vec<String>),
+    /// Children that only the store knows of (it was resumed).
+    Unknown,
+}
+
+/// What a run brings to its family when it starts here.
+pub(crate) struct Before {
+    /// What the family spent before, when that is not all in this process.
+    spending: Option<Spending>,
+    /// It never ran before: every child it starts is started here.
+    fresh: bool,
 }
 
 /// What a family had spent before this process ran any of it: its root and
@@ -84,9 +115,10 @@ impl Families {
         }
     }
 
-    /// Whether `run`'s family spent anything this process has not seen:
-    /// it was resumed, or its parent does not run here.
-    fn must_read(&self, run: &RunRecord) -> bool {
+    /// Whether `run` was resumed (it ran before), and whether its parent
+    /// does not run here: either way its family spent what this process
+    /// has not seen.
+    fn resumed_or_parent_away(&self, run: &RunRecord) -> (bool, bool) {
         let resumed = self
             .resumed
             .lock()
@@ -96,7 +128,7 @@ impl Families {
             .parent_run_id
             .as_deref()
             .is_some_and(|p| self.members().get(p).is_none_or(|m| m.family.is_none()));
-        resumed || parent_away
+        (resumed, parent_away)
     }
 
     /// The limits `run` shares: its parent's family when the parent runs
@@ -106,7 +138,10 @@ impl Families {
         &self,
         run: &Arc<RunRecord>,
         max_wall: Duration,
-        before: Option<Spending>,
+        Before {
+            spending: before,
+            fresh,
+        }: Before,
     ) -> Arc<Family> {
         let mut map = self.members();
         let inherited = run
@@ -139,8 +174,28 @@ impl Families {
         member.family = Some(family.clone());
         member.root = Some(root);
         member.record = Some(run.clone());
-        member.may_have_children |= resumed;
+        member.may_have_children |= resumed || !fresh;
+        member.children = fresh.then(Vec::new);
         family
+    }
+
+    /// The children `parent_run_id` started, when all were started here.
+    fn known_children(&self, parent_run_id: &str) -> Option<Vec<KnownChild>> {
+        self.members()
+            .get(parent_run_id)
+            .and_then(|m| m.children.clone())
+    }
+
+    /// Notes a child `parent_run_id` started here.
+    fn add_child(&self, parent_run_id: &str, child: KnownChild) {
+        if let Some(children) = self
+            .members()
+            .get_mut(parent_run_id)
+            .and_then(|m| m.children.as_mut())
+            && !children.iter().any(|c| c.run_id == child.run_id)
+        {
+            children.push(child);
+        }
     }
 
     /// `run_id` as it was claimed, while it runs here.
@@ -153,15 +208,21 @@ impl Families {
         self.members().get(run_id).and_then(|m| m.family.clone())
     }
 
-    /// Forgets a run that ended: its children are numbered already. True
-    /// when it may have left children running.
-    pub(crate) fn forget(&self, run_id: &str) -> bool {
+    /// Forgets a run that ended: its children are numbered already. What
+    /// it may have left running.
+    pub(crate) fn forget(&self, run_id: &str) -> Leftover {
         let member = self.members().remove(run_id);
         self.resumed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(run_id);
-        member.is_some_and(|m| m.may_have_children)
+        match member {
+            Some(m) if m.may_have_children => match m.children {
+                Some(known) => Leftover::Known(known.into_iter().map(|c| c.run_id).collect()),
+                None => Leftover::Unknown,
+            },
+            _ => Leftover::Nothing,
+        }
     }
 }
 
@@ -224,12 +285,23 @@ impl Runtime {
 
     /// What `run`'s family spent before this process ran it, when that is
     /// not all in this process: after a restart, the children that ended
-    /// before it still count against the limits the family shares. `None`
-    /// when nothing is to be read (a new run, or a child of a run here).
-    pub(crate) async fn spending_before(&self, run: &RunRecord) -> Option<Spending> {
-        if !self.inner.families.must_read(run) {
-            return None;
+    /// before it still count against the limits the family shares. Nothing
+    /// is read for a new run, or a child of a run here.
+    pub(crate) async fn spending_before(&self, run: &RunRecord) -> Before {
+        let (resumed, parent_away) = self.inner.families.resumed_or_parent_away(run);
+        let spending = if resumed || parent_away {
+            self.read_spending(run).await
+        } else {
+            None
+        };
+        Before {
+            spending,
+            fresh: !resumed,
         }
+    }
+
+    /// What the family of `run` spent, from the journals of its runs.
+    async fn read_spending(&self, run: &RunRecord) -> Option<Spending> {
         let store = self.family_store(run).await.ok()?;
         let read = async {
             let mut root = run.clone();
@@ -377,6 +449,20 @@ impl Runtime {
         }
     }
 
+    /// Cancels those of `children`, all started here, that have not ended.
+    pub(crate) async fn cancel_running(&self, children: &[String]) {
+        for child in children {
+            let running = self
+                .inner
+                .bus
+                .get(child)
+                .is_some_and(|log| !log.status().is_terminal());
+            if running && let Err(e) = Box::pin(self.cancel(child)).await {
+                tracing::warn!(run_id = %child, error = %e, "could not cancel a sub-agent");
+            }
+        }
+    }
+
     /// A parent's trace: each `delegate` step gets the child it started as
     /// its detail (`child_run_id`, `model`, `status`, `steps`, `cost_usd`).
     pub(crate) async fn with_child_details(&self, steps: &mut [StepRecord]) {
@@ -440,34 +526,63 @@ impl Runtime {
 pub(crate) struct Slot {
     /// The child's idempotency key.
     key: String,
-    /// Its thread.
+    /// The thread of a new child.
     thread: String,
-    /// The child this call started before (a resumed parent), if any.
-    existing: Option<RunRecord>,
-    /// The parent's children before this one.
-    siblings: Vec<RunRecord>,
+    /// The run of the child this call started before (a resumed parent), if any.
+    existing: Option<String>,
+    /// How many children the parent started before this one.
+    started: usize,
+    /// How many of them have not ended.
+    running: usize,
 }
 
-/// Finds the child `call_id` of `parent` started, or the thread the next
-/// child takes.
-async fn slot(store: &Arc<dyn Store>, parent: &RunRecord, call_id: &str) -> Result<Slot> {
-    let key = delegate_key(&parent.run_id, call_id);
-    let siblings = children_of(store, parent).await?;
-    let existing = siblings
-        .iter()
-        .find(|c| c.idempotency_key.as_deref() == Some(key.as_str()))
-        .cloned();
-    let thread = match &existing {
-        Some(c) => c.thread_key.clone(),
-        None => child_thread(
-            parent,
-            u32::try_from(siblings.len() + 1).unwrap_or(u32::MAX),
-        ),
-    };
-    Ok(Slot {
-        key,
-        thread,
-        existing,
-        siblings,
-    })
+impl Runtime {
+    /// Finds the child `call_id` of `parent` started, or the thread the
+    /// next child takes: from what this process knows when the parent
+    /// started all its children here, else from the store.
+    async fn slot(
+        &self,
+        store: &Arc<dyn Store>,
+        parent: &RunRecord,
+        call_id: &str,
+    ) -> Result<Slot> {
+        let key = delegate_key(&parent.run_id, call_id);
+        let (existing, started, running) = match self.inner.families.known_children(&parent.run_id)
+        {
+            Some(known) => {
+                // A child's event log stays open until it ends.
+                let running = known
+                    .iter()
+                    .filter(|c| {
+                        self.inner
+                            .bus
+                            .get(&c.run_id)
+                            .is_some_and(|log| !log.status().is_terminal())
+                    })
+                    .count();
+                let existing = known
+                    .iter()
+                    .find(|c| c.key == key)
+                    .map(|c| c.run_id.clone());
+                (existing, known.len(), running)
+            }
+            None => {
+                let siblings = children_of(store, parent).await?;
+                let running = siblings.iter().filter(|c| !c.status.is_terminal()).count();
+                let existing = siblings
+                    .iter()
+                    .find(|c| c.idempotency_key.as_deref() == Some(key.as_str()))
+                    .map(|c| c.run_id.clone());
+                (existing, siblings.len(), running)
+            }
+        };
+        let thread = child_thread(parent, u32::try_from(started + 1).unwrap_or(u32::MAX));
+        Ok(Slot {
+            key,
+            thread,
+            existing,
+            started,
+            running,
+        })
+    }
 }

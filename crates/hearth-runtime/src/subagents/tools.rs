@@ -15,7 +15,6 @@ use hearth_store::RunRecord;
 use hearth_tools::{Tool, ToolClass, ToolContext, ToolError};
 use serde_json::{Value, json};
 
-use super::slot;
 use crate::runtime::{Inner, Runtime, WaitOutcome};
 use crate::supplied::RunOverrides;
 
@@ -304,11 +303,14 @@ impl Runtime {
         // the ones before.
         let family = self.inner.families.lock_of(&parent.run_id);
         let numbering = family.lock().await;
-        let slot = slot(&store, &parent, &ctx.call_id).await.map_err(failed)?;
+        let slot = self
+            .slot(&store, &parent, &ctx.call_id)
+            .await
+            .map_err(failed)?;
         let child_id = match slot.existing {
-            Some(child) => child.run_id,
+            Some(child) => child,
             None => {
-                let started = slot.siblings.len();
+                let started = slot.started;
                 if started >= limits.max_children as usize {
                     return Err(ToolError(format!(
                         "delegate refused: this run has started {started} sub-agents and \
@@ -316,11 +318,7 @@ impl Runtime {
                         limits.max_children
                     )));
                 }
-                let running = slot
-                    .siblings
-                    .iter()
-                    .filter(|c| !c.status.is_terminal())
-                    .count();
+                let running = slot.running;
                 if running >= limits.max_parallel as usize {
                     return Err(ToolError(format!(
                         "delegate refused: {running} sub-agents of this run are still running \
@@ -343,8 +341,17 @@ impl Runtime {
                     }
                 };
                 let limits = ChildLimits { tools, max_steps };
-                self.start_child(ctx, &parent, (&slot.key, &slot.thread), task, model, limits)
-                    .await?
+                let child = self
+                    .start_child(ctx, &parent, (&slot.key, &slot.thread), task, model, limits)
+                    .await?;
+                self.inner.families.add_child(
+                    &parent.run_id,
+                    super::KnownChild {
+                        key: slot.key,
+                        run_id: child.clone(),
+                    },
+                );
+                child
             }
         };
         drop(numbering);

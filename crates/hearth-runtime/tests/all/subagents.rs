@@ -263,6 +263,37 @@ async fn fan_out_past_max_children_is_refused_with_a_tool_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_max_parallel_is_refused_and_a_child_left_running_is_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::store(dir.path());
+    let fake = FakeOpenAi::start().await;
+    let calls = (1..=2)
+        .map(|i| {
+            delegate(
+                &format!("c{i}"),
+                json!({"task": format!("task {i}"), "model": "fake/small", "wait": false}),
+            )
+        })
+        .collect();
+    // The children take their time: the first is running when the second is asked for.
+    script(&fake, calls, |_| {
+        Reply::text("late").with_delay(Duration::from_secs(60))
+    });
+    let extra = "[agent.subagents]\nmax_parallel = 1\n";
+    let rt = runtime(dir.path(), &store, &toml(&fake, extra), &Calls::default()).await;
+
+    let parent = ask(&rt, "t:parallel-limit").await;
+    assert_eq!(parent.status, RunStatus::Succeeded, "{parent:?}");
+    let text = parent.output.unwrap().text;
+    assert!(text.contains("max_parallel = 1"), "{text}");
+    let children = rt.get_run(&parent.run_id).await.unwrap().children;
+    assert_eq!(children.len(), 1, "{children:?}");
+    // Its parent ended without waiting for it: nobody reads its answer.
+    let child = finished(&rt, &children[0].run_id).await;
+    assert_eq!(child.status, RunStatus::Cancelled, "{child:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_at_max_depth_may_not_delegate() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::store(dir.path());
