@@ -17,9 +17,14 @@
 //!
 //! Usage: hearth-memory-bench [--bin-dir target/release] [--facts 100000]
 //!        [--dim 384] [--queries 200] [--backend sqlite|postgres] [--url-env VAR]
-//!        [--store-only]
+//!        [--store-only] [--database NAME]
 //!
 //! `--store-only` times the store alone (no server is started).
+//!
+//! `--database NAME` (PostgreSQL only) uses the database `NAME` on that
+//! server and keeps it: made and filled when it does not exist, searched
+//! as it is when it does (filling 10^5 facts takes half a minute, so runs
+//! compared one after the other can share one fill). Drop it afterwards.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,6 +47,8 @@ struct Args {
     postgres: Option<String>,
     /// Time the store alone, without starting a server.
     store_only: bool,
+    /// A PostgreSQL database kept between runs (filled once).
+    database: Option<String>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -52,6 +59,7 @@ fn parse_args() -> Result<Args> {
         queries: 200,
         postgres: None,
         store_only: false,
+        database: None,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -66,6 +74,7 @@ fn parse_args() -> Result<Args> {
             "--backend" => backend = val()?,
             "--url-env" => url_env = val()?,
             "--store-only" => a.store_only = true,
+            "--database" => a.database = Some(val()?),
             other => {
                 bail!("unknown argument {other}; see the doc at the top of hearth-memory-bench")
             }
@@ -75,6 +84,15 @@ fn parse_args() -> Result<Args> {
         "sqlite" => {}
         "postgres" => a.postgres = Some(url_env),
         other => bail!("--backend {other}: use sqlite or postgres"),
+    }
+    if let Some(name) = &a.database {
+        if a.postgres.is_none() {
+            bail!("--database needs --backend postgres");
+        }
+        // It goes into CREATE DATABASE as written.
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+            bail!("--database {name}: use lower-case letters, digits and _ only");
+        }
     }
     if a.dim == 0 || a.queries == 0 {
         bail!("--dim and --queries must be at least 1");
@@ -285,15 +303,19 @@ async fn main() -> Result<()> {
     let dim = args.dim;
     fake.embed_with(move |text| vector_of(text, dim));
 
-    let (store, database_url) = open(&args, &home).await?;
-    let t0 = Instant::now();
-    fill(store.clone(), args.facts, args.dim).await?;
-    println!(
-        "filled {} facts of one user with {}-dimensional vectors in {:.1} s",
-        args.facts,
-        args.dim,
-        t0.elapsed().as_secs_f64()
-    );
+    let (store, database_url, filled) = open(&args, &home).await?;
+    if filled {
+        println!("searching the facts filled before in database {:?}", args.database);
+    } else {
+        let t0 = Instant::now();
+        fill(store.clone(), args.facts, args.dim).await?;
+        println!(
+            "filled {} facts of one user with {}-dimensional vectors in {:.1} s",
+            args.facts,
+            args.dim,
+            t0.elapsed().as_secs_f64()
+        );
+    }
     // Closed, checkpointed and opened again, as a server finds it.
     drop(store);
     let (store, _) = reopen(&args, &home, database_url.as_deref()).await?;
@@ -350,14 +372,15 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// The store to fill, and the database URL the server then uses.
-async fn open(args: &Args, home: &Path) -> Result<(Arc<dyn Store>, Option<String>)> {
+/// The store to fill, the database URL the server then uses, and whether
+/// it was filled by an earlier run (`--database`).
+async fn open(args: &Args, home: &Path) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
     match &args.postgres {
         None => {
             let store = SqliteStore::open(&home.join("hearth.db"), Durability::Normal)?;
-            Ok((Arc::new(store), None))
+            Ok((Arc::new(store), None, false))
         }
-        Some(var) => postgres(var).await,
+        Some(var) => postgres(var, args.database.as_deref()).await,
     }
 }
 
@@ -390,24 +413,39 @@ async fn reconnect(_args: &Args, _url: &str) -> Result<(Arc<dyn Store>, ())> {
 }
 
 #[cfg(feature = "postgres")]
-async fn postgres(var: &str) -> Result<(Arc<dyn Store>, Option<String>)> {
+async fn postgres(
+    var: &str,
+    keep: Option<&str>,
+) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
     let admin = std::env::var(var)
         .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
     let config: tokio_postgres::Config = admin.parse().context("parsing the PostgreSQL URL")?;
     let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
-    let name = format!("hearth_memory_bench_{}", std::process::id());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .with_context(|| format!("creating database {name} (the role needs CREATEDB)"))?;
+    let name = keep.map_or_else(
+        || format!("hearth_memory_bench_{}", std::process::id()),
+        str::to_owned,
+    );
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+        .await?
+        .is_some();
+    if !exists {
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .with_context(|| format!("creating database {name} (the role needs CREATEDB)"))?;
+    }
     let url = hearth_store::postgres::testing::with_dbname(&admin, &name);
     let store = hearth_store::postgres::PostgresStore::connect(&url, var, 8).await?;
-    Ok((Arc::new(store), Some(url)))
+    Ok((Arc::new(store), Some(url), exists))
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn postgres(_var: &str) -> Result<(Arc<dyn Store>, Option<String>)> {
+async fn postgres(
+    _var: &str,
+    _keep: Option<&str>,
+) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
     bail!(
         "--backend postgres needs hearth-memory-bench built with PostgreSQL: \
          cargo build --release -p hearth-bench --features postgres"
