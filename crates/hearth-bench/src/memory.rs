@@ -17,7 +17,7 @@
 //!
 //! Usage: hearth-memory-bench [--bin-dir target/release] [--facts 100000]
 //!        [--dim 384] [--queries 200] [--backend sqlite|postgres] [--url-env VAR]
-//!        [--store-only] [--database NAME]
+//!        [--store-only] [--database NAME] [--vector-cache-mb N]
 //!
 //! `--store-only` times the store alone (no server is started).
 //!
@@ -25,6 +25,9 @@
 //! server and keeps it: made and filled when it does not exist, searched
 //! as it is when it does (filling 10^5 facts takes half a minute, so runs
 //! compared one after the other can share one fill). Drop it afterwards.
+//! `--vector-cache-mb N` bounds the store-only searches' copy of the
+//! user's vectors on PostgreSQL as `[memory] vector_cache_mb` does (0:
+//! every search reads them from the database).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -49,6 +52,8 @@ struct Args {
     store_only: bool,
     /// A PostgreSQL database kept between runs (filled once).
     database: Option<String>,
+    /// `[memory] vector_cache_mb` for the store-only searches on PostgreSQL.
+    vector_cache_mb: Option<usize>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -60,6 +65,7 @@ fn parse_args() -> Result<Args> {
         postgres: None,
         store_only: false,
         database: None,
+        vector_cache_mb: None,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -75,6 +81,7 @@ fn parse_args() -> Result<Args> {
             "--url-env" => url_env = val()?,
             "--store-only" => a.store_only = true,
             "--database" => a.database = Some(val()?),
+            "--vector-cache-mb" => a.vector_cache_mb = Some(val()?.parse()?),
             other => {
                 bail!("unknown argument {other}; see the doc at the top of hearth-memory-bench")
             }
@@ -173,9 +180,16 @@ async fn in_process(store: &Arc<dyn Store>, dim: usize, queries: usize) -> Resul
         let q = vector_of(&format!("query {i}"), dim);
         let t = Instant::now();
         let found = store.nearest_memories(&scope, MODEL, &q, 100).await?;
-        // The first one warms the cache, as the server's first search does.
+        // The first one warms the caches (the server's and, on PostgreSQL,
+        // the replica's copy of the user's vectors), as the server's first
+        // search does: reported apart.
         if i > 0 {
             lat.push(t.elapsed().as_micros() as u64);
+        } else {
+            println!(
+                "first search (nothing held yet): {:.1} ms",
+                t.elapsed().as_secs_f64() * 1000.0
+            );
         }
         if found.is_empty() {
             bail!("the store found nothing by meaning for query {i}");
@@ -187,6 +201,18 @@ async fn in_process(store: &Arc<dyn Store>, dim: usize, queries: usize) -> Resul
     );
     lat.sort_unstable();
     Ok(lat)
+}
+
+/// This process's resident memory (`VmRSS`), in kB; 0 when unknown.
+fn vm_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// This process's CPU time (user + system), in seconds.
@@ -319,7 +345,13 @@ async fn main() -> Result<()> {
     // Closed, checkpointed and opened again, as a server finds it.
     drop(store);
     let (store, _) = reopen(&args, &home, database_url.as_deref()).await?;
+    let rss = vm_rss_kb();
     let scan = in_process(&store, args.dim, args.queries).await?;
+    println!(
+        "resident memory of this process: {} kB before the searches, {} kB after",
+        rss,
+        vm_rss_kb()
+    );
     drop(store);
     let backend = if database_url.is_some() {
         "postgres"
@@ -404,6 +436,9 @@ async fn reopen(args: &Args, home: &Path, url: Option<&str>) -> Result<(Arc<dyn 
 async fn reconnect(args: &Args, url: &str) -> Result<(Arc<dyn Store>, ())> {
     let var = args.postgres.as_deref().unwrap_or("HEARTH_DATABASE_URL");
     let store = hearth_store::postgres::PostgresStore::connect(url, var, 8).await?;
+    if let Some(mb) = args.vector_cache_mb {
+        store.set_vector_cache_bytes(mb.saturating_mul(1 << 20));
+    }
     Ok((Arc::new(store), ()))
 }
 
