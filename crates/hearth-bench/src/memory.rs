@@ -97,7 +97,11 @@ fn parse_args() -> Result<Args> {
             bail!("--database needs --backend postgres");
         }
         // It goes into CREATE DATABASE as written.
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
             bail!("--database {name}: use lower-case letters, digits and _ only");
         }
     }
@@ -331,7 +335,10 @@ async fn main() -> Result<()> {
 
     let (store, database_url, filled) = open(&args, &home).await?;
     if filled {
-        println!("searching the facts filled before in database {:?}", args.database);
+        println!(
+            "searching the facts filled before in database {:?}",
+            args.database
+        );
     } else {
         let t0 = Instant::now();
         fill(store.clone(), args.facts, args.dim).await?;
@@ -448,10 +455,7 @@ async fn reconnect(_args: &Args, _url: &str) -> Result<(Arc<dyn Store>, ())> {
 }
 
 #[cfg(feature = "postgres")]
-async fn postgres(
-    var: &str,
-    keep: Option<&str>,
-) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
+async fn postgres(var: &str, keep: Option<&str>) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
     let admin = std::env::var(var)
         .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
     let config: tokio_postgres::Config = admin.parse().context("parsing the PostgreSQL URL")?;

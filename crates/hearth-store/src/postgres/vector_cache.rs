@@ -183,33 +183,43 @@ impl VectorCache {
             fetched,
             ..
         } = &mut *state;
-        let entry = users.entry(key).or_default();
-        entry.used = clock;
-        let versions: HashMap<i64, i64> = listed.iter().map(|b| (b.id, b.version)).collect();
-        let stale: Vec<i64> = entry
-            .blocks
-            .iter()
-            .filter(|(id, b)| {
-                let in_scope = b.thread_key.is_none() || b.thread_key.as_deref() == thread;
-                in_scope && versions.get(id) != Some(&b.version)
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in stale {
-            *bytes -= entry.remove(id);
-        }
         let (mut held, mut missing) = (Vec::new(), Vec::new());
-        for block in listed {
-            match entry.blocks.get(&block.id) {
-                Some(h) => held.push(h.clone()),
-                None => missing.push(block),
+        let mut holding = 0;
+        if let Some(entry) = users.get_mut(&key) {
+            entry.used = clock;
+            let versions: HashMap<i64, i64> = listed.iter().map(|b| (b.id, b.version)).collect();
+            let stale: Vec<i64> = entry
+                .blocks
+                .iter()
+                .filter(|(id, b)| {
+                    let in_scope = b.thread_key.is_none() || b.thread_key.as_deref() == thread;
+                    in_scope && versions.get(id) != Some(&b.version)
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for id in stale {
+                *bytes -= entry.remove(id);
             }
+            for block in listed {
+                match entry.blocks.get(&block.id) {
+                    Some(h) => held.push(h.clone()),
+                    None => missing.push(block),
+                }
+            }
+            holding = entry.bytes;
+            // A user is held only with blocks, so the users held stay
+            // bounded by the bytes.
+            if entry.blocks.is_empty() {
+                users.remove(&key);
+            }
+        } else {
+            missing = listed;
         }
         *fetched -= held.len() as u64;
         let wanted: usize = missing.iter().map(|b| b.bytes + BLOCK_OVERHEAD).sum();
         Plan {
             held,
-            keep: entry.bytes + wanted <= *capacity,
+            keep: holding + wanted <= *capacity,
             missing,
         }
     }
@@ -226,8 +236,14 @@ impl VectorCache {
             return;
         }
         let key = (user.to_owned(), model.to_owned());
-        let State { users, bytes, .. } = &mut *state;
+        let State {
+            users,
+            bytes,
+            clock,
+            ..
+        } = &mut *state;
         let entry = users.entry(key.clone()).or_default();
+        entry.used = *clock;
         for (listed, entries) in blocks {
             *bytes -= entry.remove(listed.id);
             let held = Held {
@@ -314,6 +330,20 @@ mod tests {
         // Block 1 deleted: a search of thread t lists only block 2.
         assert!(search(&cache, "u", Some("t"), &all[1..]).is_empty());
         assert_eq!(cache.stats().0, 100 + BLOCK_OVERHEAD);
+    }
+
+    #[test]
+    fn a_user_without_blocks_holds_no_entry() {
+        let cache = VectorCache::new(1 << 20);
+        for n in 0..100 {
+            assert!(search(&cache, &format!("u{n}"), None, &[]).is_empty());
+        }
+        assert_eq!(cache.stats().1, 0);
+        search(&cache, "u", None, &[listed(1, 1, None, 10)]);
+        assert_eq!(cache.stats().1, 1);
+        // Its only block deleted: the user goes too.
+        search(&cache, "u", None, &[]);
+        assert_eq!(cache.stats(), (0, 0, 1));
     }
 
     #[test]
