@@ -2,10 +2,10 @@
 //! search by meaning does not copy every block out of PostgreSQL each time.
 //!
 //! Measured on 10^5 facts of 384 dimensions (BENCHMARKS.md, "Issue 19:
-//! vector search on PostgreSQL, a cache of blocks"): of a 51 ms search,
-//! about 44 ms went to streaming the 40 MB of blocks (the server reading
-//! them out of TOAST, the socket, the client's protocol), 3 ms to scoring
-//! them. A cached block is scored where it lies.
+//! vector search on PostgreSQL, a replica's copy of the blocks"): of a 51 ms
+//! search, about 44 ms went to streaming the 40 MB of blocks (the server
+//! reading them out of TOAST, the socket, the client's protocol), 3 ms to
+//! scoring them. A held block is scored where it lies.
 //!
 //! Never stale: every search lists the ids and versions of the blocks of
 //! its scope (a cheap index read; `memory_blocks.version` changes on every
