@@ -17,9 +17,17 @@
 //!
 //! Usage: hearth-memory-bench [--bin-dir target/release] [--facts 100000]
 //!        [--dim 384] [--queries 200] [--backend sqlite|postgres] [--url-env VAR]
-//!        [--store-only]
+//!        [--store-only] [--database NAME] [--vector-cache-mb N]
 //!
 //! `--store-only` times the store alone (no server is started).
+//!
+//! `--database NAME` (PostgreSQL only) uses the database `NAME` on that
+//! server and keeps it: made and filled when it does not exist, searched
+//! as it is when it does (filling 10^5 facts takes half a minute, so runs
+//! compared one after the other can share one fill). Drop it afterwards.
+//! `--vector-cache-mb N` bounds the store-only searches' copy of the
+//! user's vectors on PostgreSQL as `[memory] vector_cache_mb` does (0:
+//! every search reads them from the database).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,6 +50,10 @@ struct Args {
     postgres: Option<String>,
     /// Time the store alone, without starting a server.
     store_only: bool,
+    /// A PostgreSQL database kept between runs (filled once).
+    database: Option<String>,
+    /// `[memory] vector_cache_mb` for the store-only searches on PostgreSQL.
+    vector_cache_mb: Option<usize>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -52,6 +64,8 @@ fn parse_args() -> Result<Args> {
         queries: 200,
         postgres: None,
         store_only: false,
+        database: None,
+        vector_cache_mb: None,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -66,6 +80,8 @@ fn parse_args() -> Result<Args> {
             "--backend" => backend = val()?,
             "--url-env" => url_env = val()?,
             "--store-only" => a.store_only = true,
+            "--database" => a.database = Some(val()?),
+            "--vector-cache-mb" => a.vector_cache_mb = Some(val()?.parse()?),
             other => {
                 bail!("unknown argument {other}; see the doc at the top of hearth-memory-bench")
             }
@@ -75,6 +91,19 @@ fn parse_args() -> Result<Args> {
         "sqlite" => {}
         "postgres" => a.postgres = Some(url_env),
         other => bail!("--backend {other}: use sqlite or postgres"),
+    }
+    if let Some(name) = &a.database {
+        if a.postgres.is_none() {
+            bail!("--database needs --backend postgres");
+        }
+        // It goes into CREATE DATABASE as written.
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            bail!("--database {name}: use lower-case letters, digits and _ only");
+        }
     }
     if a.dim == 0 || a.queries == 0 {
         bail!("--dim and --queries must be at least 1");
@@ -155,9 +184,16 @@ async fn in_process(store: &Arc<dyn Store>, dim: usize, queries: usize) -> Resul
         let q = vector_of(&format!("query {i}"), dim);
         let t = Instant::now();
         let found = store.nearest_memories(&scope, MODEL, &q, 100).await?;
-        // The first one warms the cache, as the server's first search does.
+        // The first one warms the caches (the server's and, on PostgreSQL,
+        // the replica's copy of the user's vectors), as the server's first
+        // search does: reported apart.
         if i > 0 {
             lat.push(t.elapsed().as_micros() as u64);
+        } else {
+            println!(
+                "first search (nothing held yet): {:.1} ms",
+                t.elapsed().as_secs_f64() * 1000.0
+            );
         }
         if found.is_empty() {
             bail!("the store found nothing by meaning for query {i}");
@@ -169,6 +205,18 @@ async fn in_process(store: &Arc<dyn Store>, dim: usize, queries: usize) -> Resul
     );
     lat.sort_unstable();
     Ok(lat)
+}
+
+/// This process's resident memory (`VmRSS`), in kB; 0 when unknown.
+fn vm_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// This process's CPU time (user + system), in seconds.
@@ -285,19 +333,32 @@ async fn main() -> Result<()> {
     let dim = args.dim;
     fake.embed_with(move |text| vector_of(text, dim));
 
-    let (store, database_url) = open(&args, &home).await?;
-    let t0 = Instant::now();
-    fill(store.clone(), args.facts, args.dim).await?;
-    println!(
-        "filled {} facts of one user with {}-dimensional vectors in {:.1} s",
-        args.facts,
-        args.dim,
-        t0.elapsed().as_secs_f64()
-    );
+    let (store, database_url, filled) = open(&args, &home).await?;
+    if filled {
+        println!(
+            "searching the facts filled before in database {:?}",
+            args.database
+        );
+    } else {
+        let t0 = Instant::now();
+        fill(store.clone(), args.facts, args.dim).await?;
+        println!(
+            "filled {} facts of one user with {}-dimensional vectors in {:.1} s",
+            args.facts,
+            args.dim,
+            t0.elapsed().as_secs_f64()
+        );
+    }
     // Closed, checkpointed and opened again, as a server finds it.
     drop(store);
     let (store, _) = reopen(&args, &home, database_url.as_deref()).await?;
+    let rss = vm_rss_kb();
     let scan = in_process(&store, args.dim, args.queries).await?;
+    println!(
+        "resident memory of this process: {} kB before the searches, {} kB after",
+        rss,
+        vm_rss_kb()
+    );
     drop(store);
     let backend = if database_url.is_some() {
         "postgres"
@@ -350,14 +411,15 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// The store to fill, and the database URL the server then uses.
-async fn open(args: &Args, home: &Path) -> Result<(Arc<dyn Store>, Option<String>)> {
+/// The store to fill, the database URL the server then uses, and whether
+/// it was filled by an earlier run (`--database`).
+async fn open(args: &Args, home: &Path) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
     match &args.postgres {
         None => {
             let store = SqliteStore::open(&home.join("hearth.db"), Durability::Normal)?;
-            Ok((Arc::new(store), None))
+            Ok((Arc::new(store), None, false))
         }
-        Some(var) => postgres(var).await,
+        Some(var) => postgres(var, args.database.as_deref()).await,
     }
 }
 
@@ -381,6 +443,9 @@ async fn reopen(args: &Args, home: &Path, url: Option<&str>) -> Result<(Arc<dyn 
 async fn reconnect(args: &Args, url: &str) -> Result<(Arc<dyn Store>, ())> {
     let var = args.postgres.as_deref().unwrap_or("HEARTH_DATABASE_URL");
     let store = hearth_store::postgres::PostgresStore::connect(url, var, 8).await?;
+    if let Some(mb) = args.vector_cache_mb {
+        store.set_vector_cache_bytes(mb.saturating_mul(1 << 20));
+    }
     Ok((Arc::new(store), ()))
 }
 
@@ -390,24 +455,36 @@ async fn reconnect(_args: &Args, _url: &str) -> Result<(Arc<dyn Store>, ())> {
 }
 
 #[cfg(feature = "postgres")]
-async fn postgres(var: &str) -> Result<(Arc<dyn Store>, Option<String>)> {
+async fn postgres(var: &str, keep: Option<&str>) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
     let admin = std::env::var(var)
         .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
     let config: tokio_postgres::Config = admin.parse().context("parsing the PostgreSQL URL")?;
     let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
-    let name = format!("hearth_memory_bench_{}", std::process::id());
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .with_context(|| format!("creating database {name} (the role needs CREATEDB)"))?;
+    let name = keep.map_or_else(
+        || format!("hearth_memory_bench_{}", std::process::id()),
+        str::to_owned,
+    );
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+        .await?
+        .is_some();
+    if !exists {
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .with_context(|| format!("creating database {name} (the role needs CREATEDB)"))?;
+    }
     let url = hearth_store::postgres::testing::with_dbname(&admin, &name);
     let store = hearth_store::postgres::PostgresStore::connect(&url, var, 8).await?;
-    Ok((Arc::new(store), Some(url)))
+    Ok((Arc::new(store), Some(url), exists))
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn postgres(_var: &str) -> Result<(Arc<dyn Store>, Option<String>)> {
+async fn postgres(
+    _var: &str,
+    _keep: Option<&str>,
+) -> Result<(Arc<dyn Store>, Option<String>, bool)> {
     bail!(
         "--backend postgres needs hearth-memory-bench built with PostgreSQL: \
          cargo build --release -p hearth-bench --features postgres"

@@ -133,6 +133,17 @@ pub fn semantic(config: &Config) -> Result<(), Problem> {
     if let Some(m) = &config.memory.embeddings {
         embeddings_ref(config, m)?;
     }
+    if config.memory.vector_cache_mb > MAX_VECTOR_CACHE_MB {
+        return Err(problem(
+            "memory.vector_cache_mb",
+            format!(
+                "{} is more than {MAX_VECTOR_CACHE_MB} MB; use 0 (keep none) to \
+                 {MAX_VECTOR_CACHE_MB} megabytes (default {})",
+                config.memory.vector_cache_mb,
+                crate::memory::DEFAULT_VECTOR_CACHE_MB
+            ),
+        ));
+    }
     if let Some(name) = config.budget.duplicate_name() {
         return Err(problem(
             "budget.pools",
@@ -260,6 +271,10 @@ fn model_ref(config: &Config, key: &str, value: &str) -> Result<(), Problem> {
     }
     Ok(())
 }
+
+/// The most `[memory] vector_cache_mb` takes (64 GiB): more is surely a
+/// unit mistaken.
+const MAX_VECTOR_CACHE_MB: u32 = 65_536;
 
 /// `memory.embeddings`: `<provider>/<model>` naming a provider with an
 /// embeddings API hearth speaks (OpenAI's, or Gemini's). The model is not checked against the
@@ -461,6 +476,21 @@ mod tests {
 
     fn load(toml: &str) -> Result<Config, crate::ConfigError> {
         crate::load_str(toml, "/h/hearth.toml", Vec::new())
+    }
+
+    #[test]
+    fn memory_vector_cache_defaults_to_64_mb_and_is_bounded() {
+        assert_eq!(load("").unwrap().memory.vector_cache_mb, 64);
+        let off = load("[memory]\nvector_cache_mb = 0\n").unwrap();
+        assert_eq!(off.memory.vector_cache_mb, 0);
+        let err = load("[memory]\nvector_cache_mb = 100000\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("memory.vector_cache_mb"), "{err}");
+        let err = load("[memory]\nvector_cache_mb = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("vector_cache_mb"), "{err}");
     }
 
     #[test]

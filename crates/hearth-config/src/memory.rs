@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[memory]`
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
     /// `<provider>/<model>` that embeds memories, which turns on search by
@@ -12,4 +12,24 @@ pub struct MemoryConfig {
     /// or `gemini`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embeddings: Option<String>,
+    /// PostgreSQL only: megabytes of memory each replica may use to keep
+    /// users' compact vectors between searches by meaning (default 64; 0
+    /// keeps none, and each search reads them from the database). A user
+    /// of 100,000 facts embedded in 384 dimensions takes about 40 MB. Held
+    /// only once someone searches by meaning, whole users evicted least
+    /// recently searched first; every search checks what it holds against
+    /// the database, so a replica never answers from stale vectors.
+    pub vector_cache_mb: u32,
+}
+
+/// [`MemoryConfig::vector_cache_mb`] when not set.
+pub const DEFAULT_VECTOR_CACHE_MB: u32 = 64;
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            embeddings: None,
+            vector_cache_mb: DEFAULT_VECTOR_CACHE_MB,
+        }
+    }
 }

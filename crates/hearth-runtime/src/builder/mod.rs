@@ -471,8 +471,31 @@ async fn open_postgres(
     })?;
     let pool = usize::try_from(config.store.pool_size).unwrap_or(usize::MAX);
     let store = hearth_store::PostgresStore::connect(&url, var, pool).await?;
+    store.set_vector_cache_bytes(vector_cache_bytes(config));
     tracing::info!(target = store.target(), "store: PostgreSQL");
     Ok(Arc::new(store))
+}
+
+/// `[memory] vector_cache_mb` in bytes.
+#[cfg(feature = "postgres")]
+fn vector_cache_bytes(config: &Config) -> usize {
+    usize::try_from(config.memory.vector_cache_mb)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(1 << 20)
+}
+
+#[cfg(all(test, feature = "postgres"))]
+#[test]
+fn the_vector_cache_bound_is_the_configured_megabytes_and_the_stores_default() {
+    let mut config = Config::default();
+    assert_eq!(
+        vector_cache_bytes(&config),
+        hearth_store::postgres::DEFAULT_VECTOR_CACHE_BYTES
+    );
+    config.memory.vector_cache_mb = 0;
+    assert_eq!(vector_cache_bytes(&config), 0);
+    config.memory.vector_cache_mb = 3;
+    assert_eq!(vector_cache_bytes(&config), 3 << 20);
 }
 
 #[cfg(not(feature = "postgres"))]

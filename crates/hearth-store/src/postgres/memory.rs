@@ -3,15 +3,11 @@
 //! `migrations/postgres/0001_schema.sql`), so the index can never lag the
 //! text: deleting the row deletes its terms.
 
-use std::collections::HashMap;
-
 use hearth_core::Timestamp;
-use tokio_postgres::{IsolationLevel, Row};
+use tokio_postgres::Row;
 
-use futures_util::StreamExt;
-
-use super::copy_pairs::Pairs;
-use super::memory_blocks::{self, each_entry};
+use super::memory_blocks;
+use super::near;
 use super::rows::col;
 use super::shared::append_audit;
 use super::{PostgresStore, narrow, wide};
@@ -20,7 +16,7 @@ use crate::memory::{
     MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
     SavedMemory, list_limit, query_words, search_limit, vector_from_bytes,
 };
-use crate::nearest::{Nearest, compact_vector};
+use crate::nearest::compact_vector;
 use crate::records::AuditEvent;
 
 /// The `memories` columns in the order [`memory_row`] reads them.
@@ -30,7 +26,9 @@ macro_rules! memory_columns {
     };
 }
 
-fn memory_row(row: &Row) -> Result<MemoryRecord> {
+pub(super) use memory_columns;
+
+pub(super) fn memory_row(row: &Row) -> Result<MemoryRecord> {
     Ok(MemoryRecord {
         id: col(row, 0)?,
         user_key: col(row, 1)?,
@@ -271,158 +269,8 @@ impl MemoryStore for PostgresStore {
         query: &[f32],
         keep: usize,
     ) -> Result<Vec<NearMemory>> {
-        let mut client = self.client().await?;
-        // One snapshot for the whole search, shared with a spare connection
-        // when the user has blocks to share and the pool has one free now
-        // (each reads half the blocks: the server's side of a search is
-        // mostly copying them out).
-        let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
-        let stmt = tx
-            .prepare_cached(
-                "SELECT count(*) FROM memory_blocks WHERE user_key = $1 AND model = $2 \
-                 AND (thread_key IS NULL OR thread_key = $3)",
-            )
-            .await?;
-        let blocks: i64 = tx
-            .query_one(&stmt, &[&scope.user_key, &model, &scope.thread_key])
-            .await?
-            .try_get(0)?;
-        let mut spare = if blocks >= 2 {
-            self.spare_client().await
-        } else {
-            None
-        };
-        let parts = if spare.is_some() { 2 } else { 1 };
-        set_terms(&tx, scope, model, (0, parts)).await?;
-        let copy = if scope.thread_key.is_some() {
-            NEAREST_COPY_IN_THREAD
-        } else {
-            NEAREST_COPY
-        };
-        let mut scan = Nearest::compact(query, keep);
-        match spare.as_mut() {
-            None => scan_compact(&tx, copy, &mut scan).await?,
-            Some(other) => {
-                let snapshot: String = tx
-                    .query_one("SELECT pg_export_snapshot()", &[])
-                    .await?
-                    .try_get(0)?;
-                // SET TRANSACTION SNAPSHOT takes no parameter; the id is
-                // PostgreSQL's own (hex digits and dashes).
-                if !snapshot.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-                    return Err(StoreError::Corrupt(format!(
-                        "pg_export_snapshot returned {snapshot:?}, not a snapshot id"
-                    )));
-                }
-                let tx2 = other
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start()
-                    .await?;
-                tx2.batch_execute(&format!("SET TRANSACTION SNAPSHOT '{snapshot}'"))
-                    .await?;
-                set_terms(&tx2, scope, model, (1, parts)).await?;
-                let mut half = Nearest::compact(query, keep);
-                let (a, b) = futures_util::future::join(
-                    scan_compact(&tx, copy, &mut scan),
-                    scan_compact(&tx2, copy, &mut half),
-                )
-                .await;
-                a?;
-                b?;
-                tx2.commit().await?;
-                scan.absorb(half);
-            }
-        }
-        let ids: Vec<i64> = scan.ranked().iter().map(|(id, _)| *id).collect();
-        // The candidates' f32 vectors, scored exactly, with their facts.
-        let stmt = tx
-            .prepare_cached(concat!(
-                "SELECT ",
-                memory_columns!(),
-                ", embedding FROM memories WHERE id = ANY($1) AND embedding_model = $2"
-            ))
-            .await?;
-        let rows = tx.query(&stmt, &[&ids, &model]).await?;
-        tx.commit().await?;
-        let mut best = Nearest::new(query, keep);
-        let mut found = HashMap::with_capacity(rows.len());
-        for row in &rows {
-            let record = memory_row(row)?;
-            let bytes: &[u8] = col(row, 7)?;
-            best.offer(record.id, bytes);
-            found.insert(record.id, record);
-        }
-        Ok(best
-            .ranked()
-            .into_iter()
-            .filter_map(|(id, similarity)| {
-                found
-                    .remove(&id)
-                    .map(|memory| NearMemory { memory, similarity })
-            })
-            .collect())
+        near::nearest(self, self.vector_cache(), scope, model, query, keep).await
     }
-}
-
-/// Sets a search's terms for the `COPY` of [`NEAREST_COPY`] as settings
-/// local to `tx` (COPY takes no parameters: they never go into the SQL
-/// text); `(part, parts)`: which of how many shares of the blocks it reads.
-async fn set_terms(
-    tx: &deadpool_postgres::Transaction<'_>,
-    scope: &MemoryScope,
-    model: &str,
-    (part, parts): (i32, i32),
-) -> Result<()> {
-    let stmt = tx
-        .prepare_cached(
-            "SELECT set_config('hearth.near_user', $1, true), \
-             set_config('hearth.near_model', $2, true), \
-             set_config('hearth.near_thread', $3, true), \
-             set_config('hearth.near_part', $4::int::text, true), \
-             set_config('hearth.near_parts', $5::int::text, true)",
-        )
-        .await?;
-    tx.execute(
-        &stmt,
-        &[
-            &scope.user_key,
-            &model,
-            &scope.thread_key.as_deref().unwrap_or_default(),
-            &part,
-            &parts,
-        ],
-    )
-    .await?;
-    Ok(())
-}
-
-/// Feeds every compact vector the `COPY` `copy` streams on `tx` to `scan`.
-async fn scan_compact(
-    tx: &deadpool_postgres::Transaction<'_>,
-    copy: &str,
-    scan: &mut Nearest,
-) -> Result<()> {
-    let stream = tx.copy_out(copy).await?;
-    let mut stream = std::pin::pin!(stream);
-    let mut pairs = Pairs::new();
-    // Rows are blocks, or the tail's vectors one at a time.
-    let mut damaged = Ok(());
-    while let Some(chunk) = stream.next().await {
-        pairs.feed(&chunk?, |_, entries| {
-            if damaged.is_ok() {
-                damaged = each_entry(entries, |id, bytes| scan.offer(id, bytes));
-            }
-        })?;
-    }
-    pairs.finish()?;
-    damaged
 }
 
 /// Writes the compact copy of every embedding stored before migration 9,
@@ -464,43 +312,6 @@ pub(super) async fn backfill_compact_vectors(
         }
     }
 }
-
-/// A user's user-wide compact vectors of one model, as a binary `COPY`
-/// ([`Pairs`]: an id, then [`each_entry`]'s bytes): the packed blocks, then
-/// the tail's vectors one row each in the same form. The terms are the
-/// transaction's `hearth.near_*` settings ([`set_terms`]); of `near_parts`
-/// shares, share `near_part` reads the blocks whose id leaves that remainder,
-/// and share 0 the tail too.
-const NEAREST_COPY: &str = "COPY (\
-    SELECT id, entries FROM memory_blocks \
-    WHERE user_key = current_setting('hearth.near_user') \
-    AND model = current_setting('hearth.near_model') AND thread_key IS NULL \
-    AND id % current_setting('hearth.near_parts')::bigint \
-        = current_setting('hearth.near_part')::bigint \
-    UNION ALL \
-    SELECT memory_id, int8send(memory_id) || int4send(length(compact)) || compact \
-    FROM memory_vectors \
-    WHERE user_key = current_setting('hearth.near_user') \
-    AND model = current_setting('hearth.near_model') AND block_id IS NULL \
-    AND thread_key IS NULL AND current_setting('hearth.near_part') = '0') \
-    TO STDOUT (FORMAT binary)";
-
-/// [`NEAREST_COPY`] with the vectors of one thread too.
-const NEAREST_COPY_IN_THREAD: &str = "COPY (\
-    SELECT id, entries FROM memory_blocks \
-    WHERE user_key = current_setting('hearth.near_user') \
-    AND model = current_setting('hearth.near_model') \
-    AND (thread_key IS NULL OR thread_key = current_setting('hearth.near_thread')) \
-    AND id % current_setting('hearth.near_parts')::bigint \
-        = current_setting('hearth.near_part')::bigint \
-    UNION ALL \
-    SELECT memory_id, int8send(memory_id) || int4send(length(compact)) || compact \
-    FROM memory_vectors \
-    WHERE user_key = current_setting('hearth.near_user') \
-    AND model = current_setting('hearth.near_model') AND block_id IS NULL \
-    AND (thread_key IS NULL OR thread_key = current_setting('hearth.near_thread')) \
-    AND current_setting('hearth.near_part') = '0') \
-    TO STDOUT (FORMAT binary)";
 
 /// Rows of a search by meaning fetched at a time.
 const SCAN_BATCH: i32 = 2048;

@@ -272,6 +272,61 @@ mod tests {
             AND NOT EXISTS (SELECT 1 FROM memory_blocks b WHERE b.id = v.block_id \
             AND b.model = v.model AND b.user_key = v.user_key))";
 
+    /// Every rewrite of a block (one of its vectors embedded again, one
+    /// deleted) gives it a version it never had, which is how a replica
+    /// holding the block knows to read it again.
+    #[tokio::test]
+    async fn a_rewritten_block_takes_a_new_version() {
+        let Some(url) = super::super::testing::fresh_database_url().await else {
+            return;
+        };
+        let store = PostgresStore::connect(&url, "TEST", 2).await.unwrap();
+        let mut ids = Vec::new();
+        for n in 0..BLOCK_VECTORS {
+            let id = store
+                .save_memory(NewMemory {
+                    user_key: "u".into(),
+                    thread_key: None,
+                    text: format!("fact {n}"),
+                    run_id: None,
+                    at: 0,
+                })
+                .await
+                .unwrap()
+                .memory
+                .id;
+            assert!(
+                store
+                    .set_memory_embedding(id, "m", &[1.0, n as f32])
+                    .await
+                    .unwrap()
+            );
+            ids.push(id);
+        }
+        let client = store.client().await.unwrap();
+        let version = || async {
+            let row = client
+                .query_one("SELECT version FROM memory_blocks", &[])
+                .await
+                .unwrap();
+            row.get::<_, i64>(0)
+        };
+        let mut seen = vec![version().await];
+        assert!(
+            store
+                .set_memory_embedding(ids[3], "m", &[0.0, 1.0])
+                .await
+                .unwrap()
+        );
+        seen.push(version().await);
+        assert!(store.forget_memory("u", ids[4]).await.unwrap());
+        seen.push(version().await);
+        let mut distinct = seen.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 3, "versions {seen:?}");
+    }
+
     /// Saves, re-embeddings (by the same model and another) and forgets of
     /// one user's memories, eight at once, leave every block exactly the
     /// vectors that name it.

@@ -51,10 +51,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         13,
         include_str!("../../migrations/postgres/0013_memory_blocks.sql"),
     ),
+    (
+        14,
+        include_str!("../../migrations/postgres/0014_memory_block_versions.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 13;
+pub(crate) const LATEST: u32 = 14;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -28,6 +28,7 @@ mod listen;
 mod memory;
 mod memory_blocks;
 mod migrations;
+mod near;
 mod outbox;
 mod pairings;
 mod retention;
@@ -42,6 +43,7 @@ mod threads;
 mod tls;
 mod tokens;
 mod usage;
+mod vector_cache;
 
 #[cfg(feature = "conformance")]
 pub mod testing;
@@ -52,6 +54,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 
 use crate::Store;
 use crate::error::{Result, StoreError};
+
+pub use vector_cache::DEFAULT_VECTOR_CACHE_BYTES;
 
 /// The PostgreSQL `Store`. Cheap to clone (the pool is shared).
 #[derive(Clone)]
@@ -67,6 +71,8 @@ struct Inner {
     config: tokio_postgres::Config,
     /// Its TLS, as the pool's.
     tls: tokio_postgres_rustls::MakeRustlsConnect,
+    /// Blocks of compact vectors held for searches by meaning.
+    vectors: vector_cache::VectorCache,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -122,6 +128,7 @@ impl PostgresStore {
                 target,
                 config,
                 tls,
+                vectors: vector_cache::VectorCache::new(DEFAULT_VECTOR_CACHE_BYTES),
             }),
         };
         drop(store.client().await?);
@@ -145,6 +152,18 @@ impl PostgresStore {
             0
         };
         Ok((found, migrations::LATEST))
+    }
+
+    /// Bounds the memory this replica uses to hold users' compact vectors
+    /// between searches by meaning (`[memory] vector_cache_mb`; 0 holds
+    /// none, and every search reads them from the database). Lowering it
+    /// drops what no longer fits at once.
+    pub fn set_vector_cache_bytes(&self, bytes: usize) {
+        self.inner.vectors.set_capacity(bytes);
+    }
+
+    fn vector_cache(&self) -> &vector_cache::VectorCache {
+        &self.inner.vectors
     }
 
     /// `host:port/database` of the server (no user, no password).
