@@ -156,7 +156,9 @@ fn delegate(c: &mut Criterion) {
     // The same in CPU time, every thread of the process (the runtime, the
     // store's threads, the fake): on a machine busy with other work, wall
     // time also counts the waits for a core; CPU time barely moves.
-    if std::env::args().any(|a| a == "--bench") {
+    let args: Vec<String> = std::env::args().collect();
+    let profiling = args.iter().any(|a| a == "--profile-time" || a == "--quick");
+    if args.iter().any(|a| a == "--bench") && !profiling {
         let per = |what: &str, f: &mut dyn FnMut()| {
             let start = cpu_ms();
             for _ in 0..CPU_ITERATIONS {
