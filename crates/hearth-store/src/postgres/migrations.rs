@@ -51,10 +51,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         13,
         include_str!("../../migrations/postgres/0013_memory_blocks.sql"),
     ),
+    (
+        15,
+        include_str!("../../migrations/postgres/0015_usage_stripes.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 13;
+pub(crate) const LATEST: u32 = 15;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.
