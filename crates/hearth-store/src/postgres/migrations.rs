@@ -53,7 +53,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     ),
     (
         15,
-        include_str!("../../migrations/postgres/0015_usage_stripes.sql"),
+        include_str!("../../migrations/postgres/0015_throughput.sql"),
     ),
 ];
 

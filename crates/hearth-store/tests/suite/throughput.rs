@@ -1,13 +1,14 @@
 //! What keeps concurrent runs on PostgreSQL from committing one at a time
 //! (issue 19, throughput): two runs' ends that add to one model's usage on
-//! one day do not wait for each other's commit.
+//! one day do not wait for each other's commit, and the end of a run no
+//! other replica follows notifies nobody.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use hearth_core::{Message, Role};
-use hearth_store::PostgresStore;
-use hearth_store::conformance::fixtures::{created, finish};
+use hearth_store::conformance::fixtures::{created, finish, new_run};
+use hearth_store::{CreateRunOutcome, PostgresStore, Wake};
 use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
 use hearth_store::prelude::*;
 
@@ -140,4 +141,76 @@ async fn ends_of_one_model_do_not_wait_for_each_others_commit() {
         .unwrap();
     assert_eq!(usage.len(), 1, "{usage:?}");
     assert_eq!(usage[0].calls, 2, "{usage:?}");
+}
+
+/// Far enough from the fixtures' times that no lease lapses by accident.
+const NOW: i64 = 1_700_000_000_000;
+
+/// The next wake-up, within 5 s.
+async fn next(wakes: &mut tokio::sync::mpsc::Receiver<Wake>) -> Wake {
+    tokio::time::timeout(Duration::from_secs(5), wakes.recv())
+        .await
+        .expect("a wake-up within 5 s")
+        .expect("the listener lives")
+}
+
+/// Stores `run_id` claimed by `owner` until `until`, as a replica stores
+/// the message it took when the thread is idle.
+async fn claimed(store: &PostgresStore, run_id: &str, thread: &str, owner: &str, until: i64) {
+    let stored = store
+        .create_claimed_run(new_run(run_id, thread, None), owner, until, "p/m", None)
+        .await
+        .unwrap();
+    assert!(matches!(stored, CreateRunOutcome::Created(_)), "{stored:?}");
+}
+
+/// Only the ends somebody else may hold a log of are notified: a run
+/// stored claimed by its replica and ended there (the common case: the
+/// replica that took the message runs it) commits without `NOTIFY`, whose
+/// lock every notifying commit of the cluster waits for through its WAL
+/// flush (measured: about 4 of 8 connections waiting so at concurrency 64).
+/// A run another replica follows, one it took over, and one stored queued
+/// are still told. Notifications arrive in commit order, so the quiet end,
+/// committed first, would be the first one heard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_ends_another_replica_may_follow_are_notified() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let cluster = store.cluster().unwrap();
+    let mut wakes = cluster.listen();
+    assert_eq!(next(&mut wakes).await, Wake::Connected);
+
+    claimed(&store, "quiet", "t1", "a", NOW + 10_000).await;
+    // Its worker claims it again, with its model: still its own.
+    store
+        .claim_run_with_model("quiet", "a", NOW + 10_000, NOW, "p/m", None)
+        .await
+        .unwrap()
+        .unwrap();
+    claimed(&store, "followed", "t2", "a", NOW + 10_000).await;
+    cluster.watch_end("followed").await.unwrap();
+    // Its replica died: its lease lapsed and another replica took it.
+    claimed(&store, "taken", "t3", "a", NOW - 1).await;
+    store
+        .claim_run("taken", "b", NOW + 10_000, NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    created(&store, "queued", "t4").await;
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+
+    for run_id in ["quiet", "followed", "taken", "queued"] {
+        let mut done = finish(run_id, Vec::new());
+        done.steps.clear();
+        assert!(store.finish_run(done).await.unwrap(), "{run_id} ends");
+    }
+    let mut heard = Vec::new();
+    while heard.last().map(String::as_str) != Some("queued") {
+        match next(&mut wakes).await {
+            Wake::Ended(run_id) => heard.push(run_id),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(heard, ["followed", "taken", "queued"]);
 }
