@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use hearth_core::{Message, Role};
 use hearth_store::conformance::fixtures::{created, finish, new_run};
-use hearth_store::{CreateRunOutcome, PostgresStore, Wake};
 use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
 use hearth_store::prelude::*;
+use hearth_store::{CreateRunOutcome, PostgresStore, Wake};
 
 /// The backends connected to the database of `sql`, but its own.
 async fn backends(sql: &tokio_postgres::Client) -> HashSet<i32> {
