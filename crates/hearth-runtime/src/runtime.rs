@@ -400,6 +400,13 @@ impl Runtime {
         let found = self.inner.scheduler.cancel(&run.thread_key, run_id);
         // Its children work for it alone: nobody would read their answers.
         self.cancel_children(&run).await;
+        if !matches!(found, CancelFound::Active)
+            && let Some(cluster) = self.inner.store.cluster()
+        {
+            // Another replica may execute it (or have claimed it from the
+            // queue here): its end, written here, must be notified to it.
+            cluster.watch_end(run_id).await?;
+        }
         match found {
             CancelFound::Active => self.await_end(run_id).await,
             CancelFound::Queued => {

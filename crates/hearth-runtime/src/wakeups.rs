@@ -346,6 +346,11 @@ impl Runtime {
             return Ok(log);
         }
         self.inner.wakeups.followed().insert(run.run_id.clone());
+        // Its end is notified only when somebody asked (migration 0015); an
+        // end committed before the ask is read just below.
+        if let Some(cluster) = self.inner.store.cluster() {
+            cluster.watch_end(&run.run_id).await?;
+        }
         // The end may have been notified before the log existed.
         if let Some(now) = self.inner.store.get_run(&run.run_id).await?
             && now.status.is_terminal()

@@ -133,6 +133,15 @@ pub trait ClusterStore: Send + Sync {
     /// another replica now, not when their lease lapses). Returns how many.
     async fn release_run_leases(&self, owner: &str, keep: &[String]) -> Result<u64>;
 
+    /// Asks that the end of `run_id` be notified to every replica
+    /// (`Wake::Ended`): this replica holds a log of a run it may not execute
+    /// (it follows it, or cancels it from here). The end of a run nobody
+    /// asked for is not notified, so most ends commit without the lock a
+    /// notification takes (migration 0015). Call it before reading the run
+    /// or ending it: an end committed before it is then read, one after it
+    /// is notified.
+    async fn watch_end(&self, run_id: &str) -> Result<()>;
+
     /// Starts listening for what other replicas notify, on a connection of
     /// its own that is made again (with back-off) whenever it drops; ends
     /// when the receiver is dropped.

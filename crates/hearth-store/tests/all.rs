@@ -22,6 +22,7 @@ mod suite {
     mod round_trips;
     mod secrets;
     mod sqlite;
+    mod throughput;
 }
 
 use std::path::Path;

@@ -268,6 +268,46 @@ async fn a_follower_on_another_replica_gets_the_same_end() {
     assert_eq!(end_b.2["output"]["text"], "the slow answer");
 }
 
+/// A message sent with `wait` on an idle thread is stored claimed by the
+/// replica that took it and runs there, and such a run's end is notified
+/// only when somebody asked (migration 0015: most ends then commit without
+/// NOTIFY's lock). A follower on another replica asks: its stream ends with
+/// the end at once, not at its next upkeep round (10 s here).
+#[tokio::test]
+async fn a_follower_on_another_replica_of_a_run_stored_claimed_gets_its_end_at_once() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    fake.push(Reply::text("the slow answer").with_delay(Duration::from_millis(1500)));
+    let sent = async {
+        let answer = a
+            .post(json!({ "text": "slow", "thread_key": "api:pg-claimed", "wait": true }))
+            .await;
+        (answer, std::time::Instant::now())
+    };
+    let followed = async {
+        fake.wait_for_requests(1).await;
+        let (s, runs) = b.get("/v1/runs?thread_key=api:pg-claimed").await;
+        assert_eq!(s, 200, "{runs}");
+        let run_id = runs["runs"][0]["run_id"].as_str().unwrap().to_owned();
+        let on_b = b.events(&run_id, None).await;
+        (on_b, std::time::Instant::now())
+    };
+    let (((s, answered), answered_at), (on_b, followed_at)) = tokio::join!(sent, followed);
+    assert_eq!(s, 200, "{answered}");
+    assert_eq!(answered["status"], "succeeded", "{answered}");
+    let end = on_b.last().unwrap();
+    assert_eq!(end.1, "run.succeeded", "{on_b:?}");
+    assert_eq!(end.2["output"]["text"], "the slow answer");
+    let late = followed_at.saturating_duration_since(answered_at);
+    assert!(
+        late < Duration::from_secs(2),
+        "the follower on b ended {late:?} after a answered"
+    );
+}
+
 #[tokio::test]
 async fn a_follower_on_another_replica_gets_the_stored_tool_steps() {
     let Some(url) = database().await else {

@@ -16,6 +16,10 @@
 //! behind it on its thread are not candidates either. The lapsed run itself
 //! has no earlier unfinished run (it was claimable when it started), so the
 //! `NOT EXISTS` never hides it behind itself.
+//!
+//! A claimed run becomes watched when it had another holder (or none): the
+//! replica that stored it or held it before may have a log of it, which its
+//! end must reach (`hearth_ended`, migration 0015).
 
 use hearth_core::Timestamp;
 
@@ -30,7 +34,8 @@ macro_rules! claim_sql {
     ($thread:literal) => {
         concat!(
             "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
-             ELSE 'running' END, lease_owner = $1, lease_until = $2, updated_at = $3 \
+             ELSE 'running' END, lease_owner = $1, lease_until = $2, updated_at = $3, \
+             watched = watched OR lease_owner IS DISTINCT FROM $1 \
              WHERE run_id = (SELECT c.run_id FROM runs AS c \
              WHERE c.status IN ('queued', 'running', 'awaiting_confirmation') \
              AND (c.status = 'queued' OR c.lease_owner IS NULL OR c.lease_until IS NULL \

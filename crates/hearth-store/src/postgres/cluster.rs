@@ -148,6 +148,15 @@ impl ClusterStore for PostgresStore {
         super::claims::claim_next(self, Some(thread_key), owner, lease_until, now).await
     }
 
+    async fn watch_end(&self, run_id: &str) -> Result<()> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached("UPDATE runs SET watched = TRUE WHERE run_id = $1 AND NOT watched")
+            .await?;
+        client.execute(&stmt, &[&run_id]).await?;
+        Ok(())
+    }
+
     async fn release_run_leases(&self, owner: &str, keep: &[String]) -> Result<u64> {
         super::claims::release_run_leases(self, owner, keep).await
     }

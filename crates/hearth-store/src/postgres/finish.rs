@@ -63,7 +63,9 @@ const END_SQL: &str = concat!(
      payload = excluded.payload), ",
     // The usage of each finished model call, summed into the daily rollup
     // by the same statement (as `shared::record_llm_call` does), grouped so
-    // that two calls of one model on one day make one upsert.
+    // that two calls of one model on one day make one upsert, into this
+    // backend's stripe of the row (migration 0015): concurrent ends do not
+    // wait for each other's commit there.
     "call AS (INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, \
      input_tokens, output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, \
      latency_ms, status, error_kind, thread_key, user_key) \
@@ -78,14 +80,15 @@ const END_SQL: &str = concat!(
      ON CONFLICT (run_id, idx) DO NOTHING \
      RETURNING at, provider, model, input_tokens, output_tokens, cached_tokens, \
      reasoning_tokens, cache_write_tokens), ",
-    "usage AS (INSERT INTO usage_daily (day, provider, model, calls, untracked_calls, \
+    "usage AS (INSERT INTO usage_daily (day, provider, model, stripe, calls, untracked_calls, \
      input_tokens, output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens) \
-     SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0)::INT, provider, model, count(*), \
+     SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0)::INT, provider, model, \
+     (pg_backend_pid() % 32)::SMALLINT, count(*), \
      count(*) FILTER (WHERE input_tokens IS NULL AND output_tokens IS NULL), \
      coalesce(sum(input_tokens), 0)::BIGINT, coalesce(sum(output_tokens), 0)::BIGINT, \
      coalesce(sum(cached_tokens), 0)::BIGINT, coalesce(sum(reasoning_tokens), 0)::BIGINT, \
-     coalesce(sum(cache_write_tokens), 0)::BIGINT FROM call GROUP BY 1, 2, 3 \
-     ON CONFLICT (day, provider, model) DO UPDATE SET \
+     coalesce(sum(cache_write_tokens), 0)::BIGINT FROM call GROUP BY 1, 2, 3, 4 \
+     ON CONFLICT (day, provider, model, stripe) DO UPDATE SET \
      calls = usage_daily.calls + excluded.calls, \
      untracked_calls = usage_daily.untracked_calls + excluded.untracked_calls, \
      input_tokens = usage_daily.input_tokens + excluded.input_tokens, \

@@ -55,10 +55,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         14,
         include_str!("../../migrations/postgres/0014_memory_block_versions.sql"),
     ),
+    (
+        15,
+        include_str!("../../migrations/postgres/0015_throughput.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 14;
+pub(crate) const LATEST: u32 = 15;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -34,13 +34,16 @@ const INSERT_RUN_SQL: &str = concat!(
     // Stored claimed only when its thread has nothing unfinished: a replica
     // that believes the thread idle may not know that another replica runs
     // an earlier message of it, and order comes first.
+    // Watched (its end notified, migration 0015) unless stored claimed: a
+    // queued run may be claimed by another replica than the one that stored
+    // it and has a log of it.
     "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
      status, created_at, updated_at, scope, roles, lease_owner, lease_until, model, mode, \
-     parent_run_id) \
+     parent_run_id, watched) \
      SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
      $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
      CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END, \
-     CASE WHEN busy THEN NULL ELSE $14 END, $15 \
+     CASE WHEN busy THEN NULL ELSE $14 END, $15, busy OR $7 = 'queued' \
      FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
      AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
      ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \

@@ -42,7 +42,9 @@ const MAX_LIMIT: u32 = 1000;
 /// The conditional claim: PostgreSQL re-checks the `WHERE` of a row another
 /// claimer changed meanwhile, so of concurrent claims exactly one sees the
 /// run claimable. A run whose thread has an earlier unfinished run is not
-/// claimable: replicas keep each thread's order between them.
+/// claimable: replicas keep each thread's order between them. A run taken
+/// from another holder becomes watched (migration 0015): the replica that
+/// held it may have a log of it that its end must reach.
 async fn claim_run(
     store: &PostgresStore,
     run_id: &str,
@@ -57,7 +59,8 @@ async fn claim_run(
         .prepare_cached(concat!(
             "UPDATE runs SET status = CASE status WHEN 'awaiting_confirmation' THEN status \
              ELSE 'running' END, lease_owner = $2, lease_until = $3, updated_at = $4, \
-             model = COALESCE($5, model), mode = COALESCE(mode, $6) \
+             model = COALESCE($5, model), mode = COALESCE(mode, $6), \
+             watched = watched OR lease_owner IS DISTINCT FROM $2 \
              WHERE run_id = $1 AND (status = 'queued' \
              OR (status IN ('running', 'awaiting_confirmation') AND (lease_owner IS NULL \
              OR lease_until IS NULL OR lease_until < $4 OR lease_owner = $2))) \

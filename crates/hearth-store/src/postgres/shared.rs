@@ -100,18 +100,21 @@ pub(crate) async fn append_message(
 /// The end of a statement `WITH call AS (INSERT INTO llm_calls ... ON
 /// CONFLICT DO NOTHING `: returns the inserted row and adds it to the
 /// `usage_daily` rollup in the same statement, so a call is summed exactly
-/// when it is stored (a duplicate, not inserted, adds nothing).
+/// when it is stored (a duplicate, not inserted, adds nothing). It adds to
+/// its backend's stripe of the row (migration 0015), so concurrent calls of
+/// one model do not wait for each other's commit.
 macro_rules! add_to_usage_daily {
     () => {
         "RETURNING at, provider, model, input_tokens, output_tokens, cached_tokens, \
          reasoning_tokens, cache_write_tokens) \
-         INSERT INTO usage_daily (day, provider, model, calls, untracked_calls, input_tokens, \
-         output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens) \
-         SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0)::INT, provider, model, 1, \
+         INSERT INTO usage_daily (day, provider, model, stripe, calls, untracked_calls, \
+         input_tokens, output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens) \
+         SELECT (at / 1000) / 86400 - ((at / 1000) % 86400 < 0)::INT, provider, model, \
+         (pg_backend_pid() % 32)::SMALLINT, 1, \
          (input_tokens IS NULL AND output_tokens IS NULL)::INT, coalesce(input_tokens, 0), \
          coalesce(output_tokens, 0), coalesce(cached_tokens, 0), coalesce(reasoning_tokens, 0), \
          coalesce(cache_write_tokens, 0) FROM call \
-         ON CONFLICT (day, provider, model) DO UPDATE SET \
+         ON CONFLICT (day, provider, model, stripe) DO UPDATE SET \
          calls = usage_daily.calls + excluded.calls, \
          untracked_calls = usage_daily.untracked_calls + excluded.untracked_calls, \
          input_tokens = usage_daily.input_tokens + excluded.input_tokens, \

@@ -190,13 +190,14 @@ impl ThreadStore for PostgresStore {
         let tx = client.transaction().await?;
         // The conditional update takes the run's row lock: a finish of the
         // same run waits for this transaction, then finds it cancelled and
-        // appends nothing to the new session.
+        // appends nothing to the new session. Watched: the replica executing
+        // it may be another, and learns the end from its notification.
         let cancelled = match cancelled_run {
             Some(run_id) => {
                 let stmt = tx
                     .prepare_cached(
                         "UPDATE runs SET status = 'cancelled', updated_at = $3, \
-                         lease_owner = NULL, lease_until = NULL \
+                         lease_owner = NULL, lease_until = NULL, watched = TRUE \
                          WHERE run_id = $1 AND thread_key = $2 \
                          AND status NOT IN ('succeeded', 'failed', 'cancelled')",
                     )

@@ -11,7 +11,7 @@
 //! `sqlite_sequence`, which remembers ids of deleted rows), so no id is
 //! handed out twice.
 //!
-//! How the schemas map (SQLite at version 24, `migrations/postgres/0001` to `0013`):
+//! How the schemas map (SQLite at version 24, `migrations/postgres/0001` to `0015`):
 //!
 //! | SQLite                                   | PostgreSQL                             |
 //! |------------------------------------------|----------------------------------------|
@@ -25,6 +25,7 @@
 //! | `sqlite_sequence`, `PRAGMA user_version` | not copied: `hearth_schema_migrations` is PostgreSQL's own |
 //! | (none)                                   | `replicas`, `leases`: left empty, replicas fill them |
 //! | `memory_vectors`                         | `memory_vectors`, and `memory_blocks` packed from it after the copy |
+//! | `usage_daily`                            | `usage_daily`, every row in `stripe` 0 |
 //!
 //! A SQLite table or column PostgreSQL lacks stops the copy before it
 //! starts (its data would be lost); a PostgreSQL column SQLite lacks keeps
