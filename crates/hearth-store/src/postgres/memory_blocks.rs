@@ -282,26 +282,8 @@ mod tests {
         };
         let store = PostgresStore::connect(&url, "TEST", 2).await.unwrap();
         let mut ids = Vec::new();
-        for n in 0..BLOCK_VECTORS {
-            let id = store
-                .save_memory(NewMemory {
-                    user_key: "u".into(),
-                    thread_key: None,
-                    text: format!("fact {n}"),
-                    run_id: None,
-                    at: 0,
-                })
-                .await
-                .unwrap()
-                .memory
-                .id;
-            assert!(
-                store
-                    .set_memory_embedding(id, "m", &[1.0, n as f32])
-                    .await
-                    .unwrap()
-            );
-            ids.push(id);
+        for n in 0..BLOCK_VECTORS as usize {
+            ids.push(super::super::near::tests::save(&store, n, &[1.0, n as f32]).await);
         }
         let client = store.client().await.unwrap();
         let version = || async {

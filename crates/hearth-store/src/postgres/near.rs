@@ -252,12 +252,12 @@ const BLOCKS_COPY: &str = "COPY (\
     TO STDOUT (FORMAT binary)";
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::PostgresStore;
     use crate::memory::{MemoryScope, MemoryStore, NewMemory};
 
     /// Saves a user-wide memory of user `u` embedded by `m` as `vector`.
-    async fn save(store: &PostgresStore, n: usize, vector: &[f32]) -> i64 {
+    pub(in crate::postgres) async fn save(store: &PostgresStore, n: usize, vector: &[f32]) -> i64 {
         let id = store
             .save_memory(NewMemory {
                 user_key: "u".into(),
