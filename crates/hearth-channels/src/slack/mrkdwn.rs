@@ -23,6 +23,13 @@ pub fn decode_incoming(text: &str, bot_user: Option<&str>) -> String {
             rest = "";
             break;
         };
+        // An entity holds no `<` (Slack escapes it as `&lt;`): a `<` before
+        // this `>` is text, and the entity starts at the last one.
+        if let Some(inner) = after[..close].rfind('<') {
+            out.push_str(&rest[open..=open + inner]);
+            rest = &after[inner..];
+            continue;
+        }
         out.push_str(&entity(&after[..close], bot_user));
         rest = &after[close + 1..];
     }
@@ -231,6 +238,13 @@ mod tests {
             decode_incoming("two\n<@UBOT>  lines ", Some("UBOT")),
             "two\nlines"
         );
+        // An entity holds no `<` (Slack escapes it): one before the `>` is
+        // text, and the entity starts at the last one.
+        assert_eq!(
+            decode_incoming("<https://x¡io<@UBOT>> hi", Some("UBOT")),
+            "<https://x¡io> hi"
+        );
+        assert_eq!(decode_incoming("a < b <@U9> c", None), "a < b @U9 c");
     }
 
     #[test]
