@@ -222,7 +222,7 @@ pub(super) async fn fill_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{MemoryStore, NewMemory};
+    use crate::memory::MemoryStore;
 
     fn entry(id: i64, v: &[u8]) -> Vec<u8> {
         let mut out = id.to_be_bytes().to_vec();
@@ -322,25 +322,7 @@ mod tests {
             vec![1.0_f32, (n % 97) as f32 * 0.01, (n % 13) as f32 * 0.1]
         }
         async fn save(store: std::sync::Arc<PostgresStore>, n: usize) -> i64 {
-            let id = store
-                .save_memory(NewMemory {
-                    user_key: "u".into(),
-                    thread_key: None,
-                    text: format!("fact {n}"),
-                    run_id: None,
-                    at: 0,
-                })
-                .await
-                .unwrap()
-                .memory
-                .id;
-            assert!(
-                store
-                    .set_memory_embedding(id, "m", &vector(n))
-                    .await
-                    .unwrap()
-            );
-            id
+            super::super::near::tests::save(&store, n, &vector(n)).await
         }
         let mut first = Vec::new();
         for n in 0..400 {
