@@ -63,7 +63,7 @@ pub use postgres::PostgresStore;
 pub use records::*;
 pub use retention::{PurgeReport, RetentionCutoffs, RetentionStore};
 pub use router::{ArmStats, Rating, RouterStore, RunFeedback};
-pub use runs::{RunStart, RunStore};
+pub use runs::{Finished, RunStart, RunStore};
 pub use secret_store::SecretStore;
 pub use sqlite::{Durability, SqliteStore};
 pub use threads::ThreadStore;

@@ -169,6 +169,33 @@ pub trait RunStore: Send + Sync + 'static {
     async fn finish_run_seeing_next(&self, finish: RunFinish) -> Result<(bool, Option<bool>)> {
         Ok((self.finish_run(finish).await?, None))
     }
+
+    /// [`finish_run_seeing_next`](Self::finish_run_seeing_next), also
+    /// giving the run as it ended when the store has it without another
+    /// read (PostgreSQL: the end's statement returns it), so a caller
+    /// answering with the ended run reads nothing more.
+    async fn finish_run_returning(&self, finish: RunFinish) -> Result<Finished> {
+        let (ended, next_queued) = self.finish_run_seeing_next(finish).await?;
+        Ok(Finished {
+            ended,
+            next_queued,
+            run: None,
+        })
+    }
+}
+
+/// What [`RunStore::finish_run_returning`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// The run ended here (false: it was terminal already, and nothing was
+    /// written).
+    pub ended: bool,
+    /// Whether a later run of the thread was queued when it ended (`None`:
+    /// not known).
+    pub next_queued: Option<bool>,
+    /// The run as it ended, as the store now holds it, when the store gave
+    /// it with the end (`None`: read it when it is needed).
+    pub run: Option<RunRecord>,
 }
 
 /// What a run reads as it starts or resumes: its journal and its thread's

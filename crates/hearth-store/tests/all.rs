@@ -15,6 +15,7 @@ mod suite {
     mod cluster;
     mod conformance;
     mod copy;
+    mod ended;
     mod family;
     mod memory;
     mod outbox_claims;

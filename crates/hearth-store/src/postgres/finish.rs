@@ -27,26 +27,30 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::rows::{self, run_columns};
 use super::wide;
 use crate::RUN_ENDED;
 use crate::codec::{LlmCall, role_str, to_json};
 use crate::error::Result;
 use crate::records::RunFinish;
+use crate::runs::Finished;
 
 /// The whole end: `$1` run, `$2`-`$9` the run's new columns, `$10` who
 /// expired its confirmations, then one array per column of the steps, the
 /// model calls, the messages, the replies and the router deltas. Rows come
 /// out of `unnest ... WITH ORDINALITY ORDER BY` in the order given, so the
 /// messages and replies take their ids in that order (the history's and the
-/// delivery order). Returns how many runs ended here (1, or 0 when it was
-/// terminal already) and whether a later run of the thread was queued.
+/// delivery order). Returns the run as it ended and whether a later run of
+/// the thread was queued; no row when it was terminal already.
 const END_SQL: &str = concat!(
     "WITH ended AS (UPDATE runs SET status = $2, output = $3, error_code = $4, \
      error_message = $5, updated_at = $6, lease_owner = NULL, lease_until = NULL, \
      last_event_seq = $7, model = COALESCE($8, model), \
      requested_model = COALESCE($9, requested_model) \
      WHERE run_id = $1 AND status IN ('queued', 'running', 'awaiting_confirmation') \
-     RETURNING thread_key, user_key), ",
+     RETURNING ",
+    run_columns!(),
+    "), ",
     "expired AS (UPDATE confirmations SET state = 'expired', resolved_by = $10, \
      resolved_at = $6 WHERE run_id = $1 AND state = 'pending' \
      AND EXISTS (SELECT 1 FROM ended)), ",
@@ -116,12 +120,19 @@ const END_SQL: &str = concat!(
      successes = router_arms.successes + excluded.successes, \
      failures = router_arms.failures + excluded.failures, \
      runs = router_arms.runs + excluded.runs) ",
-    // Whether a later run of the thread was queued: then the replica
-    // claims it at once (`RunStore::finish_run_seeing_next`).
-    "SELECT count(*), coalesce(bool_or(EXISTS (SELECT 1 FROM runs AS next \
+    // The run as it ended (the caller answers with it instead of reading
+    // it again), and whether a later run of the thread was queued: then
+    // the replica claims it at once (`RunStore::finish_run_seeing_next`).
+    "SELECT ",
+    run_columns!(),
+    ", EXISTS (SELECT 1 FROM runs AS next \
      WHERE next.thread_key = ended.thread_key AND next.status = 'queued' \
-     AND next.run_id <> $1)), FALSE) FROM ended"
+     AND next.run_id <> $1) FROM ended"
 );
+
+/// The column of [`END_SQL`]'s row after the run's: whether a later run of
+/// the thread was queued.
+const QUEUED_COLUMN: usize = 22;
 
 /// Whether `finish` is written exactly by [`END_SQL`]; the others take the
 /// transaction of one statement per write.
@@ -178,12 +189,12 @@ struct Calls<'a> {
 
 /// Ends a run with [`END_SQL`]: whether it ended here (not when it was
 /// terminal already, and then nothing was written), and then whether a
-/// later run of its thread was queued (in the statement's snapshot).
-/// `finish` must [fit](fits_one_statement).
+/// later run of its thread was queued (in the statement's snapshot) and the
+/// run as it ended. `finish` must [fit](fits_one_statement).
 pub(super) async fn end_in_one_statement(
     c: &impl GenericClient,
     finish: &RunFinish,
-) -> Result<(bool, Option<bool>)> {
+) -> Result<Finished> {
     let mut steps = Steps::default();
     let mut calls = Calls::default();
     for step in &finish.steps {
@@ -237,7 +248,7 @@ pub(super) async fn end_in_one_statement(
     let arm_runs: Vec<i64> = arms.iter().map(|a| a.runs).collect();
     let stmt = c.prepare_cached(END_SQL).await?;
     let row = c
-        .query_one(
+        .query_opt(
             &stmt,
             &[
                 &finish.run_id,
@@ -286,11 +297,16 @@ pub(super) async fn end_in_one_statement(
             ],
         )
         .await?;
-    let ended: i64 = row.try_get(0)?;
-    let queued: bool = row.try_get(1)?;
-    Ok(if ended > 0 {
-        (true, Some(queued))
-    } else {
-        (false, None)
+    Ok(match row {
+        Some(row) => Finished {
+            ended: true,
+            next_queued: Some(row.try_get(QUEUED_COLUMN)?),
+            run: Some(rows::run(&row)?),
+        },
+        None => Finished {
+            ended: false,
+            next_queued: None,
+            run: None,
+        },
     })
 }

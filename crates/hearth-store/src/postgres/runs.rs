@@ -18,7 +18,7 @@ use crate::records::{
     CreateRunOutcome, NewRun, RunFilter, RunFinish, RunRecord, RunStats, SteerRecord, StepRecord,
     StepStatus, ThreadActivity,
 };
-use crate::runs::RunStore;
+use crate::runs::{Finished, RunStore};
 
 /// The conditions every shape of `list_runs` shares, on parameters $1 to
 /// $6: the cursor (runs accepted before run $1; none when it is unknown),
@@ -127,20 +127,21 @@ async fn put_step(c: &impl GenericClient, step: &StepRecord) -> Result<()> {
 /// concurrent finish waits for this one and then finds the run terminal (and
 /// writes nothing); an answer to one of its confirmations takes the run's
 /// row first too, so the two cannot deadlock.
-async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<(bool, Option<bool>)> {
+async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<Finished> {
     let mut client = store.client().await?;
     if finish::fits_one_statement(finish) {
         return finish::end_in_one_statement(&client, finish).await;
     }
     let tx = client.transaction().await?;
     let end = tx
-        .prepare_cached(
+        .prepare_cached(concat!(
             "UPDATE runs SET status = $2, output = $3, error_code = $4, error_message = $5, \
              updated_at = $6, lease_owner = NULL, lease_until = NULL, last_event_seq = $7, \
              model = COALESCE($8, model), requested_model = COALESCE($9, requested_model) \
              WHERE run_id = $1 AND status IN ('queued', 'running', 'awaiting_confirmation') \
-             RETURNING thread_key",
-        )
+             RETURNING ",
+            run_columns!()
+        ))
         .await?;
     let ended = tx
         .query_opt(
@@ -160,22 +161,21 @@ async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<(bool, 
         .await?;
     let Some(ended) = ended else {
         // Dropping the transaction rolls it back; nothing was written.
-        return Ok((false, None));
+        return Ok(Finished {
+            ended: false,
+            next_queued: None,
+            run: None,
+        });
     };
-    let thread_key: String = col(&ended, 0)?;
+    let ended = rows::run(&ended)?;
+    let thread_key = &ended.thread_key;
     shared::end_of_run(&tx, &finish.run_id, finish.finished_at).await?;
     for step in &finish.steps {
         put_step(&tx, step).await?;
     }
     for message in &finish.messages {
-        shared::append_message(
-            &tx,
-            &thread_key,
-            &finish.run_id,
-            message,
-            finish.finished_at,
-        )
-        .await?;
+        shared::append_message(&tx, thread_key, &finish.run_id, message, finish.finished_at)
+            .await?;
     }
     for run in &finish.follow_ups {
         insert_run(&tx, run, None).await?;
@@ -185,7 +185,11 @@ async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<(bool, 
         shared::apply_arm_delta(&tx, observed).await?;
     }
     tx.commit().await?;
-    Ok((true, None))
+    Ok(Finished {
+        ended: true,
+        next_queued: None,
+        run: Some(ended),
+    })
 }
 
 /// A steer from an `(id, run_id, text, created_at)` row.
@@ -671,10 +675,15 @@ impl RunStore for PostgresStore {
     }
 
     async fn finish_run(&self, finish: RunFinish) -> Result<bool> {
-        Ok(finish_run(self, &finish).await?.0)
+        Ok(finish_run(self, &finish).await?.ended)
     }
 
     async fn finish_run_seeing_next(&self, finish: RunFinish) -> Result<(bool, Option<bool>)> {
+        let finished = finish_run(self, &finish).await?;
+        Ok((finished.ended, finished.next_queued))
+    }
+
+    async fn finish_run_returning(&self, finish: RunFinish) -> Result<Finished> {
         finish_run(self, &finish).await
     }
 }
