@@ -5,10 +5,11 @@
 //! from the store instead.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use hearth_core::{RunEvent, RunEventKind, RunStatus};
+use hearth_store::RunRecord;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
@@ -42,6 +43,10 @@ pub struct RunLog {
     events: Mutex<Vec<RunEvent>>,
     /// (id of the last event, current status): changes wake followers.
     state: watch::Sender<(u64, RunStatus)>,
+    /// The run as its end stored it, when this process ended it, the store
+    /// gave it back with the end and it has no sub-agents: a `wait` answers
+    /// with it instead of reading the run again.
+    ended: OnceLock<RunRecord>,
 }
 
 impl RunLog {
@@ -57,6 +62,7 @@ impl RunLog {
             base,
             events: Mutex::new(Vec::new()),
             state: watch::Sender::new((base, status)),
+            ended: OnceLock::new(),
         };
         log.announce();
         log
@@ -146,6 +152,18 @@ impl RunLog {
     /// The current status.
     pub fn status(&self) -> RunStatus {
         self.state.borrow().1
+    }
+
+    /// Keeps `run`, as its end stored it (terminal, without sub-agents),
+    /// for the waiters its terminal event wakes. Set before that event.
+    pub(crate) fn set_ended(&self, run: RunRecord) {
+        let _ = self.ended.set(run);
+    }
+
+    /// The run as its end stored it, once the log is terminal and the end
+    /// was stored by this process with the run given back.
+    pub(crate) fn ended(&self) -> Option<&RunRecord> {
+        self.ended.get().filter(|_| self.status().is_terminal())
     }
 }
 

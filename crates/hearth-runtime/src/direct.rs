@@ -155,6 +155,7 @@ impl Runtime {
             max_steps: None,
             asker: None,
             family: None,
+            fresh: false,
         };
         let result = inner
             .live()

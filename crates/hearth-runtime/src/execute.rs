@@ -94,6 +94,17 @@ impl Preclaimed {
     }
 }
 
+/// How a run claimed here starts.
+struct Start {
+    /// Cancels it.
+    cancel: tokio_util::sync::CancellationToken,
+    /// Messages steered into it.
+    steer: tokio::sync::mpsc::Receiver<(i64, String)>,
+    /// Stored claimed by this process and never run: the engine reads no
+    /// journal or stored steers for it (`RunInput::fresh`).
+    fresh: bool,
+}
+
 /// Publishes the engine's events on a run's log, keeping its status.
 pub(crate) struct LogSink<'a>(pub(crate) &'a RunLog);
 
@@ -149,15 +160,13 @@ impl Runtime {
             // Claimed when it was stored (and in `executing` since), with
             // the configuration it was prepared with.
             let overrides = inner.supplied.take(&run_id);
-            self.run_claimed(
-                &live,
-                &Arc::new(run),
-                Ok(prepared),
+            let start = Start {
                 cancel,
                 steer,
-                overrides,
-            )
-            .await;
+                fresh: true,
+            };
+            self.run_claimed(&live, &Arc::new(run), Ok(prepared), start, overrides)
+                .await;
             inner.executing_remove(&run_id);
             return;
         }
@@ -226,7 +235,12 @@ impl Runtime {
         };
         match prepared {
             Some(prepared) if run.source != crate::direct::DIRECT_SOURCE => {
-                self.run_claimed(&live, &Arc::new(run), prepared, cancel, steer, overrides)
+                let start = Start {
+                    cancel,
+                    steer,
+                    fresh: false,
+                };
+                self.run_claimed(&live, &Arc::new(run), prepared, start, overrides)
                     .await;
             }
             _ => self.run_direct(&run, cancel).await,
@@ -256,10 +270,14 @@ impl Runtime {
         live: &Live,
         run: &Arc<RunRecord>,
         prepared: Result<Prepared, PrepareError>,
-        cancel: tokio_util::sync::CancellationToken,
-        steer: tokio::sync::mpsc::Receiver<(i64, String)>,
+        start: Start,
         overrides: crate::supplied::RunOverrides,
     ) {
+        let Start {
+            cancel,
+            steer,
+            fresh,
+        } = start;
         let crate::supplied::RunOverrides {
             history,
             tools,
@@ -373,6 +391,7 @@ impl Runtime {
                 live.engine.limits().max_wall,
                 self.spending_before(run).await,
             )),
+            fresh,
         };
         let result = live
             .engine
@@ -589,8 +608,17 @@ impl Runtime {
         // Until its log is told, the run's end announced by the database is
         // this one (see `ended_elsewhere`).
         let _ending = self.inner.wakeups.ending_here(&run.run_id);
-        match store.finish_run_seeing_next(finish).await {
-            Ok((true, next_queued)) => {
+        let childless = matches!(leftover, Leftover::Nothing)
+            || matches!(&leftover, Leftover::Known(children) if children.is_empty());
+        match store.finish_run_returning(finish).await {
+            Ok(hearth_store::Finished {
+                ended: true,
+                next_queued,
+                run: stored,
+            }) => {
+                if let Some(stored) = stored.filter(|_| childless) {
+                    log.set_ended(stored);
+                }
                 self.observed(&observed);
                 if incognito {
                     self.count_incognito_usage(&store, &run.run_id).await;
@@ -623,7 +651,7 @@ impl Runtime {
                         .await;
                 }
             }
-            Ok((false, _)) => {
+            Ok(hearth_store::Finished { ended: false, .. }) => {
                 // Ended by someone else first (a new session cancels in the
                 // same transaction that clears the history): followers are
                 // told what the store holds, not what this run would have said.

@@ -367,7 +367,7 @@ impl Runtime {
                 log = Some(self.follow_remote(&run).await?);
             }
         }
-        if let Some(log) = log {
+        if let Some(log) = &log {
             let mut rx = log.subscribe();
             let _ = tokio::time::timeout(
                 timeout,
@@ -375,7 +375,11 @@ impl Runtime {
             )
             .await;
         }
-        let env = self.get_run(run_id).await?;
+        // A run this process ended answers with what its end stored.
+        let env = match log.as_ref().and_then(|l| l.ended()) {
+            Some(run) => self.envelope_of(run).await?,
+            None => self.get_run(run_id).await?,
+        };
         Ok(if env.status.is_terminal() {
             WaitOutcome::Finished(env)
         } else {

@@ -369,6 +369,7 @@ mod tests {
             max_steps: None,
             asker: None,
             family: None,
+            fresh: false,
         };
         let question = || {
             Ok((

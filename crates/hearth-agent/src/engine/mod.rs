@@ -637,7 +637,15 @@ impl Engine {
         // and that starts from that context, reads both in one call (one
         // round trip on PostgreSQL).
         let together = self.compaction.enabled && supplied.is_none() && input.journal.is_none();
-        let (loaded, (steps, stored_steers), (allowed, offered)) = if together {
+        let (loaded, (steps, stored_steers), (allowed, offered)) = if input.fresh {
+            // Nothing journaled or steered before: only the history to read.
+            let (loaded, offer) = futures_util::future::try_join(
+                self.load_history(input, supplied, None),
+                self.offered_tools(input),
+            )
+            .await?;
+            (loaded, (Vec::new(), Vec::new()), offer)
+        } else if together {
             let start = async {
                 let start = self
                     .store

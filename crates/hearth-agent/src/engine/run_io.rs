@@ -63,6 +63,13 @@ pub struct RunInput {
     /// The limits this run shares with its parent and its sub-agents
     /// (`None`: it is held to its own alone).
     pub family: Option<Arc<crate::subagents::Family>>,
+    /// Stored by this process and never run before: its journal holds
+    /// nothing the engine wrote, and every steer reaches it through `steer`
+    /// (a steer is only stored for the thread's active run), so the engine
+    /// reads neither its journal nor its stored steers. A run resumed after
+    /// a restart, claimed from the store or resumed after a confirmation is
+    /// not fresh.
+    pub fresh: bool,
 }
 
 impl RunInput {

@@ -129,6 +129,7 @@ async fn call_in(
                 max_steps: None,
                 asker: None,
                 family: None,
+                fresh: false,
             },
             &NoEvents,
         )

@@ -194,6 +194,7 @@ impl Thread {
             max_steps: None,
             asker: None,
             family: None,
+            fresh: false,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
         let (status, output, error) = match &result.outcome {

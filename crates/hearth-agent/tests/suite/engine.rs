@@ -107,6 +107,13 @@ async fn engine_with(tools: ToolRegistry, dir: &std::path::Path) -> (Engine, Arc
 }
 
 async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &str) -> Outcome {
+    let input = stored_run(store, fake, text).await;
+    engine.run(input, &Sink).await.outcome
+}
+
+/// A run of `text` stored in `store`, on the fake provider, as the engine
+/// gets it (not fresh: it reads its journal).
+async fn stored_run(store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &str) -> RunInput {
     let run_id = hearth_core::new_run_id();
     store
         .create_run(hearth_store::NewRun {
@@ -133,7 +140,7 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         reqwest::Client::new(),
     )
     .unwrap();
-    let input = RunInput {
+    RunInput {
         run_id,
         thread_key: "t".into(),
         text: text.into(),
@@ -160,8 +167,37 @@ async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &
         max_steps: None,
         asker: None,
         family: None,
-    };
-    engine.run(input, &Sink).await.outcome
+        fresh: false,
+    }
+}
+
+/// A run stored and never run here (`fresh`) reads neither its journal nor
+/// its stored steers: its steers come through its inbox. Any other run
+/// reads them, so a run resumed after a restart sees a steer stored before.
+#[tokio::test]
+async fn a_fresh_run_reads_no_stored_steer_and_any_other_run_does() {
+    for fresh in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, store) = engine_with(ToolRegistry::new(), dir.path()).await;
+        let fake = FakeOpenAi::start().await;
+        fake.push(Reply::text("done"));
+        let mut input = stored_run(&store, &fake, "first").await;
+        store
+            .add_steer(&input.run_id, "stored steer", hearth_core::now_ms())
+            .await
+            .unwrap();
+        input.fresh = fresh;
+        assert_eq!(
+            engine.run(input, &Sink).await.outcome,
+            Outcome::Succeeded("done".into())
+        );
+        let sent = fake.requests()[0]["messages"].to_string();
+        assert_eq!(
+            sent.contains("stored steer"),
+            !fresh,
+            "fresh {fresh}: {sent}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -181,6 +181,7 @@ async fn run(
                 max_steps: None,
                 asker: None,
                 family: None,
+                fresh: false,
             },
             &sink,
         )

@@ -18,7 +18,11 @@ use crate::common;
 /// A replica on the database at `url`: its own home and store connection,
 /// `[store] backend = "postgres"` (so it has a replica id and leases), and
 /// `extra` (the `[budget]` part).
-async fn replica(url: &str, fake: &FakeOpenAi, extra: &str) -> (Runtime, tempfile::TempDir) {
+pub(crate) async fn replica(
+    url: &str,
+    fake: &FakeOpenAi,
+    extra: &str,
+) -> (Runtime, tempfile::TempDir) {
     let store: Arc<dyn Store> =
         Arc::new(PostgresStore::connect(url, TEST_URL_VAR, 4).await.unwrap());
     let toml = format!(
@@ -32,7 +36,7 @@ async fn replica(url: &str, fake: &FakeOpenAi, extra: &str) -> (Runtime, tempfil
     (rt, dir)
 }
 
-async fn run(rt: &Runtime, thread: &str) -> RunEnvelope {
+pub(crate) async fn run(rt: &Runtime, thread: &str) -> RunEnvelope {
     let inbound = Inbound {
         source: "test".into(),
         thread_key: testing::thread(thread),

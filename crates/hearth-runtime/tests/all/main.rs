@@ -17,6 +17,8 @@ mod community;
 mod confirmations;
 mod conformance;
 mod direct;
+#[cfg(feature = "postgres")]
+mod ended;
 mod events;
 mod incognito;
 mod jobs;
