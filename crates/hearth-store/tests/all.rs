@@ -23,6 +23,7 @@ mod suite {
     mod secrets;
     mod sqlite;
     mod throughput;
+    mod wire;
 }
 
 use std::path::Path;
