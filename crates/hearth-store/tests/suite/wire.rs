@@ -140,6 +140,7 @@ fn cstr(body: &[u8]) -> (String, &[u8]) {
     (String::from_utf8_lossy(&body[..end]).into_owned(), rest)
 }
 
+/// Forwards the client's messages to the server, counting as they pass.
 async fn forward<R, W>(rx: &mut R, tx: &mut W, counted: &Mutex<Counted>) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -212,11 +213,7 @@ where
                 }
                 c.statements.push(sql);
             }
-            b'S' => {
-                if std::mem::take(&mut unsynced) {
-                    c.transactions += 1;
-                }
-            }
+            b'S' if std::mem::take(&mut unsynced) => c.transactions += 1,
             b'X' => return Ok(()),
             _ => {}
         }
