@@ -24,6 +24,7 @@ mod suite {
     mod secrets;
     mod sqlite;
     mod throughput;
+    mod wire;
 }
 
 use std::path::Path;

@@ -12,8 +12,9 @@
 //!
 //! A finish the statement cannot express exactly falls back to the
 //! transaction of one statement per write (`runs::finish_run`): follow-up
-//! runs (each takes its thread's advisory lock before its insert's snapshot,
-//! which one statement cannot do), two steps with one index (an upsert may
+//! runs (each stored by `insert_run` under its thread's advisory lock, held
+//! to the end's commit; calling `hearth_store_run` from the statement was
+//! not tried), two steps with one index (an upsert may
 //! not touch one row twice in a statement), and router deltas that repeat an
 //! arm or take counts back (applied one by one, each clamped at zero).
 //!

@@ -59,10 +59,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         15,
         include_str!("../../migrations/postgres/0015_throughput.sql"),
     ),
+    (
+        16,
+        include_str!("../../migrations/postgres/0016_store_run.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 15;
+pub(crate) const LATEST: u32 = 16;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

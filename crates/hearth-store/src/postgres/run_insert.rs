@@ -22,36 +22,24 @@ pub(super) struct Claim<'a> {
 }
 
 /// The class of the per-thread advisory locks ("hear" in ASCII), apart from
-/// any other advisory lock.
+/// any other advisory lock: `hearth_store_run` (migration 0016) takes
+/// `(class, hashtext(thread_key))` with the class as the literal 1751474546,
+/// and anything else that takes a thread's lock must take the same.
+#[cfg(test)]
 const THREAD_LOCK_CLASS: i32 = 0x6865_6172;
 
-/// The statement taking a thread's advisory lock, to its transaction's end.
-const THREAD_LOCK_SQL: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
-
-/// Inserts a run (queued, or claimed when its thread has nothing
-/// unfinished); returns it, or nothing when its idempotency key is taken.
-const INSERT_RUN_SQL: &str = concat!(
-    // Stored claimed only when its thread has nothing unfinished: a replica
-    // that believes the thread idle may not know that another replica runs
-    // an earlier message of it, and order comes first.
-    // Watched (its end notified, migration 0015) unless stored claimed: a
-    // queued run may be claimed by another replica than the one that stored
-    // it and has a log of it.
-    "INSERT INTO runs (run_id, thread_key, user_key, source, input, idempotency_key, \
-     status, created_at, updated_at, scope, roles, lease_owner, lease_until, model, mode, \
-     parent_run_id, watched) \
-     SELECT $1, $2, $3, $4, $5, $6, CASE WHEN busy THEN 'queued' ELSE $7 END, $8, $8, \
-     $9, $10, CASE WHEN busy THEN NULL ELSE $11 END, \
-     CASE WHEN busy THEN NULL ELSE $12::BIGINT END, CASE WHEN busy THEN NULL ELSE NULLIF($13, '') END, \
-     CASE WHEN busy THEN NULL ELSE $14 END, $15, busy OR $7 = 'queued' \
-     FROM (SELECT EXISTS (SELECT 1 FROM runs WHERE thread_key = $2 \
-     AND status IN ('queued', 'running', 'awaiting_confirmation')) AS busy) AS thread \
-     ON CONFLICT (thread_key, idempotency_key) WHERE idempotency_key IS NOT NULL \
-     DO NOTHING RETURNING ",
-    run_columns!()
+/// Stores a run: the thread's advisory lock, then the insert (queued, or
+/// claimed when its thread has nothing unfinished), in one statement
+/// (migration 0016 has the function and why its insert sees every earlier
+/// run of the thread); returns the run, or nothing when its idempotency key
+/// is taken.
+const STORE_RUN_SQL: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    " FROM hearth_store_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
 );
 
-/// The parameters of [`INSERT_RUN_SQL`], with what they borrow.
+/// The parameters of [`STORE_RUN_SQL`], with what they borrow.
 struct RunInsert<'a> {
     run: &'a NewRun,
     status: &'static str,
@@ -135,66 +123,52 @@ async fn inserted_or_twin(
 /// the same key, the index lets one in; the others wait for it to commit and
 /// then read it.
 ///
-/// `c` must be a transaction: the insert first takes its thread's advisory
-/// lock, held to the commit, so the inserts of one thread commit one at a
-/// time and in the order of their `seq`. Without it two replicas storing a
-/// message on an idle thread at the same instant both see it idle (each
-/// statement's snapshot misses the other's uncommitted run) and both store
-/// their run claimed: two runs of one thread at once. The insert's snapshot
-/// is taken after the lock is granted (READ COMMITTED: one per statement),
-/// so it sees every earlier run of the thread.
+/// `c` is inside a transaction (the fallback end of a run storing its
+/// follow-ups): the thread's advisory lock that `hearth_store_run` takes is
+/// held to that transaction's commit, so the inserts of one thread commit
+/// one at a time and in the order of their `seq`. Without it two replicas
+/// storing a message on an idle thread at the same instant both see it idle
+/// and both store their run claimed: two runs of one thread at once. The
+/// same function as [`store_run`], so both write the same columns the same
+/// way, and a follow-up costs one statement.
 pub(super) async fn insert_run(
     c: &impl GenericClient,
     run: &NewRun,
     claim: Option<&Claim<'_>>,
 ) -> Result<CreateRunOutcome> {
-    let lock = c.prepare_cached(THREAD_LOCK_SQL).await?;
-    c.query_one(&lock, &[&THREAD_LOCK_CLASS, &run.thread_key])
-        .await?;
-    let insert = c.prepare_cached(INSERT_RUN_SQL).await?;
+    let store = c.prepare_cached(STORE_RUN_SQL).await?;
     let params = RunInsert::new(run, claim)?;
-    let inserted = c.query_opt(&insert, &params.params()).await?;
+    let inserted = c.query_opt(&store, &params.params()).await?;
     inserted_or_twin(c, run, inserted).await
 }
 
-/// [`insert_run`] in a transaction of its own, its four statements (begin,
-/// the thread's lock, the insert, commit) sent together: one round trip
-/// instead of four. PostgreSQL still runs them one after the other, so the
-/// insert's snapshot is taken once the lock is granted, as in `insert_run`.
-/// A failure anywhere rolls the whole transaction back (a statement after a
-/// failed one fails, and the commit of a failed transaction rolls it back).
+/// [`insert_run`] in a transaction of its own: one statement in autocommit,
+/// committed before PostgreSQL answers it (the commit comes at the
+/// statement's Sync, and its error, a deferred constraint's, is the
+/// statement's), so a message is accepted only once committed. A failure
+/// rolls it all back and leaves no transaction open on the pooled
+/// connection.
 pub(super) async fn store_run(
     store: &PostgresStore,
     run: &NewRun,
     claim: Option<&Claim<'_>>,
 ) -> Result<CreateRunOutcome> {
     let client = store.client().await?;
-    let (lock, insert) = tokio::try_join!(
-        client.prepare_cached(THREAD_LOCK_SQL),
-        client.prepare_cached(INSERT_RUN_SQL)
-    )?;
-    let params = RunInsert::new(run, claim)?;
-    let params = params.params();
-    let thread: [&(dyn ToSql + Sync); 2] = [&THREAD_LOCK_CLASS, &run.thread_key];
-    // `biased`: polled in this order, so sent in this order.
-    let sent = tokio::try_join!(
-        biased;
-        client.batch_execute("BEGIN"),
-        client.query_one(&lock, &thread),
-        client.query_opt(&insert, &params),
-        client.batch_execute("COMMIT"),
-    );
-    let inserted = match sent {
-        Ok((_, _, inserted, _)) => inserted,
-        Err(e) => {
-            // A statement refused before it was sent (the commit among
-            // them) would leave the pooled connection inside the
-            // transaction, holding the thread's lock: end it here.
-            if let Err(rollback) = client.batch_execute("ROLLBACK").await {
-                tracing::warn!(error = %rollback, "could not roll back a failed run insert");
-            }
-            return Err(e.into());
-        }
-    };
-    inserted_or_twin(&client, run, inserted).await
+    insert_run(&client, run, claim).await
+}
+
+#[cfg(test)]
+mod tests {
+    /// The function takes the lock class the comment and the code name.
+    #[test]
+    fn the_function_takes_the_thread_lock_class() {
+        let sql = include_str!("../../migrations/postgres/0016_store_run.sql");
+        let literal = super::THREAD_LOCK_CLASS.to_string();
+        assert!(
+            sql.contains(&format!(
+                "pg_advisory_xact_lock({literal}, hashtext(p_thread_key))"
+            )),
+            "{literal}"
+        );
+    }
 }

@@ -1,8 +1,8 @@
 //! The PostgreSQL writes that save round trips keep their guarantees: a
 //! run's end in one statement is still all or nothing, and a message stored
-//! in one round trip (begin, the thread's lock, the insert and the commit
-//! sent together) is accepted only once committed, and a failure leaves the
-//! pooled connection clean and the thread free.
+//! in one statement (`hearth_store_run`: the thread's lock and the insert)
+//! is accepted only once committed, and a failure leaves the pooled
+//! connection clean and the thread free.
 
 use std::time::Duration;
 
@@ -276,5 +276,67 @@ async fn a_run_end_tells_whether_its_thread_has_a_run_queued() {
             .unwrap(),
         (false, None),
         "ended already"
+    );
+}
+
+/// Storing a message is one statement in one transaction, claimed or
+/// queued (it was four: begin, the thread's lock, the insert and commit);
+/// a message whose idempotency key is taken adds the read of its twin.
+#[tokio::test]
+async fn a_message_is_stored_in_one_statement() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    let wire = super::wire::Wire::start(&url).await;
+    let store = PostgresStore::connect(wire.url(), TEST_URL_VAR, 1)
+        .await
+        .unwrap();
+    // The first store of a connection also prepares its statements.
+    created(&store, "run_warm", "t0").await;
+
+    wire.take();
+    let claimed = store
+        .create_claimed_run(new_run("run_1", "t1", Some("k")), "node-a", 99, "p/m", None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(claimed, CreateRunOutcome::Created(ref r) if r.status == RunStatus::Running),
+        "{claimed:?}"
+    );
+    let sent = wire.take();
+    assert_eq!(
+        (sent.statements.len(), sent.transactions),
+        (1, 1),
+        "claimed: {sent:#?}"
+    );
+
+    let queued = store
+        .create_run(new_run("run_2", "t1", None))
+        .await
+        .unwrap();
+    assert!(
+        matches!(queued, CreateRunOutcome::Created(ref r) if r.status == RunStatus::Queued),
+        "{queued:?}"
+    );
+    let sent = wire.take();
+    assert_eq!(
+        (sent.statements.len(), sent.transactions),
+        (1, 1),
+        "queued: {sent:#?}"
+    );
+
+    let twin = store
+        .create_run(new_run("run_3", "t1", Some("k")))
+        .await
+        .unwrap();
+    assert!(
+        matches!(twin, CreateRunOutcome::Existing(ref r) if r.run_id == "run_1"),
+        "{twin:?}"
+    );
+    let sent = wire.take();
+    assert_eq!(
+        (sent.statements.len(), sent.transactions),
+        (2, 2),
+        "a twin: {sent:#?}"
     );
 }
