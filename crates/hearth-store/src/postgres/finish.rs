@@ -47,11 +47,11 @@ const END_SQL: &str = concat!(
     "WITH ended AS (UPDATE runs SET status = $2, output = $3, error_code = $4, \
      error_message = $5, updated_at = $6, lease_owner = NULL, lease_until = NULL, \
      last_event_seq = $7, model = COALESCE($8, model), \
-     requested_model = COALESCE($9, requested_model) \
+     requested_model = COALESCE($9, requested_model), notified_by_end = TRUE \
      WHERE run_id = $1 AND status IN ('queued', 'running', 'awaiting_confirmation') \
      RETURNING ",
     run_columns!(),
-    "), ",
+    ", watched), ",
     "expired AS (UPDATE confirmations SET state = 'expired', resolved_by = $10, \
      resolved_at = $6 WHERE run_id = $1 AND state = 'pending' \
      AND EXISTS (SELECT 1 FROM ended)), ",
@@ -124,11 +124,18 @@ const END_SQL: &str = concat!(
     // The run as it ended (the caller answers with it instead of reading
     // it again), and whether a later run of the thread was queued: then
     // the replica claims it at once (`RunStore::finish_run_seeing_next`).
+    // The end notifies as the row trigger would have, which it marked to
+    // skip this row (`notified_by_end`, migration 0017): `hearth_ended`
+    // when another replica may follow the run, `hearth_work` when its
+    // thread's next run may start now. Both are delivered at the commit.
     "SELECT ",
     run_columns!(),
-    ", EXISTS (SELECT 1 FROM runs AS next \
-     WHERE next.thread_key = ended.thread_key AND next.status = 'queued' \
-     AND next.run_id <> $1) FROM ended"
+    ", next.queued, \
+     CASE WHEN ended.watched THEN pg_notify('hearth_ended', ended.run_id) END, \
+     CASE WHEN next.queued THEN pg_notify('hearth_work', '') END \
+     FROM ended CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM runs AS later \
+     WHERE later.thread_key = ended.thread_key AND later.status = 'queued' \
+     AND later.run_id <> $1) AS queued) AS next"
 );
 
 /// The column of [`END_SQL`]'s row after the run's: whether a later run of

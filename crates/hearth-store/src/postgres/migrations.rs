@@ -63,10 +63,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         16,
         include_str!("../../migrations/postgres/0016_store_run.sql"),
     ),
+    (
+        17,
+        include_str!("../../migrations/postgres/0017_ends_notify_themselves.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 16;
+pub(crate) const LATEST: u32 = 17;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

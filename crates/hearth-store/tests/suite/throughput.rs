@@ -214,3 +214,70 @@ async fn only_ends_another_replica_may_follow_are_notified() {
     }
     assert_eq!(heard, ["followed", "taken", "queued"]);
 }
+
+/// The end of one statement sends its own notifications (migration 0017)
+/// and runs no row trigger, whose PL/pgSQL call was about a fifth of its
+/// time; an end of several statements (follow-ups) still has the trigger
+/// notify. Here the trigger's function is replaced by one that records its
+/// calls and notifies nothing, so every wake-up heard comes from the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_end_in_one_statement_notifies_itself_without_the_row_trigger() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url, TEST_URL_VAR, 2).await.unwrap();
+    let (sql, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    sql.batch_execute(
+        "CREATE TABLE trigger_calls (op TEXT, run_id TEXT); \
+         CREATE OR REPLACE FUNCTION hearth_runs_notify() RETURNS trigger \
+         LANGUAGE plpgsql AS $$ BEGIN \
+         INSERT INTO trigger_calls VALUES (TG_OP, NEW.run_id); RETURN NULL; END $$;",
+    )
+    .await
+    .unwrap();
+    let calls = || async {
+        sql.query(
+            "SELECT op, run_id FROM trigger_calls WHERE op = 'UPDATE'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(1))
+        .collect::<Vec<_>>()
+    };
+    let cluster = store.cluster().unwrap();
+    let mut wakes = cluster.listen();
+    assert_eq!(next(&mut wakes).await, Wake::Connected);
+
+    // A watched run with its thread's next message queued behind it.
+    claimed(&store, "first", "t", "a", NOW + 10_000).await;
+    cluster.watch_end("first").await.unwrap();
+    created(&store, "second", "t").await;
+    let mut end = finish("first", Vec::new());
+    end.steps.clear();
+    assert!(store.finish_run(end).await.unwrap());
+    let mut heard = vec![next(&mut wakes).await, next(&mut wakes).await];
+    heard.sort_by_key(|w| format!("{w:?}"));
+    assert_eq!(heard, [Wake::Ended("first".into()), Wake::Work]);
+    assert_eq!(
+        calls().await,
+        Vec::<String>::new(),
+        "the end ran the row trigger"
+    );
+
+    // An end with a follow-up takes the transaction of several statements:
+    // the row trigger notifies for it.
+    store
+        .claim_run("second", "a", NOW + 10_000, NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut end = finish("second", Vec::new());
+    end.follow_ups = vec![new_run("third", "t", None)];
+    assert!(store.finish_run(end).await.unwrap());
+    assert!(calls().await.contains(&"second".to_owned()));
+}
