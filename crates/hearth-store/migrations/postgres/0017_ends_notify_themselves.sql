@@ -27,19 +27,21 @@ CREATE TRIGGER runs_notify_update AFTER UPDATE OF status, lease_owner ON runs
     EXECUTE FUNCTION hearth_runs_notify();
 
 -- 2. The words of a message for its full-text index, without a query per
--- message: the text parts are picked by a JSON path instead of a query over
--- `jsonb_array_elements`, and `to_tsvector` of a JSON array takes the words
--- of its strings. Every run's end indexes two messages. For the arrays of
--- parts hearth writes, the words found are the same as before (only their
--- positions differ, by one between parts: the parts are no longer joined
--- into one string), so the index built with the function before holds the
--- same entries and needs no rebuild; a phrase match, which depends on
--- positions, is checked against this function. Content that is not JSON
--- keeps its raw words, as before.
+-- message: the `text` of each part is picked by a JSON path instead of a
+-- query over `jsonb_array_elements`, and `to_tsvector` of a JSON array
+-- takes the words of its strings. Every run's end indexes two messages.
+-- The words found are the same as before for any content (the path is
+-- strict, so content that is not a JSON array fails over to its raw words
+-- as it did); only their positions differ, by one between parts, which are
+-- no longer joined into one string. So the index built with the function
+-- before holds the same entries and needs no rebuild (a phrase match, which
+-- depends on positions, is checked against this function). The test
+-- `message_words_are_the_words_of_the_function_before` compares the two.
 CREATE OR REPLACE FUNCTION hearth_message_words(content TEXT) RETURNS TSVECTOR
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
-    RETURN to_tsvector('simple', jsonb_path_query_array(content::jsonb, '$[*].text'));
+    RETURN to_tsvector('simple',
+        jsonb_path_query_array(content::jsonb, 'strict $[*] ? (exists (@.text)).text'));
 EXCEPTION WHEN others THEN
     RETURN to_tsvector('simple', content);
 END

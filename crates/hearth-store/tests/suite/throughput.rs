@@ -281,3 +281,53 @@ async fn an_end_in_one_statement_notifies_itself_without_the_row_trigger() {
     assert!(store.finish_run(end).await.unwrap());
     assert!(calls().await.contains(&"second".to_owned()));
 }
+
+/// Migration 0017 redefines the words a message is indexed by without
+/// rebuilding the index, which holds for every content only when the words
+/// are those of the function before: compared here on what hearth writes
+/// and on what it never should.
+#[tokio::test]
+async fn message_words_are_the_words_of_the_function_before() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    let _store = PostgresStore::connect(&url, TEST_URL_VAR, 1).await.unwrap();
+    let (sql, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    // The definition of migration 0012.
+    sql.batch_execute(
+        "CREATE FUNCTION words_before(content TEXT) RETURNS TSVECTOR \
+         LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN \
+         RETURN to_tsvector('simple', coalesce((SELECT string_agg(part->>'text', ' ') \
+         FROM jsonb_array_elements(content::jsonb) AS part), '')); \
+         EXCEPTION WHEN others THEN RETURN to_tsvector('simple', content); END $$;",
+    )
+    .await
+    .unwrap();
+    let contents = [
+        r#"[{"type":"text","text":"Hello World, it's Zoë\n \"quoted\" e-mail a.b@c.de 3.14"}]"#,
+        r#"[{"type":"text","text":"part one"},{"type":"tool_call","id":"c1","name":"read","arguments":{"text":"nested"}},{"type":"text","text":"PART two 東京"}]"#,
+        r#"[{"type":"image","url":"u"}]"#,
+        "[]",
+        r#"[{"text":null}]"#,
+        r#"["a string", {"text":"x y"}]"#,
+        r#"{"text":"an object"}"#,
+        r#""a JSON string""#,
+        "not JSON at all",
+        "[not JSON",
+    ];
+    for content in contents {
+        let row = sql
+            .query_one(
+                "SELECT tsvector_to_array(hearth_message_words($1)), \
+                 tsvector_to_array(words_before($1))",
+                &[&content],
+            )
+            .await
+            .unwrap();
+        let (now, before): (Vec<String>, Vec<String>) = (row.get(0), row.get(1));
+        assert_eq!(now, before, "{content}");
+    }
+}
