@@ -11,7 +11,7 @@
 //! Usage: hearth-load [--bin-dir target/release] [--secs 10] [--concurrency 1,16,64]
 //!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4] [--openai]
 //!        [--extra-toml FILE] [--backend sqlite|postgres] [--url-env VAR]
-//!        [--replicas N] [--idle-secs 30]
+//!        [--replicas N] [--idle-secs 30] [--interleave]
 //!
 //! `--backend postgres` (a driver and a `hearth` built with `--features
 //! postgres`) measures the same levels on PostgreSQL right after SQLite, on
@@ -23,6 +23,14 @@
 //! (round-robin, as a load balancer would). Before loading, one idle replica
 //! is watched for `--idle-secs`: the transactions its database counts in
 //! `pg_stat_database` per second are the queries an idle replica sends.
+//!
+//! `--interleave` (with `--backend postgres`) keeps the SQLite server, the
+//! PostgreSQL replica and the `--replicas` group all started, and runs each
+//! level in the order SQLite, PostgreSQL, the group, the group, PostgreSQL,
+//! SQLite (half the seconds each): the ratios then compare servers loaded
+//! at the same minutes, on a machine whose speed moves from one minute to
+//! the next (a shared VM's does by tens of percent), instead of levels
+//! measured tens of seconds apart.
 //!
 //! `--extra-toml FILE` appends FILE to every hearth.toml the driver writes
 //! (`FAKE_URL` in it becomes the fake provider's address):
@@ -68,6 +76,8 @@ struct Args {
     replicas: usize,
     /// How long an idle replica is watched for queries.
     idle_secs: u64,
+    /// Run each level on every server in turn (`--interleave`).
+    interleave: bool,
 }
 
 /// Where a server keeps its store.
@@ -104,6 +114,7 @@ fn parse_args() -> Result<Args> {
         postgres_url_env: None,
         replicas: 1,
         idle_secs: 30,
+        interleave: false,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -126,6 +137,7 @@ fn parse_args() -> Result<Args> {
             "--url-env" => url_env = val()?,
             "--replicas" => a.replicas = val()?.parse()?,
             "--idle-secs" => a.idle_secs = val()?.parse()?,
+            "--interleave" => a.interleave = true,
             other => bail!("unknown argument {other}; see the doc at the top of hearth-load"),
         }
     }
@@ -136,6 +148,11 @@ fn parse_args() -> Result<Args> {
     }
     if a.replicas == 0 {
         bail!("--replicas must be at least 1");
+    }
+    if a.interleave && (a.postgres_url_env.is_none() || a.openai) {
+        bail!(
+            "--interleave compares SQLite with PostgreSQL: give --backend postgres, without --openai"
+        );
     }
     Ok(a)
 }
@@ -639,6 +656,18 @@ async fn main() -> Result<()> {
         "idle RSS after start: {:.1} MB",
         proc_status_kb(pid, "VmRSS:") as f64 / 1024.0
     );
+    if let (true, Some(var)) = (args.interleave, &args.postgres_url_env) {
+        let sqlite = pg::Sqlite {
+            url: normal.url.clone(),
+            pid,
+        };
+        let outcome = pg::compare_interleaved(&args, var, &tmp, &fake_url, fake_p50, &sqlite).await;
+        drop(normal);
+        // The strict and emulated levels are SQLite's alone: run without
+        // --interleave for them.
+        let _ = std::fs::remove_dir_all(&tmp);
+        return outcome;
+    }
     let mut levels = Vec::new();
     let mut openai = Vec::new();
     for &c in &args.concurrency {

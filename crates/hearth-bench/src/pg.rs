@@ -17,8 +17,36 @@ pub(crate) async fn compare(
     )
 }
 
+/// The SQLite server already started, loaded in turn with the PostgreSQL
+/// ones under `--interleave`.
+#[cfg_attr(
+    not(feature = "postgres"),
+    expect(dead_code, reason = "read only by the postgres comparison")
+)]
+pub(crate) struct Sqlite {
+    /// Its base URL.
+    pub(crate) url: String,
+    /// Its process.
+    pub(crate) pid: u32,
+}
+
+#[cfg(not(feature = "postgres"))]
+pub(crate) async fn compare_interleaved(
+    _args: &crate::Args,
+    _var: &str,
+    _tmp: &std::path::Path,
+    _fake_url: &str,
+    _fake_p50: u64,
+    _sqlite: &Sqlite,
+) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "--backend postgres needs hearth-load built with PostgreSQL: \
+         cargo build --release -p hearth-bench --features postgres"
+    )
+}
+
 #[cfg(feature = "postgres")]
-pub(crate) use with_postgres::compare;
+pub(crate) use with_postgres::{compare, compare_interleaved};
 
 #[cfg(feature = "postgres")]
 mod with_postgres {
@@ -171,22 +199,7 @@ mod with_postgres {
             );
         }
         report("postgres, one replica", fake_p50, &levels, &[pid]);
-        println!(
-            "\n| concurrency | SQLite runs/s | PostgreSQL runs/s | PostgreSQL / SQLite | overhead p50 SQLite | overhead p50 PostgreSQL |"
-        );
-        println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
-        for (s, p) in sqlite.iter().zip(&levels) {
-            let (sr, pr) = (rate(s), rate(p));
-            println!(
-                "| {} | {:.0} | {:.0} | {:.2} | {:.2} ms | {:.2} ms |",
-                s.concurrency,
-                sr,
-                pr,
-                if sr > 0.0 { pr / sr } else { 0.0 },
-                overhead_ms(s, fake_p50),
-                overhead_ms(p, fake_p50),
-            );
-        }
+        ratios(sqlite, &levels, fake_p50);
         drop(one);
 
         if args.replicas > 1 {
@@ -230,23 +243,147 @@ mod with_postgres {
                 &many,
                 &pids,
             );
-            println!("\n| concurrency | one replica runs/s | {n} replicas runs/s | ratio |");
-            println!("| ---: | ---: | ---: | ---: |");
-            for (o, m) in levels.iter().zip(&many) {
-                let (or, mr) = (rate(o), rate(m));
-                println!(
-                    "| {} | {:.0} | {:.0} | {:.2} |",
-                    o.concurrency,
-                    or,
-                    mr,
-                    if or > 0.0 { mr / or } else { 0.0 }
-                );
-            }
+            group_ratios(n, &levels, &many);
             if many.iter().any(|l| l.errors > 0) {
                 bail!("errors under several replicas: see the table above");
             }
         }
         Ok(())
+    }
+
+    /// `--interleave`: the SQLite server, one PostgreSQL replica and (with
+    /// `--replicas N`) N replicas on another database, all started first;
+    /// then each level runs on them in the order SQLite, one, the group,
+    /// the group, one, SQLite, half of `--secs` each, so that every server
+    /// is loaded at the same minutes of the run.
+    pub(crate) async fn compare_interleaved(
+        args: &Args,
+        var: &str,
+        tmp: &Path,
+        fake_url: &str,
+        fake_p50: u64,
+        sqlite: &super::Sqlite,
+    ) -> Result<()> {
+        let admin_url = std::env::var(var)
+            .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
+        let mut admin = Admin::connect(&admin_url).await?;
+        let outcome = interleaved(args, &mut admin, tmp, fake_url, fake_p50, sqlite).await;
+        admin.drop_all().await;
+        outcome
+    }
+
+    async fn interleaved(
+        args: &Args,
+        admin: &mut Admin,
+        tmp: &Path,
+        fake_url: &str,
+        fake_p50: u64,
+        sqlite: &super::Sqlite,
+    ) -> Result<()> {
+        let start = |dir: String, url: String| {
+            let backend = Backend::Postgres(url);
+            async move {
+                start_hearth(
+                    &args.bin_dir,
+                    &tmp.join(dir),
+                    fake_url,
+                    false,
+                    None,
+                    &args.extra_toml,
+                    &backend,
+                )
+                .await
+            }
+        };
+        let (url, _db) = admin.fresh().await?;
+        let one = start("pg-one".into(), url).await?;
+        let mut group = Vec::new();
+        if args.replicas > 1 {
+            let (url, _db) = admin.fresh().await?;
+            for i in 0..args.replicas {
+                group.push(start(format!("pg-replica{i}"), url.clone()).await?);
+            }
+        }
+        let one_urls = std::slice::from_ref(&one.url);
+        let one_pid = [one.proc.0.id()];
+        let group_urls: Vec<String> = group.iter().map(|s| s.url.clone()).collect();
+        let group_pids: Vec<u32> = group.iter().map(|s| s.proc.0.id()).collect();
+        let sqlite_urls = std::slice::from_ref(&sqlite.url);
+        let half = (args.secs / 2).max(1);
+        let (mut lite, mut pg, mut many) = (Vec::new(), Vec::new(), Vec::new());
+        for &c in &args.concurrency {
+            let msg = crate::Api::Messages;
+            let s1 = drive(sqlite_urls, &[sqlite.pid], c, half, &format!("n{c}a"), msg).await?;
+            let p1 = drive(one_urls, &one_pid, c, half, &format!("p{c}a"), msg).await?;
+            let m = if group.is_empty() {
+                None
+            } else {
+                let m1 = drive(&group_urls, &group_pids, c, half, &format!("r{c}a"), msg).await?;
+                let m2 = drive(&group_urls, &group_pids, c, half, &format!("r{c}b"), msg).await?;
+                Some(m1.merge(m2))
+            };
+            let p2 = drive(one_urls, &one_pid, c, half, &format!("p{c}b"), msg).await?;
+            let s2 = drive(sqlite_urls, &[sqlite.pid], c, half, &format!("n{c}b"), msg).await?;
+            lite.push(s1.merge(s2));
+            pg.push(p1.merge(p2));
+            many.extend(m);
+        }
+        println!(
+            "\n## Interleaved (SQLite, PostgreSQL, the group, the group, PostgreSQL, SQLite per level)"
+        );
+        report("normal", fake_p50, &lite, &[sqlite.pid]);
+        report("postgres, one replica", fake_p50, &pg, &one_pid);
+        ratios(&lite, &pg, fake_p50);
+        if !many.is_empty() {
+            let n = args.replicas;
+            report(
+                &format!("postgres, {n} replicas round-robin"),
+                fake_p50,
+                &many,
+                &group_pids,
+            );
+            group_ratios(n, &pg, &many);
+        }
+        if pg.iter().chain(&many).any(|l| l.errors > 0) {
+            bail!("errors on PostgreSQL: see the tables above");
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL against SQLite, level by level.
+    fn ratios(sqlite: &[Level], pg: &[Level], fake_p50: u64) {
+        println!(
+            "\n| concurrency | SQLite runs/s | PostgreSQL runs/s | PostgreSQL / SQLite | overhead p50 SQLite | overhead p50 PostgreSQL |"
+        );
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+        for (s, p) in sqlite.iter().zip(pg) {
+            let (sr, pr) = (rate(s), rate(p));
+            println!(
+                "| {} | {:.0} | {:.0} | {:.2} | {:.2} ms | {:.2} ms |",
+                s.concurrency,
+                sr,
+                pr,
+                if sr > 0.0 { pr / sr } else { 0.0 },
+                overhead_ms(s, fake_p50),
+                overhead_ms(p, fake_p50),
+            );
+        }
+    }
+
+    /// N replicas against one, level by level.
+    fn group_ratios(n: usize, one: &[Level], many: &[Level]) {
+        println!("\n| concurrency | one replica runs/s | {n} replicas runs/s | ratio |");
+        println!("| ---: | ---: | ---: | ---: |");
+        for (o, m) in one.iter().zip(many) {
+            let (or, mr) = (rate(o), rate(m));
+            println!(
+                "| {} | {:.0} | {:.0} | {:.2} |",
+                o.concurrency,
+                or,
+                mr,
+                if or > 0.0 { mr / or } else { 0.0 }
+            );
+        }
     }
 
     fn rate(l: &Level) -> f64 {
