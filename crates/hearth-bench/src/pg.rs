@@ -68,6 +68,13 @@ mod with_postgres {
     }
 
     impl Admin {
+        /// The admin connection to the server whose URL the variable `var` holds.
+        async fn from_var(var: &str) -> Result<Self> {
+            let url = std::env::var(var)
+                .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
+            Self::connect(&url).await
+        }
+
         async fn connect(url: &str) -> Result<Self> {
             let config: tokio_postgres::Config = url
                 .parse()
@@ -129,9 +136,7 @@ mod with_postgres {
         fake_p50: u64,
         sqlite: &[Level],
     ) -> Result<()> {
-        let admin_url = std::env::var(var)
-            .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
-        let mut admin = Admin::connect(&admin_url).await?;
+        let mut admin = Admin::from_var(var).await?;
         let outcome = measure(args, &mut admin, tmp, fake_url, fake_p50, sqlite).await;
         admin.drop_all().await;
         outcome
@@ -264,9 +269,7 @@ mod with_postgres {
         fake_p50: u64,
         sqlite: &super::Sqlite,
     ) -> Result<()> {
-        let admin_url = std::env::var(var)
-            .with_context(|| format!("--backend postgres reads the server's URL from {var}"))?;
-        let mut admin = Admin::connect(&admin_url).await?;
+        let mut admin = Admin::from_var(var).await?;
         let outcome = interleaved(args, &mut admin, tmp, fake_url, fake_p50, sqlite).await;
         admin.drop_all().await;
         outcome

@@ -17,7 +17,7 @@ use hearth_store::{
 
 /// A fresh store with `pool` connections, and a connection of its own to
 /// the same database for changing it behind the store's back.
-async fn fresh(pool: usize) -> Option<(PostgresStore, tokio_postgres::Client)> {
+pub(super) async fn fresh(pool: usize) -> Option<(PostgresStore, tokio_postgres::Client)> {
     let url = fresh_database_url().await?;
     let store = PostgresStore::connect(&url, TEST_URL_VAR, pool)
         .await

@@ -222,14 +222,9 @@ async fn only_ends_another_replica_may_follow_are_notified() {
 /// calls and notifies nothing, so every wake-up heard comes from the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_end_in_one_statement_notifies_itself_without_the_row_trigger() {
-    let Some(url) = fresh_database_url().await else {
+    let Some((store, sql)) = super::round_trips::fresh(2).await else {
         return;
     };
-    let store = PostgresStore::connect(&url, TEST_URL_VAR, 2).await.unwrap();
-    let (sql, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
     sql.batch_execute(
         "CREATE TABLE trigger_calls (op TEXT, run_id TEXT); \
          CREATE OR REPLACE FUNCTION hearth_runs_notify() RETURNS trigger \
@@ -288,14 +283,10 @@ async fn an_end_in_one_statement_notifies_itself_without_the_row_trigger() {
 /// and on what it never should.
 #[tokio::test]
 async fn message_words_are_the_words_of_the_function_before() {
-    let Some(url) = fresh_database_url().await else {
+    // The store migrates the database; the test reads through its own connection.
+    let Some((_store, sql)) = super::round_trips::fresh(1).await else {
         return;
     };
-    let _store = PostgresStore::connect(&url, TEST_URL_VAR, 1).await.unwrap();
-    let (sql, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
     // The definition of migration 0012.
     sql.batch_execute(
         "CREATE FUNCTION words_before(content TEXT) RETURNS TSVECTOR \
