@@ -272,6 +272,37 @@ impl Browser {
         }
     }
 
+    /// Clicks the form button `css` and waits until the page its post leads
+    /// to has loaded: a new document, not the one clicked on. Without the
+    /// wait, a `visit` right after could cut the post short, or be overtaken
+    /// by the post's redirect and land back on the page posted from.
+    pub async fn submit(&self, css: &str) {
+        self.c
+            .execute("window.hearthPosted = true", vec![])
+            .await
+            .unwrap();
+        self.click(css).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let loaded = self
+                .c
+                .execute(
+                    "return window.hearthPosted !== true && document.readyState === 'complete'",
+                    vec![],
+                )
+                .await;
+            // While the browser navigates, a script may fail to run: asked again.
+            if let Ok(Value::Bool(true)) = loaded {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no page loaded within 20 s of submitting {css}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits until the text of `css` contains `want` (the page changes
     /// itself: a live redraw or a streamed answer).
     pub async fn until_text(&self, css: &str, want: &str) -> String {

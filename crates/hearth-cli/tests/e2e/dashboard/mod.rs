@@ -220,9 +220,8 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     b.until_text(&format!("#confirm-{approved}"), "memory_forget")
         .await;
     b.screenshots("confirmations").await;
-    b.click(&format!("#confirm-{approved} button[value=\"true\"]"))
+    b.submit(&format!("#confirm-{approved} button[value=\"true\"]"))
         .await;
-    b.find("h1").await;
     b.check_page("the queue after Approve").await;
     b.visit(&h.at(&format!("/ui/runs/{approved}"))).await;
     b.until_text("#run-status", "succeeded").await;
@@ -232,9 +231,8 @@ async fn a_run_appears_live_its_trace_opens_and_confirmations_are_answered() {
     // The queue is open before the question is asked: it appears live.
     b.visit(&h.at("/ui/confirmations")).await;
     let denied = waiting_forget(&h, &fake, id, "kept it").await;
-    b.click(&format!("#confirm-{denied} button[value=\"false\"]"))
+    b.submit(&format!("#confirm-{denied} button[value=\"false\"]"))
         .await;
-    b.find("h1").await;
     b.visit(&h.at(&format!("/ui/runs/{denied}"))).await;
     b.until_text("#run-status", "succeeded").await;
     let out = command(&h.home)
