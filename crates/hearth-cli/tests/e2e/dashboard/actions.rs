@@ -320,6 +320,7 @@ async fn a_failed_delivery_is_retried_from_its_conversation_on_the_channels_page
     let section = format!("section.conversation[data-target='{target}']");
     let text = b.until_text(&section, "Forbidden: bot was blocked").await;
     assert!(text.contains("telegram"), "{text}");
+    b.mark_page().await;
     b.find(&section)
         .await
         .find(Locator::XPath(".//button[normalize-space()='Retry']"))
@@ -339,7 +340,7 @@ async fn a_failed_delivery_is_retried_from_its_conversation_on_the_channels_page
         )
         .await;
     assert!(delivered, "the retried reply never arrived");
-    b.find("h1").await;
+    b.until_new_page("Retry").await;
     b.check_page("the channels page after Retry").await;
     let (_, v) = h.get("/v1/outbox?status=failed").await;
     assert_eq!(v["items"], json!([]), "{v}");

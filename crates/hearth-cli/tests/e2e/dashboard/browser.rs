@@ -277,11 +277,23 @@ impl Browser {
     /// wait, a `visit` right after could cut the post short, or be overtaken
     /// by the post's redirect and land back on the page posted from.
     pub async fn submit(&self, css: &str) {
+        self.mark_page().await;
+        self.click(css).await;
+        self.until_new_page(css).await;
+    }
+
+    /// Marks the document shown now, so that [`Browser::until_new_page`]
+    /// can tell it from the next one.
+    pub async fn mark_page(&self) {
         self.c
             .execute("window.hearthPosted = true", vec![])
             .await
             .unwrap();
-        self.click(css).await;
+    }
+
+    /// Waits until a document other than the one [`Browser::mark_page`]
+    /// marked has loaded (after `what`, a post from it).
+    pub async fn until_new_page(&self, what: &str) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {
             let loaded = self
@@ -297,7 +309,7 @@ impl Browser {
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "no page loaded within 20 s of submitting {css}"
+                "no page loaded within 20 s of {what}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
