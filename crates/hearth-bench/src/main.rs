@@ -11,7 +11,8 @@
 //! Usage: hearth-load [--bin-dir target/release] [--secs 10] [--concurrency 1,16,64]
 //!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4] [--openai]
 //!        [--extra-toml FILE] [--backend sqlite|postgres] [--url-env VAR]
-//!        [--replicas N] [--idle-secs 30] [--interleave]
+//!        [--replicas N] [--pool-size N] [--group-pool-size N] [--idle-secs 30]
+//!        [--interleave]
 //!
 //! `--backend postgres` (a driver and a `hearth` built with `--features
 //! postgres`) measures the same levels on PostgreSQL right after SQLite, on
@@ -20,7 +21,10 @@
 //! group, so the URL needs a role that may create databases), then the
 //! ratio of the two. With `--replicas N` (N > 1) it then starts N replicas
 //! on one fresh database and sends each worker's messages to them in turn
-//! (round-robin, as a load balancer would). Before loading, one idle replica
+//! (round-robin, as a load balancer would). `--pool-size N` sets `[store]
+//! pool_size` of the one replica, `--group-pool-size N` that of each replica
+//! of the group (so that N replicas can share the server processes one
+//! replica has; `--pool-size` when not given). Before loading, one idle replica
 //! is watched for `--idle-secs`: the transactions its database counts in
 //! `pg_stat_database` per second are the queries an idle replica sends.
 //!
@@ -78,6 +82,12 @@ struct Args {
     idle_secs: u64,
     /// Run each level on every server in turn (`--interleave`).
     interleave: bool,
+    /// `[store] pool_size` of the one PostgreSQL replica (hearth's default
+    /// when not given).
+    pool_size: Option<u32>,
+    /// `[store] pool_size` of each replica of the `--replicas` group
+    /// (`--pool-size` when not given).
+    group_pool_size: Option<u32>,
 }
 
 /// Where a server keeps its store.
@@ -85,12 +95,12 @@ struct Args {
 enum Backend {
     /// The home's SQLite file.
     Sqlite,
-    /// A PostgreSQL database (its URL).
+    /// A PostgreSQL database: its URL, and the pool size when not hearth's default.
     #[cfg_attr(
         not(feature = "postgres"),
         expect(dead_code, reason = "made only by the postgres comparison")
     )]
-    Postgres(String),
+    Postgres(String, Option<u32>),
 }
 
 /// Which endpoint a load level drives.
@@ -115,6 +125,8 @@ fn parse_args() -> Result<Args> {
         replicas: 1,
         idle_secs: 30,
         interleave: false,
+        pool_size: None,
+        group_pool_size: None,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -138,6 +150,8 @@ fn parse_args() -> Result<Args> {
             "--replicas" => a.replicas = val()?.parse()?,
             "--idle-secs" => a.idle_secs = val()?.parse()?,
             "--interleave" => a.interleave = true,
+            "--pool-size" => a.pool_size = Some(val()?.parse()?),
+            "--group-pool-size" => a.group_pool_size = Some(val()?.parse()?),
             other => bail!("unknown argument {other}; see the doc at the top of hearth-load"),
         }
     }
@@ -148,6 +162,9 @@ fn parse_args() -> Result<Args> {
     }
     if a.replicas == 0 {
         bail!("--replicas must be at least 1");
+    }
+    if a.group_pool_size.is_none() {
+        a.group_pool_size = a.pool_size;
     }
     if a.interleave && (a.postgres_url_env.is_none() || a.openai) {
         bail!(
@@ -314,7 +331,12 @@ async fn start_hearth(
     match (backend, strict) {
         (Backend::Sqlite, true) => cfg.push_str("[store]\ndurability = \"strict\"\n"),
         (Backend::Sqlite, false) => {}
-        (Backend::Postgres(_), _) => cfg.push_str("[store]\nbackend = \"postgres\"\n"),
+        (Backend::Postgres(_, pool), _) => {
+            cfg.push_str("[store]\nbackend = \"postgres\"\n");
+            if let Some(n) = pool {
+                cfg.push_str(&format!("pool_size = {n}\n"));
+            }
+        }
     }
     // The fake provider's address is known only now.
     cfg.push_str(&extra_toml.replace("FAKE_URL", fake_url));
@@ -333,7 +355,7 @@ async fn start_hearth(
         cmd.env("LD_PRELOAD", lib)
             .env("HEARTH_FSYNC_DELAY_US", (ms * 1000).to_string());
     }
-    if let Backend::Postgres(url) = backend {
+    if let Backend::Postgres(url, _) = backend {
         // Replicas share the master key, as the README asks.
         cmd.env("HEARTH_DATABASE_URL", url)
             .env("HEARTH_SECRET_KEY", BENCH_SECRET_KEY);

@@ -151,7 +151,7 @@ mod with_postgres {
         sqlite: &[Level],
     ) -> Result<()> {
         let (url, db) = admin.fresh().await?;
-        let backend = Backend::Postgres(url);
+        let backend = Backend::Postgres(url, args.pool_size);
         let one = start_hearth(
             &args.bin_dir,
             &tmp.join("pg-one"),
@@ -209,7 +209,7 @@ mod with_postgres {
 
         if args.replicas > 1 {
             let (url, _db) = admin.fresh().await?;
-            let backend = Backend::Postgres(url);
+            let backend = Backend::Postgres(url, args.group_pool_size);
             let mut servers = Vec::new();
             for i in 0..args.replicas {
                 servers.push(
@@ -283,8 +283,8 @@ mod with_postgres {
         fake_p50: u64,
         sqlite: &super::Sqlite,
     ) -> Result<()> {
-        let start = |dir: String, url: String| {
-            let backend = Backend::Postgres(url);
+        let start = |dir: String, url: String, pool: Option<u32>| {
+            let backend = Backend::Postgres(url, pool);
             async move {
                 start_hearth(
                     &args.bin_dir,
@@ -299,12 +299,14 @@ mod with_postgres {
             }
         };
         let (url, _db) = admin.fresh().await?;
-        let one = start("pg-one".into(), url).await?;
+        let one = start("pg-one".into(), url, args.pool_size).await?;
         let mut group = Vec::new();
         if args.replicas > 1 {
             let (url, _db) = admin.fresh().await?;
             for i in 0..args.replicas {
-                group.push(start(format!("pg-replica{i}"), url.clone()).await?);
+                group.push(
+                    start(format!("pg-replica{i}"), url.clone(), args.group_pool_size).await?,
+                );
             }
         }
         let one_urls = std::slice::from_ref(&one.url);
