@@ -7,7 +7,7 @@ use hearth_core::{DeliveryMode, Inbound, RunStatus};
 use hearth_runtime::testing;
 use hearth_runtime::{RuntimeOptions, WaitOutcome};
 use hearth_store::RunFilter;
-use hearth_testkit::FakeOpenAi;
+use hearth_testkit::{FakeOpenAi, Reply};
 use hearth_tools::ToolRegistry;
 
 use crate::common;
@@ -147,6 +147,10 @@ async fn a_message_to_an_idle_thread_is_stored_claimed_in_one_commit() {
         roles: Vec::new(),
     };
 
+    // The answer waits at the gate until the store was counted: a run that
+    // ended at once would add its end's commit to the count of its message's.
+    let gate = hearth_testkit::Gate::new();
+    fake.push(Reply::text("answered").pausing_after(1, gate.clone()));
     let before = sqlite.committed_batches();
     let env = rt.ingest(message("first")).await.unwrap();
     assert_eq!(
@@ -155,11 +159,13 @@ async fn a_message_to_an_idle_thread_is_stored_claimed_in_one_commit() {
         "stored in one commit"
     );
     let stored = store.get_run(&env.run_id).await.unwrap().unwrap();
-    assert!(
-        matches!(stored.status, RunStatus::Running | RunStatus::Succeeded),
+    assert_eq!(
+        stored.status,
+        RunStatus::Running,
         "stored claimed: {stored:?}"
     );
     assert_eq!(stored.model.as_deref(), Some("fake/m"));
+    gate.open();
     match rt.wait(&env.run_id, Duration::from_secs(30)).await.unwrap() {
         WaitOutcome::Finished(done) => assert_eq!(done.status, RunStatus::Succeeded),
         WaitOutcome::Pending(e) => panic!("not finished: {e:?}"),
