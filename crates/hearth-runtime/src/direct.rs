@@ -156,6 +156,7 @@ impl Runtime {
             asker: None,
             family: None,
             fresh: false,
+            new_thread: false,
         };
         let result = inner
             .live()

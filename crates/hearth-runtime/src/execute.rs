@@ -76,17 +76,24 @@ pub(crate) struct Prepared {
 pub(crate) struct Preclaimed(Mutex<HashMap<String, PreclaimedRun>>);
 
 /// The configuration a preclaimed run was prepared with (it keeps it to its
-/// end), its stored record and what it was prepared with.
-type PreclaimedRun = (Arc<Live>, RunRecord, Prepared);
+/// end), its stored record, what it was prepared with, and whether its
+/// thread had no stored message when it was stored (its history is empty).
+type PreclaimedRun = (Arc<Live>, RunRecord, Prepared, bool);
 
 impl Preclaimed {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, PreclaimedRun>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn put(&self, live: Arc<Live>, run: RunRecord, prepared: Prepared) {
+    pub(crate) fn put(
+        &self,
+        live: Arc<Live>,
+        run: RunRecord,
+        prepared: Prepared,
+        new_thread: bool,
+    ) {
         self.lock()
-            .insert(run.run_id.clone(), (live, run, prepared));
+            .insert(run.run_id.clone(), (live, run, prepared, new_thread));
     }
 
     pub(crate) fn take(&self, run_id: &str) -> Option<PreclaimedRun> {
@@ -103,6 +110,9 @@ struct Start {
     /// Stored claimed by this process and never run: the engine reads no
     /// journal or stored steers for it (`RunInput::fresh`).
     fresh: bool,
+    /// Stored claimed on a thread without stored messages: the engine reads
+    /// no history for it (`RunInput::new_thread`).
+    new_thread: bool,
 }
 
 /// Publishes the engine's events on a run's log, keeping its status.
@@ -156,7 +166,7 @@ impl Runtime {
             steer,
         } = next;
         let inner = &self.inner;
-        if let Some((live, run, prepared)) = inner.preclaimed.take(&run_id) {
+        if let Some((live, run, prepared, new_thread)) = inner.preclaimed.take(&run_id) {
             // Claimed when it was stored (and in `executing` since), with
             // the configuration it was prepared with.
             let overrides = inner.supplied.take(&run_id);
@@ -164,6 +174,7 @@ impl Runtime {
                 cancel,
                 steer,
                 fresh: true,
+                new_thread,
             };
             self.run_claimed(&live, &Arc::new(run), Ok(prepared), start, overrides)
                 .await;
@@ -239,6 +250,7 @@ impl Runtime {
                     cancel,
                     steer,
                     fresh: false,
+                    new_thread: false,
                 };
                 self.run_claimed(&live, &Arc::new(run), prepared, start, overrides)
                     .await;
@@ -277,6 +289,7 @@ impl Runtime {
             cancel,
             steer,
             fresh,
+            new_thread,
         } = start;
         let crate::supplied::RunOverrides {
             history,
@@ -392,6 +405,7 @@ impl Runtime {
                 self.spending_before(run).await,
             )),
             fresh,
+            new_thread,
         };
         let result = live
             .engine

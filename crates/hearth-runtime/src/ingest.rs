@@ -232,18 +232,22 @@ impl Runtime {
             && !self.is_shutting_down()
             && (self.inner.store.cluster().is_some() || overrides.parent_run_id.is_some())
             && self.inner.scheduler.is_idle(&new_run.thread_key);
+        // Whether the thread had any stored message, when the store says.
+        let mut had_history = None;
         let outcome = match &prepared {
-            Some(p) => {
-                store
-                    .create_claimed_run(
-                        new_run,
-                        owner,
-                        until,
-                        &p.model.to_string(),
-                        Some(p.mode.as_str()),
-                    )
-                    .await
-            }
+            Some(p) => store
+                .create_claimed_run_seeing_history(
+                    new_run,
+                    owner,
+                    until,
+                    &p.model.to_string(),
+                    Some(p.mode.as_str()),
+                )
+                .await
+                .map(|(outcome, had)| {
+                    had_history = had;
+                    outcome
+                }),
             // No model yet: the store keeps none.
             None if hold => {
                 store
@@ -265,7 +269,12 @@ impl Runtime {
         {
             // Its lease is renewed from now on, as any claimed run's.
             self.inner.executing_insert(&run.run_id);
-            self.inner.preclaimed.put(live, run.clone(), prepared);
+            // Stored claimed on a thread without messages: nothing else
+            // writes its history before this run ends.
+            let new_thread = had_history == Some(false);
+            self.inner
+                .preclaimed
+                .put(live, run.clone(), prepared, new_thread);
         }
         // Before it is scheduled: its worker takes them when it starts.
         self.inner.supplied.put(&run.run_id, overrides);

@@ -116,6 +116,27 @@ pub trait RunStore: Send + Sync + 'static {
         ))
     }
 
+    /// [`Self::create_claimed_run`], also saying whether the run's thread
+    /// had any stored message when the run was stored: `Some(false)` for a
+    /// run stored claimed means its history is empty until it ends (only a
+    /// thread's runs write its history, and none other of its thread is
+    /// unfinished), so it needs no read of it. `None` when the store does
+    /// not tell (its reads are in process and cheap). Says nothing about a
+    /// run stored queued or an existing twin.
+    async fn create_claimed_run_seeing_history(
+        &self,
+        run: NewRun,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+        mode: Option<&str>,
+    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+        let outcome = self
+            .create_claimed_run(run, owner, lease_until, model, mode)
+            .await?;
+        Ok((outcome, None))
+    }
+
     /// Records the model a run uses (after it was claimed).
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()>;
 

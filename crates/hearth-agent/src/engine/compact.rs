@@ -53,6 +53,13 @@ impl Engine {
         read: Option<hearth_store::ThreadContext>,
     ) -> Result<Loaded, Stop> {
         let from_thread = supplied.is_none();
+        // A new thread's history is known to be empty: nothing to read.
+        let empty = from_thread && input.new_thread && input.journal.is_none();
+        let read = if empty {
+            Some(hearth_store::ThreadContext::default())
+        } else {
+            read
+        };
         if !self.compaction.enabled {
             let window = usize::try_from(self.limits.history_messages).unwrap_or(usize::MAX);
             let mut history = match supplied {
@@ -60,6 +67,7 @@ impl Engine {
                     h.drain(..h.len().saturating_sub(window));
                     h
                 }
+                None if empty => Vec::new(),
                 None => {
                     self.store
                         .thread_history(&input.thread_key, self.limits.history_messages)

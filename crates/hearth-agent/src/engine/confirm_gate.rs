@@ -370,6 +370,7 @@ mod tests {
             asker: None,
             family: None,
             fresh: false,
+            new_thread: false,
         };
         let question = || {
             Ok((

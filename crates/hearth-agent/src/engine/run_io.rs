@@ -70,6 +70,12 @@ pub struct RunInput {
     /// a restart, claimed from the store or resumed after a confirmation is
     /// not fresh.
     pub fresh: bool,
+    /// Stored claimed on a thread that had no stored message then: its
+    /// history is empty until it ends (only a thread's runs write it, and no
+    /// other run of the thread is unfinished), so the engine reads none.
+    /// Set only from the store's answer at the run's insert
+    /// (`RunStore::create_claimed_run_seeing_history`).
+    pub new_thread: bool,
 }
 
 impl RunInput {

@@ -130,6 +130,7 @@ async fn call_in(
                 asker: None,
                 family: None,
                 fresh: false,
+                new_thread: false,
             },
             &NoEvents,
         )

@@ -195,6 +195,7 @@ impl Thread {
             asker: None,
             family: None,
             fresh: false,
+            new_thread: false,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
         let (status, output, error) = match &result.outcome {

@@ -168,6 +168,7 @@ async fn stored_run(store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &str) -> Ru
         asker: None,
         family: None,
         fresh: false,
+        new_thread: false,
     }
 }
 
@@ -196,6 +197,58 @@ async fn a_fresh_run_reads_no_stored_steer_and_any_other_run_does() {
             sent.contains("stored steer"),
             !fresh,
             "fresh {fresh}: {sent}"
+        );
+    }
+}
+
+/// A run marked as its thread's first (`new_thread`: the store said, as it
+/// stored the run claimed, that the thread had no message) reads no history;
+/// any other run reads it, so a thread's earlier turns reach the model.
+#[tokio::test]
+async fn a_run_on_a_new_thread_reads_no_history_and_any_other_run_does() {
+    for new_thread in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (engine, store) = engine_with(ToolRegistry::new(), dir.path()).await;
+        let fake = FakeOpenAi::start().await;
+        fake.push(Reply::text("noted"));
+        fake.push(Reply::text("done"));
+        // The earlier turn, stored as the runtime ends a run.
+        let earlier = stored_run(&store, &fake, "the earlier turn").await;
+        let run_id = earlier.run_id.clone();
+        let result = engine.run(earlier, &Sink).await;
+        assert_eq!(result.outcome, Outcome::Succeeded("noted".into()));
+        let ended = store
+            .finish_run(hearth_store::RunFinish {
+                run_id,
+                status: hearth_core::RunStatus::Succeeded,
+                output: Some("noted".into()),
+                error_code: None,
+                error_message: None,
+                messages: result.messages,
+                steps: result.steps,
+                follow_ups: Vec::new(),
+                finished_at: hearth_core::now_ms(),
+                last_event_seq: None,
+                outbox: Vec::new(),
+                arm_observations: Vec::new(),
+                model: None,
+                requested_model: None,
+            })
+            .await
+            .unwrap();
+        assert!(ended);
+        let mut input = stored_run(&store, &fake, "second").await;
+        input.fresh = true;
+        input.new_thread = new_thread;
+        assert_eq!(
+            engine.run(input, &Sink).await.outcome,
+            Outcome::Succeeded("done".into())
+        );
+        let sent = fake.requests()[1]["messages"].to_string();
+        assert_eq!(
+            sent.contains("the earlier turn"),
+            !new_thread,
+            "new_thread {new_thread}: {sent}"
         );
     }
 }

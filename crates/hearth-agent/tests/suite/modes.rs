@@ -182,6 +182,7 @@ async fn run(
                 asker: None,
                 family: None,
                 fresh: false,
+                new_thread: false,
             },
             &sink,
         )

@@ -67,10 +67,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         17,
         include_str!("../../migrations/postgres/0017_ends_notify_themselves.sql"),
     ),
+    (
+        18,
+        include_str!("../../migrations/postgres/0018_store_run_sees_history.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 17;
+pub(crate) const LATEST: u32 = 18;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -39,6 +39,20 @@ const STORE_RUN_SQL: &str = concat!(
     " FROM hearth_store_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
 );
 
+/// [`STORE_RUN_SQL`] by `hearth_store_run_seeing_history` (migration
+/// 0018): the run, then whether its thread had any stored message, asked
+/// in the insert's snapshot.
+const STORE_RUN_SEEING_HISTORY_SQL: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    ", had_messages FROM (SELECT (r.run).*, r.had_messages \
+     FROM hearth_store_run_seeing_history($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+     $13, $14, $15) AS r) AS stored"
+);
+
+/// The column of [`STORE_RUN_SEEING_HISTORY_SQL`]'s row after the run's.
+const HAD_MESSAGES_COLUMN: usize = 22;
+
 /// The parameters of [`STORE_RUN_SQL`], with what they borrow.
 struct RunInsert<'a> {
     run: &'a NewRun,
@@ -155,6 +169,25 @@ pub(super) async fn store_run(
 ) -> Result<CreateRunOutcome> {
     let client = store.client().await?;
     insert_run(&client, run, claim).await
+}
+
+/// [`store_run`] of a run to be stored claimed, saying too whether its
+/// thread had any stored message (`RunStore::create_claimed_run_seeing_history`;
+/// nothing is said of an existing twin).
+pub(super) async fn store_run_seeing_history(
+    store: &PostgresStore,
+    run: &NewRun,
+    claim: &Claim<'_>,
+) -> Result<(CreateRunOutcome, Option<bool>)> {
+    let client = store.client().await?;
+    let stmt = client.prepare_cached(STORE_RUN_SEEING_HISTORY_SQL).await?;
+    let params = RunInsert::new(run, Some(claim))?;
+    let inserted = client.query_opt(&stmt, &params.params()).await?;
+    let had = match &inserted {
+        Some(row) => Some(row.try_get::<_, bool>(HAD_MESSAGES_COLUMN)?),
+        None => None,
+    };
+    Ok((inserted_or_twin(&client, run, inserted).await?, had))
 }
 
 #[cfg(test)]

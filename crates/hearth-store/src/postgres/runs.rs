@@ -10,7 +10,7 @@ use hearth_core::{RunStatus, Timestamp};
 use tokio_postgres::types::ToSql;
 
 use super::rows::{self, STEP_COLUMNS, col, run_columns, unsigned};
-use super::run_insert::{Claim, insert_run, store_run};
+use super::run_insert::{Claim, insert_run, store_run, store_run_seeing_history};
 use super::{PostgresStore, finish, narrow, shared, wide};
 use crate::codec::to_json;
 use crate::error::{Result, StoreError};
@@ -557,6 +557,23 @@ impl RunStore for PostgresStore {
             mode,
         };
         store_run(self, &run, Some(&claim)).await
+    }
+
+    async fn create_claimed_run_seeing_history(
+        &self,
+        run: NewRun,
+        owner: &str,
+        lease_until: Timestamp,
+        model: &str,
+        mode: Option<&str>,
+    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+        let claim = Claim {
+            owner,
+            lease_until,
+            model,
+            mode,
+        };
+        store_run_seeing_history(self, &run, &claim).await
     }
 
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {

@@ -340,3 +340,96 @@ async fn a_message_is_stored_in_one_statement() {
         "a twin: {sent:#?}"
     );
 }
+
+/// A run stored claimed says whether its thread had any stored message:
+/// not for a thread's first message, yes once a run of the thread ended
+/// with messages. Nothing is said of a twin.
+#[tokio::test]
+async fn storing_a_run_says_whether_its_thread_had_messages() {
+    let Some((store, _sql)) = fresh(2).await else {
+        return;
+    };
+    let stored = |id: &'static str, key: Option<&'static str>| {
+        store.create_claimed_run_seeing_history(new_run(id, "t1", key), "node-a", 99, "p/m", None)
+    };
+    let (first, had) = stored("run_1", None).await.unwrap();
+    assert!(matches!(first, CreateRunOutcome::Created(_)), "{first:?}");
+    assert_eq!(had, Some(false), "the thread's first message");
+    let said = vec![
+        Message::text(Role::User, "hi"),
+        Message::text(Role::Assistant, "hello"),
+    ];
+    assert!(store.finish_run(finish("run_1", said)).await.unwrap());
+    let (_, had) = stored("run_2", Some("k")).await.unwrap();
+    assert_eq!(had, Some(true), "after a run that said something");
+    assert!(store.finish_run(finish("run_2", Vec::new())).await.unwrap());
+    let (twin, had) = stored("run_3", Some("k")).await.unwrap();
+    assert!(matches!(twin, CreateRunOutcome::Existing(_)), "{twin:?}");
+    assert_eq!(had, None, "a twin");
+}
+
+/// Whether the thread had messages is asked after the thread's lock was
+/// granted, in the insert's snapshot: a run of the thread that ends while
+/// the message waits for the lock has its messages seen (asked before the
+/// wait, they would be missed, and the new run stored claimed, its previous
+/// run being over, would start from an empty history).
+#[tokio::test]
+async fn a_run_that_ends_while_a_message_waits_for_the_lock_has_its_messages_seen() {
+    let Some((store, mut sql)) = fresh(2).await else {
+        return;
+    };
+    store
+        .create_claimed_run(new_run("run_1", "t1", None), "node-a", 99, "p/m", None)
+        .await
+        .unwrap();
+    let lock = sql.transaction().await.unwrap();
+    lock.execute(
+        "SELECT pg_advisory_xact_lock(1751474546, hashtext('t1'))",
+        &[],
+    )
+    .await
+    .unwrap();
+    let waiting = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .create_claimed_run_seeing_history(
+                    new_run("run_2", "t1", None),
+                    "node-a",
+                    99,
+                    "p/m",
+                    None,
+                )
+                .await
+        }
+    });
+    // Until its statement (and so its first snapshot) waits on the lock.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let waits: i64 = lock
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waits == 1 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never waited");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let said = vec![
+        Message::text(Role::User, "hi"),
+        Message::text(Role::Assistant, "hello"),
+    ];
+    assert!(store.finish_run(finish("run_1", said)).await.unwrap());
+    lock.commit().await.unwrap();
+    let (run, had) = waiting.await.unwrap().unwrap();
+    let CreateRunOutcome::Created(run) = run else {
+        panic!("a new run: {run:?}");
+    };
+    assert_eq!(run.status, RunStatus::Running, "stored claimed");
+    assert_eq!(had, Some(true), "run_1's messages");
+}
