@@ -198,32 +198,36 @@ impl Thread {
             new_thread: false,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
-        let (status, output, error) = match &result.outcome {
-            Outcome::Succeeded(t) => (RunStatus::Succeeded, Some(t.clone()), None),
-            Outcome::Failed(e) => (RunStatus::Failed, None, Some(e.clone())),
-            Outcome::Cancelled => (RunStatus::Cancelled, None, None),
-        };
-        let finished = store
-            .finish_run(RunFinish {
-                run_id: run_id.clone(),
-                status,
-                output,
-                error_code: error.as_ref().map(|e| e.code.clone()),
-                error_message: error.map(|e| e.message),
-                messages: result.messages,
-                steps: result.steps,
-                follow_ups: Vec::new(),
-                finished_at: hearth_core::now_ms(),
-                last_event_seq: None,
-                outbox: Vec::new(),
-                arm_observations: Vec::new(),
-                model: None,
-                requested_model: None,
-            })
-            .await
-            .unwrap();
+        let outcome = result.outcome.clone();
+        let finished = store.finish_run(ended_as(&run_id, result)).await.unwrap();
         assert!(finished);
-        (run_id, result.outcome)
+        (run_id, outcome)
+    }
+}
+
+/// The end of `run_id` as the runtime stores it after the engine's `result`:
+/// its status and answer or error, its messages and its last steps.
+pub(super) fn ended_as(run_id: &str, result: hearth_agent::RunResult) -> RunFinish {
+    let (status, output, error) = match result.outcome {
+        Outcome::Succeeded(t) => (RunStatus::Succeeded, Some(t), None),
+        Outcome::Failed(e) => (RunStatus::Failed, None, Some(e)),
+        Outcome::Cancelled => (RunStatus::Cancelled, None, None),
+    };
+    RunFinish {
+        run_id: run_id.to_owned(),
+        status,
+        output,
+        error_code: error.as_ref().map(|e| e.code.clone()),
+        error_message: error.map(|e| e.message),
+        messages: result.messages,
+        steps: result.steps,
+        follow_ups: Vec::new(),
+        finished_at: hearth_core::now_ms(),
+        last_event_seq: None,
+        outbox: Vec::new(),
+        arm_observations: Vec::new(),
+        model: None,
+        requested_model: None,
     }
 }
 

@@ -217,26 +217,8 @@ async fn a_run_on_a_new_thread_reads_no_history_and_any_other_run_does() {
         let run_id = earlier.run_id.clone();
         let result = engine.run(earlier, &Sink).await;
         assert_eq!(result.outcome, Outcome::Succeeded("noted".into()));
-        let ended = store
-            .finish_run(hearth_store::RunFinish {
-                run_id,
-                status: hearth_core::RunStatus::Succeeded,
-                output: Some("noted".into()),
-                error_code: None,
-                error_message: None,
-                messages: result.messages,
-                steps: result.steps,
-                follow_ups: Vec::new(),
-                finished_at: hearth_core::now_ms(),
-                last_event_seq: None,
-                outbox: Vec::new(),
-                arm_observations: Vec::new(),
-                model: None,
-                requested_model: None,
-            })
-            .await
-            .unwrap();
-        assert!(ended);
+        let ended = super::compaction::ended_as(&run_id, result);
+        assert!(store.finish_run(ended).await.unwrap());
         let mut input = stored_run(&store, &fake, "second").await;
         input.fresh = true;
         input.new_thread = new_thread;

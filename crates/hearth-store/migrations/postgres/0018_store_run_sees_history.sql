@@ -16,8 +16,11 @@
 -- another, so the column says nothing about its start; the caller uses it
 -- only for a run stored claimed.
 --
--- A new function beside `hearth_store_run`, which replicas of the previous
--- version keep calling during a rolling upgrade.
+-- A new function, since the old one's result type cannot change; the old
+-- `hearth_store_run`, which replicas of the previous version keep calling
+-- during a rolling upgrade (and this version for a run stored queued),
+-- becomes a call of the new one (the end of this file), so the insert is
+-- written once.
 CREATE FUNCTION hearth_store_run_seeing_history(
     p_run_id TEXT,
     p_thread_key TEXT,
@@ -56,4 +59,29 @@ BEGIN
     DO NOTHING
     RETURNING runs, EXISTS (SELECT 1 FROM messages WHERE messages.thread_key = p_thread_key);
 END
+$$;
+
+-- The run alone, as before: the lock and the insert are the new function's
+-- (each of its statements takes its own snapshot; this one only reads the
+-- row it returns).
+CREATE OR REPLACE FUNCTION hearth_store_run(
+    p_run_id TEXT,
+    p_thread_key TEXT,
+    p_user_key TEXT,
+    p_source TEXT,
+    p_input TEXT,
+    p_idempotency_key TEXT,
+    p_status TEXT,
+    p_created_at BIGINT,
+    p_scope TEXT,
+    p_roles TEXT,
+    p_lease_owner TEXT,
+    p_lease_until BIGINT,
+    p_model TEXT,
+    p_mode TEXT,
+    p_parent_run_id TEXT
+) RETURNS SETOF runs LANGUAGE sql VOLATILE AS $$
+    SELECT (stored.run).* FROM hearth_store_run_seeing_history(p_run_id, p_thread_key,
+        p_user_key, p_source, p_input, p_idempotency_key, p_status, p_created_at, p_scope,
+        p_roles, p_lease_owner, p_lease_until, p_model, p_mode, p_parent_run_id) AS stored
 $$;

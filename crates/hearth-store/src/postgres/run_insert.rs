@@ -30,19 +30,11 @@ const THREAD_LOCK_CLASS: i32 = 0x6865_6172;
 
 /// Stores a run: the thread's advisory lock, then the insert (queued, or
 /// claimed when its thread has nothing unfinished), in one statement
-/// (migration 0016 has the function and why its insert sees every earlier
-/// run of the thread); returns the run, or nothing when its idempotency key
-/// is taken.
+/// (`hearth_store_run_seeing_history`, migration 0018; 0016 has why its
+/// insert sees every earlier run of the thread); returns the run, or
+/// nothing when its idempotency key is taken, and whether its thread had
+/// any stored message, asked in the insert's snapshot.
 const STORE_RUN_SQL: &str = concat!(
-    "SELECT ",
-    run_columns!(),
-    " FROM hearth_store_run($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
-);
-
-/// [`STORE_RUN_SQL`] by `hearth_store_run_seeing_history` (migration
-/// 0018): the run, then whether its thread had any stored message, asked
-/// in the insert's snapshot.
-const STORE_RUN_SEEING_HISTORY_SQL: &str = concat!(
     "SELECT ",
     run_columns!(),
     ", had_messages FROM (SELECT (r.run).*, r.had_messages \
@@ -50,7 +42,7 @@ const STORE_RUN_SEEING_HISTORY_SQL: &str = concat!(
      $13, $14, $15) AS r) AS stored"
 );
 
-/// The column of [`STORE_RUN_SEEING_HISTORY_SQL`]'s row after the run's.
+/// The column of [`STORE_RUN_SQL`]'s row after the run's.
 const HAD_MESSAGES_COLUMN: usize = 22;
 
 /// The parameters of [`STORE_RUN_SQL`], with what they borrow.
@@ -133,12 +125,13 @@ async fn inserted_or_twin(
 }
 
 /// Inserts `run` (queued, or already claimed by `claim`), or returns the run
-/// that holds its idempotency key on its thread. Of concurrent inserts with
-/// the same key, the index lets one in; the others wait for it to commit and
-/// then read it.
+/// that holds its idempotency key on its thread; with a new run, whether
+/// its thread had any stored message. Of concurrent inserts with the same
+/// key, the index lets one in; the others wait for it to commit and then
+/// read it.
 ///
 /// `c` is inside a transaction (the fallback end of a run storing its
-/// follow-ups): the thread's advisory lock that `hearth_store_run` takes is
+/// follow-ups): the thread's advisory lock that the function takes is
 /// held to that transaction's commit, so the inserts of one thread commit
 /// one at a time and in the order of their `seq`. Without it two replicas
 /// storing a message on an idle thread at the same instant both see it idle
@@ -149,11 +142,15 @@ pub(super) async fn insert_run(
     c: &impl GenericClient,
     run: &NewRun,
     claim: Option<&Claim<'_>>,
-) -> Result<CreateRunOutcome> {
+) -> Result<(CreateRunOutcome, Option<bool>)> {
     let store = c.prepare_cached(STORE_RUN_SQL).await?;
     let params = RunInsert::new(run, claim)?;
     let inserted = c.query_opt(&store, &params.params()).await?;
-    inserted_or_twin(c, run, inserted).await
+    let had = match &inserted {
+        Some(row) => Some(row.try_get::<_, bool>(HAD_MESSAGES_COLUMN)?),
+        None => None,
+    };
+    Ok((inserted_or_twin(c, run, inserted).await?, had))
 }
 
 /// [`insert_run`] in a transaction of its own: one statement in autocommit,
@@ -166,42 +163,28 @@ pub(super) async fn store_run(
     store: &PostgresStore,
     run: &NewRun,
     claim: Option<&Claim<'_>>,
-) -> Result<CreateRunOutcome> {
+) -> Result<(CreateRunOutcome, Option<bool>)> {
     let client = store.client().await?;
     insert_run(&client, run, claim).await
 }
 
-/// [`store_run`] of a run to be stored claimed, saying too whether its
-/// thread had any stored message (`RunStore::create_claimed_run_seeing_history`;
-/// nothing is said of an existing twin).
-pub(super) async fn store_run_seeing_history(
-    store: &PostgresStore,
-    run: &NewRun,
-    claim: &Claim<'_>,
-) -> Result<(CreateRunOutcome, Option<bool>)> {
-    let client = store.client().await?;
-    let stmt = client.prepare_cached(STORE_RUN_SEEING_HISTORY_SQL).await?;
-    let params = RunInsert::new(run, Some(claim))?;
-    let inserted = client.query_opt(&stmt, &params.params()).await?;
-    let had = match &inserted {
-        Some(row) => Some(row.try_get::<_, bool>(HAD_MESSAGES_COLUMN)?),
-        None => None,
-    };
-    Ok((inserted_or_twin(&client, run, inserted).await?, had))
-}
-
 #[cfg(test)]
 mod tests {
-    /// The function takes the lock class the comment and the code name.
+    /// The function takes the lock class the comment and the code name
+    /// (0018's, which 0016's calls now).
     #[test]
     fn the_function_takes_the_thread_lock_class() {
-        let sql = include_str!("../../migrations/postgres/0016_store_run.sql");
         let literal = super::THREAD_LOCK_CLASS.to_string();
-        assert!(
-            sql.contains(&format!(
-                "pg_advisory_xact_lock({literal}, hashtext(p_thread_key))"
-            )),
-            "{literal}"
-        );
+        for sql in [
+            include_str!("../../migrations/postgres/0016_store_run.sql"),
+            include_str!("../../migrations/postgres/0018_store_run_sees_history.sql"),
+        ] {
+            assert!(
+                sql.contains(&format!(
+                    "pg_advisory_xact_lock({literal}, hashtext(p_thread_key))"
+                )),
+                "{literal}"
+            );
+        }
     }
 }

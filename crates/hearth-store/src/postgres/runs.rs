@@ -10,7 +10,7 @@ use hearth_core::{RunStatus, Timestamp};
 use tokio_postgres::types::ToSql;
 
 use super::rows::{self, STEP_COLUMNS, col, run_columns, unsigned};
-use super::run_insert::{Claim, insert_run, store_run, store_run_seeing_history};
+use super::run_insert::{Claim, insert_run, store_run};
 use super::{PostgresStore, finish, narrow, shared, wide};
 use crate::codec::to_json;
 use crate::error::{Result, StoreError};
@@ -282,7 +282,7 @@ async fn run_stats(
 #[async_trait::async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome> {
-        store_run(self, &run, None).await
+        Ok(store_run(self, &run, None).await?.0)
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
@@ -550,13 +550,10 @@ impl RunStore for PostgresStore {
         model: &str,
         mode: Option<&str>,
     ) -> Result<CreateRunOutcome> {
-        let claim = Claim {
-            owner,
-            lease_until,
-            model,
-            mode,
-        };
-        store_run(self, &run, Some(&claim)).await
+        let (outcome, _) = self
+            .create_claimed_run_seeing_history(run, owner, lease_until, model, mode)
+            .await?;
+        Ok(outcome)
     }
 
     async fn create_claimed_run_seeing_history(
@@ -573,7 +570,7 @@ impl RunStore for PostgresStore {
             model,
             mode,
         };
-        store_run_seeing_history(self, &run, &claim).await
+        store_run(self, &run, Some(&claim)).await
     }
 
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {

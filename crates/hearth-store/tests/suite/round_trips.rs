@@ -433,3 +433,37 @@ async fn a_run_that_ends_while_a_message_waits_for_the_lock_has_its_messages_see
     assert_eq!(run.status, RunStatus::Running, "stored claimed");
     assert_eq!(had, Some(true), "run_1's messages");
 }
+
+/// `hearth_store_run`, which replicas of the previous version call during a
+/// rolling upgrade, still stores a run claimed on an idle thread and queued
+/// behind it, now through the function that also reports the history.
+#[tokio::test]
+async fn the_function_older_replicas_call_stores_runs_as_before() {
+    let Some((store, sql)) = fresh(1).await else {
+        return;
+    };
+    let call = "SELECT run_id, status, lease_owner FROM hearth_store_run($1, 't1', 'user:1', \
+                'http', 'hi', NULL, 'running', 1, NULL, '[]', 'old-replica', 99, 'p/m', NULL, NULL)";
+    let mut stored = Vec::new();
+    for id in ["run_old_1", "run_old_2"] {
+        let row = sql.query_one(call, &[&id]).await.unwrap();
+        stored.push((
+            row.get::<_, String>(0),
+            row.get::<_, String>(1),
+            row.get::<_, Option<String>>(2),
+        ));
+    }
+    assert_eq!(
+        stored,
+        vec![
+            (
+                "run_old_1".into(),
+                "running".into(),
+                Some("old-replica".into())
+            ),
+            ("run_old_2".into(), "queued".into(), None),
+        ]
+    );
+    let run = store.get_run("run_old_2").await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Queued);
+}
