@@ -25,7 +25,10 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Full-text search of the memories `scope` sees, best first, at most
     /// `limit` (0 means 10; at most 100). `query` is plain user text: it is reduced
     /// to quoted words, so search syntax in it is never interpreted, and a
-    /// query without words finds nothing.
+    /// query without words finds nothing. What a search ranks is bounded
+    /// however large the memory (see [`TextCandidates`]): a word found in
+    /// more than [`COMMON_WORD_MATCHES`] of the scope's memories only adds to
+    /// the score of memories a rarer word found.
     async fn search_memories(
         &self,
         scope: &MemoryScope,
@@ -138,6 +141,58 @@ pub(crate) fn query_words(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// A query word found in more of a scope's memories than this is common.
+/// Ranking every memory that shares a common word with the query is what
+/// made a search over 10^5 facts take a third of a second (BENCHMARKS.md),
+/// so a search ranks the memories its rarer words find instead.
+pub(crate) const COMMON_WORD_MATCHES: u32 = 1000;
+
+/// The memories a full-text search ranks, decided from how many memories of
+/// the scope each distinct query word finds (counted up to one past
+/// [`COMMON_WORD_MATCHES`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TextCandidates {
+    /// No word finds anything.
+    Nothing,
+    /// Those found by these words, each in at most [`COMMON_WORD_MATCHES`]
+    /// memories; the common words still count in the score where the
+    /// backend's ranking can weigh them.
+    Rare(Vec<String>),
+    /// Every word is common: the newest [`COMMON_WORD_MATCHES`] memories the
+    /// query finds.
+    Newest,
+}
+
+impl TextCandidates {
+    /// The candidates for words and the memories each finds.
+    pub(crate) fn from_counts(counts: impl IntoIterator<Item = (String, u64)>) -> Self {
+        let mut rare = Vec::new();
+        let mut common = false;
+        for (word, found) in counts {
+            if found > u64::from(COMMON_WORD_MATCHES) {
+                common = true;
+            } else if found > 0 {
+                rare.push(word);
+            }
+        }
+        match (rare.is_empty(), common) {
+            (false, _) => Self::Rare(rare),
+            (true, true) => Self::Newest,
+            (true, false) => Self::Nothing,
+        }
+    }
+}
+
+/// The distinct words of a search query (compared without case, as every
+/// backend's full-text index folds it), in their first order.
+pub(crate) fn distinct_query_words(text: &str) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    query_words(text)
+        .into_iter()
+        .filter(|w| seen.insert(w.to_lowercase()))
+        .collect()
+}
+
 /// A memory found by meaning.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NearMemory {
@@ -169,6 +224,33 @@ pub fn vector_from_bytes(bytes: &[u8]) -> Option<Vec<f32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rare_words_pick_the_candidates_and_common_ones_do_not() {
+        let c = |pairs: &[(&str, u64)]| {
+            TextCandidates::from_counts(pairs.iter().map(|(w, n)| ((*w).to_owned(), *n)))
+        };
+        let common = u64::from(COMMON_WORD_MATCHES) + 1;
+        assert_eq!(
+            c(&[("user", common), ("b7", 2), ("say", 0), ("car", 1000)]),
+            TextCandidates::Rare(vec!["b7".into(), "car".into()])
+        );
+        assert_eq!(
+            c(&[("user", common), ("item", common)]),
+            TextCandidates::Newest
+        );
+        assert_eq!(c(&[("user", common), ("say", 0)]), TextCandidates::Newest);
+        assert_eq!(c(&[("say", 0)]), TextCandidates::Nothing);
+        assert_eq!(c(&[]), TextCandidates::Nothing);
+    }
+
+    #[test]
+    fn query_words_are_counted_once_whatever_their_case() {
+        assert_eq!(
+            distinct_query_words("Car car, the CAR and the b7"),
+            vec!["Car", "the", "and", "b7"]
+        );
+    }
 
     #[test]
     fn vectors_round_trip_as_little_endian_f32() {

@@ -3,7 +3,7 @@
 
 use super::fixtures::{erasure, found, new, save, scope};
 use crate::grants::GrantStore;
-use crate::memory::MemoryStore;
+use crate::memory::{COMMON_WORD_MATCHES, MemoryStore};
 use crate::retention::{RetentionCutoffs, RetentionStore};
 
 pub async fn search_ranks_by_relevance_and_returns_sources<
@@ -45,6 +45,51 @@ pub async fn search_ranks_by_relevance_and_returns_sources<
         .unwrap();
     assert!(hits[0].score > hits[1].score, "{hits:?}");
     assert!(found(&store, &scope("u", None), "coffee").await.is_empty());
+}
+
+pub async fn a_word_in_more_than_a_thousand_memories_does_not_crowd_out_a_rarer_one<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    // The oldest memory holds the rare word; more than COMMON_WORD_MATCHES
+    // newer ones share only the common word with the query.
+    let parked = save(&store, "u", None, "Note: the car is parked in spot B7").await;
+    let mut newest = parked;
+    for i in 0..=COMMON_WORD_MATCHES {
+        newest = save(&store, "u", None, &format!("Note {i} about the weather")).await;
+    }
+    // Another user's memories never count for this one's words.
+    save(&store, "v", None, "A note on spot B7 of another user").await;
+
+    // Only what the rarer word finds is ranked: the common word alone no
+    // longer brings in a thousand memories to rank.
+    let hits = store
+        .search_memories(&scope("u", None), "the note about spot B7", 10)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = hits.iter().map(|h| h.memory.id).collect();
+    assert_eq!(ids, vec![parked], "{hits:?}");
+
+    // Every word common: the newest memories they find, ranked.
+    let hits = store
+        .search_memories(&scope("u", None), "note weather", 10)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 10, "{hits:?}");
+    assert_eq!(hits[0].memory.id, newest, "{hits:?}");
+    assert!(hits.iter().all(|h| h.memory.id != parked), "{hits:?}");
+
+    // A word that finds nothing adds nothing, and finds nothing alone.
+    assert_eq!(
+        found(&store, &scope("u", None), "B7 zeppelin").await,
+        vec!["Note: the car is parked in spot B7".to_owned()]
+    );
+    assert!(
+        found(&store, &scope("u", None), "zeppelin")
+            .await
+            .is_empty()
+    );
 }
 
 pub async fn saving_the_same_text_again_returns_the_first_memory<

@@ -116,6 +116,7 @@ macro_rules! store_conformance_tests {
             ],
             memory: [
                 search_ranks_by_relevance_and_returns_sources,
+                a_word_in_more_than_a_thousand_memories_does_not_crowd_out_a_rarer_one,
                 saving_the_same_text_again_returns_the_first_memory,
                 reads_see_only_the_users_own_and_this_threads_memories,
                 hostile_queries_never_error,

@@ -13,8 +13,9 @@ use super::shared::append_audit;
 use super::{PostgresStore, narrow, wide};
 use crate::error::{Result, StoreError};
 use crate::memory::{
-    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
-    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes,
+    COMMON_WORD_MATCHES, MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore,
+    NearMemory, NewMemory, SavedMemory, TextCandidates, distinct_query_words, list_limit,
+    query_words, search_limit, vector_from_bytes,
 };
 use crate::nearest::compact_vector;
 use crate::records::AuditEvent;
@@ -103,31 +104,70 @@ async fn search(
     query: &str,
     limit: u32,
 ) -> Result<Vec<MemoryHit>> {
-    let Some(text) = tsquery_text(query) else {
+    let words = distinct_query_words(query);
+    let Some(full) = tsquery_text(query) else {
         return Ok(Vec::new());
     };
     let client = store.client().await?;
-    let stmt = client
-        .prepare_cached(concat!(
-            "SELECT ",
-            memory_columns!(),
-            ", ts_rank_cd(tsv, q)::float8 AS rank \
-             FROM memories, websearch_to_tsquery('english', $1) AS q \
-             WHERE tsv @@ q AND user_key = $2 AND (thread_key IS NULL OR thread_key = $3) \
-             ORDER BY rank DESC, id DESC LIMIT $4"
-        ))
-        .await?;
-    let rows = client
-        .query(
-            &stmt,
-            &[
-                &text,
-                &scope.user_key,
-                &scope.thread_key,
-                &wide(search_limit(limit)),
-            ],
-        )
-        .await?;
+    let counts = word_counts(&client, scope, &words).await?;
+    let limit = wide(search_limit(limit));
+    let rows = match TextCandidates::from_counts(counts) {
+        TextCandidates::Nothing => Vec::new(),
+        // ts_rank_cd weighs every word of the query alike, common ones too.
+        TextCandidates::Rare(rare) => {
+            let stmt = client
+                .prepare_cached(concat!(
+                    "SELECT ",
+                    memory_columns!(),
+                    ", ts_rank_cd(tsv, q)::float8 AS rank \
+                     FROM memories, websearch_to_tsquery('english', $1) AS q \
+                     WHERE tsv @@ websearch_to_tsquery('english', $5) AND user_key = $2 \
+                     AND (thread_key IS NULL OR thread_key = $3) \
+                     ORDER BY rank DESC, id DESC LIMIT $4"
+                ))
+                .await?;
+            client
+                .query(
+                    &stmt,
+                    &[
+                        &full,
+                        &scope.user_key,
+                        &scope.thread_key,
+                        &limit,
+                        &rare.join(" or "),
+                    ],
+                )
+                .await?
+        }
+        // Not a cached statement: planned with the query at hand, this one
+        // walks the newest memories back (the words are known to be in more
+        // than a thousand); a plan made for any query would collect every
+        // match first.
+        TextCandidates::Newest => {
+            client
+                .query(
+                    concat!(
+                        "SELECT ",
+                        memory_columns!(),
+                        ", ts_rank_cd(tsv, q)::float8 AS rank FROM (SELECT ",
+                        memory_columns!(),
+                        ", tsv FROM memories WHERE tsv @@ websearch_to_tsquery('english', $1) \
+                         AND user_key = $2 AND (thread_key IS NULL OR thread_key = $3) \
+                         ORDER BY id DESC LIMIT $5) AS newest, \
+                         websearch_to_tsquery('english', $1) AS q \
+                         ORDER BY rank DESC, id DESC LIMIT $4"
+                    ),
+                    &[
+                        &full,
+                        &scope.user_key,
+                        &scope.thread_key,
+                        &limit,
+                        &i64::from(COMMON_WORD_MATCHES),
+                    ],
+                )
+                .await?
+        }
+    };
     rows.iter()
         .map(|row| {
             Ok(MemoryHit {
@@ -135,6 +175,50 @@ async fn search(
                 // ts_rank_cd is higher-is-better already.
                 score: col(row, 7)?,
             })
+        })
+        .collect()
+}
+
+/// How many memories of `scope` each word finds, up to one past
+/// [`COMMON_WORD_MATCHES`]: one statement, not a cached one, so each word's
+/// count is planned for that word (a common word's by walking rows until
+/// enough are found, a rare word's through the index). A stop word of the
+/// `english` configuration finds nothing.
+async fn word_counts(
+    client: &deadpool_postgres::Client,
+    scope: &MemoryScope,
+    words: &[&str],
+) -> Result<Vec<(String, u64)>> {
+    let mut sql = String::from("SELECT ");
+    for i in 0..words.len() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        // $4 onwards are the words; each count is skipped for a stop word,
+        // whose empty query the index would complain about.
+        let n = i + 4;
+        sql.push_str(&format!(
+            "CASE WHEN numnode(plainto_tsquery('english', ${n})) = 0 THEN 0 ELSE \
+             (SELECT count(*) FROM (SELECT 1 FROM memories \
+             WHERE tsv @@ plainto_tsquery('english', ${n}) AND user_key = $1 \
+             AND (thread_key IS NULL OR thread_key = $2) LIMIT $3) AS found) END"
+        ));
+    }
+    let cap = i64::from(COMMON_WORD_MATCHES) + 1;
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        vec![&scope.user_key, &scope.thread_key, &cap];
+    params.extend(
+        words
+            .iter()
+            .map(|w| w as &(dyn tokio_postgres::types::ToSql + Sync)),
+    );
+    let row = client.query_one(sql.as_str(), &params).await?;
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let found: i64 = col(&row, i)?;
+            Ok(((*w).to_owned(), u64::try_from(found).unwrap_or(0)))
         })
         .collect()
 }

@@ -12,8 +12,9 @@ use super::grants::append_audit;
 use super::rows::col;
 use crate::error::Result;
 use crate::memory::{
-    MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore, NearMemory, NewMemory,
-    SavedMemory, list_limit, query_words, search_limit, vector_from_bytes, vector_to_bytes,
+    COMMON_WORD_MATCHES, MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore,
+    NearMemory, NewMemory, SavedMemory, TextCandidates, distinct_query_words, list_limit,
+    search_limit, vector_from_bytes, vector_to_bytes,
 };
 use crate::nearest::{Nearest, compact_vector};
 use crate::records::AuditEvent;
@@ -146,17 +147,17 @@ fn memory_row(row: &rusqlite::Row<'_>) -> Result<MemoryRecord> {
     })
 }
 
-/// Turns user text into an FTS5 query that can only match words: each run of
-/// letters and digits becomes one double-quoted term (FTS5 strings cannot
-/// contain anything that escapes them, as every `"` was dropped), joined with
-/// OR so a memory sharing any word is found and BM25 ranks those sharing more
-/// first. `None` when the text has no words.
-pub(crate) fn fts_query(text: &str) -> Option<String> {
-    let terms: Vec<String> = query_words(text)
-        .into_iter()
-        .map(|t| format!("\"{t}\""))
-        .collect();
-    (!terms.is_empty()).then(|| terms.join(" OR "))
+/// Turns words of user text (from [`query_words`](crate::memory::query_words)) into an FTS5 query that
+/// can only match words: each becomes one double-quoted term (FTS5 strings
+/// cannot contain anything that escapes them, as words hold only letters and
+/// digits), joined with OR so a memory sharing any word is found and BM25
+/// ranks those sharing more first.
+fn fts_query<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| format!("\"{}\"", w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" OR ")
 }
 
 fn changed(n: usize) -> u64 {
@@ -207,30 +208,97 @@ fn save(db: &mut Db<'_>, m: &NewMemory) -> Result<SavedMemory> {
 }
 
 fn search(db: &mut Db<'_>, scope: &MemoryScope, query: &str, limit: u32) -> Result<Vec<MemoryHit>> {
-    let Some(fts) = fts_query(query) else {
+    let words = distinct_query_words(query);
+    if words.is_empty() {
         return Ok(Vec::new());
-    };
+    }
+    // `CROSS JOIN` keeps the index outermost: SQLite may otherwise walk the
+    // user's memories and ask the index about each one (seconds at 10^5).
+    let mut counts = Vec::with_capacity(words.len());
+    {
+        let stmt = db.stmt(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts \
+             CROSS JOIN memories m ON m.id = memories_fts.rowid \
+             WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
+             AND (m.thread_key IS NULL OR m.thread_key = ?3) LIMIT ?4)",
+        )?;
+        for word in &words {
+            let found: i64 = stmt.query_row(
+                params![
+                    fts_query(&[word]),
+                    scope.user_key,
+                    scope.thread_key,
+                    COMMON_WORD_MATCHES + 1
+                ],
+                |row| row.get(0),
+            )?;
+            counts.push(((*word).to_owned(), u64::try_from(found).unwrap_or(0)));
+        }
+    }
     let limit = search_limit(limit);
-    let stmt = db.stmt(concat!(
-        "SELECT ",
-        memory_columns!("m"),
-        ", bm25(memories_fts) AS bm25_rank FROM memories_fts \
-         JOIN memories m ON m.id = memories_fts.rowid \
-         WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
-         AND (m.thread_key IS NULL OR m.thread_key = ?3) \
-         ORDER BY bm25_rank, m.id DESC LIMIT ?4"
-    ))?;
-    let mut rows = stmt.query(params![fts, scope.user_key, scope.thread_key, limit])?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
+    let mut rows_out = Vec::new();
+    let mut push = |row: &rusqlite::Row<'_>| -> Result<()> {
         let rank: f64 = col(row, 7)?;
-        out.push(MemoryHit {
+        rows_out.push(MemoryHit {
             memory: memory_row(row)?,
             // bm25() is lower-is-better; callers expect higher-is-better.
             score: -rank,
         });
+        Ok(())
+    };
+    match TextCandidates::from_counts(counts) {
+        TextCandidates::Nothing => {}
+        // BM25 weighs a word by how rare it is, so ranking by the rare words
+        // alone loses little: a common word's weight is near nothing.
+        TextCandidates::Rare(rare) => {
+            let stmt = db.stmt(concat!(
+                "SELECT ",
+                memory_columns!("m"),
+                ", bm25(memories_fts) AS bm25_rank FROM memories_fts \
+                 CROSS JOIN memories m ON m.id = memories_fts.rowid \
+                 WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
+                 AND (m.thread_key IS NULL OR m.thread_key = ?3) \
+                 ORDER BY bm25_rank, m.id DESC LIMIT ?4"
+            ))?;
+            let mut rows = stmt.query(params![
+                fts_query(&rare),
+                scope.user_key,
+                scope.thread_key,
+                limit
+            ])?;
+            while let Some(row) = rows.next()? {
+                push(row)?;
+            }
+        }
+        TextCandidates::Newest => {
+            let stmt = db.stmt(concat!(
+                "SELECT ",
+                memory_columns!("m"),
+                ", bm25(memories_fts) AS bm25_rank FROM memories_fts \
+                 CROSS JOIN memories m ON m.id = memories_fts.rowid \
+                 WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
+                 AND (m.thread_key IS NULL OR m.thread_key = ?3) \
+                 AND memories_fts.rowid >= (SELECT min(id) FROM (\
+                   SELECT memories_fts.rowid AS id FROM memories_fts \
+                   CROSS JOIN memories n ON n.id = memories_fts.rowid \
+                   WHERE memories_fts MATCH ?1 AND n.user_key = ?2 \
+                   AND (n.thread_key IS NULL OR n.thread_key = ?3) \
+                   ORDER BY memories_fts.rowid DESC LIMIT ?5)) \
+                 ORDER BY bm25_rank, m.id DESC LIMIT ?4"
+            ))?;
+            let mut rows = stmt.query(params![
+                fts_query(&words),
+                scope.user_key,
+                scope.thread_key,
+                limit,
+                COMMON_WORD_MATCHES
+            ])?;
+            while let Some(row) = rows.next()? {
+                push(row)?;
+            }
+        }
     }
-    Ok(out)
+    Ok(rows_out)
 }
 
 fn to_embed(db: &mut Db<'_>, model: &str, limit: u32) -> Result<Vec<MemoryRecord>> {
@@ -501,26 +569,25 @@ impl RetentionStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::fts_query;
+    use crate::memory::query_words;
+
+    fn query(text: &str) -> String {
+        fts_query(&query_words(text))
+    }
 
     #[test]
     fn queries_keep_only_quoted_words() {
+        assert_eq!(query("dog name"), "\"dog\" OR \"name\"");
         assert_eq!(
-            fts_query("dog name").as_deref(),
-            Some("\"dog\" OR \"name\"")
+            query("NEAR(a b) \"x* OR-y"),
+            "\"NEAR\" OR \"a\" OR \"b\" OR \"x\" OR \"OR\" OR \"y\""
         );
         assert_eq!(
-            fts_query("NEAR(a b) \"x* OR-y").as_deref(),
-            Some("\"NEAR\" OR \"a\" OR \"b\" OR \"x\" OR \"OR\" OR \"y\"")
+            query("Café Zürich 東京"),
+            "\"Café\" OR \"Zürich\" OR \"東京\""
         );
-        assert_eq!(
-            fts_query("Café Zürich 東京").as_deref(),
-            Some("\"Café\" OR \"Zürich\" OR \"東京\"")
-        );
-        assert_eq!(fts_query(" \"*^:() - "), None);
-        assert_eq!(fts_query(""), None);
-        assert_eq!(
-            fts_query(&"w ".repeat(100)).map(|q| q.matches('w').count()),
-            Some(32)
-        );
+        assert!(query_words(" \"*^:() - ").is_empty());
+        assert!(query_words("").is_empty());
+        assert_eq!(query(&"w ".repeat(100)).matches('w').count(), 32);
     }
 }
