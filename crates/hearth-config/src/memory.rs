@@ -12,13 +12,13 @@ pub struct MemoryConfig {
     /// or `gemini`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embeddings: Option<String>,
-    /// PostgreSQL only: megabytes of memory each replica may use to keep
-    /// users' compact vectors between searches by meaning (default 64; 0
-    /// keeps none, and each search reads them from the database). A user
+    /// Megabytes of memory hearth (each replica, on PostgreSQL) may use to
+    /// keep users' compact vectors between searches by meaning (default 64;
+    /// 0 keeps none, and each search reads them from the database). A user
     /// of 100,000 facts embedded in 384 dimensions takes about 40 MB. Held
     /// only once someone searches by meaning, whole users evicted least
     /// recently searched first; every search checks what it holds against
-    /// the database, so a replica never answers from stale vectors.
+    /// the database, so it never answers from stale vectors.
     pub vector_cache_mb: u32,
 }
 

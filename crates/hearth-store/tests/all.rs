@@ -84,6 +84,11 @@ const UNDO: &[(u32, &str)] = &[
          DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; \
          DROP INDEX runs_user_seq; DROP INDEX runs_thread_user;",
     ),
+    (
+        25,
+        "DROP TRIGGER memory_vectors_count_insert; DROP TRIGGER memory_vectors_count_update; \
+         DROP TRIGGER memory_vectors_count_delete; DROP TABLE memory_vector_versions;",
+    ),
 ];
 
 /// Rolls the database file at `path` back to schema `version`, as an older

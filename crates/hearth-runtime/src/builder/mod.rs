@@ -441,10 +441,9 @@ pub async fn open_store(
                 hearth_config::Durability::Normal => Durability::Normal,
                 hearth_config::Durability::Strict => Durability::Strict,
             };
-            Ok(Arc::new(SqliteStore::open(
-                &home.join(DB_FILE),
-                durability,
-            )?))
+            let store = SqliteStore::open(&home.join(DB_FILE), durability)?;
+            store.set_vector_cache_bytes(vector_cache_bytes(config));
+            Ok(Arc::new(store))
         }
         hearth_config::StoreBackend::Postgres => open_postgres(config, env).await,
     }
@@ -477,7 +476,6 @@ async fn open_postgres(
 }
 
 /// `[memory] vector_cache_mb` in bytes.
-#[cfg(feature = "postgres")]
 fn vector_cache_bytes(config: &Config) -> usize {
     usize::try_from(config.memory.vector_cache_mb)
         .unwrap_or(usize::MAX)

@@ -284,28 +284,36 @@ impl SemanticMemory {
             }
             (_, Some(e)) => Some(e),
         };
-        let text = if mode == SearchMode::Vector {
-            Vec::new()
-        } else {
-            self.store
-                .search_memories(scope, query, CANDIDATES)
-                .await?
-                .into_iter()
-                .map(|h| h.memory)
-                .collect()
+        // The two rankings are independent: both at once (on SQLite, on two
+        // reader threads).
+        let by_words = async {
+            if mode == SearchMode::Vector {
+                return Ok(Vec::new());
+            }
+            Ok::<_, SearchError>(
+                self.store
+                    .search_memories(scope, query, CANDIDATES)
+                    .await?
+                    .into_iter()
+                    .map(|h| h.memory)
+                    .collect(),
+            )
         };
-        let vector = match embedder {
-            None => Vec::new(),
-            Some(e) => match self.by_meaning(e, scope, query).await {
-                Ok(v) => v,
-                Err(SearchError::Embed(why)) if mode == SearchMode::Hybrid => {
-                    warn!(model = %e.key, error = %why,
-                        "could not embed a memory search; searching by words only");
-                    Vec::new()
-                }
-                Err(err) => return Err(err),
-            },
+        let by_meaning = async {
+            match embedder {
+                None => Ok(Vec::new()),
+                Some(e) => match self.by_meaning(e, scope, query).await {
+                    Ok(v) => Ok(v),
+                    Err(SearchError::Embed(why)) if mode == SearchMode::Hybrid => {
+                        warn!(model = %e.key, error = %why,
+                            "could not embed a memory search; searching by words only");
+                        Ok(Vec::new())
+                    }
+                    Err(err) => Err(err),
+                },
+            }
         };
+        let (text, vector) = tokio::try_join!(by_words, by_meaning)?;
         Ok(fusion::fuse(text, vector, limit))
     }
 

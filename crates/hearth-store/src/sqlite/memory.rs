@@ -2,6 +2,7 @@
 //! found through an FTS5 index that triggers keep in step with it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use hearth_core::Timestamp;
 use rusqlite::{OptionalExtension, params};
@@ -10,6 +11,7 @@ use super::SqliteStore;
 use super::db::Db;
 use super::grants::append_audit;
 use super::rows::col;
+use super::vector_cache::VectorCache;
 use crate::error::Result;
 use crate::memory::{
     COMMON_WORD_MATCHES, MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore,
@@ -83,6 +85,36 @@ CREATE TABLE memory_vectors (
 ) WITHOUT ROWID;
 CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN
     DELETE FROM memory_vectors WHERE user_key = old.user_key AND memory_id = old.id;
+END;
+";
+
+/// A count of the changes to each user's rows in `memory_vectors`, kept by
+/// triggers whatever writes them, so the vectors a search holds in memory
+/// ([`super::vector_cache`]) are used only while they are current. (Not
+/// `INSERT OR IGNORE`: inside an upsert's trigger the upsert's own conflict
+/// policy applies, and the row's existing key would abort it.) Derived data:
+/// `hearth store copy-to-postgres` leaves it out (PostgreSQL versions its
+/// blocks of vectors instead).
+pub(super) const MIGRATION_V25: &str = "
+CREATE TABLE memory_vector_versions (
+    user_key TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO memory_vector_versions (user_key, version)
+    SELECT DISTINCT user_key, 1 FROM memory_vectors;
+CREATE TRIGGER memory_vectors_count_insert AFTER INSERT ON memory_vectors BEGIN
+    INSERT INTO memory_vector_versions (user_key, version) SELECT new.user_key, 0
+        WHERE NOT EXISTS (SELECT 1 FROM memory_vector_versions WHERE user_key = new.user_key);
+    UPDATE memory_vector_versions SET version = version + 1 WHERE user_key = new.user_key;
+END;
+CREATE TRIGGER memory_vectors_count_update AFTER UPDATE ON memory_vectors BEGIN
+    INSERT INTO memory_vector_versions (user_key, version) SELECT new.user_key, 0
+        WHERE NOT EXISTS (SELECT 1 FROM memory_vector_versions WHERE user_key = new.user_key);
+    UPDATE memory_vector_versions SET version = version + 1
+        WHERE user_key IN (old.user_key, new.user_key);
+END;
+CREATE TRIGGER memory_vectors_count_delete AFTER DELETE ON memory_vectors BEGIN
+    UPDATE memory_vector_versions SET version = version + 1 WHERE user_key = old.user_key;
 END;
 ";
 
@@ -318,24 +350,49 @@ fn to_embed(db: &mut Db<'_>, model: &str, limit: u32) -> Result<Vec<MemoryRecord
 
 fn nearest(
     db: &mut Db<'_>,
+    cache: &VectorCache,
     scope: &MemoryScope,
     model: &str,
     query: &[f32],
     keep: usize,
 ) -> Result<Vec<NearMemory>> {
     let mut scan = Nearest::compact(query, keep);
-    {
-        // The compact copies only, a range of the primary key: no fact's
-        // text and no f32 vector is read unless it is a candidate.
-        let stmt = db.stmt(
-            "SELECT memory_id, compact FROM memory_vectors WHERE user_key = ?1 \
-             AND (thread_key IS NULL OR thread_key = ?2) AND model = ?3",
-        )?;
-        let mut rows = stmt.query(params![scope.user_key, scope.thread_key, model])?;
-        while let Some(row) = rows.next()? {
-            let id: i64 = col(row, 0)?;
-            if let Ok(bytes) = row.get_ref(1)?.as_blob() {
-                scan.offer(id, bytes);
+    // Read first: the vectors read after it are at least this current.
+    let version: i64 = db
+        .stmt("SELECT version FROM memory_vector_versions WHERE user_key = ?1")?
+        .query_row(params![scope.user_key], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0);
+    match cache.get(&scope.user_key, model, version) {
+        Some(held) => held.each_in_scope(scope.thread_key.as_deref(), |id, bytes| {
+            scan.offer(id, bytes);
+        }),
+        None => {
+            // The compact copies only, a range of the primary key: no fact's
+            // text and no f32 vector is read unless it is a candidate. Every
+            // thread's, to hold the whole user; this search scores its own.
+            let mut held = cache.builder(version);
+            let stmt = db.stmt(
+                "SELECT memory_id, thread_key, compact FROM memory_vectors \
+                 WHERE user_key = ?1 AND model = ?2",
+            )?;
+            let mut rows = stmt.query(params![scope.user_key, model])?;
+            while let Some(row) = rows.next()? {
+                let id: i64 = col(row, 0)?;
+                let thread: Option<String> = col(row, 1)?;
+                let thread = thread.as_deref();
+                let Ok(bytes) = row.get_ref(2)?.as_blob() else {
+                    continue;
+                };
+                if thread.is_none() || thread == scope.thread_key.as_deref() {
+                    scan.offer(id, bytes);
+                }
+                if held.as_mut().is_some_and(|h| !h.push(id, thread, bytes)) {
+                    held = None;
+                }
+            }
+            if let Some(held) = held {
+                cache.put(&scope.user_key, model, held.finish());
             }
         }
     }
@@ -554,7 +611,8 @@ impl MemoryStore for SqliteStore {
         keep: usize,
     ) -> Result<Vec<NearMemory>> {
         let (scope, model, query) = (scope.clone(), model.to_owned(), query.to_vec());
-        self.read(move |db| nearest(db, &scope, &model, &query, keep))
+        let cache = Arc::clone(&self.inner.vectors);
+        self.read(move |db| nearest(db, &cache, &scope, &model, &query, keep))
             .await
     }
 }
@@ -569,7 +627,9 @@ impl RetentionStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::fts_query;
-    use crate::memory::query_words;
+    use crate::conformance::fixtures::{new, scope};
+    use crate::memory::{MemoryStore, query_words};
+    use crate::sqlite::{Durability, SqliteStore};
 
     fn query(text: &str) -> String {
         fts_query(&query_words(text))
@@ -589,5 +649,79 @@ mod tests {
         assert!(query_words(" \"*^:() - ").is_empty());
         assert!(query_words("").is_empty());
         assert_eq!(query(&"w ".repeat(100)).matches('w').count(), 32);
+    }
+
+    async fn near(store: &SqliteStore, thread: Option<&str>, query: [f32; 2]) -> Vec<(i64, f64)> {
+        store
+            .nearest_memories(&scope("u", thread), "m", &query, 5)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|n| (n.memory.id, (n.similarity * 100.0).round() / 100.0))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_users_vectors_are_held_until_one_of_them_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("hearth.db"), Durability::Normal).unwrap();
+        let wide = store.save_memory(new("u", None, "wide", 1)).await.unwrap();
+        let bound = store
+            .save_memory(new("u", Some("t1"), "bound", 1))
+            .await
+            .unwrap();
+        let (wide, bound) = (wide.memory.id, bound.memory.id);
+        store
+            .set_memory_embedding(wide, "m", &[1.0, 0.0])
+            .await
+            .unwrap();
+        store
+            .set_memory_embedding(bound, "m", &[0.6, 0.8])
+            .await
+            .unwrap();
+        let fills = || store.inner.vectors.stats().2;
+
+        assert_eq!(near(&store, None, [1.0, 0.0]).await, vec![(wide, 1.0)]);
+        assert_eq!(fills(), 1);
+        // The held copy serves another thread's search, scoped as it is.
+        assert_eq!(
+            near(&store, Some("t1"), [0.6, 0.8]).await,
+            vec![(bound, 1.0), (wide, 0.6)]
+        );
+        assert_eq!(
+            near(&store, Some("t2"), [0.6, 0.8]).await,
+            vec![(wide, 0.6)]
+        );
+        assert_eq!(fills(), 1, "read from the database once");
+
+        // A vector embedded again is seen by the next search.
+        store
+            .set_memory_embedding(wide, "m", &[0.0, 1.0])
+            .await
+            .unwrap();
+        assert_eq!(near(&store, None, [0.0, 1.0]).await, vec![(wide, 1.0)]);
+        assert_eq!(fills(), 2);
+
+        // So is a forgotten one, and another user's change reads nothing again.
+        assert!(store.forget_memory("u", bound).await.unwrap());
+        let other = store.save_memory(new("v", None, "other", 1)).await.unwrap();
+        store
+            .set_memory_embedding(other.memory.id, "m", &[1.0, 0.0])
+            .await
+            .unwrap();
+        assert_eq!(
+            near(&store, Some("t1"), [0.0, 1.0]).await,
+            vec![(wide, 1.0)]
+        );
+        assert_eq!(
+            near(&store, Some("t1"), [0.0, 1.0]).await,
+            vec![(wide, 1.0)]
+        );
+        assert_eq!(fills(), 3);
+
+        // 0 holds nothing: every search reads.
+        store.set_vector_cache_bytes(0);
+        assert_eq!(near(&store, None, [0.0, 1.0]).await, vec![(wide, 1.0)]);
+        assert_eq!(store.inner.vectors.stats().0, 0);
     }
 }

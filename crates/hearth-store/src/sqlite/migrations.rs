@@ -31,10 +31,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (22, V22),
     (23, super::apps::MIGRATION_V23),
     (24, V24),
+    (25, super::memory::MIGRATION_V25),
 ];
 
 /// The schema version this build writes.
-pub(crate) const LATEST: u32 = 24;
+pub(crate) const LATEST: u32 = 25;
 
 /// Work a migration's SQL cannot do, run after it in its transaction.
 type Backfill = fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>;

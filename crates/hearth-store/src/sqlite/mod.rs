@@ -24,6 +24,7 @@ mod secrets;
 mod threads;
 mod tokens;
 mod usage;
+mod vector_cache;
 mod writer;
 
 #[cfg(test)]
@@ -87,6 +88,8 @@ struct Inner {
     /// Decoded thread contexts, so a thread that keeps talking decodes
     /// only its new messages.
     contexts: Arc<context_cache::ContextCache>,
+    /// Users' compact vectors held between searches by meaning.
+    vectors: Arc<vector_cache::VectorCache>,
     // Field order matters: the senders drop first so the threads see their
     // queues close, then `Workers` joins them.
     writer: bounded::Sender<Box<dyn Job>>,
@@ -185,6 +188,7 @@ impl SqliteStore {
                 path: path.to_path_buf(),
                 commits,
                 contexts: Arc::default(),
+                vectors: Arc::default(),
                 writer: writer_tx,
                 readers: Some(reader_tx),
                 _checkpoint_stop: checkpoint_tx,
@@ -221,12 +225,19 @@ impl SqliteStore {
                 path: PathBuf::from(":memory:"),
                 commits,
                 contexts: Arc::default(),
+                vectors: Arc::default(),
                 writer: writer_tx,
                 readers: None,
                 _checkpoint_stop: checkpoint_tx,
                 _workers: workers,
             }),
         })
+    }
+
+    /// Bounds the memory used to keep users' compact vectors between
+    /// searches by meaning (`[memory] vector_cache_mb`; 0 holds none).
+    pub fn set_vector_cache_bytes(&self, bytes: usize) {
+        self.inner.vectors.set_limit(bytes);
     }
 
     /// The database file.

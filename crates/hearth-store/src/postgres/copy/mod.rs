@@ -22,6 +22,7 @@
 //! | JSON in `TEXT`                           | JSON in `TEXT` (byte for byte)         |
 //! | `api_tokens` rowid (order of creation)   | `api_tokens.seq` identity              |
 //! | `memories_fts` (FTS5) and its shadow tables | not copied: `memories.tsv` is generated from the text |
+//! | `memory_vector_versions`                 | not copied: `memory_blocks.version` counts PostgreSQL's changes |
 //! | `sqlite_sequence`, `PRAGMA user_version` | not copied: `hearth_schema_migrations` is PostgreSQL's own |
 //! | (none)                                   | `replicas`, `leases`: left empty, replicas fill them |
 //! | `memory_vectors`                         | `memory_vectors`, and `memory_blocks` packed from it after the copy |

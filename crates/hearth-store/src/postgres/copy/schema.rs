@@ -30,10 +30,15 @@ pub(super) struct SqliteSchema {
     pub(super) sequences: BTreeMap<String, i64>,
 }
 
+/// SQLite tables of data derived from others, which PostgreSQL keeps its
+/// own way: `memory_vector_versions` counts changes for SQLite's vectors
+/// held in memory (PostgreSQL versions its blocks of vectors).
+const DERIVED: &[&str] = &["memory_vector_versions"];
+
 impl SqliteSchema {
     /// Reads the schema; full-text tables (virtual tables and their shadow
-    /// tables) and SQLite's own are left out: PostgreSQL indexes the text
-    /// itself (`memories.tsv`).
+    /// tables), SQLite's own and [`DERIVED`] are left out: PostgreSQL indexes
+    /// the text itself (`memories.tsv`).
     pub(super) fn read(conn: &Connection) -> Result<SqliteSchema, CopyError> {
         let mut stmt =
             conn.prepare("SELECT name, coalesce(sql, '') FROM sqlite_master WHERE type = 'table'")?;
@@ -51,7 +56,7 @@ impl SqliteSchema {
             let index = virtuals
                 .iter()
                 .any(|v| name == v || name.starts_with(&format!("{v}_")));
-            if internal || index {
+            if internal || index || DERIVED.contains(&name.as_str()) {
                 continue;
             }
             let mut cols = conn.prepare(&format!("PRAGMA table_info({})", quote(name)))?;
