@@ -195,8 +195,12 @@ pub async fn run_sender(
                 }
                 let target = item.target.clone();
                 let (channel, store, notices) = (channel.clone(), store.clone(), notices.clone());
+                let claimer = claimer.clone();
                 let task = tasks.spawn(async move {
-                    deliver_one(channel.as_ref(), store.as_ref(), &notices, item, max_age_ms).await;
+                    if still_held(store.as_ref(), &claimer, &item, name).await {
+                        deliver_one(channel.as_ref(), store.as_ref(), &notices, item, max_age_ms)
+                            .await;
+                    }
                 });
                 busy.insert(task.id(), target);
                 started += 1;
@@ -271,6 +275,35 @@ async fn refresh_gauge(name: &'static str, store: &dyn OutboxStore) {
             .find(|(c, _)| c == name)
             .map_or(0, |(_, n)| n.pending);
         metrics::gauge!("hearth_outbox_pending", "channel" => name).set(pending as f64);
+    }
+}
+
+/// Whether `claimer` still holds `item` as its delivery starts (its claim
+/// extended by a lease), so that a sender held up past its claim sends
+/// nothing another replica took over. An item whose claim cannot be
+/// checked is not sent now; it is claimed again at a later round.
+async fn still_held(
+    store: &dyn OutboxStore,
+    claimer: &Claimer,
+    item: &OutboxItem,
+    channel: &'static str,
+) -> bool {
+    let until = now_ms().saturating_add(claimer.lease_ms());
+    match store.hold_outbox_claim(item.id, &claimer.id, until).await {
+        Ok(true) => true,
+        Ok(false) => {
+            // Its claim lapsed while this sender was held up.
+            info!(
+                channel,
+                id = item.id,
+                "another replica took this reply over; not sending it here"
+            );
+            false
+        }
+        Err(e) => {
+            warn!(channel, id = item.id, error = %e, "cannot confirm the claim on a reply; sending it later");
+            false
+        }
     }
 }
 

@@ -180,6 +180,19 @@ impl OutboxStore for PostgresStore {
         Ok(())
     }
 
+    async fn hold_outbox_claim(&self, id: i64, claimer: &str, until: Timestamp) -> Result<bool> {
+        // A lapsed claim nobody took since is still this claimer's: taking
+        // it up again is safe, as no other process sends meanwhile.
+        let held = self
+            .outbox_update(
+                "UPDATE outbox SET claimed_until = $3 WHERE id = $1 AND claimed_by = $2 \
+                 AND status = 'pending'",
+                &[&id, &claimer, &until],
+            )
+            .await?;
+        Ok(held == 1)
+    }
+
     async fn release_outbox_claims(&self, channel: &str, claimer: &str) -> Result<()> {
         self.outbox_update(
             "UPDATE outbox SET claimed_by = NULL, claimed_until = NULL WHERE channel = $1 \

@@ -149,3 +149,37 @@ async fn a_platform_event_posted_to_two_replicas_is_handled_once() {
     // Another channel's event of the same id is another event.
     assert!(a.first_sight("discord", "event:Ev0", 1_000).await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_held_up_past_its_claim_finds_it_taken_over() {
+    let Some((a, b)) = two_replicas().await else {
+        return;
+    };
+    let now = 1_000;
+    let id = a.enqueue_outbox(vec![reply("1", "x")], now).await.unwrap()[0];
+    assert_eq!(
+        a.claim_outbox("telegram", now, 10, "a", now + 2_000)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // While the claim holds, only its holder may send, and holding extends it.
+    assert!(a.hold_outbox_claim(id, "a", now + 4_000).await.unwrap());
+    assert!(!b.hold_outbox_claim(id, "b", now + 4_000).await.unwrap());
+    let early = b.claim_outbox("telegram", now + 3_000, 10, "b", now + 5_000);
+    assert!(
+        early.await.unwrap().is_empty(),
+        "the held claim was extended"
+    );
+
+    // a is held up past its claim; b takes the item over, and a must not send.
+    let late = b.claim_outbox("telegram", now + 4_001, 10, "b", now + 6_000);
+    assert_eq!(late.await.unwrap().len(), 1);
+    assert!(!a.hold_outbox_claim(id, "a", now + 7_000).await.unwrap());
+    assert!(b.hold_outbox_claim(id, "b", now + 7_000).await.unwrap());
+
+    // A settled item is nobody's to send.
+    b.outbox_sent(id).await.unwrap();
+    assert!(!b.hold_outbox_claim(id, "b", now + 8_000).await.unwrap());
+}
