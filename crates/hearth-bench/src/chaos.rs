@@ -31,6 +31,9 @@
 //! The provider answers after `--provider-delay-ms`, so runs are in flight
 //! when their replica is killed and the whole takes long enough for several
 //! kills; the killing goes on until every run has ended.
+//!
+//! Each replica's log (`serve.log` in its home, warnings and errors) is
+//! kept when a guarantee did not hold, or always with `HEARTH_BENCH_KEEP=1`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -140,6 +143,12 @@ impl Launch {
             .local_addr()?
             .port();
         let url = format!("http://127.0.0.1:{port}");
+        // Every start of this replica's home logs to one file, kept when
+        // the guarantees did not hold.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(home.join("serve.log"))?;
         let child = Command::new(self.bin_dir.join("hearth"))
             .args(["serve", "--home"])
             .arg(home)
@@ -149,7 +158,7 @@ impl Launch {
             .env("HEARTH_BENCH_KEY", "bench-key")
             .env("TG_TOKEN", TOKEN)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .context("starting hearth (build it: cargo build --release -p hearth-cli --features postgres)")?;
         let proc = Proc(child);
@@ -454,9 +463,17 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
         args.lease_secs + 2
     );
     drop(replicas);
-    let _ = std::fs::remove_dir_all(&tmp);
-    if report.lost + report.twice + report.out_of_order + tg_runs_twice + tg_twice > 0 || failed > 0
-    {
+    let broken = report.lost + report.twice + report.out_of_order + tg_runs_twice + tg_twice > 0
+        || failed > 0;
+    if broken || std::env::var_os("HEARTH_BENCH_KEEP").is_some() {
+        println!(
+            "kept the replicas' homes and logs (serve.log) in {}",
+            tmp.display()
+        );
+    } else {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    if broken {
         bail!("the guarantees did not hold: see the table");
     }
     Ok(())

@@ -292,11 +292,11 @@ async fn still_held(
     match store.hold_outbox_claim(item.id, &claimer.id, until).await {
         Ok(true) => true,
         Ok(false) => {
-            // Its claim lapsed while this sender was held up.
-            info!(
+            // An operator should know: this replica stalled past a lease.
+            warn!(
                 channel,
                 id = item.id,
-                "another replica took this reply over; not sending it here"
+                "held up past its claim on a reply, which another replica took over; not sending it here"
             );
             false
         }
