@@ -353,6 +353,7 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
     let done = Arc::new(AtomicBool::new(false));
     let mut orphan_waits: Vec<f64> = Vec::new();
     let mut kills = 0usize;
+    let mut kill_times: Vec<Instant> = Vec::new();
     let mut victim = 0usize;
     let watch = {
         let done = done.clone();
@@ -392,6 +393,7 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
         let at = Instant::now();
         r.proc = None; // SIGKILL
         kills += 1;
+        kill_times.push(at);
         let restarted = launch.start(&r.home.clone()).await?;
         live.write().await[victim] = restarted.url.clone();
         *r = restarted;
@@ -421,7 +423,8 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
     }
     let total = t0.elapsed().as_secs_f64();
     let report = check_threads(&db, args.threads, per_thread).await?;
-    let tg_twice = tg_answered_twice(&tg, args.tg_users, args.tg_messages);
+    let tg_twice_list = tg_answered_twice(&tg, args.tg_users, args.tg_messages);
+    let tg_twice = tg_twice_list.len();
     let tg_runs_twice = tg_handled_twice(&db, args.tg_users as usize * args.tg_messages).await?;
     let failed: i64 = db
         .query_one("SELECT count(*) FROM runs WHERE status <> 'succeeded'", &[])
@@ -462,6 +465,48 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
         p(1.0),
         args.lease_secs + 2
     );
+    if !tg_twice_list.is_empty() {
+        // A send the kill cut after Telegram took it (README) comes just
+        // before a kill; one long before any kill was sent twice otherwise.
+        let gaps: Vec<String> = tg_twice_list
+            .iter()
+            .map(
+                |(chat, text)| match first_send_to_kill(&tg, &kill_times, *chat, text) {
+                    Some(gap) => format!("{:+.0} ms", gap * 1000.0),
+                    None => "no kill".to_owned(),
+                },
+            )
+            .collect();
+        println!(
+            "Telegram answers sent twice, from each one's first send to the nearest kill \
+             (negative: the fake answered it after the kill): {}",
+            gaps.join(", ")
+        );
+        if std::env::var_os("HEARTH_BENCH_KEEP").is_some() {
+            let since = |t: Instant| t.saturating_duration_since(t0).as_secs_f64();
+            let kills: Vec<String> = kill_times
+                .iter()
+                .map(|k| format!("{:.3}", since(*k)))
+                .collect();
+            println!("kills at (s): {}", kills.join(", "));
+            for (chat, text) in &tg_twice_list {
+                for r in tg
+                    .requests()
+                    .iter()
+                    .filter(|r| r.body["chat_id"].to_string().trim_matches('"') == chat.to_string())
+                {
+                    println!(
+                        "  chat {chat} at {:.3} s: {} {} -> {}",
+                        since(r.at),
+                        r.method,
+                        r.body["text"].as_str().unwrap_or(""),
+                        r.status
+                    );
+                }
+                let _ = text;
+            }
+        }
+    }
     drop(replicas);
     let broken = report.lost + report.twice + report.out_of_order + tg_runs_twice + tg_twice > 0
         || failed > 0;
@@ -623,10 +668,10 @@ async fn tg_handled_twice(db: &tokio_postgres::Client, sent: usize) -> Result<us
     Ok(usize::try_from(extra)?)
 }
 
-/// Telegram messages the bot answered more than once.
-fn tg_answered_twice(tg: &FakeTelegram, users: i64, per_user: usize) -> usize {
+/// Telegram messages the bot answered more than once: chat and answer.
+fn tg_answered_twice(tg: &FakeTelegram, users: i64, per_user: usize) -> Vec<(i64, String)> {
     let sent = tg.sent();
-    let mut twice = 0;
+    let mut twice = Vec::new();
     for u in 1..=users {
         for k in 0..per_user {
             let answer = format!("echo: tg u{u} n{k}");
@@ -636,9 +681,36 @@ fn tg_answered_twice(tg: &FakeTelegram, users: i64, per_user: usize) -> usize {
                 .count()
                 > 1
             {
-                twice += 1;
+                twice.push((u, answer));
             }
         }
     }
     twice
+}
+
+/// Seconds from the first accepted send of `text` to `chat` to the nearest
+/// kill (negative when the kill came first: a request the killed replica had
+/// written before it died is answered by the fake after).
+fn first_send_to_kill(tg: &FakeTelegram, kills: &[Instant], chat: i64, text: &str) -> Option<f64> {
+    let first = tg
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r.method == "sendMessage"
+                && r.status == 200
+                && (r.body["chat_id"].as_i64() == Some(chat)
+                    || r.body["chat_id"].as_str() == Some(chat.to_string().as_str()))
+                && r.body["text"].as_str() == Some(text)
+        })?
+        .at;
+    kills
+        .iter()
+        .map(|k| {
+            if *k >= first {
+                k.duration_since(first).as_secs_f64()
+            } else {
+                -first.duration_since(*k).as_secs_f64()
+            }
+        })
+        .min_by(|a, b| a.abs().total_cmp(&b.abs()))
 }

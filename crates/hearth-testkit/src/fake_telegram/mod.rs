@@ -119,6 +119,8 @@ pub struct ApiRequest {
     pub error: Option<String>,
     /// The bot token in the URL.
     pub token: String,
+    /// When it was answered.
+    pub at: std::time::Instant,
 }
 
 /// An `answerCallbackQuery` call.
@@ -643,6 +645,7 @@ fn respond(
         status,
         error,
         token,
+        at: std::time::Instant::now(),
     });
     shared.changed.notify_waiters();
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
