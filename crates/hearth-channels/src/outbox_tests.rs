@@ -86,7 +86,27 @@ impl Delivery for Scripted {
     }
 }
 
-async fn queue(store: &dyn Store, wake: &Notify, target: &str, text: &str) {
+/// Starts the sender of `channel` on `store`, as replica `replica-1`.
+fn start(
+    channel: &Arc<Scripted>,
+    store: Arc<dyn hearth_store::OutboxStore>,
+    stop: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run_sender(
+        channel.clone(),
+        store,
+        channel.wake.clone(),
+        Duration::from_secs(3600),
+        Notices::default(),
+        super::Claimer {
+            id: "replica-1".into(),
+            lease: Duration::from_secs(15),
+        },
+        stop.clone(),
+    ))
+}
+
+async fn queue(store: &dyn hearth_store::OutboxStore, wake: &Notify, target: &str, text: &str) {
     let item = NewOutboxItem {
         channel: "telegram".into(),
         target: target.into(),
@@ -122,18 +142,7 @@ async fn a_slow_conversation_does_not_hold_up_another() {
     let slow = channel.gate("slow");
     queue(store.as_ref(), &wake, "slow", "s1").await;
     let stop = CancellationToken::new();
-    let sender = tokio::spawn(run_sender(
-        channel.clone(),
-        store.clone(),
-        wake.clone(),
-        Duration::from_secs(3600),
-        Notices::default(),
-        super::Claimer {
-            id: "replica-1".into(),
-            lease: Duration::from_secs(15),
-        },
-        stop.clone(),
-    ));
+    let sender = start(&channel, store.clone(), &stop);
     assert_eq!(
         next(&mut events.entered, "the slow send").await,
         pair("slow", "s1")
@@ -294,35 +303,9 @@ async fn a_reply_another_replica_took_over_is_not_sent_here() {
     let (channel, mut events) = Scripted::new();
     let wake = channel.wake.clone();
     let stop = CancellationToken::new();
-    let sender = tokio::spawn(run_sender(
-        channel.clone(),
-        store.clone(),
-        wake.clone(),
-        Duration::from_secs(3600),
-        Notices::default(),
-        super::Claimer {
-            id: "replica-1".into(),
-            lease: Duration::from_secs(15),
-        },
-        stop.clone(),
-    ));
-    for (target, text) in [("taken", "t1"), ("held", "h1")] {
-        let item = NewOutboxItem {
-            channel: "telegram".into(),
-            target: target.into(),
-            kind: OutboxKind::Message,
-            run_id: None,
-            payload: Payload::notice(text).to_json(),
-        };
-        hearth_store::OutboxStore::enqueue_outbox(
-            store.as_ref(),
-            vec![item],
-            hearth_core::now_ms(),
-        )
-        .await
-        .unwrap();
-    }
-    wake.notify_one();
+    let sender = start(&channel, store.clone(), &stop);
+    queue(store.as_ref(), &wake, "taken", "t1").await;
+    queue(store.as_ref(), &wake, "held", "h1").await;
     assert_eq!(
         next(&mut events.delivered, "the reply still held").await,
         pair("held", "h1")

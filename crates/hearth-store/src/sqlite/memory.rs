@@ -239,21 +239,26 @@ fn save(db: &mut Db<'_>, m: &NewMemory) -> Result<SavedMemory> {
     })
 }
 
+/// The memories of the scope (`?2` user, `?3` thread) the FTS5 query `?1`
+/// finds. `CROSS JOIN` keeps the index outermost: SQLite may otherwise walk
+/// the user's memories and ask the index about each one (seconds at 10^5).
+macro_rules! scoped_match {
+    () => {
+        " FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid \
+         WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
+         AND (m.thread_key IS NULL OR m.thread_key = ?3)"
+    };
+}
+
 fn search(db: &mut Db<'_>, scope: &MemoryScope, query: &str, limit: u32) -> Result<Vec<MemoryHit>> {
     let words = distinct_query_words(query);
-    if words.is_empty() {
-        return Ok(Vec::new());
-    }
-    // `CROSS JOIN` keeps the index outermost: SQLite may otherwise walk the
-    // user's memories and ask the index about each one (seconds at 10^5).
     let mut counts = Vec::with_capacity(words.len());
     {
-        let stmt = db.stmt(
-            "SELECT count(*) FROM (SELECT 1 FROM memories_fts \
-             CROSS JOIN memories m ON m.id = memories_fts.rowid \
-             WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
-             AND (m.thread_key IS NULL OR m.thread_key = ?3) LIMIT ?4)",
-        )?;
+        let stmt = db.stmt(concat!(
+            "SELECT count(*) FROM (SELECT 1",
+            scoped_match!(),
+            " LIMIT ?4)"
+        ))?;
         for word in &words {
             let found: i64 = stmt.query_row(
                 params![
@@ -267,70 +272,54 @@ fn search(db: &mut Db<'_>, scope: &MemoryScope, query: &str, limit: u32) -> Resu
             counts.push(((*word).to_owned(), u64::try_from(found).unwrap_or(0)));
         }
     }
-    let limit = search_limit(limit);
-    let mut rows_out = Vec::new();
-    let mut push = |row: &rusqlite::Row<'_>| -> Result<()> {
+    // What is ranked: the memories these words find, from this id on.
+    let (fts, from_id) = match TextCandidates::from_counts(counts) {
+        TextCandidates::Nothing => return Ok(Vec::new()),
+        // BM25 weighs a word by how rare it is, so ranking by the rare words
+        // alone loses little: a common word's weight is near nothing.
+        TextCandidates::Rare(rare) => (fts_query(&rare), i64::MIN),
+        TextCandidates::Newest => {
+            let all = fts_query(&words);
+            let oldest: Option<i64> = db
+                .stmt(concat!(
+                    "SELECT min(id) FROM (SELECT memories_fts.rowid AS id",
+                    scoped_match!(),
+                    " ORDER BY memories_fts.rowid DESC LIMIT ?4)"
+                ))?
+                .query_row(
+                    params![all, scope.user_key, scope.thread_key, COMMON_WORD_MATCHES],
+                    |row| row.get(0),
+                )?;
+            match oldest {
+                Some(id) => (all, id),
+                None => return Ok(Vec::new()),
+            }
+        }
+    };
+    let stmt = db.stmt(concat!(
+        "SELECT ",
+        memory_columns!("m"),
+        ", bm25(memories_fts) AS bm25_rank",
+        scoped_match!(),
+        " AND memories_fts.rowid >= ?5 ORDER BY bm25_rank, m.id DESC LIMIT ?4"
+    ))?;
+    let mut rows = stmt.query(params![
+        fts,
+        scope.user_key,
+        scope.thread_key,
+        search_limit(limit),
+        from_id
+    ])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
         let rank: f64 = col(row, 7)?;
-        rows_out.push(MemoryHit {
+        out.push(MemoryHit {
             memory: memory_row(row)?,
             // bm25() is lower-is-better; callers expect higher-is-better.
             score: -rank,
         });
-        Ok(())
-    };
-    match TextCandidates::from_counts(counts) {
-        TextCandidates::Nothing => {}
-        // BM25 weighs a word by how rare it is, so ranking by the rare words
-        // alone loses little: a common word's weight is near nothing.
-        TextCandidates::Rare(rare) => {
-            let stmt = db.stmt(concat!(
-                "SELECT ",
-                memory_columns!("m"),
-                ", bm25(memories_fts) AS bm25_rank FROM memories_fts \
-                 CROSS JOIN memories m ON m.id = memories_fts.rowid \
-                 WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
-                 AND (m.thread_key IS NULL OR m.thread_key = ?3) \
-                 ORDER BY bm25_rank, m.id DESC LIMIT ?4"
-            ))?;
-            let mut rows = stmt.query(params![
-                fts_query(&rare),
-                scope.user_key,
-                scope.thread_key,
-                limit
-            ])?;
-            while let Some(row) = rows.next()? {
-                push(row)?;
-            }
-        }
-        TextCandidates::Newest => {
-            let stmt = db.stmt(concat!(
-                "SELECT ",
-                memory_columns!("m"),
-                ", bm25(memories_fts) AS bm25_rank FROM memories_fts \
-                 CROSS JOIN memories m ON m.id = memories_fts.rowid \
-                 WHERE memories_fts MATCH ?1 AND m.user_key = ?2 \
-                 AND (m.thread_key IS NULL OR m.thread_key = ?3) \
-                 AND memories_fts.rowid >= (SELECT min(id) FROM (\
-                   SELECT memories_fts.rowid AS id FROM memories_fts \
-                   CROSS JOIN memories n ON n.id = memories_fts.rowid \
-                   WHERE memories_fts MATCH ?1 AND n.user_key = ?2 \
-                   AND (n.thread_key IS NULL OR n.thread_key = ?3) \
-                   ORDER BY memories_fts.rowid DESC LIMIT ?5)) \
-                 ORDER BY bm25_rank, m.id DESC LIMIT ?4"
-            ))?;
-            let mut rows = stmt.query(params![
-                fts_query(&words),
-                scope.user_key,
-                scope.thread_key,
-                limit,
-                COMMON_WORD_MATCHES
-            ])?;
-            while let Some(row) = rows.next()? {
-                push(row)?;
-            }
-        }
     }
-    Ok(rows_out)
+    Ok(out)
 }
 
 fn to_embed(db: &mut Db<'_>, model: &str, limit: u32) -> Result<Vec<MemoryRecord>> {
