@@ -15,6 +15,7 @@ mod suite {
     mod cluster;
     mod conformance;
     mod copy;
+    mod end_batches;
     mod ended;
     mod family;
     mod memory;

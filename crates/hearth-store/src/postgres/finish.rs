@@ -1,4 +1,4 @@
-//! A run's end on PostgreSQL in one statement.
+//! Runs' ends on PostgreSQL in one statement.
 //!
 //! The end of a run writes the run, the expiry of its open confirmations,
 //! its last steps, their usage, its messages, its replies and what it taught
@@ -8,7 +8,10 @@
 //! statement of data-modifying CTEs: one round trip, atomic as any single
 //! statement (nothing of it is written unless all of it is), and every write
 //! after the guarded update reads the update's output, so an end that finds
-//! the run already terminal writes nothing at all.
+//! the run already terminal writes nothing at all. The statement takes the
+//! ends of several runs at once (`end_queue.rs` sends those that arrive
+//! together); each row of each write names its run, and only the rows of
+//! runs the guarded update ended are written.
 //!
 //! A finish the statement cannot express exactly falls back to the
 //! transaction of one statement per write (`runs::finish_run`): follow-up
@@ -36,32 +39,41 @@ use crate::error::Result;
 use crate::records::RunFinish;
 use crate::runs::Finished;
 
-/// The whole end: `$1` run, `$2`-`$9` the run's new columns, `$10` who
-/// expired its confirmations, then one array per column of the steps, the
-/// model calls, the messages, the replies and the router deltas. Rows come
-/// out of `unnest ... WITH ORDINALITY ORDER BY` in the order given, so the
-/// messages and replies take their ids in that order (the history's and the
-/// delivery order). Returns the run as it ended and whether a later run of
-/// the thread was queued; no row when it was terminal already.
+/// The whole end of one or more runs (ends that reach the store together
+/// share it: `end_queue`): `$1`-`$9` one array per column of the runs' new
+/// values, `$10` who expired their confirmations, then one array per column
+/// of the steps, the model calls, the messages, the replies and the router
+/// deltas, each row naming the run it belongs to. Rows come out of `unnest
+/// ... WITH ORDINALITY ORDER BY` in the order given, so the messages and
+/// replies take their ids in that order (the history's and the delivery
+/// order; the runs' in the order they came). A run is named once. Returns
+/// each run as it ended and whether a later run of its thread was queued; no
+/// row for a run that was terminal already, and nothing is written for it.
 const END_SQL: &str = concat!(
-    "WITH ended AS (UPDATE runs SET status = $2, output = $3, error_code = $4, \
-     error_message = $5, updated_at = $6, lease_owner = NULL, lease_until = NULL, \
-     last_event_seq = $7, model = COALESCE($8, model), \
-     requested_model = COALESCE($9, requested_model), notified_by_end = TRUE \
-     WHERE run_id = $1 AND status IN ('queued', 'running', 'awaiting_confirmation') \
+    "WITH input AS (SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], \
+     $5::TEXT[], $6::BIGINT[], $7::BIGINT[], $8::TEXT[], $9::TEXT[]) \
+     AS i (end_run, end_status, end_output, end_code, end_message, end_at, end_seq, \
+     end_model, end_requested)), ",
+    "ended AS (UPDATE runs SET status = end_status, output = end_output, \
+     error_code = end_code, error_message = end_message, updated_at = end_at, \
+     lease_owner = NULL, lease_until = NULL, last_event_seq = end_seq, \
+     model = COALESCE(end_model, model), \
+     requested_model = COALESCE(end_requested, requested_model), notified_by_end = TRUE \
+     FROM input WHERE run_id = end_run \
+     AND status IN ('queued', 'running', 'awaiting_confirmation') \
      RETURNING ",
     run_columns!(),
-    ", watched), ",
+    ", watched, end_at), ",
     "expired AS (UPDATE confirmations SET state = 'expired', resolved_by = $10, \
-     resolved_at = $6 WHERE run_id = $1 AND state = 'pending' \
-     AND EXISTS (SELECT 1 FROM ended)), ",
+     resolved_at = ended.end_at FROM ended WHERE confirmations.run_id = ended.run_id \
+     AND confirmations.state = 'pending'), ",
     "steps AS (INSERT INTO run_steps (run_id, idx, kind, name, status, started_at, \
      finished_at, tokens, payload) \
-     SELECT $1, s.idx, s.kind, s.name, s.status, s.started_at, s.finished_at, s.tokens, \
-     s.payload FROM unnest($11::BIGINT[], $12::TEXT[], $13::TEXT[], $14::TEXT[], \
-     $15::BIGINT[], $16::BIGINT[], $17::TEXT[], $18::TEXT[]) \
-     AS s (idx, kind, name, status, started_at, finished_at, tokens, payload) \
-     WHERE EXISTS (SELECT 1 FROM ended) \
+     SELECT s.step_run, s.idx, s.kind, s.name, s.status, s.started_at, s.finished_at, \
+     s.tokens, s.payload FROM unnest($11::TEXT[], $12::BIGINT[], $13::TEXT[], \
+     $14::TEXT[], $15::TEXT[], $16::BIGINT[], $17::BIGINT[], $18::TEXT[], $19::TEXT[]) \
+     AS s (step_run, idx, kind, name, status, started_at, finished_at, tokens, payload) \
+     WHERE s.step_run IN (SELECT run_id FROM ended) \
      ON CONFLICT (run_id, idx) DO UPDATE SET kind = excluded.kind, name = excluded.name, \
      status = excluded.status, started_at = excluded.started_at, \
      finished_at = excluded.finished_at, tokens = excluded.tokens, \
@@ -74,14 +86,15 @@ const END_SQL: &str = concat!(
     "call AS (INSERT INTO llm_calls (run_id, idx, at, provider, model, purpose, \
      input_tokens, output_tokens, cached_tokens, reasoning_tokens, cache_write_tokens, \
      latency_ms, status, error_kind, thread_key, user_key) \
-     SELECT $1, c.idx, c.at, c.provider, c.model, c.purpose, c.input_tokens, \
+     SELECT c.call_run, c.idx, c.at, c.provider, c.model, c.purpose, c.input_tokens, \
      c.output_tokens, c.cached_tokens, c.reasoning_tokens, c.cache_write_tokens, \
      c.latency_ms, c.status, c.error_kind, ended.thread_key, ended.user_key \
-     FROM ended, unnest($19::BIGINT[], $20::BIGINT[], $21::TEXT[], $22::TEXT[], \
-     $23::TEXT[], $24::BIGINT[], $25::BIGINT[], $26::BIGINT[], $27::BIGINT[], \
-     $28::BIGINT[], $29::BIGINT[], $30::TEXT[], $31::TEXT[]) \
-     AS c (idx, at, provider, model, purpose, input_tokens, output_tokens, cached_tokens, \
-     reasoning_tokens, cache_write_tokens, latency_ms, status, error_kind) \
+     FROM unnest($20::TEXT[], $21::BIGINT[], $22::BIGINT[], $23::TEXT[], $24::TEXT[], \
+     $25::TEXT[], $26::BIGINT[], $27::BIGINT[], $28::BIGINT[], $29::BIGINT[], \
+     $30::BIGINT[], $31::BIGINT[], $32::TEXT[], $33::TEXT[]) \
+     AS c (call_run, idx, at, provider, model, purpose, input_tokens, output_tokens, \
+     cached_tokens, reasoning_tokens, cache_write_tokens, latency_ms, status, error_kind) \
+     JOIN ended ON ended.run_id = c.call_run \
      ON CONFLICT (run_id, idx) DO NOTHING \
      RETURNING at, provider, model, input_tokens, output_tokens, cached_tokens, \
      reasoning_tokens, cache_write_tokens), ",
@@ -102,30 +115,36 @@ const END_SQL: &str = concat!(
      reasoning_tokens = usage_daily.reasoning_tokens + excluded.reasoning_tokens, \
      cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens), ",
     "said AS (INSERT INTO messages (thread_key, run_id, role, content, created_at) \
-     SELECT ended.thread_key, $1, m.role, m.content, $6 \
-     FROM ended, unnest($32::TEXT[], $33::TEXT[]) WITH ORDINALITY AS m (role, content, ord) \
+     SELECT ended.thread_key, m.said_run, m.role, m.content, ended.end_at \
+     FROM unnest($34::TEXT[], $35::TEXT[], $36::TEXT[]) WITH ORDINALITY \
+     AS m (said_run, role, content, ord) JOIN ended ON ended.run_id = m.said_run \
      ORDER BY m.ord), ",
     "replies AS (INSERT INTO outbox (channel, target, kind, run_id, payload, \
      next_attempt_at, created_at) \
-     SELECT o.channel, o.target, o.kind, o.run_id, o.payload, $6, $6 \
-     FROM unnest($34::TEXT[], $35::TEXT[], $36::TEXT[], $37::TEXT[], $38::TEXT[]) \
-     WITH ORDINALITY AS o (channel, target, kind, run_id, payload, ord) \
-     WHERE EXISTS (SELECT 1 FROM ended) ORDER BY o.ord), ",
+     SELECT o.channel, o.target, o.kind, o.run_id, o.payload, ended.end_at, ended.end_at \
+     FROM unnest($37::TEXT[], $38::TEXT[], $39::TEXT[], $40::TEXT[], $41::TEXT[], \
+     $42::TEXT[]) WITH ORDINALITY \
+     AS o (reply_run, channel, target, kind, run_id, payload, ord) \
+     JOIN ended ON ended.run_id = o.reply_run ORDER BY o.ord), ",
     // Only deltas of zero or more reach here (see `fits_one_statement`), so
     // the inserted counts are the deltas and the sums need no clamp below.
+    // Grouped, since two runs of one batch may teach one arm (an upsert
+    // may not touch one row twice in a statement).
     "arms AS (INSERT INTO router_arms (model, task, successes, failures, runs) \
-     SELECT a.model, a.task, a.successes, a.failures, a.runs \
-     FROM unnest($39::TEXT[], $40::TEXT[], $41::BIGINT[], $42::BIGINT[], $43::BIGINT[]) \
-     AS a (model, task, successes, failures, runs) WHERE EXISTS (SELECT 1 FROM ended) \
+     SELECT a.model, a.task, sum(a.successes)::BIGINT, sum(a.failures)::BIGINT, \
+     sum(a.runs)::BIGINT \
+     FROM unnest($43::TEXT[], $44::TEXT[], $45::TEXT[], $46::BIGINT[], $47::BIGINT[], \
+     $48::BIGINT[]) AS a (arm_run, model, task, successes, failures, runs) \
+     WHERE a.arm_run IN (SELECT run_id FROM ended) GROUP BY a.model, a.task \
      ON CONFLICT (model, task) DO UPDATE SET \
      successes = router_arms.successes + excluded.successes, \
      failures = router_arms.failures + excluded.failures, \
      runs = router_arms.runs + excluded.runs) ",
-    // The run as it ended (the caller answers with it instead of reading
-    // it again), and whether a later run of the thread was queued: then
+    // Each run as it ended (the caller answers with it instead of reading
+    // it again), and whether a later run of its thread was queued: then
     // the replica claims it at once (`RunStore::finish_run_seeing_next`).
     // The end notifies as the row trigger would have, which it marked to
-    // skip this row (`notified_by_end`, migration 0017): `hearth_ended`
+    // skip these rows (`notified_by_end`, migration 0017): `hearth_ended`
     // when another replica may follow the run, `hearth_work` when its
     // thread's next run may start now. Both are delivered at the commit.
     "SELECT ",
@@ -135,7 +154,7 @@ const END_SQL: &str = concat!(
      CASE WHEN next.queued THEN pg_notify('hearth_work', '') END \
      FROM ended CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM runs AS later \
      WHERE later.thread_key = ended.thread_key AND later.status = 'queued' \
-     AND later.run_id <> $1) AS queued) AS next"
+     AND later.run_id <> ended.run_id) AS queued) AS next"
 );
 
 /// The column of [`END_SQL`]'s row after the run's: whether a later run of
@@ -164,12 +183,27 @@ pub(super) fn fits_one_statement(finish: &RunFinish) -> bool {
             .all(|a| a.successes >= 0 && a.failures >= 0 && a.runs >= 0)
 }
 
-/// The columns of the steps of a finish, one array each.
+/// The runs' new columns, one array each.
 #[derive(Default)]
-struct Steps {
+struct Ends<'a> {
+    run: Vec<&'a str>,
+    status: Vec<&'static str>,
+    output: Vec<Option<&'a str>>,
+    error_code: Vec<Option<&'a str>>,
+    error_message: Vec<Option<&'a str>>,
+    at: Vec<i64>,
+    last_event_seq: Vec<Option<i64>>,
+    model: Vec<Option<&'a str>>,
+    requested_model: Vec<Option<&'a str>>,
+}
+
+/// The columns of the steps of the finishes, one array each.
+#[derive(Default)]
+struct Steps<'a> {
+    run: Vec<&'a str>,
     idx: Vec<i64>,
     kind: Vec<&'static str>,
-    name: Vec<String>,
+    name: Vec<&'a str>,
     status: Vec<&'static str>,
     started_at: Vec<i64>,
     finished_at: Vec<Option<i64>>,
@@ -180,6 +214,7 @@ struct Steps {
 /// The columns of the finished model calls among them.
 #[derive(Default)]
 struct Calls<'a> {
+    run: Vec<&'a str>,
     idx: Vec<i64>,
     at: Vec<i64>,
     provider: Vec<&'a str>,
@@ -195,80 +230,147 @@ struct Calls<'a> {
     error_kind: Vec<Option<&'a str>>,
 }
 
-/// Ends a run with [`END_SQL`]: whether it ended here (not when it was
-/// terminal already, and then nothing was written), and then whether a
-/// later run of its thread was queued (in the statement's snapshot) and the
-/// run as it ended. `finish` must [fit](fits_one_statement).
-pub(super) async fn end_in_one_statement(
+/// The columns of the messages, the replies and the router deltas.
+#[derive(Default)]
+struct Writes<'a> {
+    said_run: Vec<&'a str>,
+    roles: Vec<&'static str>,
+    contents: Vec<String>,
+    reply_run: Vec<&'a str>,
+    channels: Vec<&'a str>,
+    targets: Vec<&'a str>,
+    kinds: Vec<&'a str>,
+    reply_runs: Vec<Option<&'a str>>,
+    payloads: Vec<&'a str>,
+    arm_run: Vec<&'a str>,
+    arm_models: Vec<&'a str>,
+    arm_tasks: Vec<&'a str>,
+    successes: Vec<i64>,
+    failures: Vec<i64>,
+    arm_runs: Vec<i64>,
+}
+
+impl<'a> Steps<'a> {
+    /// Adds `finish`'s steps, and its finished model calls to `calls`.
+    fn add(&mut self, calls: &mut Calls<'a>, finish: &'a RunFinish) -> Result<()> {
+        let run = finish.run_id.as_str();
+        for step in &finish.steps {
+            self.run.push(run);
+            self.idx.push(wide(step.index));
+            self.kind.push(step.kind.as_str());
+            self.name.push(&step.name);
+            self.status.push(step.status.as_str());
+            self.started_at.push(step.started_at);
+            self.finished_at.push(step.finished_at);
+            self.tokens.push(
+                step.tokens
+                    .as_ref()
+                    .map(|t| to_json(t, "step tokens"))
+                    .transpose()?,
+            );
+            self.payload.push(to_json(&step.payload, "step payload")?);
+            if super::runs::counts_in_usage(step) {
+                let row = LlmCall::of(step);
+                calls.run.push(run);
+                calls.idx.push(wide(step.index));
+                calls.at.push(step.started_at);
+                calls.provider.push(row.provider);
+                calls.model.push(row.model);
+                calls.purpose.push(row.purpose);
+                calls.input_tokens.push(row.input_tokens);
+                calls.output_tokens.push(row.output_tokens);
+                calls.cached_tokens.push(row.cached_tokens);
+                calls.reasoning_tokens.push(row.reasoning_tokens);
+                calls.cache_write_tokens.push(row.cache_write_tokens);
+                calls.latency_ms.push(row.latency_ms);
+                calls.status.push(row.status);
+                calls.error_kind.push(row.error_kind);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Ends<'a> {
+    /// Adds `finish`'s run.
+    fn add(&mut self, finish: &'a RunFinish) {
+        self.run.push(&finish.run_id);
+        self.status.push(finish.status.as_str());
+        self.output.push(finish.output.as_deref());
+        self.error_code.push(finish.error_code.as_deref());
+        self.error_message.push(finish.error_message.as_deref());
+        self.at.push(finish.finished_at);
+        self.last_event_seq
+            .push(finish.last_event_seq.and_then(|n| i64::try_from(n).ok()));
+        self.model.push(finish.model.as_deref());
+        self.requested_model.push(finish.requested_model.as_deref());
+    }
+}
+
+impl<'a> Writes<'a> {
+    /// Adds `finish`'s messages, replies and router deltas.
+    fn add(&mut self, finish: &'a RunFinish) -> Result<()> {
+        let run = finish.run_id.as_str();
+        for m in &finish.messages {
+            self.said_run.push(run);
+            self.roles.push(role_str(m.role));
+            self.contents.push(to_json(&m.content, "message content")?);
+        }
+        for o in &finish.outbox {
+            self.reply_run.push(run);
+            self.channels.push(&o.channel);
+            self.targets.push(&o.target);
+            self.kinds.push(o.kind.as_str());
+            self.reply_runs.push(o.run_id.as_deref());
+            self.payloads.push(&o.payload);
+        }
+        for a in &finish.arm_observations {
+            self.arm_run.push(run);
+            self.arm_models.push(&a.model);
+            self.arm_tasks.push(&a.task);
+            self.successes.push(a.successes);
+            self.failures.push(a.failures);
+            self.arm_runs.push(a.runs);
+        }
+        Ok(())
+    }
+}
+
+/// Ends runs with [`END_SQL`], in one statement: for each finish, in the
+/// order given, whether it ended here (not when its run was terminal
+/// already, and then nothing was written for it), and then whether a later
+/// run of its thread was queued (in the statement's snapshot) and the run
+/// as it ended. Every finish must [fit](fits_one_statement) and name a run
+/// no other names. An error writes nothing for any of them.
+pub(super) async fn end_together(
     c: &impl GenericClient,
-    finish: &RunFinish,
-) -> Result<Finished> {
+    finishes: &[RunFinish],
+) -> Result<Vec<Finished>> {
+    let mut ends = Ends::default();
     let mut steps = Steps::default();
     let mut calls = Calls::default();
-    for step in &finish.steps {
-        steps.idx.push(wide(step.index));
-        steps.kind.push(step.kind.as_str());
-        steps.name.push(step.name.clone());
-        steps.status.push(step.status.as_str());
-        steps.started_at.push(step.started_at);
-        steps.finished_at.push(step.finished_at);
-        steps.tokens.push(
-            step.tokens
-                .as_ref()
-                .map(|t| to_json(t, "step tokens"))
-                .transpose()?,
-        );
-        steps.payload.push(to_json(&step.payload, "step payload")?);
-        if super::runs::counts_in_usage(step) {
-            let row = LlmCall::of(step);
-            calls.idx.push(wide(step.index));
-            calls.at.push(step.started_at);
-            calls.provider.push(row.provider);
-            calls.model.push(row.model);
-            calls.purpose.push(row.purpose);
-            calls.input_tokens.push(row.input_tokens);
-            calls.output_tokens.push(row.output_tokens);
-            calls.cached_tokens.push(row.cached_tokens);
-            calls.reasoning_tokens.push(row.reasoning_tokens);
-            calls.cache_write_tokens.push(row.cache_write_tokens);
-            calls.latency_ms.push(row.latency_ms);
-            calls.status.push(row.status);
-            calls.error_kind.push(row.error_kind);
-        }
+    let mut w = Writes::default();
+    for finish in finishes {
+        ends.add(finish);
+        steps.add(&mut calls, finish)?;
+        w.add(finish)?;
     }
-    let roles: Vec<&str> = finish.messages.iter().map(|m| role_str(m.role)).collect();
-    let contents = finish
-        .messages
-        .iter()
-        .map(|m| to_json(&m.content, "message content"))
-        .collect::<Result<Vec<_>>>()?;
-    let out = &finish.outbox;
-    let channels: Vec<&str> = out.iter().map(|o| o.channel.as_str()).collect();
-    let targets: Vec<&str> = out.iter().map(|o| o.target.as_str()).collect();
-    let kinds: Vec<&str> = out.iter().map(|o| o.kind.as_str()).collect();
-    let out_runs: Vec<Option<&str>> = out.iter().map(|o| o.run_id.as_deref()).collect();
-    let payloads: Vec<&str> = out.iter().map(|o| o.payload.as_str()).collect();
-    let arms = &finish.arm_observations;
-    let arm_models: Vec<&str> = arms.iter().map(|a| a.model.as_str()).collect();
-    let arm_tasks: Vec<&str> = arms.iter().map(|a| a.task.as_str()).collect();
-    let successes: Vec<i64> = arms.iter().map(|a| a.successes).collect();
-    let failures: Vec<i64> = arms.iter().map(|a| a.failures).collect();
-    let arm_runs: Vec<i64> = arms.iter().map(|a| a.runs).collect();
     let stmt = c.prepare_cached(END_SQL).await?;
-    let row = c
-        .query_opt(
+    let rows = c
+        .query(
             &stmt,
             &[
-                &finish.run_id,
-                &finish.status.as_str(),
-                &finish.output,
-                &finish.error_code,
-                &finish.error_message,
-                &finish.finished_at,
-                &finish.last_event_seq.and_then(|n| i64::try_from(n).ok()),
-                &finish.model,
-                &finish.requested_model,
+                &ends.run,
+                &ends.status,
+                &ends.output,
+                &ends.error_code,
+                &ends.error_message,
+                &ends.at,
+                &ends.last_event_seq,
+                &ends.model,
+                &ends.requested_model,
                 &RUN_ENDED,
+                &steps.run,
                 &steps.idx,
                 &steps.kind,
                 &steps.name,
@@ -277,6 +379,7 @@ pub(super) async fn end_in_one_statement(
                 &steps.finished_at,
                 &steps.tokens,
                 &steps.payload,
+                &calls.run,
                 &calls.idx,
                 &calls.at,
                 &calls.provider,
@@ -290,31 +393,45 @@ pub(super) async fn end_in_one_statement(
                 &calls.latency_ms,
                 &calls.status,
                 &calls.error_kind,
-                &roles,
-                &contents,
-                &channels,
-                &targets,
-                &kinds,
-                &out_runs,
-                &payloads,
-                &arm_models,
-                &arm_tasks,
-                &successes,
-                &failures,
-                &arm_runs,
+                &w.said_run,
+                &w.roles,
+                &w.contents,
+                &w.reply_run,
+                &w.channels,
+                &w.targets,
+                &w.kinds,
+                &w.reply_runs,
+                &w.payloads,
+                &w.arm_run,
+                &w.arm_models,
+                &w.arm_tasks,
+                &w.successes,
+                &w.failures,
+                &w.arm_runs,
             ],
         )
         .await?;
-    Ok(match row {
-        Some(row) => Finished {
-            ended: true,
-            next_queued: Some(row.try_get(QUEUED_COLUMN)?),
-            run: Some(rows::run(&row)?),
-        },
-        None => Finished {
+    let mut finished: Vec<Finished> = finishes
+        .iter()
+        .map(|_| Finished {
             ended: false,
             next_queued: None,
             run: None,
-        },
-    })
+        })
+        .collect();
+    for row in &rows {
+        let run = rows::run(row)?;
+        let Some(at) = finishes.iter().position(|f| f.run_id == run.run_id) else {
+            return Err(crate::error::StoreError::Corrupt(format!(
+                "the end of several runs returned run {}, which it was not given",
+                run.run_id
+            )));
+        };
+        finished[at] = Finished {
+            ended: true,
+            next_queued: Some(row.try_get(QUEUED_COLUMN)?),
+            run: Some(run),
+        };
+    }
+    Ok(finished)
 }

@@ -20,6 +20,7 @@ mod cluster;
 mod confirmations;
 pub mod copy;
 mod copy_pairs;
+mod end_queue;
 mod finish;
 mod grants;
 mod history;
@@ -73,6 +74,8 @@ struct Inner {
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     /// Blocks of compact vectors held for searches by meaning.
     vectors: vector_cache::VectorCache,
+    /// Run ends written together (`end_queue`).
+    ends: std::sync::OnceLock<end_queue::EndQueue>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -129,6 +132,7 @@ impl PostgresStore {
                 config,
                 tls,
                 vectors: vector_cache::VectorCache::new(DEFAULT_VECTOR_CACHE_BYTES),
+                ends: std::sync::OnceLock::new(),
             }),
         };
         drop(store.client().await?);
@@ -191,15 +195,39 @@ impl PostgresStore {
 
     /// A pooled connection.
     pub(crate) async fn client(&self) -> Result<Object> {
-        self.inner
-            .pool
-            .get()
-            .await
-            .map_err(|e| StoreError::Connect {
-                target: self.inner.target.clone(),
-                reason: pool_error(e),
-            })
+        pooled(&self.inner.pool, &self.inner.target).await
     }
+
+    /// The queue that writes run ends arriving together in one statement,
+    /// started on first use.
+    fn ends(&self) -> &end_queue::EndQueue {
+        self.inner.ends.get_or_init(|| {
+            end_queue::EndQueue::start(self.inner.pool.clone(), self.inner.target.clone())
+        })
+    }
+}
+
+#[cfg(feature = "conformance")]
+impl PostgresStore {
+    /// Ends the runs of `finishes` as the store writes ends that arrive
+    /// together, in one batch of exactly these (each must fit one statement
+    /// and name its own run): whether one statement wrote them all, and
+    /// each one's outcome, in order.
+    #[doc(hidden)]
+    pub async fn end_as_one_batch(
+        &self,
+        finishes: Vec<crate::records::RunFinish>,
+    ) -> (bool, Vec<Result<crate::runs::Finished>>) {
+        end_queue::write_as_one_batch(&self.inner.pool, &self.inner.target, finishes).await
+    }
+}
+
+/// A connection of `pool`, whose database `target` names in the error.
+async fn pooled(pool: &Pool, target: &str) -> Result<Object> {
+    pool.get().await.map_err(|e| StoreError::Connect {
+        target: target.to_owned(),
+        reason: pool_error(e),
+    })
 }
 
 /// Why a URL did not parse, without echoing any of it.

@@ -122,16 +122,18 @@ async fn put_step(c: &impl GenericClient, step: &StepRecord) -> Result<()> {
     Ok(())
 }
 
-/// Ends a run: in one statement when it can be (`finish.rs`), else in one
-/// transaction. The guarded update comes first: it locks the run's row, so a
-/// concurrent finish waits for this one and then finds the run terminal (and
-/// writes nothing); an answer to one of its confirmations takes the run's
-/// row first too, so the two cannot deadlock.
-async fn finish_run(store: &PostgresStore, finish: &RunFinish) -> Result<Finished> {
-    let mut client = store.client().await?;
-    if finish::fits_one_statement(finish) {
-        return finish::end_in_one_statement(&client, finish).await;
+/// Ends a run: in one statement when it can be (`finish.rs`; with the ends
+/// that arrive with it, `end_queue.rs`), else in one transaction. The
+/// guarded update comes first: it locks the run's row, so a concurrent
+/// finish waits for this one and then finds the run terminal (and writes
+/// nothing); an answer to one of its confirmations takes the run's row first
+/// too, so the two cannot deadlock.
+async fn finish_run(store: &PostgresStore, finish: RunFinish) -> Result<Finished> {
+    if finish::fits_one_statement(&finish) {
+        return store.ends().end(finish).await;
     }
+    let finish = &finish;
+    let mut client = store.client().await?;
     let tx = client.transaction().await?;
     let end = tx
         .prepare_cached(concat!(
@@ -689,15 +691,15 @@ impl RunStore for PostgresStore {
     }
 
     async fn finish_run(&self, finish: RunFinish) -> Result<bool> {
-        Ok(finish_run(self, &finish).await?.ended)
+        Ok(finish_run(self, finish).await?.ended)
     }
 
     async fn finish_run_seeing_next(&self, finish: RunFinish) -> Result<(bool, Option<bool>)> {
-        let finished = finish_run(self, &finish).await?;
+        let finished = finish_run(self, finish).await?;
         Ok((finished.ended, finished.next_queued))
     }
 
     async fn finish_run_returning(&self, finish: RunFinish) -> Result<Finished> {
-        finish_run(self, &finish).await
+        finish_run(self, finish).await
     }
 }
