@@ -92,6 +92,39 @@ pub async fn a_word_in_more_than_a_thousand_memories_does_not_crowd_out_a_rarer_
     );
 }
 
+/// A fact holding a NUL (U+0000) is saved, once however often it is saved,
+/// and found by its words: as given, or with the NUL as U+FFFD where the
+/// store cannot hold one (PostgreSQL's `text`, which refused the save).
+pub async fn a_fact_holding_a_nul_is_saved_once_and_found<
+    S: MemoryStore + GrantStore + RetentionStore,
+>(
+    store: S,
+) {
+    let given = "parked in \0 spot B7";
+    let first = store
+        .save_memory(new("u", None, given, 1_000))
+        .await
+        .unwrap();
+    assert!(first.created);
+    let text = first.memory.text.clone();
+    assert!(
+        text == given || text == given.replace('\0', "\u{FFFD}"),
+        "{text:?}"
+    );
+    let again = store
+        .save_memory(new("u", None, given, 2_000))
+        .await
+        .unwrap();
+    assert!(!again.created);
+    assert_eq!(again.memory.id, first.memory.id);
+    let found = store
+        .search_memories(&scope("u", None), "parked spot", 10)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].memory.id, first.memory.id);
+}
+
 pub async fn saving_the_same_text_again_returns_the_first_memory<
     S: MemoryStore + GrantStore + RetentionStore,
 >(

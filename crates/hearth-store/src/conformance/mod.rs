@@ -73,6 +73,7 @@ macro_rules! store_conformance_tests {
                 the_end_records_the_model_that_answered_and_the_one_asked_for,
                 of_concurrent_finishes_exactly_one_ends_the_run,
                 a_thread_is_one_users_until_another_users_run_is_on_it,
+                text_holding_a_nul_is_stored_and_its_run_ends,
             ],
             threads: [
                 history_is_oldest_first_and_limited,
@@ -118,6 +119,7 @@ macro_rules! store_conformance_tests {
                 search_ranks_by_relevance_and_returns_sources,
                 a_word_in_more_than_a_thousand_memories_does_not_crowd_out_a_rarer_one,
                 saving_the_same_text_again_returns_the_first_memory,
+                a_fact_holding_a_nul_is_saved_once_and_found,
                 reads_see_only_the_users_own_and_this_threads_memories,
                 hostile_queries_never_error,
                 forget_removes_only_the_users_own_memory,

@@ -531,6 +531,84 @@ pub async fn steers_are_stored_in_order_and_follow_ups_commit_with_the_finish<
     assert!(store.get_run("run_follow_2").await.unwrap().is_none());
 }
 
+/// Whether `stored` is `given` as a store keeps it: as given, or with each
+/// NUL as U+FFFD (PostgreSQL's `text` cannot hold U+0000).
+fn kept(stored: Option<&str>, given: &str) -> bool {
+    stored == Some(given) || stored == Some(given.replace('\0', "\u{FFFD}").as_str())
+}
+
+/// Text holding a NUL (U+0000) in a message, a steer, a tool step's name or
+/// a run's answer or error is stored and the run ends, on every store. On
+/// PostgreSQL the message's insert and the run's end were refused for it:
+/// the message answered 500, and a run whose model answered with one could
+/// not end and was run again on recovery, with the same answer.
+pub async fn text_holding_a_nul_is_stored_and_its_run_ends<S: RunStore + ThreadStore>(store: S) {
+    let mut queued = new_run("run_nul", "t:nul", None);
+    queued.input = "input \0 of run_nul".to_owned();
+    let CreateRunOutcome::Created(run) = store.create_run(queued).await.unwrap() else {
+        panic!("a new run");
+    };
+    assert!(kept(Some(&run.input), "input \0 of run_nul"), "{run:?}");
+    let mut claimed = new_run("run_nul_2", "t:nul_2", None);
+    claimed.input = "\0".to_owned();
+    let CreateRunOutcome::Created(run) = store
+        .create_claimed_run(claimed, "node-a", 5_000, "p/m", None)
+        .await
+        .unwrap()
+    else {
+        panic!("a new run");
+    };
+    assert!(kept(Some(&run.input), "\0"), "{run:?}");
+
+    let steer = store.add_steer("run_nul", "steer \0", 10).await.unwrap();
+    assert!(kept(Some(&steer.text), "steer \0"), "{steer:?}");
+    let mut named = step("run_nul", 1, StepStatus::Succeeded);
+    named.kind = StepKind::Tool;
+    named.name = "tool \0".to_owned();
+    store.put_step(named).await.unwrap();
+
+    let mut fin = finish(
+        "run_nul",
+        vec![
+            Message::text(Role::User, "input \0 of run_nul"),
+            Message::text(Role::Assistant, "answer \0"),
+        ],
+    );
+    fin.output = Some("answer \0".to_owned());
+    let mut tool = step("run_nul", 2, StepStatus::Succeeded);
+    tool.kind = StepKind::Tool;
+    tool.name = "tool of the end \0".to_owned();
+    fin.steps.push(tool);
+    assert!(store.finish_run(fin).await.unwrap());
+    let ended = store.get_run("run_nul").await.unwrap().unwrap();
+    assert_eq!(ended.status, RunStatus::Succeeded);
+    assert!(kept(ended.output.as_deref(), "answer \0"), "{ended:?}");
+    let steps = store.steps("run_nul").await.unwrap();
+    assert!(kept(Some(&steps[1].name), "tool \0"), "{steps:?}");
+    assert!(
+        kept(Some(&steps[2].name), "tool of the end \0"),
+        "{steps:?}"
+    );
+    // Messages are JSON, which writes the NUL as an escape: kept as given.
+    assert_eq!(
+        store.thread_history("t:nul", 10).await.unwrap()[1],
+        Message::text(Role::Assistant, "answer \0")
+    );
+
+    let mut failed = finish("run_nul_2", Vec::new());
+    failed.status = RunStatus::Failed;
+    failed.output = None;
+    failed.error_code = Some("provider_error".to_owned());
+    failed.error_message = Some("the model said \0".to_owned());
+    assert!(store.finish_run(failed).await.unwrap());
+    let ended = store.get_run("run_nul_2").await.unwrap().unwrap();
+    assert_eq!(ended.status, RunStatus::Failed);
+    assert!(
+        kept(ended.error_message.as_deref(), "the model said \0"),
+        "{ended:?}"
+    );
+}
+
 pub async fn of_concurrent_claims_exactly_one_wins<S: RunStore + ThreadStore>(store: S) {
     let store = Arc::new(store);
     created(store.as_ref(), "run_1", "t1").await;

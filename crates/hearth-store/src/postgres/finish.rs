@@ -29,10 +29,12 @@
 //! usage and router upserts take the newest version of a row a concurrent
 //! run committed.
 
+use std::borrow::Cow;
+
 use deadpool_postgres::GenericClient;
 
 use super::rows::{self, run_columns};
-use super::wide;
+use super::{storable, storable_opt, wide};
 use crate::RUN_ENDED;
 use crate::codec::{LlmCall, role_str, to_json};
 use crate::error::Result;
@@ -188,9 +190,9 @@ pub(super) fn fits_one_statement(finish: &RunFinish) -> bool {
 struct Ends<'a> {
     run: Vec<&'a str>,
     status: Vec<&'static str>,
-    output: Vec<Option<&'a str>>,
-    error_code: Vec<Option<&'a str>>,
-    error_message: Vec<Option<&'a str>>,
+    output: Vec<Option<Cow<'a, str>>>,
+    error_code: Vec<Option<Cow<'a, str>>>,
+    error_message: Vec<Option<Cow<'a, str>>>,
     at: Vec<i64>,
     last_event_seq: Vec<Option<i64>>,
     model: Vec<Option<&'a str>>,
@@ -203,7 +205,7 @@ struct Steps<'a> {
     run: Vec<&'a str>,
     idx: Vec<i64>,
     kind: Vec<&'static str>,
-    name: Vec<&'a str>,
+    name: Vec<Cow<'a, str>>,
     status: Vec<&'static str>,
     started_at: Vec<i64>,
     finished_at: Vec<Option<i64>>,
@@ -258,7 +260,7 @@ impl<'a> Steps<'a> {
             self.run.push(run);
             self.idx.push(wide(step.index));
             self.kind.push(step.kind.as_str());
-            self.name.push(&step.name);
+            self.name.push(storable(&step.name));
             self.status.push(step.status.as_str());
             self.started_at.push(step.started_at);
             self.finished_at.push(step.finished_at);
@@ -296,9 +298,11 @@ impl<'a> Ends<'a> {
     fn add(&mut self, finish: &'a RunFinish) {
         self.run.push(&finish.run_id);
         self.status.push(finish.status.as_str());
-        self.output.push(finish.output.as_deref());
-        self.error_code.push(finish.error_code.as_deref());
-        self.error_message.push(finish.error_message.as_deref());
+        self.output.push(storable_opt(finish.output.as_deref()));
+        self.error_code
+            .push(storable_opt(finish.error_code.as_deref()));
+        self.error_message
+            .push(storable_opt(finish.error_message.as_deref()));
         self.at.push(finish.finished_at);
         self.last_event_seq
             .push(finish.last_event_seq.and_then(|n| i64::try_from(n).ok()));

@@ -83,7 +83,13 @@ async fn save(store: &PostgresStore, m: &NewMemory) -> Result<SavedMemory> {
     let row = client
         .query_opt(
             &stmt,
-            &[&m.user_key, &m.thread_key, &m.text, &m.run_id, &m.at],
+            &[
+                &m.user_key,
+                &m.thread_key,
+                &super::storable(&m.text),
+                &m.run_id,
+                &m.at,
+            ],
         )
         .await?
         .ok_or_else(|| {

@@ -222,6 +222,26 @@ impl PostgresStore {
     }
 }
 
+/// `text` as PostgreSQL can store it: its `text` type cannot hold U+0000,
+/// and refuses the whole statement for one, where SQLite stores it. A NUL
+/// in free text (a message, a model's answer, a fact) carries no meaning,
+/// so it is stored as U+FFFD, the replacement character, rather than the
+/// write failing: a run whose answer held one would otherwise fail its end
+/// and be run again, with the same answer, for ever. JSON columns need
+/// nothing: JSON writes it as the escape `\u0000`.
+pub(crate) fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// The same for an optional text.
+pub(crate) fn storable_opt(text: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
+    text.map(storable)
+}
+
 /// A connection of `pool`, whose database `target` names in the error.
 async fn pooled(pool: &Pool, target: &str) -> Result<Object> {
     pool.get().await.map_err(|e| StoreError::Connect {

@@ -48,6 +48,7 @@ const HAD_MESSAGES_COLUMN: usize = 22;
 /// The parameters of [`STORE_RUN_SQL`], with what they borrow.
 struct RunInsert<'a> {
     run: &'a NewRun,
+    input: std::borrow::Cow<'a, str>,
     status: &'static str,
     roles: String,
     owner: Option<&'a str>,
@@ -64,6 +65,7 @@ impl<'a> RunInsert<'a> {
         };
         Ok(RunInsert {
             run,
+            input: super::storable(&run.input),
             status: status.as_str(),
             roles: to_json(&run.roles, "run roles")?,
             owner: claim.map(|c| c.owner),
@@ -80,7 +82,7 @@ impl<'a> RunInsert<'a> {
             &run.thread_key,
             &run.user_key,
             &run.source,
-            &run.input,
+            &self.input,
             &run.idempotency_key,
             &self.status,
             &run.created_at,

@@ -11,7 +11,7 @@ use tokio_postgres::types::ToSql;
 
 use super::rows::{self, STEP_COLUMNS, col, run_columns, unsigned};
 use super::run_insert::{Claim, insert_run, store_run};
-use super::{PostgresStore, finish, narrow, shared, wide};
+use super::{PostgresStore, finish, narrow, shared, storable, storable_opt, wide};
 use crate::codec::to_json;
 use crate::error::{Result, StoreError};
 use crate::records::{
@@ -107,7 +107,7 @@ async fn put_step(c: &impl GenericClient, step: &StepRecord) -> Result<()> {
             &step.run_id,
             &wide(step.index),
             &step.kind.as_str(),
-            &step.name,
+            &storable(&step.name),
             &step.status.as_str(),
             &step.started_at,
             &step.finished_at,
@@ -151,9 +151,9 @@ async fn finish_run(store: &PostgresStore, finish: RunFinish) -> Result<Finished
             &[
                 &finish.run_id,
                 &finish.status.as_str(),
-                &finish.output,
-                &finish.error_code,
-                &finish.error_message,
+                &storable_opt(finish.output.as_deref()),
+                &storable_opt(finish.error_code.as_deref()),
+                &storable_opt(finish.error_message.as_deref()),
                 &finish.finished_at,
                 &finish.last_event_seq.and_then(|n| i64::try_from(n).ok()),
                 &finish.model,
@@ -670,7 +670,9 @@ impl RunStore for PostgresStore {
                  RETURNING id",
             )
             .await?;
-        let row = client.query_one(&stmt, &[&run_id, &text, &at]).await?;
+        let row = client
+            .query_one(&stmt, &[&run_id, &storable(text), &at])
+            .await?;
         Ok(SteerRecord {
             id: col(&row, 0)?,
             run_id: run_id.to_owned(),

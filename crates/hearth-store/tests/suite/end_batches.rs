@@ -138,9 +138,10 @@ async fn ends_written_together_each_write_their_own_rows() {
     assert_eq!(usage.iter().map(|u| u.calls).sum::<u64>(), 4, "{usage:?}");
 }
 
-/// A batch holding an end that PostgreSQL refuses (a NUL character, which
-/// no `text` value may hold): the statement fails, each end is written
-/// again alone, and only the refused one fails; its run stays unfinished.
+/// A batch holding an end that PostgreSQL refuses (here a trigger the
+/// test adds refuses one of its messages): the statement fails, each end
+/// is written again alone, and only the refused one fails; its run stays
+/// unfinished.
 #[tokio::test]
 async fn an_end_postgresql_refuses_fails_only_its_own_run() {
     let Some(url) = fresh_database_url().await else {
@@ -150,8 +151,22 @@ async fn an_end_postgresql_refuses_fails_only_its_own_run() {
     for (run, thread) in [("a", "ta"), ("bad", "tb"), ("c", "tc")] {
         created(&store, run, thread).await;
     }
-    let mut bad = finish("bad", exchange("tb"));
-    bad.output = Some("nul \u{0} inside".to_owned());
+    let (sql, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    sql.batch_execute(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
+         CREATE TRIGGER refuse BEFORE INSERT ON messages FOR EACH ROW \
+         WHEN (NEW.content LIKE '%refuse me%') EXECUTE FUNCTION refuse();",
+    )
+    .await
+    .unwrap();
+    let bad = finish(
+        "bad",
+        vec![Message::text(Role::Assistant, "refuse me, PostgreSQL")],
+    );
 
     let (together, outcomes) = store
         .end_as_one_batch(vec![
