@@ -7,8 +7,9 @@ use hearth_store::prelude::*;
 use hearth_store::{NewMemory, PostgresStore};
 
 /// A SQLite home with a row in the tables whose types differ between the
-/// backends (booleans, blobs, the FTS index, a token's rowid), and a
-/// deleted memory so that SQLite's AUTOINCREMENT is past the highest id.
+/// backends (booleans, blobs, the FTS index, a token's rowid), a text
+/// holding a NUL (which PostgreSQL's `text` cannot), and a deleted memory
+/// so that SQLite's AUTOINCREMENT is past the highest id.
 fn seeded_home(dir: &std::path::Path) -> std::path::PathBuf {
     drop(crate::open(dir));
     let path = dir.join("hearth.db");
@@ -19,7 +20,7 @@ fn seeded_home(dir: &std::path::Path) -> std::path::PathBuf {
          INSERT INTO runs (run_id, thread_key, user_key, source, input, status, created_at, updated_at)
              VALUES ('r1', 't:1', 'u', 'api', '{\"text\":\"hi é\"}', 'succeeded', 1, 2);
          INSERT INTO runs (run_id, thread_key, user_key, source, input, status, created_at, updated_at, parent_run_id)
-             VALUES ('r2', 't:1/sub/1.1', 'u', 'delegate', 'a task', 'succeeded', 1, 2, 'r1');
+             VALUES ('r2', 't:1/sub/1.1', 'u', 'delegate', 'a ' || char(0) || 'task', 'succeeded', 1, 2, 'r1');
          INSERT INTO run_steps (run_id, idx, kind, name, status, started_at, payload)
              VALUES ('r1', 0, 'llm', 'a/b', 'done', 1, '{}');
          INSERT INTO messages (thread_key, run_id, role, content, created_at)
@@ -105,6 +106,8 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
             .collect::<Vec<_>>(),
         ["r2"]
     );
+    // Its NUL, which PostgreSQL's text cannot hold, arrives as U+FFFD.
+    assert_eq!(children[0].input, "a \u{FFFD}task");
     let apps = pg.list_app_versions().await.unwrap();
     assert!(apps[0].public_dispatch_consent && !apps[1].public_dispatch_consent);
     assert_eq!(pg.list_app_enablements(Some("100")).await.unwrap().len(), 1);

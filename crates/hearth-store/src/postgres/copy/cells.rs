@@ -88,8 +88,15 @@ impl Cell {
             (_, V::Null) => Cell::Null,
             (Kind::Int8 | Kind::Int4 | Kind::Int2, V::Integer(i)) => Cell::Int(i),
             (Kind::Bool, V::Integer(i)) => Cell::Int(i64::from(i != 0)),
+            // As the PostgreSQL store writes text (`storable`): a NUL, which
+            // SQLite holds and PostgreSQL refuses, arrives as U+FFFD, and
+            // the checksum of the SQLite side is taken of the same value.
             (Kind::Text, V::Text(bytes)) => Cell::Text(
                 String::from_utf8(bytes.to_vec())
+                    .map(|text| match super::super::storable(&text) {
+                        std::borrow::Cow::Borrowed(_) => text,
+                        std::borrow::Cow::Owned(mapped) => mapped,
+                    })
                     .map_err(|_| "a text value that is not UTF-8".to_owned())?,
             ),
             // TEXT affinity stores numbers as text; a column declared
@@ -259,6 +266,18 @@ mod tests {
             Ok(Cell::Bytes(vec![1, 2]))
         );
         assert!(Cell::from_sqlite(ValueRef::Blob(b"x"), Kind::Int8).is_err());
+    }
+
+    #[test]
+    fn a_nul_in_sqlite_text_reads_as_the_replacement_character() {
+        assert_eq!(
+            Cell::from_sqlite(ValueRef::Text(b"a\0b"), Kind::Text),
+            Ok(Cell::Text("a\u{FFFD}b".into()))
+        );
+        assert_eq!(
+            Cell::from_sqlite(ValueRef::Text(b"ab"), Kind::Text),
+            Ok(Cell::Text("ab".into()))
+        );
     }
 
     #[test]

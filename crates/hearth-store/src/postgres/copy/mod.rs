@@ -27,6 +27,7 @@
 //! | (none)                                   | `replicas`, `leases`: left empty, replicas fill them |
 //! | `memory_vectors`                         | `memory_vectors`, and `memory_blocks` packed from it after the copy |
 //! | `usage_daily`                            | `usage_daily`, every row in `stripe` 0 |
+//! | a NUL (U+0000) in `TEXT`                 | U+FFFD, as the PostgreSQL store writes it (its `text` cannot hold U+0000); the comparison reads SQLite's value the same way |
 //!
 //! A SQLite table or column PostgreSQL lacks stops the copy before it
 //! starts (its data would be lost); a PostgreSQL column SQLite lacks keeps
