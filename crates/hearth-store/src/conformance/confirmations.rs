@@ -41,6 +41,42 @@ pub async fn a_run_awaiting_confirmation_keeps_its_status_when_claimed<
     assert_eq!(taken.lease_owner.as_deref(), Some("node-b"));
 }
 
+/// A confirmation whose summary (written from the model's arguments) holds a
+/// NUL, and an audit event whose outcome does, are stored: as given, or
+/// with U+FFFD for the NUL where the store cannot hold one (PostgreSQL's
+/// `text`, which refused both).
+pub async fn a_confirmation_and_an_audit_event_holding_a_nul_are_stored<
+    S: ConfirmationStore + RunStore + GrantStore,
+>(
+    store: S,
+) {
+    created(&store, "run_1", "t1").await;
+    let mut asked = confirmation("run_1", "call_1", "hash_1");
+    asked.summary = "forget \0 memory 1".to_owned();
+    store.request_confirmation(asked, vec![]).await.unwrap();
+    let stored = store.confirmation_by_hash("hash_1").await.unwrap().unwrap();
+    assert!(
+        ["forget \0 memory 1", "forget \u{FFFD} memory 1"].contains(&stored.summary.as_str()),
+        "{stored:?}"
+    );
+    store
+        .resolve_confirmation(
+            "hash_1",
+            ConfirmationState::Denied,
+            "user:1",
+            2_000,
+            Some(audit("denied: \0")),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let events = store.list_audit(0).await.unwrap();
+    assert!(
+        ["denied: \0", "denied: \u{FFFD}"].contains(&events[0].outcome.as_str()),
+        "{events:?}"
+    );
+}
+
 pub async fn resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves<
     S: ConfirmationStore + RunStore + GrantStore,
 >(

@@ -37,6 +37,21 @@ pub async fn jobs_round_trip_and_list_in_creation_order<S: JobStore>(store: S) {
     );
 }
 
+/// A job whose text holds a NUL is stored: as given, or with U+FFFD for it
+/// where the store cannot hold one (PostgreSQL's `text`, which refused it).
+pub async fn a_job_whose_text_holds_a_nul_is_stored<S: JobStore>(store: S) {
+    let given = JobRecord {
+        text: "digest \0".into(),
+        ..job("job_nul", 1000)
+    };
+    store.create_job(given).await.unwrap();
+    let stored = store.get_job("job_nul").await.unwrap().unwrap();
+    assert!(
+        ["digest \0", "digest \u{FFFD}"].contains(&stored.text.as_str()),
+        "{stored:?}"
+    );
+}
+
 pub async fn firings_move_the_job_forward_only<S: JobStore>(store: S) {
     store.create_job(job("job_1", 1000)).await.unwrap();
     let fired = JobFiring {

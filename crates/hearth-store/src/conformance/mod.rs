@@ -134,6 +134,7 @@ macro_rules! store_conformance_tests {
             ],
             confirmations: [
                 a_run_awaiting_confirmation_keeps_its_status_when_claimed,
+                a_confirmation_and_an_audit_event_holding_a_nul_are_stored,
                 resolving_a_confirmation_stores_its_audit_event_only_when_it_resolves,
                 the_end_of_a_run_resolves_its_pending_confirmations,
                 a_new_session_that_cancels_a_run_resolves_its_pending_confirmations,
@@ -169,6 +170,7 @@ macro_rules! store_conformance_tests {
             ],
             jobs: [
                 jobs_round_trip_and_list_in_creation_order,
+                a_job_whose_text_holds_a_nul_is_stored,
                 firings_move_the_job_forward_only,
                 delete_returns_the_job_once,
                 concurrent_firings_leave_the_latest_run,

@@ -60,7 +60,7 @@ impl JobStore for PostgresStore {
                     &j.timezone,
                     &j.thread_key,
                     &j.user_key,
-                    &j.text,
+                    &super::storable(&j.text),
                     &j.catch_up.as_str(),
                     &j.next_run_at,
                     &j.last_run_at,
