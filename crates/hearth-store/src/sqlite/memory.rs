@@ -11,7 +11,7 @@ use super::SqliteStore;
 use super::db::Db;
 use super::grants::append_audit;
 use super::rows::col;
-use super::vector_cache::VectorCache;
+use super::vector_cache::{Change, VectorCache};
 use crate::error::Result;
 use crate::memory::{
     COMMON_WORD_MATCHES, MAX_TO_EMBED, MemoryHit, MemoryRecord, MemoryScope, MemoryStore,
@@ -337,6 +337,16 @@ fn to_embed(db: &mut Db<'_>, model: &str, limit: u32) -> Result<Vec<MemoryRecord
     Ok(out)
 }
 
+/// The count of changes of `user_key`'s rows in `memory_vectors` (migration
+/// 25; 0 before the first).
+fn vector_version(db: &mut Db<'_>, user_key: &str) -> Result<i64> {
+    Ok(db
+        .stmt("SELECT version FROM memory_vector_versions WHERE user_key = ?1")?
+        .query_row(params![user_key], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
 fn nearest(
     db: &mut Db<'_>,
     cache: &VectorCache,
@@ -347,11 +357,7 @@ fn nearest(
 ) -> Result<Vec<NearMemory>> {
     let mut scan = Nearest::compact(query, keep);
     // Read first: the vectors read after it are at least this current.
-    let version: i64 = db
-        .stmt("SELECT version FROM memory_vector_versions WHERE user_key = ?1")?
-        .query_row(params![scope.user_key], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0);
+    let version = vector_version(db, &scope.user_key)?;
     match cache.get(&scope.user_key, model, version) {
         Some(held) => held.each_in_scope(scope.thread_key.as_deref(), |id, bytes| {
             scan.offer(id, bytes);
@@ -363,7 +369,7 @@ fn nearest(
             let mut held = cache.builder(version);
             let stmt = db.stmt(
                 "SELECT memory_id, thread_key, compact FROM memory_vectors \
-                 WHERE user_key = ?1 AND model = ?2",
+                 WHERE user_key = ?1 AND model = ?2 ORDER BY memory_id",
             )?;
             let mut rows = stmt.query(params![scope.user_key, model])?;
             while let Some(row) = rows.next()? {
@@ -520,14 +526,21 @@ impl MemoryStore for SqliteStore {
     }
 
     async fn forget_memory(&self, user_key: &str, id: i64) -> Result<bool> {
-        let user_key = user_key.to_owned();
-        self.write(move |db| {
-            let n = db
-                .stmt("DELETE FROM memories WHERE id = ?1 AND user_key = ?2")?
-                .execute(params![id, user_key])?;
-            Ok(n == 1)
-        })
-        .await
+        let user = user_key.to_owned();
+        let (forgot, before, after) = self
+            .write(move |db| {
+                let before = vector_version(db, &user)?;
+                let n = db
+                    .stmt("DELETE FROM memories WHERE id = ?1 AND user_key = ?2")?
+                    .execute(params![id, user])?;
+                Ok((n == 1, before, vector_version(db, &user)?))
+            })
+            .await?;
+        // Committed: the held copies follow without reading the user again.
+        self.inner
+            .vectors
+            .apply(user_key, before, after, &Change::Remove { id });
+        Ok(forgot)
     }
 
     async fn export_user_memories(&self, user_key: &str) -> Result<Vec<MemoryRecord>> {
@@ -555,22 +568,42 @@ impl MemoryStore for SqliteStore {
     async fn set_memory_embedding(&self, id: i64, model: &str, vector: &[f32]) -> Result<bool> {
         let (model, bytes) = (model.to_owned(), vector_to_bytes(vector));
         let compact = compact_vector(vector);
-        self.write(move |db| {
-            let owner: Option<(String, Option<String>)> = db
-                .stmt(
-                    "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1 \
-                     RETURNING user_key, thread_key",
-                )?
-                .query_row(params![id, bytes, model], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let Some((user_key, thread_key)) = owner else {
-                return Ok(false);
-            };
-            db.stmt(UPSERT_COMPACT)?
-                .execute(params![user_key, id, thread_key, model, compact])?;
-            Ok(true)
-        })
-        .await
+        let written = compact.clone();
+        let stored = self
+            .write(move |db| {
+                let owner: Option<(String, Option<String>)> = db
+                    .stmt(
+                        "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1 \
+                         RETURNING user_key, thread_key",
+                    )?
+                    .query_row(params![id, bytes, model], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                let Some((user_key, thread_key)) = owner else {
+                    return Ok(None);
+                };
+                let before = vector_version(db, &user_key)?;
+                db.stmt(UPSERT_COMPACT)?
+                    .execute(params![user_key, id, thread_key, model, written])?;
+                let after = vector_version(db, &user_key)?;
+                Ok(Some((user_key, thread_key, model, before, after)))
+            })
+            .await?;
+        let Some((user_key, thread_key, model, before, after)) = stored else {
+            return Ok(false);
+        };
+        // Committed: the held copies follow without reading the user again.
+        self.inner.vectors.apply(
+            &user_key,
+            before,
+            after,
+            &Change::Upsert {
+                id,
+                thread: thread_key.as_deref(),
+                model: &model,
+                bytes: &compact,
+            },
+        );
+        Ok(true)
     }
 
     async fn memories_to_embed(&self, model: &str, limit: u32) -> Result<Vec<MemoryRecord>> {
@@ -651,7 +684,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_users_vectors_are_held_until_one_of_them_changes() {
+    async fn a_users_vectors_are_held_and_follow_this_stores_writes() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("hearth.db"), Durability::Normal).unwrap();
         let wide = store.save_memory(new("u", None, "wide", 1)).await.unwrap();
@@ -683,16 +716,34 @@ mod tests {
         );
         assert_eq!(fills(), 1, "read from the database once");
 
-        // A vector embedded again is seen by the next search.
+        // A vector embedded again here is seen by the next search, which
+        // reads nothing again: the held copy was updated with the write.
         store
             .set_memory_embedding(wide, "m", &[0.0, 1.0])
             .await
             .unwrap();
         assert_eq!(near(&store, None, [0.0, 1.0]).await, vec![(wide, 1.0)]);
-        assert_eq!(fills(), 2);
-
-        // So is a forgotten one, and another user's change reads nothing again.
+        // So is a new fact of the user, and a forgotten one.
+        let fresh = store
+            .save_memory(new("u", Some("t1"), "fresh", 2))
+            .await
+            .unwrap()
+            .memory
+            .id;
+        store
+            .set_memory_embedding(fresh, "m", &[0.8, 0.6])
+            .await
+            .unwrap();
+        assert_eq!(
+            near(&store, Some("t1"), [0.6, 0.8]).await,
+            vec![(bound, 1.0), (fresh, 0.96), (wide, 0.8)]
+        );
         assert!(store.forget_memory("u", bound).await.unwrap());
+        assert_eq!(
+            near(&store, Some("t1"), [0.6, 0.8]).await,
+            vec![(fresh, 0.96), (wide, 0.8)]
+        );
+        // Another user's change reads nothing again either.
         let other = store.save_memory(new("v", None, "other", 1)).await.unwrap();
         store
             .set_memory_embedding(other.memory.id, "m", &[1.0, 0.0])
@@ -700,13 +751,24 @@ mod tests {
             .unwrap();
         assert_eq!(
             near(&store, Some("t1"), [0.0, 1.0]).await,
-            vec![(wide, 1.0)]
+            vec![(wide, 1.0), (fresh, 0.6)]
         );
+        assert_eq!(fills(), 1, "every change came through this store");
+
+        // A change this store did not write (another process on the same
+        // file, as `hearth memory reembed` may be) is seen, by reading the
+        // user again.
+        let other_process =
+            SqliteStore::open(&dir.path().join("hearth.db"), Durability::Normal).unwrap();
+        other_process
+            .set_memory_embedding(fresh, "m", &[0.6, 0.8])
+            .await
+            .unwrap();
         assert_eq!(
             near(&store, Some("t1"), [0.0, 1.0]).await,
-            vec![(wide, 1.0)]
+            vec![(wide, 1.0), (fresh, 0.8)]
         );
-        assert_eq!(fills(), 3);
+        assert_eq!(fills(), 2);
 
         // 0 holds nothing: every search reads.
         store.set_vector_cache_bytes(0);

@@ -10,6 +10,13 @@
 //! can only be newer than it, never older, so a held copy is at worst
 //! replaced once more than needed.
 //!
+//! A change this process writes does not cost a read of the whole user: the
+//! write reads the count before and after its change, in its transaction,
+//! and once committed moves a copy held at the count before to the count
+//! after, with the one vector changed in place ([`VectorCache::apply`]).
+//! Every other change (another process on the file, a purge) is seen by its
+//! count, as before.
+//!
 //! Bounded by `[memory] vector_cache_mb` (0 holds nothing), as on
 //! PostgreSQL; whole users are evicted, the least recently searched first.
 //! Empty until someone searches by meaning: an idle server holds nothing.
@@ -30,6 +37,21 @@ const USER_OVERHEAD: usize = 256;
 /// A user-wide vector's thread.
 const USER_WIDE: u32 = u32::MAX;
 
+/// A change of one user's vectors that a write of this process made.
+#[derive(Debug)]
+pub(super) enum Change<'a> {
+    /// Memory `id`, in `thread` (none: user-wide), has `bytes` as its
+    /// compact vector of `model`.
+    Upsert {
+        id: i64,
+        thread: Option<&'a str>,
+        model: &'a str,
+        bytes: &'a [u8],
+    },
+    /// Memory `id` has no vector any more.
+    Remove { id: i64 },
+}
+
 /// One held vector: its memory, its thread (an index into
 /// [`Held::threads`], or [`USER_WIDE`]) and where its bytes end.
 #[derive(Debug, Clone, Copy)]
@@ -40,7 +62,7 @@ struct Entry {
 }
 
 /// One user's compact vectors of one model, as read at `version`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Held {
     version: i64,
     entries: Vec<Entry>,
@@ -62,6 +84,86 @@ impl Held {
             }
             start = end;
         }
+    }
+
+    /// The index of the thread `thread` in [`Held::threads`], added when
+    /// new; `None` past `u32::MAX` threads.
+    fn thread_index(&mut self, thread: Option<&str>) -> Option<u32> {
+        let Some(t) = thread else {
+            return Some(USER_WIDE);
+        };
+        match self.threads.iter().position(|h| h == t) {
+            Some(i) => u32::try_from(i).ok(),
+            None => {
+                let i = u32::try_from(self.threads.len()).ok()?;
+                self.threads.push(t.to_owned());
+                Some(i)
+            }
+        }
+    }
+
+    /// Removes memory `id`'s vector, when held.
+    fn remove(&mut self, id: i64) {
+        let at = self.entries.partition_point(|e| e.id < id);
+        if self.entries.get(at).is_none_or(|e| e.id != id) {
+            return;
+        }
+        let start = self.start_of(at);
+        let end = self.entries[at].end as usize;
+        self.bytes.drain(start..end);
+        self.entries.remove(at);
+        let len = (end - start) as u32;
+        for e in &mut self.entries[at..] {
+            e.end -= len;
+        }
+    }
+
+    /// Sets memory `id`'s vector in `thread` to `bytes`, where a read of
+    /// the table would put it (in the order of the ids): in place when held
+    /// with as many bytes. Whether it could (`false`: past `u32` bytes or
+    /// threads).
+    fn upsert(&mut self, id: i64, thread: Option<&str>, bytes: &[u8]) -> bool {
+        let Some(thread) = self.thread_index(thread) else {
+            return false;
+        };
+        let at = self.entries.partition_point(|e| e.id < id);
+        if self.entries.get(at).is_some_and(|e| e.id == id) {
+            let start = self.start_of(at);
+            let end = self.entries[at].end as usize;
+            if end - start == bytes.len() {
+                self.bytes[start..end].copy_from_slice(bytes);
+                self.entries[at].thread = thread;
+                return true;
+            }
+            self.remove(id);
+        }
+        let Ok(len) = u32::try_from(bytes.len()) else {
+            return false;
+        };
+        if u32::try_from(self.bytes.len() + bytes.len()).is_err() {
+            return false;
+        }
+        let start = self.start_of(at);
+        self.bytes.splice(start..start, bytes.iter().copied());
+        for e in &mut self.entries[at..] {
+            e.end += len;
+        }
+        self.entries.insert(
+            at,
+            Entry {
+                id,
+                thread,
+                end: start as u32 + len,
+            },
+        );
+        true
+    }
+
+    /// Where the bytes of the entry at `at` start.
+    fn start_of(&self, at: usize) -> usize {
+        at.checked_sub(1)
+            .and_then(|p| self.entries.get(p))
+            .map_or(0, |e| e.end as usize)
     }
 
     fn cost(&self) -> usize {
@@ -233,6 +335,63 @@ impl VectorCache {
         );
     }
 
+    /// Brings the held copies of `user` from `before` to `after` by
+    /// `change`, a write of this process that moved the user's count from
+    /// one to the other in one committed transaction: a copy read at
+    /// `before` is then exactly the table at `after` once `change` is
+    /// applied, without reading the user again. A copy at another count is
+    /// dropped, unless it is already at `after` or past it (a search read
+    /// the user again meanwhile).
+    pub(super) fn apply(&self, user: &str, before: i64, after: i64, change: &Change<'_>) {
+        let mut inner = self.lock();
+        let keys: Vec<(String, String)> = inner
+            .users
+            .keys()
+            .filter(|(u, _)| u == user)
+            .cloned()
+            .collect();
+        for key in keys {
+            let Some(slot) = inner.users.get_mut(&key) else {
+                continue;
+            };
+            let version = slot.held.version;
+            if version >= after {
+                continue;
+            }
+            let old_cost = slot.held.cost();
+            let applied = version == before && {
+                let held = Arc::make_mut(&mut slot.held);
+                held.version = after;
+                match change {
+                    Change::Remove { id } => {
+                        held.remove(*id);
+                        true
+                    }
+                    Change::Upsert {
+                        id,
+                        thread,
+                        model,
+                        bytes,
+                    } if *model == key.1 => held.upsert(*id, *thread, bytes),
+                    // Embedded by another model: no longer this copy's.
+                    Change::Upsert { id, .. } => {
+                        held.remove(*id);
+                        true
+                    }
+                }
+            };
+            let new_cost = if applied { slot.held.cost() } else { 0 };
+            if !applied {
+                inner.users.remove(&key);
+            }
+            inner.used = inner.used.saturating_sub(old_cost) + new_cost;
+        }
+        if inner.used > inner.limit {
+            let limit = inner.limit;
+            inner.evict_to(limit);
+        }
+    }
+
     /// Users held, bytes held, and users read from the database so far.
     #[cfg(test)]
     pub(super) fn stats(&self) -> (usize, usize, u64) {
@@ -297,6 +456,83 @@ mod tests {
             vec![(1, vec![1; 4]), (3, vec![3; 4])]
         );
         assert_eq!(seen(&held, Some("t3")), vec![(1, vec![1; 4])]);
+    }
+
+    /// Every vector held, with its thread, in order.
+    fn all(held: &Held) -> Vec<(i64, Option<String>, Vec<u8>)> {
+        let mut start = 0;
+        held.entries
+            .iter()
+            .map(|e| {
+                let end = e.end as usize;
+                let thread =
+                    (e.thread != USER_WIDE).then(|| held.threads[e.thread as usize].clone());
+                let out = (e.id, thread, held.bytes[start..end].to_vec());
+                start = end;
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_copy_edited_in_place_is_the_copy_a_read_would_make() {
+        let cache = VectorCache::default();
+        let mut held = user(&cache, 1, &[(2, None, 2), (5, Some("t1"), 5), (9, None, 9)]);
+        assert!(held.upsert(1, Some("t2"), &[1; 4]), "first");
+        assert!(held.upsert(7, None, &[7; 4]), "between");
+        assert!(held.upsert(12, Some("t1"), &[12; 4]), "last");
+        assert!(held.upsert(5, None, &[55; 4]), "again, now user-wide");
+        assert!(held.upsert(9, None, &[99; 6]), "again, another length");
+        held.remove(2);
+        held.remove(3);
+        let read = user(&cache, 1, &[]);
+        let mut read = HeldBuilder {
+            held: read,
+            thread_index: HashMap::new(),
+            limit: usize::MAX,
+        };
+        for (id, thread, bytes) in [
+            (1, Some("t2"), vec![1; 4]),
+            (5, None, vec![55; 4]),
+            (7, None, vec![7; 4]),
+            (9, None, vec![99; 6]),
+            (12, Some("t1"), vec![12; 4]),
+        ] {
+            assert!(read.push(id, thread, &bytes));
+        }
+        assert_eq!(all(&held), all(&read.finish()));
+    }
+
+    #[test]
+    fn a_write_moves_the_copy_read_just_before_it_and_drops_an_older_one() {
+        let cache = VectorCache::default();
+        cache.put("u", "m", user(&cache, 4, &[(1, None, 1)]));
+        cache.put("u", "other", user(&cache, 4, &[(2, None, 2)]));
+        cache.put("v", "m", user(&cache, 4, &[(3, None, 3)]));
+        let change = Change::Upsert {
+            id: 2,
+            thread: None,
+            model: "m",
+            bytes: &[20; 4],
+        };
+        cache.apply("u", 4, 5, &change);
+        let held = cache.get("u", "m", 5).expect("moved to 5");
+        assert_eq!(seen(&held, None), vec![(1, vec![1; 4]), (2, vec![20; 4])]);
+        let other = cache.get("u", "other", 5).expect("moved to 5");
+        assert_eq!(seen(&other, None), vec![], "embedded by another model now");
+        assert!(cache.get("v", "m", 4).is_some(), "another user's is left");
+
+        // A copy read before another change it did not see is dropped.
+        cache.apply("u", 6, 7, &Change::Remove { id: 1 });
+        assert_eq!(cache.stats().0, 1, "only v's is left");
+        // One read at the new count already is kept as it is.
+        cache.put("u", "m", user(&cache, 9, &[(1, None, 1)]));
+        cache.apply("u", 8, 9, &Change::Remove { id: 1 });
+        assert_eq!(seen(&cache.get("u", "m", 9).unwrap(), None).len(), 1);
+        let (_, used, _) = cache.stats();
+        let held_now =
+            user(&cache, 9, &[(1, None, 1)]).cost() + user(&cache, 4, &[(3, None, 3)]).cost();
+        assert_eq!(used, held_now, "the bytes held are counted as edited");
     }
 
     #[test]
