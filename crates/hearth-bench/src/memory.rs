@@ -138,6 +138,24 @@ fn pct(sorted: &[u64], p: f64) -> u64 {
 }
 
 /// Saves `facts` facts of one user with their vectors, eight writers at once.
+/// Saves `text` as a user-wide fact of the user and embeds it.
+async fn remember(store: &dyn Store, text: String, dim: usize) -> Result<()> {
+    let vector = vector_of(&text, dim);
+    let saved = store
+        .save_memory(NewMemory {
+            user_key: USER.into(),
+            thread_key: None,
+            text,
+            run_id: None,
+            at: hearth_core::now_ms(),
+        })
+        .await?;
+    store
+        .set_memory_embedding(saved.memory.id, MODEL, &vector)
+        .await?;
+    Ok(())
+}
+
 async fn fill(store: Arc<dyn Store>, facts: usize, dim: usize) -> Result<()> {
     let mut tasks = Vec::new();
     for w in 0..8 {
@@ -148,18 +166,7 @@ async fn fill(store: Arc<dyn Store>, facts: usize, dim: usize) -> Result<()> {
                     "fact number {i}: the user mentioned item {} once",
                     i * 7919 % 100_003
                 );
-                let saved = store
-                    .save_memory(NewMemory {
-                        user_key: USER.into(),
-                        thread_key: None,
-                        text: text.clone(),
-                        run_id: None,
-                        at: hearth_core::now_ms(),
-                    })
-                    .await?;
-                store
-                    .set_memory_embedding(saved.memory.id, MODEL, &vector_of(&text, dim))
-                    .await?;
+                remember(&*store, text, dim).await?;
             }
             anyhow::Ok(())
         }));
@@ -191,19 +198,7 @@ async fn in_process(
             cpu0 = cpu_secs();
         }
         if save_first {
-            let text = format!("fact saved before search {i}");
-            let saved = store
-                .save_memory(NewMemory {
-                    user_key: USER.into(),
-                    thread_key: None,
-                    text: text.clone(),
-                    run_id: None,
-                    at: hearth_core::now_ms(),
-                })
-                .await?;
-            store
-                .set_memory_embedding(saved.memory.id, MODEL, &vector_of(&text, dim))
-                .await?;
+            remember(&**store, format!("fact saved before search {i}"), dim).await?;
         }
         let q = vector_of(&format!("query {i}"), dim);
         let t = Instant::now();
