@@ -50,25 +50,7 @@ pub async fn open() -> Option<Browser> {
         return None;
     };
     let turn = ONE_AT_A_TIME.lock().await;
-    let mut child = Command::new(driver)
-        .arg("--port=0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let port = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(rest) = line.split("started successfully on port ").nth(1) {
-                return rest.trim_end_matches('.').trim().parse::<u16>().unwrap();
-            }
-        }
-        panic!("chromedriver exited before listening");
-    })
-    .await
-    .expect("chromedriver did not start within 20 s");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (child, port) = start_driver(&driver).await;
     let driver_url = format!("http://127.0.0.1:{port}");
     let caps = json!({
         "browserName": "chrome",
@@ -96,6 +78,48 @@ pub async fn open() -> Option<Browser> {
         _driver: child,
         _turn: turn,
     })
+}
+
+/// Attempts at starting chromedriver.
+const DRIVER_ATTEMPTS: usize = 3;
+
+/// A chromedriver listening on a port of its choice, and that port. It
+/// picks the port itself (`--port=0`), and while the other tests bind
+/// ports by the hundred it has been seen to exit before listening (one CI
+/// run of many): it is then started again, and its stderr is shown when it
+/// never listens.
+async fn start_driver(driver: &std::path::Path) -> (Child, u16) {
+    let mut reasons = Vec::new();
+    for _ in 0..DRIVER_ATTEMPTS {
+        let mut child = Command::new(driver)
+            .arg("--port=0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let port = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(rest) = line.split("started successfully on port ").nth(1) {
+                    return Some(rest.trim_end_matches('.').trim().parse::<u16>().unwrap());
+                }
+            }
+            None
+        })
+        .await
+        .expect("chromedriver did not start within 20 s");
+        let mut stderr = child.stderr.take().unwrap();
+        if let Some(port) = port {
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            tokio::spawn(async move { tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await });
+            return (child, port);
+        }
+        let mut said = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut said).await;
+        reasons.push(format!("{:?}: {said}", child.wait().await));
+    }
+    panic!("chromedriver exited before listening, {DRIVER_ATTEMPTS} times: {reasons:?}");
 }
 
 /// Where screenshots go: `<target>/dashboard-screenshots`.
