@@ -10,7 +10,7 @@
 //! [`ThreadStore`], [`UsageStore`], [`GrantStore`], [`TokenStore`],
 //! [`SecretStore`], [`MemoryStore`], [`ConfirmationStore`],
 //! [`RetentionStore`], [`OutboxStore`], [`AccessStore`], [`HistoryStore`], [`JobStore`], [`AppStore`]); `use hearth_store::prelude::*` brings them all into
-//! scope. With the `conformance` feature, [`conformance`] holds one test
+//! scope. With the `conformance` feature, `conformance` holds one test
 //! suite per aggregate that every backend must pass.
 
 pub mod apps;

@@ -26,9 +26,9 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// `limit` (0 means 10; at most 100). `query` is plain user text: it is reduced
     /// to quoted words, so search syntax in it is never interpreted, and a
     /// query without words finds nothing. What a search ranks is bounded
-    /// however large the memory (see [`TextCandidates`]): a word found in
-    /// more than [`COMMON_WORD_MATCHES`] of the scope's memories only adds to
-    /// the score of memories a rarer word found.
+    /// however large the memory (the crate's `TextCandidates`): a word found
+    /// in more than 1,000 of the scope's memories (`COMMON_WORD_MATCHES`)
+    /// only adds to the score of memories a rarer word found.
     async fn search_memories(
         &self,
         scope: &MemoryScope,
