@@ -138,6 +138,20 @@ fn pct(sorted: &[u64], p: f64) -> u64 {
 }
 
 /// Saves `facts` facts of one user with their vectors, eight writers at once.
+/// One row of the results table: `mode`'s latencies (sorted, in µs) as
+/// p50, p95 and p99.
+fn print_row(args: &Args, backend: &str, mode: &str, lat: &[u64]) {
+    println!(
+        "| {backend} | {mode} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms |",
+        args.facts,
+        args.dim,
+        args.queries,
+        pct(lat, 0.50) as f64 / 1000.0,
+        pct(lat, 0.95) as f64 / 1000.0,
+        pct(lat, 0.99) as f64 / 1000.0,
+    );
+}
+
 /// Saves `text` as a user-wide fact of the user and embeds it.
 async fn remember(store: &dyn Store, text: String, dim: usize) -> Result<()> {
     let vector = vector_of(&text, dim);
@@ -391,24 +405,18 @@ async fn main() -> Result<()> {
     };
     println!("\n| backend | mode | facts | dim | searches | p50 | p95 | p99 |");
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-    println!(
-        "| {backend} | store only (in-process `nearest_memories`) | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms |",
-        args.facts,
-        args.dim,
-        args.queries,
-        pct(&scan, 0.50) as f64 / 1000.0,
-        pct(&scan, 0.95) as f64 / 1000.0,
-        pct(&scan, 0.99) as f64 / 1000.0,
+    print_row(
+        &args,
+        backend,
+        "store only (in-process `nearest_memories`)",
+        &scan,
     );
     if args.store_only {
-        println!(
-            "| {backend} | store only, a fact saved and embedded before each search | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms |",
-            args.facts,
-            args.dim,
-            args.queries,
-            pct(&after_saves, 0.50) as f64 / 1000.0,
-            pct(&after_saves, 0.95) as f64 / 1000.0,
-            pct(&after_saves, 0.99) as f64 / 1000.0,
+        print_row(
+            &args,
+            backend,
+            "store only, a fact saved and embedded before each search",
+            &after_saves,
         );
         let _ = std::fs::remove_dir_all(&tmp);
         return Ok(());
@@ -426,15 +434,7 @@ async fn main() -> Result<()> {
     searches(&url, "vector", 1).await?;
     for mode in ["vector", "hybrid"] {
         let lat = searches(&url, mode, args.queries).await?;
-        println!(
-            "| {backend} | {mode} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms |",
-            args.facts,
-            args.dim,
-            args.queries,
-            pct(&lat, 0.50) as f64 / 1000.0,
-            pct(&lat, 0.95) as f64 / 1000.0,
-            pct(&lat, 0.99) as f64 / 1000.0,
-        );
+        print_row(&args, backend, mode, &lat);
     }
     if std::env::var_os("HEARTH_BENCH_KEEP").is_some() {
         println!("kept {}", tmp.display());
