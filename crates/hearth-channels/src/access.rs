@@ -98,7 +98,7 @@ impl Access {
             code: new_code()?,
             channel: self.channel.to_owned(),
             user_key: user_key.to_owned(),
-            display_name: display_name.chars().take(64).collect(),
+            display_name: shown_name(display_name),
             target: target.to_owned(),
             requested_at: now,
             expires_at: now + ttl_ms(),
@@ -120,6 +120,19 @@ impl Access {
             }
         }
     }
+}
+
+/// A stranger's chosen name as the owner is shown it: at most 64
+/// characters, each control character (an escape sequence's start, a
+/// newline, a NUL) a space, since the name reaches the owner's terminal and
+/// every store.
+fn shown_name(display_name: &str) -> String {
+    let name: String = display_name
+        .chars()
+        .take(64)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    name.trim().to_owned()
 }
 
 fn ttl_ms() -> Timestamp {
@@ -233,6 +246,37 @@ mod tests {
             !pending.iter().any(|p| p.user_key == "telegram:user:1"),
             "the oldest request gave way"
         );
+    }
+
+    /// A stranger chooses their own name, and the owner reads it in a
+    /// terminal (`hearth pair list`): a name holding escape sequences once
+    /// reached it as they were (a title set, the screen cleared, on some
+    /// terminals the clipboard written), and a NUL failed the request on
+    /// PostgreSQL, whose text cannot hold one.
+    #[tokio::test]
+    async fn a_strangers_name_is_kept_without_control_characters() {
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().unwrap());
+        let access = access(&store);
+        let name = "Eve\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\nApproved\0!\t";
+        let Admission::PairingOffered(rec) = access
+            .admit_private("telegram:user:9", name, "9")
+            .await
+            .unwrap()
+        else {
+            panic!("no code offered");
+        };
+        assert_eq!(rec.display_name, "Eve ]52;c;aGk=  [2J Approved !");
+        let pending = store.pending_pairings(now_ms()).await.unwrap();
+        assert_eq!(pending[0].display_name, rec.display_name);
+        // Only control characters go: any other letter stays.
+        let Admission::PairingOffered(rec) = access
+            .admit_private("telegram:user:10", "Zoë 山田 🙂", "10")
+            .await
+            .unwrap()
+        else {
+            panic!("no code offered");
+        };
+        assert_eq!(rec.display_name, "Zoë 山田 🙂");
     }
 
     /// A user the owner turned down is not offered a new code (nor sent

@@ -323,6 +323,54 @@ pub async fn outbox_retries_fails_and_is_retried<S: ChannelStore>(store: S) {
     assert!(store.get_outbox(9_999).await.unwrap().is_none());
 }
 
+/// Text a platform or a stranger chose, holding a NUL, is stored: as given,
+/// or with U+FFFD for it where the store cannot hold one (PostgreSQL's
+/// `text`, which refused the write, so a delivery error could not be
+/// recorded and a pairing request failed).
+pub async fn a_pairing_and_a_delivery_error_holding_a_nul_are_stored<S: ChannelStore>(store: S) {
+    let asked = PairingRecord {
+        display_name: "Eve\0".into(),
+        ..pairing("AAAA1111", "1", 100)
+    };
+    assert!(matches!(
+        store
+            .request_pairing(asked, LIMITS, "{}".into())
+            .await
+            .unwrap(),
+        PairingOutcome::Created(_)
+    ));
+    let pending = store.pending_pairings(200).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert!(
+        ["Eve\0", "Eve\u{FFFD}"].contains(&pending[0].display_name.as_str()),
+        "{pending:?}"
+    );
+
+    let ids = store
+        .enqueue_outbox(vec![item("chat1", "a"), item("chat2", "b")], 100)
+        .await
+        .unwrap();
+    store
+        .outbox_retry(ids[0], 500, "Bad Request: \0")
+        .await
+        .unwrap();
+    store.outbox_failed(ids[1], "Forbidden: \0").await.unwrap();
+    let retried = store.get_outbox(ids[0]).await.unwrap().unwrap();
+    assert_eq!((retried.attempts, retried.next_attempt_at), (1, Some(500)));
+    assert!(
+        ["Bad Request: \0", "Bad Request: \u{FFFD}"]
+            .contains(&retried.last_error.as_deref().unwrap_or_default()),
+        "{retried:?}"
+    );
+    let failed = store.get_outbox(ids[1]).await.unwrap().unwrap();
+    assert_eq!(failed.status, OutboxStatus::Failed);
+    assert!(
+        ["Forbidden: \0", "Forbidden: \u{FFFD}"]
+            .contains(&failed.last_error.as_deref().unwrap_or_default()),
+        "{failed:?}"
+    );
+}
+
 /// The answer is queued in the transaction that ends the run, and only then.
 pub async fn a_run_end_queues_its_replies_only_when_it_ends_the_run<S: ChannelStore + RunStore>(
     store: S,

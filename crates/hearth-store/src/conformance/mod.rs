@@ -151,6 +151,7 @@ macro_rules! store_conformance_tests {
                 outbox_delivers_in_order_per_target,
                 one_claimer_is_handed_the_due_heads,
                 outbox_retries_fails_and_is_retried,
+                a_pairing_and_a_delivery_error_holding_a_nul_are_stored,
                 a_run_end_queues_its_replies_only_when_it_ends_the_run,
                 a_run_end_queues_several_replies_in_their_order,
                 a_confirmation_queues_its_prompt_once,

@@ -227,8 +227,9 @@ impl PostgresStore {
 /// in free text (a message, a model's answer, a fact) carries no meaning,
 /// so it is stored as U+FFFD, the replacement character, rather than the
 /// write failing: a run whose answer held one would otherwise fail its end
-/// and be run again, with the same answer, for ever. JSON columns need
-/// nothing: JSON writes it as the escape `\u0000`.
+/// and be run again, with the same answer, for ever; a delivery error a
+/// platform worded so could not be recorded. JSON columns need nothing:
+/// JSON writes it as the escape `\u0000`.
 pub(crate) fn storable(text: &str) -> std::borrow::Cow<'_, str> {
     if text.contains('\0') {
         std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))

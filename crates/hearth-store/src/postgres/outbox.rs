@@ -240,7 +240,7 @@ impl OutboxStore for PostgresStore {
         self.outbox_update(
             "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3 \
              WHERE id = $1 AND status = 'pending'",
-            &[&id, &next_attempt_at, &error],
+            &[&id, &next_attempt_at, &super::storable(error)],
         )
         .await?;
         Ok(())
@@ -250,7 +250,7 @@ impl OutboxStore for PostgresStore {
         self.outbox_update(
             "UPDATE outbox SET status = 'failed', attempts = attempts + 1, \
              next_attempt_at = NULL, last_error = $2 WHERE id = $1 AND status = 'pending'",
-            &[&id, &error],
+            &[&id, &super::storable(error)],
         )
         .await?;
         Ok(())

@@ -121,7 +121,7 @@ async fn request(
             &rec.code,
             &rec.channel,
             &rec.user_key,
-            &rec.display_name,
+            &super::storable(&rec.display_name),
             &rec.target,
             &rec.requested_at,
             &rec.expires_at,
