@@ -29,14 +29,19 @@ use crate::records::RunFinish;
 use crate::runs::Finished;
 
 /// The most ends one statement writes. At 64 messages in flight, the
-/// batches on a 2-core machine held 7.6 ends on average (3.5 each with two
+/// batches on a 2-core machine held 15.6 ends on average (6.6 each with two
 /// replicas); the bound keeps one statement's arrays and its time in the
 /// server small.
 const MAX_BATCH: usize = 32;
 
-/// Statements of ends in flight at once. Two, so that a batch is gathered
-/// and sent while the one before waits for its commit's WAL flush.
-const IN_FLIGHT: usize = 2;
+/// Statements of ends in flight at once: one, so that the ends that come
+/// in while it waits for its commit's WAL flush all go in the next. Two
+/// halved the batches (7.4 ends at 64) for no gain: on a 2-core machine one
+/// replica reached a median 0.86 of SQLite's runs per second at 16 and 64
+/// with one, 0.69 and 0.73 with two, over eight interleaved pairs; with every
+/// WAL flush made 2 ms slower the two were within their spread
+/// (BENCHMARKS.md, "one statement of ends in flight").
+const IN_FLIGHT: usize = 1;
 
 /// One end waiting to be written, and where its outcome goes.
 struct Pending {
