@@ -184,7 +184,10 @@ fn main() -> ExitCode {
                 // a command prints, or nothing.
                 eprintln!("{}", exit.to_json());
             } else {
-                eprintln!("hearth: {:#}", exit.error);
+                // An error may quote what others wrote (a run's error, a
+                // platform's answer): no escape sequence of theirs is obeyed.
+                let message = format!("{:#}", exit.error);
+                eprintln!("hearth: {}", output::terminal_safe(&message));
             }
             ExitCode::from(exit.code)
         }

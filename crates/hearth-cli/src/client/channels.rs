@@ -8,7 +8,7 @@ use hearth_server::routes::channels::{
 use super::{Api, enc};
 use crate::Exit;
 use crate::cli::{OutboxCommand, PairCommand};
-use crate::output::print_json;
+use crate::output::{print_json, shown};
 
 /// `hearth channels`: one line per channel.
 pub(super) async fn channels(api: &Api, json_out: bool) -> Result<(), Exit> {
@@ -20,7 +20,7 @@ pub(super) async fn channels(api: &Api, json_out: bool) -> Result<(), Exit> {
     for c in &list.channels {
         let mut line = format!("{:<9} {:<10} pending {}", c.name, c.state, c.outbox_pending);
         if let Some(e) = &c.last_error {
-            line.push_str(&format!("  last error: {e}"));
+            line.push_str(&format!("  last error: {}", shown(e)));
         }
         println!("{line}");
     }
@@ -40,7 +40,11 @@ pub(super) async fn pair(api: &Api, command: PairCommand, json_out: bool) -> Res
                 for p in &list.pairings {
                     println!(
                         "{}  {:<9} {}  {}  expires {}",
-                        p.code, p.channel, p.user_key, p.display_name, p.expires_at
+                        p.code,
+                        p.channel,
+                        p.user_key,
+                        shown(&p.display_name),
+                        p.expires_at
                     );
                 }
             }

@@ -6,7 +6,7 @@ use hearth_server::dto::{History, RunList, ThreadList, ThreadRuntime};
 use super::{Api, enc};
 use crate::Exit;
 use crate::cli::{RunsCommand, ThreadsCommand};
-use crate::output::{print_json, table};
+use crate::output::{print_json, shown, table};
 
 /// `hearth runs ...`
 pub(super) async fn runs(api: &Api, command: RunsCommand, json_out: bool) -> Result<(), Exit> {
@@ -150,7 +150,7 @@ pub(super) async fn threads(
             for m in h.messages.iter().rev() {
                 let mark = if m.compacted { " (summarised)" } else { "" };
                 let text = m.text.as_deref().unwrap_or("(tool call or result)");
-                println!("[{}] {}{mark}: {text}", m.created_at, m.role);
+                println!("[{}] {}{mark}: {}", m.created_at, m.role, shown(text));
             }
             if let Some(before) = h.next_before {
                 eprintln!(

@@ -188,10 +188,11 @@ fn print_call(g: &Global, env: &RunEnvelope) -> Result<(), Exit> {
                 let text = env.output.as_ref().map_or("", |o| o.text.as_str());
                 match serde_json::from_str::<Value>(text) {
                     Ok(Value::Object(map)) if map.len() == 1 && map["text"].is_string() => {
-                        println!("{}", map["text"].as_str().unwrap_or_default());
+                        let text = map["text"].as_str().unwrap_or_default();
+                        println!("{}", crate::output::shown(text));
                     }
                     Ok(v) => crate::output::print_json(&v),
-                    Err(_) => println!("{text}"),
+                    Err(_) => println!("{}", crate::output::shown(text)),
                 }
             }
             Ok(())
@@ -224,7 +225,7 @@ fn print_result(g: &Global, result: &Value) {
         return;
     }
     let (text, _) = hearth_mcp::render::render(result, usize::MAX);
-    println!("{text}");
+    println!("{}", crate::output::shown(&text));
 }
 
 /// A tool as `tools/list` gives it, the fields `probe` prints.

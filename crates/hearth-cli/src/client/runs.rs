@@ -11,7 +11,7 @@ use serde_json::json;
 use super::{Api, enc};
 use crate::Exit;
 use crate::cli::RunCommand;
-use crate::output::print_json;
+use crate::output::{print_json, shown};
 
 /// The longest wait the server allows for `POST /v1/messages`.
 const MAX_WAIT_SECS: u64 = 600;
@@ -188,7 +188,7 @@ impl Streamed {
         // A closed stdout ends the process by SIGPIPE (main.rs); any other
         // write error only loses the live view, the final status stands.
         let _ = stdout
-            .write_all(text.as_bytes())
+            .write_all(shown(text).as_bytes())
             .and_then(|()| stdout.flush());
         self.printed = true;
         self.at_line_start = text.ends_with('\n');
@@ -346,7 +346,7 @@ pub(super) fn print_run(env: &RunEnvelope, json_out: bool, waited: bool) -> Resu
         RunStatus::Succeeded => {
             if !json_out {
                 let text = env.output.as_ref().map(|o| o.text.as_str());
-                println!("{}", text.unwrap_or_default());
+                println!("{}", shown(text.unwrap_or_default()));
             }
             Ok(())
         }
@@ -366,7 +366,7 @@ pub(super) fn print_run(env: &RunEnvelope, json_out: bool, waited: bool) -> Resu
                     .as_ref()
                     .map(|c| (c.summary.as_str(), c.token.as_deref()))
                     .unwrap_or_default();
-                println!("run {} awaits confirmation: {summary}", env.run_id);
+                println!("run {} awaits confirmation: {}", env.run_id, shown(summary));
                 match token {
                     Some(t) => {
                         println!("answer with: hearth confirm {t} --wait   (or: hearth deny {t})")

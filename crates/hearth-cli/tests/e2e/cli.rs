@@ -310,3 +310,50 @@ async fn output_into_a_closed_pipe_ends_quietly() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(13), "{:?} {err}", out.status);
 }
+
+/// A model's answer may carry escape sequences (a web page it read can
+/// steer it into writing them). Printed on a terminal, none of them is
+/// obeyed: each control character shows as U+FFFD. Piped, the answer is
+/// kept as it is, for the scripts that read it.
+#[tokio::test]
+async fn an_answer_printed_on_a_terminal_obeys_no_escape_sequence() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    let steered = "hi \u{1b}]0;owned\u{7}\u{1b}[2J";
+
+    let (code, out, err) = hearth(&h, &["message", steered, "--wait"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim_end(), format!("echo: {steered}"), "piped");
+
+    // script(1) runs the command on a pseudo-terminal and copies what it
+    // wrote there to its own stdout.
+    let out = tokio::process::Command::new("script")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HEARTH_HOME", &h.home)
+        .env("HEARTH_URL", &h.url)
+        .env("HEARTH", crate::harness::bin())
+        .env("STEERED", steered)
+        .args([
+            "-q",
+            "-e",
+            "-c",
+            "exec \"$HEARTH\" message \"$STEERED\" --wait",
+            "/dev/null",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("script(1) runs (util-linux)");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown} {:?}", out.stderr);
+    assert!(
+        shown.contains("echo: hi \u{FFFD}]0;owned\u{FFFD}\u{FFFD}[2J"),
+        "{shown:?}"
+    );
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+}
