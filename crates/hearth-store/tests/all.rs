@@ -22,6 +22,7 @@ mod suite {
     mod outbox_claims;
     mod permissions;
     mod round_trips;
+    mod run_batches;
     mod secrets;
     mod sqlite;
     mod throughput;

@@ -71,10 +71,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         18,
         include_str!("../../migrations/postgres/0018_store_run_sees_history.sql"),
     ),
+    (
+        19,
+        include_str!("../../migrations/postgres/0019_store_runs_together.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 18;
+pub(crate) const LATEST: u32 = 19;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

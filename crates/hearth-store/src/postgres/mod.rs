@@ -14,13 +14,13 @@
 //! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
 
 mod apps;
+mod batch_queue;
 mod budget;
 mod claims;
 mod cluster;
 mod confirmations;
 pub mod copy;
 mod copy_pairs;
-mod end_queue;
 mod finish;
 mod grants;
 mod history;
@@ -74,8 +74,10 @@ struct Inner {
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     /// Blocks of compact vectors held for searches by meaning.
     vectors: vector_cache::VectorCache,
-    /// Run ends written together (`end_queue`).
-    ends: std::sync::OnceLock<end_queue::EndQueue>,
+    /// Run ends written together (`batch_queue`).
+    ends: std::sync::OnceLock<batch_queue::Queue<batch_queue::Ends>>,
+    /// Messages stored together (`batch_queue`).
+    runs: std::sync::OnceLock<batch_queue::Queue<batch_queue::Runs>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -133,6 +135,7 @@ impl PostgresStore {
                 tls,
                 vectors: vector_cache::VectorCache::new(DEFAULT_VECTOR_CACHE_BYTES),
                 ends: std::sync::OnceLock::new(),
+                runs: std::sync::OnceLock::new(),
             }),
         };
         drop(store.client().await?);
@@ -200,9 +203,17 @@ impl PostgresStore {
 
     /// The queue that writes run ends arriving together in one statement,
     /// started on first use.
-    fn ends(&self) -> &end_queue::EndQueue {
+    fn ends(&self) -> &batch_queue::Queue<batch_queue::Ends> {
         self.inner.ends.get_or_init(|| {
-            end_queue::EndQueue::start(self.inner.pool.clone(), self.inner.target.clone())
+            batch_queue::Queue::start(self.inner.pool.clone(), self.inner.target.clone())
+        })
+    }
+
+    /// The queue that stores messages arriving together in one statement,
+    /// started on first use.
+    fn runs(&self) -> &batch_queue::Queue<batch_queue::Runs> {
+        self.inner.runs.get_or_init(|| {
+            batch_queue::Queue::start(self.inner.pool.clone(), self.inner.target.clone())
         })
     }
 }
@@ -218,7 +229,42 @@ impl PostgresStore {
         &self,
         finishes: Vec<crate::records::RunFinish>,
     ) -> (bool, Vec<Result<crate::runs::Finished>>) {
-        end_queue::write_as_one_batch(&self.inner.pool, &self.inner.target, finishes).await
+        batch_queue::write_as_one_batch::<batch_queue::Ends>(
+            &self.inner.pool,
+            &self.inner.target,
+            finishes,
+        )
+        .await
+    }
+
+    /// Stores `runs` as the store stores messages that arrive together, in
+    /// one batch of exactly these, each claimed by `owner` until
+    /// `lease_until` with `model` (as a replica stores the messages it
+    /// takes) when `claimed`: whether one statement stored them all, and
+    /// each one's outcome with whether its thread had a message, in order.
+    #[doc(hidden)]
+    pub async fn store_as_one_batch(
+        &self,
+        runs: Vec<(crate::records::NewRun, bool)>,
+        owner: &str,
+        lease_until: hearth_core::Timestamp,
+        model: &str,
+    ) -> (
+        bool,
+        Vec<Result<(crate::records::CreateRunOutcome, Option<bool>)>>,
+    ) {
+        let queued = runs
+            .into_iter()
+            .map(|(run, claimed)| {
+                run_insert::QueuedRun::new(run, claimed.then_some((owner, lease_until, model)))
+            })
+            .collect();
+        batch_queue::write_as_one_batch::<batch_queue::Runs>(
+            &self.inner.pool,
+            &self.inner.target,
+            queued,
+        )
+        .await
     }
 }
 

@@ -45,6 +45,20 @@ const STORE_RUN_SQL: &str = concat!(
 /// The column of [`STORE_RUN_SQL`]'s row after the run's.
 const HAD_MESSAGES_COLUMN: usize = 22;
 
+/// Stores several runs (`hearth_store_runs`, migration 0019): a row per
+/// run stored, as [`STORE_RUN_SQL`]'s, then its position in the arrays
+/// (from 1); none for a run whose idempotency key was taken.
+const STORE_RUNS_SQL: &str = concat!(
+    "SELECT ",
+    run_columns!(),
+    ", had_messages, i FROM (SELECT (r.run).*, r.had_messages, r.i \
+     FROM hearth_store_runs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+     $13, $14, $15) AS r) AS stored"
+);
+
+/// The column of [`STORE_RUNS_SQL`]'s row after `had_messages`.
+const POSITION_COLUMN: usize = HAD_MESSAGES_COLUMN + 1;
+
 /// The parameters of [`STORE_RUN_SQL`], with what they borrow.
 struct RunInsert<'a> {
     run: &'a NewRun,
@@ -155,7 +169,8 @@ pub(super) async fn insert_run(
     Ok((inserted_or_twin(c, run, inserted).await?, had))
 }
 
-/// [`insert_run`] in a transaction of its own: one statement in autocommit,
+/// [`insert_run`] in a transaction of its own, with the messages that
+/// arrive together (`batch_queue.rs`): one statement in autocommit,
 /// committed before PostgreSQL answers it (the commit comes at the
 /// statement's Sync, and its error, a deferred constraint's, is the
 /// statement's), so a message is accepted only once committed. A failure
@@ -166,8 +181,146 @@ pub(super) async fn store_run(
     run: &NewRun,
     claim: Option<&Claim<'_>>,
 ) -> Result<(CreateRunOutcome, Option<bool>)> {
-    let client = store.client().await?;
-    insert_run(&client, run, claim).await
+    let queued = QueuedRun {
+        run: run.clone(),
+        claim: claim.map(|c| ClaimOwned {
+            owner: c.owner.to_owned(),
+            lease_until: c.lease_until,
+            model: c.model.to_owned(),
+            mode: c.mode.map(str::to_owned),
+        }),
+    };
+    store.runs().write(queued).await
+}
+
+/// A message waiting in the store's queue to be stored, with its claim.
+pub(super) struct QueuedRun {
+    run: NewRun,
+    claim: Option<ClaimOwned>,
+}
+
+impl QueuedRun {
+    /// `run`, claimed by `(owner, lease until, model)` when given.
+    #[cfg(feature = "conformance")]
+    pub(super) fn new(run: NewRun, claim: Option<(&str, Timestamp, &str)>) -> Self {
+        QueuedRun {
+            run,
+            claim: claim.map(|(owner, lease_until, model)| ClaimOwned {
+                owner: owner.to_owned(),
+                lease_until,
+                model: model.to_owned(),
+                mode: None,
+            }),
+        }
+    }
+}
+
+/// A [`Claim`] that owns its text, to wait in a queue.
+pub(super) struct ClaimOwned {
+    owner: String,
+    lease_until: Timestamp,
+    model: String,
+    mode: Option<String>,
+}
+
+impl ClaimOwned {
+    fn borrowed(&self) -> Claim<'_> {
+        Claim {
+            owner: &self.owner,
+            lease_until: self.lease_until,
+            model: &self.model,
+            mode: self.mode.as_deref(),
+        }
+    }
+}
+
+/// Stores `runs` (the messages of one thread in their order) in one
+/// statement: each thread's lock taken first in one order for all, then
+/// each run as [`insert_run`] stores it (`hearth_store_runs`, migration
+/// 0019, which has why). One run alone is [`insert_run`]'s statement.
+pub(super) async fn store_together(
+    pool: &deadpool_postgres::Pool,
+    target: &str,
+    runs: &[QueuedRun],
+) -> Result<Vec<(CreateRunOutcome, Option<bool>)>> {
+    let client = super::pooled(pool, target).await?;
+    if let [one] = runs {
+        let claim = one.claim.as_ref().map(ClaimOwned::borrowed);
+        return Ok(vec![insert_run(&client, &one.run, claim.as_ref()).await?]);
+    }
+    let claims: Vec<Option<Claim<'_>>> = runs
+        .iter()
+        .map(|q| q.claim.as_ref().map(ClaimOwned::borrowed))
+        .collect();
+    let inserts = runs
+        .iter()
+        .zip(&claims)
+        .map(|(q, claim)| RunInsert::new(&q.run, claim.as_ref()))
+        .collect::<Result<Vec<_>>>()?;
+    let n = inserts.len();
+    let (mut run_ids, mut threads, mut users, mut sources, mut input, mut statuses, mut roles) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut keys, mut scopes, mut owners, mut models, mut modes, mut parents) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut created, mut leases) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in &inserts {
+        run_ids.push(i.run.run_id.as_str());
+        threads.push(i.run.thread_key.as_str());
+        users.push(i.run.user_key.as_str());
+        sources.push(i.run.source.as_str());
+        input.push(i.input.as_ref());
+        keys.push(i.run.idempotency_key.as_deref());
+        statuses.push(i.status);
+        created.push(i.run.created_at);
+        scopes.push(i.run.scope.as_deref());
+        roles.push(i.roles.as_str());
+        owners.push(i.owner);
+        leases.push(i.lease_until);
+        models.push(i.model);
+        modes.push(i.mode);
+        parents.push(i.run.parent_run_id.as_deref());
+    }
+    let stmt = client.prepare_cached(STORE_RUNS_SQL).await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &run_ids, &threads, &users, &sources, &input, &keys, &statuses, &created, &scopes,
+                &roles, &owners, &leases, &models, &modes, &parents,
+            ],
+        )
+        .await?;
+    let mut stored: Vec<Option<tokio_postgres::Row>> = runs.iter().map(|_| None).collect();
+    for row in rows {
+        let i: i32 = row.try_get(POSITION_COLUMN)?;
+        let slot = usize::try_from(i - 1)
+            .ok()
+            .and_then(|i| stored.get_mut(i))
+            .ok_or_else(|| StoreError::Corrupt(format!("a batch of runs answered for run {i}")))?;
+        *slot = Some(row);
+    }
+    let mut out = Vec::with_capacity(runs.len());
+    for (q, row) in runs.iter().zip(stored) {
+        let had = match &row {
+            Some(row) => Some(row.try_get::<_, bool>(HAD_MESSAGES_COLUMN)?),
+            None => None,
+        };
+        out.push((inserted_or_twin(&client, &q.run, row).await?, had));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -130,7 +130,7 @@ async fn put_step(c: &impl GenericClient, step: &StepRecord) -> Result<()> {
 /// too, so the two cannot deadlock.
 async fn finish_run(store: &PostgresStore, finish: RunFinish) -> Result<Finished> {
     if finish::fits_one_statement(&finish) {
-        return store.ends().end(finish).await;
+        return store.ends().write(finish).await;
     }
     let finish = &finish;
     let mut client = store.client().await?;
