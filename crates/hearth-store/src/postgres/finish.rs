@@ -9,7 +9,7 @@
 //! statement (nothing of it is written unless all of it is), and every write
 //! after the guarded update reads the update's output, so an end that finds
 //! the run already terminal writes nothing at all. The statement takes the
-//! ends of several runs at once (`end_queue.rs` sends those that arrive
+//! ends of several runs at once (`batch_queue.rs` sends those that arrive
 //! together); each row of each write names its run, and only the rows of
 //! runs the guarded update ended are written.
 //!
@@ -42,7 +42,7 @@ use crate::records::RunFinish;
 use crate::runs::Finished;
 
 /// The whole end of one or more runs (ends that reach the store together
-/// share it: `end_queue`): `$1`-`$9` one array per column of the runs' new
+/// share it: `batch_queue`): `$1`-`$9` one array per column of the runs' new
 /// values, `$10` who expired their confirmations, then one array per column
 /// of the steps, the model calls, the messages, the replies and the router
 /// deltas, each row naming the run it belongs to. Rows come out of `unnest

@@ -123,7 +123,7 @@ async fn put_step(c: &impl GenericClient, step: &StepRecord) -> Result<()> {
 }
 
 /// Ends a run: in one statement when it can be (`finish.rs`; with the ends
-/// that arrive with it, `end_queue.rs`), else in one transaction. The
+/// that arrive with it, `batch_queue.rs`), else in one transaction. The
 /// guarded update comes first: it locks the run's row, so a concurrent
 /// finish waits for this one and then finds the run terminal (and writes
 /// nothing); an answer to one of its confirmations takes the run's row first

@@ -1,5 +1,5 @@
 //! Run ends that reach a PostgreSQL store together are written by one
-//! statement (`postgres/end_queue.rs`, issue 19's throughput): each end of
+//! statement (`postgres/batch_queue.rs`, issue 19's throughput): each end of
 //! the batch writes exactly its own rows, an end PostgreSQL refuses fails
 //! only its own run, and concurrent callers each get their own answer.
 
