@@ -1,6 +1,7 @@
 //! Storing a run on PostgreSQL: the insert that keeps one run per thread
-//! at a time and each thread's order across replicas, and the idempotency
-//! key that makes one run of concurrent twins.
+//! at a time and each thread's order across replicas, the idempotency key
+//! that makes one run of concurrent twins, and the statement that stores
+//! the messages arriving together (`batch_queue.rs`).
 
 use deadpool_postgres::GenericClient;
 use hearth_core::{RunStatus, Timestamp};
@@ -234,10 +235,10 @@ impl ClaimOwned {
     }
 }
 
-/// Stores `runs` (the messages of one thread in their order) in one
-/// statement: each thread's lock taken first in one order for all, then
-/// each run as [`insert_run`] stores it (`hearth_store_runs`, migration
-/// 0019, which has why). One run alone is [`insert_run`]'s statement.
+/// Stores `runs`, of any threads, in their order and in one statement:
+/// every thread's lock taken first, in one order for all, then each run as
+/// [`insert_run`] stores it (`hearth_store_runs`, migration 0019, which has
+/// why). One run alone is [`insert_run`]'s statement.
 pub(super) async fn store_together(
     pool: &deadpool_postgres::Pool,
     target: &str,
