@@ -235,6 +235,11 @@ impl ClaimOwned {
     }
 }
 
+/// One parameter array of [`STORE_RUNS_SQL`]: `value` of each insert.
+fn column<'a, T>(inserts: &'a [RunInsert<'a>], value: impl Fn(&'a RunInsert<'a>) -> T) -> Vec<T> {
+    inserts.iter().map(value).collect()
+}
+
 /// Stores `runs`, of any threads, in their order and in one statement:
 /// every thread's lock taken first, in one order for all, then each run as
 /// [`insert_run`] stores it (`hearth_store_runs`, migration 0019, which has
@@ -258,42 +263,21 @@ pub(super) async fn store_together(
         .zip(&claims)
         .map(|(q, claim)| RunInsert::new(&q.run, claim.as_ref()))
         .collect::<Result<Vec<_>>>()?;
-    let n = inserts.len();
-    let (mut run_ids, mut threads, mut users, mut sources, mut input, mut statuses, mut roles) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut keys, mut scopes, mut owners, mut models, mut modes, mut parents) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut created, mut leases) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for i in &inserts {
-        run_ids.push(i.run.run_id.as_str());
-        threads.push(i.run.thread_key.as_str());
-        users.push(i.run.user_key.as_str());
-        sources.push(i.run.source.as_str());
-        input.push(i.input.as_ref());
-        keys.push(i.run.idempotency_key.as_deref());
-        statuses.push(i.status);
-        created.push(i.run.created_at);
-        scopes.push(i.run.scope.as_deref());
-        roles.push(i.roles.as_str());
-        owners.push(i.owner);
-        leases.push(i.lease_until);
-        models.push(i.model);
-        modes.push(i.mode);
-        parents.push(i.run.parent_run_id.as_deref());
-    }
+    let run_ids = column(&inserts, |i| i.run.run_id.as_str());
+    let threads = column(&inserts, |i| i.run.thread_key.as_str());
+    let users = column(&inserts, |i| i.run.user_key.as_str());
+    let sources = column(&inserts, |i| i.run.source.as_str());
+    let input = column(&inserts, |i| i.input.as_ref());
+    let keys = column(&inserts, |i| i.run.idempotency_key.as_deref());
+    let statuses = column(&inserts, |i| i.status);
+    let created = column(&inserts, |i| i.run.created_at);
+    let scopes = column(&inserts, |i| i.run.scope.as_deref());
+    let roles = column(&inserts, |i| i.roles.as_str());
+    let owners = column(&inserts, |i| i.owner);
+    let leases = column(&inserts, |i| i.lease_until);
+    let models = column(&inserts, |i| i.model);
+    let modes = column(&inserts, |i| i.mode);
+    let parents = column(&inserts, |i| i.run.parent_run_id.as_deref());
     let stmt = client.prepare_cached(STORE_RUNS_SQL).await?;
     let rows = client
         .query(
