@@ -87,6 +87,30 @@ pub async fn set_accepting(url: &str, accepting: bool) {
     let _ = driver.await;
 }
 
+/// Makes the database of `url` refuse every insert into `table` whose
+/// `column` holds "refuse me" (a trigger raising an error), so that a test
+/// can have PostgreSQL refuse one write of a batch.
+pub async fn refuse_inserts(url: &str, table: &str, column: &str) {
+    let (client, connection) = url
+        .parse::<tokio_postgres::Config>()
+        .expect("the test URL parses")
+        .connect(NoTls)
+        .await
+        .expect("the test database accepts a connection");
+    let driver = tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "CREATE FUNCTION refuse_{table}() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
+             CREATE TRIGGER refuse BEFORE INSERT ON {table} FOR EACH ROW \
+             WHEN (NEW.{column} LIKE '%refuse me%') EXECUTE FUNCTION refuse_{table}();"
+        ))
+        .await
+        .expect("the test database takes the trigger");
+    drop(client);
+    let _ = driver.await;
+}
+
 /// Applies the migrations up to `version` to the database at `url`, as a
 /// hearth of that schema left it (for tests of a later migration).
 pub async fn migrate_through(url: &str, version: u32) {

@@ -7,7 +7,7 @@ use hearth_core::{Message, Role, RunStatus};
 use hearth_store::ArmStats;
 use hearth_store::channels::{NewOutboxItem, OutboxKind};
 use hearth_store::conformance::fixtures::{created, finish};
-use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
+use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url, refuse_inserts};
 use hearth_store::prelude::*;
 use hearth_store::{PostgresStore, UsageGroup, UsageQuery};
 
@@ -151,18 +151,7 @@ async fn an_end_postgresql_refuses_fails_only_its_own_run() {
     for (run, thread) in [("a", "ta"), ("bad", "tb"), ("c", "tc")] {
         created(&store, run, thread).await;
     }
-    let (sql, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    sql.batch_execute(
-        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ \
-         BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
-         CREATE TRIGGER refuse BEFORE INSERT ON messages FOR EACH ROW \
-         WHEN (NEW.content LIKE '%refuse me%') EXECUTE FUNCTION refuse();",
-    )
-    .await
-    .unwrap();
+    refuse_inserts(&url, "messages", "content").await;
     let bad = finish(
         "bad",
         vec![Message::text(Role::Assistant, "refuse me, PostgreSQL")],

@@ -6,7 +6,7 @@
 
 use hearth_core::RunStatus;
 use hearth_store::conformance::fixtures::new_run;
-use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
+use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url, refuse_inserts};
 use hearth_store::prelude::*;
 use hearth_store::{CreateRunOutcome, PostgresStore, RunRecord};
 
@@ -82,18 +82,7 @@ async fn a_run_postgresql_refuses_fails_only_its_own_caller() {
         return;
     };
     let store = PostgresStore::connect(&url, TEST_URL_VAR, 2).await.unwrap();
-    let (sql, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    sql.batch_execute(
-        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ \
-         BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
-         CREATE TRIGGER refuse BEFORE INSERT ON runs FOR EACH ROW \
-         WHEN (NEW.input LIKE '%refuse me%') EXECUTE FUNCTION refuse();",
-    )
-    .await
-    .unwrap();
+    refuse_inserts(&url, "runs", "input").await;
     let mut bad = new_run("bad", "tb", None);
     bad.input = "refuse me, PostgreSQL".to_owned();
     let (together, outcomes) = store
