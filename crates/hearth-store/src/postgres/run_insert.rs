@@ -179,11 +179,11 @@ pub(super) async fn insert_run(
 /// connection.
 pub(super) async fn store_run(
     store: &PostgresStore,
-    run: &NewRun,
+    run: NewRun,
     claim: Option<&Claim<'_>>,
 ) -> Result<(CreateRunOutcome, Option<bool>)> {
     let queued = QueuedRun {
-        run: run.clone(),
+        run,
         claim: claim.map(|c| ClaimOwned {
             owner: c.owner.to_owned(),
             lease_until: c.lease_until,

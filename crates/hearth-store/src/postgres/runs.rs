@@ -284,7 +284,7 @@ async fn run_stats(
 #[async_trait::async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: NewRun) -> Result<CreateRunOutcome> {
-        Ok(store_run(self, &run, None).await?.0)
+        Ok(store_run(self, run, None).await?.0)
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
@@ -572,7 +572,7 @@ impl RunStore for PostgresStore {
             model,
             mode,
         };
-        store_run(self, &run, Some(&claim)).await
+        store_run(self, run, Some(&claim)).await
     }
 
     async fn set_run_model(&self, run_id: &str, model: &str) -> Result<()> {
