@@ -6,7 +6,9 @@
 //!
 //! Every check asks the store (one indexed lookup): tokens are created and
 //! revoked by the `hearth token` CLI in another process, which a cache here
-//! could not hear of, so a cache would keep a revoked token working.
+//! could not hear of, so a cache would keep a revoked token working. The
+//! PostgreSQL store holds the answers itself, only while it listens for
+//! every change to them (`hearth_access`), and drops them on each.
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;

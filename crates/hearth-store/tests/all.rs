@@ -10,6 +10,7 @@
 )]
 
 mod suite {
+    mod access_cache;
     mod budget;
     mod claims;
     mod cluster;

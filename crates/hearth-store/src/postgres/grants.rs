@@ -73,7 +73,10 @@ async fn remove_grant(
 impl GrantStore for PostgresStore {
     async fn add_grant(&self, grant: Grant) -> Result<bool> {
         let client = self.client().await?;
-        add_grant(&client, &grant).await
+        let created = add_grant(&client, &grant).await;
+        // Seen by this replica's next read, not only once told.
+        self.inner.access.changed();
+        created
     }
 
     async fn add_grant_audited(&self, grant: Grant, event: AuditEvent) -> Result<bool> {
@@ -84,12 +87,15 @@ impl GrantStore for PostgresStore {
             append_audit(&tx, &event).await?;
         }
         tx.commit().await?;
+        self.inner.access.changed();
         Ok(created)
     }
 
     async fn remove_grant(&self, subject: &str, capability: &str, scope: &str) -> Result<bool> {
         let client = self.client().await?;
-        remove_grant(&client, subject, capability, scope).await
+        let removed = remove_grant(&client, subject, capability, scope).await;
+        self.inner.access.changed();
+        removed
     }
 
     async fn remove_grant_audited(
@@ -106,6 +112,7 @@ impl GrantStore for PostgresStore {
             append_audit(&tx, &event).await?;
         }
         tx.commit().await?;
+        self.inner.access.changed();
         Ok(removed)
     }
 
@@ -144,10 +151,16 @@ impl GrantStore for PostgresStore {
         if subjects.is_empty() || scopes.is_empty() {
             return Ok(Vec::new());
         }
+        // Read for every run's permissions: held while changes are heard.
+        let cache = &self.inner.access;
+        let key = super::access_cache::grants_key(subjects, scopes);
+        if let Some(grants) = cache.grants(&key) {
+            return Ok(grants);
+        }
+        let read_at = cache.read_at();
         let client = self.client().await?;
-        // Read for every run's permissions. The usual run asks for one
-        // subject (its user) in one scope: that statement keeps one generic
-        // plan, where the arrays' form was planned again on every call
+        // The usual run asks for one subject (its user) in one scope: that
+        // statement keeps one generic plan, where the arrays' form was planned again on every call
         // (PostgreSQL estimates a generic `= ANY($1)` for ten elements and
         // so keeps custom plans: about 45 us of planning for 5 of work).
         // Lists travel as arrays so that one cached statement serves every
@@ -176,7 +189,9 @@ impl GrantStore for PostgresStore {
                 client.query(&stmt, &[&subjects, &scopes]).await?
             }
         };
-        grant_rows(&rows)
+        let grants = grant_rows(&rows)?;
+        cache.keep_grants(read_at, key, &grants);
+        Ok(grants)
     }
 
     async fn append_audit(&self, event: AuditEvent) -> Result<()> {

@@ -7,7 +7,12 @@
 //! ([`Wake::Connected`]) each time it is (re)established, because what was
 //! notified while it was down is lost. Logs name the server as
 //! `host:port/database`, never the URL.
+//!
+//! It also hears `hearth_access` for the store itself: the tokens and grants
+//! the store holds (`access_cache`) are used only while a listener is up,
+//! and dropped on every change it hears.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -15,11 +20,13 @@ use tokio_postgres::AsyncMessage;
 use tokio_postgres_rustls::MakeRustlsConnect;
 use tracing::{debug, warn};
 
+use super::access_cache::AccessCache;
 use crate::cluster::Wake;
 
 /// The channels, and what a notification on each means.
 const CHANNELS: &str = "LISTEN hearth_work; LISTEN hearth_ended; LISTEN hearth_asks; \
-                        LISTEN hearth_confirmation; LISTEN hearth_incognito; LISTEN hearth_jobs";
+                        LISTEN hearth_confirmation; LISTEN hearth_incognito; LISTEN hearth_jobs; \
+                        LISTEN hearth_access";
 
 /// Wake-ups not yet taken by the runtime before the listener waits; `Work`
 /// notifications beyond that are dropped (one pending is as good as many).
@@ -34,6 +41,7 @@ pub(crate) fn start(
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
     target: String,
+    access: Arc<AccessCache>,
 ) -> mpsc::Receiver<Wake> {
     let (tx, rx) = mpsc::channel(BUFFER);
     tokio::spawn(async move {
@@ -41,7 +49,7 @@ pub(crate) fn start(
         loop {
             let outcome = tokio::select! {
                 () = tx.closed() => return,
-                r = listen_once(&config, &tls, &tx) => r,
+                r = listen_once(&config, &tls, &tx, &access) => r,
             };
             // Whatever ended the connection, nothing is heard until the next.
             let _ = tx.try_send(Wake::Lost);
@@ -68,13 +76,19 @@ async fn listen_once(
     config: &tokio_postgres::Config,
     tls: &MakeRustlsConnect,
     tx: &mpsc::Sender<Wake>,
+    access: &Arc<AccessCache>,
 ) -> Result<(), String> {
     let (client, mut connection) = config.connect(tls.clone()).await.map_err(|e| reason(&e))?;
     let (found, mut notes) = mpsc::unbounded_channel();
+    let heard = Arc::clone(access);
     // The connection delivers notifications only while it is polled.
     let mut driver = tokio::spawn(async move {
         loop {
             match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                // Told here, not behind wake-ups the runtime has yet to take.
+                Some(Ok(AsyncMessage::Notification(n))) if n.channel() == "hearth_access" => {
+                    heard.changed();
+                }
                 Some(Ok(AsyncMessage::Notification(n))) => {
                     if found.send(n).is_err() {
                         return Ok(());
@@ -90,6 +104,9 @@ async fn listen_once(
         driver.abort();
         return Err(reason(&e));
     }
+    // Every change from now on is heard, until this is dropped with the
+    // connection (or the listener).
+    let _heard = access.listening();
     if tx.send(Wake::Connected).await.is_err() {
         driver.abort();
         return Ok(());

@@ -75,10 +75,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         19,
         include_str!("../../migrations/postgres/0019_store_runs_together.sql"),
     ),
+    (
+        20,
+        include_str!("../../migrations/postgres/0020_access_notify.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 19;
+pub(crate) const LATEST: u32 = 20;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -13,6 +13,7 @@
 //! JSON TEXT, sealed secrets and embeddings BYTEA, counters BIGINT (`i64` on
 //! the Rust side; `u32`/`u64` arguments are widened with [`wide`]).
 
+mod access_cache;
 mod apps;
 mod batch_queue;
 mod budget;
@@ -78,6 +79,8 @@ struct Inner {
     ends: std::sync::OnceLock<batch_queue::Queue<batch_queue::Ends>>,
     /// Messages stored together (`batch_queue`).
     runs: std::sync::OnceLock<batch_queue::Queue<batch_queue::Runs>>,
+    /// Tokens and grants held while a listener hears their changes.
+    access: Arc<access_cache::AccessCache>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -136,6 +139,7 @@ impl PostgresStore {
                 vectors: vector_cache::VectorCache::new(DEFAULT_VECTOR_CACHE_BYTES),
                 ends: std::sync::OnceLock::new(),
                 runs: std::sync::OnceLock::new(),
+                access: Arc::default(),
             }),
         };
         drop(store.client().await?);
@@ -184,6 +188,7 @@ impl PostgresStore {
             self.inner.config.clone(),
             self.inner.tls.clone(),
             self.inner.target.clone(),
+            Arc::clone(&self.inner.access),
         )
     }
 

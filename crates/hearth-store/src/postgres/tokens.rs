@@ -1,4 +1,6 @@
-//! API tokens on PostgreSQL, stored by the hash of their secret.
+//! API tokens on PostgreSQL, stored by the hash of their secret. The two
+//! questions every request asks are answered from `access_cache` while this
+//! replica hears every change to the tokens.
 
 use hearth_core::{Timestamp, now_ms};
 
@@ -30,6 +32,8 @@ impl TokenStore for PostgresStore {
                 ],
             )
             .await?;
+        // Seen by this replica's next request, not only once told.
+        self.inner.access.changed();
         Ok(())
     }
 
@@ -52,7 +56,9 @@ impl TokenStore for PostgresStore {
                 "UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
             )
             .await?;
-        Ok(client.execute(&stmt, &[&id, &now_ms()]).await? == 1)
+        let revoked = client.execute(&stmt, &[&id, &now_ms()]).await? == 1;
+        self.inner.access.changed();
+        Ok(revoked)
     }
 
     async fn token_hash_valid(&self, hash_hex: &str) -> Result<bool> {
@@ -82,28 +88,45 @@ impl TokenStore for PostgresStore {
     }
 
     async fn token_holder(&self, hash_hex: &str) -> Result<Option<TokenHolder>> {
+        // Every request with a token asks: held while changes are heard.
+        let cache = &self.inner.access;
+        if let Some(holder) = cache.holder(hash_hex) {
+            return Ok(Some(holder));
+        }
+        let read_at = cache.read_at();
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
                 "SELECT name, user_key FROM api_tokens WHERE hash_hex = $1 AND revoked_at IS NULL",
             )
             .await?;
-        match client.query_opt(&stmt, &[&hash_hex]).await? {
-            Some(row) => Ok(Some(TokenHolder {
-                name: col(&row, 0)?,
-                user_key: col(&row, 1)?,
-            })),
-            None => Ok(None),
-        }
+        let Some(row) = client.query_opt(&stmt, &[&hash_hex]).await? else {
+            return Ok(None);
+        };
+        let holder = TokenHolder {
+            name: col(&row, 0)?,
+            user_key: col(&row, 1)?,
+        };
+        cache.keep_holder(read_at, hash_hex, &holder);
+        Ok(Some(holder))
     }
 
     async fn active_token_count(&self) -> Result<u64> {
+        // Every request without a token asks (a loopback server without
+        // tokens is open): held while changes are heard.
+        let cache = &self.inner.access;
+        if let Some(count) = cache.count() {
+            return Ok(count);
+        }
+        let read_at = cache.read_at();
         let client = self.client().await?;
         let stmt = client
             .prepare_cached("SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL")
             .await?;
         let row = client.query_one(&stmt, &[]).await?;
-        unsigned(&row, 0)
+        let count = unsigned(&row, 0)?;
+        cache.keep_count(read_at, count);
+        Ok(count)
     }
 
     async fn create_ui_session(&self, session: UiSession) -> Result<()> {
