@@ -25,6 +25,7 @@ mod suite {
     mod round_trips;
     mod run_batches;
     mod secrets;
+    mod settings_batches;
     mod sqlite;
     mod throughput;
     mod wire;

@@ -1,5 +1,7 @@
 //! Writes that reach the store together are made by one statement: the
-//! ends of runs ([`Ends`]) and the messages that start them ([`Runs`]).
+//! ends of runs ([`Ends`]) and the messages that start them ([`Runs`]). So
+//! is the one read every run makes before it starts, its thread's settings
+//! ([`Settings`]).
 //!
 //! Under load most of such a statement's cost is not its rows: each
 //! statement is a round trip, an executor set up, and a commit with its WAL
@@ -18,6 +20,10 @@
 //! caller retrying would, and a message stored again finds its run by its
 //! idempotency key or fails on its run id. Two ends of one run never share
 //! a batch.
+//!
+//! A read that waits for the statement in flight is made by the next one,
+//! which starts after the read was asked for: it sees every commit its
+//! caller could have seen, as alone.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -25,10 +31,10 @@ use std::sync::Arc;
 use deadpool_postgres::Pool;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::finish;
 use super::run_insert::{self, QueuedRun};
+use super::{finish, threads};
 use crate::error::{Result, StoreError};
-use crate::records::{CreateRunOutcome, RunFinish};
+use crate::records::{CreateRunOutcome, RunFinish, ThreadState};
 use crate::runs::Finished;
 
 /// The most writes one statement makes. At 64 messages in flight, the
@@ -46,7 +52,7 @@ const MAX_BATCH: usize = 32;
 /// spread (BENCHMARKS.md, "one statement of ends in flight").
 const IN_FLIGHT: usize = 1;
 
-/// A kind of write that a statement can make several of at once.
+/// A kind of write (or read) that a statement can make several of at once.
 pub(super) trait Batch: Send + Sync + 'static {
     /// One write.
     type Item: Send + Sync + 'static;
@@ -100,6 +106,22 @@ impl Batch for Runs {
         items: &[QueuedRun],
     ) -> Result<Vec<(CreateRunOutcome, Option<bool>)>> {
         run_insert::store_together(pool, target, items).await
+    }
+}
+
+/// Threads' settings ([`threads::settings_together`]), by thread key.
+pub(super) struct Settings;
+
+impl Batch for Settings {
+    type Item = String;
+    type Out = ThreadState;
+
+    fn apart(_: &String, _: &String) -> bool {
+        false
+    }
+
+    async fn write(pool: &Pool, target: &str, items: &[String]) -> Result<Vec<ThreadState>> {
+        threads::settings_together(pool, target, items).await
     }
 }
 

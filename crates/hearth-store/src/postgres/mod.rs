@@ -79,6 +79,8 @@ struct Inner {
     ends: std::sync::OnceLock<batch_queue::Queue<batch_queue::Ends>>,
     /// Messages stored together (`batch_queue`).
     runs: std::sync::OnceLock<batch_queue::Queue<batch_queue::Runs>>,
+    /// Threads' settings read together (`batch_queue`).
+    settings: std::sync::OnceLock<batch_queue::Queue<batch_queue::Settings>>,
     /// Tokens and grants held while a listener hears their changes.
     access: Arc<access_cache::AccessCache>,
 }
@@ -139,6 +141,7 @@ impl PostgresStore {
                 vectors: vector_cache::VectorCache::new(DEFAULT_VECTOR_CACHE_BYTES),
                 ends: std::sync::OnceLock::new(),
                 runs: std::sync::OnceLock::new(),
+                settings: std::sync::OnceLock::new(),
                 access: Arc::default(),
             }),
         };
@@ -221,6 +224,14 @@ impl PostgresStore {
             batch_queue::Queue::start(self.inner.pool.clone(), self.inner.target.clone())
         })
     }
+
+    /// The queue that reads the settings of threads asked for together in
+    /// one statement, started on first use.
+    fn settings(&self) -> &batch_queue::Queue<batch_queue::Settings> {
+        self.inner.settings.get_or_init(|| {
+            batch_queue::Queue::start(self.inner.pool.clone(), self.inner.target.clone())
+        })
+    }
 }
 
 #[cfg(feature = "conformance")]
@@ -238,6 +249,22 @@ impl PostgresStore {
             &self.inner.pool,
             &self.inner.target,
             finishes,
+        )
+        .await
+    }
+
+    /// Reads the settings of `thread_keys` as the store reads those asked
+    /// for together, in one batch of exactly these: whether one statement
+    /// read them all, and each one's settings, in order.
+    #[doc(hidden)]
+    pub async fn settings_as_one_batch(
+        &self,
+        thread_keys: Vec<String>,
+    ) -> (bool, Vec<Result<crate::records::ThreadState>>) {
+        batch_queue::write_as_one_batch::<batch_queue::Settings>(
+            &self.inner.pool,
+            &self.inner.target,
+            thread_keys,
         )
         .await
     }

@@ -25,28 +25,74 @@ const STATE_UNCOUNTED: &str = "SELECT t.model, t.thinking, t.incognito, 0::BIGIN
      t.mode, t.mode_expires_at \
      FROM (VALUES (1)) AS one (x) LEFT JOIN threads t ON t.thread_key = $1";
 
-impl PostgresStore {
-    /// Reads a thread's state with [`STATE_COUNTED`] or [`STATE_UNCOUNTED`].
-    async fn read_thread_state(&self, thread_key: &str, sql: &str) -> Result<ThreadState> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(sql).await?;
-        let row = client
-            .query_opt(&stmt, &[&thread_key])
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("thread state query returned no row".into()))?;
-        let thinking: Option<String> = col(&row, 1)?;
-        let incognito: Option<bool> = col(&row, 2)?;
-        Ok(ThreadState {
-            thread_key: thread_key.to_owned(),
-            model: col(&row, 0)?,
-            thinking: thinking.unwrap_or_else(|| "off".to_owned()),
-            incognito: incognito.unwrap_or(false),
-            message_count: unsigned(&row, 3)?,
-            mode: col(&row, 4)?,
-            mode_expires_at: col(&row, 5)?,
-        })
-    }
+/// [`STATE_UNCOUNTED`] of several threads: one row per key given, in its
+/// order (a key given twice has two).
+const STATES_UNCOUNTED: &str = "SELECT t.model, t.thinking, t.incognito, 0::BIGINT, \
+     t.mode, t.mode_expires_at \
+     FROM unnest($1::TEXT[]) WITH ORDINALITY AS k (thread_key, i) \
+     LEFT JOIN threads t ON t.thread_key = k.thread_key ORDER BY k.i";
 
+/// The state of `thread_key` in a row of [`STATE_COUNTED`]'s columns.
+fn state_of(row: &tokio_postgres::Row, thread_key: &str) -> Result<ThreadState> {
+    let thinking: Option<String> = col(row, 1)?;
+    let incognito: Option<bool> = col(row, 2)?;
+    Ok(ThreadState {
+        thread_key: thread_key.to_owned(),
+        model: col(row, 0)?,
+        thinking: thinking.unwrap_or_else(|| "off".to_owned()),
+        incognito: incognito.unwrap_or(false),
+        message_count: unsigned(row, 3)?,
+        mode: col(row, 4)?,
+        mode_expires_at: col(row, 5)?,
+    })
+}
+
+/// The settings of `thread_keys`, in their order, by one statement (the
+/// settings reads that arrive together, `batch_queue::Settings`).
+pub(super) async fn settings_together(
+    pool: &deadpool_postgres::Pool,
+    target: &str,
+    thread_keys: &[String],
+) -> Result<Vec<ThreadState>> {
+    let client = super::pooled(pool, target).await?;
+    if let [thread_key] = thread_keys {
+        // Alone, the statement of one key: planned once for good, where
+        // the array's form is planned for each call.
+        return Ok(vec![
+            read_state(&client, thread_key, STATE_UNCOUNTED).await?,
+        ]);
+    }
+    let stmt = client.prepare_cached(STATES_UNCOUNTED).await?;
+    let found = client.query(&stmt, &[&thread_keys]).await?;
+    if found.len() != thread_keys.len() {
+        return Err(StoreError::Corrupt(format!(
+            "the settings of {} threads came back as {} rows",
+            thread_keys.len(),
+            found.len()
+        )));
+    }
+    found
+        .iter()
+        .zip(thread_keys)
+        .map(|(row, thread_key)| state_of(row, thread_key))
+        .collect()
+}
+
+/// Reads a thread's state with [`STATE_COUNTED`] or [`STATE_UNCOUNTED`].
+async fn read_state(
+    client: &deadpool_postgres::Object,
+    thread_key: &str,
+    sql: &str,
+) -> Result<ThreadState> {
+    let stmt = client.prepare_cached(sql).await?;
+    let row = client
+        .query_opt(&stmt, &[&thread_key])
+        .await?
+        .ok_or_else(|| StoreError::Corrupt("thread state query returned no row".into()))?;
+    state_of(&row, thread_key)
+}
+
+impl PostgresStore {
     /// Runs one settings upsert `sql` with `$1` the thread, `$2` the value and
     /// `$3` the time.
     async fn upsert_thread(
@@ -80,7 +126,7 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn thread_state(&self, thread_key: &str) -> Result<ThreadState> {
-        self.read_thread_state(thread_key, STATE_COUNTED).await
+        read_state(&self.client().await?, thread_key, STATE_COUNTED).await
     }
 
     async fn thread_keys(
@@ -102,7 +148,9 @@ impl ThreadStore for PostgresStore {
     }
 
     async fn thread_settings(&self, thread_key: &str) -> Result<ThreadState> {
-        self.read_thread_state(thread_key, STATE_UNCOUNTED).await
+        // Every run reads them before it starts: read with the others that
+        // arrive meanwhile, in one statement.
+        self.settings().write(thread_key.to_owned()).await
     }
 
     async fn set_thread_model(&self, thread_key: &str, model: Option<&str>) -> Result<()> {
