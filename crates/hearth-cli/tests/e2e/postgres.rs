@@ -556,3 +556,74 @@ async fn a_replica_that_loses_the_database_is_not_ready_and_recovers_when_it_ret
     let answer = h.ask("api:pg-down", "back").await;
     assert_eq!(answer["output"]["text"], "echo: back", "{answer}");
 }
+
+/// GET `/v1/runs` on `h` with `token` (none: no `Authorization`), its status.
+async fn runs_status(h: &Hearth, token: Option<&str>) -> u16 {
+    let mut req = reqwest::Client::new().get(h.at("/v1/runs"));
+    if let Some(token) = token {
+        req = req.bearer_auth(token);
+    }
+    req.send().await.unwrap().status().as_u16()
+}
+
+/// Asks `runs_status` until it is `want`, for at most 5 s: a replica hears
+/// of a change to the tokens at once, and holds what it read a second at
+/// most.
+async fn runs_status_becomes(h: &Hearth, token: Option<&str>, want: u16) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let status = runs_status(h, token).await;
+        if status == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "GET /v1/runs stayed {status}, not {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Each replica holds what it read of the tokens; a token made on one
+/// replica closes another's open loopback door, works there at once, and
+/// stops working there once `hearth token revoke` (another process)
+/// revokes it.
+#[tokio::test]
+async fn a_token_made_on_one_replica_and_revoked_by_the_cli_is_seen_by_another() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, dir_a, _dir_b) = two_replicas(&fake, &url).await;
+    // Loopback and no token: open, and B now holds that no token exists.
+    assert_eq!(runs_status(&b, None).await, 200);
+    let (status, made) = a
+        .send(
+            reqwest::Method::POST,
+            "/v1/tokens",
+            json!({ "name": "ops" }),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let secret = made["token"].as_str().unwrap().to_owned();
+    let id = made["id"].as_str().unwrap().to_owned();
+    // A made it: closed there at once.
+    assert_eq!(runs_status(&a, None).await, 401);
+    runs_status_becomes(&b, None, 401).await;
+    // An unknown token is never held: it works on B at once.
+    assert_eq!(runs_status(&b, Some(&secret)).await, 200);
+
+    let out = crate::harness::command(dir_a.path())
+        .env("HEARTH_DATABASE_URL", &url)
+        .args(["token", "revoke", &id])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    runs_status_becomes(&b, Some(&secret), 401).await;
+    runs_status_becomes(&a, Some(&secret), 401).await;
+}
