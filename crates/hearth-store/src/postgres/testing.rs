@@ -74,14 +74,24 @@ pub async fn set_accepting(url: &str, accepting: bool) {
         .await
         .expect("the test server changes the database");
     if !accepting {
-        client
-            .execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+        // With a timeout, each call returns once its server process is gone
+        // (without, only once it was signalled: a connection the test uses
+        // next could still be ended in the middle of its next statement).
+        let ended: Vec<bool> = client
+            .query(
+                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity \
                  WHERE datname = $1 AND pid <> pg_backend_pid()",
                 &[&name],
             )
             .await
-            .expect("the test server ends the database's connections");
+            .expect("the test server ends the database's connections")
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert!(
+            ended.iter().all(|&gone| gone),
+            "a connection to {name} outlived 10 s of being told to end"
+        );
     }
     drop(client);
     let _ = driver.await;
