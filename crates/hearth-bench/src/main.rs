@@ -12,7 +12,7 @@
 //!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4] [--openai]
 //!        [--extra-toml FILE] [--backend sqlite|postgres] [--url-env VAR]
 //!        [--replicas N] [--pool-size N] [--group-pool-size N] [--idle-secs 30]
-//!        [--interleave]
+//!        [--interleave] [--thread-messages 1]
 //!
 //! `--backend postgres` (a driver and a `hearth` built with `--features
 //! postgres`) measures the same levels on PostgreSQL right after SQLite, on
@@ -36,6 +36,11 @@
 //! the next (a shared VM's does by tens of percent), instead of levels
 //! measured tens of seconds apart.
 //!
+//! `--thread-messages N` sends each worker's messages to one thread N at a
+//! time (each waiting for its answer), then to a new thread: from the second
+//! message on, a run reads its thread's history, as in a chat. The default,
+//! 1, makes every message a new thread.
+//!
 //! `--extra-toml FILE` appends FILE to every hearth.toml the driver writes
 //! (`FAKE_URL` in it becomes the fake provider's address):
 //! e.g. `[router] strategy = "learn"` with arms and a budget pool, to compare
@@ -56,8 +61,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -102,6 +107,10 @@ enum Backend {
     )]
     Postgres(String, Option<u32>),
 }
+
+/// Messages a worker sends to one thread before it opens the next
+/// (`--thread-messages`, set once from the arguments).
+static THREAD_MESSAGES: OnceLock<u64> = OnceLock::new();
 
 /// Which endpoint a load level drives.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -150,6 +159,15 @@ fn parse_args() -> Result<Args> {
             "--replicas" => a.replicas = val()?.parse()?,
             "--idle-secs" => a.idle_secs = val()?.parse()?,
             "--interleave" => a.interleave = true,
+            "--thread-messages" => {
+                let n: u64 = val()?.parse()?;
+                if n == 0 {
+                    bail!("--thread-messages must be at least 1");
+                }
+                THREAD_MESSAGES
+                    .set(n)
+                    .map_err(|_| anyhow::anyhow!("--thread-messages given twice"))?;
+            }
             "--pool-size" => a.pool_size = Some(val()?.parse()?),
             "--group-pool-size" => a.group_pool_size = Some(val()?.parse()?),
             other => bail!("unknown argument {other}; see the doc at the top of hearth-load"),
@@ -527,10 +545,11 @@ async fn drive(
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut i = 0u64;
+            let per_thread = THREAD_MESSAGES.get().copied().unwrap_or(1);
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
                 let (path, body) = match api {
-                    Api::Messages => ("/v1/messages", json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{i}"), "wait": true})),
+                    Api::Messages => ("/v1/messages", json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{}", (i - 1) / per_thread), "wait": true})),
                     Api::OpenAi => ("/openai/v1/chat/completions", json!({"model": "hearth",
                         "user": format!("bench-{tag}-{w}-{i}"), "messages": [{"role": "user", "content": "hello"}]})),
                 };
