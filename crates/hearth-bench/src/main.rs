@@ -61,8 +61,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -93,6 +93,8 @@ struct Args {
     /// `[store] pool_size` of each replica of the `--replicas` group
     /// (`--pool-size` when not given).
     group_pool_size: Option<u32>,
+    /// Messages a worker sends to one thread before it opens the next.
+    thread_messages: u64,
 }
 
 /// Where a server keeps its store.
@@ -108,15 +110,12 @@ enum Backend {
     Postgres(String, Option<u32>),
 }
 
-/// Messages a worker sends to one thread before it opens the next
-/// (`--thread-messages`, set once from the arguments).
-static THREAD_MESSAGES: OnceLock<u64> = OnceLock::new();
-
 /// Which endpoint a load level drives.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Api {
-    /// `POST /v1/messages` with `wait: true`.
-    Messages,
+    /// `POST /v1/messages` with `wait: true`, `per_thread` messages to each
+    /// thread (`--thread-messages`) before the next.
+    Messages { per_thread: u64 },
     /// `POST /openai/v1/chat/completions` (non-streaming).
     OpenAi,
 }
@@ -136,6 +135,7 @@ fn parse_args() -> Result<Args> {
         interleave: false,
         pool_size: None,
         group_pool_size: None,
+        thread_messages: 1,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -164,9 +164,7 @@ fn parse_args() -> Result<Args> {
                 if n == 0 {
                     bail!("--thread-messages must be at least 1");
                 }
-                THREAD_MESSAGES
-                    .set(n)
-                    .map_err(|_| anyhow::anyhow!("--thread-messages given twice"))?;
+                a.thread_messages = n;
             }
             "--pool-size" => a.pool_size = Some(val()?.parse()?),
             "--group-pool-size" => a.group_pool_size = Some(val()?.parse()?),
@@ -545,11 +543,10 @@ async fn drive(
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut i = 0u64;
-            let per_thread = THREAD_MESSAGES.get().copied().unwrap_or(1);
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
                 let (path, body) = match api {
-                    Api::Messages => ("/v1/messages", json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{}", (i - 1) / per_thread), "wait": true})),
+                    Api::Messages { per_thread } => ("/v1/messages", json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{}", (i - 1) / per_thread), "wait": true})),
                     Api::OpenAi => ("/openai/v1/chat/completions", json!({"model": "hearth",
                         "user": format!("bench-{tag}-{w}-{i}"), "messages": [{"role": "user", "content": "hello"}]})),
                 };
@@ -558,7 +555,7 @@ async fn drive(
                 match http.post(format!("{url}{path}")).json(&body).send().await {
                     Ok(r) if r.status().as_u16() == 200 => {
                         let ok = r.json::<serde_json::Value>().await.map(|v| match api {
-                            Api::Messages => v["status"] == "succeeded",
+                            Api::Messages { .. } => v["status"] == "succeeded",
                             Api::OpenAi => v["choices"][0]["message"]["content"].is_string(),
                         });
                         if matches!(ok, Ok(true)) {
@@ -716,14 +713,46 @@ async fn main() -> Result<()> {
         let pid = &[pid];
         if args.openai {
             let half = (args.secs / 2).max(1);
-            let m1 = drive(url, pid, c, half, &format!("n{c}a"), Api::Messages).await?;
+            let m1 = drive(
+                url,
+                pid,
+                c,
+                half,
+                &format!("n{c}a"),
+                Api::Messages {
+                    per_thread: args.thread_messages,
+                },
+            )
+            .await?;
             let o1 = drive(url, pid, c, half, &format!("o{c}a"), Api::OpenAi).await?;
             let o2 = drive(url, pid, c, half, &format!("o{c}b"), Api::OpenAi).await?;
-            let m2 = drive(url, pid, c, half, &format!("n{c}b"), Api::Messages).await?;
+            let m2 = drive(
+                url,
+                pid,
+                c,
+                half,
+                &format!("n{c}b"),
+                Api::Messages {
+                    per_thread: args.thread_messages,
+                },
+            )
+            .await?;
             levels.push(m1.merge(m2));
             openai.push(o1.merge(o2));
         } else {
-            levels.push(drive(url, pid, c, args.secs, &format!("n{c}"), Api::Messages).await?);
+            levels.push(
+                drive(
+                    url,
+                    pid,
+                    c,
+                    args.secs,
+                    &format!("n{c}"),
+                    Api::Messages {
+                        per_thread: args.thread_messages,
+                    },
+                )
+                .await?,
+            );
         }
     }
     report("normal", fake_p50, &levels, &[pid]);
@@ -763,7 +792,9 @@ async fn main() -> Result<()> {
                     c,
                     args.secs,
                     &format!("s{c}"),
-                    Api::Messages,
+                    Api::Messages {
+                        per_thread: args.thread_messages,
+                    },
                 )
                 .await?,
             );
@@ -803,7 +834,9 @@ async fn main() -> Result<()> {
                     c,
                     args.secs,
                     &format!("e{c}"),
-                    Api::Messages,
+                    Api::Messages {
+                        per_thread: args.thread_messages,
+                    },
                 )
                 .await?,
             );
