@@ -10,7 +10,9 @@
 # Without PostgreSQL the tests that need it are skipped with one line each,
 # except under CI=true, where they fail.
 #
-# Set HEARTH_TEST_POSTGRES_URL beforehand to use a server of your own.
+# Set HEARTH_TEST_POSTGRES_URL beforehand to use a server of your own: each
+# test makes a database `hearth_t_<time>_<random>` there and leaves it, and a
+# later run drops those over six hours old that nobody is connected to.
 
 hearth_pg_bindir() {
   local d

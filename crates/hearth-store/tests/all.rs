@@ -27,6 +27,7 @@ mod suite {
     mod secrets;
     mod settings_batches;
     mod sqlite;
+    mod test_databases;
     mod throughput;
     mod wire;
 }

@@ -2,6 +2,12 @@
 //! `HEARTH_TEST_POSTGRES_URL` names (the throw-away cluster `.ci/test`
 //! starts). Without that variable a test is skipped with one line, except
 //! under `CI=true`, where a missing server is a failure.
+//!
+//! A test does not drop its database: it may end by a panic, and what it
+//! left is what one looks at when it failed. On a server that outlives the
+//! tests (a developer's own), each new database is named with the time it
+//! was made, and making one drops the test databases of earlier runs: those
+//! made over [`STALE_AFTER_SECS`] ago that nobody is connected to.
 
 #![expect(
     clippy::expect_used,
@@ -32,7 +38,15 @@ pub fn server_url() -> Option<String> {
     }
 }
 
+/// How old a test database is before a later test run drops it: longer
+/// than any run of the tests, so that a run never loses a database it uses.
+pub const STALE_AFTER_SECS: u64 = 6 * 3600;
+
+/// The prefix of every test database's name.
+const PREFIX: &str = "hearth_t_";
+
 /// A new, empty database on the test server, and a URL that reaches it.
+/// Drops the stale test databases of earlier runs first.
 pub async fn fresh_database_url() -> Option<String> {
     let admin = server_url()?;
     let config: tokio_postgres::Config = admin.parse().expect("HEARTH_TEST_POSTGRES_URL parses");
@@ -41,9 +55,14 @@ pub async fn fresh_database_url() -> Option<String> {
         .await
         .expect("the PostgreSQL test server accepts a connection");
     let driver = tokio::spawn(connection);
-    let mut bytes = [0u8; 8];
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_secs();
+    drop_stale(&client, now).await;
+    let mut bytes = [0u8; 6];
     getrandom::fill(&mut bytes).expect("random bytes");
-    let name = format!("hearth_t_{}", data_encoding::HEXLOWER.encode(&bytes));
+    let name = format!("{PREFIX}{now}_{}", data_encoding::HEXLOWER.encode(&bytes));
     client
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .await
@@ -51,6 +70,48 @@ pub async fn fresh_database_url() -> Option<String> {
     drop(client);
     let _ = driver.await;
     Some(with_dbname(&admin, &name))
+}
+
+/// Drops the test databases [`is_stale`] at `now` that nobody is connected
+/// to. Best effort: another test run may be dropping the same one, and a
+/// database someone is connected to is kept (no `FORCE`).
+async fn drop_stale(client: &tokio_postgres::Client, now: u64) {
+    let Ok(rows) = client
+        .query(
+            "SELECT datname FROM pg_database d WHERE datname LIKE 'hearth\\_t\\_%' \
+             AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)",
+            &[],
+        )
+        .await
+    else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        if is_stale(&name, now) {
+            let _ = client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+                .await;
+        }
+    }
+}
+
+/// Whether the test database `name` was made more than
+/// [`STALE_AFTER_SECS`] before `now`: its name holds the second it was made
+/// (`hearth_t_<secs>_<random>`). A name without one is from before test
+/// databases were named so, hence stale; a name that is not a test
+/// database's never is.
+pub fn is_stale(name: &str, now: u64) -> bool {
+    let Some(rest) = name.strip_prefix(PREFIX) else {
+        return false;
+    };
+    match rest.split_once('_') {
+        Some((secs, _)) => match secs.parse::<u64>() {
+            Ok(made) => now.saturating_sub(made) > STALE_AFTER_SECS,
+            Err(_) => false,
+        },
+        None => rest.len() == 16 && rest.bytes().all(|b| b.is_ascii_hexdigit()),
+    }
 }
 
 /// Makes the database of `url` refuse new connections and ends its open
@@ -166,7 +227,25 @@ pub fn with_dbname(url: &str, name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::with_dbname;
+    use super::{STALE_AFTER_SECS, is_stale, with_dbname};
+
+    #[test]
+    fn a_test_database_is_stale_only_once_it_is_older_than_any_test_run() {
+        let now = 1_800_000_000;
+        let made = |secs: u64| format!("hearth_t_{secs}_0123456789ab");
+        assert!(!is_stale(&made(now), now));
+        assert!(!is_stale(&made(now - STALE_AFTER_SECS), now));
+        assert!(is_stale(&made(now - STALE_AFTER_SECS - 1), now));
+        // Made by a machine whose clock is ahead: kept until it is old here.
+        assert!(!is_stale(&made(now + 60), now));
+        // Named before names held the time: from an earlier run.
+        assert!(is_stale("hearth_t_00c1d2e3f4a5b6c7", now));
+        // Not a test database of this module's.
+        assert!(!is_stale("hearth", now));
+        assert!(!is_stale("hearth_t_notes", now));
+        assert!(!is_stale("hearth_t_x_0123", now));
+        assert!(!is_stale("hearth_load_123_0", now));
+    }
 
     #[test]
     fn the_database_of_a_url_is_replaced_and_its_parameters_kept() {
