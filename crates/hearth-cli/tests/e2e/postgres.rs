@@ -152,6 +152,13 @@ async fn a_home_on_postgres_keeps_its_threads_across_a_restart() {
         text.contains("hello") && text.contains("echo: hello"),
         "{history}"
     );
+    // The thread goes on from what the database kept: its next run, stored
+    // claimed by this new process, reads the thread's history from it.
+    let answer = h.ask("api:kept", "again").await;
+    assert_eq!(answer["output"]["text"], "echo: again", "{answer}");
+    let sent = fake.requests().pop().unwrap();
+    assert_eq!(user_texts(&sent), ["hello", "again"]);
+    assert!(sent.to_string().contains("echo: hello"), "{sent}");
     // Without the URL the server refuses to start, naming the variable.
     // Waited for, so the home lock is free when the next one starts.
     h.kill().await;
