@@ -186,17 +186,7 @@ async fn an_invalid_config_file_exits_2_naming_file_and_key() {
 #[tokio::test]
 async fn tokens_guard_the_api() {
     let dir = tempfile::tempdir().unwrap();
-    let out = command(dir.path())
-        .args(["token", "create", "--name", "ci"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let token = crate::harness::new_token(dir.path(), "ci").await;
     assert!(token.starts_with("hth_"));
     let h = Hearth::start(dir.path(), None).await;
     let (s, v) = h.get("/v1/models").await;

@@ -84,18 +84,8 @@ async fn a_used_up_pool_refuses_the_run_and_the_budget_shows_it() {
         "{global}"
     );
 
-    let out = command(dir.path())
-        .env("HEARTH_URL", &h.url)
-        .arg("budget")
-        .output()
-        .await
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text =
+        crate::harness::succeeds(command(dir.path()).env("HEARTH_URL", &h.url).arg("budget")).await;
     assert!(
         text.contains("calls") && text.contains("user:api:user:anonymous") && text.contains("100%"),
         "{text}"

@@ -137,25 +137,24 @@ async fn a_long_thread_is_compacted_and_its_history_pages_through_everything() {
         let home = h.home.clone();
         let url = h.url.clone();
         async move {
-            let out = command(&home)
-                .env("HEARTH_URL", url)
-                .args(["model", "status", "--thread", thread])
-                .output()
-                .await
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            String::from_utf8_lossy(&out.stdout).into_owned()
+            crate::harness::succeeds(
+                command(&home)
+                    .env("HEARTH_URL", url)
+                    .args(["model", "status", "--thread", thread]),
+            )
+            .await
         }
     };
     let known = status("api:long").await;
     assert!(known.contains("context       4000 tokens\n"), "{known}");
-    let out = command(&h.home)
-        .env("HEARTH_URL", &h.url)
-        .args(["model", "set", "fake/other-model", "--thread", "api:other"])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    crate::harness::succeeds(command(&h.home).env("HEARTH_URL", &h.url).args([
+        "model",
+        "set",
+        "fake/other-model",
+        "--thread",
+        "api:other",
+    ]))
+    .await;
     let assumed = status("api:other").await;
     assert!(
         assumed.contains("32000 tokens (assumed: [agent] default_context_tokens"),

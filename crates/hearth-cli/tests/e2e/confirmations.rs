@@ -10,13 +10,9 @@ const USER: &str = "api:user:conf-alice";
 const OTHER: &str = "api:user:conf-bob";
 
 async fn export(h: &Hearth) -> Value {
-    let out = command(&h.home)
-        .args(["memory", "export", "--user", USER])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    let out =
+        crate::harness::succeeds(command(&h.home).args(["memory", "export", "--user", USER])).await;
+    serde_json::from_str(&out).unwrap()
 }
 
 async fn confirm(h: &Hearth, token: &str, user: &str, approve: bool) -> (u16, Value) {
@@ -201,14 +197,12 @@ async fn hearth_confirm_answers_from_the_cli() {
         .await;
     let run_id = runs["runs"][0]["run_id"].as_str().unwrap().to_owned();
 
-    let out = command(&h.home)
-        .env("HEARTH_URL", &h.url)
-        .args(["confirm", &token, "--user", USER])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = crate::harness::succeeds(
+        command(&h.home)
+            .env("HEARTH_URL", &h.url)
+            .args(["confirm", &token, "--user", USER]),
+    )
+    .await;
     assert!(stdout.starts_with("approved; run "), "{stdout}");
     assert_eq!(h.wait_run(&run_id).await["output"]["text"], "gone");
     assert!(export(&h).await["memories"].as_array().unwrap().is_empty());

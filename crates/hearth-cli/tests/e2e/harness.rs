@@ -46,6 +46,29 @@ pub fn command(home: &Path) -> Command {
     cmd
 }
 
+/// Runs `cmd` (a [`command`]) and gives its stdout, failing the test with
+/// its arguments, exit status and output when it does not exit 0.
+pub async fn succeeds(cmd: &mut Command) -> String {
+    let out = cmd.output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "hearth {:?}: {}\n{stdout}\n{}",
+        cmd.as_std().get_args().collect::<Vec<_>>(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A new API token named `name`, made with `hearth token create` on `home`.
+pub async fn new_token(home: &Path, name: &str) -> String {
+    succeeds(command(home).args(["token", "create", "--name", name]))
+        .await
+        .trim()
+        .to_owned()
+}
+
 impl Hearth {
     /// Starts on `home` (writing `config` as its hearth.toml when given).
     pub async fn start(home: &Path, config: Option<&str>) -> Hearth {

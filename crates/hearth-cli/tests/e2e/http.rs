@@ -140,13 +140,7 @@ async fn every_refusal_answers_in_the_envelope() {
 }
 
 async fn hearth_cli(h: &Hearth, args: &[&str]) -> String {
-    let out = command(&h.home).args(args).output().await.unwrap();
-    assert!(
-        out.status.success(),
-        "hearth {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    crate::harness::succeeds(command(&h.home).args(args)).await
 }
 
 /// Item 18: a lower-case `bearer` scheme is accepted, and a token revoked

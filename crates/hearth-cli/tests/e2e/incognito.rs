@@ -22,14 +22,14 @@ async fn an_incognito_thread_writes_nothing_it_says_to_disk() {
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
 
-    let out = command(&h.home)
-        .env("HEARTH_URL", &h.url)
-        .args(["incognito", "on", "--thread", "api:inc"])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "incognito on");
+    let said = crate::harness::succeeds(command(&h.home).env("HEARTH_URL", &h.url).args([
+        "incognito",
+        "on",
+        "--thread",
+        "api:inc",
+    ]))
+    .await;
+    assert_eq!(said.trim(), "incognito on");
     let (_, rt) = h.get("/v1/threads/api:inc/runtime").await;
     assert_eq!(rt["incognito"], true);
 

@@ -165,18 +165,7 @@ async fn the_cli_adds_lists_runs_and_removes_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
     let cli = async |args: &[&str]| {
-        let out = command(&h.home)
-            .env("HEARTH_URL", &h.url)
-            .args(args)
-            .output()
-            .await
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::harness::succeeds(command(&h.home).env("HEARTH_URL", &h.url).args(args)).await
     };
     let added: Value = serde_json::from_str(
         &cli(&[

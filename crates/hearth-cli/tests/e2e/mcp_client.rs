@@ -125,17 +125,11 @@ async fn fake_mcp_tools_are_offered_called_listed_and_confirmed() {
     assert_eq!(find("current_time")["available"], true);
 
     // The CLI asks the running hearth.
-    let out = command(dir.path())
-        .args(["--url", &h.url, "--json", "mcp", "list"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = crate::harness::succeeds(
+        command(dir.path()).args(["--url", &h.url, "--json", "mcp", "list"]),
+    )
+    .await;
+    let listed: Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(listed["servers"][0]["state"], "ready", "{listed}");
     let out = command(dir.path())
         .args([

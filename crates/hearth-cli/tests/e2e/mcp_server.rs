@@ -7,7 +7,7 @@
 //! by a plain `cargo test`, and a missing tool fails them (see
 //! `hearth_testkit::tools`), so none passes without running.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
@@ -36,20 +36,6 @@ const CONFORMANCE_VERSION: &str = "0.1.16";
 /// test otherwise, saying what to install).
 fn python_has_mcp() {
     hearth_testkit::tools::python_package("mcp", MCP_PY_VERSION);
-}
-
-async fn token(home: &Path, name: &str) -> String {
-    let out = command(home)
-        .args(["token", "create", "--name", name])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 async fn run_client(args: &[&str]) -> Value {
@@ -100,7 +86,7 @@ async fn python_sdk_over_http_and_stdio() {
     let fake = FakeOpenAi::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let secret = token(dir.path(), "e2e").await;
+    let secret = crate::harness::new_token(dir.path(), "e2e").await;
     let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
 
     let http = run_client(&["http", &h.at("/mcp"), &secret]).await;

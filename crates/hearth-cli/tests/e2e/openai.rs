@@ -9,7 +9,7 @@ use std::time::Duration;
 use hearth_testkit::{FakeOpenAi, Reply};
 use serde_json::{Value, json};
 
-use crate::harness::{Hearth, command, fake_config};
+use crate::harness::{Hearth, fake_config};
 
 /// The `openai` package version `.ci/test` installs.
 const OPENAI_VERSION: &str = "3.54.0";
@@ -32,17 +32,7 @@ async fn official_client_talks_to_hearth() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let h = Hearth::start(&home, Some(&fake_config(&fake.base_url()))).await;
-    let out = command(&home)
-        .args(["token", "create", "--name", "openai-client"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let token = crate::harness::new_token(&home, "openai-client").await;
 
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/openai_client.py");
     let out = tokio::time::timeout(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use hearth_testkit::{FakeOpenAi, Gate, Reply, ToolCallSpec};
 use serde_json::{Value, json};
 
-use crate::harness::{Hearth, command, fake_config, offered_tools, poll};
+use crate::harness::{Hearth, command, fake_config, offered_tools, poll, succeeds};
 
 /// A fake provider that answers every request with its own name.
 fn named(fake: &FakeOpenAi, name: &'static str) {
@@ -218,17 +218,7 @@ async fn get_config_shows_set_or_unset_and_never_a_secret() {
     assert!(v["loaded_at"].is_string(), "{v}");
 
     // The CLI shows the same, from the running server.
-    let out = command(&h.home)
-        .args(["--url", &h.url, "config", "show"])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeds(command(&h.home).args(["--url", &h.url, "config", "show"])).await;
     assert!(stdout.contains("\"api_key\": \"<set>\""), "{stdout}");
     assert!(!stdout.contains("test-key-value"), "{stdout}");
     let log = std::fs::read_to_string(h.home.join("serve.log")).unwrap();
@@ -242,17 +232,7 @@ async fn the_cli_reloads_and_lists_what_changed() {
     let good = fake_config(&fake.base_url());
     let h = Hearth::start(dir.path(), Some(&good)).await;
     write_config(&h, &format!("{good}[agent]\nmax_llm_calls = 2\n"));
-    let out = command(&h.home)
-        .args(["--url", &h.url, "config", "reload"])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeds(command(&h.home).args(["--url", &h.url, "config", "reload"])).await;
     assert!(stdout.contains("agent"), "{stdout}");
 
     write_config(&h, "[agent\n");
@@ -480,17 +460,7 @@ async fn a_reload_under_load_loses_no_run_and_changes_none_in_flight() {
 async fn config_routes_need_the_token_and_refuse_other_sites() {
     let fake = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let out = command(dir.path())
-        .args(["token", "create", "--name", "ops"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let token = crate::harness::new_token(dir.path(), "ops").await;
     let good = fake_config(&fake.base_url());
     let h = Hearth::start(dir.path(), Some(&good)).await;
     write_config(&h, &format!("{good}[agent]\nmax_llm_calls = 1\n"));

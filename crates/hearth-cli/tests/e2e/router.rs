@@ -82,17 +82,13 @@ async fn routed_runs_show_their_route_and_ratings_teach_the_router() {
     assert_eq!(posterior(&router, &model, "writing"), (3.0, 1.0, 1));
 
     // The CLI replaces the rating.
-    let out = command(dir.path())
-        .env("HEARTH_URL", &h.url)
-        .args(["feedback", run_id, "down"])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("rated"),
-        "{out:?}"
-    );
+    let said = crate::harness::succeeds(
+        command(dir.path())
+            .env("HEARTH_URL", &h.url)
+            .args(["feedback", run_id, "down"]),
+    )
+    .await;
+    assert!(said.contains("rated"), "{said}");
     let (_, router) = h.get("/v1/router").await;
     let after = posterior(&router, &model, "writing");
     assert_eq!(after, (2.0, 2.0, 1));

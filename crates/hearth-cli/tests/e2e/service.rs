@@ -119,14 +119,10 @@ async fn the_unit_passes_systemd_analyze_verify() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("hearth home");
     std::fs::create_dir_all(&home).unwrap();
-    let out = command(&home)
-        .args(["service", "install", "--print"])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let printed =
+        crate::harness::succeeds(command(&home).args(["service", "install", "--print"])).await;
     let unit = dir.path().join("hearth.service");
-    std::fs::write(&unit, &out.stdout).unwrap();
+    std::fs::write(&unit, printed).unwrap();
     let check = std::process::Command::new(analyze)
         .arg("verify")
         .arg(&unit)

@@ -284,12 +284,14 @@ async fn a_stranger_pairs_then_gets_answers() {
     assert_eq!(pairings[0]["user_key"], "telegram:user:3003");
     let code = pairings[0]["code"].as_str().unwrap().to_owned();
     assert_eq!(s.fake.request_count(), 0, "a stranger got a model call");
-    let out = command(&s.hearth.home)
-        .args(["--url", &s.hearth.url, "pair", "approve", &code])
-        .output()
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    crate::harness::succeeds(command(&s.hearth.home).args([
+        "--url",
+        &s.hearth.url,
+        "pair",
+        "approve",
+        &code,
+    ]))
+    .await;
     wait_text(&s.tg, 3003, "You are approved").await;
     let again = s
         .hearth

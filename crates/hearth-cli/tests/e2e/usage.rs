@@ -63,18 +63,12 @@ async fn usage_counts_every_call_and_prices_it_when_a_price_is_known() {
         out.status.success() && text.contains("fake/fake-model") && text.contains("$0.000073"),
         "{text}"
     );
-    let out = command(dir.path())
-        .env("HEARTH_URL", &h.url)
-        .args(["model", "status", "--thread", "api:u1"])
-        .output()
-        .await
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = crate::harness::succeeds(
+        command(dir.path())
+            .env("HEARTH_URL", &h.url)
+            .args(["model", "status", "--thread", "api:u1"]),
+    )
+    .await;
     assert!(
         text.contains("fake/fake-model") && text.contains("tools") && text.contains("5 calls"),
         "{text}"
