@@ -5,16 +5,19 @@
 use hearth_store::postgres::testing::{STALE_AFTER_SECS, fresh_database_url, server_url};
 use tokio_postgres::NoTls;
 
-async fn admin() -> tokio_postgres::Client {
-    let url = server_url().expect("the test server is set");
+/// A connection to `url`, and the task that drives it (it ends when the
+/// client is dropped).
+async fn connect(url: &str) -> (tokio_postgres::Client, tokio::task::JoinHandle<()>) {
     let (client, connection) = url
         .parse::<tokio_postgres::Config>()
         .unwrap()
         .connect(NoTls)
         .await
         .unwrap();
-    tokio::spawn(connection);
-    client
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    (client, driver)
 }
 
 async fn exists(client: &tokio_postgres::Client, name: &str) -> bool {
@@ -30,7 +33,7 @@ async fn making_a_test_database_drops_those_of_earlier_runs() {
     if server_url().is_none() {
         return;
     }
-    let client = admin().await;
+    let (client, _) = connect(&server_url().unwrap()).await;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -51,13 +54,7 @@ async fn making_a_test_database_drops_those_of_earlier_runs() {
     // Someone is connected to this one: it is kept however old.
     let in_use_url =
         hearth_store::postgres::testing::with_dbname(&server_url().unwrap(), &old_in_use);
-    let (user, connection) = in_use_url
-        .parse::<tokio_postgres::Config>()
-        .unwrap()
-        .connect(NoTls)
-        .await
-        .unwrap();
-    let held = tokio::spawn(connection);
+    let (user, held) = connect(&in_use_url).await;
 
     let made = fresh_database_url().await.unwrap();
 
