@@ -472,6 +472,40 @@ impl Runtime {
             // Settings only: counting a long thread's messages is not needed here.
             self.inner.store.thread_settings(thread_key).await?
         };
+        self.prepare_from(live, run_id, thread_key, overrides, &state)
+            .await
+    }
+
+    /// [`Self::prepare`] from the defaults, as for a thread without
+    /// settings of its own, without reading them: for a run the store
+    /// stores claimed only if its thread has none
+    /// (`Store::create_claimed_run_assuming_defaults`).
+    pub(crate) async fn prepare_assuming_defaults(
+        &self,
+        live: &Live,
+        run_id: &str,
+        thread_key: &str,
+        overrides: &crate::supplied::RunOverrides,
+    ) -> Result<Prepared, PrepareError> {
+        let state = hearth_store::ThreadState {
+            thread_key: thread_key.to_owned(),
+            thinking: "off".to_owned(),
+            ..hearth_store::ThreadState::default()
+        };
+        debug_assert!(!state.has_own_settings());
+        self.prepare_from(live, run_id, thread_key, overrides, &state)
+            .await
+    }
+
+    /// What [`Self::prepare`] makes of the thread settings `state`.
+    async fn prepare_from(
+        &self,
+        live: &Live,
+        run_id: &str,
+        thread_key: &str,
+        overrides: &crate::supplied::RunOverrides,
+        state: &hearth_store::ThreadState,
+    ) -> Result<Prepared, PrepareError> {
         let thinking = ThinkingLevel::parse(&state.thinking).unwrap_or_default();
         let mode = match overrides
             .mode
@@ -479,7 +513,7 @@ impl Runtime {
             .and_then(hearth_core::PermissionMode::parse)
         {
             Some(mode) => mode,
-            None => crate::modes::in_force(live, &state, now_ms()).mode,
+            None => crate::modes::in_force(live, state, now_ms()).mode,
         };
         let model = overrides.model.as_deref();
         let pinned = model.is_some() || state.model.is_some();

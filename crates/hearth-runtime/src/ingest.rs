@@ -202,6 +202,12 @@ impl Runtime {
         // direct call has no model, a routed run's model is chosen from
         // the stored message) nor for the in-memory incognito store.
         let live = self.inner.live();
+        // On a shared store the thread's settings are not read first: the
+        // run is prepared from the defaults, and the insert stores it
+        // claimed only if its thread has no settings of its own, else held
+        // for the worker to prepare (most threads have none, and the read
+        // was a statement of every run). A sub-agent's thread has none.
+        let assumed = self.inner.store.cluster().is_some() && overrides.parent_run_id.is_none();
         let prepared = if !direct
             && !incognito
             && !self.is_shutting_down()
@@ -210,9 +216,14 @@ impl Runtime {
         {
             // A failure here is left to the worker, which prepares again and
             // fails the run with the reason.
-            self.prepare(&live, &new_run.run_id, &new_run.thread_key, &overrides)
-                .await
-                .ok()
+            let (run_id, thread_key) = (&new_run.run_id, &new_run.thread_key);
+            if assumed {
+                self.prepare_assuming_defaults(&live, run_id, thread_key, &overrides)
+                    .await
+            } else {
+                self.prepare(&live, run_id, thread_key, &overrides).await
+            }
+            .ok()
         } else {
             None
         };
@@ -235,19 +246,23 @@ impl Runtime {
         // Whether the thread had any stored message, when the store says.
         let mut had_history = None;
         let outcome = match &prepared {
-            Some(p) => store
-                .create_claimed_run_seeing_history(
-                    new_run,
-                    owner,
-                    until,
-                    &p.model.to_string(),
-                    Some(p.mode.as_str()),
-                )
-                .await
+            Some(p) => {
+                let model = p.model.to_string();
+                let mode = Some(p.mode.as_str());
+                if assumed {
+                    store
+                        .create_claimed_run_assuming_defaults(new_run, owner, until, &model, mode)
+                        .await
+                } else {
+                    store
+                        .create_claimed_run_seeing_history(new_run, owner, until, &model, mode)
+                        .await
+                }
                 .map(|(outcome, had)| {
                     had_history = had;
                     outcome
-                }),
+                })
+            }
             // No model yet: the store keeps none.
             None if hold => {
                 store
@@ -264,8 +279,12 @@ impl Runtime {
         if incognito {
             self.inner.incognito.add_run(&run.run_id);
         }
+        // Stored claimed with its model; one stored held (its thread had
+        // settings the defaults did not match) has none, and its worker
+        // prepares it from them and claims it again.
         if let Some(prepared) = prepared
             && run.lease_owner.as_deref() == Some(owner.as_str())
+            && run.model.as_deref().is_some_and(|m| !m.is_empty())
         {
             // Its lease is renewed from now on, as any claimed run's.
             self.inner.executing_insert(&run.run_id);

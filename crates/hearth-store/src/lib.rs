@@ -122,6 +122,37 @@ pub trait Store:
         None
     }
 
+    /// [`RunStore::create_claimed_run_seeing_history`] for a run whose
+    /// `model` and `mode` were chosen from the defaults, without its
+    /// thread's settings read: stored claimed with them only when its
+    /// thread has no settings of its own that would choose otherwise (a
+    /// model, a thinking level other than `off`, a mode); else stored held
+    /// (claimed by `owner`, without a model or mode) for its worker to
+    /// prepare from those settings and claim again. The returned run's
+    /// model tells which (none or empty: held). A store whose reads are in process reads the
+    /// settings first.
+    async fn create_claimed_run_assuming_defaults(
+        &self,
+        run: NewRun,
+        owner: &str,
+        lease_until: hearth_core::Timestamp,
+        model: &str,
+        mode: Option<&str>,
+    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+        if self
+            .thread_settings(&run.thread_key)
+            .await?
+            .has_own_settings()
+        {
+            let outcome = self
+                .create_claimed_run(run, owner, lease_until, "", None)
+                .await?;
+            return Ok((outcome, None));
+        }
+        self.create_claimed_run_seeing_history(run, owner, lease_until, model, mode)
+            .await
+    }
+
     /// What a run reads as it starts or resumes: its journal (as
     /// [`RunStore::journal_of_run`]) and its thread's context (as
     /// [`HistoryStore::thread_context`]), read together; a store may answer

@@ -197,6 +197,55 @@ async fn two_replicas(
     (a, b, dir_a, dir_b)
 }
 
+/// A message is stored without its thread's settings read first: the
+/// insert stores it claimed only if the thread has none of its own. A
+/// model, a thinking level or a mode set on one replica is still what a
+/// message sent to the other runs with; a thread without settings runs
+/// with the defaults.
+#[tokio::test]
+async fn settings_set_on_one_replica_choose_the_run_of_a_message_sent_to_another() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    let (s, v) = a
+        .send(
+            reqwest::Method::PUT,
+            "/v1/threads/api:set/model",
+            json!({ "model": "fake/other-model" }),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) = a
+        .send(
+            reqwest::Method::PUT,
+            "/v1/threads/api:planned/mode",
+            json!({ "mode": "plan" }),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+
+    let answer = b.ask("api:set", "which model").await;
+    assert_eq!(answer["status"], "succeeded", "{answer}");
+    assert_eq!(answer["model"], "fake/other-model", "{answer}");
+    assert_eq!(fake.requests().last().unwrap()["model"], "other-model");
+
+    let answer = b.ask("api:planned", "make a plan").await;
+    assert_eq!(answer["status"], "succeeded", "{answer}");
+    let sent = fake.requests().last().unwrap().clone();
+    let system = sent["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("plan mode"), "{system}");
+
+    let answer = b.ask("api:plain", "hello").await;
+    assert_eq!(answer["status"], "succeeded", "{answer}");
+    assert_eq!(answer["model"], "fake/fake-model", "{answer}");
+    let sent = fake.requests().last().unwrap().clone();
+    assert_eq!(sent["model"], "fake-model");
+    let system = sent["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(!system.contains("plan mode"), "{system}");
+}
+
 #[tokio::test]
 async fn a_confirmation_answered_on_one_replica_resumes_the_run_on_another_within_a_second() {
     let Some(url) = database().await else {

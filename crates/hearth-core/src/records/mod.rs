@@ -393,6 +393,14 @@ pub struct ThreadState {
     pub mode_expires_at: Option<Timestamp>,
 }
 
+impl ThreadState {
+    /// Whether the thread has settings of its own that choose a run's
+    /// model, thinking or mode otherwise than the defaults do.
+    pub fn has_own_settings(&self) -> bool {
+        self.model.is_some() || self.mode.is_some() || self.thinking != "off"
+    }
+}
+
 /// What [`Store::new_session`](crate::Store::new_session) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NewSession {

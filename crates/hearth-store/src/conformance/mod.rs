@@ -78,6 +78,7 @@ macro_rules! store_conformance_tests {
             threads: [
                 history_is_oldest_first_and_limited,
                 thread_state_defaults_updates_and_clear,
+                a_run_stored_assuming_defaults_is_held_on_a_thread_with_settings,
                 new_session_cancels_the_run_and_clears_history_together,
                 the_incognito_flag_is_kept_and_listed,
                 concurrent_settings_of_a_new_thread_are_all_kept,

@@ -328,6 +328,66 @@ pub async fn thread_modes_are_kept_and_a_run_keeps_its_first_mode<S: ThreadStore
     }
 }
 
+/// A run stored assuming the defaults (its thread's settings not read) is
+/// stored claimed with the model and mode given on a thread without
+/// settings of its own (none at all, or all back to the defaults), and held
+/// (claimed, without a model or mode) on a thread with a model, a thinking
+/// level or a mode of its own, whoever set them.
+pub async fn a_run_stored_assuming_defaults_is_held_on_a_thread_with_settings<S: crate::Store>(
+    store: S,
+) {
+    use crate::records::CreateRunOutcome;
+    store
+        .set_thread_model("t_model", Some("p/other"))
+        .await
+        .unwrap();
+    store.set_thread_thinking("t_think", "high").await.unwrap();
+    store
+        .set_thread_mode("t_moded", Some("plan"), None)
+        .await
+        .unwrap();
+    // Set, then set back: a row of defaults.
+    store
+        .set_thread_model("t_back", Some("p/other"))
+        .await
+        .unwrap();
+    store.set_thread_model("t_back", None).await.unwrap();
+    let cases = [
+        ("t_none", true),
+        ("t_back", true),
+        ("t_model", false),
+        ("t_think", false),
+        ("t_moded", false),
+    ];
+    for (thread, claimed) in cases {
+        let run = super::fixtures::new_run(&format!("run_{thread}"), thread, None);
+        let (outcome, _) = store
+            .create_claimed_run_assuming_defaults(run, "node-a", 10_000, "p/m", Some("ask"))
+            .await
+            .unwrap();
+        let CreateRunOutcome::Created(run) = outcome else {
+            panic!("{thread}: a new run: {outcome:?}");
+        };
+        assert_eq!(
+            (run.status, run.lease_owner.as_deref()),
+            (hearth_core::RunStatus::Running, Some("node-a")),
+            "{thread}: claimed by its owner either way"
+        );
+        let (model, mode) = if claimed {
+            (Some("p/m"), Some("ask"))
+        } else {
+            (None, None)
+        };
+        // Without a model: none on PostgreSQL, empty on SQLite.
+        let stored = run.model.as_deref().filter(|m| !m.is_empty());
+        assert_eq!((stored, run.mode.as_deref()), (model, mode), "{thread}");
+        assert_eq!(
+            store.get_run(&run.run_id).await.unwrap().unwrap().model,
+            run.model
+        );
+    }
+}
+
 /// Thread keys are found by prefix in byte order, a page at a time; the
 /// messages of every thread are found by all of their words, newest first,
 /// a page at a time, and a thread's new session takes its messages out of

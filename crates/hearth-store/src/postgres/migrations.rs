@@ -79,10 +79,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         20,
         include_str!("../../migrations/postgres/0020_access_notify.sql"),
     ),
+    (
+        21,
+        include_str!("../../migrations/postgres/0021_store_run_assuming_defaults.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 20;
+pub(crate) const LATEST: u32 = 21;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -281,6 +281,7 @@ impl PostgresStore {
         owner: &str,
         lease_until: hearth_core::Timestamp,
         model: &str,
+        assumes_defaults: bool,
     ) -> (
         bool,
         Vec<Result<(crate::records::CreateRunOutcome, Option<bool>)>>,
@@ -288,7 +289,11 @@ impl PostgresStore {
         let queued = runs
             .into_iter()
             .map(|(run, claimed)| {
-                run_insert::QueuedRun::new(run, claimed.then_some((owner, lease_until, model)))
+                run_insert::QueuedRun::new(
+                    run,
+                    claimed.then_some((owner, lease_until, model)),
+                    assumes_defaults,
+                )
             })
             .collect();
         batch_queue::write_as_one_batch::<batch_queue::Runs>(
@@ -399,5 +404,24 @@ impl Store for PostgresStore {
 
     async fn run_start(&self, run_id: &str, thread_key: &str) -> Result<crate::RunStart> {
         history::run_start(self, run_id, thread_key).await
+    }
+
+    async fn create_claimed_run_assuming_defaults(
+        &self,
+        run: crate::records::NewRun,
+        owner: &str,
+        lease_until: hearth_core::Timestamp,
+        model: &str,
+        mode: Option<&str>,
+    ) -> Result<(crate::records::CreateRunOutcome, Option<bool>)> {
+        // The settings are checked by the insert (migration 0021), not read.
+        let claim = run_insert::Claim {
+            owner,
+            lease_until,
+            model,
+            mode,
+            assumes_defaults: true,
+        };
+        run_insert::store_run(self, run, Some(&claim)).await
     }
 }

@@ -14,12 +14,16 @@ use crate::error::{Result, StoreError};
 use crate::records::{CreateRunOutcome, NewRun};
 
 /// Who claims a run as it is created, until when, with which model (none
-/// when empty: a run stored claimed before it is prepared).
+/// when empty: a run stored claimed before it is prepared), and whether
+/// the model and mode were chosen from the defaults, without the thread's
+/// settings read (then the run is stored held, without them, if its thread
+/// has settings: migration 0021).
 pub(super) struct Claim<'a> {
     pub(super) owner: &'a str,
     pub(super) lease_until: Timestamp,
     pub(super) model: &'a str,
     pub(super) mode: Option<&'a str>,
+    pub(super) assumes_defaults: bool,
 }
 
 /// The class of the per-thread advisory locks ("hear" in ASCII), apart from
@@ -31,30 +35,32 @@ const THREAD_LOCK_CLASS: i32 = 0x6865_6172;
 
 /// Stores a run: the thread's advisory lock, then the insert (queued, or
 /// claimed when its thread has nothing unfinished), in one statement
-/// (`hearth_store_run_seeing_history`, migration 0018; 0016 has why its
-/// insert sees every earlier run of the thread); returns the run, or
-/// nothing when its idempotency key is taken, and whether its thread had
-/// any stored message, asked in the insert's snapshot.
+/// (`hearth_store_run_assuming_defaults`, migration 0021; 0016 has why its
+/// insert sees every earlier run of the thread, 0018 why it says whether
+/// the thread had messages); returns the run, or nothing when its
+/// idempotency key is taken, and whether its thread had any stored
+/// message, asked in the insert's snapshot.
 const STORE_RUN_SQL: &str = concat!(
     "SELECT ",
     run_columns!(),
     ", had_messages FROM (SELECT (r.run).*, r.had_messages \
-     FROM hearth_store_run_seeing_history($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-     $13, $14, $15) AS r) AS stored"
+     FROM hearth_store_run_assuming_defaults($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+     $12, $13, $14, $15, $16) AS r) AS stored"
 );
 
 /// The column of [`STORE_RUN_SQL`]'s row after the run's.
 const HAD_MESSAGES_COLUMN: usize = 22;
 
-/// Stores several runs (`hearth_store_runs`, migration 0019): a row per
-/// run stored, as [`STORE_RUN_SQL`]'s, then its position in the arrays
-/// (from 1); none for a run whose idempotency key was taken.
+/// Stores several runs (`hearth_store_runs_assuming_defaults`, migration
+/// 0021; 0019 has why of the batch): a row per run stored, as
+/// [`STORE_RUN_SQL`]'s, then its position in the arrays (from 1); none for
+/// a run whose idempotency key was taken.
 const STORE_RUNS_SQL: &str = concat!(
     "SELECT ",
     run_columns!(),
     ", had_messages, i FROM (SELECT (r.run).*, r.had_messages, r.i \
-     FROM hearth_store_runs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-     $13, $14, $15) AS r) AS stored"
+     FROM hearth_store_runs_assuming_defaults($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+     $12, $13, $14, $15, $16) AS r) AS stored"
 );
 
 /// The column of [`STORE_RUNS_SQL`]'s row after `had_messages`.
@@ -70,6 +76,7 @@ struct RunInsert<'a> {
     lease_until: Option<Timestamp>,
     model: Option<&'a str>,
     mode: Option<&'a str>,
+    assumes_defaults: bool,
 }
 
 impl<'a> RunInsert<'a> {
@@ -87,10 +94,11 @@ impl<'a> RunInsert<'a> {
             lease_until: claim.map(|c| c.lease_until),
             model: claim.map(|c| c.model),
             mode: claim.and_then(|c| c.mode),
+            assumes_defaults: claim.is_some_and(|c| c.assumes_defaults),
         })
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 15] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 16] {
         let run = self.run;
         [
             &run.run_id,
@@ -108,6 +116,7 @@ impl<'a> RunInsert<'a> {
             &self.model,
             &self.mode,
             &run.parent_run_id,
+            &self.assumes_defaults,
         ]
     }
 }
@@ -189,6 +198,7 @@ pub(super) async fn store_run(
             lease_until: c.lease_until,
             model: c.model.to_owned(),
             mode: c.mode.map(str::to_owned),
+            assumes_defaults: c.assumes_defaults,
         }),
     };
     store.runs().write(queued).await
@@ -201,9 +211,14 @@ pub(super) struct QueuedRun {
 }
 
 impl QueuedRun {
-    /// `run`, claimed by `(owner, lease until, model)` when given.
+    /// `run`, claimed by `(owner, lease until, model)` when given, that
+    /// model chosen from the defaults when `assumes_defaults`.
     #[cfg(feature = "conformance")]
-    pub(super) fn new(run: NewRun, claim: Option<(&str, Timestamp, &str)>) -> Self {
+    pub(super) fn new(
+        run: NewRun,
+        claim: Option<(&str, Timestamp, &str)>,
+        assumes_defaults: bool,
+    ) -> Self {
         QueuedRun {
             run,
             claim: claim.map(|(owner, lease_until, model)| ClaimOwned {
@@ -211,6 +226,7 @@ impl QueuedRun {
                 lease_until,
                 model: model.to_owned(),
                 mode: None,
+                assumes_defaults,
             }),
         }
     }
@@ -222,6 +238,7 @@ pub(super) struct ClaimOwned {
     lease_until: Timestamp,
     model: String,
     mode: Option<String>,
+    assumes_defaults: bool,
 }
 
 impl ClaimOwned {
@@ -231,6 +248,7 @@ impl ClaimOwned {
             lease_until: self.lease_until,
             model: &self.model,
             mode: self.mode.as_deref(),
+            assumes_defaults: self.assumes_defaults,
         }
     }
 }
@@ -278,13 +296,14 @@ pub(super) async fn store_together(
     let models = column(&inserts, |i| i.model);
     let modes = column(&inserts, |i| i.mode);
     let parents = column(&inserts, |i| i.run.parent_run_id.as_deref());
+    let assumed = column(&inserts, |i| i.assumes_defaults);
     let stmt = client.prepare_cached(STORE_RUNS_SQL).await?;
     let rows = client
         .query(
             &stmt,
             &[
                 &run_ids, &threads, &users, &sources, &input, &keys, &statuses, &created, &scopes,
-                &roles, &owners, &leases, &models, &modes, &parents,
+                &roles, &owners, &leases, &models, &modes, &parents, &assumed,
             ],
         )
         .await?;
@@ -318,6 +337,7 @@ mod tests {
         for sql in [
             include_str!("../../migrations/postgres/0016_store_run.sql"),
             include_str!("../../migrations/postgres/0018_store_run_sees_history.sql"),
+            include_str!("../../migrations/postgres/0021_store_run_assuming_defaults.sql"),
         ] {
             assert!(
                 sql.contains(&format!(

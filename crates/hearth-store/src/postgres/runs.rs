@@ -571,6 +571,7 @@ impl RunStore for PostgresStore {
             lease_until,
             model,
             mode,
+            assumes_defaults: false,
         };
         store_run(self, run, Some(&claim)).await
     }

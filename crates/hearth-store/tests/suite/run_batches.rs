@@ -39,6 +39,7 @@ async fn runs_stored_together_are_each_stored_as_alone() {
             "replica-1",
             9_999_999_999_999,
             "p/m",
+            false,
         )
         .await;
     assert!(together, "one statement stored the batch: {outcomes:?}");
@@ -95,6 +96,7 @@ async fn a_run_postgresql_refuses_fails_only_its_own_caller() {
             "replica-1",
             9_999_999_999_999,
             "p/m",
+            false,
         )
         .await;
     assert!(!together);
@@ -221,6 +223,7 @@ async fn batches_holding_threads_in_opposite_orders_do_not_deadlock() {
                     "replica",
                     9_999_999_999_999,
                     "p/m",
+                    false,
                 )
                 .await
         })
@@ -253,4 +256,49 @@ async fn batches_holding_threads_in_opposite_orders_do_not_deadlock() {
         );
         assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     }
+}
+
+/// A batch whose models were chosen from the defaults (no settings read):
+/// the run of a thread with settings of its own is stored held, without a
+/// model, and the others claimed with the model given, each as alone.
+#[tokio::test]
+async fn runs_stored_together_assuming_defaults_are_held_where_a_thread_has_settings() {
+    let Some(url) = fresh_database_url().await else {
+        return;
+    };
+    let store = PostgresStore::connect(&url, TEST_URL_VAR, 2).await.unwrap();
+    store
+        .set_thread_model("configured", Some("p/other"))
+        .await
+        .unwrap();
+    let (together, outcomes) = store
+        .store_as_one_batch(
+            vec![
+                (new_run("plain", "plain", None), true),
+                (new_run("set", "configured", None), true),
+            ],
+            "replica-1",
+            9_999_999_999_999,
+            "p/m",
+            true,
+        )
+        .await;
+    assert!(together, "one statement stored the batch: {outcomes:?}");
+    let runs: Vec<RunRecord> = outcomes
+        .into_iter()
+        .map(|o| run_of(&o.unwrap().0).clone())
+        .collect();
+    assert_eq!(
+        (runs[0].status, runs[0].model.as_deref()),
+        (RunStatus::Running, Some("p/m"))
+    );
+    assert_eq!(
+        (
+            runs[1].status,
+            runs[1].lease_owner.as_deref(),
+            runs[1].model.as_deref()
+        ),
+        (RunStatus::Running, Some("replica-1"), None),
+        "held for its worker"
+    );
 }
