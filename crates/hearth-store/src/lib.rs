@@ -129,8 +129,10 @@ pub trait Store:
     /// model, a thinking level other than `off`, a mode); else stored held
     /// (claimed by `owner`, without a model or mode) for its worker to
     /// prepare from those settings and claim again. The returned run's
-    /// model tells which (none or empty: held). A store whose reads are in process reads the
-    /// settings first.
+    /// model tells which (none or empty: held). A store whose reads are in
+    /// process reads the settings first; PostgreSQL checks them in the
+    /// insert (migration 0021), by the rule of
+    /// [`ThreadState::has_own_settings`].
     async fn create_claimed_run_assuming_defaults(
         &self,
         run: NewRun,

@@ -395,7 +395,9 @@ pub struct ThreadState {
 
 impl ThreadState {
     /// Whether the thread has settings of its own that choose a run's
-    /// model, thinking or mode otherwise than the defaults do.
+    /// model, thinking or mode otherwise than the defaults do. PostgreSQL's
+    /// insert of a run stored assuming the defaults applies the same rule
+    /// (`hearth-store` migration 0021): change both together.
     pub fn has_own_settings(&self) -> bool {
         self.model.is_some() || self.mode.is_some() || self.thinking != "off"
     }
