@@ -13,7 +13,7 @@ use hearth_store::{AuditEvent, StepKind, StepStatus};
 use serde_json::Value;
 
 use super::tools::{CallEnd, ToolCall};
-use super::{Engine, EventSink, Progress, RunInput, Stop, limit};
+use super::{Engine, EventSink, Progress, RunInput, Stop};
 use crate::engine::run_io::{ModelCalls, Outcome, RunResult};
 use crate::wall::WallClock;
 
@@ -51,26 +51,16 @@ impl Engine {
         let cancel = input.cancel.clone();
         let max_wall = self.limits.max_wall;
         let clock = WallClock::new(max_wall);
-        let result = {
-            let body = self.direct(&input, &call, sink, &clock);
-            tokio::pin!(body);
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => break Err(Stop::Cancelled),
-                    r = &mut body => break r,
-                    _ = tokio::time::sleep_until(clock.next_check()) => {
-                        if clock.expired() {
-                            break Err(limit(format!(
-                                "the call took longer than max_wall_secs = {} s and was stopped",
-                                max_wall.as_secs()
-                            )));
-                        }
-                    }
-                }
-            }
-        };
-        if matches!(result, Err(Stop::Cancelled)) {
+        let body = self.direct(&input, &call, sink, &clock);
+        let super::bounded::Bounded { result, cut } =
+            super::bounded::bounded(body, &cancel, &clock, || {
+                format!(
+                    "the call took longer than max_wall_secs = {} s and was stopped",
+                    max_wall.as_secs()
+                )
+            })
+            .await;
+        if cut {
             self.mark_cut_calls(&input).await;
         }
         let (outcome, audited) = match result {

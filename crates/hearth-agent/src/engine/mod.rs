@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::compaction::CompactionConfig;
 use crate::confirm::{CONFIRMATION_TTL, ConfirmationHub};
+mod bounded;
 mod call;
 mod compact;
 mod confirm_gate;
@@ -477,31 +478,24 @@ impl Engine {
         };
         let shared = family.is_some() && crate::subagents::is_subagent(&input.thread_key);
         let calls = ModelCalls::default();
-        let result = {
-            let body = self.drive(&mut input, history, sink, clock, &calls);
-            tokio::pin!(body);
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => break Err(Stop::Cancelled),
-                    r = &mut body => break r,
-                    _ = tokio::time::sleep_until(clock.next_check()) => {
-                        if clock.expired() {
-                            let who = if shared { "the run and the agent that started it" } else { "the run" };
-                            break Err(limit(format!(
-                                "{who} took longer than max_wall_secs = {} s and was stopped",
-                                max_wall.as_secs()
-                            )));
-                        }
-                    }
-                }
-            }
-        };
+        let body = self.drive(&mut input, history, sink, clock, &calls);
+        let bounded::Bounded { result, cut } = bounded::bounded(body, &cancel, clock, || {
+            let who = if shared {
+                "the run and the agent that started it"
+            } else {
+                "the run"
+            };
+            format!(
+                "{who} took longer than max_wall_secs = {} s and was stopped",
+                max_wall.as_secs()
+            )
+        })
+        .await;
         let (cut_off, model_calls) = take_calls(&calls);
         if let Some(step) = cut_off {
             self.journal_cut_off(&input, step).await;
         }
-        if matches!(result, Err(Stop::Cancelled)) {
+        if cut {
             self.mark_cut_calls(&input).await;
         }
         // Closing first makes later steer attempts fail (the runtime then

@@ -88,12 +88,20 @@ impl Tool for Write {
 }
 
 async fn engine_with(tools: ToolRegistry, dir: &std::path::Path) -> (Engine, Arc<dyn Store>) {
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(&dir.join("e.db"), Durability::Normal).unwrap());
     let limits = Limits {
         tool_timeout: Duration::from_secs(10),
         ..Limits::default()
     };
+    engine_with_limits(tools, dir, limits).await
+}
+
+async fn engine_with_limits(
+    tools: ToolRegistry,
+    dir: &std::path::Path,
+    limits: Limits,
+) -> (Engine, Arc<dyn Store>) {
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(&dir.join("e.db"), Durability::Normal).unwrap());
     // These tests are about ordering and containment; confirmations have
     // their own tests in hearth-runtime.
     let confirm = hearth_agent::ConfirmPolicy {
@@ -104,6 +112,26 @@ async fn engine_with(tools: ToolRegistry, dir: &std::path::Path) -> (Engine, Arc
         Engine::new(store.clone(), tools, limits, "sys".into()).with_confirmations(confirm),
         store,
     )
+}
+
+/// A write tool that never answers.
+struct Hangs(ToolSpec);
+
+#[async_trait::async_trait]
+impl Tool for Hangs {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn class(&self) -> ToolClass {
+        ToolClass::Write
+    }
+    async fn call(
+        &self,
+        _ctx: &hearth_tools::ToolContext,
+        _args: Value,
+    ) -> Result<Value, ToolError> {
+        std::future::pending().await
+    }
 }
 
 async fn run(engine: &Engine, store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &str) -> Outcome {
@@ -554,4 +582,62 @@ async fn a_private_key_in_fetched_json_reaches_neither_provider_nor_store() {
             "the key reached the store"
         );
     }
+}
+
+/// A run cancelled once its wall time has run out ends as the limit ends it:
+/// the deadline came first. A parent stopped by its family's clock cancels
+/// its children, whose share of that clock ran out at the same instant; each
+/// child then fails on the limit, whichever of the two its task saw first.
+#[tokio::test]
+async fn a_cancel_after_the_wall_time_ran_out_ends_the_run_on_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        max_wall: Duration::ZERO,
+        ..Limits::default()
+    };
+    let (engine, store) = engine_with_limits(ToolRegistry::new(), dir.path(), limits).await;
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::text("too late"));
+    let input = stored_run(&store, &fake, "go").await;
+    input.cancel.cancel();
+    match engine.run(input, &Sink).await.outcome {
+        Outcome::Failed(e) => {
+            assert_eq!(e.code, "limit_exceeded", "{e:?}");
+            assert!(e.message.contains("max_wall_secs = 0 s"), "{e:?}");
+        }
+        other => panic!("expected the limit, got {other:?}"),
+    }
+}
+
+/// A write-class call cut off by the wall time may have acted: its step is
+/// journaled `unknown`, as when a cancel cuts it off, not left `started`.
+#[tokio::test]
+async fn a_write_call_cut_off_by_the_wall_time_is_journaled_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(Hangs(spec("send_mail"))));
+    let limits = Limits {
+        max_wall: Duration::from_millis(300),
+        tool_timeout: Duration::from_secs(60),
+        ..Limits::default()
+    };
+    let (engine, store) = engine_with_limits(tools, dir.path(), limits).await;
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_calls(vec![ToolCallSpec::new(
+        "c1",
+        "send_mail",
+        "{}",
+    )]));
+    let input = stored_run(&store, &fake, "mail it").await;
+    let run_id = input.run_id.clone();
+    match engine.run(input, &Sink).await.outcome {
+        Outcome::Failed(e) => assert_eq!(e.code, "limit_exceeded", "{e:?}"),
+        other => panic!("expected the limit, got {other:?}"),
+    }
+    let steps = store.steps(&run_id).await.unwrap();
+    let call = steps
+        .iter()
+        .find(|s| s.kind == hearth_store::StepKind::Tool)
+        .unwrap_or_else(|| panic!("no tool step: {steps:?}"));
+    assert_eq!(call.status, hearth_store::StepStatus::Unknown, "{call:?}");
 }
