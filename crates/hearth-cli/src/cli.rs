@@ -35,14 +35,10 @@ pub struct Global {
     /// The config file (default: <home>/hearth.toml).
     #[arg(long, env = "HEARTH_CONFIG", global = true)]
     pub config: Option<PathBuf>,
-    /// The server's URL, for client commands.
-    #[arg(
-        long,
-        env = "HEARTH_URL",
-        default_value = "http://127.0.0.1:7777",
-        global = true
-    )]
-    pub url: String,
+    /// The server's URL, for client commands (default: the address the
+    /// home's config binds, else http://127.0.0.1:7777).
+    #[arg(long, env = "HEARTH_URL", global = true)]
+    pub url: Option<String>,
     /// API token, for client commands.
     #[arg(long, env = "HEARTH_TOKEN", global = true, hide_env_values = true)]
     pub token: Option<String>,

@@ -51,7 +51,7 @@ struct Bridge {
 
 /// Runs the bridge until stdin closes.
 pub async fn run(g: &Global) -> Result<(), Exit> {
-    let base = crate::client::base_url(&g.url)?;
+    let base = crate::client::base_url(&crate::client::server_url(g))?;
     let http = hearth_http::client_builder()
         .build()
         .map_err(|e| Exit::from(anyhow::anyhow!("cannot build the HTTP client: {e}")))?;

@@ -19,6 +19,8 @@ mod skills;
 mod threads;
 mod usage;
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
 use futures_util::StreamExt;
 use hearth_core::RunEventKind;
 use hearth_llm::sse::SseDecoder;
@@ -47,9 +49,14 @@ impl Api {
             .map_err(|e| Exit::from(anyhow::anyhow!("cannot build the HTTP client: {e}")))?;
         Ok(Self {
             http,
-            base: base_url(&g.url)?,
+            base: base_url(&server_url(g))?,
             token: g.token.clone(),
         })
+    }
+
+    /// The server's base URL.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
     }
 
     pub(crate) fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
@@ -213,6 +220,47 @@ impl Api {
     }
 }
 
+/// The server's URL when neither `--url` nor `HEARTH_URL` gives one and
+/// the configuration names no address to ask.
+pub(crate) const DEFAULT_URL: &str = "http://127.0.0.1:7777";
+
+/// The server's URL: `--url`/`HEARTH_URL` when given, else the address the
+/// home's configuration binds (`[server] bind` with its environment
+/// override, as `hearth serve` reads it), else the default. A replica with
+/// its own home and port is then reached with `--home` alone. A
+/// configuration that does not load leaves the default: the command's error
+/// then names the URL it tried.
+pub(crate) fn server_url(g: &Global) -> String {
+    if let Some(url) = &g.url {
+        return url.clone();
+    }
+    let bind = crate::serve::home_dir(g)
+        .ok()
+        .and_then(|home| crate::serve::load_config(g, &home).ok())
+        .and_then(|config| config.server.bind.parse().ok());
+    given_or_bind(None, bind)
+}
+
+/// `given` when there is one, else `bind` as a URL (a wildcard address asked
+/// on loopback; port 0 says nothing of where the server listens), else the
+/// default.
+pub(crate) fn given_or_bind(given: Option<&str>, bind: Option<SocketAddr>) -> String {
+    if let Some(url) = given {
+        return url.to_owned();
+    }
+    match bind {
+        Some(addr) if addr.port() != 0 => {
+            let ip = match addr.ip() {
+                IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+                ip => ip,
+            };
+            format!("http://{}", SocketAddr::new(ip, addr.port()))
+        }
+        _ => DEFAULT_URL.to_owned(),
+    }
+}
+
 /// The server's base URL, checked: `--url` must carry its http:// or
 /// https:// scheme (without one, `localhost:7777` parses as a URL whose
 /// scheme is `localhost`, and requests fail with an opaque builder error).
@@ -354,6 +402,26 @@ pub async fn run(g: &Global, command: Command) -> Result<(), Exit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_url_given_wins_else_the_bind_address_on_loopback() {
+        let bind = |s: &str| Some(s.parse::<SocketAddr>().unwrap());
+        assert_eq!(
+            given_or_bind(Some("http://10.0.0.2:9000"), bind("127.0.0.1:7000")),
+            "http://10.0.0.2:9000"
+        );
+        assert_eq!(
+            given_or_bind(None, bind("0.0.0.0:7000")),
+            "http://127.0.0.1:7000"
+        );
+        assert_eq!(given_or_bind(None, bind("[::]:7000")), "http://[::1]:7000");
+        assert_eq!(
+            given_or_bind(None, bind("10.1.2.3:7000")),
+            "http://10.1.2.3:7000"
+        );
+        assert_eq!(given_or_bind(None, bind("127.0.0.1:0")), DEFAULT_URL);
+        assert_eq!(given_or_bind(None, None), DEFAULT_URL);
+    }
 
     #[test]
     fn a_url_without_a_scheme_is_a_usage_error_that_shows_the_fix() {

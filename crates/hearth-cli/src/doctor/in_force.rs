@@ -11,7 +11,7 @@
 //! `ok` line saying so: nothing `serve` would refuse.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -20,15 +20,13 @@ use serde_json::Value;
 
 use super::{Report, Status};
 use crate::cli::Global;
+use crate::client::given_or_bind;
 
 /// The check's name in the report.
 const NAME: &str = "config in force";
 /// How long the server gets to answer: it is local, and doctor must not
 /// hang on one that does not answer.
 const TIMEOUT: Duration = Duration::from_secs(3);
-/// `--url`'s default (cli.rs): when the URL is this one it was not given,
-/// and the configured bind address says better where the server listens.
-const DEFAULT_URL: &str = "http://127.0.0.1:7777";
 /// What secret states are compared as: the server's environment is not
 /// this shell's, and a secret set in one and not the other is no change of
 /// the file.
@@ -63,7 +61,7 @@ pub async fn check(report: &mut Report, g: &Global, at: &Running<'_>, file_view:
         || "the running hearth serve".to_owned(),
         |p| format!("hearth serve (PID {p})"),
     );
-    let base = match crate::client::base_url(&server_url(&g.url, at.bind)) {
+    let base = match crate::client::base_url(&given_or_bind(g.url.as_deref(), at.bind)) {
         Ok(b) => b,
         Err(e) => {
             report.bad(NAME, Status::Warn, format!("{:#}", e.error), None);
@@ -131,22 +129,6 @@ pub async fn check(report: &mut Report, g: &Global, at: &Running<'_>, file_view:
             }
             report.ok(NAME, message);
         }
-    }
-}
-
-/// The server's URL: `--url`/`HEARTH_URL` when given, else the configured
-/// bind address (a wildcard one asked on loopback), else the default.
-fn server_url(url: &str, bind: Option<SocketAddr>) -> String {
-    match bind {
-        Some(addr) if url == DEFAULT_URL && addr.port() != 0 => {
-            let ip = match addr.ip() {
-                IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-                IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-                ip => ip,
-            };
-            format!("http://{}", SocketAddr::new(ip, addr.port()))
-        }
-        _ => url.to_owned(),
     }
 }
 
@@ -235,25 +217,6 @@ fn normalise(v: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_url_given_wins_else_the_bind_address_on_loopback() {
-        let bind = |s: &str| Some(s.parse::<SocketAddr>().unwrap());
-        assert_eq!(
-            server_url("http://10.0.0.2:9000", bind("127.0.0.1:7000")),
-            "http://10.0.0.2:9000"
-        );
-        assert_eq!(
-            server_url(DEFAULT_URL, bind("0.0.0.0:7000")),
-            "http://127.0.0.1:7000"
-        );
-        assert_eq!(
-            server_url(DEFAULT_URL, bind("[::]:7000")),
-            "http://[::1]:7000"
-        );
-        assert_eq!(server_url(DEFAULT_URL, bind("127.0.0.1:0")), DEFAULT_URL);
-        assert_eq!(server_url(DEFAULT_URL, None), DEFAULT_URL);
-    }
 
     #[test]
     fn sections_differ_by_their_values_not_by_secret_states_or_the_bind() {

@@ -179,11 +179,11 @@ async fn reach(g: &Global, api: &Api, spawn: bool) -> Result<(), Exit> {
              terminal, or as a service with `hearth service install`), or run `hearth chat \
              --spawn` to start it in the background; a remote server is given with --url or \
              HEARTH_URL (and its token with HEARTH_TOKEN)",
-            url = g.url
+            url = api.base()
         )
         .into());
     }
-    let log = start_server(g)?;
+    let log = start_server(g, api.base())?;
     let deadline = tokio::time::Instant::now() + SPAWN_WAIT;
     while tokio::time::Instant::now() < deadline {
         if up().await {
@@ -193,7 +193,7 @@ async fn reach(g: &Global, api: &Api, spawn: bool) -> Result<(), Exit> {
     }
     Err(anyhow::anyhow!(
         "started `hearth serve` but it did not answer at {} within {} s; its output is in {}",
-        g.url,
+        api.base(),
         SPAWN_WAIT.as_secs(),
         log.display()
     )
@@ -203,8 +203,8 @@ async fn reach(g: &Global, api: &Api, spawn: bool) -> Result<(), Exit> {
 /// Starts `hearth serve` on the URL's address, in its own process group
 /// (the terminal's Ctrl+C and hang-up do not reach it), its output in a
 /// log file; returns the file.
-fn start_server(g: &Global) -> Result<std::path::PathBuf, Exit> {
-    let url = reqwest::Url::parse(&g.url).map_err(|e| anyhow::anyhow!("--url: {e}"))?;
+fn start_server(g: &Global, base: &str) -> Result<std::path::PathBuf, Exit> {
+    let url = reqwest::Url::parse(base).map_err(|e| anyhow::anyhow!("--url: {e}"))?;
     let host = url.host_str().unwrap_or_default();
     let ip = host
         .trim_start_matches('[')
@@ -216,7 +216,7 @@ fn start_server(g: &Global) -> Result<std::path::PathBuf, Exit> {
         return Err(Exit::config(anyhow::anyhow!(
             "--spawn starts a server on this machine, but {} is not a loopback address; start \
              the remote one there",
-            g.url
+            base
         )));
     }
     let port = url.port_or_known_default().unwrap_or(7777);

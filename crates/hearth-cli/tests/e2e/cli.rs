@@ -148,6 +148,34 @@ async fn thinking_set_says_when_the_model_clamps_the_level() {
     assert_eq!((code, out.trim(), err.as_str()), (0, "off", ""));
 }
 
+/// Without `--url` or `HEARTH_URL`, client commands ask the address the
+/// home's config binds: a replica with its own home and port is reached
+/// with `--home` alone.
+#[tokio::test]
+async fn client_commands_ask_the_address_the_home_binds() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let h = Hearth::start(dir.path(), Some(&fake_config(&fake.base_url()))).await;
+    // The file names the port the server took (it was started on port 0).
+    let port = h.url.rsplit(':').next().unwrap();
+    let config = format!(
+        "{}[server]\nbind = \"0.0.0.0:{port}\"\n",
+        fake_config(&fake.base_url())
+    );
+    std::fs::write(dir.path().join("hearth.toml"), config).unwrap();
+    let (code, out, err) = hearth_at(dir.path(), &["health"], &[]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    // A URL given still wins over the file.
+    let (code, _, err) = hearth_at(
+        dir.path(),
+        &["health"],
+        &[("HEARTH_URL", "http://127.0.0.1:9")],
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("at http://127.0.0.1:9"), "{err}");
+}
+
 #[tokio::test]
 async fn a_url_without_a_scheme_gets_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
