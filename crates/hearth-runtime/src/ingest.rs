@@ -5,7 +5,7 @@ use hearth_agent::firewall::SecretScanner;
 use hearth_agent::policy::{parse_subject, validate_scope};
 use hearth_agent::subagents::MARKER;
 use hearth_core::{DeliveryMode, Inbound, RunEnvelope, RunEventKind, RunStatus, now_ms};
-use hearth_store::{CreateRunOutcome, NewRun};
+use hearth_store::{CreateRunOutcome, NewRun, RunClaim};
 use serde_json::json;
 use tracing::info;
 
@@ -245,8 +245,42 @@ impl Runtime {
             && self.inner.scheduler.is_idle(&new_run.thread_key);
         // Whether the thread had any stored message, when the store says.
         let mut had_history = None;
-        let outcome = match &prepared {
-            Some(p) => {
+        // A run stored queued on a shared store may be claimed by another
+        // replica: what the client supplied goes with it, or that replica
+        // would run it with the thread's model and history.
+        let carried = if self.inner.store.cluster().is_some() && !incognito {
+            overrides.carried()
+        } else {
+            None
+        };
+        let outcome = match (&prepared, carried) {
+            (prepared, Some(carried)) => {
+                let model = prepared.as_ref().map(|p| p.model.to_string());
+                let claim = match (prepared, &model) {
+                    (Some(p), Some(model)) => Some(RunClaim {
+                        owner,
+                        lease_until: until,
+                        model,
+                        mode: Some(p.mode.as_str()),
+                        assumes_defaults: assumed,
+                    }),
+                    _ => hold.then(|| RunClaim {
+                        owner,
+                        lease_until: until,
+                        model: "",
+                        mode: overrides.mode.as_deref(),
+                        assumes_defaults: false,
+                    }),
+                };
+                store
+                    .create_run_supplied(new_run, claim, &carried)
+                    .await
+                    .map(|(outcome, had)| {
+                        had_history = had.filter(|_| prepared.is_some());
+                        outcome
+                    })
+            }
+            (Some(p), None) => {
                 let model = p.model.to_string();
                 let mode = Some(p.mode.as_str());
                 if assumed {
@@ -264,12 +298,12 @@ impl Runtime {
                 })
             }
             // No model yet: the store keeps none.
-            None if hold => {
+            (None, None) if hold => {
                 store
                     .create_claimed_run(new_run, owner, until, "", overrides.mode.as_deref())
                     .await
             }
-            None => store.create_run(new_run).await,
+            (None, None) => store.create_run(new_run).await,
         };
         let run = match outcome {
             Ok(CreateRunOutcome::Existing(run)) => return Ok(envelope(&run)),

@@ -6,6 +6,9 @@
 //! them holds its request open for the answer. A run recovered after a
 //! restart has lost them and runs as an ordinary message of its thread (its
 //! client's connection died with the process, so nobody reads that answer).
+//! On a shared store, a run stored queued may be claimed by another replica:
+//! its model and history are stored with it then (`RunOverrides::carried`),
+//! and the claim brings them to that replica.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -55,6 +58,54 @@ impl RunOverrides {
     }
 }
 
+impl RunOverrides {
+    /// What another replica needs to run this message as asked, when there
+    /// is anything: the model and the conversation a client sent (JSON,
+    /// `{"model"?, "history"?}`), for a run stored queued on a shared store
+    /// (`Store::create_run_supplied`). The rest is a sub-agent's, whose run
+    /// its parent's replica stores claimed, and which is read again from the
+    /// parent's journal when the child is recovered.
+    pub(crate) fn carried(&self) -> Option<String> {
+        if self.model.is_none() && self.history.is_none() {
+            return None;
+        }
+        let mut carried = serde_json::Map::new();
+        if let Some(model) = &self.model {
+            carried.insert("model".into(), model.clone().into());
+        }
+        if let Some(history) = &self.history {
+            match serde_json::to_value(history) {
+                Ok(h) => {
+                    carried.insert("history".into(), h);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not write a run's supplied history for the other replicas; only this one runs it as asked");
+                    return None;
+                }
+            }
+        }
+        Some(serde_json::Value::Object(carried).to_string())
+    }
+
+    /// The overrides another replica stored with a run ([`Self::carried`]).
+    pub(crate) fn from_carried(json: &str) -> std::result::Result<Self, serde_json::Error> {
+        let mut carried: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json)?;
+        let model = carried
+            .remove("model")
+            .map(serde_json::from_value)
+            .transpose()?;
+        let history = carried
+            .remove("history")
+            .map(serde_json::from_value)
+            .transpose()?;
+        Ok(RunOverrides {
+            model,
+            history,
+            ..RunOverrides::default()
+        })
+    }
+}
+
 /// Overrides of runs accepted here and not started yet, by run id.
 #[derive(Default)]
 pub(crate) struct Supplied(Mutex<HashMap<String, RunOverrides>>);
@@ -66,6 +117,16 @@ impl Supplied {
         }
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         map.insert(run_id.to_owned(), overrides);
+    }
+
+    /// Keeps `overrides` for `run_id` unless this process holds some
+    /// already (it took the message: what it holds is the same).
+    pub(crate) fn put_if_absent(&self, run_id: &str, overrides: RunOverrides) {
+        if overrides.is_empty() {
+            return;
+        }
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(run_id.to_owned()).or_insert(overrides);
     }
 
     /// The run's overrides (empty when it has none), removed: a run uses them once.
@@ -140,6 +201,53 @@ mod tests {
         s.put("r2", o.clone());
         assert_eq!(s.take("r2"), o);
         assert_eq!(s.take("r2"), RunOverrides::default());
+    }
+
+    #[test]
+    fn a_model_and_a_history_travel_and_nothing_else_does() {
+        let o = RunOverrides {
+            history: Some(vec![Message::text(Role::User, "where did I park")]),
+            model: Some("fake/other".into()),
+            background: true,
+            tools: Some(vec!["web_fetch".into()]),
+            max_steps: Some(3),
+            parent_run_id: Some("run_p".into()),
+            mode: Some("plan".into()),
+        };
+        let json = o.carried().unwrap();
+        let back = RunOverrides::from_carried(&json).unwrap();
+        assert_eq!(back.model, o.model);
+        assert_eq!(back.history, o.history);
+        assert_eq!(back.tools, None);
+        assert_eq!(back.max_steps, None);
+        assert_eq!(back.mode, None);
+        assert!(!back.background);
+        let plain = RunOverrides {
+            background: true,
+            ..RunOverrides::default()
+        };
+        assert_eq!(plain.carried(), None);
+        assert!(RunOverrides::from_carried("not json").is_err());
+    }
+
+    #[test]
+    fn what_this_process_holds_is_kept_over_what_the_store_returns() {
+        let s = Supplied::default();
+        let mine = RunOverrides {
+            model: Some("fake/a".into()),
+            ..RunOverrides::default()
+        };
+        s.put("r1", mine.clone());
+        s.put_if_absent(
+            "r1",
+            RunOverrides {
+                model: Some("fake/b".into()),
+                ..RunOverrides::default()
+            },
+        );
+        assert_eq!(s.take("r1"), mine);
+        s.put_if_absent("r2", mine.clone());
+        assert_eq!(s.take("r2"), mine);
     }
 
     #[test]

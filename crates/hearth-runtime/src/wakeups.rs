@@ -176,7 +176,7 @@ impl Runtime {
             let Some(run) = cluster.claim_next(owner, until, now).await? else {
                 break;
             };
-            self.adopt(&run);
+            self.adopt(run);
             n += 1;
         }
         if n > 0 {
@@ -185,8 +185,19 @@ impl Runtime {
         Ok(n)
     }
 
-    /// Queues a run this process claimed, as the recovery sweep does.
-    fn adopt(&self, run: &RunRecord) {
+    /// Queues a run this process claimed, as the recovery sweep does, with
+    /// what the surface that took its message on another replica supplied.
+    fn adopt(&self, claimed: hearth_store::Claimed) {
+        let run = &claimed.run;
+        if let Some(json) = &claimed.supplied {
+            match crate::supplied::RunOverrides::from_carried(json) {
+                Ok(overrides) => self.inner.supplied.put_if_absent(&run.run_id, overrides),
+                // Run as its thread says, and say why.
+                Err(e) => {
+                    warn!(run_id = %run.run_id, error = %e, "a claimed run's supplied model and history are not readable; it runs with its thread's");
+                }
+            }
+        }
         if run.source == crate::direct::DIRECT_SOURCE {
             self.inner.direct.put(&run.run_id);
         }
@@ -231,7 +242,7 @@ impl Runtime {
             .claim_next_of_thread(thread_key, owner, until, now)
             .await
         {
-            Ok(Some(run)) => self.adopt(&run),
+            Ok(Some(run)) => self.adopt(run),
             Ok(None) => {}
             Err(e) => {
                 warn!(error = %e, "could not claim a thread's next run; a wake-up or the next round takes it");

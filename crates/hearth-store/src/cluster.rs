@@ -11,6 +11,18 @@ use hearth_core::Timestamp;
 use crate::error::Result;
 use crate::records::RunRecord;
 
+/// A run a replica claimed from the queue, with what the surface that took
+/// its message supplied for it beyond the message (JSON, as the runtime
+/// wrote it with [`Store::create_run_supplied`](crate::Store::create_run_supplied)),
+/// when the run was stored queued with any.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The run, claimed.
+    pub run: RunRecord,
+    /// Its supplied part, if it has one.
+    pub supplied: Option<String>,
+}
+
 /// What the database tells a replica (PostgreSQL `LISTEN`/`NOTIFY`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wake {
@@ -116,7 +128,7 @@ pub trait ClusterStore: Send + Sync {
         owner: &str,
         lease_until: Timestamp,
         now: Timestamp,
-    ) -> Result<Option<RunRecord>>;
+    ) -> Result<Option<Claimed>>;
 
     /// [`ClusterStore::claim_next`] among the runs of `thread_key` only: the
     /// replica that ended a thread's run takes the thread's next one at once.
@@ -126,7 +138,7 @@ pub trait ClusterStore: Send + Sync {
         owner: &str,
         lease_until: Timestamp,
         now: Timestamp,
-    ) -> Result<Option<RunRecord>>;
+    ) -> Result<Option<Claimed>>;
 
     /// Gives up the leases `owner` holds on unfinished runs other than
     /// `keep` (a replica stopping: runs it claimed and did not start go to

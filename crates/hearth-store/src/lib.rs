@@ -47,7 +47,7 @@ pub use channels::{
     OutboxStatus, OutboxStore, PairingLimits, PairingOutcome, PairingRecord, ReplyMessage,
     ReplyRouter, RunEnd,
 };
-pub use cluster::{ClusterStore, ReplicaBeat, ReplicaRecord, Wake};
+pub use cluster::{Claimed, ClusterStore, ReplicaBeat, ReplicaRecord, Wake};
 pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
 pub use grants::GrantStore;
@@ -153,6 +153,42 @@ pub trait Store:
         }
         self.create_claimed_run_seeing_history(run, owner, lease_until, model, mode)
             .await
+    }
+
+    /// Stores `run` as [`RunStore::create_run`] does, or claimed as `claim`
+    /// says (as [`RunStore::create_claimed_run_seeing_history`], or with
+    /// `assumes_defaults` as [`Store::create_claimed_run_assuming_defaults`]),
+    /// with `supplied`: what the surface that took the message sent for its
+    /// run beyond it (a model, a conversation of its own; JSON). When the
+    /// run is stored queued, another replica may claim it, so a shared
+    /// store keeps `supplied` with it and returns it with the claim
+    /// ([`ClusterStore::claim_next`]); a run stored claimed is run by the
+    /// caller, which holds them. A store of one process keeps nothing: the
+    /// process that took the message runs it.
+    async fn create_run_supplied(
+        &self,
+        run: NewRun,
+        claim: Option<RunClaim<'_>>,
+        supplied: &str,
+    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+        let _ = supplied;
+        match claim {
+            None => Ok((self.create_run(run).await?, None)),
+            Some(c) if c.assumes_defaults => {
+                self.create_claimed_run_assuming_defaults(
+                    run,
+                    c.owner,
+                    c.lease_until,
+                    c.model,
+                    c.mode,
+                )
+                .await
+            }
+            Some(c) => {
+                self.create_claimed_run_seeing_history(run, c.owner, c.lease_until, c.model, c.mode)
+                    .await
+            }
+        }
     }
 
     /// What a run reads as it starts or resumes: its journal (as

@@ -246,6 +246,57 @@ async fn settings_set_on_one_replica_choose_the_run_of_a_message_sent_to_another
     assert!(!system.contains("plan mode"), "{system}");
 }
 
+/// An OpenAI client's request names a model and sends its conversation
+/// with it. Sent to one replica while the thread (one per `user`) is busy
+/// on another, it is stored queued, and whichever replica runs it next runs
+/// it with that model and that conversation, not the thread's.
+#[tokio::test]
+async fn a_request_queued_behind_a_run_on_another_replica_keeps_its_model_and_history() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    fake.respond_with(|body| {
+        let texts = user_texts(body);
+        (texts.last().map(String::as_str) == Some("slow"))
+            .then(|| Reply::text("slow answer").with_delay(Duration::from_millis(1500)))
+    });
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    let (s, v) = a
+        .post(json!({ "text": "slow", "thread_key": "openai:pgu", "user_key": "openai:user:pgu" }))
+        .await;
+    assert_eq!(s, 202, "{v}");
+    let busy = tokio::time::Instant::now() + Duration::from_secs(10);
+    while fake.request_count() == 0 {
+        assert!(
+            tokio::time::Instant::now() < busy,
+            "the first run never called"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let body = json!({
+        "model": "hearth/fake/other-model",
+        "user": "pgu",
+        "messages": [
+            {"role": "user", "content": "where did I park"},
+            {"role": "assistant", "content": "level 3"},
+            {"role": "user", "content": "and the keys"},
+        ],
+    });
+    let (s, v) = b
+        .send(reqwest::Method::POST, "/openai/v1/chat/completions", body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let sent = fake.requests().last().unwrap().clone();
+    let messages = &sent["messages"];
+    assert_eq!(sent["model"], "other-model", "{messages}");
+    assert_eq!(
+        user_texts(&sent),
+        ["where did I park", "and the keys"],
+        "the client's conversation, not the thread's: {messages}"
+    );
+}
+
 #[tokio::test]
 async fn a_confirmation_answered_on_one_replica_resumes_the_run_on_another_within_a_second() {
     let Some(url) = database().await else {

@@ -25,8 +25,8 @@ use hearth_core::Timestamp;
 
 use super::PostgresStore;
 use super::rows::{self, run_columns};
+use crate::cluster::Claimed;
 use crate::error::Result;
-use crate::records::RunRecord;
 
 /// The claim, with `{thread}` the extra condition on the candidate's
 /// thread (empty for any thread). `$1` owner, `$2` lease until, `$3` now.
@@ -48,19 +48,25 @@ macro_rules! claim_sql {
              AND (status = 'queued' OR (status IN ('running', 'awaiting_confirmation') \
              AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < $3))) \
              RETURNING ",
-            run_columns!()
+            run_columns!(),
+            ", (SELECT s.body::text FROM run_supplied AS s WHERE s.run_id = runs.run_id)"
         )
     };
 }
 
-/// Claims the oldest claimable run (of `thread_key` when given).
+/// The column of a claim's row after the run's: what the run's surface
+/// supplied (migration 0022), if anything.
+const SUPPLIED_COLUMN: usize = 22;
+
+/// Claims the oldest claimable run (of `thread_key` when given), with what
+/// its surface supplied when it was stored queued with any.
 pub(crate) async fn claim_next(
     store: &PostgresStore,
     thread_key: Option<&str>,
     owner: &str,
     lease_until: Timestamp,
     now: Timestamp,
-) -> Result<Option<RunRecord>> {
+) -> Result<Option<Claimed>> {
     let client = store.client().await?;
     let row = match thread_key {
         None => {
@@ -78,7 +84,13 @@ pub(crate) async fn claim_next(
                 .await?
         }
     };
-    row.map(|row| rows::run(&row)).transpose()
+    row.map(|row| {
+        Ok(Claimed {
+            run: rows::run(&row)?,
+            supplied: rows::col(&row, SUPPLIED_COLUMN)?,
+        })
+    })
+    .transpose()
 }
 
 /// Gives up `owner`'s leases on unfinished runs other than `keep`; the

@@ -7,7 +7,6 @@ use super::rows::{col, unsigned};
 use super::wide;
 use crate::cluster::{ClusterStore, ReplicaBeat, ReplicaRecord, Wake};
 use crate::error::Result;
-use crate::records::RunRecord;
 
 #[async_trait::async_trait]
 impl ClusterStore for PostgresStore {
@@ -134,7 +133,7 @@ impl ClusterStore for PostgresStore {
         owner: &str,
         lease_until: Timestamp,
         now: Timestamp,
-    ) -> Result<Option<RunRecord>> {
+    ) -> Result<Option<crate::cluster::Claimed>> {
         super::claims::claim_next(self, None, owner, lease_until, now).await
     }
 
@@ -144,7 +143,7 @@ impl ClusterStore for PostgresStore {
         owner: &str,
         lease_until: Timestamp,
         now: Timestamp,
-    ) -> Result<Option<RunRecord>> {
+    ) -> Result<Option<crate::cluster::Claimed>> {
         super::claims::claim_next(self, Some(thread_key), owner, lease_until, now).await
     }
 

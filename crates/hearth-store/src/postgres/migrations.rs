@@ -83,10 +83,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         21,
         include_str!("../../migrations/postgres/0021_store_run_assuming_defaults.sql"),
     ),
+    (
+        22,
+        include_str!("../../migrations/postgres/0022_run_supplied.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 21;
+pub(crate) const LATEST: u32 = 22;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -424,4 +424,13 @@ impl Store for PostgresStore {
         };
         run_insert::store_run(self, run, Some(&claim)).await
     }
+
+    async fn create_run_supplied(
+        &self,
+        run: crate::records::NewRun,
+        claim: Option<crate::records::RunClaim<'_>>,
+        supplied: &str,
+    ) -> Result<(crate::records::CreateRunOutcome, Option<bool>)> {
+        run_insert::store_run_supplied(self, run, claim.as_ref(), supplied).await
+    }
 }

@@ -32,6 +32,15 @@ impl RetentionStore for PostgresStore {
         let channel_records = super::outbox::purge(&tx, c.channel_records_before).await?;
         let reply_messages =
             super::outbox::purge_reply_messages(&tx, c.reply_messages_before).await?;
+        // What the surfaces supplied for runs stored queued (migration
+        // 0022) is read by the claim of the run's replica, and again only
+        // if the run is resumed: nobody reads it once the run ended.
+        tx.execute(
+            "DELETE FROM run_supplied AS s USING runs AS r WHERE r.run_id = s.run_id \
+             AND r.status NOT IN ('queued', 'running', 'awaiting_confirmation')",
+            &[],
+        )
+        .await?;
         tx.commit().await?;
         Ok(PurgeReport {
             memories,

@@ -13,18 +13,9 @@ use crate::codec::to_json;
 use crate::error::{Result, StoreError};
 use crate::records::{CreateRunOutcome, NewRun};
 
-/// Who claims a run as it is created, until when, with which model (none
-/// when empty: a run stored claimed before it is prepared), and whether
-/// the model and mode were chosen from the defaults, without the thread's
-/// settings read (then the run is stored held, without them, if its thread
-/// has settings: migration 0021).
-pub(super) struct Claim<'a> {
-    pub(super) owner: &'a str,
-    pub(super) lease_until: Timestamp,
-    pub(super) model: &'a str,
-    pub(super) mode: Option<&'a str>,
-    pub(super) assumes_defaults: bool,
-}
+/// Who claims a run as it is created (migration 0021 has what
+/// `assumes_defaults` changes).
+pub(super) use crate::records::RunClaim as Claim;
 
 /// The class of the per-thread advisory locks ("hear" in ASCII), apart from
 /// any other advisory lock: `hearth_store_run` (migration 0016) takes
@@ -50,6 +41,22 @@ const STORE_RUN_SQL: &str = concat!(
 
 /// The column of [`STORE_RUN_SQL`]'s row after the run's.
 const HAD_MESSAGES_COLUMN: usize = 22;
+
+/// [`STORE_RUN_SQL`] that also keeps `$17`, what the run's surface supplied
+/// beyond its message (JSON text), when the run is stored queued: another
+/// replica may claim it then, and a claim returns it (migration 0022). In
+/// the statement that stores the run, so no replica sees the run without
+/// it. Same row as [`STORE_RUN_SQL`]'s.
+const STORE_RUN_SUPPLIED_SQL: &str = concat!(
+    "WITH stored AS (SELECT (r.run).*, r.had_messages \
+     FROM hearth_store_run_assuming_defaults($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+     $12, $13, $14, $15, $16) AS r), \
+     kept AS (INSERT INTO run_supplied (run_id, body) \
+     SELECT run_id, $17::text::jsonb FROM stored WHERE status = 'queued') \
+     SELECT ",
+    run_columns!(),
+    ", had_messages FROM stored"
+);
 
 /// Stores several runs (`hearth_store_runs_assuming_defaults`, migration
 /// 0021; 0019 has why of the batch): a row per run stored, as
@@ -164,14 +171,28 @@ async fn inserted_or_twin(
 /// and both store their run claimed: two runs of one thread at once. The
 /// same function as [`store_run`], so both write the same columns the same
 /// way, and a follow-up costs one statement.
+///
+/// With `supplied`, it is kept with the run if the run is stored queued
+/// ([`STORE_RUN_SUPPLIED_SQL`]).
 pub(super) async fn insert_run(
     c: &impl GenericClient,
     run: &NewRun,
     claim: Option<&Claim<'_>>,
+    supplied: Option<&str>,
 ) -> Result<(CreateRunOutcome, Option<bool>)> {
-    let store = c.prepare_cached(STORE_RUN_SQL).await?;
     let params = RunInsert::new(run, claim)?;
-    let inserted = c.query_opt(&store, &params.params()).await?;
+    let inserted = match supplied {
+        None => {
+            let store = c.prepare_cached(STORE_RUN_SQL).await?;
+            c.query_opt(&store, &params.params()).await?
+        }
+        Some(supplied) => {
+            let store = c.prepare_cached(STORE_RUN_SUPPLIED_SQL).await?;
+            let mut all: Vec<&(dyn ToSql + Sync)> = params.params().to_vec();
+            all.push(&supplied);
+            c.query_opt(&store, &all).await?
+        }
+    };
     let had = match &inserted {
         Some(row) => Some(row.try_get::<_, bool>(HAD_MESSAGES_COLUMN)?),
         None => None,
@@ -270,7 +291,9 @@ pub(super) async fn store_together(
     let client = super::pooled(pool, target).await?;
     if let [one] = runs {
         let claim = one.claim.as_ref().map(ClaimOwned::borrowed);
-        return Ok(vec![insert_run(&client, &one.run, claim.as_ref()).await?]);
+        return Ok(vec![
+            insert_run(&client, &one.run, claim.as_ref(), None).await?,
+        ]);
     }
     let claims: Vec<Option<Claim<'_>>> = runs
         .iter()
@@ -325,6 +348,20 @@ pub(super) async fn store_together(
         out.push((inserted_or_twin(&client, &q.run, row).await?, had));
     }
     Ok(out)
+}
+
+/// Stores `run` with what its surface supplied (see [`insert_run`]), in a
+/// statement of its own in autocommit, outside the queue of messages that
+/// are stored together: such messages are few (an OpenAI-compatible
+/// client's), and each waits for a model's answer anyway.
+pub(super) async fn store_run_supplied(
+    store: &PostgresStore,
+    run: NewRun,
+    claim: Option<&Claim<'_>>,
+    supplied: &str,
+) -> Result<(CreateRunOutcome, Option<bool>)> {
+    let client = store.client().await?;
+    insert_run(&client, &run, claim, Some(supplied)).await
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ async fn finish_run(store: &PostgresStore, finish: RunFinish) -> Result<Finished
             .await?;
     }
     for run in &finish.follow_ups {
-        insert_run(&tx, run, None).await?;
+        insert_run(&tx, run, None, None).await?;
     }
     shared::enqueue_outbox(&tx, &finish.outbox, finish.finished_at).await?;
     for observed in &finish.arm_observations {

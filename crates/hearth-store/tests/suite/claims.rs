@@ -37,12 +37,22 @@ async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
     created(&store, "a2", "ta").await;
     let until = NOW + 10_000;
 
-    let first = cluster.claim_next("r1", until, NOW).await.unwrap().unwrap();
+    let first = cluster
+        .claim_next("r1", until, NOW)
+        .await
+        .unwrap()
+        .unwrap()
+        .run;
     assert_eq!(first.run_id, "a1");
     assert_eq!(first.status, RunStatus::Running);
     assert_eq!(first.lease_owner.as_deref(), Some("r1"));
     // a2 waits behind a1, which runs: b1 is next, then nothing.
-    let second = cluster.claim_next("r2", until, NOW).await.unwrap().unwrap();
+    let second = cluster
+        .claim_next("r2", until, NOW)
+        .await
+        .unwrap()
+        .unwrap()
+        .run;
     assert_eq!(second.run_id, "b1");
     assert!(
         cluster
@@ -69,7 +79,8 @@ async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
         .claim_next("r3", later + 10_000, later)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .run;
     assert_eq!(taken.run_id, "a1");
     assert_eq!(taken.lease_owner.as_deref(), Some("r3"));
     assert_eq!(
@@ -98,7 +109,8 @@ async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
         .claim_next_of_thread("ta", "r3", later + 10_000, later)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .run;
     assert_eq!(next.run_id, "a2");
 
     // A stopping replica gives up what it claimed and did not start.
@@ -113,7 +125,8 @@ async fn the_next_claim_takes_the_oldest_head_of_a_thread_and_lapsed_leases() {
         .claim_next("r4", later + 10_000, later)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .run;
     assert_eq!(again.run_id, "a2");
 }
 
@@ -143,7 +156,9 @@ async fn concurrent_claimers_take_each_run_once_and_keep_each_threads_order() {
             let mut idle_rounds = 0;
             while idle_rounds < 20 {
                 let cluster = store.cluster().unwrap();
-                let Some(run) = cluster.claim_next(&owner, NOW + 60_000, NOW).await.unwrap() else {
+                let Some(hearth_store::Claimed { run, .. }) =
+                    cluster.claim_next(&owner, NOW + 60_000, NOW).await.unwrap()
+                else {
                     idle_rounds += 1;
                     tokio::task::yield_now().await;
                     continue;
@@ -324,4 +339,95 @@ async fn messages_racing_into_one_idle_thread_are_claimed_at_most_once_and_kept_
         let first = runs.iter().map(|r| r.seq).min().unwrap();
         assert_eq!(claimed[0].seq, first, "round {round}: {runs:#?}");
     }
+}
+
+/// How many runs have a supplied part kept (migration 0022).
+async fn kept_supplied(store: &PostgresStore) -> i64 {
+    let url = std::env::var("HEARTH_TEST_POSTGRES_URL").unwrap();
+    let db = store.target().rsplit('/').next().unwrap().to_owned();
+    let url = hearth_store::postgres::testing::with_dbname(&url, &db);
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .query_one("SELECT count(*) FROM run_supplied", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// A message stored queued with what its surface supplied (a model, a
+/// client's conversation) gives it to the replica that claims it; one
+/// stored claimed by the replica that took it keeps nothing (that replica
+/// runs it); the retention pass drops what finished runs kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_queued_run_was_supplied_comes_with_its_claim() {
+    use hearth_store::conformance::fixtures::new_run;
+    use hearth_store::{RetentionCutoffs, RetentionStore, RunClaim};
+
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let cluster = store.cluster().unwrap();
+    let supplied = r#"{"model":"fake/other"}"#;
+    let claim = RunClaim {
+        owner: "r1",
+        lease_until: NOW + 10_000,
+        model: "fake/m",
+        mode: None,
+        assumes_defaults: true,
+    };
+    // On an idle thread the run is stored claimed: nothing is kept.
+    let (first, _) = store
+        .create_run_supplied(new_run("s1", "ts", None), Some(claim), supplied)
+        .await
+        .unwrap();
+    let hearth_store::CreateRunOutcome::Created(first) = first else {
+        panic!("s1 is new");
+    };
+    assert_eq!(first.lease_owner.as_deref(), Some("r1"));
+    assert_eq!(kept_supplied(&store).await, 0);
+    // Behind it, the next is stored queued, and kept with it.
+    let (second, _) = store
+        .create_run_supplied(new_run("s2", "ts", None), Some(claim), supplied)
+        .await
+        .unwrap();
+    let hearth_store::CreateRunOutcome::Created(second) = second else {
+        panic!("s2 is new");
+    };
+    assert_eq!(second.status, RunStatus::Queued);
+    assert_eq!(kept_supplied(&store).await, 1);
+    // A twin (same idempotency key) keeps nothing more.
+    let keyed = || new_run("s3", "tk", Some("key"));
+    store.create_run(keyed()).await.unwrap();
+    let (twin, _) = store
+        .create_run_supplied(keyed(), None, supplied)
+        .await
+        .unwrap();
+    assert!(matches!(twin, hearth_store::CreateRunOutcome::Existing(_)));
+    assert_eq!(kept_supplied(&store).await, 1);
+
+    ended(&store, "s1").await;
+    let next = cluster
+        .claim_next_of_thread("ts", "r2", NOW + 10_000, NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.run.run_id, "s2");
+    let got: serde_json::Value = serde_json::from_str(next.supplied.as_deref().unwrap()).unwrap();
+    assert_eq!(got, serde_json::json!({"model": "fake/other"}));
+
+    let cutoffs = RetentionCutoffs {
+        memories_unused_since: 0,
+        audit_before: 0,
+        confirmations_expired_before: 0,
+        channel_records_before: 0,
+        reply_messages_before: 0,
+    };
+    store.purge_expired(cutoffs).await.unwrap();
+    assert_eq!(kept_supplied(&store).await, 1, "s2 still runs");
+    ended(&store, "s2").await;
+    store.purge_expired(cutoffs).await.unwrap();
+    assert_eq!(kept_supplied(&store).await, 0, "s2 ended");
 }
