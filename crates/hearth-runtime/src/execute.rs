@@ -1,8 +1,7 @@
 //! Executing runs: a per-thread worker takes the thread's next run, claims it
 //! in the store (only one caller can), runs the engine and stores the end.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use hearth_agent::{Candidate, Outcome, RunInput, ToolMode};
 use hearth_core::{ModelRef, RunError, RunEventKind, RunStatus, ThinkingLevel, now_ms};
@@ -66,39 +65,6 @@ pub(crate) struct Prepared {
     /// The thread's permission mode in force when it was prepared; a run
     /// claimed before keeps the one it was first claimed with.
     pub(crate) mode: hearth_core::PermissionMode,
-}
-
-/// Runs stored already claimed by this process, with what they were
-/// prepared with, until their thread's worker takes them. A message to a
-/// thread with nothing else to run is stored and claimed in one commit
-/// (`Runtime::ingest_stored`) instead of one each: the hot path of a chat.
-#[derive(Default)]
-pub(crate) struct Preclaimed(Mutex<HashMap<String, PreclaimedRun>>);
-
-/// The configuration a preclaimed run was prepared with (it keeps it to its
-/// end), its stored record, what it was prepared with, and whether its
-/// thread had no stored message when it was stored (its history is empty).
-type PreclaimedRun = (Arc<Live>, RunRecord, Prepared, bool);
-
-impl Preclaimed {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, PreclaimedRun>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn put(
-        &self,
-        live: Arc<Live>,
-        run: RunRecord,
-        prepared: Prepared,
-        new_thread: bool,
-    ) {
-        self.lock()
-            .insert(run.run_id.clone(), (live, run, prepared, new_thread));
-    }
-
-    pub(crate) fn take(&self, run_id: &str) -> Option<PreclaimedRun> {
-        self.lock().remove(run_id)
-    }
 }
 
 /// How a run claimed here starts.
@@ -205,6 +171,13 @@ impl Runtime {
             }
             Some(Err(_)) | None => store.claim_run(&run_id, owner, until, now).await,
         };
+        // Held here since its insert, whose lease no one else could claim
+        // it under: it never ran (a third of a lease of margin for the
+        // other replicas' clocks).
+        let held = inner
+            .held
+            .take(&run_id)
+            .filter(|h| h.unclaimed_since_insert(now, lease_ms(&inner.options) / 3));
         let run = match claimed {
             Ok(Some(run)) => run,
             Ok(None) => {
@@ -249,8 +222,8 @@ impl Runtime {
                 let start = Start {
                     cancel,
                     steer,
-                    fresh: false,
-                    new_thread: false,
+                    fresh: held.is_some(),
+                    new_thread: held.is_some_and(|h| h.new_thread),
                 };
                 self.run_claimed(&live, &Arc::new(run), prepared, start, overrides)
                     .await;
@@ -590,6 +563,7 @@ impl Runtime {
         // A run cancelled before it started leaves its overrides unused,
         // and its claim if it was stored claimed.
         self.inner.supplied.take(&run.run_id);
+        self.inner.held.take(&run.run_id);
         if self.inner.preclaimed.take(&run.run_id).is_some() {
             self.inner.executing_remove(&run.run_id);
         }

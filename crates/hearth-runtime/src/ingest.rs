@@ -276,7 +276,7 @@ impl Runtime {
                     .create_run_supplied(new_run, claim, &carried)
                     .await
                     .map(|(outcome, had)| {
-                        had_history = had.filter(|_| prepared.is_some());
+                        had_history = had;
                         outcome
                     })
             }
@@ -298,11 +298,19 @@ impl Runtime {
                 })
             }
             // No model yet: the store keeps none.
-            (None, None) if hold => {
-                store
-                    .create_claimed_run(new_run, owner, until, "", overrides.mode.as_deref())
-                    .await
-            }
+            (None, None) if hold => store
+                .create_claimed_run_seeing_history(
+                    new_run,
+                    owner,
+                    until,
+                    "",
+                    overrides.mode.as_deref(),
+                )
+                .await
+                .map(|(outcome, had)| {
+                    had_history = had;
+                    outcome
+                }),
             (None, None) => store.create_run(new_run).await,
         };
         let run = match outcome {
@@ -316,9 +324,20 @@ impl Runtime {
         // Stored claimed with its model; one stored held (its thread had
         // settings the defaults did not match) has none, and its worker
         // prepares it from them and claims it again.
+        let ours = run.lease_owner.as_deref() == Some(owner.as_str());
+        let with_model = run.model.as_deref().is_some_and(|m| !m.is_empty());
+        if ours && !with_model {
+            self.inner.held.put(
+                &run.run_id,
+                crate::claimed_here::HeldRun {
+                    lease_until: until,
+                    new_thread: had_history == Some(false),
+                },
+            );
+        }
         if let Some(prepared) = prepared
-            && run.lease_owner.as_deref() == Some(owner.as_str())
-            && run.model.as_deref().is_some_and(|m| !m.is_empty())
+            && ours
+            && with_model
         {
             // Its lease is renewed from now on, as any claimed run's.
             self.inner.executing_insert(&run.run_id);

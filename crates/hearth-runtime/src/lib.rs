@@ -13,6 +13,7 @@ pub mod budget;
 pub mod builder;
 pub mod bus;
 pub mod catalog;
+mod claimed_here;
 pub mod cluster;
 pub mod community;
 mod config_view;

@@ -103,7 +103,9 @@ pub(crate) struct Inner {
     /// Direct tool calls accepted (or recovered) and not started yet.
     pub(crate) direct: crate::direct::DirectRuns,
     /// Runs stored already claimed and prepared, not started yet.
-    pub(crate) preclaimed: crate::execute::Preclaimed,
+    pub(crate) preclaimed: crate::claimed_here::Preclaimed,
+    /// Runs stored held here, until their worker claims them again.
+    pub(crate) held: crate::claimed_here::Held,
     /// The chat channels' reply router, when there is a chat surface: it
     /// follows the surface in force (see [`SurfaceCell::replies`]).
     pub(crate) replies: Option<Arc<dyn ReplyRouter>>,
@@ -262,7 +264,8 @@ impl Runtime {
                 incognito: Incognito::default(),
                 supplied: Supplied::default(),
                 direct: crate::direct::DirectRuns::default(),
-                preclaimed: crate::execute::Preclaimed::default(),
+                preclaimed: crate::claimed_here::Preclaimed::default(),
+                held: crate::claimed_here::Held::default(),
                 replies: surface.is_some().then(|| surface_cell.replies()),
                 surface: surface_cell,
                 mcp,

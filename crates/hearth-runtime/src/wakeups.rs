@@ -298,6 +298,7 @@ impl Runtime {
             CancelFound::Active => return,
             CancelFound::Queued => {
                 self.inner.supplied.take(run_id);
+                self.inner.held.take(run_id);
                 if self.inner.preclaimed.take(run_id).is_some() {
                     self.inner.executing_remove(run_id);
                 }

@@ -297,6 +297,47 @@ async fn a_request_queued_behind_a_run_on_another_replica_keeps_its_model_and_hi
     );
 }
 
+/// A routed run is stored held (claimed, its model chosen by its worker),
+/// and its worker reads no journal for it, nor a history when its thread
+/// had none. The next run of that thread still sends the turn before it.
+#[tokio::test]
+async fn routed_runs_on_postgres_keep_their_threads_history() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let config = format!(
+        "{}[store]\nbackend = \"postgres\"\n[router]\nstrategy = \"learn\"\n",
+        fake_config(&fake.base_url())
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let h = Hearth::start_with(
+        dir.path(),
+        Some(&config),
+        &[("HEARTH_DATABASE_URL", url.as_str())],
+    )
+    .await;
+    for text in ["first question", "second question"] {
+        let answer = h.ask("api:routed", text).await;
+        assert_eq!(answer["status"], "succeeded", "{answer}");
+        let (s, trace) = h
+            .get(&format!(
+                "/v1/runs/{}/trace",
+                answer["run_id"].as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(s, 200, "{trace}");
+        assert_eq!(trace["steps"][0]["kind"], "route", "{trace}");
+    }
+    let sent = fake.requests().last().unwrap().clone();
+    assert_eq!(
+        user_texts(&sent),
+        ["first question", "second question"],
+        "{}",
+        sent["messages"]
+    );
+}
+
 #[tokio::test]
 async fn a_confirmation_answered_on_one_replica_resumes_the_run_on_another_within_a_second() {
     let Some(url) = database().await else {
