@@ -206,6 +206,21 @@ pub async fn fresh_store() -> Option<(PostgresStore, ())> {
     Some((store, ()))
 }
 
+/// A plain connection to the database `store` writes to, for a test that
+/// looks at it or changes it behind the store's back.
+pub async fn sql_client(store: &PostgresStore) -> tokio_postgres::Client {
+    let url = server_url().expect("a store of the test server was made, so it is set");
+    let db = store.target().rsplit('/').next().unwrap_or_default();
+    let (client, connection) = with_dbname(&url, db)
+        .parse::<tokio_postgres::Config>()
+        .expect("the test URL parses")
+        .connect(NoTls)
+        .await
+        .expect("the test database accepts a connection");
+    tokio::spawn(connection);
+    client
+}
+
 /// `url` with its database replaced by `name` (URLs of the form
 /// `postgres://user@host:port/db?params`).
 pub fn with_dbname(url: &str, name: &str) -> String {

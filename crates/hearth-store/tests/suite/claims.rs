@@ -343,14 +343,8 @@ async fn messages_racing_into_one_idle_thread_are_claimed_at_most_once_and_kept_
 
 /// How many runs have a supplied part kept (migration 0022).
 async fn kept_supplied(store: &PostgresStore) -> i64 {
-    let url = std::env::var("HEARTH_TEST_POSTGRES_URL").unwrap();
-    let db = store.target().rsplit('/').next().unwrap().to_owned();
-    let url = hearth_store::postgres::testing::with_dbname(&url, &db);
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    hearth_store::postgres::testing::sql_client(store)
         .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
         .query_one("SELECT count(*) FROM run_supplied", &[])
         .await
         .unwrap()

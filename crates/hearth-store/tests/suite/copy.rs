@@ -160,14 +160,7 @@ async fn a_copy_matches_table_by_table_and_ids_continue_past_the_copied_ones() {
 
 /// A client of the database `pg` writes to.
 async fn connect(pg: &PostgresStore) -> tokio_postgres::Client {
-    let url = std::env::var("HEARTH_TEST_POSTGRES_URL").unwrap();
-    let db = pg.target().rsplit('/').next().unwrap().to_owned();
-    let url = hearth_store::postgres::testing::with_dbname(&url, &db);
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
+    hearth_store::postgres::testing::sql_client(pg).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
