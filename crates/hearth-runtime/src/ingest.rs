@@ -198,10 +198,13 @@ impl Runtime {
         };
         // A thread with nothing else to run here runs this message next: it
         // is stored claimed, with its model, in one commit instead of a
-        // store and then a claim. Not for what is prepared differently (a
-        // direct call has no model, a routed run's model is chosen from
-        // the stored message) nor for the in-memory incognito store.
+        // store and then a claim. Not for a direct call (it has no model)
+        // nor for the in-memory incognito store. A routed run is routed
+        // now, from the message (kept for its worker too, should it have
+        // to prepare it again).
         let live = self.inner.live();
+        self.remember_route_input(&new_run.run_id, &new_run.input, &new_run.user_key);
+        let new_id = new_run.run_id.clone();
         // On a shared store the thread's settings are not read first: the
         // run is prepared from the defaults, and the insert stores it
         // claimed only if its thread has no settings of its own, else held
@@ -211,7 +214,6 @@ impl Runtime {
         let prepared = if !direct
             && !incognito
             && !self.is_shutting_down()
-            && !Self::routes_runs(&live)
             && self.inner.scheduler.is_idle(&new_run.thread_key)
         {
             // A failure here is left to the worker, which prepares again and
@@ -314,9 +316,16 @@ impl Runtime {
             (None, None) => store.create_run(new_run).await,
         };
         let run = match outcome {
-            Ok(CreateRunOutcome::Existing(run)) => return Ok(envelope(&run)),
+            Ok(CreateRunOutcome::Existing(run)) => {
+                // Its twin was routed (or is) as its own run.
+                self.forget_route_input(&new_id);
+                return Ok(envelope(&run));
+            }
             Ok(CreateRunOutcome::Created(run)) => run,
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                self.forget_route_input(&new_id);
+                return Err(e.into());
+            }
         };
         if incognito {
             self.inner.incognito.add_run(&run.run_id);
@@ -353,7 +362,6 @@ impl Runtime {
         if direct {
             self.inner.direct.put(&run.run_id);
         }
-        self.remember_route_input(&run);
         metrics::counter!("hearth_runs_accepted_total").increment(1);
         let log = self.inner.bus.open(&run.run_id, RunStatus::Queued);
         log.push(

@@ -345,9 +345,9 @@ impl Runtime {
         }
     }
 
-    /// Keeps a just-ingested run's message and user for its routing (only
-    /// when runs are routed).
-    pub(crate) fn remember_route_input(&self, run: &hearth_store::RunRecord) {
+    /// Keeps the message and user of the run `run_id` being stored, for its
+    /// routing (only when runs are routed).
+    pub(crate) fn remember_route_input(&self, run_id: &str, input: &str, user_key: &str) {
         let routes = self
             .inner
             .live()
@@ -360,10 +360,7 @@ impl Runtime {
                 .inputs
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(
-                    run.run_id.clone(),
-                    (run.input.clone(), run.user_key.clone()),
-                );
+                .insert(run_id.to_owned(), (input.to_owned(), user_key.to_owned()));
         }
     }
 

@@ -297,9 +297,10 @@ async fn a_request_queued_behind_a_run_on_another_replica_keeps_its_model_and_hi
     );
 }
 
-/// A routed run is stored held (claimed, its model chosen by its worker),
-/// and its worker reads no journal for it, nor a history when its thread
-/// had none. The next run of that thread still sends the turn before it.
+/// A routed run is routed as it is stored, claimed with the model chosen,
+/// and reads no history when its thread had none; the next run of that
+/// thread still sends the turn before it, and a model set on a thread
+/// still wins over the router.
 #[tokio::test]
 async fn routed_runs_on_postgres_keep_their_threads_history() {
     let Some(url) = database().await else {
@@ -336,6 +337,26 @@ async fn routed_runs_on_postgres_keep_their_threads_history() {
         "{}",
         sent["messages"]
     );
+    // A model set on the thread wins over the router, though a message is
+    // routed as it is stored (the insert holds it for its worker then).
+    let (s, v) = h
+        .send(
+            reqwest::Method::PUT,
+            "/v1/threads/api:pinned/model",
+            json!({ "model": "fake/other-model" }),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let answer = h.ask("api:pinned", "which model").await;
+    assert_eq!(answer["status"], "succeeded", "{answer}");
+    assert_eq!(answer["model"], "fake/other-model", "{answer}");
+    let (_, trace) = h
+        .get(&format!(
+            "/v1/runs/{}/trace",
+            answer["run_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_ne!(trace["steps"][0]["kind"], "route", "{trace}");
 }
 
 #[tokio::test]
