@@ -87,6 +87,7 @@ async fn fill(store: &Arc<dyn Store>, thread: &str, runs: usize) -> Result<()> {
                         arm_observations: Vec::new(),
                         model: None,
                         requested_model: None,
+                        executed_elsewhere: false,
                     })
                     .await?;
             }

@@ -113,6 +113,7 @@ async fn seed_one(
             arm_observations: Vec::new(),
             model: Some("fake/fake-model".into()),
             requested_model: None,
+            executed_elsewhere: false,
         })
         .await?;
     Ok(())

@@ -545,7 +545,25 @@ impl Runtime {
             log,
             outcome,
             (messages, steps, follow_ups),
-            AnsweredBy::default(),
+            EndDetails::default(),
+        )
+        .await;
+    }
+
+    /// [`Self::finish`] of a run cancelled by this process while another
+    /// may execute it (it is not running here): on a shared store the
+    /// executing replica's lease stays on the run until that replica has
+    /// stopped it, so the thread's next run does not start beside it.
+    pub(crate) async fn finish_cancelled_elsewhere(&self, run: &RunRecord, log: &RunLog) {
+        self.finish_answered(
+            run,
+            log,
+            Outcome::Cancelled,
+            (Vec::new(), Vec::new(), Vec::new()),
+            EndDetails {
+                executed_elsewhere: true,
+                ..EndDetails::default()
+            },
         )
         .await;
     }
@@ -558,7 +576,7 @@ impl Runtime {
         log: &RunLog,
         outcome: Outcome,
         (messages, steps, follow_ups): (Vec<hearth_core::Message>, Vec<StepRecord>, Vec<NewRun>),
-        models: AnsweredBy,
+        models: EndDetails,
     ) {
         // A run cancelled before it started leaves its overrides unused,
         // and its claim if it was stored claimed.
@@ -618,6 +636,7 @@ impl Runtime {
             arm_observations: self.take_observations(&run.run_id),
             model: models.model,
             requested_model: models.requested_model,
+            executed_elsewhere: models.executed_elsewhere,
         };
         let observed = finish.arm_observations.clone();
         if incognito {
@@ -686,6 +705,11 @@ impl Runtime {
                         code,
                         message: stored.error_message.unwrap_or_default(),
                     });
+                }
+                if !incognito {
+                    // That end kept this replica's lease, holding the thread
+                    // until the run stopped here: it has.
+                    self.let_go(&run.run_id, &run.thread_key).await;
                 }
             }
             Err(e) => {
@@ -805,28 +829,32 @@ fn candidate(
     }
 }
 
-/// The model that produced a run's answer and, when failover or the router
-/// made it differ, the one the run was asked to use.
+/// What a run's end records beyond its outcome: the model that produced its
+/// answer and, when failover or the router made it differ, the one the run
+/// was asked to use; and whether a process that is not executing the run
+/// ends it (`RunFinish::executed_elsewhere`).
 #[derive(Debug, Default, PartialEq, Eq)]
-struct AnsweredBy {
+struct EndDetails {
     model: Option<String>,
     requested_model: Option<String>,
+    executed_elsewhere: bool,
 }
 
 /// The last model call that answered names the model of the answer; none
 /// answered (a failure, a direct call) leaves the run's model as claimed.
-fn answered_by(calls: &[hearth_agent::ModelCall], requested: String) -> AnsweredBy {
+fn answered_by(calls: &[hearth_agent::ModelCall], requested: String) -> EndDetails {
     let Some(model) = calls
         .iter()
         .rev()
         .find(|c| c.answered)
         .map(|c| c.model.clone())
     else {
-        return AnsweredBy::default();
+        return EndDetails::default();
     };
     let requested_model = (model != requested).then_some(requested);
-    AnsweredBy {
+    EndDetails {
         model: Some(model),
         requested_model,
+        executed_elsewhere: false,
     }
 }

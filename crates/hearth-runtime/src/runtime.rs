@@ -429,16 +429,10 @@ impl Runtime {
                 .await;
             }
             CancelFound::NotHere => {
+                // Perhaps executing on another replica, which must stop it
+                // before the thread's next run starts.
                 let log = self.inner.bus.open(run_id, run.status);
-                self.finish(
-                    &run,
-                    &log,
-                    Outcome::Cancelled,
-                    Vec::new(),
-                    Vec::new(),
-                    Vec::new(),
-                )
-                .await;
+                self.finish_cancelled_elsewhere(&run, &log).await;
             }
         }
         self.get_run(run_id).await

@@ -302,10 +302,29 @@ impl Runtime {
                 if self.inner.preclaimed.take(run_id).is_some() {
                     self.inner.executing_remove(run_id);
                 }
+                // Claimed here and never started: nothing left to stop.
+                self.let_go(run_id, &run.thread_key).await;
             }
             CancelFound::NotHere => {}
         }
         self.settle(&log, &run).await;
+    }
+
+    /// Gives up this replica's lease on `run_id`, ended by another process
+    /// while claimed here, once nothing of it runs here any more, and takes
+    /// its thread's next run: that end kept the lease so that the thread's
+    /// next run would not start beside this one (migration 0023).
+    pub(crate) async fn let_go(&self, run_id: &str, thread_key: &str) {
+        let Some(cluster) = self.inner.store.cluster() else {
+            return;
+        };
+        match cluster.let_go(run_id, &self.inner.options.owner).await {
+            Ok(true) => self.take_next_of_thread(thread_key, true).await,
+            Ok(false) => {}
+            Err(e) => {
+                warn!(run_id, error = %e, "could not give up the lease of a run ended elsewhere; its thread waits until the lease lapses");
+            }
+        }
     }
 
     /// Ends `log` with the stored end of `run`, after the tool calls of its

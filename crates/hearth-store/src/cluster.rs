@@ -140,10 +140,18 @@ pub trait ClusterStore: Send + Sync {
         now: Timestamp,
     ) -> Result<Option<Claimed>>;
 
-    /// Gives up the leases `owner` holds on unfinished runs other than
-    /// `keep` (a replica stopping: runs it claimed and did not start go to
-    /// another replica now, not when their lease lapses). Returns how many.
+    /// Gives up the leases `owner` holds on runs other than `keep` (a
+    /// replica stopping: runs it claimed and did not start go to another
+    /// replica now, not when their lease lapses; threads of runs ended
+    /// elsewhere that it stopped go on). Returns how many.
     async fn release_run_leases(&self, owner: &str, keep: &[String]) -> Result<u64>;
+
+    /// Gives up `owner`'s lease on `run_id` once the run ended: a run ended
+    /// by another replica (a cancel answered there, a new session) keeps
+    /// the lease of the replica executing it, and its thread's next run
+    /// waits, until that replica stopped it and calls this. True when a
+    /// lease was given up.
+    async fn let_go(&self, run_id: &str, owner: &str) -> Result<bool>;
 
     /// Asks that the end of `run_id` be notified to every replica
     /// (`Wake::Ended`): this replica holds a log of a run it may not execute

@@ -228,6 +228,7 @@ pub(super) fn ended_as(run_id: &str, result: hearth_agent::RunResult) -> RunFini
         arm_observations: Vec::new(),
         model: None,
         requested_model: None,
+        executed_elsewhere: false,
     }
 }
 

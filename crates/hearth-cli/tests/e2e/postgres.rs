@@ -605,6 +605,71 @@ async fn a_cancel_on_another_replica_stops_the_run_at_once() {
     assert_eq!(stopped.last().unwrap().1, "run.cancelled", "{stopped:?}");
 }
 
+/// A cancel answered by a replica that is not executing the run ends it in
+/// the store at once, but the thread's next run must not start before the
+/// executing replica has stopped the cancelled one: one run at a time per
+/// thread. Replica a is frozen (SIGSTOP) while it executes the first run, so
+/// it cannot stop it; the next message, queued behind it, waits for a.
+#[tokio::test]
+async fn a_cancel_on_another_replica_starts_the_threads_next_run_only_once_the_first_stopped() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    fake.push(Reply::text("never delivered").with_delay(Duration::from_secs(120)));
+    let thread = "api:pg-cancel-next";
+    let (s, first) = a
+        .post(json!({ "text": "hang", "thread_key": thread }))
+        .await;
+    assert_eq!(s, 202, "{first}");
+    let first_id = first["run_id"].as_str().unwrap().to_owned();
+    fake.wait_for_requests(1).await;
+    let (s, second) = b
+        .post(json!({ "text": "next", "thread_key": thread }))
+        .await;
+    assert_eq!(s, 202, "{second}");
+    assert_eq!(second["status"], "queued", "{second}");
+    let second_id = second["run_id"].as_str().unwrap().to_owned();
+
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill")
+            .args([sig, &a.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {sig}");
+    };
+    signal("-STOP");
+    let (s, cancelled) = b
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/runs/{first_id}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, 200, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    // The cancel's end, on b, looked for the thread's next run before it
+    // answered: a still executes the first, so the next one stays queued.
+    let (_, next) = b.get(&format!("/v1/runs/{second_id}")).await;
+    signal("-CONT");
+    assert_eq!(next["status"], "queued", "{next}");
+    assert_eq!(fake.requests().len(), 1, "the next run called the model");
+
+    // Once a stops the first run, the next one starts (a wake-up, not an
+    // upkeep round, which is 10 s apart).
+    let done = poll(
+        &b,
+        &format!("/v1/runs/{second_id}"),
+        Duration::from_secs(5),
+        |v| v["status"] == "succeeded",
+    )
+    .await;
+    assert_eq!(done["output"]["text"], "echo: next", "{done}");
+    let stopped = a.events(&first_id, None).await;
+    assert_eq!(stopped.last().unwrap().1, "run.cancelled", "{stopped:?}");
+}
+
 #[tokio::test]
 async fn a_threads_follow_up_sent_to_another_replica_starts_as_soon_as_the_first_ends() {
     let Some(url) = database().await else {

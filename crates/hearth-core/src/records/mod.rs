@@ -297,6 +297,12 @@ pub struct RunFinish {
     /// The model the run was asked to use, when it differs from `model`
     /// (stored as the run's `requested_model`; `None` leaves it unset).
     pub requested_model: Option<String>,
+    /// Ended by a process that is not executing the run (a cancel answered
+    /// by another replica). On a shared store the unexpired lease of the
+    /// replica that executes it stays on the ended run until that replica
+    /// has stopped it and lets go, so the thread's next run cannot start
+    /// while this one still runs there.
+    pub executed_elsewhere: bool,
 }
 
 /// How `usage` groups its rows.

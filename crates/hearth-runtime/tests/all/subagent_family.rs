@@ -305,6 +305,7 @@ async fn children_and_the_parent_come_from_the_recorded_parent_run_id() {
             arm_observations: Vec::new(),
             model: Some("fake/small".into()),
             requested_model: None,
+            executed_elsewhere: false,
         };
         assert!(store.finish_run(done).await.unwrap());
     }
@@ -534,6 +535,7 @@ async fn a_child_that_ended_before_a_crash_still_counts_against_the_family() {
         arm_observations: Vec::new(),
         model: Some("fake/small".into()),
         requested_model: None,
+        executed_elsewhere: false,
     };
     assert!(store.finish_run(done).await.unwrap());
     let second = hearth_core::new_run_id();

@@ -85,6 +85,7 @@ pub fn finish(run_id: &str, messages: Vec<Message>) -> RunFinish {
         arm_observations: Vec::new(),
         model: None,
         requested_model: None,
+        executed_elsewhere: false,
     }
 }
 

@@ -6,7 +6,11 @@
 //! different candidate instead of queuing on the same one; the outer `UPDATE`
 //! re-checks claimability on the row as the lock found it. A run is
 //! claimable when it is queued, or unfinished with a lease that lapsed (its
-//! replica died), and no earlier run of its thread is unfinished.
+//! replica died), no earlier run of its thread is unfinished, and no ended
+//! run of its thread still has an unexpired lease: a run cancelled by a
+//! replica that was not executing it keeps its executor's lease until that
+//! replica stopped it and let go (migration 0023), so that the thread's
+//! next run does not start beside it.
 //!
 //! Why SKIP LOCKED cannot let two runs of one thread run at once: a run is a
 //! candidate only when every earlier run of its thread is finished in the
@@ -44,6 +48,9 @@ macro_rules! claim_sql {
             " AND NOT EXISTS (SELECT 1 FROM runs AS earlier \
              WHERE earlier.thread_key = c.thread_key AND earlier.seq < c.seq \
              AND earlier.status IN ('queued', 'running', 'awaiting_confirmation')) \
+             AND NOT EXISTS (SELECT 1 FROM runs AS held WHERE held.thread_key = c.thread_key \
+             AND held.lease_owner IS NOT NULL AND held.lease_until >= $3 \
+             AND held.status IN ('succeeded', 'failed', 'cancelled')) \
              ORDER BY c.seq LIMIT 1 FOR UPDATE SKIP LOCKED) \
              AND (status = 'queued' OR (status IN ('running', 'awaiting_confirmation') \
              AND (lease_owner IS NULL OR lease_until IS NULL OR lease_until < $3))) \
@@ -93,8 +100,9 @@ pub(crate) async fn claim_next(
     .transpose()
 }
 
-/// Gives up `owner`'s leases on unfinished runs other than `keep`; the
-/// update trigger tells the other replicas.
+/// Gives up `owner`'s leases on runs other than `keep` (on ended runs too:
+/// one ended elsewhere holds its thread until let go); the update trigger
+/// tells the other replicas.
 pub(crate) async fn release_run_leases(
     store: &PostgresStore,
     owner: &str,
@@ -104,9 +112,22 @@ pub(crate) async fn release_run_leases(
     Ok(client
         .execute(
             "UPDATE runs SET lease_owner = NULL, lease_until = NULL \
-             WHERE lease_owner = $1 AND NOT (run_id = ANY($2)) \
-             AND status IN ('queued', 'running', 'awaiting_confirmation')",
+             WHERE lease_owner = $1 AND NOT (run_id = ANY($2))",
             &[&owner, &keep],
         )
         .await?)
+}
+
+/// Gives up `owner`'s lease on the ended run `run_id`; the update trigger
+/// wakes the replicas when its thread has a queued run (migration 0023).
+pub(crate) async fn let_go(store: &PostgresStore, run_id: &str, owner: &str) -> Result<bool> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(
+            "UPDATE runs SET lease_owner = NULL, lease_until = NULL \
+             WHERE run_id = $1 AND lease_owner = $2 \
+             AND status IN ('succeeded', 'failed', 'cancelled')",
+        )
+        .await?;
+    Ok(client.execute(&stmt, &[&run_id, &owner]).await? == 1)
 }

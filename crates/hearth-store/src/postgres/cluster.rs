@@ -160,6 +160,10 @@ impl ClusterStore for PostgresStore {
         super::claims::release_run_leases(self, owner, keep).await
     }
 
+    async fn let_go(&self, run_id: &str, owner: &str) -> Result<bool> {
+        super::claims::let_go(self, run_id, owner).await
+    }
+
     fn listen(&self) -> tokio::sync::mpsc::Receiver<Wake> {
         PostgresStore::listen(self)
     }

@@ -14,7 +14,9 @@
 //! runs the guarded update ended are written.
 //!
 //! A finish the statement cannot express exactly falls back to the
-//! transaction of one statement per write (`runs::finish_run`): follow-up
+//! transaction of one statement per write (`runs::finish_run`): an end
+//! written by a replica that is not executing the run (it keeps the
+//! executor's lease; rare, so the hot statement does not carry it), follow-up
 //! runs (each stored by `insert_run` under its thread's advisory lock, held
 //! to the end's commit; calling `hearth_store_run` from the statement was
 //! not tried), two steps with one index (an upsert may
@@ -177,6 +179,7 @@ pub(super) fn fits_one_statement(finish: &RunFinish) -> bool {
     arms.sort_unstable();
     arms.dedup();
     finish.follow_ups.is_empty()
+        && !finish.executed_elsewhere
         && steps.len() == finish.steps.len()
         && arms.len() == finish.arm_observations.len()
         && finish

@@ -87,10 +87,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         22,
         include_str!("../../migrations/postgres/0022_run_supplied.sql"),
     ),
+    (
+        23,
+        include_str!("../../migrations/postgres/0023_ended_runs_hold_their_thread.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 22;
+pub(crate) const LATEST: u32 = 23;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

@@ -66,7 +66,10 @@ async fn claim_run(
              OR lease_until IS NULL OR lease_until < $4 OR lease_owner = $2))) \
              AND NOT EXISTS (SELECT 1 FROM runs AS earlier WHERE earlier.thread_key = \
              runs.thread_key AND earlier.seq < runs.seq \
-             AND earlier.status IN ('queued', 'running', 'awaiting_confirmation')) RETURNING ",
+             AND earlier.status IN ('queued', 'running', 'awaiting_confirmation')) \
+             AND NOT EXISTS (SELECT 1 FROM runs AS held WHERE held.thread_key = \
+             runs.thread_key AND held.lease_owner IS NOT NULL AND held.lease_until >= $4 \
+             AND held.status IN ('succeeded', 'failed', 'cancelled')) RETURNING ",
             run_columns!()
         ))
         .await?;
@@ -138,7 +141,9 @@ async fn finish_run(store: &PostgresStore, finish: RunFinish) -> Result<Finished
     let end = tx
         .prepare_cached(concat!(
             "UPDATE runs SET status = $2, output = $3, error_code = $4, error_message = $5, \
-             updated_at = $6, lease_owner = NULL, lease_until = NULL, last_event_seq = $7, \
+             updated_at = $6, lease_owner = CASE WHEN $10 AND lease_until >= $6 \
+             THEN lease_owner END, lease_until = CASE WHEN $10 AND lease_until >= $6 \
+             THEN lease_until END, last_event_seq = $7, \
              model = COALESCE($8, model), requested_model = COALESCE($9, requested_model) \
              WHERE run_id = $1 AND status IN ('queued', 'running', 'awaiting_confirmation') \
              RETURNING ",
@@ -158,6 +163,7 @@ async fn finish_run(store: &PostgresStore, finish: RunFinish) -> Result<Finished
                 &finish.last_event_seq.and_then(|n| i64::try_from(n).ok()),
                 &finish.model,
                 &finish.requested_model,
+                &finish.executed_elsewhere,
             ],
         )
         .await?;

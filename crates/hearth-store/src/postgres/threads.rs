@@ -239,13 +239,17 @@ impl ThreadStore for PostgresStore {
         // The conditional update takes the run's row lock: a finish of the
         // same run waits for this transaction, then finds it cancelled and
         // appends nothing to the new session. Watched: the replica executing
-        // it may be another, and learns the end from its notification.
+        // it may be another, and learns the end from its notification. An
+        // unexpired lease stays until the replica executing the run stopped
+        // it and lets go (migration 0023), so the thread's next run waits.
         let cancelled = match cancelled_run {
             Some(run_id) => {
                 let stmt = tx
                     .prepare_cached(
                         "UPDATE runs SET status = 'cancelled', updated_at = $3, \
-                         lease_owner = NULL, lease_until = NULL, watched = TRUE \
+                         lease_owner = CASE WHEN lease_until >= $3 THEN lease_owner END, \
+                         lease_until = CASE WHEN lease_until >= $3 THEN lease_until END, \
+                         watched = TRUE \
                          WHERE run_id = $1 AND thread_key = $2 \
                          AND status NOT IN ('succeeded', 'failed', 'cancelled')",
                     )

@@ -341,6 +341,107 @@ async fn messages_racing_into_one_idle_thread_are_claimed_at_most_once_and_kept_
     }
 }
 
+/// Ends `run_id` as a replica that is not executing it does (a cancel
+/// answered there) at `at`.
+async fn cancelled_elsewhere(store: &PostgresStore, run_id: &str, at: i64) {
+    let mut done = finish(run_id, Vec::new());
+    done.steps.clear();
+    done.status = RunStatus::Cancelled;
+    done.output = None;
+    done.finished_at = at;
+    done.executed_elsewhere = true;
+    assert!(store.finish_run(done).await.unwrap(), "{run_id} ends");
+}
+
+/// A run ended by a replica that is not executing it keeps the executing
+/// replica's unexpired lease: its thread's next run is neither claimed nor
+/// stored claimed until that replica lets go (migration 0023). A lease that
+/// lapsed holds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_ended_elsewhere_holds_its_thread_until_its_executor_lets_go() {
+    let Some((store, ())) = hearth_store::postgres::testing::fresh_store().await else {
+        return;
+    };
+    let cluster = store.cluster().unwrap();
+    let mut wakes = cluster.listen();
+    assert_eq!(next(&mut wakes).await, Wake::Connected);
+    created(&store, "h1", "th").await;
+    created(&store, "h2", "th").await;
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    let until = NOW + 10_000;
+    let first = cluster.claim_next("r1", until, NOW).await.unwrap().unwrap();
+    assert_eq!(first.run.run_id, "h1");
+    cancelled_elsewhere(&store, "h1", NOW + 1_000).await;
+    // The end is heard (the replica executing h1 stops it), and so is h2,
+    // which no claim takes yet.
+    assert_eq!(next(&mut wakes).await, Wake::Ended("h1".into()));
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    let h1 = store.get_run("h1").await.unwrap().unwrap();
+    assert_eq!(h1.status, RunStatus::Cancelled);
+    assert_eq!(h1.lease_owner.as_deref(), Some("r1"), "{h1:?}");
+    for owner in ["r1", "r2"] {
+        assert!(
+            cluster
+                .claim_next(owner, until, NOW + 2_000)
+                .await
+                .unwrap()
+                .is_none(),
+            "h2 waits while h1 is held"
+        );
+        assert!(
+            cluster
+                .claim_next_of_thread("th", owner, until, NOW + 2_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+    // A message to the thread meanwhile is stored queued, not claimed.
+    let mut third = hearth_store::conformance::fixtures::new_run("h3", "th", None);
+    third.created_at = NOW + 2_000;
+    match store
+        .create_claimed_run(third, "r2", until, "openai/gpt", None)
+        .await
+        .unwrap()
+    {
+        hearth_store::CreateRunOutcome::Created(run) => {
+            assert_eq!(run.status, RunStatus::Queued, "{run:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    // Only its holder lets go; then the replicas hear that h2 may start.
+    assert!(!cluster.let_go("h1", "r2").await.unwrap());
+    assert!(cluster.let_go("h1", "r1").await.unwrap());
+    assert_eq!(next(&mut wakes).await, Wake::Work);
+    let taken = cluster
+        .claim_next("r2", until, NOW + 2_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.run.run_id, "h2");
+
+    // Ended elsewhere after its lease lapsed (its replica died): nothing
+    // is held, and the thread's next run is claimable at once.
+    created(&store, "l1", "tl").await;
+    created(&store, "l2", "tl").await;
+    cluster
+        .claim_next("r1", NOW + 1_000, NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    cancelled_elsewhere(&store, "l1", NOW + 5_000).await;
+    let l1 = store.get_run("l1").await.unwrap().unwrap();
+    assert_eq!(l1.lease_owner, None, "{l1:?}");
+    let next_run = cluster
+        .claim_next_of_thread("tl", "r2", NOW + 15_000, NOW + 5_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next_run.run.run_id, "l2");
+}
+
 /// How many runs have a supplied part kept (migration 0022).
 async fn kept_supplied(store: &PostgresStore) -> i64 {
     hearth_store::postgres::testing::sql_client(store)
