@@ -21,6 +21,7 @@ mod codec;
 pub mod confirmations;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod context_cache;
 pub mod error;
 pub mod grants;
 pub mod history;

@@ -1,16 +1,23 @@
 //! Full thread history and compaction summaries on PostgreSQL.
 //!
-//! Unlike SQLite, no decoded context is kept between runs: replicas share the
-//! database, and a context cached by one would miss what another appended or
-//! deleted. Each read is instead one statement (one round trip, one
-//! snapshot) that decodes what it returns.
+//! Each replica keeps the decoded context of the threads that talk most
+//! (`crate::context_cache`), as SQLite does, so a thread that keeps talking
+//! decodes only its new messages. The read stays one statement (one round
+//! trip, one snapshot): it takes the newest summary, the messages after the
+//! last cached one (or after the summary's boundary), and whether the first
+//! cached message still exists. Another replica may have appended to the
+//! thread (those rows come after the last cached id: a thread's messages are
+//! written by its runs' ends, one run at a time, so they commit in the order
+//! of their ids) or deleted its history (always all of it, so the first
+//! cached row is gone, and the statement then reads the whole context).
 
-use hearth_core::{Content, Timestamp};
+use hearth_core::{Content, Message, Timestamp};
 use tokio_postgres::types::ToSql;
 
 use super::PostgresStore;
 use super::rows::{self, col};
 use crate::codec::{json, to_json};
+use crate::context_cache::Cached;
 use crate::error::{Result, StoreError};
 use crate::history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext, compacted,
@@ -18,27 +25,38 @@ use crate::history::{
 };
 use crate::runs::RunStart;
 
-/// The newest summary of a thread, then the messages after its boundary,
-/// oldest first: the summary is the one row with a `covers_to`, sorted
-/// before the others.
+/// The newest summary of a thread, then a row that says whether message `$3`
+/// (the first cached one) still exists, then the messages after the
+/// summary's boundary and, when it exists, after `$2` (the last cached one),
+/// oldest first. The summary is the one row with a `covers_to`; the check is
+/// the one without an id.
 const CONTEXT: &str = "WITH summary AS (SELECT id, content, covers_to FROM messages \
-     WHERE thread_key = $1 AND covers_to IS NOT NULL ORDER BY id DESC LIMIT 1) \
-     SELECT role, content, id, covers_to FROM messages \
+     WHERE thread_key = $1 AND covers_to IS NOT NULL ORDER BY id DESC LIMIT 1), \
+     kept AS (SELECT EXISTS (SELECT 1 FROM messages WHERE thread_key = $1 AND id = $3::BIGINT) AS ok) \
+     SELECT role, content, id, covers_to, FALSE FROM messages \
      WHERE thread_key = $1 AND covers_to IS NULL \
-     AND id > coalesce((SELECT covers_to FROM summary), 0) \
-     UNION ALL SELECT NULL, content, id, covers_to FROM summary \
-     ORDER BY covers_to NULLS LAST, id";
+     AND id > greatest(coalesce((SELECT covers_to FROM summary), 0), \
+     CASE WHEN (SELECT ok FROM kept) THEN $2::BIGINT ELSE 0 END) \
+     UNION ALL SELECT NULL, content, id, covers_to, FALSE FROM summary \
+     UNION ALL SELECT NULL, NULL, NULL, NULL, ok FROM kept \
+     ORDER BY 4 NULLS LAST, 3 NULLS FIRST";
 
-/// A page of history, newest first, each row with the thread's newest
-/// summary (`id`, `covers_to`) that says which rows it replaces.
-const PAGE: &str = "WITH newest AS (SELECT id, covers_to FROM messages \
-     WHERE thread_key = $1 AND covers_to IS NOT NULL ORDER BY id DESC LIMIT 1) \
-     SELECT m.id, m.role, m.content, m.run_id, m.created_at, n.id, n.covers_to \
-     FROM messages m LEFT JOIN newest n ON TRUE \
-     WHERE m.thread_key = $1 AND m.id < $2 ORDER BY m.id DESC LIMIT $3";
+/// What [`CONTEXT`] is asked after: the last and the first cached message
+/// (0 and 0 with nothing cached: no message has id 0, so all is read).
+fn after(cached: Option<&Cached>) -> (i64, i64) {
+    cached
+        .and_then(|c| Some((*c.ids.last()?, *c.ids.first()?)))
+        .unwrap_or((0, 0))
+}
 
-/// A thread's context from the rows of [`CONTEXT`].
-fn context_of(found: &[tokio_postgres::Row]) -> Result<ThreadContext> {
+/// A thread's context from the rows of [`CONTEXT`] and what was cached of
+/// it: the cached messages after the newest summary's boundary, then the
+/// rows read, unless the first cached one is gone (the history was deleted);
+/// with how many messages were decoded.
+fn context_of(
+    found: &[tokio_postgres::Row],
+    cached: Option<Cached>,
+) -> Result<(ThreadContext, usize)> {
     let mut rest = found;
     let mut summary = None;
     if let Some((first, after)) = rest.split_first()
@@ -53,18 +71,70 @@ fn context_of(found: &[tokio_postgres::Row]) -> Result<ThreadContext> {
         });
         rest = after;
     }
-    let mut messages = Vec::with_capacity(rest.len());
-    let mut ids = Vec::with_capacity(rest.len());
+    let Some((check, rest)) = rest.split_first() else {
+        return Err(StoreError::Corrupt(
+            "a thread's context came without its check row".into(),
+        ));
+    };
+    let kept: bool = col(check, 4)?;
+    let (mut messages, mut ids): (Vec<Message>, Vec<i64>) = match cached {
+        Some(c) if kept => {
+            // A newer summary replaces a prefix of what was cached.
+            let boundary = summary.as_ref().map_or(0, |s| s.covers_to);
+            let skip = c.ids.partition_point(|id| *id <= boundary);
+            let (mut messages, mut ids) = (c.messages, c.ids);
+            messages.drain(..skip);
+            ids.drain(..skip);
+            (messages, ids)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    messages.reserve(rest.len());
+    ids.reserve(rest.len());
     for row in rest {
         messages.push(rows::message(row)?);
         ids.push(col(row, 2)?);
     }
-    Ok(ThreadContext {
-        summary,
-        messages,
-        ids,
-    })
+    Ok((
+        ThreadContext {
+            summary,
+            messages,
+            ids,
+        },
+        rest.len(),
+    ))
 }
+
+impl PostgresStore {
+    /// The cached context of `thread_key` taken out for a read, with the
+    /// epoch it is read in.
+    fn cached_context(&self, thread_key: &str) -> (Option<Cached>, u64) {
+        let epoch = self.inner.contexts.epoch();
+        (self.inner.contexts.take_any(thread_key, epoch), epoch)
+    }
+
+    /// Hands the context read out, noting what it was read under so the run
+    /// can give it back (`keep_context`).
+    fn lend_context(
+        &self,
+        thread_key: &str,
+        epoch: u64,
+        (context, decoded): &(ThreadContext, usize),
+    ) {
+        self.inner.contexts.count_decoded(*decoded);
+        self.inner
+            .contexts
+            .lend(thread_key, epoch, context.summary.as_ref().map(|s| s.id));
+    }
+}
+
+/// A page of history, newest first, each row with the thread's newest
+/// summary (`id`, `covers_to`) that says which rows it replaces.
+const PAGE: &str = "WITH newest AS (SELECT id, covers_to FROM messages \
+     WHERE thread_key = $1 AND covers_to IS NOT NULL ORDER BY id DESC LIMIT 1) \
+     SELECT m.id, m.role, m.content, m.run_id, m.created_at, n.id, n.covers_to \
+     FROM messages m LEFT JOIN newest n ON TRUE \
+     WHERE m.thread_key = $1 AND m.id < $2 ORDER BY m.id DESC LIMIT $3";
 
 /// A run's steps and steers and its thread's context: three reads sent
 /// together on one connection (one round trip instead of two, on two
@@ -76,6 +146,8 @@ pub(super) async fn run_start(
     thread_key: &str,
 ) -> Result<RunStart> {
     let client = store.client().await?;
+    let (cached, epoch) = store.cached_context(thread_key);
+    let (last, first) = after(cached.as_ref());
     let steps_sql = super::runs::steps_sql();
     let (steps, steers, context) = tokio::try_join!(
         client.prepare_cached(&steps_sql),
@@ -83,19 +155,22 @@ pub(super) async fn run_start(
         client.prepare_cached(CONTEXT),
     )?;
     let of_run: [&(dyn ToSql + Sync); 1] = [&run_id];
-    let of_thread: [&(dyn ToSql + Sync); 1] = [&thread_key];
+    let of_thread: [&(dyn ToSql + Sync); 3] = [&thread_key, &last, &first];
     let (steps, steers, context) = tokio::try_join!(
         client.query(&steps, &of_run),
         client.query(&steers, &of_run),
         client.query(&context, &of_thread),
     )?;
+    let read = context_of(&context, cached)?;
+    store.lend_context(thread_key, epoch, &read);
+    let (context, _) = read;
     Ok(RunStart {
         steps: steps.iter().map(rows::step).collect::<Result<_>>()?,
         steers: steers
             .iter()
             .map(super::runs::steer)
             .collect::<Result<_>>()?,
-        context: context_of(&context)?,
+        context,
     })
 }
 
@@ -103,8 +178,17 @@ pub(super) async fn run_start(
 impl HistoryStore for PostgresStore {
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext> {
         let client = self.client().await?;
+        let (cached, epoch) = self.cached_context(thread_key);
+        let (last, first) = after(cached.as_ref());
         let stmt = client.prepare_cached(CONTEXT).await?;
-        context_of(&client.query(&stmt, &[&thread_key]).await?)
+        let found = client.query(&stmt, &[&thread_key, &last, &first]).await?;
+        let read = context_of(&found, cached)?;
+        self.lend_context(thread_key, epoch, &read);
+        Ok(read.0)
+    }
+
+    fn keep_context(&self, thread_key: &str, messages: Vec<Message>, ids: Vec<i64>) {
+        self.inner.contexts.give_back(thread_key, messages, ids);
     }
 
     async fn append_summary(

@@ -20,6 +20,8 @@ mod budget;
 mod claims;
 mod cluster;
 mod confirmations;
+#[cfg(test)]
+mod context_cache_tests;
 pub mod copy;
 mod copy_pairs;
 mod finish;
@@ -83,6 +85,8 @@ struct Inner {
     settings: std::sync::OnceLock<batch_queue::Queue<batch_queue::Settings>>,
     /// Tokens and grants held while a listener hears their changes.
     access: Arc<access_cache::AccessCache>,
+    /// Decoded contexts of the threads that talk most (`history.rs`).
+    contexts: crate::context_cache::ContextCache,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -143,6 +147,7 @@ impl PostgresStore {
                 runs: std::sync::OnceLock::new(),
                 settings: std::sync::OnceLock::new(),
                 access: Arc::default(),
+                contexts: crate::context_cache::ContextCache::default(),
             }),
         };
         drop(store.client().await?);

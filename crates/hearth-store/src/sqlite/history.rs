@@ -4,9 +4,9 @@ use hearth_core::{Content, Timestamp};
 use rusqlite::params;
 
 use super::SqliteStore;
-use super::context_cache::ContextCache;
 use super::db::Db;
 use super::rows::{self, col, to_json};
+use crate::context_cache::ContextCache;
 use crate::error::{Result, StoreError};
 use crate::history::{
     HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext, compacted,

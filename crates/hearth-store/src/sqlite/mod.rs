@@ -4,7 +4,6 @@
 mod apps;
 mod checkpoint;
 mod confirmations;
-mod context_cache;
 mod db;
 mod grants;
 mod history;
@@ -87,7 +86,7 @@ struct Inner {
     commits: Arc<AtomicU64>,
     /// Decoded thread contexts, so a thread that keeps talking decodes
     /// only its new messages.
-    contexts: Arc<context_cache::ContextCache>,
+    contexts: Arc<crate::context_cache::ContextCache>,
     /// Users' compact vectors held between searches by meaning.
     vectors: Arc<vector_cache::VectorCache>,
     // Field order matters: the senders drop first so the threads see their

@@ -6,9 +6,9 @@ use rusqlite::params;
 use std::sync::Arc;
 
 use super::SqliteStore;
-use super::context_cache::InvalidateOnDrop;
 use super::db::Db;
 use super::rows::{self, col, count, to_json};
+use crate::context_cache::InvalidateOnDrop;
 use crate::error::{Result, StoreError};
 use crate::records::{NewSession, ThreadState};
 use crate::threads::ThreadStore;

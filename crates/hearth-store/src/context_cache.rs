@@ -12,6 +12,14 @@
 //! A read moves the cached messages out to the caller (no copy) and notes
 //! what they were read under; the run hands them back when it is done
 //! (`HistoryStore::keep_context`), and they are cached again under that note.
+//!
+//! On PostgreSQL each replica keeps its own, and another replica may append
+//! to a thread or delete its messages. Appends need nothing more: a thread's
+//! messages are written by its runs' ends, one run at a time, so they commit
+//! in the order of their ids and the rows after the last cached id are the
+//! ones added since. A deletion is always of a thread's whole history, so
+//! the read checks, in the same statement, that the first cached row still
+//! exists (`postgres/history.rs`), and reads the whole context when not.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -75,6 +83,17 @@ impl ContextCache {
         let at = entries.iter().position(|(k, _)| k == thread_key)?;
         let (_, cached) = entries.remove(at)?;
         (cached.epoch == epoch && cached.summary_id == summary_id).then_some(cached)
+    }
+
+    /// Takes the thread's cached context out if it was read in `epoch`,
+    /// whatever summary it followed: for a reader that learns the newest
+    /// summary with the rows added since, in one read, and drops what a
+    /// newer summary covers itself (PostgreSQL).
+    pub fn take_any(&self, thread_key: &str, epoch: u64) -> Option<Cached> {
+        let mut entries = self.lock();
+        let at = entries.iter().position(|(k, _)| k == thread_key)?;
+        let (_, cached) = entries.remove(at)?;
+        (cached.epoch == epoch).then_some(cached)
     }
 
     /// Keeps `cached` as the thread's context unless a deletion committed

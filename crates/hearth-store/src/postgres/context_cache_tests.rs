@@ -1,0 +1,143 @@
+//! The thread-context cache on PostgreSQL: a thread that keeps talking
+//! decodes only its new messages, and what a replica returns is always what
+//! a full read would, whatever another replica appended or deleted.
+
+use std::sync::atomic::Ordering;
+
+use hearth_core::{Message, Role};
+
+use super::PostgresStore;
+use crate::Store;
+use crate::conformance::fixtures::{created, finish};
+use crate::history::{HistoryStore, ThreadContext};
+use crate::runs::RunStore;
+use crate::threads::ThreadStore;
+
+async fn said(store: &PostgresStore, thread: &str, from: usize, n: usize) {
+    for i in from..from + n {
+        let id = format!("run_{thread}_{i}");
+        created(store, &id, thread).await;
+        let messages = vec![
+            Message::text(Role::User, format!("u{i}")),
+            Message::text(Role::Assistant, format!("a{i}")),
+        ];
+        assert!(store.finish_run(finish(&id, messages)).await.unwrap());
+    }
+}
+
+fn texts(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(Message::joined_text).collect()
+}
+
+fn decoded(store: &PostgresStore) -> u64 {
+    store.inner.contexts.decoded.load(Ordering::Relaxed)
+}
+
+/// Reads `thread`'s context on `store` and hands it back, as a run does.
+async fn read(store: &PostgresStore, thread: &str) -> ThreadContext {
+    let ctx = store.thread_context(thread).await.unwrap();
+    store.keep_context(thread, ctx.messages.clone(), ctx.ids.clone());
+    ctx
+}
+
+/// Two replicas on one fresh database (`None`, said, without PostgreSQL).
+async fn replicas() -> Option<(PostgresStore, PostgresStore)> {
+    let url = super::testing::fresh_database_url().await?;
+    Some((
+        PostgresStore::connect(&url, "TEST", 2).await.unwrap(),
+        PostgresStore::connect(&url, "TEST", 2).await.unwrap(),
+    ))
+}
+
+#[tokio::test]
+async fn a_thread_that_keeps_talking_decodes_only_its_new_messages() {
+    let Some((a, b)) = replicas().await else {
+        return;
+    };
+    said(&a, "t1", 0, 50).await;
+    let first = read(&a, "t1").await;
+    assert_eq!(first.messages.len(), 100);
+    assert_eq!(decoded(&a), 100);
+    // The next message is answered on the other replica: this one still
+    // reads only the two new rows, and returns what a full read does.
+    said(&b, "t1", 50, 1).await;
+    let next = read(&a, "t1").await;
+    assert_eq!(
+        decoded(&a),
+        102,
+        "the second read decodes the two new messages, not the 100 before them"
+    );
+    assert_eq!(next.messages.len(), 102);
+    assert_eq!(texts(&next.messages[100..]), ["u50", "a50"]);
+    assert_eq!(next.ids[..100], first.ids[..]);
+    assert_eq!(next, b.thread_context("t1").await.unwrap());
+    // Read with nothing new, and not handed back: the read after it
+    // decodes it all again, and is as right.
+    let lent = a.thread_context("t1").await.unwrap();
+    assert_eq!(decoded(&a), 102);
+    assert_eq!(lent, next);
+    let again = a.thread_context("t1").await.unwrap();
+    assert_eq!(decoded(&a), 204);
+    assert_eq!(again, next);
+}
+
+#[tokio::test]
+async fn a_summary_a_clearing_and_a_new_session_on_another_replica_are_seen_at_once() {
+    let Some((a, b)) = replicas().await else {
+        return;
+    };
+    said(&a, "t1", 0, 3).await;
+    said(&a, "t2", 0, 2).await;
+    let ctx = read(&a, "t1").await;
+    assert_eq!(ctx.messages.len(), 6);
+    read(&a, "t2").await;
+
+    // Compaction on the other replica: the summary hides what it covers,
+    // and the rest comes from what this replica held.
+    b.append_summary("t1", "run_t1_2", "s1", ctx.ids[3], 5)
+        .await
+        .unwrap();
+    let before = decoded(&a);
+    let ctx = read(&a, "t1").await;
+    assert_eq!(decoded(&a), before, "nothing new to decode");
+    assert_eq!(ctx.summary.as_ref().unwrap().text, "s1");
+    assert_eq!(texts(&ctx.messages), ["u2", "a2"]);
+    assert_eq!(ctx, b.thread_context("t1").await.unwrap());
+
+    // Clearing the history on the other replica empties the context here,
+    // also once new messages were stored.
+    b.clear_thread_history("t1").await.unwrap();
+    assert!(read(&a, "t1").await.messages.is_empty());
+    read(&a, "t1").await;
+    said(&b, "t1", 3, 1).await;
+    assert_eq!(texts(&read(&a, "t1").await.messages), ["u3", "a3"]);
+    // Cleared and written again between two reads here.
+    b.clear_thread_history("t1").await.unwrap();
+    said(&b, "t1", 4, 1).await;
+    assert_eq!(texts(&read(&a, "t1").await.messages), ["u4", "a4"]);
+
+    // A new session on the other replica, of a thread cached here.
+    b.new_session("t2", None, 9).await.unwrap();
+    assert!(a.thread_context("t2").await.unwrap().messages.is_empty());
+    said(&b, "t2", 2, 1).await;
+    assert_eq!(
+        texts(&a.thread_context("t2").await.unwrap().messages),
+        ["u2", "a2"]
+    );
+}
+
+#[tokio::test]
+async fn a_run_starting_reads_its_context_after_what_is_held() {
+    let Some((a, b)) = replicas().await else {
+        return;
+    };
+    said(&a, "t1", 0, 20).await;
+    read(&a, "t1").await;
+    said(&b, "t1", 20, 1).await;
+    created(&b, "run_next", "t1").await;
+    let before = decoded(&a);
+    let start = a.run_start("run_next", "t1").await.unwrap();
+    assert_eq!(decoded(&a), before + 2);
+    assert_eq!(start.context.messages.len(), 42);
+    assert_eq!(start.context, b.thread_context("t1").await.unwrap());
+}
