@@ -89,6 +89,7 @@ impl ContextCache {
     /// whatever summary it followed: for a reader that learns the newest
     /// summary with the rows added since, in one read, and drops what a
     /// newer summary covers itself (PostgreSQL).
+    #[cfg(feature = "postgres")]
     pub fn take_any(&self, thread_key: &str, epoch: u64) -> Option<Cached> {
         let mut entries = self.lock();
         let at = entries.iter().position(|(k, _)| k == thread_key)?;
