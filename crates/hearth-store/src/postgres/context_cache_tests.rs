@@ -141,3 +141,27 @@ async fn a_run_starting_reads_its_context_after_what_is_held() {
     assert_eq!(start.context.messages.len(), 42);
     assert_eq!(start.context, b.thread_context("t1").await.unwrap());
 }
+
+/// A summary newer than the one the held context followed, but covering
+/// less (written late by a replica that had stalled): the rows between its
+/// boundary and the held ones are read too, as a full read has them.
+#[tokio::test]
+async fn a_newer_summary_covering_less_is_read_in_full() {
+    let Some((a, b)) = replicas().await else {
+        return;
+    };
+    said(&a, "t1", 0, 4).await;
+    let all = b.thread_context("t1").await.unwrap();
+    b.append_summary("t1", "run_t1_3", "s2", all.ids[5], 5)
+        .await
+        .unwrap();
+    let held = read(&a, "t1").await;
+    assert_eq!(texts(&held.messages), ["u3", "a3"]);
+    b.append_summary("t1", "run_t1_3", "s1 late", all.ids[1], 6)
+        .await
+        .unwrap();
+    let ctx = read(&a, "t1").await;
+    assert_eq!(ctx.summary.as_ref().unwrap().text, "s1 late");
+    assert_eq!(texts(&ctx.messages), ["u1", "a1", "u2", "a2", "u3", "a3"]);
+    assert_eq!(ctx, b.thread_context("t1").await.unwrap());
+}

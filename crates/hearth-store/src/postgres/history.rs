@@ -9,7 +9,10 @@
 //! thread (those rows come after the last cached id: a thread's messages are
 //! written by its runs' ends, one run at a time, so they commit in the order
 //! of their ids) or deleted its history (always all of it, so the first
-//! cached row is gone, and the statement then reads the whole context).
+//! cached row is gone, and the statement then reads the whole context). A
+//! newer summary drops what it covers from the cached rows; one that covers
+//! less than they start from (written late by a replica that had stalled)
+//! makes the statement read the whole context too.
 
 use hearth_core::{Content, Message, Timestamp};
 use tokio_postgres::types::ToSql;
@@ -25,14 +28,21 @@ use crate::history::{
 };
 use crate::runs::RunStart;
 
-/// The newest summary of a thread, then a row that says whether message `$3`
-/// (the first cached one) still exists, then the messages after the
-/// summary's boundary and, when it exists, after `$2` (the last cached one),
+/// The newest summary of a thread, then a row that says whether what is held
+/// of the thread can be kept: message `$3` (the first held one) still exists,
+/// and the summary is `$4` (the one the held context followed) or covers at
+/// least up to `$3` (a newer one, after a prefix of what is held; one that
+/// covers less, written late by a replica that had stalled, would leave out
+/// rows before the held ones). Then the messages after the summary's
+/// boundary and, when what is held is kept, after `$2` (the last held one),
 /// oldest first. The summary is the one row with a `covers_to`; the check is
 /// the one without an id.
 const CONTEXT: &str = "WITH summary AS (SELECT id, content, covers_to FROM messages \
      WHERE thread_key = $1 AND covers_to IS NOT NULL ORDER BY id DESC LIMIT 1), \
-     kept AS (SELECT EXISTS (SELECT 1 FROM messages WHERE thread_key = $1 AND id = $3::BIGINT) AS ok) \
+     kept AS (SELECT coalesce(EXISTS (SELECT 1 FROM messages \
+     WHERE thread_key = $1 AND id = $3::BIGINT) AND ((SELECT id FROM summary) \
+     IS NOT DISTINCT FROM $4::BIGINT OR (SELECT covers_to FROM summary) >= $3::BIGINT), \
+     FALSE) AS ok) \
      SELECT role, content, id, covers_to, FALSE FROM messages \
      WHERE thread_key = $1 AND covers_to IS NULL \
      AND id > greatest(coalesce((SELECT covers_to FROM summary), 0), \
@@ -42,17 +52,19 @@ const CONTEXT: &str = "WITH summary AS (SELECT id, content, covers_to FROM messa
      ORDER BY 4 NULLS LAST, 3 NULLS FIRST";
 
 /// What [`CONTEXT`] is asked after: the last and the first cached message
-/// (0 and 0 with nothing cached: no message has id 0, so all is read).
-fn after(cached: Option<&Cached>) -> (i64, i64) {
+/// (0 and 0 with nothing cached: no message has id 0, so all is read), and
+/// the summary the cached context followed.
+fn after(cached: Option<&Cached>) -> (i64, i64, Option<i64>) {
     cached
-        .and_then(|c| Some((*c.ids.last()?, *c.ids.first()?)))
-        .unwrap_or((0, 0))
+        .and_then(|c| Some((*c.ids.last()?, *c.ids.first()?, c.summary_id)))
+        .unwrap_or((0, 0, None))
 }
 
 /// A thread's context from the rows of [`CONTEXT`] and what was cached of
 /// it: the cached messages after the newest summary's boundary, then the
-/// rows read, unless the first cached one is gone (the history was deleted);
-/// with how many messages were decoded.
+/// rows read, unless [`CONTEXT`] says not to keep them (the history was
+/// deleted, or a summary covers less than it held); with how many messages
+/// were decoded.
 fn context_of(
     found: &[tokio_postgres::Row],
     cached: Option<Cached>,
@@ -147,7 +159,7 @@ pub(super) async fn run_start(
 ) -> Result<RunStart> {
     let client = store.client().await?;
     let (cached, epoch) = store.cached_context(thread_key);
-    let (last, first) = after(cached.as_ref());
+    let (last, first, summary) = after(cached.as_ref());
     let steps_sql = super::runs::steps_sql();
     let (steps, steers, context) = tokio::try_join!(
         client.prepare_cached(&steps_sql),
@@ -155,7 +167,7 @@ pub(super) async fn run_start(
         client.prepare_cached(CONTEXT),
     )?;
     let of_run: [&(dyn ToSql + Sync); 1] = [&run_id];
-    let of_thread: [&(dyn ToSql + Sync); 3] = [&thread_key, &last, &first];
+    let of_thread: [&(dyn ToSql + Sync); 4] = [&thread_key, &last, &first, &summary];
     let (steps, steers, context) = tokio::try_join!(
         client.query(&steps, &of_run),
         client.query(&steers, &of_run),
@@ -179,9 +191,11 @@ impl HistoryStore for PostgresStore {
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext> {
         let client = self.client().await?;
         let (cached, epoch) = self.cached_context(thread_key);
-        let (last, first) = after(cached.as_ref());
+        let (last, first, summary) = after(cached.as_ref());
         let stmt = client.prepare_cached(CONTEXT).await?;
-        let found = client.query(&stmt, &[&thread_key, &last, &first]).await?;
+        let found = client
+            .query(&stmt, &[&thread_key, &last, &first, &summary])
+            .await?;
         let read = context_of(&found, cached)?;
         self.lend_context(thread_key, epoch, &read);
         Ok(read.0)
