@@ -35,6 +35,20 @@ pub async fn created<S: RunStore + ?Sized>(store: &S, id: &str, thread: &str) ->
     }
 }
 
+/// Stores runs `from..from + n` on `thread`, a user and an assistant
+/// message each (`u{i}`, `a{i}`).
+pub async fn said_turns<S: RunStore + ?Sized>(store: &S, thread: &str, from: usize, n: usize) {
+    for i in from..from + n {
+        let id = format!("run_{thread}_{i}");
+        created(store, &id, thread).await;
+        let messages = vec![
+            Message::text(Role::User, format!("u{i}")),
+            Message::text(Role::Assistant, format!("a{i}")),
+        ];
+        assert!(store.finish_run(finish(&id, messages)).await.unwrap());
+    }
+}
+
 /// A model-call step.
 pub fn step(run_id: &str, index: u32, status: StepStatus) -> StepRecord {
     StepRecord {

@@ -1,24 +1,11 @@
 //! Full history, summaries and paging ([`HistoryStore`], with runs from [`RunStore`]).
 
-use hearth_core::{Message, Role};
+use hearth_core::Message;
 
-use super::fixtures::{created, finish};
+use super::fixtures::{created, said_turns};
 use crate::history::{HistoryStore, SUMMARY_ROLE};
 use crate::runs::RunStore;
 use crate::threads::ThreadStore;
-
-/// Stores runs `from..from + n` on `thread`, a user and an assistant message each.
-async fn said<S: HistoryStore + RunStore>(store: &S, thread: &str, from: usize, n: usize) {
-    for i in from..from + n {
-        let id = format!("run_{thread}_{i}");
-        created(store, &id, thread).await;
-        let messages = vec![
-            Message::text(Role::User, format!("u{i}")),
-            Message::text(Role::Assistant, format!("a{i}")),
-        ];
-        assert!(store.finish_run(finish(&id, messages)).await.unwrap());
-    }
-}
 
 /// A summary hides what it covers from the context, not from the store; the
 /// newest summary wins and plain history never shows summaries.
@@ -29,7 +16,7 @@ pub async fn summaries_replace_what_they_cover_and_delete_nothing<
 ) {
     let empty = store.thread_context("t1").await.unwrap();
     assert!(empty.summary.is_none() && empty.messages.is_empty());
-    said(&store, "t1", 0, 3).await;
+    said_turns(&store, "t1", 0, 3).await;
     let ctx = store.thread_context("t1").await.unwrap();
     assert_eq!(ctx.messages.len(), 6);
     assert_eq!(ctx.ids.len(), 6);
@@ -44,7 +31,7 @@ pub async fn summaries_replace_what_they_cover_and_delete_nothing<
     assert_eq!((s.id, s.text.as_str()), (first, "s1"));
     let texts: Vec<String> = ctx.messages.iter().map(Message::joined_text).collect();
     assert_eq!(texts, ["u2", "a2"]);
-    said(&store, "t1", 3, 1).await;
+    said_turns(&store, "t1", 3, 1).await;
     store
         .append_summary("t1", "run_t1_3", "s2", ctx.ids[1], 6)
         .await
@@ -72,7 +59,7 @@ pub async fn a_runs_start_is_its_journal_and_its_threads_context<S: crate::Store
     let fresh = store.run_start("run_none", "t:none").await.unwrap();
     assert!(fresh.steps.is_empty() && fresh.steers.is_empty());
     assert!(fresh.context.summary.is_none() && fresh.context.messages.is_empty());
-    said(&store, "t1", 0, 2).await;
+    said_turns(&store, "t1", 0, 2).await;
     let ctx = store.thread_context("t1").await.unwrap();
     store
         .append_summary("t1", "run_t1_1", "s1", ctx.ids[1], 5)
@@ -107,8 +94,8 @@ pub async fn pages_are_newest_first_and_mark_compaction<
 >(
     store: S,
 ) {
-    said(&store, "t1", 0, 3).await;
-    said(&store, "t2", 0, 1).await;
+    said_turns(&store, "t1", 0, 3).await;
+    said_turns(&store, "t2", 0, 1).await;
     let ctx = store.thread_context("t1").await.unwrap();
     let old = store
         .append_summary("t1", "run_t1_2", "s1", ctx.ids[1], 5)

@@ -4,26 +4,13 @@
 
 use std::sync::atomic::Ordering;
 
-use hearth_core::{Message, Role};
+use hearth_core::Message;
 
 use super::PostgresStore;
 use crate::Store;
-use crate::conformance::fixtures::{created, finish};
+use crate::conformance::fixtures::{created, said_turns};
 use crate::history::{HistoryStore, ThreadContext};
-use crate::runs::RunStore;
 use crate::threads::ThreadStore;
-
-async fn said(store: &PostgresStore, thread: &str, from: usize, n: usize) {
-    for i in from..from + n {
-        let id = format!("run_{thread}_{i}");
-        created(store, &id, thread).await;
-        let messages = vec![
-            Message::text(Role::User, format!("u{i}")),
-            Message::text(Role::Assistant, format!("a{i}")),
-        ];
-        assert!(store.finish_run(finish(&id, messages)).await.unwrap());
-    }
-}
 
 fn texts(messages: &[Message]) -> Vec<String> {
     messages.iter().map(Message::joined_text).collect()
@@ -54,13 +41,13 @@ async fn a_thread_that_keeps_talking_decodes_only_its_new_messages() {
     let Some((a, b)) = replicas().await else {
         return;
     };
-    said(&a, "t1", 0, 50).await;
+    said_turns(&a, "t1", 0, 50).await;
     let first = read(&a, "t1").await;
     assert_eq!(first.messages.len(), 100);
     assert_eq!(decoded(&a), 100);
     // The next message is answered on the other replica: this one still
     // reads only the two new rows, and returns what a full read does.
-    said(&b, "t1", 50, 1).await;
+    said_turns(&b, "t1", 50, 1).await;
     let next = read(&a, "t1").await;
     assert_eq!(
         decoded(&a),
@@ -86,8 +73,8 @@ async fn a_summary_a_clearing_and_a_new_session_on_another_replica_are_seen_at_o
     let Some((a, b)) = replicas().await else {
         return;
     };
-    said(&a, "t1", 0, 3).await;
-    said(&a, "t2", 0, 2).await;
+    said_turns(&a, "t1", 0, 3).await;
+    said_turns(&a, "t2", 0, 2).await;
     let ctx = read(&a, "t1").await;
     assert_eq!(ctx.messages.len(), 6);
     read(&a, "t2").await;
@@ -109,17 +96,17 @@ async fn a_summary_a_clearing_and_a_new_session_on_another_replica_are_seen_at_o
     b.clear_thread_history("t1").await.unwrap();
     assert!(read(&a, "t1").await.messages.is_empty());
     read(&a, "t1").await;
-    said(&b, "t1", 3, 1).await;
+    said_turns(&b, "t1", 3, 1).await;
     assert_eq!(texts(&read(&a, "t1").await.messages), ["u3", "a3"]);
     // Cleared and written again between two reads here.
     b.clear_thread_history("t1").await.unwrap();
-    said(&b, "t1", 4, 1).await;
+    said_turns(&b, "t1", 4, 1).await;
     assert_eq!(texts(&read(&a, "t1").await.messages), ["u4", "a4"]);
 
     // A new session on the other replica, of a thread cached here.
     b.new_session("t2", None, 9).await.unwrap();
     assert!(a.thread_context("t2").await.unwrap().messages.is_empty());
-    said(&b, "t2", 2, 1).await;
+    said_turns(&b, "t2", 2, 1).await;
     assert_eq!(
         texts(&a.thread_context("t2").await.unwrap().messages),
         ["u2", "a2"]
@@ -131,9 +118,9 @@ async fn a_run_starting_reads_its_context_after_what_is_held() {
     let Some((a, b)) = replicas().await else {
         return;
     };
-    said(&a, "t1", 0, 20).await;
+    said_turns(&a, "t1", 0, 20).await;
     read(&a, "t1").await;
-    said(&b, "t1", 20, 1).await;
+    said_turns(&b, "t1", 20, 1).await;
     created(&b, "run_next", "t1").await;
     let before = decoded(&a);
     let start = a.run_start("run_next", "t1").await.unwrap();
@@ -150,7 +137,7 @@ async fn a_newer_summary_covering_less_is_read_in_full() {
     let Some((a, b)) = replicas().await else {
         return;
     };
-    said(&a, "t1", 0, 4).await;
+    said_turns(&a, "t1", 0, 4).await;
     let all = b.thread_context("t1").await.unwrap();
     b.append_summary("t1", "run_t1_3", "s2", all.ids[5], 5)
         .await

@@ -6,22 +6,9 @@ use std::sync::atomic::Ordering;
 use hearth_core::{Message, Role};
 
 use super::SqliteStore;
-use crate::conformance::fixtures::{created, finish};
+use crate::conformance::fixtures::said_turns;
 use crate::history::HistoryStore;
-use crate::runs::RunStore;
 use crate::threads::ThreadStore;
-
-async fn said(store: &SqliteStore, thread: &str, from: usize, n: usize) {
-    for i in from..from + n {
-        let id = format!("run_{thread}_{i}");
-        created(store, &id, thread).await;
-        let messages = vec![
-            Message::text(Role::User, format!("u{i}")),
-            Message::text(Role::Assistant, format!("a{i}")),
-        ];
-        assert!(store.finish_run(finish(&id, messages)).await.unwrap());
-    }
-}
 
 fn texts(messages: &[Message]) -> Vec<String> {
     messages.iter().map(Message::joined_text).collect()
@@ -40,14 +27,14 @@ fn store() -> (tempfile::TempDir, SqliteStore) {
 #[tokio::test]
 async fn a_thread_that_keeps_talking_decodes_only_its_new_messages() {
     let (_dir, store) = store();
-    said(&store, "t1", 0, 50).await;
+    said_turns(&store, "t1", 0, 50).await;
     let first = store.thread_context("t1").await.unwrap();
     assert_eq!(first.messages.len(), 100);
     assert_eq!(decoded(&store), 100);
     // The run hands its context back when it is done with it.
     let (first_ids, first_len) = (first.ids.clone(), first.messages.len());
     store.keep_context("t1", first.messages, first.ids);
-    said(&store, "t1", 50, 1).await;
+    said_turns(&store, "t1", 50, 1).await;
     let next = store.thread_context("t1").await.unwrap();
     assert_eq!(
         decoded(&store),
@@ -67,7 +54,7 @@ async fn a_thread_that_keeps_talking_decodes_only_its_new_messages() {
 #[tokio::test]
 async fn a_context_handed_back_after_a_deletion_is_not_kept() {
     let (_dir, store) = store();
-    said(&store, "t1", 0, 2).await;
+    said_turns(&store, "t1", 0, 2).await;
     let ctx = store.thread_context("t1").await.unwrap();
     store.clear_thread_history("t1").await.unwrap();
     store.keep_context("t1", ctx.messages, ctx.ids);
@@ -95,8 +82,8 @@ async fn a_context_handed_back_after_a_deletion_is_not_kept() {
 #[tokio::test]
 async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
     let (_dir, store) = store();
-    said(&store, "t1", 0, 3).await;
-    said(&store, "t2", 0, 2).await;
+    said_turns(&store, "t1", 0, 3).await;
+    said_turns(&store, "t2", 0, 2).await;
     let ctx = store.thread_context("t1").await.unwrap();
     assert_eq!(ctx.messages.len(), 6);
     store.keep_context("t1", ctx.messages.clone(), ctx.ids.clone());
@@ -123,7 +110,7 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
             .messages
             .is_empty()
     );
-    said(&store, "t1", 3, 1).await;
+    said_turns(&store, "t1", 3, 1).await;
     assert_eq!(
         texts(&store.thread_context("t1").await.unwrap().messages),
         ["u3", "a3"]
@@ -139,7 +126,7 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
             .messages
             .is_empty()
     );
-    said(&store, "t2", 2, 1).await;
+    said_turns(&store, "t2", 2, 1).await;
     assert_eq!(
         texts(&store.thread_context("t2").await.unwrap().messages),
         ["u2", "a2"]
@@ -150,7 +137,7 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
 async fn many_threads_stay_within_the_bound_and_stay_right() {
     let (_dir, store) = store();
     for t in 0..40 {
-        said(&store, &format!("t{t}"), 0, 2).await;
+        said_turns(&store, &format!("t{t}"), 0, 2).await;
         let ctx = store.thread_context(&format!("t{t}")).await.unwrap();
         store.keep_context(&format!("t{t}"), ctx.messages, ctx.ids);
     }
@@ -165,7 +152,7 @@ async fn many_threads_stay_within_the_bound_and_stay_right() {
 #[tokio::test]
 async fn a_run_reads_the_settings_without_counting_the_messages() {
     let (_dir, store) = store();
-    said(&store, "t1", 0, 3).await;
+    said_turns(&store, "t1", 0, 3).await;
     store.set_thread_model("t1", Some("p/m")).await.unwrap();
     store.set_thread_thinking("t1", "high").await.unwrap();
     let counted = store.thread_state("t1").await.unwrap();
