@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hearth_core::Timestamp;
-use hearth_store::RunRecord;
+use hearth_store::{HistorySeen, RunRecord};
 
 use crate::execute::Prepared;
 use crate::live::Live;
@@ -18,9 +18,9 @@ use crate::live::Live;
 pub(crate) struct Preclaimed(Mutex<HashMap<String, PreclaimedRun>>);
 
 /// The configuration a preclaimed run was prepared with (it keeps it to its
-/// end), its stored record, what it was prepared with, and whether its
-/// thread had no stored message when it was stored (its history is empty).
-type PreclaimedRun = (Arc<Live>, RunRecord, Prepared, bool);
+/// end), its stored record, what it was prepared with, and what its insert
+/// saw of its thread's stored history, when the store said.
+type PreclaimedRun = (Arc<Live>, RunRecord, Prepared, Option<HistorySeen>);
 
 impl Preclaimed {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, PreclaimedRun>> {
@@ -32,10 +32,10 @@ impl Preclaimed {
         live: Arc<Live>,
         run: RunRecord,
         prepared: Prepared,
-        new_thread: bool,
+        history_seen: Option<HistorySeen>,
     ) {
         self.lock()
-            .insert(run.run_id.clone(), (live, run, prepared, new_thread));
+            .insert(run.run_id.clone(), (live, run, prepared, history_seen));
     }
 
     pub(crate) fn take(&self, run_id: &str) -> Option<PreclaimedRun> {
@@ -49,16 +49,17 @@ impl Preclaimed {
 /// never ran anywhere while the lease its insert took holds (no other
 /// replica may claim it before it lapses), so its worker reads no journal
 /// or stored steers for it, and no history when its thread had none: the
-/// reads a run stored claimed with its model skips too.
+/// reads a run stored claimed with its model skips too (and the history
+/// when the replica holds it up to the newest row its insert saw).
 #[derive(Default)]
 pub(crate) struct Held(Mutex<HashMap<String, HeldRun>>);
 
-/// The lease a held run's insert took, and whether its thread had no
-/// stored message then.
+/// The lease a held run's insert took, and what it saw of its thread's
+/// stored history, when the store said.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HeldRun {
     pub(crate) lease_until: Timestamp,
-    pub(crate) new_thread: bool,
+    pub(crate) history_seen: Option<HistorySeen>,
 }
 
 impl HeldRun {
@@ -92,7 +93,7 @@ mod tests {
     fn a_held_run_is_unclaimed_only_well_within_its_lease() {
         let held = HeldRun {
             lease_until: 20_000,
-            new_thread: true,
+            history_seen: Some(HistorySeen::Empty),
         };
         assert!(held.unclaimed_since_insert(10_000, 5_000));
         assert!(!held.unclaimed_since_insert(15_000, 5_000));

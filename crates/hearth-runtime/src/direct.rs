@@ -156,7 +156,7 @@ impl Runtime {
             asker: None,
             family: None,
             fresh: false,
-            new_thread: false,
+            history_seen: None,
         };
         let result = inner
             .live()

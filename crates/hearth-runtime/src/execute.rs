@@ -76,9 +76,9 @@ struct Start {
     /// Stored claimed by this process and never run: the engine reads no
     /// journal or stored steers for it (`RunInput::fresh`).
     fresh: bool,
-    /// Stored claimed on a thread without stored messages: the engine reads
-    /// no history for it (`RunInput::new_thread`).
-    new_thread: bool,
+    /// What its insert saw of its thread's stored history, for a run stored
+    /// claimed (`RunInput::history_seen`).
+    history_seen: Option<hearth_store::HistorySeen>,
 }
 
 /// Publishes the engine's events on a run's log, keeping its status.
@@ -132,7 +132,7 @@ impl Runtime {
             steer,
         } = next;
         let inner = &self.inner;
-        if let Some((live, run, prepared, new_thread)) = inner.preclaimed.take(&run_id) {
+        if let Some((live, run, prepared, history_seen)) = inner.preclaimed.take(&run_id) {
             // Claimed when it was stored (and in `executing` since), with
             // the configuration it was prepared with.
             let overrides = inner.supplied.take(&run_id);
@@ -140,7 +140,7 @@ impl Runtime {
                 cancel,
                 steer,
                 fresh: true,
-                new_thread,
+                history_seen,
             };
             self.run_claimed(&live, &Arc::new(run), Ok(prepared), start, overrides)
                 .await;
@@ -223,7 +223,7 @@ impl Runtime {
                     cancel,
                     steer,
                     fresh: held.is_some(),
-                    new_thread: held.is_some_and(|h| h.new_thread),
+                    history_seen: held.and_then(|h| h.history_seen),
                 };
                 self.run_claimed(&live, &Arc::new(run), prepared, start, overrides)
                     .await;
@@ -262,7 +262,7 @@ impl Runtime {
             cancel,
             steer,
             fresh,
-            new_thread,
+            history_seen,
         } = start;
         let crate::supplied::RunOverrides {
             history,
@@ -378,7 +378,7 @@ impl Runtime {
                 self.spending_before(run).await,
             )),
             fresh,
-            new_thread,
+            history_seen,
         };
         let result = live
             .engine

@@ -245,8 +245,9 @@ impl Runtime {
             && !self.is_shutting_down()
             && (self.inner.store.cluster().is_some() || overrides.parent_run_id.is_some())
             && self.inner.scheduler.is_idle(&new_run.thread_key);
-        // Whether the thread had any stored message, when the store says.
-        let mut had_history = None;
+        // What the insert saw of the thread's stored history, when the
+        // store says.
+        let mut history_seen = None;
         // A run stored queued on a shared store may be claimed by another
         // replica: what the client supplied goes with it, or that replica
         // would run it with the thread's model and history.
@@ -277,8 +278,8 @@ impl Runtime {
                 store
                     .create_run_supplied(new_run, claim, &carried)
                     .await
-                    .map(|(outcome, had)| {
-                        had_history = had;
+                    .map(|(outcome, seen)| {
+                        history_seen = seen;
                         outcome
                     })
             }
@@ -294,8 +295,8 @@ impl Runtime {
                         .create_claimed_run_seeing_history(new_run, owner, until, &model, mode)
                         .await
                 }
-                .map(|(outcome, had)| {
-                    had_history = had;
+                .map(|(outcome, seen)| {
+                    history_seen = seen;
                     outcome
                 })
             }
@@ -309,8 +310,8 @@ impl Runtime {
                     overrides.mode.as_deref(),
                 )
                 .await
-                .map(|(outcome, had)| {
-                    had_history = had;
+                .map(|(outcome, seen)| {
+                    history_seen = seen;
                     outcome
                 }),
             (None, None) => store.create_run(new_run).await,
@@ -340,7 +341,7 @@ impl Runtime {
                 &run.run_id,
                 crate::claimed_here::HeldRun {
                     lease_until: until,
-                    new_thread: had_history == Some(false),
+                    history_seen,
                 },
             );
         }
@@ -350,12 +351,11 @@ impl Runtime {
         {
             // Its lease is renewed from now on, as any claimed run's.
             self.inner.executing_insert(&run.run_id);
-            // Stored claimed on a thread without messages: nothing else
-            // writes its history before this run ends.
-            let new_thread = had_history == Some(false);
+            // Stored claimed: nothing else writes its thread's history
+            // before this run ends, so what the insert saw of it holds.
             self.inner
                 .preclaimed
-                .put(live, run.clone(), prepared, new_thread);
+                .put(live, run.clone(), prepared, history_seen);
         }
         // Before it is scheduled: its worker takes them when it starts.
         self.inner.supplied.put(&run.run_id, overrides);

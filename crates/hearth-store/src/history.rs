@@ -13,6 +13,21 @@ pub use hearth_core::records::history::{
     HistoryEntry, HistoryPage, SUMMARY_ROLE, StoredSummary, ThreadContext,
 };
 
+/// What the insert of a run saw of its thread's stored history, in its
+/// snapshot, taken after the thread's lock was granted: every earlier run of
+/// the thread that ended had written its messages. For a run stored claimed
+/// no other run of its thread is unfinished, and only a thread's runs write
+/// its history, so until the run ends this is what it would read as it
+/// starts (a deletion of the whole history aside: a new session, which
+/// cancels the thread's run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistorySeen {
+    /// No stored message: the run starts from an empty history.
+    Empty,
+    /// The id of the thread's newest stored row, a message or a summary.
+    Newest(i64),
+}
+
 /// Threads' full history and compaction summaries.
 #[async_trait::async_trait]
 pub trait HistoryStore: Send + Sync + 'static {
@@ -20,13 +35,23 @@ pub trait HistoryStore: Send + Sync + 'static {
     /// in one read.
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext>;
 
+    /// [`thread_context`](Self::thread_context) for a run whose insert saw
+    /// `newest` as the id of its thread's newest stored row
+    /// ([`HistorySeen::Newest`]): a store that holds the thread's context up
+    /// to that row answers from it without a read. Others read.
+    async fn thread_context_seen(&self, thread_key: &str, newest: i64) -> Result<ThreadContext> {
+        let _ = newest;
+        self.thread_context(thread_key).await
+    }
+
     /// Hands back the messages and ids of the last `thread_context` of the
-    /// thread, unchanged (or after a summary replaced a prefix of them), once a run is done with
-    /// them: a store that caches contexts keeps them, so the thread's next
-    /// read only adds the messages stored since, without copying or decoding
-    /// the rest again. Others drop them.
-    fn keep_context(&self, thread_key: &str, messages: Vec<Message>, ids: Vec<i64>) {
-        let _ = (thread_key, messages, ids);
+    /// thread, unchanged (or after a summary replaced a prefix of them), once
+    /// the run `run_id` is done with them: a store that caches contexts keeps
+    /// them, so the thread's next read only adds the messages stored since,
+    /// without copying or decoding the rest again (and may add the messages
+    /// that run's end writes). Others drop them.
+    fn keep_context(&self, thread_key: &str, run_id: &str, messages: Vec<Message>, ids: Vec<i64>) {
+        let _ = (thread_key, run_id, messages, ids);
     }
 
     /// Stores a summary that replaces the thread's messages up to id

@@ -53,7 +53,8 @@ pub use confirmations::ConfirmationStore;
 pub use error::{Result, StoreError};
 pub use grants::GrantStore;
 pub use history::{
-    HistoryEntry, HistoryPage, HistoryStore, SUMMARY_ROLE, StoredSummary, ThreadContext,
+    HistoryEntry, HistoryPage, HistorySeen, HistoryStore, SUMMARY_ROLE, StoredSummary,
+    ThreadContext,
 };
 pub use jobs::{CatchUp, JobFiring, JobRecord, JobStore, NextFiring};
 pub use memory::{
@@ -141,7 +142,7 @@ pub trait Store:
         lease_until: hearth_core::Timestamp,
         model: &str,
         mode: Option<&str>,
-    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+    ) -> Result<(CreateRunOutcome, Option<HistorySeen>)> {
         if self
             .thread_settings(&run.thread_key)
             .await?
@@ -171,7 +172,7 @@ pub trait Store:
         run: NewRun,
         claim: Option<RunClaim<'_>>,
         supplied: &str,
-    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+    ) -> Result<(CreateRunOutcome, Option<HistorySeen>)> {
         let _ = supplied;
         match claim {
             None => Ok((self.create_run(run).await?, None)),

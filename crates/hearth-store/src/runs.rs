@@ -116,13 +116,15 @@ pub trait RunStore: Send + Sync + 'static {
         ))
     }
 
-    /// [`Self::create_claimed_run`], also saying whether the run's thread
-    /// had any stored message when the run was stored: `Some(false)` for a
-    /// run stored claimed means its history is empty until it ends (only a
-    /// thread's runs write its history, and none other of its thread is
-    /// unfinished), so it needs no read of it. `None` when the store does
-    /// not tell (its reads are in process and cheap). Says nothing about a
-    /// run stored queued or an existing twin.
+    /// [`Self::create_claimed_run`], also saying what the insert saw of the
+    /// run's thread's stored history ([`HistorySeen`](crate::HistorySeen)):
+    /// for a run stored claimed, `Empty` means its history is empty until it
+    /// ends (only a thread's runs write its history, and none other of its
+    /// thread is unfinished), so it needs no read of it, and `Newest` lets a
+    /// store that holds the context up to that row skip the read
+    /// ([`HistoryStore::thread_context_seen`](crate::HistoryStore::thread_context_seen)).
+    /// `None` when the store does not tell (its reads are in process and
+    /// cheap). Says nothing about a run stored queued or an existing twin.
     async fn create_claimed_run_seeing_history(
         &self,
         run: NewRun,
@@ -130,7 +132,7 @@ pub trait RunStore: Send + Sync + 'static {
         lease_until: Timestamp,
         model: &str,
         mode: Option<&str>,
-    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+    ) -> Result<(CreateRunOutcome, Option<crate::HistorySeen>)> {
         let outcome = self
             .create_claimed_run(run, owner, lease_until, model, mode)
             .await?;

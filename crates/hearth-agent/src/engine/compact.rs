@@ -54,7 +54,9 @@ impl Engine {
     ) -> Result<Loaded, Stop> {
         let from_thread = supplied.is_none();
         // A new thread's history is known to be empty: nothing to read.
-        let empty = from_thread && input.new_thread && input.journal.is_none();
+        let empty = from_thread
+            && input.history_seen == Some(hearth_store::HistorySeen::Empty)
+            && input.journal.is_none();
         let read = if empty {
             Some(hearth_store::ThreadContext::default())
         } else {
@@ -97,9 +99,16 @@ impl Engine {
         let (mut history, mut ids, summary) = match supplied {
             Some(h) => (h, Vec::new(), None),
             None => {
-                let ctx = match read {
-                    Some(ctx) => ctx,
-                    None => self.store.thread_context(&input.thread_key).await?,
+                let ctx = match (read, input.history_seen) {
+                    (Some(ctx), _) => ctx,
+                    (None, Some(hearth_store::HistorySeen::Newest(newest)))
+                        if input.journal.is_none() =>
+                    {
+                        self.store
+                            .thread_context_seen(&input.thread_key, newest)
+                            .await?
+                    }
+                    (None, _) => self.store.thread_context(&input.thread_key).await?,
                 };
                 (ctx.messages, ctx.ids, ctx.summary.map(|s| s.text))
             }

@@ -370,7 +370,7 @@ mod tests {
             asker: None,
             family: None,
             fresh: false,
-            new_thread: false,
+            history_seen: None,
         };
         let question = || {
             Ok((

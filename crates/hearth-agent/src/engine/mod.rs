@@ -607,6 +607,7 @@ impl Engine {
                     // The thread's next run starts from it instead of a copy.
                     self.store.keep_context(
                         &input.thread_key,
+                        &input.run_id,
                         std::mem::take(&mut p.history),
                         std::mem::take(&mut p.history_ids),
                     );

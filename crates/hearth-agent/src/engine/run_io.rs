@@ -70,12 +70,14 @@ pub struct RunInput {
     /// a restart, claimed from the store or resumed after a confirmation is
     /// not fresh.
     pub fresh: bool,
-    /// Stored claimed on a thread that had no stored message then: its
-    /// history is empty until it ends (only a thread's runs write it, and no
-    /// other run of the thread is unfinished), so the engine reads none.
-    /// Set only from the store's answer at the run's insert
-    /// (`RunStore::create_claimed_run_seeing_history`).
-    pub new_thread: bool,
+    /// What the run's insert saw of its thread's stored history, for a run
+    /// stored claimed (only a thread's runs write it, and no other run of
+    /// the thread is unfinished, so it holds until the run ends): `Empty`,
+    /// the engine reads none; `Newest`, the store may answer from the
+    /// context it holds (`HistoryStore::thread_context_seen`). Set only
+    /// from the store's answer at the run's insert
+    /// (`RunStore::create_claimed_run_seeing_history`); `None` otherwise.
+    pub history_seen: Option<hearth_store::HistorySeen>,
 }
 
 impl RunInput {

@@ -130,7 +130,7 @@ async fn call_in(
                 asker: None,
                 family: None,
                 fresh: false,
-                new_thread: false,
+                history_seen: None,
             },
             &NoEvents,
         )

@@ -195,7 +195,7 @@ impl Thread {
             asker: None,
             family: None,
             fresh: false,
-            new_thread: false,
+            history_seen: None,
         };
         let result = self.engine.run_with_history(input, history, &Sink).await;
         let outcome = result.outcome.clone();

@@ -12,7 +12,7 @@ use std::time::Duration;
 use hearth_agent::{Candidate, Engine, EventSink, Limits, Outcome, RunInput, ToolMode};
 use hearth_core::{ModelRef, RunEventKind, ThinkingLevel, ToolSpec};
 use hearth_llm::{OpenAiCompatConfig, OpenAiCompatProvider};
-use hearth_store::{Durability, SqliteStore, Store};
+use hearth_store::{Durability, HistorySeen, SqliteStore, Store};
 use hearth_testkit::{FakeOpenAi, Reply, ToolCallSpec};
 use hearth_tools::{Tool, ToolClass, ToolError, ToolRegistry};
 use serde_json::{Value, json};
@@ -196,7 +196,7 @@ async fn stored_run(store: &Arc<dyn Store>, fake: &FakeOpenAi, text: &str) -> Ru
         asker: None,
         family: None,
         fresh: false,
-        new_thread: false,
+        history_seen: None,
     }
 }
 
@@ -229,12 +229,14 @@ async fn a_fresh_run_reads_no_stored_steer_and_any_other_run_does() {
     }
 }
 
-/// A run marked as its thread's first (`new_thread`: the store said, as it
-/// stored the run claimed, that the thread had no message) reads no history;
-/// any other run reads it, so a thread's earlier turns reach the model.
+/// A run marked as its thread's first (`HistorySeen::Empty`: the store said,
+/// as it stored the run claimed, that the thread had no message) reads no
+/// history; any other run reads it (one whose insert saw a newest row, from
+/// a store that holds no context, too), so a thread's earlier turns reach
+/// the model.
 #[tokio::test]
 async fn a_run_on_a_new_thread_reads_no_history_and_any_other_run_does() {
-    for new_thread in [false, true] {
+    for seen in [None, Some(HistorySeen::Newest(1)), Some(HistorySeen::Empty)] {
         let dir = tempfile::tempdir().unwrap();
         let (engine, store) = engine_with(ToolRegistry::new(), dir.path()).await;
         let fake = FakeOpenAi::start().await;
@@ -249,7 +251,7 @@ async fn a_run_on_a_new_thread_reads_no_history_and_any_other_run_does() {
         assert!(store.finish_run(ended).await.unwrap());
         let mut input = stored_run(&store, &fake, "second").await;
         input.fresh = true;
-        input.new_thread = new_thread;
+        input.history_seen = seen;
         assert_eq!(
             engine.run(input, &Sink).await.outcome,
             Outcome::Succeeded("done".into())
@@ -257,8 +259,8 @@ async fn a_run_on_a_new_thread_reads_no_history_and_any_other_run_does() {
         let sent = fake.requests()[1]["messages"].to_string();
         assert_eq!(
             sent.contains("the earlier turn"),
-            !new_thread,
-            "new_thread {new_thread}: {sent}"
+            seen != Some(HistorySeen::Empty),
+            "{seen:?}: {sent}"
         );
     }
 }

@@ -182,7 +182,7 @@ async fn run(
                 asker: None,
                 family: None,
                 fresh: false,
-                new_thread: false,
+                history_seen: None,
             },
             &sink,
         )

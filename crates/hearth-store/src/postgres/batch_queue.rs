@@ -35,7 +35,6 @@ use super::run_insert::{self, QueuedRun};
 use super::{finish, threads};
 use crate::error::{Result, StoreError};
 use crate::records::{CreateRunOutcome, RunFinish, ThreadState};
-use crate::runs::Finished;
 
 /// The most writes one statement makes. At 64 messages in flight, the
 /// batches of ends on a 2-core machine held 15.6 ends on average (6.6 each
@@ -76,13 +75,13 @@ pub(super) struct Ends;
 
 impl Batch for Ends {
     type Item = RunFinish;
-    type Out = Finished;
+    type Out = finish::Ended;
 
     fn apart(queued: &RunFinish, next: &RunFinish) -> bool {
         queued.run_id == next.run_id
     }
 
-    async fn write(pool: &Pool, target: &str, items: &[RunFinish]) -> Result<Vec<Finished>> {
+    async fn write(pool: &Pool, target: &str, items: &[RunFinish]) -> Result<Vec<finish::Ended>> {
         let client = super::pooled(pool, target).await?;
         finish::end_together(&client, items).await
     }
@@ -94,7 +93,7 @@ pub(super) struct Runs;
 
 impl Batch for Runs {
     type Item = QueuedRun;
-    type Out = (CreateRunOutcome, Option<bool>);
+    type Out = (CreateRunOutcome, Option<crate::HistorySeen>);
 
     fn apart(_: &QueuedRun, _: &QueuedRun) -> bool {
         false
@@ -104,7 +103,7 @@ impl Batch for Runs {
         pool: &Pool,
         target: &str,
         items: &[QueuedRun],
-    ) -> Result<Vec<(CreateRunOutcome, Option<bool>)>> {
+    ) -> Result<Vec<(CreateRunOutcome, Option<crate::HistorySeen>)>> {
         run_insert::store_together(pool, target, items).await
     }
 }

@@ -4,12 +4,13 @@
 
 use std::sync::atomic::Ordering;
 
-use hearth_core::Message;
+use hearth_core::{Message, Role};
 
 use super::PostgresStore;
 use crate::Store;
-use crate::conformance::fixtures::{created, said_turns};
-use crate::history::{HistoryStore, ThreadContext};
+use crate::conformance::fixtures::{created, finish, new_run, said_turns};
+use crate::history::{HistorySeen, HistoryStore, ThreadContext};
+use crate::runs::RunStore;
 use crate::threads::ThreadStore;
 
 fn texts(messages: &[Message]) -> Vec<String> {
@@ -23,7 +24,7 @@ fn decoded(store: &PostgresStore) -> u64 {
 /// Reads `thread`'s context on `store` and hands it back, as a run does.
 async fn read(store: &PostgresStore, thread: &str) -> ThreadContext {
     let ctx = store.thread_context(thread).await.unwrap();
-    store.keep_context(thread, ctx.messages.clone(), ctx.ids.clone());
+    store.keep_context(thread, "run_reading", ctx.messages.clone(), ctx.ids.clone());
     ctx
 }
 
@@ -151,4 +152,128 @@ async fn a_newer_summary_covering_less_is_read_in_full() {
     assert_eq!(ctx.summary.as_ref().unwrap().text, "s1 late");
     assert_eq!(texts(&ctx.messages), ["u1", "a1", "u2", "a2", "u3", "a3"]);
     assert_eq!(ctx, b.thread_context("t1").await.unwrap());
+}
+
+fn reads(store: &PostgresStore) -> u64 {
+    store.inner.contexts.reads.load(Ordering::Relaxed)
+}
+
+/// One run on `store`, as the runtime makes it: stored claimed, its
+/// context read (or not) from what the insert saw, checked against a full
+/// read on `witness`, handed back after `during` ran with it, and ended
+/// with a turn (`u{i}`, `a{i}`). Returns the context it started from.
+async fn turn_with(
+    store: &PostgresStore,
+    witness: &PostgresStore,
+    thread: &str,
+    i: usize,
+    during: impl AsyncFnOnce(&str, &mut ThreadContext),
+) -> ThreadContext {
+    let id = format!("run_{thread}_{i}");
+    let (_, seen) = store
+        .create_claimed_run_seeing_history(
+            new_run(&id, thread, None),
+            "replica-a",
+            i64::MAX,
+            "p/m",
+            None,
+        )
+        .await
+        .unwrap();
+    let mut ctx = match seen {
+        Some(HistorySeen::Newest(newest)) => {
+            store.thread_context_seen(thread, newest).await.unwrap()
+        }
+        Some(HistorySeen::Empty) => ThreadContext::default(),
+        None => panic!("PostgreSQL says what the insert saw"),
+    };
+    assert_eq!(
+        ctx,
+        witness.thread_context(thread).await.unwrap(),
+        "run {i} starts from what a full read has"
+    );
+    let read = ctx.clone();
+    during(&id, &mut ctx).await;
+    store.keep_context(thread, &id, ctx.messages, ctx.ids);
+    let said = vec![
+        Message::text(Role::User, format!("u{i}")),
+        Message::text(Role::Assistant, format!("a{i}")),
+    ];
+    assert!(store.finish_run(finish(&id, said)).await.unwrap());
+    read
+}
+
+/// A thread that keeps talking to one replica starts each run from what
+/// the replica holds, without a read: the end adds its messages to it, and
+/// the next insert shows nothing else was written. Whatever another replica
+/// writes in between is read, and every context is what a full read has.
+#[tokio::test]
+async fn a_thread_that_keeps_talking_to_one_replica_reads_nothing() {
+    let Some(url) = super::testing::fresh_database_url().await else {
+        return;
+    };
+    let store = async || PostgresStore::connect(&url, "TEST", 2).await.unwrap();
+    // `w` reads in full for comparison.
+    let (a, b, w) = (store().await, store().await, store().await);
+    let turn = |store: &'static str, i: usize| {
+        let on = if store == "a" { &a } else { &b };
+        turn_with(on, &w, "t1", i, async |_, _| {})
+    };
+    said_turns(&a, "t1", 0, 3).await;
+    assert_eq!(turn("a", 3).await.messages.len(), 6);
+    assert_eq!(reads(&a), 1, "the first run reads");
+    for i in 4..8 {
+        assert_eq!(turn("a", i).await.messages.len(), 2 * i, "run {i}");
+    }
+    assert_eq!(reads(&a), 1, "the runs after it read nothing");
+
+    // A run answered by the other replica: the next one here reads what it
+    // wrote, and holds on from there.
+    turn("b", 8).await;
+    let ctx = turn("a", 9).await;
+    assert_eq!(texts(&ctx.messages[16..]), ["u8", "a8"]);
+    assert_eq!(reads(&a), 2);
+    turn("a", 10).await;
+    assert_eq!(reads(&a), 2);
+
+    // A run here compacts: the summary it wrote comes with the held context.
+    turn_with(&a, &b, "t1", 11, async |run, ctx| {
+        let id = a
+            .append_summary("t1", run, "s1", ctx.ids[5], 11)
+            .await
+            .unwrap();
+        assert!(id > *ctx.ids.last().unwrap());
+        ctx.messages.drain(..6);
+        ctx.ids.drain(..6);
+    })
+    .await;
+    let ctx = turn("a", 12).await;
+    assert_eq!(reads(&a), 2, "held across its own compaction");
+    assert_eq!(ctx.summary.as_ref().map(|s| s.text.as_str()), Some("s1"));
+
+    // A summary written elsewhere is read.
+    let all = b.thread_context("t1").await.unwrap();
+    b.append_summary("t1", "run_t1_12", "s2", all.ids[3], 12)
+        .await
+        .unwrap();
+    let ctx = turn("a", 13).await;
+    assert_eq!(reads(&a), 3);
+    assert_eq!(ctx.summary.as_ref().map(|s| s.text.as_str()), Some("s2"));
+
+    // A run that ends without having handed its context back adds nothing
+    // to what is held: the next one reads.
+    turn("a", 14).await;
+    said_turns(&a, "t1", 15, 1).await;
+    let ctx = turn("a", 16).await;
+    assert_eq!(reads(&a), 4);
+    assert_eq!(
+        texts(&ctx.messages[ctx.messages.len() - 4..]),
+        ["u14", "a14", "u15", "a15"]
+    );
+
+    // A new session here drops what is held.
+    turn("a", 17).await;
+    a.new_session("t1", None, 20).await.unwrap();
+    assert_eq!(turn("a", 18).await, ThreadContext::default());
+    assert_eq!(turn("a", 19).await.messages.len(), 2);
 }

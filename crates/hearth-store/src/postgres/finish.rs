@@ -122,7 +122,7 @@ const END_SQL: &str = concat!(
      SELECT ended.thread_key, m.said_run, m.role, m.content, ended.end_at \
      FROM unnest($34::TEXT[], $35::TEXT[], $36::TEXT[]) WITH ORDINALITY \
      AS m (said_run, role, content, ord) JOIN ended ON ended.run_id = m.said_run \
-     ORDER BY m.ord), ",
+     ORDER BY m.ord RETURNING run_id, id), ",
     "replies AS (INSERT INTO outbox (channel, target, kind, run_id, payload, \
      next_attempt_at, created_at) \
      SELECT o.channel, o.target, o.kind, o.run_id, o.payload, ended.end_at, ended.end_at \
@@ -146,7 +146,9 @@ const END_SQL: &str = concat!(
      runs = router_arms.runs + excluded.runs) ",
     // Each run as it ended (the caller answers with it instead of reading
     // it again), and whether a later run of its thread was queued: then
-    // the replica claims it at once (`RunStore::finish_run_seeing_next`).
+    // the replica claims it at once (`RunStore::finish_run_seeing_next`);
+    // then the ids its messages were given, in their order (the replica
+    // adds them to the context it holds of the thread: `context_cache.rs`).
     // The end notifies as the row trigger would have, which it marked to
     // skip these rows (`notified_by_end`, migration 0017): `hearth_ended`
     // when another replica may follow the run, `hearth_work` when its
@@ -155,7 +157,9 @@ const END_SQL: &str = concat!(
     run_columns!(),
     ", next.queued, \
      CASE WHEN ended.watched THEN pg_notify('hearth_ended', ended.run_id) END, \
-     CASE WHEN next.queued THEN pg_notify('hearth_work', '') END \
+     CASE WHEN next.queued THEN pg_notify('hearth_work', '') END, \
+     (SELECT array_agg(said.id ORDER BY said.id) FROM said \
+     WHERE said.run_id = ended.run_id) \
      FROM ended CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM runs AS later \
      WHERE later.thread_key = ended.thread_key AND later.status = 'queued' \
      AND later.run_id <> ended.run_id) AS queued) AS next"
@@ -164,6 +168,18 @@ const END_SQL: &str = concat!(
 /// The column of [`END_SQL`]'s row after the run's: whether a later run of
 /// the thread was queued.
 const QUEUED_COLUMN: usize = 22;
+
+/// The column of [`END_SQL`]'s row with the ids of the run's messages.
+const SAID_COLUMN: usize = QUEUED_COLUMN + 3;
+
+/// One end written by [`end_together`]: what the store answers, and the
+/// ids its messages were given, in their order (none when it was not
+/// written).
+#[derive(Debug)]
+pub(super) struct Ended {
+    pub finished: Finished,
+    pub said: Vec<i64>,
+}
 
 /// Whether `finish` is written exactly by [`END_SQL`]; the others take the
 /// transaction of one statement per write.
@@ -346,13 +362,13 @@ impl<'a> Writes<'a> {
 /// Ends runs with [`END_SQL`], in one statement: for each finish, in the
 /// order given, whether it ended here (not when its run was terminal
 /// already, and then nothing was written for it), and then whether a later
-/// run of its thread was queued (in the statement's snapshot) and the run
-/// as it ended. Every finish must [fit](fits_one_statement) and name a run
+/// run of its thread was queued (in the statement's snapshot), the run as
+/// it ended and the ids of its messages. Every finish must [fit](fits_one_statement) and name a run
 /// no other names. An error writes nothing for any of them.
 pub(super) async fn end_together(
     c: &impl GenericClient,
     finishes: &[RunFinish],
-) -> Result<Vec<Finished>> {
+) -> Result<Vec<Ended>> {
     let mut ends = Ends::default();
     let mut steps = Steps::default();
     let mut calls = Calls::default();
@@ -418,12 +434,15 @@ pub(super) async fn end_together(
             ],
         )
         .await?;
-    let mut finished: Vec<Finished> = finishes
+    let mut finished: Vec<Ended> = finishes
         .iter()
-        .map(|_| Finished {
-            ended: false,
-            next_queued: None,
-            run: None,
+        .map(|_| Ended {
+            finished: Finished {
+                ended: false,
+                next_queued: None,
+                run: None,
+            },
+            said: Vec::new(),
         })
         .collect();
     for row in &rows {
@@ -434,10 +453,15 @@ pub(super) async fn end_together(
                 run.run_id
             )));
         };
-        finished[at] = Finished {
-            ended: true,
-            next_queued: Some(row.try_get(QUEUED_COLUMN)?),
-            run: Some(run),
+        finished[at] = Ended {
+            finished: Finished {
+                ended: true,
+                next_queued: Some(row.try_get(QUEUED_COLUMN)?),
+                run: Some(run),
+            },
+            said: row
+                .try_get::<_, Option<Vec<i64>>>(SAID_COLUMN)?
+                .unwrap_or_default(),
         };
     }
     Ok(finished)

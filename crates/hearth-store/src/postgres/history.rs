@@ -56,7 +56,7 @@ const CONTEXT: &str = "WITH summary AS (SELECT id, content, covers_to FROM messa
 /// the summary the cached context followed.
 fn after(cached: Option<&Cached>) -> (i64, i64, Option<i64>) {
     cached
-        .and_then(|c| Some((*c.ids.last()?, *c.ids.first()?, c.summary_id)))
+        .and_then(|c| Some((*c.ids.last()?, *c.ids.first()?, c.summary_id())))
         .unwrap_or((0, 0, None))
 }
 
@@ -136,7 +136,27 @@ impl PostgresStore {
         self.inner.contexts.count_decoded(*decoded);
         self.inner
             .contexts
-            .lend(thread_key, epoch, context.summary.as_ref().map(|s| s.id));
+            .lend(thread_key, epoch, context.summary.clone());
+    }
+
+    /// Reads `thread_key`'s context after what is `cached` of it, in `epoch`,
+    /// and lends it out.
+    async fn read_context(
+        &self,
+        thread_key: &str,
+        cached: Option<Cached>,
+        epoch: u64,
+    ) -> Result<ThreadContext> {
+        let client = self.client().await?;
+        let (last, first, summary) = after(cached.as_ref());
+        let stmt = client.prepare_cached(CONTEXT).await?;
+        let found = client
+            .query(&stmt, &[&thread_key, &last, &first, &summary])
+            .await?;
+        self.inner.contexts.count_read();
+        let read = context_of(&found, cached)?;
+        self.lend_context(thread_key, epoch, &read);
+        Ok(read.0)
     }
 }
 
@@ -173,6 +193,7 @@ pub(super) async fn run_start(
         client.query(&steers, &of_run),
         client.query(&context, &of_thread),
     )?;
+    store.inner.contexts.count_read();
     let read = context_of(&context, cached)?;
     store.lend_context(thread_key, epoch, &read);
     let (context, _) = read;
@@ -189,20 +210,35 @@ pub(super) async fn run_start(
 #[async_trait::async_trait]
 impl HistoryStore for PostgresStore {
     async fn thread_context(&self, thread_key: &str) -> Result<ThreadContext> {
-        let client = self.client().await?;
         let (cached, epoch) = self.cached_context(thread_key);
-        let (last, first, summary) = after(cached.as_ref());
-        let stmt = client.prepare_cached(CONTEXT).await?;
-        let found = client
-            .query(&stmt, &[&thread_key, &last, &first, &summary])
-            .await?;
-        let read = context_of(&found, cached)?;
-        self.lend_context(thread_key, epoch, &read);
-        Ok(read.0)
+        self.read_context(thread_key, cached, epoch).await
     }
 
-    fn keep_context(&self, thread_key: &str, messages: Vec<Message>, ids: Vec<i64>) {
-        self.inner.contexts.give_back(thread_key, messages, ids);
+    /// Held up to `newest` (the thread's newest row when the run's insert
+    /// saw it, after its thread's lock): nothing was written since, so what
+    /// is held is what the read would return (`context_cache.rs`).
+    async fn thread_context_seen(&self, thread_key: &str, newest: i64) -> Result<ThreadContext> {
+        let (cached, epoch) = self.cached_context(thread_key);
+        match cached {
+            Some(held) if held.newest() == Some(newest) => {
+                let context = ThreadContext {
+                    summary: held.summary,
+                    messages: held.messages,
+                    ids: held.ids,
+                };
+                self.inner
+                    .contexts
+                    .lend(thread_key, epoch, context.summary.clone());
+                Ok(context)
+            }
+            cached => self.read_context(thread_key, cached, epoch).await,
+        }
+    }
+
+    fn keep_context(&self, thread_key: &str, run_id: &str, messages: Vec<Message>, ids: Vec<i64>) {
+        self.inner
+            .contexts
+            .give_back(thread_key, run_id, messages, ids);
     }
 
     async fn append_summary(
@@ -239,7 +275,18 @@ impl HistoryStore for PostgresStore {
                 ],
             )
             .await?;
-        col(&row, 0)
+        let id = col(&row, 0)?;
+        // The run compacting holds the context out and hands back what
+        // follows this summary.
+        self.inner.contexts.summarized(
+            thread_key,
+            StoredSummary {
+                id,
+                text: text.to_owned(),
+                covers_to,
+            },
+        );
+        Ok(id)
     }
 
     async fn history_page(

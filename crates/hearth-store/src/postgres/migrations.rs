@@ -91,10 +91,14 @@ const MIGRATIONS: &[(u32, &str)] = &[
         23,
         include_str!("../../migrations/postgres/0023_ended_runs_hold_their_thread.sql"),
     ),
+    (
+        24,
+        include_str!("../../migrations/postgres/0024_store_run_sees_newest_message.sql"),
+    ),
 ];
 
 /// The schema version this build writes (its highest migration).
-pub(crate) const LATEST: u32 = 23;
+pub(crate) const LATEST: u32 = 24;
 
 /// The migration after which hearth writes the compact copy of every
 /// embedding stored before, in the same transaction.

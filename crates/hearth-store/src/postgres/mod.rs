@@ -250,12 +250,14 @@ impl PostgresStore {
         &self,
         finishes: Vec<crate::records::RunFinish>,
     ) -> (bool, Vec<Result<crate::runs::Finished>>) {
-        batch_queue::write_as_one_batch::<batch_queue::Ends>(
+        let (together, ended) = batch_queue::write_as_one_batch::<batch_queue::Ends>(
             &self.inner.pool,
             &self.inner.target,
             finishes,
         )
-        .await
+        .await;
+        let finished = ended.into_iter().map(|e| e.map(|e| e.finished)).collect();
+        (together, finished)
     }
 
     /// Reads the settings of `thread_keys` as the store reads those asked
@@ -289,7 +291,7 @@ impl PostgresStore {
         assumes_defaults: bool,
     ) -> (
         bool,
-        Vec<Result<(crate::records::CreateRunOutcome, Option<bool>)>>,
+        Vec<Result<(crate::records::CreateRunOutcome, Option<crate::HistorySeen>)>>,
     ) {
         let queued = runs
             .into_iter()
@@ -418,7 +420,7 @@ impl Store for PostgresStore {
         lease_until: hearth_core::Timestamp,
         model: &str,
         mode: Option<&str>,
-    ) -> Result<(crate::records::CreateRunOutcome, Option<bool>)> {
+    ) -> Result<(crate::records::CreateRunOutcome, Option<crate::HistorySeen>)> {
         // The settings are checked by the insert (migration 0021), not read.
         let claim = run_insert::Claim {
             owner,
@@ -435,7 +437,7 @@ impl Store for PostgresStore {
         run: crate::records::NewRun,
         claim: Option<crate::records::RunClaim<'_>>,
         supplied: &str,
-    ) -> Result<(crate::records::CreateRunOutcome, Option<bool>)> {
+    ) -> Result<(crate::records::CreateRunOutcome, Option<crate::HistorySeen>)> {
         run_insert::store_run_supplied(self, run, claim.as_ref(), supplied).await
     }
 }

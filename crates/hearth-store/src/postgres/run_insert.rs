@@ -11,6 +11,7 @@ use super::PostgresStore;
 use super::rows::{self, run_columns};
 use crate::codec::to_json;
 use crate::error::{Result, StoreError};
+use crate::history::HistorySeen;
 use crate::records::{CreateRunOutcome, NewRun};
 
 /// Who claims a run as it is created (migration 0021 has what
@@ -26,21 +27,22 @@ const THREAD_LOCK_CLASS: i32 = 0x6865_6172;
 
 /// Stores a run: the thread's advisory lock, then the insert (queued, or
 /// claimed when its thread has nothing unfinished), in one statement
-/// (`hearth_store_run_assuming_defaults`, migration 0021; 0016 has why its
-/// insert sees every earlier run of the thread, 0018 why it says whether
-/// the thread had messages); returns the run, or nothing when its
-/// idempotency key is taken, and whether its thread had any stored
-/// message, asked in the insert's snapshot.
+/// (`hearth_store_run_seeing_newest`, migration 0024; 0016 has why its
+/// insert sees every earlier run of the thread, 0018 why what it says of
+/// the thread's messages holds until the run ends, 0021 what
+/// `assumes_defaults` changes); returns the run, or nothing when its
+/// idempotency key is taken, and the id of its thread's newest stored row
+/// (NULL: none), asked in the insert's snapshot.
 const STORE_RUN_SQL: &str = concat!(
     "SELECT ",
     run_columns!(),
-    ", had_messages FROM (SELECT (r.run).*, r.had_messages \
-     FROM hearth_store_run_assuming_defaults($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+    ", newest_message FROM (SELECT (r.run).*, r.newest_message \
+     FROM hearth_store_run_seeing_newest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
      $12, $13, $14, $15, $16) AS r) AS stored"
 );
 
 /// The column of [`STORE_RUN_SQL`]'s row after the run's.
-const HAD_MESSAGES_COLUMN: usize = 22;
+const NEWEST_MESSAGE_COLUMN: usize = 22;
 
 /// [`STORE_RUN_SQL`] that also keeps `$17`, what the run's surface supplied
 /// beyond its message (JSON text), when the run is stored queued: another
@@ -48,30 +50,30 @@ const HAD_MESSAGES_COLUMN: usize = 22;
 /// the statement that stores the run, so no replica sees the run without
 /// it. Same row as [`STORE_RUN_SQL`]'s.
 const STORE_RUN_SUPPLIED_SQL: &str = concat!(
-    "WITH stored AS (SELECT (r.run).*, r.had_messages \
-     FROM hearth_store_run_assuming_defaults($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+    "WITH stored AS (SELECT (r.run).*, r.newest_message \
+     FROM hearth_store_run_seeing_newest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
      $12, $13, $14, $15, $16) AS r), \
      kept AS (INSERT INTO run_supplied (run_id, body) \
      SELECT run_id, $17::text::jsonb FROM stored WHERE status = 'queued') \
      SELECT ",
     run_columns!(),
-    ", had_messages FROM stored"
+    ", newest_message FROM stored"
 );
 
-/// Stores several runs (`hearth_store_runs_assuming_defaults`, migration
-/// 0021; 0019 has why of the batch): a row per run stored, as
+/// Stores several runs (`hearth_store_runs_seeing_newest`, migration
+/// 0024; 0019 has why of the batch): a row per run stored, as
 /// [`STORE_RUN_SQL`]'s, then its position in the arrays (from 1); none for
 /// a run whose idempotency key was taken.
 const STORE_RUNS_SQL: &str = concat!(
     "SELECT ",
     run_columns!(),
-    ", had_messages, i FROM (SELECT (r.run).*, r.had_messages, r.i \
-     FROM hearth_store_runs_assuming_defaults($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+    ", newest_message, i FROM (SELECT (r.run).*, r.newest_message, r.i \
+     FROM hearth_store_runs_seeing_newest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
      $12, $13, $14, $15, $16) AS r) AS stored"
 );
 
-/// The column of [`STORE_RUNS_SQL`]'s row after `had_messages`.
-const POSITION_COLUMN: usize = HAD_MESSAGES_COLUMN + 1;
+/// The column of [`STORE_RUNS_SQL`]'s row after `newest_message`.
+const POSITION_COLUMN: usize = NEWEST_MESSAGE_COLUMN + 1;
 
 /// The parameters of [`STORE_RUN_SQL`], with what they borrow.
 struct RunInsert<'a> {
@@ -158,8 +160,8 @@ async fn inserted_or_twin(
 }
 
 /// Inserts `run` (queued, or already claimed by `claim`), or returns the run
-/// that holds its idempotency key on its thread; with a new run, whether
-/// its thread had any stored message. Of concurrent inserts with the same
+/// that holds its idempotency key on its thread; with a new run, what the
+/// insert saw of its thread's stored history. Of concurrent inserts with the same
 /// key, the index lets one in; the others wait for it to commit and then
 /// read it.
 ///
@@ -179,7 +181,7 @@ pub(super) async fn insert_run(
     run: &NewRun,
     claim: Option<&Claim<'_>>,
     supplied: Option<&str>,
-) -> Result<(CreateRunOutcome, Option<bool>)> {
+) -> Result<(CreateRunOutcome, Option<HistorySeen>)> {
     let params = RunInsert::new(run, claim)?;
     let inserted = match supplied {
         None => {
@@ -193,11 +195,18 @@ pub(super) async fn insert_run(
             c.query_opt(&store, &all).await?
         }
     };
-    let had = match &inserted {
-        Some(row) => Some(row.try_get::<_, bool>(HAD_MESSAGES_COLUMN)?),
-        None => None,
-    };
-    Ok((inserted_or_twin(c, run, inserted).await?, had))
+    let seen = inserted.as_ref().map(seen_history).transpose()?;
+    Ok((inserted_or_twin(c, run, inserted).await?, seen))
+}
+
+/// What an inserted run's row says of its thread's stored history.
+fn seen_history(row: &tokio_postgres::Row) -> Result<HistorySeen> {
+    Ok(
+        match row.try_get::<_, Option<i64>>(NEWEST_MESSAGE_COLUMN)? {
+            Some(id) => HistorySeen::Newest(id),
+            None => HistorySeen::Empty,
+        },
+    )
 }
 
 /// [`insert_run`] in a transaction of its own, with the messages that
@@ -211,7 +220,7 @@ pub(super) async fn store_run(
     store: &PostgresStore,
     run: NewRun,
     claim: Option<&Claim<'_>>,
-) -> Result<(CreateRunOutcome, Option<bool>)> {
+) -> Result<(CreateRunOutcome, Option<HistorySeen>)> {
     let queued = QueuedRun {
         run,
         claim: claim.map(|c| ClaimOwned {
@@ -287,7 +296,7 @@ pub(super) async fn store_together(
     pool: &deadpool_postgres::Pool,
     target: &str,
     runs: &[QueuedRun],
-) -> Result<Vec<(CreateRunOutcome, Option<bool>)>> {
+) -> Result<Vec<(CreateRunOutcome, Option<HistorySeen>)>> {
     let client = super::pooled(pool, target).await?;
     if let [one] = runs {
         let claim = one.claim.as_ref().map(ClaimOwned::borrowed);
@@ -341,11 +350,8 @@ pub(super) async fn store_together(
     }
     let mut out = Vec::with_capacity(runs.len());
     for (q, row) in runs.iter().zip(stored) {
-        let had = match &row {
-            Some(row) => Some(row.try_get::<_, bool>(HAD_MESSAGES_COLUMN)?),
-            None => None,
-        };
-        out.push((inserted_or_twin(&client, &q.run, row).await?, had));
+        let seen = row.as_ref().map(seen_history).transpose()?;
+        out.push((inserted_or_twin(&client, &q.run, row).await?, seen));
     }
     Ok(out)
 }
@@ -359,7 +365,7 @@ pub(super) async fn store_run_supplied(
     run: NewRun,
     claim: Option<&Claim<'_>>,
     supplied: &str,
-) -> Result<(CreateRunOutcome, Option<bool>)> {
+) -> Result<(CreateRunOutcome, Option<HistorySeen>)> {
     let client = store.client().await?;
     insert_run(&client, &run, claim, Some(supplied)).await
 }
@@ -375,6 +381,7 @@ mod tests {
             include_str!("../../migrations/postgres/0016_store_run.sql"),
             include_str!("../../migrations/postgres/0018_store_run_sees_history.sql"),
             include_str!("../../migrations/postgres/0021_store_run_assuming_defaults.sql"),
+            include_str!("../../migrations/postgres/0024_store_run_sees_newest_message.sql"),
         ] {
             assert!(
                 sql.contains(&format!(

@@ -131,9 +131,23 @@ async fn put_step(c: &impl GenericClient, step: &StepRecord) -> Result<()> {
 /// finish waits for this one and then finds the run terminal (and writes
 /// nothing); an answer to one of its confirmations takes the run's row first
 /// too, so the two cannot deadlock.
+///
+/// When the run handed its thread's context back (`keep_context`), the
+/// messages its end wrote are added to it with the ids the end gave them,
+/// so the thread's next run can start from it without a read.
 async fn finish_run(store: &PostgresStore, finish: RunFinish) -> Result<Finished> {
     if finish::fits_one_statement(&finish) {
-        return store.ends().write(finish).await;
+        let contexts = &store.inner.contexts;
+        let said = contexts
+            .kept_by(&finish.run_id)
+            .then(|| (finish.run_id.clone(), finish.messages.clone()));
+        let ended = store.ends().write(finish).await?;
+        if let Some((run_id, messages)) = said
+            && ended.finished.ended
+        {
+            contexts.extend(&run_id, messages, ended.said);
+        }
+        return Ok(ended.finished);
     }
     let finish = &finish;
     let mut client = store.client().await?;
@@ -571,7 +585,7 @@ impl RunStore for PostgresStore {
         lease_until: Timestamp,
         model: &str,
         mode: Option<&str>,
-    ) -> Result<(CreateRunOutcome, Option<bool>)> {
+    ) -> Result<(CreateRunOutcome, Option<crate::HistorySeen>)> {
         let claim = Claim {
             owner,
             lease_until,

@@ -33,7 +33,7 @@ async fn a_thread_that_keeps_talking_decodes_only_its_new_messages() {
     assert_eq!(decoded(&store), 100);
     // The run hands its context back when it is done with it.
     let (first_ids, first_len) = (first.ids.clone(), first.messages.len());
-    store.keep_context("t1", first.messages, first.ids);
+    store.keep_context("t1", "run_x", first.messages, first.ids);
     said_turns(&store, "t1", 50, 1).await;
     let next = store.thread_context("t1").await.unwrap();
     assert_eq!(
@@ -57,7 +57,7 @@ async fn a_context_handed_back_after_a_deletion_is_not_kept() {
     said_turns(&store, "t1", 0, 2).await;
     let ctx = store.thread_context("t1").await.unwrap();
     store.clear_thread_history("t1").await.unwrap();
-    store.keep_context("t1", ctx.messages, ctx.ids);
+    store.keep_context("t1", "run_x", ctx.messages, ctx.ids);
     assert!(
         store
             .thread_context("t1")
@@ -68,7 +68,7 @@ async fn a_context_handed_back_after_a_deletion_is_not_kept() {
     );
     // Handed back without having been read: ignored.
     let stray = vec![Message::text(Role::User, "never stored")];
-    store.keep_context("t2", stray, vec![1]);
+    store.keep_context("t2", "run_x", stray, vec![1]);
     assert!(
         store
             .thread_context("t2")
@@ -86,9 +86,9 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
     said_turns(&store, "t2", 0, 2).await;
     let ctx = store.thread_context("t1").await.unwrap();
     assert_eq!(ctx.messages.len(), 6);
-    store.keep_context("t1", ctx.messages.clone(), ctx.ids.clone());
+    store.keep_context("t1", "run_x", ctx.messages.clone(), ctx.ids.clone());
     let t2 = store.thread_context("t2").await.unwrap();
-    store.keep_context("t2", t2.messages, t2.ids);
+    store.keep_context("t2", "run_x", t2.messages, t2.ids);
 
     // Compaction: the summary hides what it covers.
     store
@@ -98,7 +98,7 @@ async fn a_new_summary_clearing_and_a_new_session_are_seen_at_once() {
     let ctx = store.thread_context("t1").await.unwrap();
     assert_eq!(ctx.summary.unwrap().text, "s1");
     assert_eq!(texts(&ctx.messages), ["u2", "a2"]);
-    store.keep_context("t1", ctx.messages, ctx.ids);
+    store.keep_context("t1", "run_x", ctx.messages, ctx.ids);
 
     // Clearing the history empties the context, also after new messages.
     store.clear_thread_history("t1").await.unwrap();
@@ -139,13 +139,13 @@ async fn many_threads_stay_within_the_bound_and_stay_right() {
     for t in 0..40 {
         said_turns(&store, &format!("t{t}"), 0, 2).await;
         let ctx = store.thread_context(&format!("t{t}")).await.unwrap();
-        store.keep_context(&format!("t{t}"), ctx.messages, ctx.ids);
+        store.keep_context(&format!("t{t}"), "run_x", ctx.messages, ctx.ids);
     }
     assert!(store.inner.contexts.len() <= 16);
     for t in 0..40 {
         let ctx = store.thread_context(&format!("t{t}")).await.unwrap();
         assert_eq!(texts(&ctx.messages), ["u0", "a0", "u1", "a1"]);
-        store.keep_context(&format!("t{t}"), ctx.messages, ctx.ids);
+        store.keep_context(&format!("t{t}"), "run_x", ctx.messages, ctx.ids);
     }
 }
 

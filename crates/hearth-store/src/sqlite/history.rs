@@ -71,7 +71,7 @@ fn thread_context(
     }
     cache.count_decoded(messages.len() - before);
     // Handed out, not copied: the run gives them back (`keep_context`).
-    cache.lend(thread_key, epoch, summary_id);
+    cache.lend(thread_key, epoch, summary.clone());
     Ok(ThreadContext {
         summary,
         messages,
@@ -166,8 +166,16 @@ impl HistoryStore for SqliteStore {
             .await
     }
 
-    fn keep_context(&self, thread_key: &str, messages: Vec<hearth_core::Message>, ids: Vec<i64>) {
-        self.inner.contexts.give_back(thread_key, messages, ids);
+    fn keep_context(
+        &self,
+        thread_key: &str,
+        run_id: &str,
+        messages: Vec<hearth_core::Message>,
+        ids: Vec<i64>,
+    ) {
+        self.inner
+            .contexts
+            .give_back(thread_key, run_id, messages, ids);
     }
 
     async fn append_summary(

@@ -11,8 +11,8 @@ use hearth_store::conformance::fixtures::{confirmation, created, finish, new_run
 use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url};
 use hearth_store::prelude::*;
 use hearth_store::{
-    ArmStats, ConfirmationState, CreateRunOutcome, NewOutboxItem, OutboxKind, PostgresStore,
-    StepKind, StepStatus,
+    ArmStats, ConfirmationState, CreateRunOutcome, HistorySeen, NewOutboxItem, OutboxKind,
+    PostgresStore, StepKind, StepStatus,
 };
 
 /// A fresh store with `pool` connections, and a connection of its own to
@@ -341,31 +341,48 @@ async fn a_message_is_stored_in_one_statement() {
     );
 }
 
-/// A run stored claimed says whether its thread had any stored message:
-/// not for a thread's first message, yes once a run of the thread ended
-/// with messages. Nothing is said of a twin.
+/// A run stored claimed says what its thread's newest stored row is: none
+/// for a thread's first message, the last message once a run of the thread
+/// ended with messages, a summary once one was written after them. Nothing
+/// is said of a twin.
 #[tokio::test]
-async fn storing_a_run_says_whether_its_thread_had_messages() {
+async fn storing_a_run_says_its_threads_newest_stored_row() {
     let Some((store, _sql)) = fresh(2).await else {
         return;
     };
     let stored = |id: &'static str, key: Option<&'static str>| {
         store.create_claimed_run_seeing_history(new_run(id, "t1", key), "node-a", 99, "p/m", None)
     };
-    let (first, had) = stored("run_1", None).await.unwrap();
+    let (first, seen) = stored("run_1", None).await.unwrap();
     assert!(matches!(first, CreateRunOutcome::Created(_)), "{first:?}");
-    assert_eq!(had, Some(false), "the thread's first message");
+    assert_eq!(seen, Some(HistorySeen::Empty), "the thread's first message");
     let said = vec![
         Message::text(Role::User, "hi"),
         Message::text(Role::Assistant, "hello"),
     ];
     assert!(store.finish_run(finish("run_1", said)).await.unwrap());
-    let (_, had) = stored("run_2", Some("k")).await.unwrap();
-    assert_eq!(had, Some(true), "after a run that said something");
+    let ids = store.thread_context("t1").await.unwrap().ids;
+    let (_, seen) = stored("run_2", Some("k")).await.unwrap();
+    assert_eq!(
+        seen,
+        ids.last().copied().map(HistorySeen::Newest),
+        "after a run that said something: its last message ({ids:?})"
+    );
+    let summary = store
+        .append_summary("t1", "run_2", "they greeted", ids[0], 5)
+        .await
+        .unwrap();
     assert!(store.finish_run(finish("run_2", Vec::new())).await.unwrap());
-    let (twin, had) = stored("run_3", Some("k")).await.unwrap();
+    let (_, seen) = stored("run_3", None).await.unwrap();
+    assert_eq!(
+        seen,
+        Some(HistorySeen::Newest(summary)),
+        "the summary after them"
+    );
+    assert!(store.finish_run(finish("run_3", Vec::new())).await.unwrap());
+    let (twin, seen) = stored("run_4", Some("k")).await.unwrap();
     assert!(matches!(twin, CreateRunOutcome::Existing(_)), "{twin:?}");
-    assert_eq!(had, None, "a twin");
+    assert_eq!(seen, None, "a twin");
 }
 
 /// Whether the thread had messages is asked after the thread's lock was
@@ -431,7 +448,10 @@ async fn a_run_that_ends_while_a_message_waits_for_the_lock_has_its_messages_see
         panic!("a new run: {run:?}");
     };
     assert_eq!(run.status, RunStatus::Running, "stored claimed");
-    assert_eq!(had, Some(true), "run_1's messages");
+    assert!(
+        matches!(had, Some(HistorySeen::Newest(_))),
+        "run_1's messages: {had:?}"
+    );
 }
 
 /// `hearth_store_run`, which replicas of the previous version call during a

@@ -8,7 +8,7 @@ use hearth_core::RunStatus;
 use hearth_store::conformance::fixtures::new_run;
 use hearth_store::postgres::testing::{TEST_URL_VAR, fresh_database_url, refuse_inserts};
 use hearth_store::prelude::*;
-use hearth_store::{CreateRunOutcome, PostgresStore, RunRecord};
+use hearth_store::{CreateRunOutcome, HistorySeen, PostgresStore, RunRecord};
 
 /// The run an outcome holds, whether stored now or found by its key.
 fn run_of(outcome: &CreateRunOutcome) -> &RunRecord {
@@ -43,7 +43,7 @@ async fn runs_stored_together_are_each_stored_as_alone() {
         )
         .await;
     assert!(together, "one statement stored the batch: {outcomes:?}");
-    let outcomes: Vec<(CreateRunOutcome, Option<bool>)> =
+    let outcomes: Vec<(CreateRunOutcome, Option<HistorySeen>)> =
         outcomes.into_iter().map(Result::unwrap).collect();
 
     let (a1, had) = &outcomes[0];
@@ -52,7 +52,11 @@ async fn runs_stored_together_are_each_stored_as_alone() {
     assert_eq!((a1.run_id.as_str(), a1.status), ("a1", RunStatus::Running));
     assert_eq!(a1.lease_owner.as_deref(), Some("replica-1"));
     assert_eq!(a1.model.as_deref(), Some("p/m"));
-    assert_eq!(*had, Some(false), "a new thread has no message");
+    assert_eq!(
+        *had,
+        Some(HistorySeen::Empty),
+        "a new thread has no message"
+    );
 
     let a2 = run_of(&outcomes[1].0);
     assert_eq!((a2.run_id.as_str(), a2.status), ("a2", RunStatus::Queued));
