@@ -10,7 +10,7 @@
 # that finds nothing, the jobs duty: about one statement per 5 s) is counted
 # too; with N = 100 it adds under 0.1 per run.
 #
-# Usage: pg-statements-per-run.sh BIN_DIR SERVER_LOG [N]
+# Usage: [ONE_THREAD=1] pg-statements-per-run.sh BIN_DIR SERVER_LOG [N]
 # BIN_DIR holds `hearth` built with `--features postgres` (a debug build is
 # fine: this counts, it does not time) and `fake-openai`; SERVER_LOG is the
 # file the cluster logs to (its log_line_prefix must hold %p). The admin URL
@@ -53,12 +53,14 @@ send() {
     -d "{\"text\":\"hello\",\"thread_key\":\"$1\",\"wait\":true}" | grep -q '"succeeded"' \
     || echo "run on $1 did not succeed" >&2
 }
-for i in $(seq 5); do send "warm:$i"; done
+# ONE_THREAD=1: every message on one thread (a chat that keeps talking).
+thread() { if [ -n "${ONE_THREAD:-}" ]; then echo "count:talk"; else echo "$1:$2"; fi; }
+for i in $(seq 5); do send "$(thread warm "$i")"; done
 # Backends report their counters when idle, within 10 s.
 commits() { psql "$admin" -Atc "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$db'"; }
 sleep 11
 c0=$(commits); l0=$(wc -l <"$log")
-for i in $(seq "$n"); do send "count:$i"; done
+for i in $(seq "$n"); do send "$(thread count "$i")"; done
 sleep 11
 l1=$(wc -l <"$log"); c1=$(commits)
 sed -n "$((l0 + 1)),${l1}p" "$log" >"$out/window.log"
