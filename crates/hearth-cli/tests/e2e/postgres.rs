@@ -297,6 +297,45 @@ async fn a_request_queued_behind_a_run_on_another_replica_keeps_its_model_and_hi
     );
 }
 
+/// A thread that keeps talking, to one replica and then to the other: each
+/// model call carries every earlier turn of the thread, whichever replica
+/// answered it (a replica starts a run from the context it holds only when
+/// the message's insert shows nothing written since), and none from before
+/// a new session started on the other replica.
+#[tokio::test]
+async fn a_thread_talking_to_both_replicas_sends_every_earlier_turn() {
+    let Some(url) = database().await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let (a, b, _da, _db) = two_replicas(&fake, &url).await;
+    let mut said: Vec<String> = Vec::new();
+    let order = [
+        "a", "a", "a", "b", "a", "a", "b", "b", "a", "new on b", "a", "a",
+    ];
+    for (i, on) in order.into_iter().enumerate() {
+        if on == "new on b" {
+            let (s, v) = b
+                .send(
+                    reqwest::Method::DELETE,
+                    "/v1/threads/api:talk/session",
+                    json!({}),
+                )
+                .await;
+            assert_eq!(s, 200, "{v}");
+            said.clear();
+            continue;
+        }
+        let h = if on == "a" { &a } else { &b };
+        let text = format!("turn {i} on {on}");
+        let answer = h.ask("api:talk", &text).await;
+        assert_eq!(answer["status"], "succeeded", "{answer}");
+        said.push(text);
+        let sent = fake.requests().last().unwrap().clone();
+        assert_eq!(user_texts(&sent), said, "{}", sent["messages"]);
+    }
+}
+
 /// A routed run is routed as it is stored, claimed with the model chosen,
 /// and reads no history when its thread had none; the next run of that
 /// thread still sends the turn before it, and a model set on a thread
