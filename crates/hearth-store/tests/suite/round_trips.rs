@@ -487,3 +487,56 @@ async fn the_function_older_replicas_call_stores_runs_as_before() {
     let run = store.get_run("run_old_2").await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Queued);
 }
+
+/// The functions the previous version calls (migration 0021: one run, and
+/// several together) still say whether the thread had messages, now
+/// through the function that returns the newest row (migration 0024).
+#[tokio::test]
+async fn the_previous_versions_functions_still_say_whether_a_thread_had_messages() {
+    let Some((store, sql)) = fresh(1).await else {
+        return;
+    };
+    let one = sql
+        .query_one(
+            "SELECT (r.run).status, r.had_messages FROM hearth_store_run_assuming_defaults(\
+             'run_1', 't1', 'user:1', 'http', 'hi', NULL, 'running', 1, NULL, '[]', \
+             'old-replica', 99, 'p/m', NULL, NULL, TRUE) AS r",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (one.get::<_, String>(0), one.get::<_, bool>(1)),
+        ("running".to_owned(), false)
+    );
+    let said = vec![
+        Message::text(Role::User, "hi"),
+        Message::text(Role::Assistant, "hello"),
+    ];
+    assert!(store.finish_run(finish("run_1", said)).await.unwrap());
+    let together = sql
+        .query(
+            "SELECT r.i, (r.run).status, r.had_messages \
+             FROM hearth_store_runs_assuming_defaults(ARRAY['run_2', 'run_3'], \
+             ARRAY['t1', 't2'], ARRAY['user:1', 'user:1'], ARRAY['http', 'http'], \
+             ARRAY['again', 'new'], ARRAY[NULL, NULL]::TEXT[], ARRAY['running', 'running'], \
+             ARRAY[2, 2]::BIGINT[], ARRAY[NULL, NULL]::TEXT[], ARRAY['[]', '[]'], \
+             ARRAY['old-replica', 'old-replica'], ARRAY[99, 99]::BIGINT[], \
+             ARRAY['p/m', 'p/m'], ARRAY[NULL, NULL]::TEXT[], ARRAY[NULL, NULL]::TEXT[], \
+             ARRAY[TRUE, TRUE]) AS r ORDER BY r.i",
+            &[],
+        )
+        .await
+        .unwrap();
+    let together: Vec<(i32, String, bool)> = together
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        together,
+        [
+            (1, "running".to_owned(), true),
+            (2, "running".to_owned(), false)
+        ]
+    );
+}
