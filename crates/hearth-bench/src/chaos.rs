@@ -18,7 +18,10 @@
 //! `--kill-every` seconds the next replica is SIGKILLed and started again on
 //! its home. At the end, each thread's stored history must be exactly its
 //! messages in order, each followed by its one answer, and each Telegram
-//! message must have been answered exactly once. Two counts tell apart why
+//! message must have been answered exactly once, and every model call must
+//! have carried its thread's earlier messages, all of them and in order
+//! (whichever replica made it, and whether it read the thread's history or
+//! started from what it held). Two counts tell apart why
 //! one was not: an update handled twice (two runs of one Telegram message,
 //! counted in the database) and an answer sent twice (counted by the fake;
 //! README: a reply whose send was cut by the kill after Telegram took it is
@@ -423,6 +426,7 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
     }
     let total = t0.elapsed().as_secs_f64();
     let report = check_threads(&db, args.threads, per_thread).await?;
+    let contexts = check_contexts(&fake.requests());
     let tg_twice_list = tg_answered_twice(&tg, args.tg_users, args.tg_messages);
     let tg_twice = tg_twice_list.len();
     let tg_runs_twice = tg_handled_twice(&db, args.tg_users as usize * args.tg_messages).await?;
@@ -444,9 +448,13 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
         failed
     );
     println!(
-        "\n| lost | answered twice | order violations | Telegram updates handled twice | Telegram answers sent twice | orphaned runs | orphan wait p50 | orphan wait max | lease_secs + 2 s |"
+        "model calls checked for their thread's earlier messages: {} (API), {} (Telegram)",
+        contexts.api, contexts.telegram
     );
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "\n| lost | answered twice | order violations | wrong contexts | Telegram updates handled twice | Telegram answers sent twice | orphaned runs | orphan wait p50 | orphan wait max | lease_secs + 2 s |"
+    );
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let p = |q: f64| {
         orphan_waits
             .get(((orphan_waits.len() as f64 - 1.0) * q).round() as usize)
@@ -454,10 +462,11 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
             .unwrap_or(0.0)
     };
     println!(
-        "| {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} s |",
+        "| {} | {} | {} | {} | {} | {} | {} | {:.2} s | {:.2} s | {} s |",
         report.lost,
         report.twice,
         report.out_of_order,
+        contexts.wrong,
         tg_runs_twice,
         tg_twice,
         orphan_waits.len(),
@@ -508,7 +517,13 @@ async fn chaos(args: &Args, database_url: &str) -> Result<()> {
         }
     }
     drop(replicas);
-    let broken = report.lost + report.twice + report.out_of_order + tg_runs_twice + tg_twice > 0
+    let broken = report.lost
+        + report.twice
+        + report.out_of_order
+        + contexts.wrong
+        + tg_runs_twice
+        + tg_twice
+        > 0
         || failed > 0;
     if broken || std::env::var_os("HEARTH_BENCH_KEEP").is_some() {
         println!(
@@ -647,6 +662,60 @@ async fn check_threads(
         }
     }
     Ok(report)
+}
+
+/// What [`check_contexts`] found.
+struct ContextReport {
+    /// Model calls of the API threads checked.
+    api: usize,
+    /// Model calls of the Telegram chats checked.
+    telegram: usize,
+    /// Calls whose user messages were not their thread's, from its first
+    /// to the one answered, in order.
+    wrong: usize,
+}
+
+/// Each model call answers its thread's message `k` (`t<t> m<k>`, `tg u<u>
+/// n<k>`) and must carry the thread's messages 0 to `k`, in order, as the
+/// user's turns: none lost or repeated, none of another thread.
+fn check_contexts(requests: &[serde_json::Value]) -> ContextReport {
+    let mut report = ContextReport {
+        api: 0,
+        telegram: 0,
+        wrong: 0,
+    };
+    for request in requests {
+        let users: Vec<&str> = request["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        let Some(last) = users.last() else {
+            continue;
+        };
+        let Some((thread, k)) = last
+            .rsplit_once(' ')
+            .and_then(|(thread, n)| Some((thread, n.get(1..)?.parse::<usize>().ok()?)))
+        else {
+            continue;
+        };
+        let (mark, counter) = if thread.starts_with("tg ") {
+            ("n", &mut report.telegram)
+        } else if thread.starts_with('t') {
+            ("m", &mut report.api)
+        } else {
+            continue;
+        };
+        *counter += 1;
+        let expected: Vec<String> = (0..=k).map(|i| format!("{thread} {mark}{i}")).collect();
+        if users != expected {
+            report.wrong += 1;
+        }
+    }
+    report
 }
 
 /// Telegram messages stored as more than one run: updates handled twice.

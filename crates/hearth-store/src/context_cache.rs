@@ -53,6 +53,10 @@ pub(crate) struct Cached {
     pub ids: Vec<i64>,
     /// The run that handed it back, whose end may add the messages it
     /// wrote ([`ContextCache::extend`]); `None` once it did, or could not.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(dead_code, reason = "only PostgreSQL's ends extend what is held")
+    )]
     pub kept_by: Option<String>,
 }
 
