@@ -12,7 +12,7 @@
 //!        [--strict-concurrency 16,64] [--emulate-fsync-ms 4] [--openai]
 //!        [--extra-toml FILE] [--backend sqlite|postgres] [--url-env VAR]
 //!        [--replicas N] [--pool-size N] [--group-pool-size N] [--idle-secs 30]
-//!        [--interleave] [--thread-messages 1]
+//!        [--interleave] [--thread-messages 1] [--sticky]
 //!
 //! `--backend postgres` (a driver and a `hearth` built with `--features
 //! postgres`) measures the same levels on PostgreSQL right after SQLite, on
@@ -40,6 +40,10 @@
 //! time (each waiting for its answer), then to a new thread: from the second
 //! message on, a run reads its thread's history, as in a chat. The default,
 //! 1, makes every message a new thread.
+//!
+//! `--sticky` sends all of a worker's messages to one replica of the
+//! `--replicas` group (worker `w` to replica `w mod N`), as a load balancer
+//! with sticky sessions would, instead of each message to the next replica.
 //!
 //! `--extra-toml FILE` appends FILE to every hearth.toml the driver writes
 //! (`FAKE_URL` in it becomes the fake provider's address):
@@ -95,6 +99,19 @@ struct Args {
     group_pool_size: Option<u32>,
     /// Messages a worker sends to one thread before it opens the next.
     thread_messages: u64,
+    /// Each worker sends to one server of a group (`--sticky`), as a load
+    /// balancer with sticky sessions would, instead of round-robin.
+    sticky: bool,
+}
+
+impl Args {
+    /// The `/v1/messages` load these arguments ask for.
+    fn messages(&self) -> Api {
+        Api::Messages {
+            per_thread: self.thread_messages,
+            sticky: self.sticky,
+        }
+    }
 }
 
 /// Where a server keeps its store.
@@ -114,8 +131,10 @@ enum Backend {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Api {
     /// `POST /v1/messages` with `wait: true`, `per_thread` messages to each
-    /// thread (`--thread-messages`) before the next.
-    Messages { per_thread: u64 },
+    /// thread (`--thread-messages`) before the next; `sticky` (`--sticky`)
+    /// sends all of a worker's messages to one server instead of each to
+    /// the next.
+    Messages { per_thread: u64, sticky: bool },
     /// `POST /openai/v1/chat/completions` (non-streaming).
     OpenAi,
 }
@@ -136,6 +155,7 @@ fn parse_args() -> Result<Args> {
         pool_size: None,
         group_pool_size: None,
         thread_messages: 1,
+        sticky: false,
     };
     let mut backend = "sqlite".to_owned();
     let mut url_env = "HEARTH_DATABASE_URL".to_owned();
@@ -159,6 +179,7 @@ fn parse_args() -> Result<Args> {
             "--replicas" => a.replicas = val()?.parse()?,
             "--idle-secs" => a.idle_secs = val()?.parse()?,
             "--interleave" => a.interleave = true,
+            "--sticky" => a.sticky = true,
             "--thread-messages" => {
                 let n: u64 = val()?.parse()?;
                 if n == 0 {
@@ -546,11 +567,14 @@ async fn drive(
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
                 let (path, body) = match api {
-                    Api::Messages { per_thread } => ("/v1/messages", json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{}", (i - 1) / per_thread), "wait": true})),
+                    Api::Messages { per_thread, .. } => ("/v1/messages", json!({"text": "hello", "thread_key": format!("bench:{tag}:{w}:{}", (i - 1) / per_thread), "wait": true})),
                     Api::OpenAi => ("/openai/v1/chat/completions", json!({"model": "hearth",
                         "user": format!("bench-{tag}-{w}-{i}"), "messages": [{"role": "user", "content": "hello"}]})),
                 };
-                let url = &urls[(w + i as usize) % urls.len()];
+                let url = match api {
+                    Api::Messages { sticky: true, .. } => &urls[w % urls.len()],
+                    _ => &urls[(w + i as usize) % urls.len()],
+                };
                 let t = Instant::now();
                 match http.post(format!("{url}{path}")).json(&body).send().await {
                     Ok(r) if r.status().as_u16() == 200 => {
@@ -713,46 +737,14 @@ async fn main() -> Result<()> {
         let pid = &[pid];
         if args.openai {
             let half = (args.secs / 2).max(1);
-            let m1 = drive(
-                url,
-                pid,
-                c,
-                half,
-                &format!("n{c}a"),
-                Api::Messages {
-                    per_thread: args.thread_messages,
-                },
-            )
-            .await?;
+            let m1 = drive(url, pid, c, half, &format!("n{c}a"), args.messages()).await?;
             let o1 = drive(url, pid, c, half, &format!("o{c}a"), Api::OpenAi).await?;
             let o2 = drive(url, pid, c, half, &format!("o{c}b"), Api::OpenAi).await?;
-            let m2 = drive(
-                url,
-                pid,
-                c,
-                half,
-                &format!("n{c}b"),
-                Api::Messages {
-                    per_thread: args.thread_messages,
-                },
-            )
-            .await?;
+            let m2 = drive(url, pid, c, half, &format!("n{c}b"), args.messages()).await?;
             levels.push(m1.merge(m2));
             openai.push(o1.merge(o2));
         } else {
-            levels.push(
-                drive(
-                    url,
-                    pid,
-                    c,
-                    args.secs,
-                    &format!("n{c}"),
-                    Api::Messages {
-                        per_thread: args.thread_messages,
-                    },
-                )
-                .await?,
-            );
+            levels.push(drive(url, pid, c, args.secs, &format!("n{c}"), args.messages()).await?);
         }
     }
     report("normal", fake_p50, &levels, &[pid]);
@@ -792,9 +784,7 @@ async fn main() -> Result<()> {
                     c,
                     args.secs,
                     &format!("s{c}"),
-                    Api::Messages {
-                        per_thread: args.thread_messages,
-                    },
+                    args.messages(),
                 )
                 .await?,
             );
@@ -834,9 +824,7 @@ async fn main() -> Result<()> {
                     c,
                     args.secs,
                     &format!("e{c}"),
-                    Api::Messages {
-                        per_thread: args.thread_messages,
-                    },
+                    args.messages(),
                 )
                 .await?,
             );

@@ -198,9 +198,7 @@ mod with_postgres {
                     c,
                     args.secs,
                     &format!("p{c}"),
-                    crate::Api::Messages {
-                        per_thread: args.thread_messages,
-                    },
+                    args.messages(),
                 )
                 .await?,
             );
@@ -238,9 +236,7 @@ mod with_postgres {
                         c,
                         args.secs,
                         &format!("r{c}"),
-                        crate::Api::Messages {
-                            per_thread: args.thread_messages,
-                        },
+                        args.messages(),
                     )
                     .await?,
                 );
@@ -321,9 +317,7 @@ mod with_postgres {
         let half = (args.secs / 2).max(1);
         let (mut lite, mut pg, mut many) = (Vec::new(), Vec::new(), Vec::new());
         for &c in &args.concurrency {
-            let msg = crate::Api::Messages {
-                per_thread: args.thread_messages,
-            };
+            let msg = args.messages();
             let s1 = drive(sqlite_urls, &[sqlite.pid], c, half, &format!("n{c}a"), msg).await?;
             let p1 = drive(one_urls, &one_pid, c, half, &format!("p{c}a"), msg).await?;
             let m = if group.is_empty() {
