@@ -176,8 +176,8 @@ impl<B: Batch> Queue<B> {
     /// A write that finds the queue idle is made by its caller's task, as a
     /// statement of its own. Handing it to a task of the queue, which then
     /// spawned one for the statement, woke other threads for each lone
-    /// write: making it here cost a replica about a tenth less CPU and a
-    /// sixth fewer thread switches per run at 16 in flight (BENCHMARKS.md,
+    /// write: making it here cost a replica about an eighth less CPU and a
+    /// seventh fewer thread switches per run at 16 in flight (BENCHMARKS.md,
     /// "a lone write made by its caller"). A write that finds a statement in
     /// flight waits, and the writes waiting then are made together by a
     /// task of the queue, so that none of them depends on a caller that may
