@@ -157,7 +157,7 @@ struct State<B: Batch> {
 impl<B: Batch> Queue<B> {
     /// A queue writing through `pool`; `target` names the database in
     /// errors.
-    pub(super) fn start(pool: Pool, target: String) -> Self {
+    pub(super) fn new(pool: Pool, target: String) -> Self {
         Queue {
             inner: Arc::new(Shared {
                 pool,
@@ -414,7 +414,7 @@ mod tests {
         let manager =
             deadpool_postgres::Manager::new(tokio_postgres::Config::new(), tokio_postgres::NoTls);
         let pool = Pool::builder(manager).max_size(1).build();
-        Arc::new(Queue::start(
+        Arc::new(Queue::new(
             pool.expect("a pool that connects to nothing builds"),
             target.to_owned(),
         ))

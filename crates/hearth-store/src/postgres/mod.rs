@@ -78,11 +78,11 @@ struct Inner {
     /// Blocks of compact vectors held for searches by meaning.
     vectors: vector_cache::VectorCache,
     /// Run ends written together (`batch_queue`).
-    ends: std::sync::OnceLock<batch_queue::Queue<batch_queue::Ends>>,
+    ends: batch_queue::Queue<batch_queue::Ends>,
     /// Messages stored together (`batch_queue`).
-    runs: std::sync::OnceLock<batch_queue::Queue<batch_queue::Runs>>,
+    runs: batch_queue::Queue<batch_queue::Runs>,
     /// Threads' settings read together (`batch_queue`).
-    settings: std::sync::OnceLock<batch_queue::Queue<batch_queue::Settings>>,
+    settings: batch_queue::Queue<batch_queue::Settings>,
     /// Tokens and grants held while a listener hears their changes.
     access: Arc<access_cache::AccessCache>,
     /// Decoded contexts of the threads that talk most (`history.rs`).
@@ -138,14 +138,14 @@ impl PostgresStore {
             })?;
         let store = PostgresStore {
             inner: Arc::new(Inner {
+                ends: batch_queue::Queue::new(pool.clone(), target.clone()),
+                runs: batch_queue::Queue::new(pool.clone(), target.clone()),
+                settings: batch_queue::Queue::new(pool.clone(), target.clone()),
                 pool,
                 target,
                 config,
                 tls,
                 vectors: vector_cache::VectorCache::new(DEFAULT_VECTOR_CACHE_BYTES),
-                ends: std::sync::OnceLock::new(),
-                runs: std::sync::OnceLock::new(),
-                settings: std::sync::OnceLock::new(),
                 access: Arc::default(),
                 contexts: crate::context_cache::ContextCache::default(),
             }),
@@ -214,28 +214,20 @@ impl PostgresStore {
         pooled(&self.inner.pool, &self.inner.target).await
     }
 
-    /// The queue that writes run ends arriving together in one statement,
-    /// started on first use.
+    /// The queue that writes run ends arriving together in one statement.
     fn ends(&self) -> &batch_queue::Queue<batch_queue::Ends> {
-        self.inner.ends.get_or_init(|| {
-            batch_queue::Queue::start(self.inner.pool.clone(), self.inner.target.clone())
-        })
+        &self.inner.ends
     }
 
-    /// The queue that stores messages arriving together in one statement,
-    /// started on first use.
+    /// The queue that stores messages arriving together in one statement.
     fn runs(&self) -> &batch_queue::Queue<batch_queue::Runs> {
-        self.inner.runs.get_or_init(|| {
-            batch_queue::Queue::start(self.inner.pool.clone(), self.inner.target.clone())
-        })
+        &self.inner.runs
     }
 
     /// The queue that reads the settings of threads asked for together in
-    /// one statement, started on first use.
+    /// one statement.
     fn settings(&self) -> &batch_queue::Queue<batch_queue::Settings> {
-        self.inner.settings.get_or_init(|| {
-            batch_queue::Queue::start(self.inner.pool.clone(), self.inner.target.clone())
-        })
+        &self.inner.settings
     }
 }
 
