@@ -431,6 +431,24 @@ mod tests {
         }
     }
 
+    /// Spawns a write of `item`.
+    fn spawn_write(
+        q: &Arc<Queue<Probed>>,
+        item: (u32, bool),
+    ) -> tokio::task::JoinHandle<Result<u32>> {
+        let q = q.clone();
+        tokio::spawn(async move { q.write(item).await })
+    }
+
+    /// A queue of `target` whose first write is in flight, held at the
+    /// probe's gate.
+    async fn holding(target: &str) -> (Arc<Queue<Probed>>, tokio::task::JoinHandle<Result<u32>>) {
+        let q = queue(target);
+        let first = spawn_write(&q, (1, true));
+        probe(target).entered.notified().await;
+        (q, first)
+    }
+
     /// A spawned write's answer; bounded, not a wait: a queue left busy
     /// would never answer.
     async fn answered(write: tokio::task::JoinHandle<Result<u32>>) -> u32 {
@@ -456,16 +474,10 @@ mod tests {
 
     #[tokio::test]
     async fn writes_that_come_during_a_statement_are_made_together_after_it() {
-        let q = queue("together");
-        let first = tokio::spawn({
-            let q = q.clone();
-            async move { q.write((1, true)).await }
-        });
-        probe("together").entered.notified().await;
+        let (q, first) = holding("together").await;
         let mut later = Vec::new();
         for id in [2, 3, 3, 4] {
-            let writer = q.clone();
-            later.push(tokio::spawn(async move { writer.write((id, false)).await }));
+            later.push(spawn_write(&q, (id, false)));
             until_waiting(&q, later.len()).await;
         }
         probe("together").gate.notify_one();
@@ -482,16 +494,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_caller_dropped_during_its_statement_leaves_the_waiting_writes_made() {
-        let q = queue("dropped");
-        let first = tokio::spawn({
-            let q = q.clone();
-            async move { q.write((1, true)).await }
-        });
-        probe("dropped").entered.notified().await;
-        let second = tokio::spawn({
-            let q = q.clone();
-            async move { q.write((2, false)).await }
-        });
+        let (q, first) = holding("dropped").await;
+        let second = spawn_write(&q, (2, false));
         until_waiting(&q, 1).await;
         first.abort();
         assert!(first.await.is_err_and(|e| e.is_cancelled()));
